@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/cove-sh/cove/image"
+	"github.com/cove-sh/cove/internal/dirs"
+	"github.com/urfave/cli/v2"
+)
+
+// exitError carries an exit status other than 1 up to run.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// newApp builds the command tree. Output goes to stdout and stderr so that
+// tests can run the CLI in-process.
+func newApp(stdout, stderr io.Writer) *cli.App {
+	return &cli.App{
+		Name:                 "cove",
+		Usage:                "a safe, instant container workspace for you and your coding agent",
+		UsageText:            "cove [global options] command [command options] [arguments...]",
+		Writer:               stdout,
+		ErrWriter:            stderr,
+		HideVersion:          true,
+		EnableBashCompletion: true,
+		ExitErrHandler:       func(*cli.Context, error) {}, // run reports errors, once
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "root", EnvVars: []string{"COVE_ROOT"}, Usage: "keep all state (images, workspaces, runtime) under `DIR`"},
+			&cli.BoolFlag{Name: "debug", Usage: "verbose logs on stderr"},
+		},
+		Commands: []*cli.Command{
+			pullCommand(),
+			imagesCommand(),
+			rmiCommand(),
+			pruneCommand(),
+			versionCommand(),
+		},
+	}
+}
+
+// run runs the CLI and maps its error to the one stderr line and exit
+// status DESIGN.md promises.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	app := newApp(stdout, stderr)
+	err := app.RunContext(ctx, args)
+	if err == nil {
+		return 0
+	}
+	code := 1
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+	}
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		fmt.Fprintln(stderr, "cove: interrupted")
+		return 130
+	}
+	msg := strings.ReplaceAll(err.Error(), "\n", " ")
+	fmt.Fprintf(stderr, "cove: %s\n", msg)
+	return code
+}
+
+// env is what every command needs from the global flags.
+type env struct {
+	layout dirs.Layout
+	log    *slog.Logger
+}
+
+func globalEnv(c *cli.Context) (*env, error) {
+	layout, err := dirs.Resolve(dirs.FromOS(c.String("root")))
+	if err != nil {
+		return nil, err
+	}
+	level := slog.LevelWarn
+	if c.Bool("debug") {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
+	return &env{layout: layout, log: log}, nil
+}
+
+func (e *env) store() (*image.Store, error) {
+	return image.Open(e.layout.Images)
+}

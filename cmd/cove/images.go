@@ -1,0 +1,126 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+)
+
+// imageJSON is one element of `cove images --json` (DESIGN.md contract).
+type imageJSON struct {
+	Ref     string    `json:"ref"`
+	Digest  string    `json:"digest"`
+	Size    int64     `json:"size"`
+	RootFS  string    `json:"rootfs"`
+	Created time.Time `json:"created"`
+}
+
+func imagesCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "images",
+		Usage: "list the images in the cache",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON array of {ref, digest, size, rootfs, created}"},
+		},
+		Action: func(c *cli.Context) error {
+			e, err := globalEnv(c)
+			if err != nil {
+				return err
+			}
+			store, err := e.store()
+			if err != nil {
+				return err
+			}
+			entries, err := store.List()
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				out := make([]imageJSON, 0, len(entries))
+				for _, en := range entries {
+					out = append(out, imageJSON{Ref: en.Ref, Digest: en.Image.Digest.String(), Size: en.Image.Size, RootFS: en.Image.RootFS, Created: en.Image.Created})
+				}
+				enc := json.NewEncoder(c.App.Writer)
+				enc.SetIndent("", "  ")
+				return enc.Encode(out)
+			}
+			tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "REF\tDIGEST\tSIZE\tCREATED")
+			for _, en := range entries {
+				ref := en.Ref
+				if ref == "" {
+					ref = "<none>"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", ref, en.Image.Digest.Hex[:12], humanBytes(en.Image.Size), en.Image.Created.Format("2006-01-02"))
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func rmiCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "rmi",
+		Usage:     "remove images from the cache",
+		ArgsUsage: "REF...",
+		Action: func(c *cli.Context) error {
+			if c.NArg() == 0 {
+				return fmt.Errorf("rmi takes one or more image references (see cove images)")
+			}
+			e, err := globalEnv(c)
+			if err != nil {
+				return err
+			}
+			store, err := e.store()
+			if err != nil {
+				return err
+			}
+			for _, ref := range c.Args().Slice() {
+				img, err := store.Remove(c.Context, ref)
+				if err != nil {
+					return fmt.Errorf("rmi %s: %w", ref, err)
+				}
+				fmt.Fprintf(c.App.Writer, "removed %s %s\n", ref, img.Digest)
+			}
+			return nil
+		},
+	}
+}
+
+func pruneCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "prune",
+		Usage: "remove cached blobs and images that no image name uses",
+		Action: func(c *cli.Context) error {
+			e, err := globalEnv(c)
+			if err != nil {
+				return err
+			}
+			store, err := e.store()
+			if err != nil {
+				return err
+			}
+			rep, err := store.Prune(c.Context)
+			if err != nil {
+				return fmt.Errorf("prune: %w", err)
+			}
+			fmt.Fprintf(c.App.Writer, "removed %d images and %d blobs, freed %s of blobs\n", rep.Images, rep.Blobs, humanBytes(rep.Bytes))
+			return nil
+		},
+	}
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/cove-sh/cove/image"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/urfave/cli/v2"
+)
+
+func pullCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "pull",
+		Usage:     "fetch an image and flatten it into the cache; prints the manifest digest",
+		ArgsUsage: "REF",
+		Description: `REF is a registry reference (debian:bookworm, 127.0.0.1:5000/x:tag, x@sha256:…)
+or oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE[:REF].`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "platform", Usage: "image for `OS/ARCH[/VARIANT]` out of a multi-platform index (default: this machine's)"},
+			&cli.StringFlag{Name: "pull", Value: "missing", Usage: "`POLICY`: missing (use a stored image of that name), always (ask the source again), never"},
+			&cli.IntFlag{Name: "jobs", Value: 4, Usage: "layers to download at once"},
+			&cli.Int64Flag{Name: "max-size", Value: image.DefaultMaxSize, Usage: "fail if the image would extract more than `BYTES` of file data"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress output"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return fmt.Errorf("pull takes one image reference (see cove pull --help)")
+			}
+			e, err := globalEnv(c)
+			if err != nil {
+				return err
+			}
+			opts, err := pullOptions(c)
+			if err != nil {
+				return err
+			}
+			store, err := e.store()
+			if err != nil {
+				return err
+			}
+			bars := newProgress(c.App.ErrWriter, c.Bool("quiet"))
+			opts = append(opts, image.WithProgress(bars.update))
+			img, err := image.Pull(c.Context, store, c.Args().First(), opts...)
+			bars.wait()
+			if err != nil {
+				return err
+			}
+			e.log.Debug("pulled", "digest", img.Digest, "rootfs", img.RootFS, "files", img.Stats.Files, "bytes", img.Stats.Bytes)
+			if img.Stats.DroppedOwner > 0 && !c.Bool("quiet") {
+				fmt.Fprintf(c.App.ErrWriter, "note: %d files belong to you instead of their owner in the image (unprivileged pull)\n", img.Stats.DroppedOwner)
+			}
+			if img.Stats.SkippedDev > 0 && !c.Bool("quiet") {
+				fmt.Fprintf(c.App.ErrWriter, "note: %d device nodes skipped (unprivileged pull)\n", img.Stats.SkippedDev)
+			}
+			fmt.Fprintln(c.App.Writer, img.Digest)
+			return nil
+		},
+	}
+}
+
+func pullOptions(c *cli.Context) ([]image.Option, error) {
+	policy, err := image.ParsePolicy(c.String("pull"))
+	if err != nil {
+		return nil, err
+	}
+	opts := []image.Option{
+		image.WithPolicy(policy),
+		image.WithJobs(c.Int("jobs")),
+		image.WithMaxSize(c.Int64("max-size")),
+	}
+	if p := c.String("platform"); p != "" {
+		plat, err := v1.ParsePlatform(p)
+		if err != nil {
+			return nil, fmt.Errorf("--platform %q: %w", p, err)
+		}
+		opts = append(opts, image.WithPlatform(*plat))
+	}
+	return opts, nil
+}

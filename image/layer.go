@@ -1,0 +1,183 @@
+package image
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"io"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+)
+
+// DigestError reports content whose digest is not the one its manifest or
+// config promised.
+type DigestError struct {
+	What string // "layer", "uncompressed layer", "manifest", …
+	Want v1.Hash
+	Got  v1.Hash
+}
+
+func (e *DigestError) Error() string {
+	return fmt.Sprintf("%s %s: digest mismatch (got %s)", e.What, e.Want, e.Got)
+}
+
+var (
+	gzipMagic = []byte{0x1f, 0x8b}
+	zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
+)
+
+// decompress sniffs the stream's compression from its first bytes rather
+// than trusting the media type: registries and archives get that wrong.
+func decompress(r io.Reader) (io.Reader, func(), error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	magic, _ := br.Peek(4)
+	switch {
+	case bytes.HasPrefix(magic, gzipMagic):
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, nil, fmt.Errorf("gzip: %w", err)
+		}
+		return zr, func() { zr.Close() }, nil
+	case bytes.HasPrefix(magic, zstdMagic):
+		zr, err := zstd.NewReader(br, zstd.WithDecoderMaxMemory(1<<30))
+		if err != nil {
+			return nil, nil, fmt.Errorf("zstd: %w", err)
+		}
+		return zr, zr.Close, nil
+	}
+	return br, func() {}, nil
+}
+
+// applyCompressed decompresses one layer blob, applies it and checks that
+// the uncompressed stream, trailing bytes included, hashes to diffID.
+func (e *extractor) applyCompressed(ctx context.Context, blob io.Reader, diffID v1.Hash) error {
+	plain, closeFn, err := decompress(blob)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	h := sha256.New()
+	ra := newReadahead(ctx, plain, h)
+	if err := e.applyLayer(ra); err != nil {
+		ra.abort()
+		return err
+	}
+	if err := ra.finish(); err != nil {
+		return fmt.Errorf("decompress: %w", err)
+	}
+	got := v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(h.Sum(nil))}
+	if diffID.Hex != "" && got != diffID {
+		return &DigestError{What: "uncompressed layer", Want: diffID, Got: got}
+	}
+	return nil
+}
+
+// readahead decompresses and hashes in its own goroutine, a few chunks
+// ahead of the reader, so that inflating a layer and writing its files use
+// two cores instead of taking turns on one.
+type readahead struct {
+	ch   chan []byte
+	free chan []byte
+	stop chan struct{}
+	done chan struct{}
+	cur  []byte
+	held []byte
+	err  error // set by the producer before it closes ch
+}
+
+const (
+	readaheadChunk  = 1 << 20
+	readaheadChunks = 8
+)
+
+func newReadahead(ctx context.Context, src io.Reader, h hash.Hash) *readahead {
+	ra := &readahead{
+		ch:   make(chan []byte, readaheadChunks),
+		free: make(chan []byte, readaheadChunks+1),
+		stop: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	for range readaheadChunks + 1 {
+		ra.free <- make([]byte, readaheadChunk)
+	}
+	go ra.produce(ctx, src, h)
+	return ra
+}
+
+func (ra *readahead) produce(ctx context.Context, src io.Reader, h hash.Hash) {
+	defer close(ra.done)
+	defer close(ra.ch)
+	for {
+		var b []byte
+		select {
+		case b = <-ra.free:
+		case <-ra.stop:
+			return
+		}
+		if err := ctx.Err(); err != nil {
+			ra.err = err
+			return
+		}
+		n, err := io.ReadFull(src, b[:cap(b)])
+		h.Write(b[:n])
+		if n > 0 {
+			select {
+			case ra.ch <- b[:n]:
+			case <-ra.stop:
+				return
+			}
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return
+		}
+		if err != nil {
+			ra.err = err
+			return
+		}
+	}
+}
+
+func (ra *readahead) Read(p []byte) (int, error) {
+	for len(ra.cur) == 0 {
+		if ra.held != nil {
+			ra.free <- ra.held[:cap(ra.held)]
+			ra.held = nil
+		}
+		b, ok := <-ra.ch
+		if !ok {
+			if ra.err != nil {
+				return 0, ra.err
+			}
+			return 0, io.EOF
+		}
+		ra.cur, ra.held = b, b
+	}
+	n := copy(p, ra.cur)
+	ra.cur = ra.cur[n:]
+	return n, nil
+}
+
+// finish reads what the consumer left (the tar end padding and any trailing
+// bytes, which the DiffID covers) and returns the producer's error.
+func (ra *readahead) finish() error {
+	for b := range ra.ch {
+		ra.free <- b[:cap(b)]
+	}
+	<-ra.done
+	return ra.err
+}
+
+// abort stops the producer without reading the rest of the stream.
+func (ra *readahead) abort() {
+	close(ra.stop)
+	for b := range ra.ch {
+		ra.free <- b[:cap(b)]
+	}
+	<-ra.done
+}

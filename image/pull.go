@@ -1,0 +1,384 @@
+package image
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"golang.org/x/sync/errgroup"
+)
+
+// Pull makes the image ref names available in the store, flattened, and
+// records ref as its name. Layers download in parallel into the blob cache,
+// each verified against its digest while it streams; they are applied in
+// order, each as soon as it and those below it are in, into a temporary
+// directory that is renamed into place only when complete. Two Pulls of one
+// image, in one process or several, do the work once.
+func Pull(ctx context.Context, s *Store, ref string, opts ...Option) (img *Image, err error) {
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("pull %s: %w", ref, err)
+		}
+	}()
+	o, err := makeOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	o.tmpDir = filepath.Join(s.dir, "blobs", "tmp")
+	var mu sync.Mutex
+	report := o.progress
+	o.progress = func(p Progress) { mu.Lock(); defer mu.Unlock(); report(p) }
+
+	src, err := ParseReference(ref)
+	if err != nil {
+		return nil, err
+	}
+	if o.policy != PullAlways {
+		if img, err := s.Get(src.String()); err == nil {
+			return img, nil
+		}
+		if o.policy == PullNever {
+			return nil, fmt.Errorf("%w, and the pull policy is never", ErrNotFound)
+		}
+	}
+	unlockBlobs, err := s.sharedLock(ctx, "blobs")
+	if err != nil {
+		return nil, err
+	}
+	defer unlockBlobs()
+
+	v1img, cleanup, err := src.image(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	digest, err := v1img.Digest()
+	if err != nil {
+		return nil, err
+	}
+	img, err = s.byDigest(digest)
+	if errors.Is(err, ErrNotFound) {
+		img, err = s.flattenOnce(ctx, v1img, digest, o)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := s.updateRefs(ctx, func(refs map[string]string) { refs[src.String()] = digest.String() }); err != nil {
+		return nil, err
+	}
+	return img, nil
+}
+
+// flattenOnce flattens under the image's lock; whoever waited for the lock
+// finds the image done.
+func (s *Store) flattenOnce(ctx context.Context, v1img v1.Image, digest v1.Hash, o *options) (*Image, error) {
+	unlock, err := s.lock(ctx, "image-"+digest.Hex)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if img, err := s.byDigest(digest); err == nil {
+		return img, nil
+	}
+	// What a killed pull of this image left: never mistaken for the image,
+	// since only a complete one is renamed to its final name.
+	stale, _ := filepath.Glob(filepath.Join(s.dir, "images", ".tmp-"+digest.Hex+"-*"))
+	for _, d := range stale {
+		if err := RemoveAll(d); err != nil {
+			return nil, err
+		}
+	}
+	return s.flatten(ctx, v1img, digest, o)
+}
+
+func (s *Store) flatten(ctx context.Context, v1img v1.Image, digest v1.Hash, o *options) (*Image, error) {
+	rawCfg, err := v1img.RawConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	cfg, err := v1img.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	cfgName, err := v1img.ConfigName()
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	layers, err := v1img.Layers()
+	if err != nil {
+		return nil, fmt.Errorf("layers: %w", err)
+	}
+	if len(cfg.RootFS.DiffIDs) != len(layers) {
+		return nil, fmt.Errorf("the config lists %d layers but the manifest %d: the image is broken", len(cfg.RootFS.DiffIDs), len(layers))
+	}
+	img := &Image{
+		Digest:   digest,
+		Config:   cfgName,
+		DiffIDs:  cfg.RootFS.DiffIDs,
+		Platform: (&v1.Platform{OS: cfg.OS, Architecture: cfg.Architecture, Variant: cfg.Variant}).String(),
+		Created:  cfg.Created.Time,
+	}
+	for _, l := range layers {
+		d, err := l.Digest()
+		if err != nil {
+			return nil, err
+		}
+		img.Layers = append(img.Layers, d)
+	}
+
+	tmp, err := os.MkdirTemp(filepath.Join(s.dir, "images"), ".tmp-"+digest.Hex+"-")
+	if err != nil {
+		return nil, explainDiskError(err, s.dir)
+	}
+	done := false
+	defer func() {
+		if !done {
+			RemoveAll(tmp)
+		}
+	}()
+	rootfs := filepath.Join(tmp, "rootfs")
+	if err := os.Mkdir(rootfs, 0o755); err != nil {
+		return nil, explainDiskError(err, s.dir)
+	}
+
+	// Downloads run ahead, jobs at a time; extraction follows in order.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ready := make([]chan struct{}, len(layers))
+	for i := range ready {
+		ready[i] = make(chan struct{})
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(o.jobs)
+	fetchErr := make(chan error, 1)
+	go func() {
+		for i, l := range layers {
+			i, l := i, l
+			g.Go(func() error {
+				if err := s.fetchBlob(gctx, l, img.Layers[i], i, len(layers), o); err != nil {
+					return err
+				}
+				close(ready[i])
+				return nil
+			})
+		}
+		fetchErr <- g.Wait()
+	}()
+	defer func() { cancel(); <-fetchErr }()
+
+	ext, err := newExtractor(rootfs, o.maxSize)
+	if err != nil {
+		return nil, err
+	}
+	defer ext.Close()
+	for i := range layers {
+		select {
+		case <-ready[i]:
+		case err := <-fetchErr:
+			fetchErr <- err // for the deferred wait
+			if err == nil {
+				err = errors.New("download stopped")
+			}
+			return nil, err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		o.progress(Progress{Layer: img.Layers[i], Index: i, Count: len(layers), Phase: PhaseExtracting})
+		if err := s.applyBlob(ctx, ext, img.Layers[i], img.DiffIDs[i]); err != nil {
+			return nil, err
+		}
+		o.progress(Progress{Layer: img.Layers[i], Index: i, Count: len(layers), Phase: PhaseExtracted})
+	}
+	if err := ext.finish(); err != nil {
+		return nil, explainDiskError(err, s.dir)
+	}
+	img.Stats = ext.stats
+	img.Size = ext.stats.Bytes
+	img.Pulled = time.Now().UTC()
+
+	meta, err := json.MarshalIndent(img, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := writeFileAtomic(filepath.Join(tmp, "config.json"), rawCfg); err != nil {
+		return nil, explainDiskError(err, s.dir)
+	}
+	if err := writeFileAtomic(filepath.Join(tmp, "image.json"), meta); err != nil {
+		return nil, explainDiskError(err, s.dir)
+	}
+	if err := syncDir(filepath.Join(s.dir, "images")); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp, s.imageDir(digest)); err != nil {
+		return nil, err
+	}
+	done = true
+	img.RootFS = filepath.Join(s.imageDir(digest), "rootfs")
+	return img, nil
+}
+
+func (s *Store) applyBlob(ctx context.Context, ext *extractor, blob, diffID v1.Hash) error {
+	f, err := os.Open(s.blobPath(blob))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	err = ext.applyCompressed(ctx, f, diffID)
+	var de *DigestError
+	if errors.As(err, &de) {
+		// The cached blob matched its digest when written; a mismatch now
+		// means the image itself is inconsistent (or the disk lied). Drop
+		// the blob so the next pull fetches it afresh.
+		os.Remove(s.blobPath(blob))
+	}
+	if err != nil {
+		return fmt.Errorf("layer %s: %w", blob, explainDiskError(err, s.dir))
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// fetchBlob makes sure the layer's compressed blob is in the cache,
+// downloading it with retries on transient errors.
+func (s *Store) fetchBlob(ctx context.Context, l v1.Layer, digest v1.Hash, index, count int, o *options) error {
+	final := s.blobPath(digest)
+	if _, err := os.Stat(final); err == nil {
+		o.progress(Progress{Layer: digest, Index: index, Count: count, Phase: PhaseCached})
+		return nil
+	}
+	size, err := l.Size()
+	if err != nil {
+		return fmt.Errorf("layer %s: %w", digest, err)
+	}
+	backoff := 500 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err = s.download(ctx, l, digest, size, final, index, count, o)
+		if err == nil || attempt == 3 || !transient(err) || ctx.Err() != nil {
+			break
+		}
+		o.progress(Progress{Layer: digest, Index: index, Count: count, Phase: PhaseRetrying, Err: err})
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		backoff *= 3
+	}
+	if err != nil {
+		return fmt.Errorf("layer %s: %w", digest, explainDiskError(err, s.dir))
+	}
+	o.progress(Progress{Layer: digest, Index: index, Count: count, Phase: PhaseDownloaded, Done: size, Total: size})
+	return nil
+}
+
+func (s *Store) download(ctx context.Context, l v1.Layer, digest v1.Hash, size int64, final string, index, count int, o *options) error {
+	rc, err := l.Compressed()
+	if err != nil {
+		return explainRegistryError(err)
+	}
+	defer rc.Close()
+	tmp, err := os.CreateTemp(filepath.Join(s.dir, "blobs", "tmp"), digest.Hex+"-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+
+	h := sha256.New()
+	var n int64
+	buf := make([]byte, 1<<20)
+	lastReport := time.Now()
+	var readErr error
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		m, rerr := rc.Read(buf)
+		if m > 0 {
+			h.Write(buf[:m])
+			if _, err := tmp.Write(buf[:m]); err != nil {
+				return err
+			}
+			n += int64(m)
+			if time.Since(lastReport) > 100*time.Millisecond {
+				o.progress(Progress{Layer: digest, Index: index, Count: count, Phase: PhaseDownloading, Done: n, Total: size})
+				lastReport = time.Now()
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			readErr = rerr
+			break
+		}
+	}
+	got := v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(h.Sum(nil))}
+	if readErr != nil {
+		// go-containerregistry verifies remote blobs too and reports a
+		// mismatch at EOF; say it in our terms.
+		if n == size && got != digest && strings.Contains(readErr.Error(), "verifying") {
+			return &DigestError{What: "layer", Want: digest, Got: got}
+		}
+		return readErr
+	}
+	if got != digest {
+		return &DigestError{What: "layer", Want: digest, Got: got}
+	}
+	if n != size {
+		return fmt.Errorf("size mismatch: got %d bytes, the manifest says %d", n, size)
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), final)
+}
+
+// transient says whether a failed download is worth another try.
+func transient(err error) bool {
+	var de *DigestError
+	if errors.As(err, &de) || errors.Is(err, context.Canceled) || errors.Is(err, syscall.ENOSPC) {
+		return false
+	}
+	var te *transport.Error
+	if errors.As(err, &te) {
+		return te.Temporary()
+	}
+	var ne net.Error
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed) || errors.As(err, &ne)
+}
+
+// explainDiskError adds what to do when the store's disk is full or not ours.
+func explainDiskError(err error, dir string) error {
+	switch {
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return fmt.Errorf("%w: the disk holding %s is full; free space (cove prune) or move the store with COVE_ROOT", err, dir)
+	case errors.Is(err, syscall.EROFS):
+		return fmt.Errorf("%w: %s is on a read-only file system; move the store with COVE_ROOT", err, dir)
+	case errors.Is(err, syscall.EACCES) && !errors.Is(err, ErrUnsafeEntry):
+		return fmt.Errorf("%w: check the permissions of %s or move the store with COVE_ROOT", err, dir)
+	}
+	return err
+}

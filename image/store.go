@@ -1,0 +1,424 @@
+package image
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"golang.org/x/sys/unix"
+)
+
+// Store is the on-disk image cache: compressed blobs by digest, flattened
+// root filesystems by manifest digest, and the names that point at them.
+//
+//	DIR/blobs/sha256/HEX         verified compressed layer blobs
+//	DIR/blobs/tmp/               downloads in flight
+//	DIR/images/HEX/rootfs        a flattened image, never changed once there
+//	DIR/images/HEX/image.json    what we know of it (Image)
+//	DIR/images/HEX/config.json   the image's config blob
+//	DIR/images/.tmp-HEX-*        flattening in progress (removed if abandoned)
+//	DIR/refs.json                name → manifest digest
+//	DIR/locks/                   flock files
+//
+// The directory is 0700: a rootfs may hold setuid binaries
+// (CVE-2021-41091). A Store holds no open files and is safe for concurrent
+// use by many processes; the lock files order them.
+type Store struct {
+	dir string
+}
+
+// Image is a flattened image in a Store.
+type Image struct {
+	Digest   v1.Hash   `json:"digest"` // manifest digest
+	Config   v1.Hash   `json:"config"`
+	Layers   []v1.Hash `json:"layers"`  // compressed blob digests, base first
+	DiffIDs  []v1.Hash `json:"diff_ids"`
+	Platform string    `json:"platform,omitempty"`
+	Created  time.Time `json:"created"` // from the image config
+	Pulled   time.Time `json:"pulled"`
+	Size     int64     `json:"size"` // bytes of file data in the rootfs
+	Stats    Stats     `json:"stats"`
+
+	// RootFS is the flattened root filesystem's path. Treat it as read-only.
+	RootFS string `json:"-"`
+}
+
+// ErrNotFound is returned for an image the store does not have.
+var ErrNotFound = errors.New("image not known")
+
+// Open opens (creating if needed) the store in dir.
+func Open(dir string) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("image store %s: %w", dir, err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("image store %s: %w", dir, err)
+	}
+	for _, sub := range []string{"blobs/sha256", "blobs/tmp", "images", "locks"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
+			return nil, fmt.Errorf("image store %s: %w", dir, err)
+		}
+	}
+	if err := unix.Access(dir, unix.W_OK); err != nil {
+		return nil, fmt.Errorf("image store %s is not writable: %w", dir, err)
+	}
+	return &Store{dir: dir}, nil
+}
+
+// Dir returns the directory the store lives in.
+func (s *Store) Dir() string { return s.dir }
+
+func (s *Store) blobPath(h v1.Hash) string {
+	return filepath.Join(s.dir, "blobs", h.Algorithm, h.Hex)
+}
+
+func (s *Store) imageDir(h v1.Hash) string {
+	return filepath.Join(s.dir, "images", h.Hex)
+}
+
+// lock takes an exclusive flock on a named lock file, waiting until it is
+// free or ctx is done. unlock releases it.
+func (s *Store) lock(ctx context.Context, name string) (unlock func(), err error) {
+	return s.lockMode(ctx, name, unix.LOCK_EX, true)
+}
+
+// sharedLock is lock for many holders at once: pulls share the blobs lock,
+// and Prune takes it exclusively so that it never deletes a blob a pull is
+// about to use.
+func (s *Store) sharedLock(ctx context.Context, name string) (unlock func(), err error) {
+	return s.lockMode(ctx, name, unix.LOCK_SH, true)
+}
+
+func (s *Store) tryLock(name string) (unlock func(), ok bool) {
+	unlock, err := s.lockMode(context.Background(), name, unix.LOCK_EX, false)
+	return unlock, err == nil
+}
+
+func (s *Store) lockMode(ctx context.Context, name string, how int, wait bool) (func(), error) {
+	f, err := os.OpenFile(filepath.Join(s.dir, "locks", name+".lock"), os.O_CREATE|os.O_RDWR|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", name, err)
+	}
+	for {
+		err := unix.Flock(int(f.Fd()), how|unix.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) || !wait {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", name, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// byDigest returns the flattened image with manifest digest h.
+func (s *Store) byDigest(h v1.Hash) (*Image, error) {
+	dir := s.imageDir(h)
+	b, err := os.ReadFile(filepath.Join(dir, "image.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", h, ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var img Image
+	if err := json.Unmarshal(b, &img); err != nil {
+		return nil, fmt.Errorf("%s: broken image record: %w", dir, err)
+	}
+	img.RootFS = filepath.Join(dir, "rootfs")
+	return &img, nil
+}
+
+// Get returns the image that name (a reference as given to Pull, a full
+// manifest digest, or an unambiguous prefix of its hex) stands for.
+func (s *Store) Get(name string) (*Image, error) {
+	refs, err := s.refs()
+	if err != nil {
+		return nil, err
+	}
+	if src, err := ParseReference(name); err == nil {
+		if d, ok := refs[src.String()]; ok {
+			h, err := v1.NewHash(d)
+			if err != nil {
+				return nil, err
+			}
+			return s.byDigest(h)
+		}
+	}
+	hexPart := strings.TrimPrefix(name, "sha256:")
+	if len(hexPart) >= 4 && strings.Trim(hexPart, "0123456789abcdef") == "" {
+		entries, err := os.ReadDir(filepath.Join(s.dir, "images"))
+		if err != nil {
+			return nil, err
+		}
+		var found []string
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), hexPart) {
+				found = append(found, e.Name())
+			}
+		}
+		if len(found) > 1 {
+			return nil, fmt.Errorf("%q matches %d images: give more of the digest", name, len(found))
+		}
+		if len(found) == 1 {
+			return s.byDigest(v1.Hash{Algorithm: "sha256", Hex: found[0]})
+		}
+	}
+	return nil, fmt.Errorf("%s: %w (pull it first with: cove pull %s)", name, ErrNotFound, name)
+}
+
+// Entry is one name in the store and the image it points at.
+type Entry struct {
+	Ref   string // "" for an image no name points at
+	Image *Image
+}
+
+// List returns every named image, and images with no name, sorted by name.
+func (s *Store) List() ([]Entry, error) {
+	refs, err := s.refs()
+	if err != nil {
+		return nil, err
+	}
+	named := map[string]bool{}
+	var out []Entry
+	for ref, d := range refs {
+		h, err := v1.NewHash(d)
+		if err != nil {
+			continue
+		}
+		img, err := s.byDigest(h)
+		if err != nil {
+			continue
+		}
+		named[h.Hex] = true
+		out = append(out, Entry{Ref: ref, Image: img})
+	}
+	dirs, err := os.ReadDir(filepath.Join(s.dir, "images"))
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range dirs {
+		if strings.HasPrefix(d.Name(), ".") || named[d.Name()] {
+			continue
+		}
+		if img, err := s.byDigest(v1.Hash{Algorithm: "sha256", Hex: d.Name()}); err == nil {
+			out = append(out, Entry{Image: img})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Ref != out[j].Ref {
+			return out[i].Ref < out[j].Ref
+		}
+		return out[i].Image.Digest.Hex < out[j].Image.Digest.Hex
+	})
+	return out, nil
+}
+
+// refs reads the name index. A missing index is an empty one.
+func (s *Store) refs() (map[string]string, error) {
+	b, err := os.ReadFile(filepath.Join(s.dir, "refs.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	refs := map[string]string{}
+	if err := json.Unmarshal(b, &refs); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(s.dir, "refs.json"), err)
+	}
+	return refs, nil
+}
+
+// updateRefs changes the name index under its lock and replaces it
+// atomically.
+func (s *Store) updateRefs(ctx context.Context, change func(map[string]string)) error {
+	unlock, err := s.lock(ctx, "refs")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	refs, err := s.refs()
+	if err != nil {
+		return err
+	}
+	change(refs)
+	b, err := json.MarshalIndent(refs, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(s.dir, "refs.json"), b)
+}
+
+// writeFileAtomic writes b to a temporary file beside path, syncs it and
+// renames it over path, so readers see the old or the new file, never half.
+func writeFileAtomic(path string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+// Remove drops the name ref (or every name of the image a digest names) and
+// the flattened image once no name points at it. Blobs stay until Prune.
+func (s *Store) Remove(ctx context.Context, ref string) (*Image, error) {
+	img, err := s.Get(ref)
+	if err != nil {
+		return nil, err
+	}
+	key := ""
+	if src, err := ParseReference(ref); err == nil {
+		key = src.String()
+	}
+	left := 0
+	err = s.updateRefs(ctx, func(refs map[string]string) {
+		for r, d := range refs {
+			if d != img.Digest.String() {
+				continue
+			}
+			if _, named := refs[key]; !named || r == key {
+				delete(refs, r)
+			} else {
+				left++
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if left > 0 {
+		return img, nil
+	}
+	return img, s.removeImage(ctx, img.Digest)
+}
+
+// removeImage renames the image out of view first, so that no reader sees
+// a half-deleted rootfs under its final name.
+func (s *Store) removeImage(ctx context.Context, h v1.Hash) error {
+	unlock, err := s.lock(ctx, "image-"+h.Hex)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	trash := filepath.Join(s.dir, "images", ".tmp-"+h.Hex+"-rm")
+	if err := os.Rename(s.imageDir(h), trash); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	return RemoveAll(trash)
+}
+
+// PruneReport says what Prune removed.
+type PruneReport struct {
+	Images int   // flattened images no name pointed at
+	Blobs  int   // blobs no image used
+	Bytes  int64 // bytes of blobs and temporary files freed
+}
+
+// Prune removes images no name points at, blobs no image uses, and what
+// crashed pulls left behind (work in progress of a live pull is kept).
+func (s *Store) Prune(ctx context.Context) (PruneReport, error) {
+	var rep PruneReport
+	refs, err := s.refs()
+	if err != nil {
+		return rep, err
+	}
+	named := map[string]bool{}
+	for _, d := range refs {
+		named[strings.TrimPrefix(d, "sha256:")] = true
+	}
+	imagesDir := filepath.Join(s.dir, "images")
+	dirs, err := os.ReadDir(imagesDir)
+	if err != nil {
+		return rep, err
+	}
+	usedBlobs := map[string]bool{}
+	for _, d := range dirs {
+		name := d.Name()
+		if rest, ok := strings.CutPrefix(name, ".tmp-"); ok {
+			hexPart, _, _ := strings.Cut(rest, "-")
+			if unlock, ok := s.tryLock("image-" + hexPart); ok {
+				if err := RemoveAll(filepath.Join(imagesDir, name)); err != nil {
+					unlock()
+					return rep, err
+				}
+				unlock()
+			}
+			continue
+		}
+		h := v1.Hash{Algorithm: "sha256", Hex: name}
+		if !named[name] {
+			if err := s.removeImage(ctx, h); err != nil {
+				return rep, err
+			}
+			rep.Images++
+			continue
+		}
+		if img, err := s.byDigest(h); err == nil {
+			for _, l := range img.Layers {
+				usedBlobs[l.Hex] = true
+			}
+		}
+	}
+	// Pulls in progress hold the blobs lock shared; waiting for it keeps the
+	// blobs they are about to use.
+	unlock, err := s.lock(ctx, "blobs")
+	if err != nil {
+		return rep, err
+	}
+	defer unlock()
+	blobDir := filepath.Join(s.dir, "blobs", "sha256")
+	blobs, err := os.ReadDir(blobDir)
+	if err != nil {
+		return rep, err
+	}
+	for _, b := range blobs {
+		if usedBlobs[b.Name()] {
+			continue
+		}
+		if info, err := b.Info(); err == nil {
+			rep.Bytes += info.Size()
+		}
+		if err := os.Remove(filepath.Join(blobDir, b.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return rep, err
+		}
+		rep.Blobs++
+	}
+	tmpDir := filepath.Join(s.dir, "blobs", "tmp")
+	tmps, _ := os.ReadDir(tmpDir)
+	for _, t := range tmps {
+		if info, err := t.Info(); err == nil {
+			rep.Bytes += info.Size()
+		}
+		os.Remove(filepath.Join(tmpDir, t.Name()))
+	}
+	return rep, nil
+}
