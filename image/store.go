@@ -38,7 +38,7 @@ type Store struct {
 type Image struct {
 	Digest   v1.Hash   `json:"digest"` // manifest digest
 	Config   v1.Hash   `json:"config"`
-	Layers   []v1.Hash `json:"layers"`  // compressed blob digests, base first
+	Layers   []v1.Hash `json:"layers"` // compressed blob digests, base first
 	DiffIDs  []v1.Hash `json:"diff_ids"`
 	Platform string    `json:"platform,omitempty"`
 	Created  time.Time `json:"created"` // from the image config
