@@ -119,9 +119,15 @@ func cleanName(name string) (string, error) {
 	return strings.TrimPrefix(p, "/"), nil
 }
 
+// splitRel splits a root-relative path into its directory ("." for the
+// root itself, which pathrs-lite wants rather than "") and last component.
 func splitRel(rel string) (dir, base string) {
 	dir, base = path.Split(rel)
-	return strings.TrimSuffix(dir, "/"), base
+	dir = strings.TrimSuffix(dir, "/")
+	if dir == "" {
+		dir = "."
+	}
+	return dir, base
 }
 
 func (e *extractor) markUpper(rel string) {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/klauspost/compress/gzip"
@@ -18,13 +19,35 @@ import (
 // DigestError reports content whose digest is not the one its manifest or
 // config promised.
 type DigestError struct {
-	What string // "layer", "uncompressed layer", "manifest", …
+	What string // "layer", "uncompressed layer", "config"
 	Want v1.Hash
-	Got  v1.Hash
+	Got  v1.Hash // zero when the check happened inside go-containerregistry
+	Hint string  // what the user can do
 }
 
 func (e *DigestError) Error() string {
-	return fmt.Sprintf("%s %s: digest mismatch (got %s)", e.What, e.Want, e.Got)
+	msg := fmt.Sprintf("%s %s: digest mismatch", e.What, e.Want)
+	if e.Got.Hex != "" {
+		msg += fmt.Sprintf(" (got %s)", e.Got)
+	}
+	if e.Hint != "" {
+		msg += ": " + e.Hint
+	}
+	return msg
+}
+
+const (
+	hintCorrupt      = "the source sent corrupt data; retry or check the registry"
+	hintInconsistent = "the image's config does not match its layers; the image is broken, ask its publisher"
+)
+
+// verifyError turns go-containerregistry's own digest check failure (it
+// verifies blobs as it reads them, in its own words) into a DigestError.
+func verifyError(what string, want v1.Hash, err error) error {
+	if err != nil && strings.Contains(err.Error(), "error verifying") {
+		return &DigestError{What: what, Want: want, Hint: hintCorrupt}
+	}
+	return err
 }
 
 var (
@@ -73,7 +96,7 @@ func (e *extractor) applyCompressed(ctx context.Context, blob io.Reader, diffID 
 	}
 	got := v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(h.Sum(nil))}
 	if diffID.Hex != "" && got != diffID {
-		return &DigestError{What: "uncompressed layer", Want: diffID, Got: got}
+		return &DigestError{What: "uncompressed layer", Want: diffID, Got: got, Hint: hintInconsistent}
 	}
 	return nil
 }

@@ -105,15 +105,15 @@ func (s *Store) flattenOnce(ctx context.Context, v1img v1.Image, digest v1.Hash,
 }
 
 func (s *Store) flatten(ctx context.Context, v1img v1.Image, digest v1.Hash, o *options) (*Image, error) {
+	cfgName, err := v1img.ConfigName()
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
 	rawCfg, err := v1img.RawConfigFile()
 	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, fmt.Errorf("config: %w", explainRegistryError(verifyError("config", cfgName, err)))
 	}
 	cfg, err := v1img.ConfigFile()
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	cfgName, err := v1img.ConfigName()
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
@@ -189,10 +189,10 @@ func (s *Store) flatten(ctx context.Context, v1img v1.Image, digest v1.Hash, o *
 		case <-ready[i]:
 		case err := <-fetchErr:
 			fetchErr <- err // for the deferred wait
-			if err == nil {
-				err = errors.New("download stopped")
+			if err != nil {
+				return nil, err
 			}
-			return nil, err
+			<-ready[i] // all downloads succeeded
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -244,10 +244,10 @@ func (s *Store) applyBlob(ctx context.Context, ext *extractor, blob, diffID v1.H
 		// the blob so the next pull fetches it afresh.
 		os.Remove(s.blobPath(blob))
 	}
-	if err != nil {
+	if err != nil && de == nil {
 		return fmt.Errorf("layer %s: %w", blob, explainDiskError(err, s.dir))
 	}
-	return nil
+	return err
 }
 
 func syncDir(dir string) error {
@@ -284,6 +284,10 @@ func (s *Store) fetchBlob(ctx context.Context, l v1.Layer, digest v1.Hash, index
 			return ctx.Err()
 		}
 		backoff *= 3
+	}
+	var de *DigestError
+	if errors.As(err, &de) {
+		return err // it names the layer
 	}
 	if err != nil {
 		return fmt.Errorf("layer %s: %w", digest, explainDiskError(err, s.dir))
@@ -339,12 +343,12 @@ func (s *Store) download(ctx context.Context, l v1.Layer, digest v1.Hash, size i
 		// go-containerregistry verifies remote blobs too and reports a
 		// mismatch at EOF; say it in our terms.
 		if n == size && got != digest && strings.Contains(readErr.Error(), "verifying") {
-			return &DigestError{What: "layer", Want: digest, Got: got}
+			return &DigestError{What: "layer", Want: digest, Got: got, Hint: hintCorrupt}
 		}
 		return readErr
 	}
 	if got != digest {
-		return &DigestError{What: "layer", Want: digest, Got: got}
+		return &DigestError{What: "layer", Want: digest, Got: got, Hint: hintCorrupt}
 	}
 	if n != size {
 		return fmt.Errorf("size mismatch: got %d bytes, the manifest says %d", n, size)
