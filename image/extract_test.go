@@ -33,9 +33,11 @@ type ent struct {
 	dev  [2]int64
 }
 
-func file(name, body string) ent      { return ent{name: name, typ: tar.TypeReg, body: body, mode: 0o644} }
-func dir(name string) ent             { return ent{name: name, typ: tar.TypeDir, mode: 0o755} }
-func symlink(name, target string) ent { return ent{name: name, typ: tar.TypeSymlink, link: target, mode: 0o777} }
+func file(name, body string) ent { return ent{name: name, typ: tar.TypeReg, body: body, mode: 0o644} }
+func dir(name string) ent        { return ent{name: name, typ: tar.TypeDir, mode: 0o755} }
+func symlink(name, target string) ent {
+	return ent{name: name, typ: tar.TypeSymlink, link: target, mode: 0o777}
+}
 func hardlink(name, target string) ent {
 	return ent{name: name, typ: tar.TypeLink, link: target, mode: 0o644}
 }
