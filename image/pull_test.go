@@ -5,11 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/cove-sh/cove/internal/testimage"
+	"github.com/cove-sh/cove/internal/testregistry"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -29,31 +26,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// registry returns the address of the real registry server that
-// scripts/registry.sh started (Debian's docker-registry).
-func registry(t *testing.T) string {
-	t.Helper()
-	addr := os.Getenv("COVE_TEST_REGISTRY")
-	if addr == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("COVE_TEST_REGISTRY is not set: CI must start the registry (scripts/registry.sh start)")
-		}
-		t.Skip("no registry: eval $(scripts/registry.sh start) and export COVE_TEST_REGISTRY")
-	}
-	return addr
-}
+func registry(t *testing.T) string { return testregistry.Addr(t) }
 
-var repoSeq atomic.Int64
-
-// push writes img to a fresh repository of the registry at addr.
-func push(t *testing.T, addr string, img v1.Image) string {
-	t.Helper()
-	ref := fmt.Sprintf("%s/test/%s-%d-%d:latest", addr, strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")), os.Getpid(), repoSeq.Add(1))
-	r, err := name.ParseReference(ref)
-	must(t, err)
-	must(t, remote.Write(r, img))
-	return ref
-}
+func push(t *testing.T, addr string, img v1.Image) string { return testregistry.Push(t, addr, img) }
 
 func busybox(t *testing.T) v1.Image {
 	t.Helper()
@@ -76,63 +51,9 @@ func openStore(t *testing.T) *Store {
 	return s
 }
 
-// proxy stands between cove and the real registry and can break what it
-// forwards. It counts the blob GETs it served.
-type proxy struct {
-	srv   *httptest.Server
-	blobs atomic.Int64
-	mu    sync.Mutex
-	// breakBlob, if set, handles a blob GET itself; returning false lets
-	// the request through.
-	breakBlob func(w http.ResponseWriter, r *http.Request) bool
-	// status, if non-zero, is the answer to every request.
-	status int
-}
+type proxy = testregistry.Proxy
 
-func newProxy(t *testing.T, upstream string) *proxy {
-	t.Helper()
-	p := &proxy{}
-	u, _ := url.Parse("http://" + upstream)
-	rp := httputil.NewSingleHostReverseProxy(u)
-	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p.mu.Lock()
-		status, brk := p.status, p.breakBlob
-		p.mu.Unlock()
-		if status != 0 {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(status)
-			fmt.Fprintf(w, `{"errors":[{"code":"UNKNOWN","message":"proxy says %d"}]}`, status)
-			return
-		}
-		if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/blobs/sha256:") {
-			p.blobs.Add(1)
-			if brk != nil && brk(w, r) {
-				return
-			}
-		}
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(p.srv.Close)
-	return p
-}
-
-// ref rewrites a reference to the registry so that it goes through the proxy.
-func (p *proxy) ref(ref string) string {
-	_, rest, _ := strings.Cut(ref, "/")
-	return strings.TrimPrefix(p.srv.URL, "http://") + "/" + rest
-}
-
-// fetch gets a blob from upstream for a broken handler to mangle.
-func fetchUpstream(t *testing.T, upstream string, r *http.Request) []byte {
-	resp, err := http.Get("http://" + upstream + r.URL.Path)
-	if err != nil {
-		t.Error(err)
-		return nil
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return b
-}
+func newProxy(t *testing.T, upstream string) *proxy { return testregistry.NewProxy(t, upstream) }
 
 // leftovers lists what a failed pull left in the store besides its skeleton.
 func leftovers(t *testing.T, s *Store) []string {
@@ -283,27 +204,25 @@ func TestPullSharedBaseFetchesOnlyNewLayers(t *testing.T) {
 	refA, refB := push(t, addr, base), push(t, addr, derived)
 	p := newProxy(t, addr)
 	s := openStore(t)
-	if _, err := Pull(context.Background(), s, p.ref(refA)); err != nil {
+	if _, err := Pull(context.Background(), s, p.Ref(refA)); err != nil {
 		t.Fatal(err)
 	}
-	afterA := p.blobs.Load()
-	img, err := Pull(context.Background(), s, p.ref(refB))
+	afterA := p.Blobs.Load()
+	img, err := Pull(context.Background(), s, p.Ref(refB))
 	must(t, err)
-	if n := p.blobs.Load() - afterA; n != 2 {
+	if n := p.Blobs.Load() - afterA; n != 2 {
 		t.Fatalf("second image fetched %d blobs, want only its config and its new layer", n)
 	}
 	if b := readFile(t, filepath.Join(img.RootFS, "hello")); b != "world\n" {
 		t.Fatalf("hello = %q", b)
 	}
 	// Pulling a known name again with the default policy asks nobody.
-	before := p.blobs.Load()
-	p.mu.Lock()
-	p.status = http.StatusInternalServerError
-	p.mu.Unlock()
-	if _, err := Pull(context.Background(), s, p.ref(refB)); err != nil {
+	before := p.Blobs.Load()
+	p.SetStatus(http.StatusInternalServerError)
+	if _, err := Pull(context.Background(), s, p.Ref(refB)); err != nil {
 		t.Fatalf("pull of a stored image contacted the registry: %v", err)
 	}
-	if p.blobs.Load() != before {
+	if p.Blobs.Load() != before {
 		t.Fatal("pull of a stored image fetched blobs")
 	}
 }
@@ -345,8 +264,8 @@ func TestPullBrokenRegistry(t *testing.T) {
 		wantErr any
 	}{
 		{"corrupted blob", func(p *proxy) {
-			p.breakBlob = func(w http.ResponseWriter, r *http.Request) bool {
-				b := fetchUpstream(t, addr, r)
+			p.BreakBlob = func(w http.ResponseWriter, r *http.Request) bool {
+				b, _ := p.Upstream(r)
 				if len(b) > 4096 { // a layer, not the config
 					b[len(b)/2] ^= 0xff
 				}
@@ -355,8 +274,8 @@ func TestPullBrokenRegistry(t *testing.T) {
 			}
 		}, "digest mismatch", &DigestError{}},
 		{"connection dropped half-way", func(p *proxy) {
-			p.breakBlob = func(w http.ResponseWriter, r *http.Request) bool {
-				b := fetchUpstream(t, addr, r)
+			p.BreakBlob = func(w http.ResponseWriter, r *http.Request) bool {
+				b, _ := p.Upstream(r)
 				if len(b) <= 4096 {
 					w.Write(b)
 					return true
@@ -371,16 +290,16 @@ func TestPullBrokenRegistry(t *testing.T) {
 				return true
 			}
 		}, "unexpected EOF", nil},
-		{"401", func(p *proxy) { p.status = http.StatusUnauthorized }, "credentials", nil},
-		{"404", func(p *proxy) { p.status = http.StatusNotFound }, "no such image", nil},
-		{"500", func(p *proxy) { p.status = http.StatusInternalServerError }, "retry later", nil},
+		{"401", func(p *proxy) { p.Status = http.StatusUnauthorized }, "credentials", nil},
+		{"404", func(p *proxy) { p.Status = http.StatusNotFound }, "no such image", nil},
+		{"500", func(p *proxy) { p.Status = http.StatusInternalServerError }, "retry later", nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newProxy(t, addr)
 			tc.setup(p)
 			s := openStore(t)
-			_, err := Pull(context.Background(), s, p.ref(ref))
+			_, err := Pull(context.Background(), s, p.Ref(ref))
 			if err == nil {
 				t.Fatal("pull succeeded")
 			}
@@ -393,7 +312,7 @@ func TestPullBrokenRegistry(t *testing.T) {
 			if l := leftovers(t, s); len(l) != 0 {
 				t.Errorf("a failed pull left %v", l)
 			}
-			if _, err := s.Get(p.ref(ref)); !errors.Is(err, ErrNotFound) {
+			if _, err := s.Get(p.Ref(ref)); !errors.Is(err, ErrNotFound) {
 				t.Errorf("the store knows the image after a failed pull: %v", err)
 			}
 		})
@@ -405,7 +324,7 @@ func TestPullRetriesADroppedConnection(t *testing.T) {
 	ref := push(t, addr, busybox(t))
 	p := newProxy(t, addr)
 	var dropped atomic.Bool
-	p.breakBlob = func(w http.ResponseWriter, r *http.Request) bool {
+	p.BreakBlob = func(w http.ResponseWriter, r *http.Request) bool {
 		if dropped.Swap(true) {
 			return false
 		}
@@ -416,7 +335,7 @@ func TestPullRetriesADroppedConnection(t *testing.T) {
 		return true
 	}
 	s := openStore(t)
-	img, err := Pull(context.Background(), s, p.ref(ref))
+	img, err := Pull(context.Background(), s, p.Ref(ref))
 	must(t, err)
 	if _, err := os.Stat(filepath.Join(img.RootFS, "bin/busybox")); err != nil {
 		t.Fatal(err)

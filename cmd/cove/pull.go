@@ -70,8 +70,8 @@ func pullOptions(c *cli.Context) ([]image.Option, error) {
 	}
 	if p := c.String("platform"); p != "" {
 		plat, err := v1.ParsePlatform(p)
-		if err != nil {
-			return nil, fmt.Errorf("--platform %q: %w", p, err)
+		if err != nil || plat.OS == "" || plat.Architecture == "" {
+			return nil, fmt.Errorf("--platform %q: want OS/ARCH[/VARIANT], e.g. linux/arm64", p)
 		}
 		opts = append(opts, image.WithPlatform(*plat))
 	}

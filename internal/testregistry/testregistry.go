@@ -1,0 +1,128 @@
+// Package testregistry connects tests to the real registry server that
+// scripts/registry.sh runs, and puts a proxy in front of it that can break
+// what it forwards.
+package testregistry
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// Addr returns HOST:PORT of the registry scripts/registry.sh started. It
+// skips the test when there is none, except under CI, where it fails.
+func Addr(t testing.TB) string {
+	t.Helper()
+	addr := os.Getenv("COVE_TEST_REGISTRY")
+	if addr == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("COVE_TEST_REGISTRY is not set: CI must start the registry (scripts/registry.sh start)")
+		}
+		t.Skip("no registry: export $(scripts/registry.sh start)")
+	}
+	return addr
+}
+
+var seq atomic.Int64
+
+// Push writes img to a fresh repository and returns its reference.
+func Push(t testing.TB, addr string, img v1.Image) string {
+	t.Helper()
+	repo := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	ref := fmt.Sprintf("%s/test/%s-%d-%d:latest", addr, repo, os.Getpid(), seq.Add(1))
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(r, img); err != nil {
+		t.Fatalf("push %s: %v", ref, err)
+	}
+	return ref
+}
+
+// Proxy stands between the code under test and the real registry. Its
+// fields may be changed while it runs, under Mu.
+type Proxy struct {
+	srv      *httptest.Server
+	upstream string
+	// Blobs counts the blob GETs it received.
+	Blobs atomic.Int64
+
+	Mu sync.Mutex
+	// BreakBlob, if set, may answer a blob GET itself (returning true);
+	// returning false lets the request through.
+	BreakBlob func(w http.ResponseWriter, r *http.Request) bool
+	// Status, if non-zero, is the answer to every request.
+	Status int
+}
+
+// NewProxy starts a proxy to the registry at upstream, closed when the test ends.
+func NewProxy(t testing.TB, upstream string) *Proxy {
+	t.Helper()
+	p := &Proxy{upstream: upstream}
+	u, _ := url.Parse("http://" + upstream)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.Mu.Lock()
+		status, brk := p.Status, p.BreakBlob
+		p.Mu.Unlock()
+		if status != 0 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			fmt.Fprintf(w, `{"errors":[{"code":"UNKNOWN","message":"proxy says %d"}]}`, status)
+			return
+		}
+		if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/blobs/sha256:") {
+			p.Blobs.Add(1)
+			if brk != nil && brk(w, r) {
+				return
+			}
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(p.srv.Close)
+	return p
+}
+
+// Ref rewrites a reference to the registry so that it goes through the proxy.
+func (p *Proxy) Ref(ref string) string {
+	_, rest, _ := strings.Cut(ref, "/")
+	return strings.TrimPrefix(p.srv.URL, "http://") + "/" + rest
+}
+
+// SetStatus makes the proxy answer every request with code (0: forward).
+func (p *Proxy) SetStatus(code int) {
+	p.Mu.Lock()
+	p.Status = code
+	p.Mu.Unlock()
+}
+
+// SetBreakBlob sets BreakBlob under the lock.
+func (p *Proxy) SetBreakBlob(f func(w http.ResponseWriter, r *http.Request) bool) {
+	p.Mu.Lock()
+	p.BreakBlob = f
+	p.Mu.Unlock()
+}
+
+// Upstream fetches the blob r asks for straight from the registry, for a
+// BreakBlob handler to mangle.
+func (p *Proxy) Upstream(r *http.Request) ([]byte, error) {
+	resp, err := http.Get("http://" + p.upstream + r.URL.Path)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(resp.Body)
+}
