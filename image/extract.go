@@ -49,12 +49,11 @@ type extractor struct {
 	euid    int
 	egid    int
 
-	stats    Stats
-	upper    map[string]bool // paths (and their parents) the current layer wrote
-	dirMeta  map[string]dirMeta
-	buf      []byte
-	zeroes   []byte
-	nowFixed time.Time
+	stats   Stats
+	upper   map[string]bool // paths (and their parents) the current layer wrote
+	dirMeta map[string]dirMeta
+	buf     []byte
+	zeroes  []byte
 }
 
 // dirMeta is applied after all layers: writing children changes a
@@ -189,7 +188,7 @@ func (e *extractor) applyEntry(tr *tar.Reader, hdr *tar.Header) error {
 		}
 		return e.finishDir(pfd, base, rel, hdr)
 
-	case tar.TypeReg, tar.TypeRegA, tar.TypeGNUSparse, tar.TypeCont:
+	case tar.TypeReg, tar.TypeGNUSparse, tar.TypeCont:
 		if exists {
 			if err := removeAt(pfd, base); err != nil {
 				return err

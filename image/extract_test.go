@@ -87,6 +87,7 @@ func tarLayer(t testing.TB, ents ...ent) []byte {
 type sandbox struct {
 	base, root string
 	before     map[string]string
+	stats      Stats // of the last apply
 }
 
 func newSandbox(t testing.TB) *sandbox {
@@ -94,6 +95,9 @@ func newSandbox(t testing.TB) *sandbox {
 	base := t.TempDir()
 	sb := &sandbox{base: base, root: filepath.Join(base, "rootfs")}
 	must(t, os.Mkdir(sb.root, 0o755))
+	// Images hold read-only directories; unprivileged, only our RemoveAll
+	// can delete them (t.TempDir's cleanup runs after this one).
+	t.Cleanup(func() { RemoveAll(sb.root) })
 	must(t, os.WriteFile(filepath.Join(base, "victim"), []byte("canary"), 0o644))
 	must(t, os.Mkdir(filepath.Join(base, "victimdir"), 0o755))
 	must(t, os.WriteFile(filepath.Join(base, "victimdir", "canary"), []byte("canary"), 0o600))
@@ -160,6 +164,7 @@ func (sb *sandbox) apply(t testing.TB, maxSize int64, layers ...[]byte) error {
 	ext, err := newExtractor(sb.root, maxSize)
 	must(t, err)
 	defer ext.Close()
+	defer func() { sb.stats = ext.stats }()
 	for _, l := range layers {
 		if err := ext.applyLayer(bytes.NewReader(l)); err != nil {
 			return err
@@ -447,7 +452,18 @@ func TestExtractSemantics(t *testing.T) {
 	}
 	var st unix.Stat_t
 	must(t, unix.Lstat(filepath.Join(r, "home/u/f"), &st))
-	if os.Geteuid() == 0 {
+	if os.Geteuid() != 0 {
+		// Unprivileged: what we cannot own stays ours and is counted.
+		if int(st.Uid) != os.Geteuid() {
+			t.Errorf("home/u/f owned by %d, want us (%d)", st.Uid, os.Geteuid())
+		}
+		if sb.stats.DroppedOwner == 0 || sb.stats.SkippedDev != 1 {
+			t.Errorf("stats %+v: want dropped owners counted and the one device skipped", sb.stats)
+		}
+		if _, err := os.Lstat(filepath.Join(r, "null")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("a device node was created unprivileged: %v", err)
+		}
+	} else {
 		if st.Uid != 1234 || st.Gid != 5678 {
 			t.Errorf("owner %d:%d, want 1234:5678", st.Uid, st.Gid)
 		}

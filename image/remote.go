@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -42,7 +43,14 @@ func remoteImage(ctx context.Context, ref name.Reference, o *options) (v1.Image,
 // explainRegistryError adds what the user can do to the registry's answer.
 func explainRegistryError(err error) error {
 	var te *transport.Error
-	if !errors.As(err, &te) {
+	var dnsErr *net.DNSError
+	var opErr *net.OpError
+	switch {
+	case errors.As(err, &dnsErr):
+		return fmt.Errorf("%w: cannot resolve the registry's name; check the reference and your network", err)
+	case errors.As(err, &opErr) && opErr.Op == "dial":
+		return fmt.Errorf("%w: cannot reach the registry; check that it runs and that the address is right", err)
+	case !errors.As(err, &te):
 		return err
 	}
 	switch te.StatusCode {

@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -33,6 +35,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	os.Chmod(dir, 0o755) // TestRootlessPull runs it as another user
 	coveBin = filepath.Join(dir, "cove")
 	out, err := exec.Command("go", "build", "-o", coveBin, ".").CombinedOutput()
 	if err != nil {
@@ -291,5 +294,64 @@ func TestUnwritableStore(t *testing.T) {
 	r := cove(t, filepath.Join(file, "root"), "images")
 	if r.code != 1 || !strings.Contains(r.stderr, "image store") {
 		t.Fatalf("images with an impossible root: %+v", r)
+	}
+}
+
+// TestRootlessPull runs cove as an unprivileged user: the pull works, every
+// file of the rootfs belongs to that user, and cove says how many owners it
+// could not keep.
+func TestRootlessPull(t *testing.T) {
+	addr := testregistry.Addr(t)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run cove as the covetest user")
+	}
+	u, err := user.Lookup("covetest")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("no covetest user: scripts/test.sh creates it")
+		}
+		t.Skip("no covetest user (useradd -m covetest)")
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	ref := testregistry.Push(t, addr, layered(t))
+	root, err := os.MkdirTemp("", "cove-rootless-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	if err := os.Chown(root, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	cmd, out, errb := coveProc(root, "pull", ref)
+	cmd.Env = append(cmd.Env, "HOME="+u.HomeDir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("rootless pull: %v\n%s", err, errb)
+	}
+	if !digestLine.MatchString(out.String()) {
+		t.Fatalf("stdout %q", out)
+	}
+	if !strings.Contains(errb.String(), "belong to you instead of their owner") {
+		t.Errorf("no note on dropped owners: %q", errb)
+	}
+	rootfs := filepath.Join(root, "images", "images", strings.TrimPrefix(strings.TrimSpace(out.String()), "sha256:"), "rootfs")
+	n := 0
+	err = filepath.Walk(rootfs, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != uid {
+			t.Errorf("%s owned by %d, want %d", p, st.Uid, uid)
+		}
+		n++
+		return nil
+	})
+	if err != nil || n < 100 {
+		t.Fatalf("walked %d paths: %v", n, err)
+	}
+	fi, err := os.Stat(filepath.Join(rootfs, "usr/bin/suid-tool"))
+	if err != nil || fi.Mode()&os.ModeSetuid == 0 {
+		t.Errorf("setuid bit lost in the rootless pull: %v %v", fi, err)
 	}
 }

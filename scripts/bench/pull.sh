@@ -1,0 +1,416 @@
+#!/bin/bash
+# Cold image pull + flatten, side by side: cove, crane export | tar,
+# skopeo + umoci, podman. See scripts/bench/README.md.
+#
+# Usage: sudo scripts/bench/pull.sh            (as root: it mounts a loop fs)
+#
+# Environment:
+#   ROUNDS=5            rounds; every tool runs once per round, cold (fresh
+#                       output directory), in an order that rotates per round
+#   BENCH_FS_SIZE=8G    size of the sparse ext4 image the outputs go to
+#   PODMAN_DRIVER       overlay (default; vfs if overlay does not work)
+#   BENCH_OUT           results file (default scripts/bench/results/pull-latest.md)
+#   COVE_BENCH_CACHE, COVE_BENCH_REGISTRY_STATE, DEBIAN_MIRROR, CRANE:
+#                       passed on to mkimage.sh
+#
+# The markdown report goes to stdout and to BENCH_OUT; progress to stderr.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+rounds=${ROUNDS:-5}
+fs_size=${BENCH_FS_SIZE:-8G}
+out_md=${BENCH_OUT:-$here/results/pull-latest.md}
+cache=${COVE_BENCH_CACHE:-/var/cache/cove-bench}
+export COVE_BENCH_CACHE=$cache
+reg_state=${COVE_BENCH_REGISTRY_STATE:-/tmp/cove-bench-registry}
+export COVE_BENCH_REGISTRY_STATE=$reg_state
+
+log() { printf 'pull.sh: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+case $rounds in '' | *[!0-9]* | 0) die "ROUNDS must be a positive integer, not '$rounds'" ;; esac
+[ "$(id -u)" = 0 ] || die "must run as root (loop mount; podman and umoci as root)"
+
+# ------------------------------------------------------------ tools
+
+need() { # need COMMAND WHAT-TO-DO
+	command -v "$1" >/dev/null 2>&1 || die "$1 not found: $2"
+}
+if [ ! -x /usr/bin/time ]; then
+	log "installing package time (GNU time, for peak RSS)"
+	apt-get install -y -q time >&2 || die "/usr/bin/time missing and apt-get install time failed"
+fi
+crane=${CRANE:-$(command -v crane || echo "$HOME/go/bin/crane")}
+[ -x "$crane" ] || die "crane not found (looked for ${CRANE:-crane in PATH and $HOME/go/bin/crane}): go install github.com/google/go-containerregistry/cmd/crane@v0.22.1"
+need go "install the Go toolchain to build cove"
+need skopeo "apt-get install skopeo"
+need umoci "apt-get install umoci"
+need podman "apt-get install podman"
+need mkfs.ext4 "apt-get install e2fsprogs"
+need tar "apt-get install tar"
+need du "apt-get install coreutils"
+need md5sum "apt-get install coreutils"
+
+tmp=$(mktemp -d /tmp/cove-bench-pull.XXXXXX)
+mnt=$tmp/mnt
+
+# unmount_under DIR: everything mounted at or below DIR, deepest first.
+unmount_under() {
+	local m
+	awk -v d="$1" '$2 == d || index($2, d "/") == 1 { print $2 }' /proc/self/mounts | sort -r |
+		while read -r m; do
+			umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || log "warning: could not unmount $m"
+		done
+}
+cleanup() {
+	unmount_under "$mnt"
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+log "building cove"
+(cd "$repo" && go build -o "$tmp/cove" ./cmd/cove) || die "go build ./cmd/cove failed"
+cove=$tmp/cove
+cove_rev=$(cd "$repo" && git rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [ -n "$(cd "$repo" && git status --porcelain --untracked-files=no -- . ':!scripts' 2>/dev/null)" ]; then
+	cove_rev="$cove_rev (+ uncommitted changes)"
+fi
+
+log "making sure the images are built and pushed (scripts/bench/mkimage.sh)"
+t0=$(date +%s)
+mk_out=$("$here/mkimage.sh") || die "mkimage.sh failed"
+image_a=$(printf '%s\n' "$mk_out" | sed -n 's/^IMAGE_A=//p')
+image_b=$(printf '%s\n' "$mk_out" | sed -n 's/^IMAGE_B=//p')
+[ -n "$image_a" ] && [ -n "$image_b" ] || die "mkimage.sh did not print IMAGE_A= and IMAGE_B="
+log "mkimage.sh took $(($(date +%s) - t0)) s; images $image_a $image_b"
+
+# Keep the registry's blobs in the page cache so no tool pays for the disk.
+find "$reg_state/storage" -type f -exec cat {} + >/dev/null 2>&1 || true
+
+# ------------------------------------------------------------ output fs
+
+log "creating a $fs_size ext4 loop file system for the outputs"
+truncate -s "$fs_size" "$tmp/fs.img"
+mkfs.ext4 -q -F -E nodiscard,lazy_itable_init=0,lazy_journal_init=0 "$tmp/fs.img"
+mkdir -p "$mnt"
+mount -o loop,noatime "$tmp/fs.img" "$mnt"
+mkdir -p "$mnt/tmp"
+# Big temporary files (podman stages blobs in $TMPDIR, default /var/tmp) go
+# to the loop fs as well.
+export TMPDIR=$mnt/tmp
+
+podman_driver=${PODMAN_DRIVER:-overlay}
+if ! podman --root "$mnt/probe" --runroot "$mnt/probe-run" --storage-driver "$podman_driver" \
+	info >/dev/null 2>"$tmp/probe.err"; then
+	log "podman with --storage-driver $podman_driver does not work here ($(head -c 300 "$tmp/probe.err")); using vfs"
+	podman_driver=vfs
+fi
+unmount_under "$mnt/probe"
+unmount_under "$mnt/probe-run"
+rm -rf "$mnt/probe" "$mnt/probe-run"
+podman_() { # podman_ DIR ARGS...
+	local d=$1
+	shift
+	podman --root "$d/root" --runroot "$d/run" --storage-driver "$podman_driver" "$@"
+}
+
+# ------------------------------------------------------------ helpers
+
+# timed NAME CMD...: runs CMD under GNU time; sets T_SEC, T_KB, T_OUT
+# (its stdout); on failure prints its stderr and returns 1.
+timed() {
+	local name=$1
+	shift
+	sync
+	if ! /usr/bin/time -f '%e %M' -o "$tmp/time" "$@" >"$tmp/stdout" 2>"$tmp/stderr"; then
+		log "$name FAILED: $*"
+		sed 's/^/    /' "$tmp/stderr" >&2
+		cp "$tmp/stderr" "$tmp/fail-$name"
+		return 1
+	fi
+	read -r T_SEC T_KB <"$tmp/time"
+	T_OUT=$(cat "$tmp/stdout")
+}
+
+# Files a correct rootfs of the image must (not) have.
+check_rootfs() { # check_rootfs DIR VARIANT(a|b)
+	local d=$1 v=$2 p wh
+	[ -d "$d" ] || { echo "no rootfs directory $d"; return 1; }
+	for p in usr/bin/gcc-12 usr/bin/make usr/bin/git usr/bin/curl etc/cove-bench usr/lib/x86_64-linux-gnu/libc.so.6; do
+		if [ "$v" = b ] && { [ "$p" = usr/bin/git ] || [ "$p" = usr/bin/curl ]; }; then continue; fi
+		[ -e "$d/$p" ] || { echo "missing $p"; return 1; }
+	done
+	[ -L "$d/usr/bin/gcc" ] || { echo "usr/bin/gcc is not a symlink"; return 1; }
+	if [ "$v" = a ]; then
+		for p in usr/share/info usr/share/doc/bash usr/share/common-licenses/GPL-1; do
+			[ ! -e "$d/$p" ] || { echo "$p should be deleted by a whiteout"; return 1; }
+		done
+	else
+		[ -x "$d/usr/bin/vim.tiny" ] || { echo "missing usr/bin/vim.tiny"; return 1; }
+		[ ! -e "$d/etc/apt/apt.conf.d/docker-clean" ] && [ ! -e "$d/etc/apt/apt.conf.d/01autoremove" ] ||
+			{ echo "etc/apt/apt.conf.d should be opaque"; return 1; }
+	fi
+	wh=$(find "$d" -name '.wh.*' -print -quit)
+	[ -z "$wh" ] || { echo "whiteout file left in the tree: $wh"; return 1; }
+}
+
+# manifest DIR: one line per entry (type, mode, owner, size, links, path,
+# symlink target) and the md5 of every regular file; /dev /proc /sys not
+# descended into, the root directory itself left out.
+manifest() {
+	(
+		cd "$1"
+		find . -mindepth 1 \( -path ./dev -o -path ./proc -o -path ./sys \) -prune -o \
+			\( -type f -printf '%y %m %U:%G %s %n %p\n' -o -type l -printf '%y %U:%G %p -> %l\n' \
+			-o -printf '%y %m %U:%G %p\n' \) | LC_ALL=C sort
+		find . -mindepth 1 \( -path ./dev -o -path ./proc -o -path ./sys \) -prune -o -type f -print0 |
+			LC_ALL=C sort -z | xargs -0 -r md5sum
+	)
+}
+
+# compare_tree NAME DIR VARIANT: against the tree the image was made from.
+compare_tree() {
+	local name=$1 d=$2 v=$3 ref=$tmp/ref-$3.manifest
+	[ -s "$ref" ] || return 0
+	manifest "$d" >"$tmp/$name-$v.manifest"
+	if ! diff "$ref" "$tmp/$name-$v.manifest" >"$tmp/$name-$v.diff"; then
+		log "$name: rootfs of image $v differs from the source tree: $(grep -c '^[<>]' "$tmp/$name-$v.diff") lines"
+		head -n 20 "$tmp/$name-$v.diff" | sed 's/^/    /' >&2
+		notes+=("**$name** (image $v): the rootfs differs from the tree the image was built from ($(grep -c '^<' "$tmp/$name-$v.diff") entries missing or different, $(grep -c '^>' "$tmp/$name-$v.diff") extra or different); first lines: \`$(head -n 3 "$tmp/$name-$v.diff" | tr '\n' ' ' | tr -d '`')\`")
+		return 1
+	fi
+	log "$name: rootfs of image $v identical to the source tree (metadata and contents)"
+}
+
+for v in a b; do
+	if [ -d "$cache/trees/$v" ]; then
+		manifest "$cache/trees/$v" >"$tmp/ref-$v.manifest"
+	else
+		log "warning: $cache/trees/$v missing; rootfs trees are only spot-checked"
+	fi
+done
+
+bytes_of() { du -sb "$1" | cut -f1; }
+kb_on_disk() { du -sk "$1" | cut -f1; }
+
+# ------------------------------------------------------------ tools
+
+# pull_TOOL DIR REF VARIANT: pulls REF with outputs under DIR (fresh);
+# sets ROOTFS (the flattened tree; for podman a mount) and CACHE (paths to
+# size). Returns non-zero on failure.
+
+pull_cove() {
+	local d=$1 ref=$2
+	mkdir -p "$d"
+	timed cove env COVE_ROOT="$d/root" "$cove" pull -q "$ref" || return 1
+	local digest=${T_OUT##*$'\n'}
+	case $digest in sha256:*) ;; *) log "cove: unexpected output: $T_OUT"; return 1 ;; esac
+	ROOTFS=$d/root/images/images/${digest#sha256:}/rootfs
+	CACHE=("$d/root")
+}
+
+pull_crane() {
+	local d=$1 ref=$2
+	mkdir -p "$d/rootfs"
+	# shellcheck disable=SC2016
+	timed crane bash -c 'set -o pipefail; "$1" --insecure export "$2" - | tar -x -C "$3"' \
+		crane "$crane" "$ref" "$d/rootfs" || return 1
+	ROOTFS=$d/rootfs
+	CACHE=("$d/rootfs")
+}
+
+pull_skopeo() {
+	local d=$1 ref=$2
+	mkdir -p "$d"
+	# shellcheck disable=SC2016
+	timed skopeo bash -c 'skopeo copy -q --src-tls-verify=false "docker://$1" "oci:$2:bench" &&
+		umoci raw unpack --image "$2:bench" "$3"' skopeo "$ref" "$d/oci" "$d/rootfs" || return 1
+	ROOTFS=$d/rootfs
+	CACHE=("$d/oci" "$d/rootfs")
+}
+
+pull_podman() {
+	local d=$1 ref=$2
+	mkdir -p "$d"
+	timed podman podman_ "$d" pull -q --tls-verify=false "$ref" || return 1
+	ROOTFS=$(podman_ "$d" image mount "$ref") || { log "podman image mount $ref failed"; return 1; }
+	CACHE=("$d/root")
+}
+
+release_podman() { # unmount what podman image mount mounted
+	podman_ "$1" image unmount -a >/dev/null 2>&1 || true
+	unmount_under "$1"
+}
+
+tools=(cove crane skopeo podman)
+declare -A label=(
+	[cove]="cove pull"
+	[crane]="crane export \| tar -x"
+	[skopeo]="skopeo copy + umoci raw unpack"
+	[podman]="podman pull ($podman_driver)"
+)
+declare -A secs rss rootfs_bytes cache_b cache_kb second failed
+notes=()
+
+# ------------------------------------------------------------ rounds
+
+log "rounds: $rounds; output fs: $fs_size ext4 on loop at $mnt"
+for ((r = 0; r < rounds; r++)); do
+	order=()
+	for ((i = 0; i < ${#tools[@]}; i++)); do
+		order+=("${tools[(i + r) % ${#tools[@]}]}")
+	done
+	log "round $((r + 1))/$rounds: ${order[*]}"
+	for t in "${order[@]}"; do
+		[ -z "${failed[$t]:-}" ] || continue
+		d=$mnt/$t
+		rm -rf "$d"
+		ok=1
+		if ! "pull_$t" "$d" "$image_a"; then
+			failed[$t]="pull failed: \`$(head -c 400 "$tmp/fail-$t" 2>/dev/null | tr '\n' ' ' | tr -d '`')\`"
+			ok=0
+		fi
+		if [ $ok = 1 ]; then
+			sec_a=$T_SEC kb_a=$T_KB
+			if ! why=$(check_rootfs "$ROOTFS" a); then
+				failed[$t]="rootfs check failed: $why"
+				log "$t: rootfs check failed: $why"
+				ok=0
+			fi
+		fi
+		if [ $ok = 1 ]; then
+			secs[$t]+="$sec_a "
+			rss[$t]+="$kb_a "
+			rootfs_bytes[$t]=$(bytes_of "$ROOTFS")
+			if [ "$r" = 0 ]; then
+				compare_tree "$t" "$ROOTFS" a || true
+			fi
+			[ "$t" != podman ] || release_podman "$d"
+			cache_b[$t]=0 cache_kb[$t]=0
+			for c in "${CACHE[@]}"; do
+				cache_b[$t]=$((cache_b[$t] + $(bytes_of "$c")))
+				cache_kb[$t]=$((cache_kb[$t] + $(kb_on_disk "$c")))
+			done
+			log "  $t: ${sec_a}s, ${kb_a} KB peak RSS"
+			# Second pull: an image that shares layers 1-2 with the one in the cache.
+			if [ "$t" = cove ] || [ "$t" = podman ]; then
+				if "pull_$t" "$d" "$image_b"; then
+					sec_b=$T_SEC
+					if why=$(check_rootfs "$ROOTFS" b); then
+						second[$t]+="$sec_b "
+						log "  $t: second pull (shared base) ${sec_b}s"
+						if [ "$r" = 0 ]; then
+							compare_tree "$t" "$ROOTFS" b || true
+						fi
+					else
+						notes+=("**$t**: second pull: rootfs check failed: $why")
+					fi
+					[ "$t" != podman ] || release_podman "$d"
+				else
+					notes+=("**$t**: second pull of $image_b failed: \`$(head -c 400 "$tmp/fail-$t" | tr '\n' ' ' | tr -d '`')\`")
+				fi
+			fi
+		fi
+		[ "$t" != podman ] || release_podman "$d"
+		rm -rf "$d" "${TMPDIR:?}"/*
+	done
+done
+
+# ------------------------------------------------------------ report
+
+median() { # median NUMBERS...
+	printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END {
+		if (NR == 0) exit; if (NR % 2) printf "%.2f", v[(NR + 1) / 2]; else printf "%.2f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+minmax() { printf '%s\n' "$@" | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.2f–%.2f", lo, hi }'; }
+maxof() { printf '%s\n' "$@" | sort -g | tail -n1; }
+mb() { awk -v b="$1" 'BEGIN { printf "%.0f", b / 1e6 }'; }
+
+declare -A med
+best_peer= best_peer_t=
+for t in "${tools[@]}"; do
+	[ -z "${failed[$t]:-}" ] || continue
+	# shellcheck disable=SC2086
+	med[$t]=$(median ${secs[$t]})
+	if [ "$t" != cove ] && { [ -z "$best_peer" ] || awk -v a="${med[$t]}" -v b="$best_peer" 'BEGIN { exit !(a < b) }'; }; then
+		best_peer=${med[$t]} best_peer_t=$t
+	fi
+done
+
+layer_sizes=$("$crane" --insecure manifest "$image_a" 2>/dev/null |
+	python3 -c 'import json,sys; m=json.load(sys.stdin); print(" + ".join("%.1f" % (l["size"]/1e6) for l in m["layers"]))' 2>/dev/null || echo '?')
+ref_files=$([ -s "$tmp/ref-a.manifest" ] && grep -c '^f ' "$tmp/ref-a.manifest" || echo '?')
+ref_bytes=${rootfs_bytes[crane]:-${rootfs_bytes[cove]:-0}}
+
+report() {
+	echo "# Cold pull + flatten: cove vs crane, skopeo+umoci, podman"
+	echo
+	echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC'); $rounds rounds, each tool cold in every round (fresh output directory), order rotated per round"
+	echo "- Host: $(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)), $(awk '/MemTotal/ { printf "%.0f GB", $2 / 1048576 }' /proc/meminfo) RAM, Linux $(uname -r); other jobs may have been running"
+	echo "- Image: \`${image_a#*/}\` from a local registry on loopback (plain HTTP, Debian docker-registry): 3 gzip layers of $layer_sizes MB (minbase bookworm / gcc libc6-dev make / git curl + 132 .wh. whiteouts), $(mb "$ref_bytes") MB and $ref_files files extracted"
+	echo "- Second image: \`${image_b#*/}\`, same layers 1–2, different small layer 3 (less vim-tiny, an opaque dir, one whiteout)"
+	echo "- Outputs on a fresh $fs_size ext4 loop file system (noatime); \`sync\` before each timed command, not included in the time"
+	echo "- cove $cove_rev; $("$crane" version 2>/dev/null | sed 's/^/crane /'); $(skopeo --version); $(umoci --version); $(podman --version)"
+	echo
+	echo "| tool | median s | min–max s | peak RSS MB | MB/s | vs fastest peer | cache after pull MB (on disk) | second pull, shared base, median s |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+	for t in "${tools[@]}"; do
+		if [ -n "${failed[$t]:-}" ]; then
+			echo "| ${label[$t]} | FAILED | | | | | | |"
+			continue
+		fi
+		local ratio='' mbs sec2='—'
+		ratio=$(awk -v a="${med[$t]}" -v b="$best_peer" 'BEGIN { if (b > 0) printf "%.2f×", a / b }')
+		[ "$t" != "$best_peer_t" ] || ratio="$ratio (fastest peer)"
+		mbs=$(awk -v b="${rootfs_bytes[$t]}" -v s="${med[$t]}" 'BEGIN { if (s > 0) printf "%.0f", b / 1e6 / s }')
+		if [ -n "${second[$t]:-}" ]; then
+			# shellcheck disable=SC2086
+			sec2=$(median ${second[$t]})
+		fi
+		# shellcheck disable=SC2086
+		echo "| ${label[$t]} | ${med[$t]} | $(minmax ${secs[$t]}) | $(awk -v k="$(maxof ${rss[$t]})" 'BEGIN { printf "%.0f", k / 1024 }') | $mbs | $ratio | $(mb "${cache_b[$t]}") ($(awk -v k="${cache_kb[$t]}" 'BEGIN { printf "%.0f", k * 1024 / 1e6 }')) | $sec2 |"
+	done
+	echo
+	echo "Per round (seconds; peak RSS MB):"
+	echo
+	echo "| tool | $(for ((r = 1; r <= rounds; r++)); do printf 'round %d | ' "$r"; done | sed 's/ | $//') |"
+	echo "|---|$(for ((r = 1; r <= rounds; r++)); do printf -- '---:|'; done)"
+	for t in "${tools[@]}"; do
+		[ -z "${failed[$t]:-}" ] || continue
+		read -r -a s <<<"${secs[$t]}"
+		read -r -a k <<<"${rss[$t]}"
+		printf '| %s |' "${label[$t]}"
+		for ((r = 0; r < ${#s[@]}; r++)); do
+			printf ' %s; %s |' "${s[r]}" "$(awk -v k="${k[r]}" 'BEGIN { printf "%.0f", k / 1024 }')"
+		done
+		echo
+		if [ -n "${second[$t]:-}" ]; then
+			printf '| %s, second pull |' "${label[$t]}"
+			for x in ${second[$t]}; do printf ' %s |' "$x"; done
+			echo
+		fi
+	done
+	echo
+	echo "How it is measured:"
+	echo
+	echo "- time and peak RSS: \`/usr/bin/time -f '%e %M'\` around the whole command; for the two pipelines (\`bash -c 'crane export REF - | tar -x -C DIR'\`, \`bash -c 'skopeo copy … && umoci raw unpack …'\`) the RSS is that of the largest single process, not the sum"
+	echo "- MB/s: \`du -sb\` of the extracted rootfs (podman: of its \`image mount\`) / median time; MB = 10^6 bytes"
+	echo "- vs fastest peer: the tool's median / the fastest non-cove median"
+	echo "- cache after pull: \`du -sb\` (and \`du -sk\`, on disk) of cove's whole COVE_ROOT; crane's extracted tree; skopeo's OCI layout + umoci's rootfs (umoci also writes an mtree file beside the rootfs, not counted); podman's --root (not --runroot)"
+	echo "- second pull: with image a already pulled into the same cache, pull image b (shares layers 1–2); cove and podman only"
+	echo "- every rootfs is spot-checked (usr/bin/gcc, git, whiteouts applied, no .wh. files left), and in round 1 compared entry by entry (type, mode, owner, size, link count, symlink target, md5 of contents) with the tree the image was built from"
+	echo "- rerun: \`scripts/bench/pull.sh\` (ROUNDS=$rounds); the image is built and cached by \`scripts/bench/mkimage.sh\`"
+	if [ ${#notes[@]} -gt 0 ] || [ ${#failed[@]} -gt 0 ]; then
+		echo
+		echo "Problems seen:"
+		echo
+		for t in "${!failed[@]}"; do echo "- **$t**: ${failed[$t]}"; done
+		for n in "${notes[@]}"; do echo "- $n"; done
+	fi
+}
+
+mkdir -p "$(dirname "$out_md")"
+report | tee "$out_md"
+log "report written to $out_md"

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The one test command: installs what the tests need on a fresh Debian
+# machine (as root), starts the services they use, and runs every test.
+#
+#   scripts/test.sh            everything
+#   FUZZTIME=60s scripts/test.sh   a longer fuzz run (default 20s)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PATH:/usr/local/go/bin"
+PATH="$PATH:$(go env GOPATH)/bin"
+
+log() { printf '\n== %s\n' "$*" >&2; }
+
+install_deps() {
+	local pkgs=(docker-registry busybox-static curl python3 tar)
+	local missing=()
+	for p in "${pkgs[@]}"; do
+		dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+	done
+	if [ ${#missing[@]} -gt 0 ]; then
+		log "apt-get install ${missing[*]}"
+		apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+	fi
+	# The registry package starts a system service on :5000; the tests run
+	# their own on a free loopback port, so stop that one if it runs.
+	if command -v systemctl >/dev/null && systemctl is-active -q docker-registry 2>/dev/null; then
+		systemctl stop docker-registry || true
+	fi
+	command -v crane >/dev/null || { log "go install crane"; go install github.com/google/go-containerregistry/cmd/crane@v0.22.1; }
+	command -v staticcheck >/dev/null || { log "go install staticcheck"; go install honnef.co/go/tools/cmd/staticcheck@v0.8.2; }
+	# An unprivileged user for the rootless tests.
+	id covetest >/dev/null 2>&1 || useradd -m covetest
+}
+
+if [ "$(id -u)" -eq 0 ]; then
+	install_deps
+else
+	echo "scripts/test.sh: not root: not installing anything; tests that need root will be skipped" >&2
+fi
+
+log "gofmt, go vet, staticcheck"
+unformatted=$(git ls-files -z '*.go' | xargs -0 gofmt -l)
+if [ -n "$unformatted" ]; then
+	echo "gofmt would change: $unformatted" >&2
+	exit 1
+fi
+go vet ./...
+staticcheck ./...
+
+log "registry"
+eval "export $(scripts/registry.sh start)"
+trap 'scripts/registry.sh stop' EXIT
+
+log "go test"
+go test -count=1 ./...
+
+if [ "$(id -u)" -eq 0 ] && id covetest >/dev/null 2>&1; then
+	log "extractor tests as the unprivileged user covetest"
+	tmp=$(mktemp -d)
+	chmod 755 "$tmp"
+	go test -c -o "$tmp/image.test" ./image
+	(cd "$tmp" && runuser -u covetest -- ./image.test -test.run 'TestExtract|FuzzExtract' -test.count=1)
+	rm -rf "$tmp"
+fi
+
+log "fuzz the extractor for ${FUZZTIME:-20s}"
+go test -run '^$' -fuzz FuzzExtract -fuzztime "${FUZZTIME:-20s}" -fuzzminimizetime 50x ./image
