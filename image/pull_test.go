@@ -3,6 +3,7 @@ package image
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -13,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/google/go-containerregistry/pkg/authn"
 
 	"github.com/cove-sh/cove/internal/testimage"
 	"github.com/cove-sh/cove/internal/testregistry"
@@ -523,3 +526,36 @@ func TestParseReference(t *testing.T) {
 }
 
 const zeros64 = "0000000000000000000000000000000000000000000000000000000000000000"
+
+// TestPullWithCredentials pulls from a registry that wants a login, with
+// the credentials in a Docker config as `docker login` writes it.
+func TestPullWithCredentials(t *testing.T) {
+	addr := testregistry.AuthAddr(t)
+	ref := testregistry.Push(t, addr, busybox(t), remote.WithAuth(&authn.Basic{Username: testregistry.User, Password: testregistry.Password}))
+	cfgDir := t.TempDir()
+	t.Setenv("DOCKER_CONFIG", cfgDir)
+	login := func(password string) {
+		auth := base64.StdEncoding.EncodeToString([]byte(testregistry.User + ":" + password))
+		cfg := fmt.Sprintf(`{"auths": {%q: {"auth": %q}}}`, addr, auth)
+		must(t, os.WriteFile(filepath.Join(cfgDir, "config.json"), []byte(cfg), 0o600))
+	}
+	s := openStore(t)
+	_, err := Pull(context.Background(), s, ref)
+	if err == nil || !strings.Contains(err.Error(), "refused our credentials") {
+		t.Fatalf("pull without a login: %v", err)
+	}
+	login("wrong")
+	_, err = Pull(context.Background(), s, ref)
+	if err == nil || !strings.Contains(err.Error(), "refused our credentials") {
+		t.Fatalf("pull with a wrong password: %v", err)
+	}
+	if strings.Contains(err.Error(), "wrong") {
+		t.Fatalf("the error shows the password: %v", err)
+	}
+	login(testregistry.Password)
+	img, err := Pull(context.Background(), s, ref)
+	must(t, err)
+	if _, err := os.Stat(filepath.Join(img.RootFS, "bin/busybox")); err != nil {
+		t.Fatal(err)
+	}
+}

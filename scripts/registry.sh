@@ -2,7 +2,9 @@
 # Runs Debian's docker-registry (the CNCF distribution server) on 127.0.0.1
 # with filesystem storage in a temporary directory.
 #
-#   scripts/registry.sh start   starts it and prints COVE_TEST_REGISTRY=127.0.0.1:PORT
+#   scripts/registry.sh start   starts it and prints COVE_TEST_REGISTRY=127.0.0.1:PORT, and a
+#                               second one that wants a login (user cove, password
+#                               cove-secret) as COVE_TEST_REGISTRY_AUTH=127.0.0.1:PORT
 #   scripts/registry.sh env     prints that line again for the running one
 #   scripts/registry.sh stop    stops it and deletes its storage
 #
@@ -17,16 +19,12 @@ free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-start() {
-	if [ -f "$state/pid" ] && kill -0 "$(cat "$state/pid")" 2>/dev/null; then
-		cat "$state/env"
-		return
-	fi
-	[ -x "$bin" ] || { echo "registry.sh: $bin not found: apt-get install docker-registry" >&2; exit 1; }
-	rm -rf "$state"
-	mkdir -p "$state/storage"
-	port=${COVE_REGISTRY_PORT:-$(free_port)}
-	cat >"$state/config.yml" <<CONF
+# serve NAME [AUTHCONFIG]: one registry in $state/NAME; prints its address.
+serve() {
+	dir=$state/$1
+	mkdir -p "$dir/storage"
+	port=$(free_port)
+	cat >"$dir/config.yml" <<CONF
 version: 0.1
 log:
   level: warn
@@ -34,32 +32,52 @@ log:
     disabled: true
 storage:
   filesystem:
-    rootdirectory: $state/storage
+    rootdirectory: $dir/storage
   delete:
     enabled: true
 http:
   addr: 127.0.0.1:$port
+${2:-}
 CONF
-	"$bin" serve "$state/config.yml" >"$state/log" 2>&1 &
-	echo $! >"$state/pid"
+	"$bin" serve "$dir/config.yml" >"$dir/log" 2>&1 &
+	echo $! >"$dir/pid"
 	i=0
-	until curl -fsS "http://127.0.0.1:$port/v2/" >/dev/null 2>&1; do
+	# /v2/ answers 401 on the one that wants a login: any HTTP answer will do.
+	until [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/v2/")" != 000 ]; do
 		i=$((i + 1))
-		if [ $i -gt 100 ] || ! kill -0 "$(cat "$state/pid")" 2>/dev/null; then
+		if [ $i -gt 100 ] || ! kill -0 "$(cat "$dir/pid")" 2>/dev/null; then
 			echo "registry.sh: the registry did not start; its log:" >&2
-			cat "$state/log" >&2
+			cat "$dir/log" >&2
 			exit 1
 		fi
 		sleep 0.1
 	done
-	echo "COVE_TEST_REGISTRY=127.0.0.1:$port" >"$state/env"
+	echo "127.0.0.1:$port"
+}
+
+start() {
+	if [ -f "$state/env" ] && kill -0 "$(cat "$state/plain/pid")" 2>/dev/null; then
+		cat "$state/env"
+		return
+	fi
+	[ -x "$bin" ] || { echo "registry.sh: $bin not found: apt-get install docker-registry" >&2; exit 1; }
+	command -v htpasswd >/dev/null || { echo "registry.sh: htpasswd not found: apt-get install apache2-utils" >&2; exit 1; }
+	stop
+	mkdir -p "$state"
+	plain=$(serve plain)
+	htpasswd -Bbn cove cove-secret >"$state/htpasswd"
+	authed=$(serve auth "auth:
+  htpasswd:
+    realm: cove-test
+    path: $state/htpasswd")
+	printf 'COVE_TEST_REGISTRY=%s\nCOVE_TEST_REGISTRY_AUTH=%s\n' "$plain" "$authed" >"$state/env"
 	cat "$state/env"
 }
 
 stop() {
-	if [ -f "$state/pid" ]; then
-		kill "$(cat "$state/pid")" 2>/dev/null || true
-	fi
+	for pid in "$state"/*/pid; do
+		[ -f "$pid" ] && kill "$(cat "$pid")" 2>/dev/null
+	done
 	rm -rf "$state"
 }
 

@@ -12,7 +12,7 @@ PATH="$PATH:$(go env GOPATH)/bin"
 log() { printf '\n== %s\n' "$*" >&2; }
 
 install_deps() {
-	local pkgs=(docker-registry busybox-static curl python3 tar)
+	local pkgs=(docker-registry apache2-utils busybox-static curl python3 tar)
 	local missing=()
 	for p in "${pkgs[@]}"; do
 		dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -49,7 +49,7 @@ go vet ./...
 staticcheck ./...
 
 log "registry"
-eval "export $(scripts/registry.sh start)"
+eval "$(scripts/registry.sh start | sed 's/^/export /')"
 trap 'scripts/registry.sh stop' EXIT
 
 log "go test"

@@ -35,10 +35,30 @@ func Addr(t testing.TB) string {
 	return addr
 }
 
+// AuthAddr returns HOST:PORT of the registry that wants a login (user
+// User, password Password); like Addr, it skips without one outside CI.
+func AuthAddr(t testing.TB) string {
+	t.Helper()
+	addr := os.Getenv("COVE_TEST_REGISTRY_AUTH")
+	if addr == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("COVE_TEST_REGISTRY_AUTH is not set: CI must start the registries (scripts/registry.sh start)")
+		}
+		t.Skip("no registry with a login: export $(scripts/registry.sh start)")
+	}
+	return addr
+}
+
+// The login of the registry at AuthAddr (scripts/registry.sh sets it).
+const (
+	User     = "cove"
+	Password = "cove-secret"
+)
+
 var seq atomic.Int64
 
 // Push writes img to a fresh repository and returns its reference.
-func Push(t testing.TB, addr string, img v1.Image) string {
+func Push(t testing.TB, addr string, img v1.Image, opts ...remote.Option) string {
 	t.Helper()
 	repo := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
 	ref := fmt.Sprintf("%s/test/%s-%d-%d:latest", addr, repo, os.Getpid(), seq.Add(1))
@@ -46,7 +66,7 @@ func Push(t testing.TB, addr string, img v1.Image) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := remote.Write(r, img); err != nil {
+	if err := remote.Write(r, img, opts...); err != nil {
 		t.Fatalf("push %s: %v", ref, err)
 	}
 	return ref

@@ -83,7 +83,7 @@ t0=$(date +%s)
 mk_out=$("$here/mkimage.sh") || die "mkimage.sh failed"
 image_a=$(printf '%s\n' "$mk_out" | sed -n 's/^IMAGE_A=//p')
 image_b=$(printf '%s\n' "$mk_out" | sed -n 's/^IMAGE_B=//p')
-[ -n "$image_a" ] && [ -n "$image_b" ] || die "mkimage.sh did not print IMAGE_A= and IMAGE_B="
+{ [ -n "$image_a" ] && [ -n "$image_b" ]; } || die "mkimage.sh did not print IMAGE_A= and IMAGE_B="
 log "mkimage.sh took $(($(date +%s) - t0)) s; images $image_a $image_b"
 
 # Keep the registry's blobs in the page cache so no tool pays for the disk.
@@ -149,8 +149,10 @@ check_rootfs() { # check_rootfs DIR VARIANT(a|b)
 		done
 	else
 		[ -x "$d/usr/bin/vim.tiny" ] || { echo "missing usr/bin/vim.tiny"; return 1; }
-		[ ! -e "$d/etc/apt/apt.conf.d/docker-clean" ] && [ ! -e "$d/etc/apt/apt.conf.d/01autoremove" ] ||
-			{ echo "etc/apt/apt.conf.d should be opaque"; return 1; }
+		if [ -e "$d/etc/apt/apt.conf.d/01autoremove" ] || [ ! -e "$d/etc/apt/apt.conf.d/99bench" ]; then
+			echo "etc/apt/apt.conf.d should hold only 99bench (an opaque directory in layer 3)"
+			return 1
+		fi
 	fi
 	wh=$(find "$d" -name '.wh.*' -print -quit)
 	[ -z "$wh" ] || { echo "whiteout file left in the tree: $wh"; return 1; }
@@ -234,7 +236,8 @@ pull_skopeo() {
 pull_podman() {
 	local d=$1 ref=$2
 	mkdir -p "$d"
-	timed podman podman_ "$d" pull -q --tls-verify=false "$ref" || return 1
+	timed podman podman --root "$d/root" --runroot "$d/run" --storage-driver "$podman_driver" \
+		pull -q --tls-verify=false "$ref" || return 1
 	ROOTFS=$(podman_ "$d" image mount "$ref") || { log "podman image mount $ref failed"; return 1; }
 	CACHE=("$d/root")
 }
@@ -251,7 +254,7 @@ declare -A label=(
 	[skopeo]="skopeo copy + umoci raw unpack"
 	[podman]="podman pull ($podman_driver)"
 )
-declare -A secs rss rootfs_bytes cache_b cache_kb second failed
+declare -A secs=() rss=() rootfs_bytes=() cache_b=() cache_kb=() second=() cache2_b=() failed=() med=()
 notes=()
 
 # ------------------------------------------------------------ rounds
@@ -304,6 +307,11 @@ for ((r = 0; r < rounds; r++)); do
 						if [ "$r" = 0 ]; then
 							compare_tree "$t" "$ROOTFS" b || true
 						fi
+						[ "$t" != podman ] || release_podman "$d"
+						cache2_b[$t]=0
+						for c in "${CACHE[@]}"; do
+							cache2_b[$t]=$((cache2_b[$t] + $(bytes_of "$c")))
+						done
 					else
 						notes+=("**$t**: second pull: rootfs check failed: $why")
 					fi
@@ -328,8 +336,7 @@ minmax() { printf '%s\n' "$@" | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } E
 maxof() { printf '%s\n' "$@" | sort -g | tail -n1; }
 mb() { awk -v b="$1" 'BEGIN { printf "%.0f", b / 1e6 }'; }
 
-declare -A med
-best_peer= best_peer_t=
+best_peer="" best_peer_t=""
 for t in "${tools[@]}"; do
 	[ -z "${failed[$t]:-}" ] || continue
 	# shellcheck disable=SC2086
@@ -347,30 +354,31 @@ ref_bytes=${rootfs_bytes[crane]:-${rootfs_bytes[cove]:-0}}
 report() {
 	echo "# Cold pull + flatten: cove vs crane, skopeo+umoci, podman"
 	echo
-	echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC'); $rounds rounds, each tool cold in every round (fresh output directory), order rotated per round"
+	echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC'); rounds: $rounds, each tool cold in every round (fresh output directory), order rotated per round"
 	echo "- Host: $(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)), $(awk '/MemTotal/ { printf "%.0f GB", $2 / 1048576 }' /proc/meminfo) RAM, Linux $(uname -r); other jobs may have been running"
 	echo "- Image: \`${image_a#*/}\` from a local registry on loopback (plain HTTP, Debian docker-registry): 3 gzip layers of $layer_sizes MB (minbase bookworm / gcc libc6-dev make / git curl + 132 .wh. whiteouts), $(mb "$ref_bytes") MB and $ref_files files extracted"
 	echo "- Second image: \`${image_b#*/}\`, same layers 1–2, different small layer 3 (less vim-tiny, an opaque dir, one whiteout)"
 	echo "- Outputs on a fresh $fs_size ext4 loop file system (noatime); \`sync\` before each timed command, not included in the time"
 	echo "- cove $cove_rev; $("$crane" version 2>/dev/null | sed 's/^/crane /'); $(skopeo --version); $(umoci --version); $(podman --version)"
 	echo
-	echo "| tool | median s | min–max s | peak RSS MB | MB/s | vs fastest peer | cache after pull MB (on disk) | second pull, shared base, median s |"
-	echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+	echo "| tool | median s | min–max s | peak RSS MB | MB/s | vs fastest peer | cache after pull MB (on disk) | second pull, shared base: median s | cache after both MB |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 	for t in "${tools[@]}"; do
 		if [ -n "${failed[$t]:-}" ]; then
-			echo "| ${label[$t]} | FAILED | | | | | | |"
+			echo "| ${label[$t]} | FAILED | | | | | | | |"
 			continue
 		fi
-		local ratio='' mbs sec2='—'
+		local ratio='' mbs sec2='—' c2='—'
 		ratio=$(awk -v a="${med[$t]}" -v b="$best_peer" 'BEGIN { if (b > 0) printf "%.2f×", a / b }')
 		[ "$t" != "$best_peer_t" ] || ratio="$ratio (fastest peer)"
 		mbs=$(awk -v b="${rootfs_bytes[$t]}" -v s="${med[$t]}" 'BEGIN { if (s > 0) printf "%.0f", b / 1e6 / s }')
 		if [ -n "${second[$t]:-}" ]; then
 			# shellcheck disable=SC2086
 			sec2=$(median ${second[$t]})
+			c2=$(mb "${cache2_b[$t]}")
 		fi
 		# shellcheck disable=SC2086
-		echo "| ${label[$t]} | ${med[$t]} | $(minmax ${secs[$t]}) | $(awk -v k="$(maxof ${rss[$t]})" 'BEGIN { printf "%.0f", k / 1024 }') | $mbs | $ratio | $(mb "${cache_b[$t]}") ($(awk -v k="${cache_kb[$t]}" 'BEGIN { printf "%.0f", k * 1024 / 1e6 }')) | $sec2 |"
+		echo "| ${label[$t]} | ${med[$t]} | $(minmax ${secs[$t]}) | $(awk -v k="$(maxof ${rss[$t]})" 'BEGIN { printf "%.0f", k / 1024 }') | $mbs | $ratio | $(mb "${cache_b[$t]}") ($(awk -v k="${cache_kb[$t]}" 'BEGIN { printf "%.0f", k * 1024 / 1e6 }')) | $sec2 | $c2 |"
 	done
 	echo
 	echo "Per round (seconds; peak RSS MB):"
@@ -399,7 +407,7 @@ report() {
 	echo "- MB/s: \`du -sb\` of the extracted rootfs (podman: of its \`image mount\`) / median time; MB = 10^6 bytes"
 	echo "- vs fastest peer: the tool's median / the fastest non-cove median"
 	echo "- cache after pull: \`du -sb\` (and \`du -sk\`, on disk) of cove's whole COVE_ROOT; crane's extracted tree; skopeo's OCI layout + umoci's rootfs (umoci also writes an mtree file beside the rootfs, not counted); podman's --root (not --runroot)"
-	echo "- second pull: with image a already pulled into the same cache, pull image b (shares layers 1–2); cove and podman only"
+	echo "- second pull: with image a already pulled into the same cache, pull image b (shares layers 1–2); cove and podman only; \"cache after both\" is \`du -sb\` of the same paths after it"
 	echo "- every rootfs is spot-checked (usr/bin/gcc, git, whiteouts applied, no .wh. files left), and in round 1 compared entry by entry (type, mode, owner, size, link count, symlink target, md5 of contents) with the tree the image was built from"
 	echo "- rerun: \`scripts/bench/pull.sh\` (ROUNDS=$rounds); the image is built and cached by \`scripts/bench/mkimage.sh\`"
 	if [ ${#notes[@]} -gt 0 ] || [ ${#failed[@]} -gt 0 ]; then
