@@ -30,7 +30,10 @@ type layerBar struct {
 func newProgress(w io.Writer, quiet bool) *progress {
 	pr := &progress{w: w, quiet: quiet, bars: map[int]*layerBar{}}
 	if f, ok := w.(*os.File); ok && !quiet && term.IsTerminal(int(f.Fd())) {
-		pr.p = mpb.New(mpb.WithOutput(w), mpb.WithWidth(30))
+		// A terminal that reports no size (some ptys) cannot hold bars.
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
+			pr.p = mpb.New(mpb.WithOutput(w), mpb.WithWidth(30))
+		}
 	}
 	return pr
 }
@@ -55,7 +58,7 @@ func (pr *progress) update(ev image.Progress) {
 		lb = &layerBar{}
 		lb.phase.Store("waiting")
 		name := short(ev.Layer.String())
-		lb.bar = pr.p.New(ev.Total, mpb.BarStyle(),
+		lb.bar = pr.p.New(ev.Total, mpb.BarStyle(), mpb.BarPriority(ev.Index),
 			mpb.PrependDecorators(decor.Name(name+" ", decor.WCSyncSpaceR)),
 			mpb.AppendDecorators(
 				decor.CountersKibiByte("% .1f / % .1f ", decor.WCSyncSpace),

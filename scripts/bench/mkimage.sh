@@ -266,6 +266,8 @@ mklayer "$layers/3b.tar.gz" "$trees/b" "$trees/dev" "$trees/b.copied"
 # ---------------------------------------------------------------- push
 
 reg_env=$("$repo/scripts/registry.sh" start) || die "scripts/registry.sh start failed"
+reg_env=$(printf '%s\n' "$reg_env" | grep '^COVE_TEST_REGISTRY=' | head -n1) ||
+	die "scripts/registry.sh start printed no COVE_TEST_REGISTRY= line"
 reg=${reg_env#COVE_TEST_REGISTRY=}
 image_a=$reg/cove-bench/devbox:a
 image_b=$reg/cove-bench/devbox:b
