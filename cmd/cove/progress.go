@@ -58,7 +58,9 @@ func (pr *progress) update(ev image.Progress) {
 		lb = &layerBar{}
 		lb.phase.Store("waiting")
 		name := short(ev.Layer.String())
-		lb.bar = pr.p.New(ev.Total, mpb.BarStyle(), mpb.BarPriority(ev.Index),
+		// Total 0 at first: mpb then completes the bar only when we say so
+		// (after extraction), not when the download reaches its size.
+		lb.bar = pr.p.New(0, mpb.BarStyle(), mpb.BarPriority(ev.Index),
 			mpb.PrependDecorators(decor.Name(name+" ", decor.WCSyncSpaceR)),
 			mpb.AppendDecorators(
 				decor.CountersKibiByte("% .1f / % .1f ", decor.WCSyncSpace),
