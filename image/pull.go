@@ -54,11 +54,11 @@ func Pull(ctx context.Context, s *Store, ref string, opts ...Option) (img *Image
 			return nil, fmt.Errorf("%w, and the pull policy is never", ErrNotFound)
 		}
 	}
-	unlockBlobs, err := s.sharedLock(ctx, "blobs")
+	unlockPulls, err := s.sharedLock(ctx, "pulls")
 	if err != nil {
 		return nil, err
 	}
-	defer unlockBlobs()
+	defer unlockPulls()
 
 	v1img, cleanup, err := src.image(ctx, o)
 	if err != nil {

@@ -89,9 +89,9 @@ func (s *Store) lock(ctx context.Context, name string) (unlock func(), err error
 	return s.lockMode(ctx, name, unix.LOCK_EX, true)
 }
 
-// sharedLock is lock for many holders at once: pulls share the blobs lock,
-// and Prune takes it exclusively so that it never deletes a blob a pull is
-// about to use.
+// sharedLock is lock for many holders at once: pulls share the "pulls"
+// lock, and Prune takes it alone so that it never deletes what a pull is
+// about to use or has not named yet.
 func (s *Store) sharedLock(ctx context.Context, name string) (unlock func(), err error) {
 	return s.lockMode(ctx, name, unix.LOCK_SH, true)
 }
@@ -344,9 +344,15 @@ type PruneReport struct {
 }
 
 // Prune removes images no name points at, blobs no image uses, and what
-// crashed pulls left behind (work in progress of a live pull is kept).
+// crashed pulls left behind. It waits for pulls in progress: they hold the
+// "pulls" lock shared until their image is named, and Prune takes it alone.
 func (s *Store) Prune(ctx context.Context) (PruneReport, error) {
 	var rep PruneReport
+	unlock, err := s.lock(ctx, "pulls")
+	if err != nil {
+		return rep, err
+	}
+	defer unlock()
 	refs, err := s.refs()
 	if err != nil {
 		return rep, err
@@ -364,13 +370,15 @@ func (s *Store) Prune(ctx context.Context) (PruneReport, error) {
 	for _, d := range dirs {
 		name := d.Name()
 		if rest, ok := strings.CutPrefix(name, ".tmp-"); ok {
+			// Left by a killed pull, or an rmi in progress (which holds
+			// the image's lock).
 			hexPart, _, _ := strings.Cut(rest, "-")
-			if unlock, ok := s.tryLock("image-" + hexPart); ok {
-				if err := RemoveAll(filepath.Join(imagesDir, name)); err != nil {
-					unlock()
+			if unlockImage, ok := s.tryLock("image-" + hexPart); ok {
+				err := RemoveAll(filepath.Join(imagesDir, name))
+				unlockImage()
+				if err != nil {
 					return rep, err
 				}
-				unlock()
 			}
 			continue
 		}
@@ -388,13 +396,6 @@ func (s *Store) Prune(ctx context.Context) (PruneReport, error) {
 			}
 		}
 	}
-	// Pulls in progress hold the blobs lock shared; waiting for it keeps the
-	// blobs they are about to use.
-	unlock, err := s.lock(ctx, "blobs")
-	if err != nil {
-		return rep, err
-	}
-	defer unlock()
 	blobDir := filepath.Join(s.dir, "blobs", "sha256")
 	blobs, err := os.ReadDir(blobDir)
 	if err != nil {
@@ -418,7 +419,7 @@ func (s *Store) Prune(ctx context.Context) (PruneReport, error) {
 		if info, err := t.Info(); err == nil {
 			rep.Bytes += info.Size()
 		}
-		os.Remove(filepath.Join(tmpDir, t.Name()))
+		os.RemoveAll(filepath.Join(tmpDir, t.Name()))
 	}
 	return rep, nil
 }
