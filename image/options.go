@@ -133,6 +133,15 @@ const (
 	PhaseRetrying // a transient error; Err says which
 )
 
+var phaseNames = [...]string{"downloading", "cached", "downloaded", "extracting", "extracted", "retrying"}
+
+func (p Phase) String() string {
+	if int(p) < len(phaseNames) {
+		return phaseNames[p]
+	}
+	return fmt.Sprintf("Phase(%d)", int(p))
+}
+
 // Progress is one report from Pull.
 type Progress struct {
 	Layer v1.Hash

@@ -1,6 +1,7 @@
 package image
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -557,5 +558,27 @@ func TestPullWithCredentials(t *testing.T) {
 	must(t, err)
 	if _, err := os.Stat(filepath.Join(img.RootFS, "bin/busybox")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestPullZstdLayer(t *testing.T) {
+	addr := registry(t)
+	zl, err := testimage.ZstdLayer(testimage.Dir("z", 0o755), testimage.File("z/hello", "zstd\n", 0o644))
+	must(t, err)
+	if mt, _ := zl.MediaType(); !strings.Contains(string(mt), "zstd") {
+		t.Fatalf("layer media type %s", mt)
+	}
+	img, err := mutate.AppendLayers(busybox(t), zl)
+	must(t, err)
+	ref := push(t, addr, img)
+	got, err := Pull(context.Background(), openStore(t), ref)
+	must(t, err)
+	if b := readFile(t, filepath.Join(got.RootFS, "z/hello")); b != "zstd\n" {
+		t.Fatalf("z/hello = %q", b)
+	}
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(got.RootFS), "..", "..", "blobs", "sha256", got.Layers[1].Hex))
+	must(t, err)
+	if !bytes.HasPrefix(b, zstdMagic) {
+		t.Fatalf("the cached blob is not zstd: % x", b[:4])
 	}
 }

@@ -38,8 +38,13 @@ or oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE[:REF].`,
 			if err != nil {
 				return err
 			}
-			bars := newProgress(c.App.ErrWriter, c.Bool("quiet"))
-			opts = append(opts, image.WithProgress(bars.update))
+			bars := newProgress(c.App.ErrWriter, c.Bool("quiet") || c.Bool("debug"))
+			opts = append(opts, image.WithProgress(func(p image.Progress) {
+				if p.Phase != image.PhaseDownloading {
+					e.log.Debug("layer", "index", p.Index, "digest", p.Layer, "phase", p.Phase, "bytes", p.Total, "err", p.Err)
+				}
+				bars.update(p)
+			}))
 			img, err := image.Pull(c.Context, store, c.Args().First(), opts...)
 			bars.wait()
 			if err != nil {

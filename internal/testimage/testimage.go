@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/compression"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -35,6 +36,15 @@ type Entry struct {
 
 // Layer builds a gzip-compressed layer holding entries, in that order.
 func Layer(entries ...Entry) (v1.Layer, error) {
+	return layer(nil, entries)
+}
+
+// ZstdLayer is Layer compressed with zstd.
+func ZstdLayer(entries ...Entry) (v1.Layer, error) {
+	return layer([]tarball.LayerOption{tarball.WithCompression(compression.ZStd), tarball.WithMediaType(types.OCILayerZStd)}, entries)
+}
+
+func layer(opts []tarball.LayerOption, entries []Entry) (v1.Layer, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	mtime := time.Unix(1700000000, 0)
@@ -57,7 +67,7 @@ func Layer(entries ...Entry) (v1.Layer, error) {
 	b := buf.Bytes()
 	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(b)), nil
-	}, tarball.WithMediaType(types.OCILayer))
+	}, append([]tarball.LayerOption{tarball.WithMediaType(types.OCILayer)}, opts...)...)
 }
 
 // Dir, File, Symlink and Hardlink are Entry shorthands.
