@@ -406,7 +406,7 @@ report() {
 	echo "- time and peak RSS: \`/usr/bin/time -f '%e %M'\` around the whole command; for the two pipelines (\`bash -c 'crane export REF - | tar -x -C DIR'\`, \`bash -c 'skopeo copy … && umoci raw unpack …'\`) the RSS is that of the largest single process, not the sum"
 	echo "- MB/s: \`du -sb\` of the extracted rootfs (podman: of its \`image mount\`) / median time; MB = 10^6 bytes"
 	echo "- vs fastest peer: the tool's median / the fastest non-cove median"
-	echo "- cache after pull: \`du -sb\` (and \`du -sk\`, on disk) of cove's whole COVE_ROOT; crane's extracted tree; skopeo's OCI layout + umoci's rootfs (umoci also writes an mtree file beside the rootfs, not counted); podman's --root (not --runroot)"
+	echo "- cache after pull: \`du -sb\` (and \`du -sk\`, on disk) of cove's whole COVE_ROOT; crane's extracted tree; skopeo's OCI layout + umoci's rootfs; podman's --root (not --runroot)"
 	echo "- second pull: with image a already pulled into the same cache, pull image b (shares layers 1–2); cove and podman only; \"cache after both\" is \`du -sb\` of the same paths after it"
 	echo "- every rootfs is spot-checked (usr/bin/gcc, git, whiteouts applied, no .wh. files left), and in round 1 compared entry by entry (type, mode, owner, size, link count, symlink target, md5 of contents) with the tree the image was built from"
 	echo "- rerun: \`scripts/bench/pull.sh\` (ROUNDS=$rounds); the image is built and cached by \`scripts/bench/mkimage.sh\`"
