@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	pathrs "github.com/cyphar/filepath-securejoin/pathrs-lite"
 	"golang.org/x/sys/unix"
 )
 
@@ -44,10 +43,12 @@ type Stats struct {
 // (CVE-2025-47290). The last path component is never followed: all writes go
 // through *at syscalls with O_NOFOLLOW / AT_SYMLINK_NOFOLLOW on the parent's fd.
 type extractor struct {
-	root    *os.File // O_PATH handle on the rootfs directory
-	maxSize int64
-	euid    int
-	egid    int
+	root      *os.File // O_PATH handle on the rootfs directory
+	rootFd    int
+	noOpenat2 bool // the kernel lacks openat2: resolve through pathrs-lite
+	maxSize   int64
+	euid      int
+	egid      int
 
 	stats   Stats
 	upper   map[string]bool // paths (and their parents) the current layer wrote
@@ -75,6 +76,7 @@ func newExtractor(rootDir string, maxSize int64) (*extractor, error) {
 	}
 	return &extractor{
 		root:    root,
+		rootFd:  int(root.Fd()),
 		maxSize: maxSize,
 		euid:    os.Geteuid(),
 		egid:    os.Getegid(),
@@ -163,12 +165,11 @@ func (e *extractor) applyEntry(tr *tar.Reader, hdr *tar.Header) error {
 	}
 	e.markUpper(rel)
 
-	parent, err := pathrs.MkdirAllHandle(e.root, dir, 0o755)
+	pfd, err := e.openDir(dir, true)
 	if err != nil {
 		return fmt.Errorf("parent directory: %w", err)
 	}
-	defer parent.Close()
-	pfd := int(parent.Fd())
+	defer unix.Close(pfd)
 
 	var st unix.Stat_t
 	exists := unix.Fstatat(pfd, base, &st, unix.AT_SYMLINK_NOFOLLOW) == nil
@@ -257,9 +258,8 @@ func (e *extractor) writeFile(pfd int, base string, r io.Reader, hdr *tar.Header
 	if err != nil {
 		return fmt.Errorf("create: %w", err)
 	}
-	f := os.NewFile(uintptr(fd), base)
-	defer f.Close()
-	n, err := e.copySparse(f, r, hdr.Size)
+	defer unix.Close(fd)
+	n, err := e.copySparse(fd, r, hdr.Size)
 	if err != nil {
 		return fmt.Errorf("write: %w", err)
 	}
@@ -282,12 +282,12 @@ func (e *extractor) writeFile(pfd int, base string, r io.Reader, hdr *tar.Header
 	if err := unix.UtimesNanoAt(fd, "", ts, unix.AT_EMPTY_PATH); err != nil {
 		return fmt.Errorf("set times: %w", err)
 	}
-	return f.Close()
+	return nil
 }
 
 // copySparse copies size bytes, seeking over all-zero blocks so that sparse
 // files (and files of zeroes) stay sparse on disk.
-func (e *extractor) copySparse(f *os.File, r io.Reader, size int64) (int64, error) {
+func (e *extractor) copySparse(fd int, r io.Reader, size int64) (int64, error) {
 	var n int64
 	holeAtEnd := false
 	for n < size {
@@ -303,12 +303,12 @@ func (e *extractor) copySparse(f *os.File, r io.Reader, size int64) (int64, erro
 				b = b[:sparseBlock]
 			}
 			if len(b) == sparseBlock && bytes.Equal(b, e.zeroes) {
-				if _, serr := f.Seek(int64(len(b)), io.SeekCurrent); serr != nil {
+				if _, serr := unix.Seek(fd, int64(len(b)), io.SeekCurrent); serr != nil {
 					return n, serr
 				}
 				holeAtEnd = true
 			} else {
-				if _, werr := f.Write(b); werr != nil {
+				if werr := writeAll(fd, b); werr != nil {
 					return n, werr
 				}
 				holeAtEnd = false
@@ -324,11 +324,25 @@ func (e *extractor) copySparse(f *os.File, r io.Reader, size int64) (int64, erro
 		}
 	}
 	if holeAtEnd {
-		if err := f.Truncate(n); err != nil {
+		if err := unix.Ftruncate(fd, n); err != nil {
 			return n, err
 		}
 	}
 	return n, nil
+}
+
+func writeAll(fd int, b []byte) error {
+	for len(b) > 0 {
+		n, err := unix.Write(fd, b)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
 }
 
 func (e *extractor) link(pfd int, base, rel string, exists bool, hdr *tar.Header) error {
@@ -343,11 +357,11 @@ func (e *extractor) link(pfd int, base, rel string, exists bool, hdr *tar.Header
 		return nil
 	}
 	tdir, tbase := splitRel(target)
-	tparent, err := pathrs.OpenatInRoot(e.root, tdir)
+	tpfd, err := e.openDir(tdir, false)
 	if err != nil {
 		return fmt.Errorf("hardlink target %q: %w", hdr.Linkname, err)
 	}
-	defer tparent.Close()
+	defer unix.Close(tpfd)
 	if exists {
 		if err := removeAt(pfd, base); err != nil {
 			return err
@@ -357,7 +371,7 @@ func (e *extractor) link(pfd int, base, rel string, exists bool, hdr *tar.Header
 	// it points to. No metadata is applied: it belongs to the target inode,
 	// and chmod through a link to a symlink changed host files in
 	// CVE-2021-32760.
-	if err := unix.Linkat(int(tparent.Fd()), tbase, pfd, base, 0); err != nil {
+	if err := unix.Linkat(tpfd, tbase, pfd, base, 0); err != nil {
 		return fmt.Errorf("hardlink to %q: %w", hdr.Linkname, err)
 	}
 	e.stats.Files++
@@ -472,13 +486,13 @@ func (e *extractor) setXattrs(fd int, hdr *tar.Header) error {
 func (e *extractor) finish() error {
 	for rel, m := range e.dirMeta {
 		dir, base := splitRel(rel)
-		parent, err := pathrs.OpenatInRoot(e.root, dir)
+		pfd, err := e.openDir(dir, false)
 		if err != nil {
 			continue // hidden by a later whiteout
 		}
 		err = func() error {
-			defer parent.Close()
-			fd, err := unix.Openat(int(parent.Fd()), base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			defer unix.Close(pfd)
+			fd, err := unix.Openat(pfd, base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			if err != nil {
 				return nil // replaced by a non-directory later
 			}

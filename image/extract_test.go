@@ -88,6 +88,7 @@ type sandbox struct {
 	base, root string
 	before     map[string]string
 	stats      Stats // of the last apply
+	noOpenat2  bool  // resolve through pathrs-lite, as on kernels without openat2
 }
 
 func newSandbox(t testing.TB) *sandbox {
@@ -163,6 +164,7 @@ func (sb *sandbox) apply(t testing.TB, maxSize int64, layers ...[]byte) error {
 	t.Helper()
 	ext, err := newExtractor(sb.root, maxSize)
 	must(t, err)
+	ext.noOpenat2 = sb.noOpenat2
 	defer ext.Close()
 	defer func() { sb.stats = ext.stats }()
 	for _, l := range layers {
@@ -341,13 +343,20 @@ func TestExtractHostile(t *testing.T) {
 			}
 		}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			sb := newSandbox(t)
-			err := sb.apply(t, 1<<20, tc.layers(sb)...)
-			tc.check(t, sb, err)
-			sb.checkCanaries(t)
-		})
+	for _, fallback := range []bool{false, true} {
+		for _, tc := range cases {
+			name := tc.name
+			if fallback {
+				name += " (pathrs-lite)"
+			}
+			t.Run(name, func(t *testing.T) {
+				sb := newSandbox(t)
+				sb.noOpenat2 = fallback
+				err := sb.apply(t, 1<<20, tc.layers(sb)...)
+				tc.check(t, sb, err)
+				sb.checkCanaries(t)
+			})
+		}
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"path"
 	"strings"
 
-	pathrs "github.com/cyphar/filepath-securejoin/pathrs-lite"
 	"golang.org/x/sys/unix"
 )
 
@@ -25,15 +24,15 @@ const (
 func (e *extractor) whiteout(dir, base string) error {
 	if base == whiteoutOpaque {
 		e.markUpper(dir)
-		d, err := pathrs.OpenatInRoot(e.root, dir)
+		dfd, err := e.openDir(dir, false)
 		if errors.Is(err, unix.ENOENT) {
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("opaque directory: %w", err)
 		}
-		defer d.Close()
-		return e.hideChildren(int(d.Fd()), ".", dir)
+		defer unix.Close(dfd)
+		return e.hideChildren(dfd, ".", dir)
 	}
 	if strings.HasPrefix(base, whiteoutMeta) {
 		return nil // other AUFS metadata (.wh..wh.plnk and the like) carries nothing for us
@@ -42,15 +41,15 @@ func (e *extractor) whiteout(dir, base string) error {
 	if name == "" || name == "." || name == ".." || strings.Contains(name, "/") {
 		return fmt.Errorf("%w: invalid whiteout name %q", ErrUnsafeEntry, base)
 	}
-	parent, err := pathrs.OpenatInRoot(e.root, dir)
+	pfd, err := e.openDir(dir, false)
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 		return nil // nothing below to hide
 	}
 	if err != nil {
 		return fmt.Errorf("whiteout parent: %w", err)
 	}
-	defer parent.Close()
-	return e.hide(int(parent.Fd()), name, path.Join(dir, name))
+	defer unix.Close(pfd)
+	return e.hide(pfd, name, path.Join(dir, name))
 }
 
 // hide removes name (never following it) unless this layer wrote it, in
