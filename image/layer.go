@@ -77,34 +77,68 @@ func decompress(r io.Reader) (io.Reader, func(), error) {
 	return br, func() {}, nil
 }
 
-// applyCompressed decompresses one layer blob, applies it and checks that
-// the uncompressed stream, trailing bytes included, hashes to diffID.
-func (e *extractor) applyCompressed(ctx context.Context, blob io.Reader, diffID v1.Hash) error {
+// layerStream is one layer's uncompressed stream, inflating ahead of its
+// reader in its own goroutine.
+type layerStream struct {
+	ra      *readahead
+	h       hash.Hash
+	closeFn func()
+}
+
+// openLayer starts decompressing blob. maxAhead bounds the decompressed
+// bytes held in memory before the reader takes them: a layer opened while
+// the one before it is still being applied gets a large bound, so that the
+// two inflate on two cores at once.
+func openLayer(ctx context.Context, blob io.Reader, maxAhead int) (*layerStream, error) {
 	plain, closeFn, err := decompress(blob)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer closeFn()
 	h := sha256.New()
-	ra := newReadahead(ctx, plain, h)
-	if err := e.applyLayer(ra); err != nil {
-		ra.abort()
+	return &layerStream{ra: newReadahead(ctx, plain, h, maxAhead), h: h, closeFn: closeFn}, nil
+}
+
+// abort stops the stream without reading the rest.
+func (ls *layerStream) abort() {
+	ls.ra.abort()
+	ls.closeFn()
+}
+
+// apply applies the stream and checks that it, trailing bytes included,
+// hashes to diffID.
+func (e *extractor) apply(ls *layerStream, diffID v1.Hash) error {
+	if err := e.applyLayer(ls.ra); err != nil {
+		ls.abort()
 		return err
 	}
-	if err := ra.finish(); err != nil {
+	err := ls.ra.finish()
+	ls.closeFn()
+	if err != nil {
 		return fmt.Errorf("decompress: %w", err)
 	}
-	got := v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(h.Sum(nil))}
+	got := v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(ls.h.Sum(nil))}
 	if diffID.Hex != "" && got != diffID {
 		return &DigestError{What: "uncompressed layer", Want: diffID, Got: got, Hint: hintInconsistent}
 	}
 	return nil
 }
 
-// readahead decompresses and hashes in its own goroutine, a few chunks
-// ahead of the reader, so that inflating a layer and writing its files use
-// two cores instead of taking turns on one.
+// applyCompressed decompresses one layer blob, applies it and checks its
+// DiffID.
+func (e *extractor) applyCompressed(ctx context.Context, blob io.Reader, diffID v1.Hash) error {
+	ls, err := openLayer(ctx, blob, readaheadChunk*readaheadChunks)
+	if err != nil {
+		return err
+	}
+	return e.apply(ls, diffID)
+}
+
+// readahead decompresses in its own goroutine, a few chunks ahead of the
+// reader, so that inflating a layer and writing its files use two cores
+// instead of taking turns on one. Inflating is the slower half, so the
+// reader's side hashes each chunk as it takes it.
 type readahead struct {
+	h    hash.Hash
 	ch   chan []byte
 	free chan []byte
 	stop chan struct{}
@@ -112,6 +146,7 @@ type readahead struct {
 	cur  []byte
 	held []byte
 	err  error // set by the producer before it closes ch
+	left int   // chunks the producer may still allocate
 }
 
 const (
@@ -119,36 +154,46 @@ const (
 	readaheadChunks = 8
 )
 
-func newReadahead(ctx context.Context, src io.Reader, h hash.Hash) *readahead {
+func newReadahead(ctx context.Context, src io.Reader, h hash.Hash, maxAhead int) *readahead {
+	n := max(maxAhead/readaheadChunk, 2)
 	ra := &readahead{
-		ch:   make(chan []byte, readaheadChunks),
-		free: make(chan []byte, readaheadChunks+1),
+		h:    h,
+		ch:   make(chan []byte, n),
+		free: make(chan []byte, n+1),
 		stop: make(chan struct{}),
 		done: make(chan struct{}),
+		left: n + 1,
 	}
-	for range readaheadChunks + 1 {
-		ra.free <- make([]byte, readaheadChunk)
-	}
-	go ra.produce(ctx, src, h)
+	go ra.produce(ctx, src)
 	return ra
 }
 
-func (ra *readahead) produce(ctx context.Context, src io.Reader, h hash.Hash) {
+func (ra *readahead) produce(ctx context.Context, src io.Reader) {
 	defer close(ra.done)
 	defer close(ra.ch)
 	for {
 		var b []byte
-		select {
-		case b = <-ra.free:
-		case <-ra.stop:
-			return
+		if ra.left > 0 {
+			// Chunks are allocated as needed, so that a bound sized for a
+			// look-ahead costs memory only when it is used.
+			select {
+			case b = <-ra.free:
+			default:
+				b = make([]byte, readaheadChunk)
+				ra.left--
+			}
+		} else {
+			select {
+			case b = <-ra.free:
+			case <-ra.stop:
+				return
+			}
 		}
 		if err := ctx.Err(); err != nil {
 			ra.err = err
 			return
 		}
 		n, err := io.ReadFull(src, b[:cap(b)])
-		h.Write(b[:n])
 		if n > 0 {
 			select {
 			case ra.ch <- b[:n]:
@@ -179,6 +224,7 @@ func (ra *readahead) Read(p []byte) (int, error) {
 			}
 			return 0, io.EOF
 		}
+		ra.h.Write(b)
 		ra.cur, ra.held = b, b
 	}
 	n := copy(p, ra.cur)
@@ -190,6 +236,7 @@ func (ra *readahead) Read(p []byte) (int, error) {
 // bytes, which the DiffID covers) and returns the producer's error.
 func (ra *readahead) finish() error {
 	for b := range ra.ch {
+		ra.h.Write(b)
 		ra.free <- b[:cap(b)]
 	}
 	<-ra.done

@@ -184,23 +184,8 @@ func (s *Store) flatten(ctx context.Context, v1img v1.Image, digest v1.Hash, o *
 		return nil, err
 	}
 	defer ext.Close()
-	for i := range layers {
-		select {
-		case <-ready[i]:
-		case err := <-fetchErr:
-			fetchErr <- err // for the deferred wait
-			if err != nil {
-				return nil, err
-			}
-			<-ready[i] // all downloads succeeded
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		o.progress(Progress{Layer: img.Layers[i], Index: i, Count: len(layers), Phase: PhaseExtracting})
-		if err := s.applyBlob(ctx, ext, img.Layers[i], img.DiffIDs[i]); err != nil {
-			return nil, err
-		}
-		o.progress(Progress{Layer: img.Layers[i], Index: i, Count: len(layers), Phase: PhaseExtracted})
+	if err := s.applyLayers(ctx, ext, img, ready, fetchErr, o); err != nil {
+		return nil, err
 	}
 	if err := ext.finish(); err != nil {
 		return nil, explainDiskError(err, s.dir)
@@ -230,24 +215,98 @@ func (s *Store) flatten(ctx context.Context, v1img v1.Image, digest v1.Hash, o *
 	return img, nil
 }
 
-func (s *Store) applyBlob(ctx context.Context, ext *extractor, blob, diffID v1.Hash) error {
-	f, err := os.Open(s.blobPath(blob))
-	if err != nil {
-		return err
+// lookAhead bounds the decompressed bytes of the next layer held in memory
+// while the current one is applied (a few seconds of inflating).
+const lookAhead = 32 << 20
+
+// applyLayers applies the layers in order, each once its blob is in. The
+// next layer is opened as soon as its blob is there, so that it inflates on
+// the second core while the current one is written.
+func (s *Store) applyLayers(ctx context.Context, ext *extractor, img *Image, ready []chan struct{}, fetchErr chan error, o *options) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type opened struct {
+		ls  *layerStream
+		err error
 	}
-	defer f.Close()
-	err = ext.applyCompressed(ctx, f, diffID)
-	var de *DigestError
-	if errors.As(err, &de) {
-		// The cached blob matched its digest when written; a mismatch now
-		// means the image itself is inconsistent (or the disk lied). Drop
-		// the blob so the next pull fetches it afresh.
-		os.Remove(s.blobPath(blob))
+	// waitBlob waits for blob i or the first download error.
+	waitBlob := func(i int) error {
+		select {
+		case <-ready[i]:
+			return nil
+		case err := <-fetchErr:
+			fetchErr <- err // for the other waiters and the deferred wait
+			if err != nil {
+				return err
+			}
+			<-ready[i] // all downloads succeeded
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	if err != nil && de == nil {
-		return fmt.Errorf("layer %s: %w", blob, explainDiskError(err, s.dir))
+	open := func(i, maxAhead int) opened {
+		if err := waitBlob(i); err != nil {
+			return opened{err: err}
+		}
+		f, err := os.Open(s.blobPath(img.Layers[i]))
+		if err != nil {
+			return opened{err: err}
+		}
+		ls, err := openLayer(ctx, f, maxAhead)
+		if err != nil {
+			f.Close()
+			return opened{err: err}
+		}
+		ls.closeFn = chain(ls.closeFn, func() { f.Close() })
+		return opened{ls: ls}
 	}
-	return err
+	var next chan opened
+	defer func() {
+		if next != nil {
+			cancel()
+			if n := <-next; n.ls != nil {
+				n.ls.abort()
+			}
+		}
+	}()
+	cur := open(0, readaheadChunk*readaheadChunks)
+	for i := range img.Layers {
+		if cur.err != nil {
+			return fmt.Errorf("layer %s: %w", img.Layers[i], explainDiskError(cur.err, s.dir))
+		}
+		next = nil
+		if i+1 < len(img.Layers) {
+			next = make(chan opened, 1)
+			go func(i int) { next <- open(i, lookAhead) }(i + 1)
+		}
+		o.progress(Progress{Layer: img.Layers[i], Index: i, Count: len(img.Layers), Phase: PhaseExtracting})
+		if err := ext.apply(cur.ls, img.DiffIDs[i]); err != nil {
+			var de *DigestError
+			if errors.As(err, &de) {
+				// The cached blob matched its digest when written; a
+				// mismatch now means the image itself is inconsistent (or
+				// the disk lied). Drop the blob so the next pull fetches it.
+				os.Remove(s.blobPath(img.Layers[i]))
+				return err
+			}
+			return fmt.Errorf("layer %s: %w", img.Layers[i], explainDiskError(err, s.dir))
+		}
+		o.progress(Progress{Layer: img.Layers[i], Index: i, Count: len(img.Layers), Phase: PhaseExtracted})
+		if next != nil {
+			cur = <-next
+			next = nil
+		}
+	}
+	return nil
+}
+
+func chain(fns ...func()) func() {
+	return func() {
+		for _, f := range fns {
+			f()
+		}
+	}
 }
 
 func syncDir(dir string) error {
