@@ -520,6 +520,8 @@ func accessTime(hdr *tar.Header) time.Time {
 	return hdr.AccessTime
 }
 
+func timespecTime(ts unix.Timespec) time.Time { return time.Unix(ts.Unix()) }
+
 func toTimespec(t time.Time) unix.Timespec {
 	if t.IsZero() || t.Before(time.Unix(0, 0)) {
 		return unix.Timespec{}

@@ -54,11 +54,11 @@ func Pull(ctx context.Context, s *Store, ref string, opts ...Option) (img *Image
 			return nil, fmt.Errorf("%w, and the pull policy is never", ErrNotFound)
 		}
 	}
-	unlockPulls, err := s.sharedLock(ctx, "pulls")
+	pulls, err := s.sharedLock(ctx, "pulls")
 	if err != nil {
 		return nil, err
 	}
-	defer unlockPulls()
+	defer pulls.Unlock()
 
 	v1img, cleanup, err := src.image(ctx, o)
 	if err != nil {
@@ -79,17 +79,18 @@ func Pull(ctx context.Context, s *Store, ref string, opts ...Option) (img *Image
 	if err := s.updateRefs(ctx, func(refs map[string]string) { refs[src.String()] = digest.String() }); err != nil {
 		return nil, err
 	}
+	s.releaseBlobs(pulls, img)
 	return img, nil
 }
 
 // flattenOnce flattens under the image's lock; whoever waited for the lock
 // finds the image done.
 func (s *Store) flattenOnce(ctx context.Context, v1img v1.Image, digest v1.Hash, o *options) (*Image, error) {
-	unlock, err := s.lock(ctx, "image-"+digest.Hex)
+	l, err := s.lock(ctx, "image-"+digest.Hex)
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
+	defer l.Unlock()
 	if img, err := s.byDigest(digest); err == nil {
 		return img, nil
 	}
@@ -154,6 +155,27 @@ func (s *Store) flatten(ctx context.Context, v1img v1.Image, digest v1.Hash, o *
 		return nil, explainDiskError(err, s.dir)
 	}
 
+	ext, err := newExtractor(rootfs, o.maxSize)
+	if err != nil {
+		return nil, err
+	}
+	defer ext.Close()
+	// An image built FROM one we have starts as a copy of it that shares
+	// its files; only its own layers are fetched and applied.
+	first := 0
+	var baseSize int64
+	if base := s.baseFor(img.DiffIDs); base != nil {
+		if err := ext.cloneInto(base.RootFS); err != nil {
+			return nil, explainDiskError(err, s.dir)
+		}
+		first, baseSize = len(base.DiffIDs), base.Size
+		img.Base = base.Digest.String()
+		for i := range first {
+			o.progress(Progress{Layer: img.Layers[i], Index: i, Count: len(layers), Phase: PhaseCached})
+			o.progress(Progress{Layer: img.Layers[i], Index: i, Count: len(layers), Phase: PhaseExtracted})
+		}
+	}
+
 	// Downloads run ahead, jobs at a time; extraction follows in order.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -165,8 +187,8 @@ func (s *Store) flatten(ctx context.Context, v1img v1.Image, digest v1.Hash, o *
 	g.SetLimit(o.jobs)
 	fetchErr := make(chan error, 1)
 	go func() {
-		for i, l := range layers {
-			i, l := i, l
+		for i, l := range layers[first:] {
+			i := first + i
 			g.Go(func() error {
 				if err := s.fetchBlob(gctx, l, img.Layers[i], i, len(layers), o); err != nil {
 					return err
@@ -179,19 +201,14 @@ func (s *Store) flatten(ctx context.Context, v1img v1.Image, digest v1.Hash, o *
 	}()
 	defer func() { cancel(); <-fetchErr }()
 
-	ext, err := newExtractor(rootfs, o.maxSize)
-	if err != nil {
-		return nil, err
-	}
-	defer ext.Close()
-	if err := s.applyLayers(ctx, ext, img, ready, fetchErr, o); err != nil {
+	if err := s.applyLayers(ctx, ext, img, first, ready, fetchErr, o); err != nil {
 		return nil, err
 	}
 	if err := ext.finish(); err != nil {
 		return nil, explainDiskError(err, s.dir)
 	}
 	img.Stats = ext.stats
-	img.Size = ext.stats.Bytes
+	img.Size = baseSize + ext.stats.Bytes
 	img.Pulled = time.Now().UTC()
 
 	meta, err := json.MarshalIndent(img, "", "  ")
@@ -215,6 +232,20 @@ func (s *Store) flatten(ctx context.Context, v1img v1.Image, digest v1.Hash, o *
 	return img, nil
 }
 
+// releaseBlobs deletes the blobs of img: once their content is in a rootfs
+// the store keeps each layer once, not twice. Blobs of a pull that did not
+// finish stay, so that the next pull resumes from them. Another pull may be
+// about to use one of these blobs, so this happens only when the pulls lock
+// can be had alone; otherwise prune drops them later.
+func (s *Store) releaseBlobs(pulls *fileLock, img *Image) {
+	if !pulls.tryExclusive() {
+		return
+	}
+	for _, l := range img.Layers {
+		os.Remove(s.blobPath(l))
+	}
+}
+
 // lookAhead bounds the decompressed bytes of the next layer held in memory
 // while the current one is applied (a few seconds of inflating).
 const lookAhead = 32 << 20
@@ -222,7 +253,10 @@ const lookAhead = 32 << 20
 // applyLayers applies the layers in order, each once its blob is in. The
 // next layer is opened as soon as its blob is there, so that it inflates on
 // the second core while the current one is written.
-func (s *Store) applyLayers(ctx context.Context, ext *extractor, img *Image, ready []chan struct{}, fetchErr chan error, o *options) error {
+func (s *Store) applyLayers(ctx context.Context, ext *extractor, img *Image, first int, ready []chan struct{}, fetchErr chan error, o *options) error {
+	if first == len(img.Layers) {
+		return nil
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type opened struct {
@@ -270,8 +304,8 @@ func (s *Store) applyLayers(ctx context.Context, ext *extractor, img *Image, rea
 			}
 		}
 	}()
-	cur := open(0, readaheadChunk*readaheadChunks)
-	for i := range img.Layers {
+	cur := open(first, readaheadChunk*readaheadChunks)
+	for i := first; i < len(img.Layers); i++ {
 		if cur.err != nil {
 			return fmt.Errorf("layer %s: %w", img.Layers[i], explainDiskError(cur.err, s.dir))
 		}

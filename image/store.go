@@ -43,7 +43,8 @@ type Image struct {
 	Platform string    `json:"platform,omitempty"`
 	Created  time.Time `json:"created"` // from the image config
 	Pulled   time.Time `json:"pulled"`
-	Size     int64     `json:"size"` // bytes of file data in the rootfs
+	Size     int64     `json:"size"`           // bytes of file data in the rootfs
+	Base     string    `json:"base,omitempty"` // digest of the stored image it was copied from, sharing its files
 	Stats    Stats     `json:"stats"`
 
 	// RootFS is the flattened root filesystem's path. Treat it as read-only.
@@ -83,25 +84,37 @@ func (s *Store) imageDir(h v1.Hash) string {
 	return filepath.Join(s.dir, "images", h.Hex)
 }
 
+// fileLock is a held flock on a file in the store's locks directory.
+type fileLock struct{ f *os.File }
+
+// Unlock releases the lock.
+func (l *fileLock) Unlock() { l.f.Close() }
+
+// tryExclusive turns a shared lock into an exclusive one if no one else
+// holds it, without waiting.
+func (l *fileLock) tryExclusive() bool {
+	return unix.Flock(int(l.f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil
+}
+
 // lock takes an exclusive flock on a named lock file, waiting until it is
-// free or ctx is done. unlock releases it.
-func (s *Store) lock(ctx context.Context, name string) (unlock func(), err error) {
+// free or ctx is done.
+func (s *Store) lock(ctx context.Context, name string) (*fileLock, error) {
 	return s.lockMode(ctx, name, unix.LOCK_EX, true)
 }
 
 // sharedLock is lock for many holders at once: pulls share the "pulls"
 // lock, and Prune takes it alone so that it never deletes what a pull is
 // about to use or has not named yet.
-func (s *Store) sharedLock(ctx context.Context, name string) (unlock func(), err error) {
+func (s *Store) sharedLock(ctx context.Context, name string) (*fileLock, error) {
 	return s.lockMode(ctx, name, unix.LOCK_SH, true)
 }
 
-func (s *Store) tryLock(name string) (unlock func(), ok bool) {
-	unlock, err := s.lockMode(context.Background(), name, unix.LOCK_EX, false)
-	return unlock, err == nil
+func (s *Store) tryLock(name string) (*fileLock, bool) {
+	l, err := s.lockMode(context.Background(), name, unix.LOCK_EX, false)
+	return l, err == nil
 }
 
-func (s *Store) lockMode(ctx context.Context, name string, how int, wait bool) (func(), error) {
+func (s *Store) lockMode(ctx context.Context, name string, how int, wait bool) (*fileLock, error) {
 	f, err := os.OpenFile(filepath.Join(s.dir, "locks", name+".lock"), os.O_CREATE|os.O_RDWR|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", name, err)
@@ -109,7 +122,7 @@ func (s *Store) lockMode(ctx context.Context, name string, how int, wait bool) (
 	for {
 		err := unix.Flock(int(f.Fd()), how|unix.LOCK_NB)
 		if err == nil {
-			return func() { f.Close() }, nil
+			return &fileLock{f}, nil
 		}
 		if !errors.Is(err, unix.EWOULDBLOCK) || !wait {
 			f.Close()
@@ -246,11 +259,11 @@ func (s *Store) refs() (map[string]string, error) {
 // updateRefs changes the name index under its lock and replaces it
 // atomically.
 func (s *Store) updateRefs(ctx context.Context, change func(map[string]string)) error {
-	unlock, err := s.lock(ctx, "refs")
+	l, err := s.lock(ctx, "refs")
 	if err != nil {
 		return err
 	}
-	defer unlock()
+	defer l.Unlock()
 	refs, err := s.refs()
 	if err != nil {
 		return err
@@ -321,11 +334,11 @@ func (s *Store) Remove(ctx context.Context, ref string) (*Image, error) {
 // removeImage renames the image out of view first, so that no reader sees
 // a half-deleted rootfs under its final name.
 func (s *Store) removeImage(ctx context.Context, h v1.Hash) error {
-	unlock, err := s.lock(ctx, "image-"+h.Hex)
+	l, err := s.lock(ctx, "image-"+h.Hex)
 	if err != nil {
 		return err
 	}
-	defer unlock()
+	defer l.Unlock()
 	trash := filepath.Join(s.dir, "images", ".tmp-"+h.Hex+"-rm")
 	if err := os.Rename(s.imageDir(h), trash); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -343,16 +356,16 @@ type PruneReport struct {
 	Bytes  int64 // bytes of blobs and temporary files freed
 }
 
-// Prune removes images no name points at, blobs no image uses, and what
-// crashed pulls left behind. It waits for pulls in progress: they hold the
+// Prune removes images no name points at, and the blobs and temporary
+// files that failed or overlapping pulls left behind. It waits for pulls in progress: they hold the
 // "pulls" lock shared until their image is named, and Prune takes it alone.
 func (s *Store) Prune(ctx context.Context) (PruneReport, error) {
 	var rep PruneReport
-	unlock, err := s.lock(ctx, "pulls")
+	pulls, err := s.lock(ctx, "pulls")
 	if err != nil {
 		return rep, err
 	}
-	defer unlock()
+	defer pulls.Unlock()
 	refs, err := s.refs()
 	if err != nil {
 		return rep, err
@@ -366,45 +379,36 @@ func (s *Store) Prune(ctx context.Context) (PruneReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	usedBlobs := map[string]bool{}
 	for _, d := range dirs {
 		name := d.Name()
 		if rest, ok := strings.CutPrefix(name, ".tmp-"); ok {
 			// Left by a killed pull, or an rmi in progress (which holds
 			// the image's lock).
 			hexPart, _, _ := strings.Cut(rest, "-")
-			if unlockImage, ok := s.tryLock("image-" + hexPart); ok {
+			if l, ok := s.tryLock("image-" + hexPart); ok {
 				err := RemoveAll(filepath.Join(imagesDir, name))
-				unlockImage()
+				l.Unlock()
 				if err != nil {
 					return rep, err
 				}
 			}
 			continue
 		}
-		h := v1.Hash{Algorithm: "sha256", Hex: name}
 		if !named[name] {
-			if err := s.removeImage(ctx, h); err != nil {
+			if err := s.removeImage(ctx, v1.Hash{Algorithm: "sha256", Hex: name}); err != nil {
 				return rep, err
 			}
 			rep.Images++
-			continue
-		}
-		if img, err := s.byDigest(h); err == nil {
-			for _, l := range img.Layers {
-				usedBlobs[l.Hex] = true
-			}
 		}
 	}
+	// A stored image needs no blobs: its layers are in its rootfs. The
+	// blobs left are from pulls that failed or overlapped with others.
 	blobDir := filepath.Join(s.dir, "blobs", "sha256")
 	blobs, err := os.ReadDir(blobDir)
 	if err != nil {
 		return rep, err
 	}
 	for _, b := range blobs {
-		if usedBlobs[b.Name()] {
-			continue
-		}
 		if info, err := b.Info(); err == nil {
 			rep.Bytes += info.Size()
 		}

@@ -1,0 +1,179 @@
+package image
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"golang.org/x/sys/unix"
+)
+
+// baseFor returns the stored image whose layers (by DiffID) are the longest
+// prefix of diffIDs, so that a new image built FROM it needs only its own
+// layers fetched and applied.
+func (s *Store) baseFor(diffIDs []v1.Hash) *Image {
+	dirs, err := os.ReadDir(filepath.Join(s.dir, "images"))
+	if err != nil {
+		return nil
+	}
+	var best *Image
+	for _, d := range dirs {
+		img, err := s.byDigest(v1.Hash{Algorithm: "sha256", Hex: d.Name()})
+		if err != nil || len(img.DiffIDs) == 0 || len(img.DiffIDs) > len(diffIDs) {
+			continue
+		}
+		if best != nil && len(img.DiffIDs) <= len(best.DiffIDs) {
+			continue
+		}
+		prefix := true
+		for i, h := range img.DiffIDs {
+			if h != diffIDs[i] {
+				prefix = false
+				break
+			}
+		}
+		if prefix {
+			best = img
+		}
+	}
+	return best
+}
+
+// cloneInto makes the extractor's root a copy of the tree at src that
+// shares its files: directories are made anew, everything else is
+// hardlinked. That is safe because a stored rootfs is never written to and
+// the extractor never changes an inode it did not create: it replaces
+// files, it does not write into them. Directory modes and times are put
+// back by finish, after the new layers are in.
+func (e *extractor) cloneInto(src string) error {
+	sfd, err := unix.Open(src, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("base image: %w", err)
+	}
+	defer unix.Close(sfd)
+	dfd, err := unix.Openat(e.rootFd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dfd)
+	if err := e.cloneDir(sfd, dfd, ""); err != nil {
+		return fmt.Errorf("copy base image: %w", err)
+	}
+	return nil
+}
+
+func (e *extractor) cloneDir(sfd, dfd int, rel string) error {
+	names, err := readDirNames(sfd)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		var st unix.Stat_t
+		if err := unix.Fstatat(sfd, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return err
+		}
+		crel := path.Join(rel, n)
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			if err := unix.Linkat(sfd, n, dfd, n, 0); err != nil {
+				return fmt.Errorf("link %s: %w", crel, err)
+			}
+			continue
+		}
+		if err := unix.Mkdirat(dfd, n, 0o700); err != nil {
+			return fmt.Errorf("mkdir %s: %w", crel, err)
+		}
+		if err := e.cloneSubdir(sfd, dfd, n, crel, &st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *extractor) cloneSubdir(sfd, dfd int, n, crel string, st *unix.Stat_t) error {
+	csfd, err := unix.Openat(sfd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(csfd)
+	cdfd, err := unix.Openat(dfd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(cdfd)
+	if e.euid == 0 {
+		if err := unix.Fchown(cdfd, int(st.Uid), int(st.Gid)); err != nil && !errors.Is(err, unix.EINVAL) {
+			return err
+		}
+	}
+	if err := unix.Fchmod(cdfd, st.Mode&0o7777|0o700); err != nil {
+		return err
+	}
+	if err := copyXattrs(csfd, cdfd); err != nil {
+		return fmt.Errorf("xattrs of %s: %w", crel, err)
+	}
+	e.dirMeta[crel] = dirMeta{
+		mode:  st.Mode & 0o7777,
+		atime: timespecTime(st.Atim),
+		mtime: timespecTime(st.Mtim),
+	}
+	return e.cloneDir(csfd, cdfd, crel)
+}
+
+// readDirNames lists the directory fd without taking it over: an *os.File
+// made from a borrowed fd would close it when collected.
+func readDirNames(fd int) ([]string, error) {
+	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	d := os.NewFile(uintptr(dup), "")
+	defer d.Close()
+	if _, err := d.Seek(0, 0); err != nil {
+		return nil, err
+	}
+	return d.Readdirnames(-1)
+}
+
+func copyXattrs(src, dst int) error {
+	size, err := unix.Flistxattr(src, nil)
+	if err != nil || size == 0 {
+		return nil // no xattrs, or a file system without them
+	}
+	buf := make([]byte, size)
+	size, err = unix.Flistxattr(src, buf)
+	if err != nil {
+		return nil
+	}
+	for _, name := range splitNull(buf[:size]) {
+		vsize, err := unix.Fgetxattr(src, name, nil)
+		if err != nil {
+			continue
+		}
+		val := make([]byte, vsize)
+		if vsize, err = unix.Fgetxattr(src, name, val); err != nil {
+			continue
+		}
+		if err := unix.Fsetxattr(dst, name, val[:vsize], 0); err != nil &&
+			!errors.Is(err, unix.EPERM) && !errors.Is(err, unix.ENOTSUP) {
+			return err
+		}
+	}
+	return nil
+}
+
+func splitNull(b []byte) []string {
+	var out []string
+	start := 0
+	for i, c := range b {
+		if c == 0 {
+			if i > start {
+				out = append(out, string(b[start:i]))
+			}
+			start = i + 1
+		}
+	}
+	return out
+}
