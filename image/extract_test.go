@@ -525,3 +525,58 @@ func TestApplyCompressedChecksDiffID(t *testing.T) {
 		t.Fatalf("wrong diffID: %v, want a DigestError naming %s", err, good)
 	}
 }
+
+// TestCloneLeavesTheBaseAlone applies layers on a clone of a flattened
+// tree: the base must keep every file, mode and time, whatever the new
+// layer replaces, removes or writes into.
+func TestCloneLeavesTheBaseAlone(t *testing.T) {
+	base := newSandbox(t)
+	ro := dir("ro")
+	ro.mode = 0o555
+	old := dir("old")
+	old.mtim = time.Unix(1000000000, 0)
+	must(t, base.apply(t, DefaultMaxSize, tarLayer(t,
+		file("x", "base x"), file("y", "base y"), hardlink("xl", "x"),
+		ro, file("ro/f", "base ro/f"), old, file("old/f", "f"),
+	)))
+	before := describeTree(t, base.root)
+
+	derived := newSandbox(t)
+	ext, err := newExtractor(derived.root, 0)
+	must(t, err)
+	defer ext.Close()
+	must(t, ext.cloneInto(base.root))
+	must(t, ext.applyLayer(bytes.NewReader(tarLayer(t,
+		file("x", "derived x"), file(".wh.y", ""), file("ro/g", "new in ro"), file("ro/f", "derived ro/f"),
+	))))
+	must(t, ext.finish())
+
+	if after := describeTree(t, base.root); len(after) != len(before) {
+		t.Fatalf("the base changed: %v -> %v", before, after)
+	} else {
+		for p, d := range before {
+			if after[p] != d {
+				t.Errorf("base %s changed: %s -> %s", p, d, after[p])
+			}
+		}
+	}
+	r := derived.root
+	for p, want := range map[string]string{"x": "derived x", "xl": "base x", "ro/g": "new in ro", "ro/f": "derived ro/f", "old/f": "f"} {
+		if got := readFile(t, filepath.Join(r, p)); got != want {
+			t.Errorf("derived %s = %q, want %q", p, got, want)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(r, "y")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("y survived its whiteout in the derived tree")
+	}
+	fi, err := os.Stat(filepath.Join(r, "ro"))
+	must(t, err)
+	if fi.Mode().Perm() != 0o555 {
+		t.Errorf("derived ro mode %v, want 0555", fi.Mode().Perm())
+	}
+	fi, err = os.Stat(filepath.Join(r, "old"))
+	must(t, err)
+	if !fi.ModTime().Equal(time.Unix(1000000000, 0)) {
+		t.Errorf("derived old mtime %v", fi.ModTime())
+	}
+}

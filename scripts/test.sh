@@ -60,7 +60,7 @@ if [ "$(id -u)" -eq 0 ] && id covetest >/dev/null 2>&1; then
 	tmp=$(mktemp -d)
 	chmod 755 "$tmp"
 	go test -c -o "$tmp/image.test" ./image
-	(cd "$tmp" && runuser -u covetest -- ./image.test -test.run 'TestExtract|FuzzExtract' -test.count=1)
+	(cd "$tmp" && runuser -u covetest -- ./image.test -test.run 'TestExtract|TestClone|FuzzExtract' -test.count=1)
 	rm -rf "$tmp"
 fi
 
