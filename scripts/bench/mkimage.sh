@@ -1,6 +1,6 @@
 #!/bin/bash
 # Builds a realistic 3-layer Debian bookworm image (once; cached) and pushes
-# two tags of it to the local test registry:
+# it and two relatives to the local test registry:
 #
 #   IMAGE_A  layer 1: debootstrap --variant=minbase bookworm
 #            layer 2: + gcc libc6-dev make (apt in a chroot of a copy of 1)
@@ -9,13 +9,18 @@
 #   IMAGE_B  layers 1-2 shared with IMAGE_A; a different small layer 3
 #            (+ less vim-tiny, /etc/apt/apt.conf.d emptied and refilled, which
 #            becomes an opaque directory .wh..wh..opq, one .wh. file)
+#   IMAGE_C  built FROM IMAGE_A: its layers 1-3 and a small layer 4 (+ jq;
+#            /etc/motd and /usr/share/doc/make deleted, i.e. whiteouts; the
+#            mode of /etc/cove-bench and the contents of /etc/issue changed
+#            in place; a new /opt/cove-bench with a hardlink and a symlink)
 #
 # Each layer is the difference to the tree below it: new and changed entries,
 # and .wh. whiteouts for deleted ones; gzip tar with numeric owners, no xattrs,
 # device nodes and the contents of /dev /proc /sys left out.
 #
 # Usage: scripts/bench/mkimage.sh
-#   prints COVE_TEST_REGISTRY=..., IMAGE_A=..., IMAGE_B=... on stdout
+#   prints COVE_TEST_REGISTRY=..., IMAGE_A=..., IMAGE_B=..., IMAGE_C=... on
+#   stdout
 #   (everything else goes to stderr).
 #
 # Environment:
@@ -164,6 +169,20 @@ echo 'APT::Install-Recommends \"false\";' >/etc/apt/apt.conf.d/99bench
 rm -f /usr/bin/make-first-existing-target
 echo 'built for the cove pull benchmark (b)' >/etc/cove-bench"
 
+# c is built FROM a: changes that replace files, change them in place
+# (mode only; contents appended to), delete some (whiteouts), add a few.
+derive c a "apt-get update -q
+apt-get install -y -q --no-install-recommends jq
+$apt_clean
+rm -f /etc/motd
+rm -rf /usr/share/doc/make
+chmod 0600 /etc/cove-bench
+echo 'cove pull benchmark, image c' >>/etc/issue
+mkdir -p /opt/cove-bench
+echo 'built for the cove pull benchmark (c, FROM a)' >/opt/cove-bench/README
+ln /opt/cove-bench/README /opt/cove-bench/README.link
+ln -s README /opt/cove-bench/README.sym"
+
 # ---------------------------------------------------------------- layers
 
 # mklayer OUT UPPER [LOWER MARKER]
@@ -262,6 +281,7 @@ mklayer "$layers/1.tar.gz" "$trees/base"
 mklayer "$layers/2.tar.gz" "$trees/dev" "$trees/base" "$trees/dev.copied"
 mklayer "$layers/3a.tar.gz" "$trees/a" "$trees/dev" "$trees/a.copied"
 mklayer "$layers/3b.tar.gz" "$trees/b" "$trees/dev" "$trees/b.copied"
+mklayer "$layers/4c.tar.gz" "$trees/c" "$trees/a" "$trees/c.copied"
 
 # ---------------------------------------------------------------- push
 
@@ -271,29 +291,38 @@ reg_env=$(printf '%s\n' "$reg_env" | grep '^COVE_TEST_REGISTRY=' | head -n1) ||
 reg=${reg_env#COVE_TEST_REGISTRY=}
 image_a=$reg/cove-bench/devbox:a
 image_b=$reg/cove-bench/devbox:b
+image_c=$reg/cove-bench/devbox:c
 
-push() { # push REF LAYER3 NAME
-	local ref=$1 top=$2 name=$3 tmp have
+push() { # push REF NAME LAYER...
+	local ref=$1 name=$2 tmp have l fresh=1
+	shift 2
+	local args=()
+	for l in "$@"; do
+		args+=(-f "$l")
+		[ "$l" -ot "$layers/$name.digest" ] || fresh=0
+	done
 	# Skip when the registry already has what was pushed last time (the
 	# result is deterministic: same layers, same config, same digest).
-	if [ -s "$layers/$name.digest" ] && [ "$top" -ot "$layers/$name.digest" ] &&
+	if [ -s "$layers/$name.digest" ] && [ $fresh = 1 ] &&
 		have=$("$crane" --insecure digest "$ref" 2>/dev/null) &&
 		[ "$have" = "$(cat "$layers/$name.digest")" ]; then
 		log "$ref already pushed: $have"
 		return
 	fi
 	log "push $ref"
-	"$crane" --insecure append --oci-empty-base \
-		-f "$layers/1.tar.gz" -f "$layers/2.tar.gz" -f "$top" -t "$ref" >/dev/null
+	"$crane" --insecure append --oci-empty-base "${args[@]}" -t "$ref" >/dev/null
 	tmp=$("$crane" --insecure mutate --set-platform linux/amd64 \
 		--env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 		--cmd /bin/bash -t "$ref" "$ref")
 	log "  $tmp"
 	"$crane" --insecure digest "$ref" >"$layers/$name.digest"
 }
-push "$image_a" "$layers/3a.tar.gz" a
-push "$image_b" "$layers/3b.tar.gz" b
+push "$image_a" a "$layers/1.tar.gz" "$layers/2.tar.gz" "$layers/3a.tar.gz"
+push "$image_b" b "$layers/1.tar.gz" "$layers/2.tar.gz" "$layers/3b.tar.gz"
+# The same layer blobs as a, so the same DiffIDs: c is built FROM a.
+push "$image_c" c "$layers/1.tar.gz" "$layers/2.tar.gz" "$layers/3a.tar.gz" "$layers/4c.tar.gz"
 
 echo "$reg_env"
 echo "IMAGE_A=$image_a"
 echo "IMAGE_B=$image_b"
+echo "IMAGE_C=$image_c"

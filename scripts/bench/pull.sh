@@ -83,8 +83,10 @@ t0=$(date +%s)
 mk_out=$("$here/mkimage.sh") || die "mkimage.sh failed"
 image_a=$(printf '%s\n' "$mk_out" | sed -n 's/^IMAGE_A=//p')
 image_b=$(printf '%s\n' "$mk_out" | sed -n 's/^IMAGE_B=//p')
-{ [ -n "$image_a" ] && [ -n "$image_b" ]; } || die "mkimage.sh did not print IMAGE_A= and IMAGE_B="
-log "mkimage.sh took $(($(date +%s) - t0)) s; images $image_a $image_b"
+image_c=$(printf '%s\n' "$mk_out" | sed -n 's/^IMAGE_C=//p')
+{ [ -n "$image_a" ] && [ -n "$image_b" ] && [ -n "$image_c" ]; } ||
+	die "mkimage.sh did not print IMAGE_A=, IMAGE_B= and IMAGE_C="
+log "mkimage.sh took $(($(date +%s) - t0)) s; images $image_a $image_b $image_c"
 
 # Keep the registry's blobs in the page cache so no tool pays for the disk.
 find "$reg_state" -path '*/storage/*' -type f -exec cat {} + >/dev/null 2>&1 || true
@@ -135,7 +137,7 @@ timed() {
 }
 
 # Files a correct rootfs of the image must (not) have.
-check_rootfs() { # check_rootfs DIR VARIANT(a|b)
+check_rootfs() { # check_rootfs DIR VARIANT(a|b|c)
 	local d=$1 v=$2 p wh
 	[ -d "$d" ] || { echo "no rootfs directory $d"; return 1; }
 	for p in usr/bin/gcc-12 usr/bin/make usr/bin/git usr/bin/curl etc/cove-bench usr/lib/x86_64-linux-gnu/libc.so.6; do
@@ -143,10 +145,30 @@ check_rootfs() { # check_rootfs DIR VARIANT(a|b)
 		[ -e "$d/$p" ] || { echo "missing $p"; return 1; }
 	done
 	[ -L "$d/usr/bin/gcc" ] || { echo "usr/bin/gcc is not a symlink"; return 1; }
-	if [ "$v" = a ]; then
+	if [ "$v" = a ] || [ "$v" = c ]; then
 		for p in usr/share/info usr/share/doc/bash usr/share/common-licenses/GPL-1; do
 			[ ! -e "$d/$p" ] || { echo "$p should be deleted by a whiteout"; return 1; }
 		done
+	fi
+	if [ "$v" = a ]; then
+		# What layer 4 of c changes must be as a has it (c must not have
+		# changed its base).
+		[ -e "$d/etc/motd" ] || { echo "missing etc/motd"; return 1; }
+		[ "$(stat -c %a "$d/etc/cove-bench")" = 644 ] || { echo "etc/cove-bench is not mode 644"; return 1; }
+		if [ -e "$d/usr/bin/jq" ] || [ -e "$d/opt/cove-bench" ]; then
+			echo "files of image c in image a"
+			return 1
+		fi
+		! grep -q 'image c' "$d/etc/issue" || { echo "etc/issue has image c's line"; return 1; }
+	elif [ "$v" = c ]; then
+		[ -x "$d/usr/bin/jq" ] || { echo "missing usr/bin/jq"; return 1; }
+		for p in etc/motd usr/share/doc/make; do
+			[ ! -e "$d/$p" ] || { echo "$p should be deleted by a whiteout in layer 4"; return 1; }
+		done
+		[ "$(stat -c %a "$d/etc/cove-bench")" = 600 ] || { echo "etc/cove-bench is not mode 600"; return 1; }
+		grep -q 'image c' "$d/etc/issue" || { echo "etc/issue lacks image c's line"; return 1; }
+		[ "$d/opt/cove-bench/README" -ef "$d/opt/cove-bench/README.link" ] ||
+			{ echo "opt/cove-bench/README.link is not a hardlink of README"; return 1; }
 	else
 		[ -x "$d/usr/bin/vim.tiny" ] || { echo "missing usr/bin/vim.tiny"; return 1; }
 		if [ -e "$d/etc/apt/apt.conf.d/01autoremove" ] || [ ! -e "$d/etc/apt/apt.conf.d/99bench" ]; then
@@ -160,33 +182,48 @@ check_rootfs() { # check_rootfs DIR VARIANT(a|b)
 
 # manifest DIR: one line per entry (type, mode, owner, size, links, path,
 # symlink target) and the md5 of every regular file; /dev /proc /sys not
-# descended into, the root directory itself left out.
+# descended into, the root directory itself left out. "links" counts the
+# names of the file inside DIR, not st_nlink: a rootfs may share files with
+# another image's (cove's copy of a base, overlay layers).
 manifest() {
 	(
 		cd "$1"
 		find . -mindepth 1 \( -path ./dev -o -path ./proc -o -path ./sys \) -prune -o \
-			\( -type f -printf '%y %m %U:%G %s %n %p\n' -o -type l -printf '%y %U:%G %p -> %l\n' \
-			-o -printf '%y %m %U:%G %p\n' \) | LC_ALL=C sort
+			\( -type f -printf '%D:%i %y %m %U:%G %s\t%p\n' -o -type l -printf '%y %U:%G %p -> %l\n' \
+			-o -printf '%y %m %U:%G %p\n' \) |
+			awk -F '\t' '
+				{ line[NR] = $0 }
+				NF > 1 { split($1, f, " "); n[f[1]]++ }
+				END {
+					for (i = 1; i <= NR; i++) {
+						t = index(line[i], "\t")
+						if (t == 0) { print line[i]; continue }
+						split(substr(line[i], 1, t - 1), f, " ")
+						print f[2], f[3], f[4], f[5], n[f[1]], substr(line[i], t + 1)
+					}
+				}' | LC_ALL=C sort
 		find . -mindepth 1 \( -path ./dev -o -path ./proc -o -path ./sys \) -prune -o -type f -print0 |
 			LC_ALL=C sort -z | xargs -0 -r md5sum
 	)
 }
 
-# compare_tree NAME DIR VARIANT: against the tree the image was made from.
+# compare_tree NAME DIR VARIANT [WHEN]: against the tree the image was made
+# from; WHEN says at which point, for the log and the notes.
 compare_tree() {
-	local name=$1 d=$2 v=$3 ref=$tmp/ref-$3.manifest
+	local name=$1 d=$2 v=$3 when=${4:-} ref=$tmp/ref-$3.manifest f
 	[ -s "$ref" ] || return 0
-	manifest "$d" >"$tmp/$name-$v.manifest"
-	if ! diff "$ref" "$tmp/$name-$v.manifest" >"$tmp/$name-$v.diff"; then
-		log "$name: rootfs of image $v differs from the source tree: $(grep -c '^[<>]' "$tmp/$name-$v.diff") lines"
-		head -n 20 "$tmp/$name-$v.diff" | sed 's/^/    /' >&2
-		notes+=("**$name** (image $v): the rootfs differs from the tree the image was built from ($(grep -c '^<' "$tmp/$name-$v.diff") entries missing or different, $(grep -c '^>' "$tmp/$name-$v.diff") extra or different); first lines: \`$(head -n 3 "$tmp/$name-$v.diff" | tr '\n' ' ' | tr -d '`')\`")
+	f=$tmp/$name-$v${when:+-${when//[^a-z0-9]/_}}
+	manifest "$d" >"$f.manifest"
+	if ! diff "$ref" "$f.manifest" >"$f.diff"; then
+		log "$name: rootfs of image $v${when:+ $when} differs from the source tree: $(grep -c '^[<>]' "$f.diff") lines"
+		head -n 20 "$f.diff" | sed 's/^/    /' >&2
+		notes+=("**$name** (image $v${when:+, $when}): the rootfs differs from the tree the image was built from ($(grep -c '^<' "$f.diff") entries missing or different, $(grep -c '^>' "$f.diff") extra or different); first lines: \`$(head -n 3 "$f.diff" | tr '\n' ' ' | tr -d '`')\`")
 		return 1
 	fi
-	log "$name: rootfs of image $v identical to the source tree (metadata and contents)"
+	log "$name: rootfs of image $v${when:+ $when} identical to the source tree (metadata and contents)"
 }
 
-for v in a b; do
+for v in a b c; do
 	if [ -d "$cache/trees/$v" ]; then
 		manifest "$cache/trees/$v" >"$tmp/ref-$v.manifest"
 	else
@@ -255,7 +292,70 @@ declare -A label=(
 	[podman]="podman pull ($podman_driver)"
 )
 declare -A secs=() rss=() rootfs_bytes=() cache_b=() cache_kb=() second=() cache2_b=() failed=() med=()
+declare -A second_failed=() shared=() blobs_left=()
 notes=()
+
+# cache_bytes: du -sb of the paths in CACHE together (a file hardlinked
+# twice counts once).
+cache_bytes() { du -scb "${CACHE[@]}" | tail -n1 | cut -f1; }
+
+# second_fail TOOL VARIANT WHY: a second pull went wrong (noted once).
+second_fail() {
+	log "$1: second pull of image $2: $3"
+	if [ -z "${second_failed[$1,$2]:-}" ]; then
+		notes+=("**$1**: second pull of image $2 (round $((r + 1))): $3")
+	fi
+	second_failed[$1,$2]=1
+}
+
+# second_pull TOOL DIR VARIANT REF: with image a in DIR, pulls REF (image
+# VARIANT) into the same cache, checks it, records time and cache size.
+second_pull() {
+	local t=$1 d=$2 v=$3 ref=$4 why rootfs_v
+	if ! "pull_$t" "$d" "$ref"; then
+		second_fail "$t" "$v" "pull failed: \`$(head -c 400 "$tmp/fail-$t" | tr '\n' ' ' | tr -d '`')\`"
+		return 1
+	fi
+	local sec=$T_SEC
+	rootfs_v=$ROOTFS
+	if ! why=$(check_rootfs "$rootfs_v" "$v"); then
+		second_fail "$t" "$v" "rootfs check failed: $why"
+		[ "$t" != podman ] || release_podman "$d"
+		return 1
+	fi
+	second[$t,$v]+="$sec "
+	log "  $t: second pull, image $v: ${sec}s"
+	if [ "$r" = 0 ]; then
+		compare_tree "$t" "$rootfs_v" "$v" || true
+	fi
+	if [ "$v" = c ]; then
+		# c is built FROM a: a must be unchanged, whatever c shares with it.
+		local rootfs_a=$ROOTFS_A
+		if [ "$t" = podman ]; then
+			rootfs_a=$(podman_ "$d" image mount "$image_a") || { second_fail "$t" "$v" "podman image mount $image_a failed"; rootfs_a=; }
+		fi
+		if [ -n "$rootfs_a" ]; then
+			if ! why=$(check_rootfs "$rootfs_a" a); then
+				second_fail "$t" "$v" "image a changed by the pull of c: $why"
+			elif [ "$r" = 0 ]; then
+				compare_tree "$t" "$rootfs_a" a "after the pull of c" ||
+					second_fail "$t" "$v" "image a's rootfs changed by the pull of c (see above)"
+			fi
+			if [ "$r" = 0 ]; then
+				# Regular files of c that are the same inode as one of a's.
+				find "$rootfs_a" -xdev -type f -printf '%i\n' | sort -u >"$tmp/inodes-a"
+				find "$rootfs_v" -xdev -type f -printf '%i\n' | sort -u >"$tmp/inodes-c"
+				shared[$t]="$(sort "$tmp/inodes-a" "$tmp/inodes-c" | uniq -d | wc -l) of the $(wc -l <"$tmp/inodes-c")"
+				log "  $t: ${shared[$t]} regular files (inodes) of c are a's"
+			fi
+		fi
+	fi
+	[ "$t" != podman ] || release_podman "$d"
+	cache2_b[$t,$v]=$(cache_bytes)
+	if [ "$t" = cove ]; then
+		blobs_left[$t,$v]=$(find "$d/root" -path '*/blobs/*' -type f | wc -l)
+	fi
+}
 
 # ------------------------------------------------------------ rounds
 
@@ -297,27 +397,22 @@ for ((r = 0; r < rounds; r++)); do
 				cache_kb[$t]=$((cache_kb[$t] + $(kb_on_disk "$c")))
 			done
 			log "  $t: ${sec_a}s, ${kb_a} KB peak RSS"
-			# Second pull: an image that shares layers 1-2 with the one in the cache.
 			if [ "$t" = cove ] || [ "$t" = podman ]; then
-				if "pull_$t" "$d" "$image_b"; then
-					sec_b=$T_SEC
-					if why=$(check_rootfs "$ROOTFS" b); then
-						second[$t]+="$sec_b "
-						log "  $t: second pull (shared base) ${sec_b}s"
-						if [ "$r" = 0 ]; then
-							compare_tree "$t" "$ROOTFS" b || true
-						fi
-						[ "$t" != podman ] || release_podman "$d"
-						cache2_b[$t]=0
-						for c in "${CACHE[@]}"; do
-							cache2_b[$t]=$((cache2_b[$t] + $(bytes_of "$c")))
-						done
-					else
-						notes+=("**$t**: second pull: rootfs check failed: $why")
-					fi
+				# Second pulls, each into a cache holding only image a:
+				# b shares layers 1-2 with it (a sibling), c is built FROM
+				# it (layers 1-3 and one more). Between the two the cache
+				# is emptied and a pulled again (not timed for the table).
+				ROOTFS_A=$ROOTFS
+				second_pull "$t" "$d" b "$image_b" || true
+				[ "$t" != podman ] || release_podman "$d"
+				rm -rf "$d" "${TMPDIR:?}"/*
+				why=
+				if "pull_$t" "$d" "$image_a" && why=$(check_rootfs "$ROOTFS" a); then
+					ROOTFS_A=$ROOTFS
 					[ "$t" != podman ] || release_podman "$d"
+					second_pull "$t" "$d" c "$image_c" || true
 				else
-					notes+=("**$t**: second pull of $image_b failed: \`$(head -c 400 "$tmp/fail-$t" | tr '\n' ' ' | tr -d '`')\`")
+					second_fail "$t" c "pulling image a again before it failed: ${why:-$(head -c 400 "$tmp/fail-$t" 2>/dev/null | tr '\n' ' ' | tr -d '`')}"
 				fi
 			fi
 		fi
@@ -350,6 +445,20 @@ layer_sizes=$("$crane" --insecure manifest "$image_a" 2>/dev/null |
 	python3 -c 'import json,sys; m=json.load(sys.stdin); print(" + ".join("%.1f" % (l["size"]/1e6) for l in m["layers"]))' 2>/dev/null || echo '?')
 ref_files=$([ -s "$tmp/ref-a.manifest" ] && grep -c '^f ' "$tmp/ref-a.manifest" || echo '?')
 ref_bytes=${rootfs_bytes[crane]:-${rootfs_bytes[cove]:-0}}
+layer4_size=$("$crane" --insecure manifest "$image_c" 2>/dev/null |
+	python3 -c 'import json,sys; m=json.load(sys.stdin); print("%.1f" % (m["layers"][-1]["size"]/1e6))' 2>/dev/null || echo '?')
+layer4_entries=$(tar -tzf "$cache/layers/4c.tar.gz" 2>/dev/null | wc -l)
+layer4_wh=$(tar -tzf "$cache/layers/4c.tar.gz" 2>/dev/null | grep -c '/\.wh\.' || true)
+
+# second_cells TOOL VARIANT: "median | min–max | cache MB" of the second pull.
+second_cells() {
+	if [ -z "${second[$1,$2]:-}" ]; then
+		echo "${second_failed[$1,$2]:+FAILED} | | "
+		return
+	fi
+	# shellcheck disable=SC2086
+	echo "$(median ${second[$1,$2]}) | $(minmax ${second[$1,$2]}) | $(mb "${cache2_b[$1,$2]}")"
+}
 
 report() {
 	echo "# Cold pull + flatten: cove vs crane, skopeo+umoci, podman"
@@ -358,10 +467,11 @@ report() {
 	echo "- Host: $(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)), $(awk '/MemTotal/ { printf "%.0f GB", $2 / 1048576 }' /proc/meminfo) RAM, Linux $(uname -r); other jobs may have been running"
 	echo "- Image: \`${image_a#*/}\` from a local registry on loopback (plain HTTP, Debian docker-registry): 3 gzip layers of $layer_sizes MB (minbase bookworm / gcc libc6-dev make / git curl + 132 .wh. whiteouts), $(mb "$ref_bytes") MB and $ref_files files extracted"
 	echo "- Second image: \`${image_b#*/}\`, same layers 1–2, different small layer 3 (less vim-tiny, an opaque dir, one whiteout)"
+	echo "- Third image: \`${image_c#*/}\`, built FROM a: its layers 1–3 (same DiffIDs) and a layer 4 of $layer4_size MB, $layer4_entries entries (+ jq; $layer4_wh whiteouts; one file's mode and another's contents changed; a hardlink and a symlink added)"
 	echo "- Outputs on a fresh $fs_size ext4 loop file system (noatime); \`sync\` before each timed command, not included in the time"
 	echo "- cove $cove_rev; $("$crane" version 2>/dev/null | sed 's/^/crane /'); $(skopeo --version); $(umoci --version); $(podman --version)"
 	echo
-	echo "| tool | median s | min–max s | peak RSS MB | MB/s | vs fastest peer | cache after pull MB (on disk) | second pull, shared base: median s | cache after both MB |"
+	echo "| tool | median s | min–max s | peak RSS MB | MB/s | vs fastest peer | cache after pull MB (on disk) | second pull, shared base (b): median s | cache after both MB |"
 	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 	for t in "${tools[@]}"; do
 		if [ -n "${failed[$t]:-}" ]; then
@@ -372,13 +482,27 @@ report() {
 		ratio=$(awk -v a="${med[$t]}" -v b="$best_peer" 'BEGIN { if (b > 0) printf "%.2f×", a / b }')
 		[ "$t" != "$best_peer_t" ] || ratio="$ratio (fastest peer)"
 		mbs=$(awk -v b="${rootfs_bytes[$t]}" -v s="${med[$t]}" 'BEGIN { if (s > 0) printf "%.0f", b / 1e6 / s }')
-		if [ -n "${second[$t]:-}" ]; then
+		if [ -n "${second[$t,b]:-}" ]; then
 			# shellcheck disable=SC2086
-			sec2=$(median ${second[$t]})
-			c2=$(mb "${cache2_b[$t]}")
+			sec2=$(median ${second[$t,b]})
+			c2=$(mb "${cache2_b[$t,b]}")
 		fi
 		# shellcheck disable=SC2086
 		echo "| ${label[$t]} | ${med[$t]} | $(minmax ${secs[$t]}) | $(awk -v k="$(maxof ${rss[$t]})" 'BEGIN { printf "%.0f", k / 1024 }') | $mbs | $ratio | $(mb "${cache_b[$t]}") ($(awk -v k="${cache_kb[$t]}" 'BEGIN { printf "%.0f", k * 1024 / 1e6 }')) | $sec2 | $c2 |"
+	done
+	echo
+	echo "Second pull into a cache that already holds image a (cove and podman; median of $rounds rounds, each into a cache holding only a):"
+	echo
+	echo "| tool | cache after a MB | sibling (b: shares layers 1–2): median s | min–max s | cache after a + b MB | derived (c: FROM a, one new layer): median s | min–max s | cache after a + c MB |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+	for t in cove podman; do
+		[ -z "${failed[$t]:-}" ] || continue
+		echo "| ${label[$t]} | $(mb "${cache_b[$t]}") | $(second_cells "$t" b) | $(second_cells "$t" c) |"
+	done
+	echo
+	for t in cove podman; do
+		[ -n "${shared[$t]:-}" ] || continue
+		echo "- ${label[$t]}: ${shared[$t]} regular files (distinct inodes) of c's rootfs are a file of a's rootfs${blobs_left[$t,c]:+; blobs left in the cache after a + b: ${blobs_left[$t,b]:-?}, after a + c: ${blobs_left[$t,c]}}"
 	done
 	echo
 	echo "Per round (seconds; peak RSS MB):"
@@ -394,11 +518,16 @@ report() {
 			printf ' %s; %s |' "${s[r]}" "$(awk -v k="${k[r]}" 'BEGIN { printf "%.0f", k / 1024 }')"
 		done
 		echo
-		if [ -n "${second[$t]:-}" ]; then
-			printf '| %s, second pull |' "${label[$t]}"
-			for x in ${second[$t]}; do printf ' %s |' "$x"; done
+		for v in b c; do
+			[ -n "${second[$t,$v]:-}" ] || continue
+			if [ "$v" = b ]; then
+				printf '| %s, second pull: sibling b |' "${label[$t]}"
+			else
+				printf '| %s, second pull: derived c |' "${label[$t]}"
+			fi
+			for x in ${second[$t,$v]}; do printf ' %s |' "$x"; done
 			echo
-		fi
+		done
 	done
 	echo
 	echo "How it is measured:"
@@ -407,8 +536,9 @@ report() {
 	echo "- MB/s: \`du -sb\` of the extracted rootfs (podman: of its \`image mount\`) / median time; MB = 10^6 bytes"
 	echo "- vs fastest peer: the tool's median / the fastest non-cove median"
 	echo "- cache after pull: \`du -sb\` (and \`du -sk\`, on disk) of cove's whole COVE_ROOT; crane's extracted tree; skopeo's OCI layout + umoci's rootfs; podman's --root (not --runroot)"
-	echo "- second pull: with image a already pulled into the same cache, pull image b (shares layers 1–2); cove and podman only; \"cache after both\" is \`du -sb\` of the same paths after it"
-	echo "- every rootfs is spot-checked (usr/bin/gcc, git, whiteouts applied, no .wh. files left), and in round 1 compared entry by entry (type, mode, owner, size, link count, symlink target, md5 of contents) with the tree the image was built from"
+	echo "- second pull: with image a already pulled into the same cache, pull image b (shares layers 1–2), or image c (built FROM a); cove and podman only; in every round a is pulled, then b; then the cache is deleted, a pulled again (not in the first table) and then c; \"cache after a + b/c\" is \`du -sb\` of the same paths after it (files hardlinked between images count once)"
+	echo "- every rootfs is spot-checked (usr/bin/gcc, git, whiteouts applied, no .wh. files left; for c also layer 4's whiteouts, mode change, edited file, hardlink), and in round 1 compared entry by entry (type, mode, owner, size, link count within the tree, symlink target, md5 of contents) with the tree the image was built from; after each pull of c, a's rootfs is spot-checked again (what layer 4 changes must be as in a) and in round 1 compared entry by entry with a's tree once more"
+	echo "- files shared: regular files in c's rootfs with the inode number of a regular file in a's (cove: its hardlinked copy of a; podman: overlay lower layers), round 1"
 	echo "- rerun: \`scripts/bench/pull.sh\` (ROUNDS=$rounds); the image is built and cached by \`scripts/bench/mkimage.sh\`"
 	if [ ${#notes[@]} -gt 0 ] || [ ${#failed[@]} -gt 0 ]; then
 		echo
