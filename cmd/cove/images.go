@@ -54,7 +54,11 @@ func imagesCommand() *cli.Command {
 				if ref == "" {
 					ref = "<none>"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", ref, en.Image.Digest.Hex[:12], humanBytes(en.Image.Size), en.Image.Created.Format("2006-01-02"))
+				created := "-" // the config has no date
+				if !en.Image.Created.IsZero() {
+					created = en.Image.Created.Format("2006-01-02")
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", ref, en.Image.Digest.Hex[:12], humanBytes(en.Image.Size), created)
 			}
 			return tw.Flush()
 		},
