@@ -199,14 +199,20 @@ func describeTree(t *testing.T, root string) map[string]string {
 	return out
 }
 
-func TestPullSharedBaseFetchesOnlyNewLayers(t *testing.T) {
-	addr := registry(t)
+// pushBaseAndDerived pushes busybox (A) and an image built FROM it with
+// one more layer holding /hello (B).
+func pushBaseAndDerived(t *testing.T, addr string) (refA, refB string) {
 	base := busybox(t)
 	extra, err := testimage.Layer(testimage.File("hello", "world\n", 0o644))
 	must(t, err)
 	derived, err := mutate.AppendLayers(base, extra)
 	must(t, err)
-	refA, refB := push(t, addr, base), push(t, addr, derived)
+	return push(t, addr, base), push(t, addr, derived)
+}
+
+func TestPullSharedBaseFetchesOnlyNewLayers(t *testing.T) {
+	addr := registry(t)
+	refA, refB := pushBaseAndDerived(t, addr)
 	p := newProxy(t, addr)
 	s := openStore(t)
 	if _, err := Pull(context.Background(), s, p.Ref(refA)); err != nil {
@@ -472,12 +478,7 @@ func TestPullSizeCap(t *testing.T) {
 // uses any more.
 func TestRemoveAndPrune(t *testing.T) {
 	addr := registry(t)
-	base := busybox(t)
-	extra, err := testimage.Layer(testimage.File("hello", "world\n", 0o644))
-	must(t, err)
-	derived, err := mutate.AppendLayers(base, extra)
-	must(t, err)
-	refA, refB := push(t, addr, base), push(t, addr, derived)
+	refA, refB := pushBaseAndDerived(t, addr)
 	s := openStore(t)
 	ctx := context.Background()
 	a, err := Pull(ctx, s, refA)

@@ -25,26 +25,24 @@ import (
 // skips the test when there is none, except under CI, where it fails.
 func Addr(t testing.TB) string {
 	t.Helper()
-	addr := os.Getenv("COVE_TEST_REGISTRY")
-	if addr == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("COVE_TEST_REGISTRY is not set: CI must start the registry (scripts/registry.sh start)")
-		}
-		t.Skip("no registry: export $(scripts/registry.sh start)")
-	}
-	return addr
+	return envAddr(t, "COVE_TEST_REGISTRY")
 }
 
 // AuthAddr returns HOST:PORT of the registry that wants a login (user
 // User, password Password); like Addr, it skips without one outside CI.
 func AuthAddr(t testing.TB) string {
 	t.Helper()
-	addr := os.Getenv("COVE_TEST_REGISTRY_AUTH")
+	return envAddr(t, "COVE_TEST_REGISTRY_AUTH")
+}
+
+func envAddr(t testing.TB, name string) string {
+	t.Helper()
+	addr := os.Getenv(name)
 	if addr == "" {
 		if os.Getenv("CI") != "" {
-			t.Fatal("COVE_TEST_REGISTRY_AUTH is not set: CI must start the registries (scripts/registry.sh start)")
+			t.Fatalf("%s is not set: CI must start the registries (scripts/registry.sh start)", name)
 		}
-		t.Skip("no registry with a login: export $(scripts/registry.sh start)")
+		t.Skipf("%s is not set: export $(scripts/registry.sh start)", name)
 	}
 	return addr
 }
