@@ -193,6 +193,16 @@ func (s *Store) Get(name string) (*Image, error) {
 	return nil, fmt.Errorf("%s: %w (pull it first with: cove pull %s)", name, ErrNotFound, name)
 }
 
+// ConfigFile returns the image's config (Env, Cmd, WorkingDir, User…).
+func (s *Store) ConfigFile(img *Image) (*v1.ConfigFile, error) {
+	f, err := os.Open(filepath.Join(s.imageDir(img.Digest), "config.json"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return v1.ParseConfigFile(f)
+}
+
 // Entry is one name in the store and the image it points at.
 type Entry struct {
 	Ref   string // "" for an image no name points at

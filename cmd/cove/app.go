@@ -19,7 +19,12 @@ type exitError struct {
 	err  error
 }
 
-func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
 func (e *exitError) Unwrap() error { return e.err }
 
 // newApp builds the command tree. Output goes to stdout and stderr so that
@@ -39,6 +44,10 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.BoolFlag{Name: "debug", Usage: "verbose logs on stderr"},
 		},
 		Commands: []*cli.Command{
+			runCommand(),
+			psCommand(),
+			stopCommand(),
+			rmCommand(),
 			pullCommand(),
 			imagesCommand(),
 			rmiCommand(),
@@ -60,6 +69,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		code = ee.code
+		if ee.err == nil {
+			return code // the container's own status: nothing to say
+		}
 	}
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		fmt.Fprintln(stderr, "cove: interrupted")

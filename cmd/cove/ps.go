@@ -1,0 +1,157 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/cove-sh/cove/container"
+	"github.com/urfave/cli/v2"
+)
+
+// psJSON is one element of `cove ps --json` (DESIGN.md contract).
+type psJSON struct {
+	Name    string    `json:"name"`
+	ID      string    `json:"id"`
+	PID     int       `json:"pid"`
+	Image   string    `json:"image"`
+	Status  string    `json:"status"`
+	Created time.Time `json:"created"`
+	Dir     string    `json:"dir"`
+}
+
+func (e *env) states() container.StateDir {
+	return container.StateDir(filepath.Join(e.layout.Runtime, "containers"))
+}
+
+func psCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "ps",
+		Usage: "list containers",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "all", Aliases: []string{"a"}, Usage: "also the ones that exited"},
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON array of {name, id, pid, image, status, created, dir}"},
+		},
+		Action: func(c *cli.Context) error {
+			e, err := globalEnv(c)
+			if err != nil {
+				return err
+			}
+			list, err := e.states().List()
+			if err != nil {
+				return err
+			}
+			out := []psJSON{}
+			for _, st := range list {
+				status := st.Status()
+				if status != container.Running {
+					if st.Remove {
+						// A --rm container whose launcher died: finish its cleanup.
+						e.states().Delete(st.Name)
+						os.RemoveAll(st.Dir)
+						continue
+					}
+					if !c.Bool("all") {
+						continue
+					}
+				}
+				s := string(status)
+				pid := st.Pid
+				if status != container.Running {
+					pid = 0
+					if st.ExitCode != nil {
+						s = fmt.Sprintf("exited (%d)", *st.ExitCode)
+					}
+				}
+				out = append(out, psJSON{Name: st.Name, ID: st.ID, PID: pid, Image: st.Image, Status: s, Created: st.Created, Dir: st.Workdir})
+			}
+			if c.Bool("json") {
+				enc := json.NewEncoder(c.App.Writer)
+				enc.SetIndent("", "  ")
+				return enc.Encode(out)
+			}
+			tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tPID\tIMAGE\tSTATUS\tCREATED")
+			for _, p := range out {
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", p.Name, p.PID, p.Image, p.Status, p.Created.Local().Format("2006-01-02 15:04:05"))
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func stopCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "stop",
+		Usage:     "stop containers: SIGTERM, then after --time the whole tree is killed",
+		ArgsUsage: "NAME...",
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "time", Aliases: []string{"t"}, Value: 10, Usage: "`SECONDS` to wait before killing"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() == 0 {
+				return fmt.Errorf("stop takes one or more container names (see cove ps)")
+			}
+			e, err := globalEnv(c)
+			if err != nil {
+				return err
+			}
+			for _, name := range c.Args().Slice() {
+				st, err := e.states().Load(name)
+				if err != nil {
+					return err
+				}
+				if err := st.Stop(time.Duration(c.Int("time")) * time.Second); err != nil {
+					return fmt.Errorf("stop %s: %w", name, err)
+				}
+				fmt.Fprintln(c.App.Writer, name)
+			}
+			return nil
+		},
+	}
+}
+
+func rmCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "rm",
+		Usage:     "remove containers and what they wrote",
+		ArgsUsage: "NAME...",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "force", Aliases: []string{"f"}, Usage: "stop running ones first"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() == 0 {
+				return fmt.Errorf("rm takes one or more container names (see cove ps --all)")
+			}
+			e, err := globalEnv(c)
+			if err != nil {
+				return err
+			}
+			for _, name := range c.Args().Slice() {
+				st, err := e.states().Load(name)
+				if err != nil {
+					return err
+				}
+				if st.Status() == container.Running {
+					if !c.Bool("force") {
+						return fmt.Errorf("container %s is running: cove stop %s first, or cove rm -f", name, name)
+					}
+					if err := st.Stop(10 * time.Second); err != nil {
+						return err
+					}
+				}
+				if err := os.RemoveAll(st.Dir); err != nil {
+					return fmt.Errorf("rm %s: %w", name, err)
+				}
+				if err := e.states().Delete(name); err != nil {
+					return err
+				}
+				fmt.Fprintln(c.App.Writer, name)
+			}
+			return nil
+		},
+	}
+}

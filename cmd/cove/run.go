@@ -1,0 +1,376 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cove-sh/cove/container"
+	"github.com/cove-sh/cove/image"
+	"github.com/creack/pty"
+	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
+)
+
+func limitFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "memory", Aliases: []string{"m"}, Usage: "memory limit, e.g. `512m` or 2g (swap off)"},
+		&cli.Int64Flag{Name: "pids", Usage: "at most `N` processes and threads"},
+		&cli.Float64Flag{Name: "cpus", Usage: "at most `F` CPUs of time"},
+		&cli.StringFlag{Name: "net", Value: "host", Usage: "`host` (share the host's network) or none (loopback only)"},
+	}
+}
+
+func runCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "run",
+		Usage:     "run a command in a new container",
+		ArgsUsage: "REF [CMD [ARG...]]",
+		Description: `The exit status is the command's (128+signal when it was killed), or 125
+when cove could not start it.`,
+		Flags: append([]cli.Flag{
+			&cli.BoolFlag{Name: "rm", Usage: "remove the container (and what it wrote) when it exits"},
+			&cli.StringFlag{Name: "name", Usage: "the container's `NAME` (default: generated)"},
+			&cli.BoolFlag{Name: "detach", Aliases: []string{"d"}, Usage: "run in the background and print the name"},
+			&cli.BoolFlag{Name: "tty", Aliases: []string{"t"}, Usage: "give the command a terminal"},
+			&cli.BoolFlag{Name: "interactive", Aliases: []string{"i"}, Usage: "keep standard input open"},
+			&cli.StringSliceFlag{Name: "volume", Aliases: []string{"v"}, Usage: "bind `HOST:CTR[:ro]`"},
+			&cli.StringSliceFlag{Name: "env", Aliases: []string{"e"}, Usage: "set `K=V` (K alone takes it from here)"},
+			&cli.StringFlag{Name: "workdir", Aliases: []string{"w"}, Usage: "working `DIR` inside"},
+			&cli.StringFlag{Name: "user", Aliases: []string{"u"}, Usage: "`UID[:GID]` or name[:group] inside"},
+			&cli.StringFlag{Name: "hostname", Usage: "host `NAME` inside (default: the container name)"},
+			&cli.StringFlag{Name: "pull", Value: "missing", Usage: "`POLICY`: missing, always or never"},
+		}, limitFlags()...),
+		Action: func(c *cli.Context) error {
+			if c.NArg() < 1 {
+				return fmt.Errorf("run takes an image reference (see cove run --help)")
+			}
+			code, err := runContainer(c)
+			if err != nil {
+				return &exitError{code: 125, err: err}
+			}
+			if code != 0 {
+				return &exitError{code: code}
+			}
+			return nil
+		},
+	}
+}
+
+// parseSize reads 512, 64k, 64m, 2g (powers of 1024).
+func parseSize(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	mult := int64(1)
+	switch strings.ToLower(s[len(s)-1:]) {
+	case "k":
+		mult = 1 << 10
+	case "m":
+		mult = 1 << 20
+	case "g":
+		mult = 1 << 30
+	}
+	num := s
+	if mult != 1 {
+		num = s[:len(s)-1]
+	}
+	n, err := strconv.ParseInt(strings.TrimSuffix(strings.ToLower(num), "i"), 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("size %q: want a number with an optional k, m or g", s)
+	}
+	return n * mult, nil
+}
+
+func limitsFrom(c *cli.Context) (container.Limits, string, error) {
+	mem, err := parseSize(c.String("memory"))
+	if err != nil {
+		return container.Limits{}, "", fmt.Errorf("--memory: %w", err)
+	}
+	net := c.String("net")
+	if net != "host" && net != "none" {
+		return container.Limits{}, "", fmt.Errorf("--net %q: use host or none", net)
+	}
+	return container.Limits{Memory: mem, PIDs: c.Int64("pids"), CPUs: c.Float64("cpus")}, net, nil
+}
+
+func randomID() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// coveBinary is the static binary bound into containers as their init.
+func coveBinary() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(exe)
+}
+
+func runContainer(c *cli.Context) (int, error) {
+	e, err := globalEnv(c)
+	if err != nil {
+		return 0, err
+	}
+	limits, net, err := limitsFrom(c)
+	if err != nil {
+		return 0, err
+	}
+	policy, err := image.ParsePolicy(c.String("pull"))
+	if err != nil {
+		return 0, err
+	}
+	store, err := e.store()
+	if err != nil {
+		return 0, err
+	}
+	ref := c.Args().First()
+	bars := newProgress(c.App.ErrWriter, false)
+	img, err := image.Pull(c.Context, store, ref, image.WithPolicy(policy), image.WithProgress(bars.update))
+	bars.wait()
+	if err != nil {
+		return 0, err
+	}
+	cfg, err := store.ConfigFile(img)
+	if err != nil {
+		return 0, fmt.Errorf("image config: %w", err)
+	}
+	var env []string
+	for _, kv := range c.StringSlice("env") {
+		if !strings.Contains(kv, "=") {
+			kv += "=" + os.Getenv(kv)
+		}
+		env = append(env, kv)
+	}
+	proc, err := container.ProcessFromImage(cfg.Config, c.Args().Tail(), env, c.String("workdir"), c.String("user"))
+	if err != nil {
+		return 0, err
+	}
+	proc.Terminal = c.Bool("tty")
+	var binds []container.Bind
+	for _, v := range c.StringSlice("volume") {
+		b, err := container.ParseBind(v)
+		if err != nil {
+			return 0, err
+		}
+		if b.Source, err = filepath.Abs(b.Source); err != nil {
+			return 0, err
+		}
+		binds = append(binds, b)
+	}
+	bin, err := coveBinary()
+	if err != nil {
+		return 0, err
+	}
+
+	id := randomID()
+	name := c.String("name")
+	if name == "" {
+		name = "cove-" + id[:8]
+	}
+	states := container.StateDir(filepath.Join(e.layout.Runtime, "containers"))
+	if err := states.Create(name); err != nil {
+		return 0, err
+	}
+	dir := filepath.Join(e.layout.Data, "containers", id)
+	claimed := true
+	defer func() {
+		if claimed {
+			states.Delete(name)
+			os.RemoveAll(dir)
+		}
+	}()
+	hostname := c.String("hostname")
+	if hostname == "" {
+		hostname = name
+	}
+	resolv, hosts, err := etcFiles(dir, hostname)
+	if err != nil {
+		return 0, err
+	}
+	spec := &container.Spec{
+		ID: id, Name: name, Hostname: hostname,
+		Lower: img.RootFS, Upper: filepath.Join(dir, "upper"), Work: filepath.Join(dir, "work"), Merged: filepath.Join(dir, "merged"),
+		Binary: bin, ResolvConf: resolv, Hosts: hosts,
+		Binds: binds, Net: net, UserNS: os.Geteuid() != 0, Process: proc,
+	}
+
+	stdio, restore, err := setupStdio(c)
+	if err != nil {
+		return 0, err
+	}
+	defer restore()
+	ctr, err := container.Start(spec, stdio.Stdio, limits, func(msg string) { fmt.Fprintf(c.App.ErrWriter, "cove: warning: %s\n", msg) })
+	if err != nil {
+		return 0, err
+	}
+	if stdio.TTY != nil {
+		stdio.TTY.Close() // the container has it now
+	}
+	st := &container.State{
+		Name: name, ID: id, Image: ref, Digest: img.Digest.String(), Cgroup: ctr.CgroupPaths(),
+		Dir: dir, Created: time.Now().UTC(), Remove: c.Bool("rm"),
+	}
+	if err := st.Track(ctr.Pid); err != nil {
+		ctr.Kill()
+		return 0, fmt.Errorf("track the container: %w", err)
+	}
+	if err := states.Save(st); err != nil {
+		ctr.Kill()
+		return 0, err
+	}
+	if c.Bool("detach") {
+		claimed = false
+		fmt.Fprintln(c.App.Writer, name)
+		return 0, ctr.Release()
+	}
+	// Ctrl-C and friends go to the container (init forwards them), not to us.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	defer signal.Stop(sigs)
+	go func() {
+		for s := range sigs {
+			ctr.Signal(s)
+		}
+	}()
+	stdio.start()
+	code, oom, err := ctr.Wait()
+	stdio.wait()
+	restore()
+	if err != nil && code == 0 {
+		return 0, err
+	}
+	if oom {
+		fmt.Fprintf(c.App.ErrWriter, "cove: killed: out of memory (limit %s)\n", humanBytes(ctr.MemoryLimit()))
+	}
+	if st.Remove {
+		states.Delete(name)
+		os.RemoveAll(dir)
+	} else {
+		st.ExitCode = &code
+		st.Pid = 0
+		states.Save(st)
+	}
+	claimed = false
+	return code, nil
+}
+
+// etcFiles writes the container's resolv.conf and hosts: the host's, plus
+// the container's own name.
+func etcFiles(dir, hostname string) (resolv, hosts string, err error) {
+	etc := filepath.Join(dir, "etc")
+	if err := os.MkdirAll(etc, 0o755); err != nil {
+		return "", "", err
+	}
+	r, _ := os.ReadFile("/etc/resolv.conf")
+	h, err := os.ReadFile("/etc/hosts")
+	if err != nil {
+		h = []byte("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
+	}
+	h = append(h, []byte(fmt.Sprintf("127.0.1.1\t%s\n", hostname))...)
+	resolv, hosts = filepath.Join(etc, "resolv.conf"), filepath.Join(etc, "hosts")
+	if err := os.WriteFile(resolv, r, 0o644); err != nil {
+		return "", "", err
+	}
+	return resolv, hosts, os.WriteFile(hosts, h, 0o644)
+}
+
+// runStdio connects the container to our terminal or streams. No terminal
+// of ours is handed to the container (it could push keystrokes into it with
+// TIOCSTI): with -t it gets a new pseudo-terminal, else pipes.
+type runStdio struct {
+	container.Stdio
+	master  *os.File
+	copying chan struct{}
+	in      io.Reader
+	out     io.Writer
+}
+
+func setupStdio(c *cli.Context) (*runStdio, func(), error) {
+	rs := &runStdio{copying: make(chan struct{})}
+	restore := func() {}
+	isTTY := func(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
+	if c.Bool("tty") {
+		master, slave, err := pty.Open()
+		if err != nil {
+			return nil, nil, fmt.Errorf("open a terminal: %w", err)
+		}
+		rs.master, rs.TTY = master, slave
+		rs.in, rs.out = os.Stdin, os.Stdout
+		if isTTY(os.Stdin) {
+			pty.InheritSize(os.Stdin, master)
+			if old, err := term.MakeRaw(int(os.Stdin.Fd())); err == nil {
+				var once bool
+				restore = func() {
+					if !once {
+						once = true
+						term.Restore(int(os.Stdin.Fd()), old)
+					}
+				}
+			}
+			winch := make(chan os.Signal, 1)
+			signal.Notify(winch, syscall.SIGWINCH)
+			go func() {
+				for range winch {
+					pty.InheritSize(os.Stdin, master)
+				}
+			}()
+		}
+		return rs, restore, nil
+	}
+	// Wrapping in plain readers and writers makes os/exec give the
+	// container pipes and copy, instead of our descriptors.
+	switch {
+	case !c.Bool("interactive") && isTTY(os.Stdin):
+		rs.Stdin = nil // /dev/null
+	case isTTY(os.Stdin):
+		rs.Stdin = struct{ io.Reader }{os.Stdin}
+	default:
+		rs.Stdin = os.Stdin
+	}
+	rs.Stdout, rs.Stderr = writerFor(c.App.Writer), writerFor(c.App.ErrWriter)
+	return rs, restore, nil
+}
+
+func writerFor(w io.Writer) io.Writer {
+	if f, ok := w.(*os.File); ok && !term.IsTerminal(int(f.Fd())) {
+		return f
+	}
+	return struct{ io.Writer }{w}
+}
+
+func (rs *runStdio) start() {
+	if rs.master == nil {
+		close(rs.copying)
+		return
+	}
+	go io.Copy(rs.master, rs.in)
+	go func() {
+		io.Copy(rs.out, rs.master)
+		close(rs.copying)
+	}()
+}
+
+// wait lets the last output through once the container is gone.
+func (rs *runStdio) wait() {
+	select {
+	case <-rs.copying:
+	case <-time.After(2 * time.Second):
+	}
+	if rs.master != nil {
+		rs.master.Close()
+	}
+}
+
+var _ = errors.New

@@ -1,0 +1,267 @@
+package container
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path"
+	"runtime"
+	"strings"
+	"syscall"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// The launcher and init talk over two inherited pipes:
+//
+//	fd 3  spec   launcher → init: the Spec as JSON, then EOF. Init reads it
+//	             only once the launcher has put it in its cgroup (v1) and
+//	             user namespace maps are written, so nothing runs before.
+//	fd 4  sync   init → launcher: JSON lines, {"error": "…"} when setup fails
+//	             (mount /proc: permission denied), {"pid": N} once the
+//	             workload runs; then init closes it.
+//
+// Init runs in two stages. Stage 1 (the launcher's binary, PID 1 of the new
+// namespaces) builds the root and pivots into it, then execs stage 2 from
+// the read-only bind /.cove/cove, handing the spec on through a new pipe on
+// fd 3. Stage 2 is PID 1 for the container's life: it starts the workload,
+// reaps zombies, forwards signals and exits with the workload's status.
+const (
+	specFd = 3
+	syncFd = 4
+)
+
+// InitArg is the hidden first argument that makes cove run as a container's
+// init; cmd/cove checks for it before anything else and calls Init.
+const InitArg = "init"
+
+// syncMsg is one line on the sync pipe.
+type syncMsg struct {
+	Error string `json:"error,omitempty"`
+	PID   int    `json:"pid,omitempty"`
+}
+
+// Init runs a container's init. It never returns: it exits with the
+// workload's status, or 125 after telling the launcher what failed.
+func Init(args []string) {
+	runtime.LockOSThread()
+	stage2 := len(args) > 0 && args[0] == "--stage2"
+	sync := os.NewFile(syncFd, "sync")
+	fail := func(err error) {
+		json.NewEncoder(sync).Encode(syncMsg{Error: err.Error()})
+		os.Exit(125)
+	}
+	// Whatever the caller of the launcher leaked stays out.
+	unix.CloseRange(syncFd+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	spec, err := readSpec()
+	if err != nil {
+		fail(err)
+	}
+	if !stage2 {
+		fail(initStage1(spec))
+	}
+	code, err := initStage2(spec, sync)
+	if err != nil {
+		fail(err)
+	}
+	os.Exit(code)
+}
+
+func readSpec() (*Spec, error) {
+	f := os.NewFile(specFd, "spec")
+	defer f.Close()
+	var spec Spec
+	if err := json.NewDecoder(io.LimitReader(f, 16<<20)).Decode(&spec); err != nil {
+		return nil, fmt.Errorf("read the container spec: %w", err)
+	}
+	return &spec, nil
+}
+
+// initStage1 returns only on failure.
+func initStage1(spec *Spec) error {
+	if err := unix.Sethostname([]byte(spec.Hostname)); err != nil {
+		return fmt.Errorf("set hostname: %w", err)
+	}
+	if spec.Net == "none" {
+		lo, err := netlink.LinkByName("lo")
+		if err == nil {
+			err = netlink.LinkSetUp(lo)
+		}
+		if err != nil {
+			return fmt.Errorf("bring up loopback: %w", err)
+		}
+	}
+	if err := setupRootfs(spec); err != nil {
+		return err
+	}
+	// Hand the spec on to stage 2 through a fresh pipe on fd 3.
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return err
+	}
+	var p [2]int
+	if err := unix.Pipe2(p[:], 0); err != nil {
+		return err
+	}
+	unix.FcntlInt(uintptr(p[1]), unix.F_SETPIPE_SZ, 1<<20)
+	if len(b) > 1<<20 {
+		return fmt.Errorf("the container spec is too large (%d bytes)", len(b))
+	}
+	if _, err := unix.Write(p[1], b); err != nil {
+		return err
+	}
+	unix.Close(p[1])
+	if p[0] != specFd { // readSpec closed fd 3, so the pipe often gets it
+		if err := unix.Dup3(p[0], specFd, 0); err != nil {
+			return fmt.Errorf("pass the spec to stage 2: %w", err)
+		}
+	}
+	env := []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
+	err = unix.Exec("/.cove/cove", []string{"cove", InitArg, "--stage2"}, env)
+	if errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("exec /.cove/cove: %w (cove must be a static binary: build it with CGO_ENABLED=0)", err)
+	}
+	return fmt.Errorf("exec /.cove/cove: %w", err)
+}
+
+// forwarded are the signals init passes on to the workload.
+var forwarded = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH}
+
+func initStage2(spec *Spec, sync *os.File) (int, error) {
+	unix.CloseOnExec(syncFd)
+	p := spec.Process
+	u, err := lookupUser(p.User, "/etc/passwd", "/etc/group")
+	if err != nil {
+		return 0, err
+	}
+	env := p.Env
+	if !hasEnv(env, "HOME") {
+		env = append(env, "HOME="+u.Home)
+	}
+	if !hasEnv(env, "HOSTNAME") {
+		env = append(env, "HOSTNAME="+spec.Hostname)
+	}
+	if p.Terminal && !hasEnv(env, "TERM") {
+		env = append(env, "TERM=xterm-256color")
+	}
+	if err := enterDir(p.Cwd, u); err != nil {
+		return 0, err
+	}
+	bin, err := lookPath(p.Args[0], getEnv(env, "PATH"))
+	if err != nil {
+		return 0, err
+	}
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, forwarded...)
+	attr := &syscall.SysProcAttr{Setsid: true, Setctty: p.Terminal, Ctty: 0}
+	if u.UID != 0 || u.GID != 0 || len(u.Groups) > 1 {
+		attr.Credential = &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: u.Groups}
+	}
+	proc, err := os.StartProcess(bin, p.Args, &os.ProcAttr{
+		Dir: p.Cwd, Env: env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}, Sys: attr,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("start %s: %w", p.Args[0], err)
+	}
+	json.NewEncoder(sync).Encode(syncMsg{PID: proc.Pid})
+	sync.Close()
+	os.Stdin.Close()
+
+	exited := make(chan int, 1)
+	go reap(proc.Pid, exited)
+	for {
+		select {
+		case sig := <-sigs:
+			unix.Kill(proc.Pid, sig.(syscall.Signal))
+		case code := <-exited:
+			return code, nil
+		}
+	}
+}
+
+// reap waits for every child that the container's processes leave to PID
+// 1, and reports the workload's status (128+signal when it was killed).
+func reap(workload int, exited chan<- int) {
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, 0, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			exited <- 127
+			return
+		}
+		if pid == workload {
+			exited <- exitCode(ws)
+			return
+		}
+	}
+}
+
+func exitCode(ws unix.WaitStatus) int {
+	if ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ws.ExitStatus()
+}
+
+// enterDir makes the working directory (as Docker does, if missing) and
+// checks that it is a real directory inside the root: a path through a
+// leaked descriptor (/proc/self/fd/N, CVE-2024-21626) is refused.
+func enterDir(dir string, u User) error {
+	clean := path.Clean(dir)
+	if strings.HasPrefix(clean, "/proc/") {
+		return fmt.Errorf("working directory %s: inside /proc is not allowed", dir)
+	}
+	if _, err := os.Stat(clean); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(clean, 0o755); err != nil {
+			return fmt.Errorf("working directory %s: %w", dir, err)
+		}
+		os.Lchown(clean, int(u.UID), int(u.GID))
+	}
+	if err := os.Chdir(clean); err != nil {
+		return fmt.Errorf("working directory %s: %w", dir, err)
+	}
+	wd, err := unix.Getwd()
+	if err != nil || !strings.HasPrefix(wd, "/") {
+		return fmt.Errorf("working directory %s is outside the container", dir)
+	}
+	return nil
+}
+
+// lookPath finds file in the workload's PATH (not init's).
+func lookPath(file, pathEnv string) (string, error) {
+	if strings.Contains(file, "/") {
+		if err := executable(file); err != nil {
+			return "", fmt.Errorf("%s: %w", file, err)
+		}
+		return file, nil
+	}
+	for _, dir := range strings.Split(pathEnv, ":") {
+		if dir == "" {
+			dir = "."
+		}
+		p := path.Join(dir, file)
+		if executable(p) == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s: %w in $PATH (%s)", file, exec.ErrNotFound, pathEnv)
+}
+
+func executable(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return fmt.Errorf("not an executable file")
+	}
+	return nil
+}

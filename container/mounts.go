@@ -1,0 +1,231 @@
+package container
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	pathrs "github.com/cyphar/filepath-securejoin/pathrs-lite"
+	"golang.org/x/sys/unix"
+)
+
+// rootfs sets up the container's root inside its new mount namespace and
+// pivots into it. Every mount target is resolved inside the new root
+// (openat2 RESOLVE_IN_ROOT through pathrs-lite) and mounted through its
+// /proc/self/fd path, so an image whose /proc, /dev or /etc/resolv.conf is
+// a symlink to a host path gets the mount inside its root instead.
+type rootfs struct {
+	spec *Spec
+	root *os.File // O_PATH handle on the merged root
+}
+
+func setupRootfs(spec *Spec) error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make mounts private: %w", err)
+	}
+	if spec.Copy {
+		if err := unix.Mount(spec.Merged, spec.Merged, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind root: %w", err)
+		}
+	} else {
+		opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", spec.Lower, spec.Upper, spec.Work)
+		if spec.UserNS {
+			opts += ",userxattr"
+		}
+		if err := unix.Mount("overlay", spec.Merged, "overlay", 0, opts); err != nil {
+			return fmt.Errorf("mount overlay root: %w", err)
+		}
+	}
+	root, err := os.OpenFile(spec.Merged, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	r := &rootfs{spec: spec, root: root}
+	steps := []func() error{r.mountCove, r.mountProc, r.mountDev, r.mountSys, r.mountTmp, r.mountEtc, r.mountBinds}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	return pivot(spec.Merged)
+}
+
+// target resolves rel inside the root, creating it (a directory, or an
+// empty file when file is set) if it is missing, and returns an O_PATH
+// handle on it.
+func (r *rootfs) target(rel string, file bool) (*os.File, error) {
+	rel = strings.TrimPrefix(rel, "/")
+	if !file {
+		return pathrs.MkdirAllHandle(r.root, rel, 0o755)
+	}
+	if f, err := pathrs.OpenatInRoot(r.root, rel); err == nil {
+		return f, nil
+	}
+	dir, base := splitPath(rel)
+	parent, err := pathrs.MkdirAllHandle(r.root, dir, 0o755)
+	if err != nil {
+		return nil, err
+	}
+	defer parent.Close()
+	fd, err := unix.Openat(int(parent.Fd()), base, unix.O_CREAT|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	if err != nil && !errors.Is(err, unix.EEXIST) {
+		return nil, err
+	}
+	if err == nil {
+		unix.Close(fd)
+	}
+	return pathrs.OpenatInRoot(r.root, rel)
+}
+
+func splitPath(rel string) (dir, base string) {
+	i := strings.LastIndex(rel, "/")
+	if i < 0 {
+		return ".", rel
+	}
+	return rel[:i], rel[i+1:]
+}
+
+// mountAt mounts onto rel inside the root.
+func (r *rootfs) mountAt(rel string, file bool, source, fstype string, flags uintptr, data string) error {
+	t, err := r.target(rel, file)
+	if err != nil {
+		return fmt.Errorf("mount %s: %w", "/"+strings.TrimPrefix(rel, "/"), err)
+	}
+	defer t.Close()
+	if err := unix.Mount(source, fdPath(t), fstype, flags, data); err != nil {
+		return fmt.Errorf("mount %s: %w", "/"+strings.TrimPrefix(rel, "/"), err)
+	}
+	return nil
+}
+
+// remountReadOnly makes the mount at rel (and those below it) read-only.
+func (r *rootfs) remountReadOnly(rel string) error {
+	t, err := pathrs.OpenatInRoot(r.root, strings.TrimPrefix(rel, "/"))
+	if err != nil {
+		return fmt.Errorf("remount %s read-only: %w", rel, err)
+	}
+	defer t.Close()
+	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	if err := unix.MountSetattr(int(t.Fd()), "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, attr); err != nil {
+		return fmt.Errorf("remount %s read-only: %w", rel, err)
+	}
+	return nil
+}
+
+func fdPath(f *os.File) string { return fmt.Sprintf("/proc/self/fd/%d", f.Fd()) }
+
+// mountCove binds the cove binary read-only at /.cove/cove, on a tmpfs of
+// its own, so that init and the servers run from a file the container
+// cannot write (runc's CVE-2019-5736).
+func (r *rootfs) mountCove() error {
+	if err := r.mountAt(".cove", false, "tmpfs", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=755,size=1m"); err != nil {
+		return err
+	}
+	if err := r.mountAt(".cove/cove", true, r.spec.Binary, "", unix.MS_BIND, ""); err != nil {
+		return err
+	}
+	return r.remountReadOnly(".cove/cove")
+}
+
+func (r *rootfs) mountProc() error {
+	return r.mountAt("proc", false, "proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
+}
+
+var devices = []string{"null", "zero", "full", "random", "urandom", "tty"}
+
+func (r *rootfs) mountDev() error {
+	if err := r.mountAt("dev", false, "tmpfs", "tmpfs", unix.MS_NOSUID|unix.MS_STRICTATIME, "mode=755,size=65536k"); err != nil {
+		return err
+	}
+	for _, d := range devices {
+		if err := r.mountAt("dev/"+d, true, "/dev/"+d, "", unix.MS_BIND, ""); err != nil {
+			return err
+		}
+	}
+	if err := r.mountAt("dev/pts", false, "devpts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"); err != nil {
+		return err
+	}
+	if err := r.mountAt("dev/shm", false, "shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size=65536k"); err != nil {
+		return err
+	}
+	dev, err := pathrs.OpenatInRoot(r.root, "dev")
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
+	links := [][2]string{{"pts/ptmx", "ptmx"}, {"/proc/self/fd", "fd"}, {"/proc/self/fd/0", "stdin"},
+		{"/proc/self/fd/1", "stdout"}, {"/proc/self/fd/2", "stderr"}}
+	for _, l := range links {
+		if err := unix.Symlinkat(l[0], int(dev.Fd()), l[1]); err != nil {
+			return fmt.Errorf("symlink /dev/%s: %w", l[1], err)
+		}
+	}
+	return nil
+}
+
+// mountSys mounts a read-only sysfs, or binds the host's read-only where a
+// fresh one is not allowed (a user namespace sharing the host network).
+func (r *rootfs) mountSys() error {
+	err := r.mountAt("sys", false, "sysfs", "sysfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC|unix.MS_RDONLY, "")
+	if err == nil {
+		return nil
+	}
+	if err := r.mountAt("sys", false, "/sys", "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return err
+	}
+	return r.remountReadOnly("sys")
+}
+
+func (r *rootfs) mountTmp() error {
+	return r.mountAt("tmp", false, "tmpfs", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777")
+}
+
+func (r *rootfs) mountEtc() error {
+	for _, f := range [][2]string{{r.spec.ResolvConf, "etc/resolv.conf"}, {r.spec.Hosts, "etc/hosts"}} {
+		if f[0] == "" {
+			continue
+		}
+		if err := r.mountAt(f[1], true, f[0], "", unix.MS_BIND, ""); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *rootfs) mountBinds() error {
+	for _, b := range r.spec.Binds {
+		st, err := os.Stat(b.Source)
+		if err != nil {
+			return fmt.Errorf("bind %s: %w", b.Source, err)
+		}
+		if err := r.mountAt(b.Target, !st.IsDir(), b.Source, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return err
+		}
+		if b.ReadOnly {
+			if err := r.remountReadOnly(b.Target); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// pivot makes root the root directory and detaches the old one: runc's
+// pivot_root(".", ".") needs no directory for the old root inside the new.
+func pivot(root string) error {
+	if err := unix.Chdir(root); err != nil {
+		return err
+	}
+	if err := unix.PivotRoot(".", "."); err != nil {
+		return fmt.Errorf("pivot_root: %w", err)
+	}
+	if err := unix.Mount("", ".", "", unix.MS_SLAVE|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("old root: %w", err)
+	}
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detach old root: %w", err)
+	}
+	return unix.Chdir("/")
+}

@@ -1,0 +1,145 @@
+package container
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+// Spec is everything the container's init needs. The launcher sends it to
+// init as JSON on an inherited pipe, never in argv or the environment.
+type Spec struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	Hostname string `json:"hostname"`
+
+	// Lower is the flattened image (read-only, shared). Upper, Work and
+	// Merged are the container's own overlay directories, under Dir.
+	Lower  string `json:"lower"`
+	Upper  string `json:"upper"`
+	Work   string `json:"work"`
+	Merged string `json:"merged"`
+	// Copy is set where overlayfs is missing: Merged is then a private
+	// copy of Lower, bind-mounted as the root.
+	Copy bool `json:"copy,omitempty"`
+
+	Binary     string `json:"binary"`      // host path of the static cove binary, bound read-only at /.cove/cove
+	ResolvConf string `json:"resolv_conf"` // host path of the container's resolv.conf
+	Hosts      string `json:"hosts"`       // host path of the container's hosts file
+
+	Binds   []Bind  `json:"binds,omitempty"`
+	Net     string  `json:"net"` // "host" or "none"
+	UserNS  bool    `json:"userns,omitempty"`
+	Process Process `json:"process"`
+}
+
+// Bind is a host path mounted into the container.
+type Bind struct {
+	Source   string `json:"source"`
+	Target   string `json:"target"` // absolute, resolved inside the container's root
+	ReadOnly bool   `json:"readonly,omitempty"`
+}
+
+// Process is the workload.
+type Process struct {
+	Args     []string `json:"args"`
+	Env      []string `json:"env"`
+	Cwd      string   `json:"cwd"`
+	User     string   `json:"user"` // name or uid, optionally :group or :gid, resolved inside
+	Terminal bool     `json:"terminal,omitempty"`
+}
+
+// ParseBind parses -v HOST:CTR[:ro|rw].
+func ParseBind(s string) (Bind, error) {
+	parts := strings.Split(s, ":")
+	b := Bind{}
+	switch len(parts) {
+	case 3:
+		switch parts[2] {
+		case "ro":
+			b.ReadOnly = true
+		case "rw":
+		default:
+			return b, fmt.Errorf("bind %q: option %q: want ro or rw", s, parts[2])
+		}
+		fallthrough
+	case 2:
+		b.Source, b.Target = parts[0], parts[1]
+	default:
+		return b, fmt.Errorf("bind %q: want HOST:CONTAINER[:ro]", s)
+	}
+	if b.Source == "" || !path.IsAbs(b.Target) {
+		return b, fmt.Errorf("bind %q: want HOST:CONTAINER[:ro] with an absolute container path", s)
+	}
+	b.Target = path.Clean(b.Target)
+	return b, nil
+}
+
+// ProcessFromImage applies the image config's rules: args replace Cmd
+// (Entrypoint stays), env adds to and overrides Env, cwd and user override
+// WorkingDir and User when set.
+func ProcessFromImage(cfg v1.Config, args, env []string, cwd, user string) (Process, error) {
+	p := Process{Cwd: cfg.WorkingDir, User: cfg.User}
+	cmd := cfg.Cmd
+	if len(args) > 0 {
+		cmd = args
+	}
+	p.Args = append(append([]string{}, cfg.Entrypoint...), cmd...)
+	if len(p.Args) == 0 {
+		return p, fmt.Errorf("the image has no command: give one")
+	}
+	p.Env = mergeEnv(cfg.Env, env)
+	if !hasEnv(p.Env, "PATH") {
+		p.Env = append(p.Env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	}
+	if cwd != "" {
+		p.Cwd = cwd
+	}
+	if p.Cwd == "" {
+		p.Cwd = "/"
+	}
+	if !path.IsAbs(p.Cwd) {
+		return p, fmt.Errorf("working directory %q is not absolute", p.Cwd)
+	}
+	if user != "" {
+		p.User = user
+	}
+	return p, nil
+}
+
+func mergeEnv(base, over []string) []string {
+	out := append([]string{}, base...)
+	for _, kv := range over {
+		k, _, _ := strings.Cut(kv, "=")
+		replaced := false
+		for i, e := range out {
+			if ek, _, _ := strings.Cut(e, "="); ek == k {
+				out[i], replaced = kv, true
+			}
+		}
+		if !replaced {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+func hasEnv(env []string, key string) bool {
+	for _, e := range env {
+		if k, _, _ := strings.Cut(e, "="); k == key {
+			return true
+		}
+	}
+	return false
+}
+
+func getEnv(env []string, key string) string {
+	for _, e := range env {
+		if k, v, _ := strings.Cut(e, "="); k == key {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,243 @@
+package container
+
+import (
+	"bufio"
+	"debug/elf"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Stdio is what the workload's standard streams are connected to. With
+// TTY set, it is the slave side of a pseudo-terminal the caller owns and
+// the other fields are ignored.
+type Stdio struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	TTY            *os.File
+}
+
+// Container is a started container. Its methods are not safe for
+// concurrent use.
+type Container struct {
+	Spec   *Spec
+	Pid    int // init's pid on the host
+	cmd    *exec.Cmd
+	cgroup *cgroup
+}
+
+// StartError is a failure before the workload ran (exit status 125).
+type StartError struct{ Err error }
+
+func (e *StartError) Error() string { return e.Err.Error() }
+func (e *StartError) Unwrap() error { return e.Err }
+
+// Start creates the container's directories, cgroup and namespaces and
+// starts its init, which starts the workload. It returns once the workload
+// runs, or with a *StartError saying why it could not.
+func Start(spec *Spec, stdio Stdio, limits Limits, warn func(string)) (c *Container, err error) {
+	defer func() {
+		if err != nil {
+			var se *StartError
+			if !errors.As(err, &se) {
+				err = &StartError{Err: err}
+			}
+		}
+	}()
+	if err := checkStatic(spec.Binary); err != nil {
+		return nil, err
+	}
+	for _, d := range []string{spec.Upper, spec.Work, spec.Merged} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if !overlaySupported() {
+		warn("overlayfs is not available: the container gets a private copy of the image (slower to start)")
+		if err := copyTree(spec.Lower, spec.Merged); err != nil {
+			return nil, err
+		}
+		spec.Copy = true
+	}
+	cg, err := newCgroup(spec.ID, limits, warn)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			cg.kill()
+			cg.remove()
+		}
+	}()
+
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer specR.Close()
+	defer specW.Close()
+	syncR, syncW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer syncR.Close()
+	defer syncW.Close()
+
+	cmd := &exec.Cmd{
+		Path:       spec.Binary,
+		Args:       []string{"cove", InitArg},
+		Env:        []string{},
+		ExtraFiles: []*os.File{specR, syncW},
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC,
+		},
+	}
+	if spec.Net == "none" {
+		cmd.SysProcAttr.Cloneflags |= unix.CLONE_NEWNET
+	}
+	if spec.UserNS {
+		cmd.SysProcAttr.Cloneflags |= unix.CLONE_NEWUSER
+		cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
+		cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
+		cmd.SysProcAttr.GidMappingsEnableSetgroups = false
+	}
+	if fd, err := cg.dirFd(); err != nil {
+		return nil, err
+	} else if fd >= 0 {
+		defer unix.Close(fd)
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
+	}
+	if stdio.TTY != nil {
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio.TTY, stdio.TTY, stdio.TTY
+	} else {
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio.Stdin, stdio.Stdout, stdio.Stderr
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start init: %w", err)
+	}
+	c = &Container{Spec: spec, Pid: cmd.Process.Pid, cmd: cmd, cgroup: cg}
+	specR.Close()
+	syncW.Close()
+	fail := func(err error) (*Container, error) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, err
+	}
+	if err := cg.join(c.Pid); err != nil {
+		return fail(err)
+	}
+	// The spec is init's go-ahead: it is in its cgroup now.
+	if err := json.NewEncoder(specW).Encode(spec); err != nil {
+		return fail(fmt.Errorf("send the spec to init: %w", err))
+	}
+	specW.Close()
+	var msg syncMsg
+	if err := json.NewDecoder(bufio.NewReader(io.LimitReader(syncR, 1<<20))).Decode(&msg); err != nil {
+		cmd.Wait()
+		return nil, fmt.Errorf("init died during setup (%v): %s", cmd.ProcessState, err)
+	}
+	if msg.Error != "" {
+		cmd.Wait()
+		return nil, errors.New(msg.Error)
+	}
+	return c, nil
+}
+
+// Wait waits for the container's init to exit and returns the workload's
+// exit status (128+signal when it was killed). It then removes the cgroup.
+func (c *Container) Wait() (code int, oom bool, err error) {
+	err = c.cmd.Wait()
+	defer c.cgroup.remove()
+	ps := c.cmd.ProcessState
+	if ps == nil {
+		return 0, false, err
+	}
+	ws := ps.Sys().(syscall.WaitStatus)
+	code = exitCode(unix.WaitStatus(ws))
+	oom = c.cgroup.oomKilled()
+	if oom {
+		code = 137
+	}
+	return code, oom, nil
+}
+
+// Signal sends sig to the container's init, which passes it on.
+func (c *Container) Signal(sig os.Signal) error { return c.cmd.Process.Signal(sig) }
+
+// Kill kills every process of the container.
+func (c *Container) Kill() {
+	c.cgroup.kill()
+	c.cmd.Process.Kill() // PID 1 gone takes its namespace's processes with it
+}
+
+// Release lets the container run on without this process (detach).
+func (c *Container) Release() error { return c.cmd.Process.Release() }
+
+// MemoryLimit is the memory limit the container runs under (0: none).
+func (c *Container) MemoryLimit() int64 {
+	if c.cgroup == nil {
+		return 0
+	}
+	return c.cgroup.limit.Memory
+}
+
+// CgroupPaths returns the directories of the container's cgroup.
+func (c *Container) CgroupPaths() []string {
+	if c.cgroup == nil {
+		return nil
+	}
+	var out []string
+	for _, p := range c.cgroup.paths {
+		out = append(out, p)
+	}
+	return out
+}
+
+// checkStatic refuses a dynamically linked cove: init is exec'd inside
+// images that do not have the host's C library.
+func checkStatic(bin string) error {
+	f, err := elf.Open(bin)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", bin, err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("%s is dynamically linked; containers need a static cove (CGO_ENABLED=0 go build ./cmd/cove)", bin)
+		}
+	}
+	return nil
+}
+
+// overlaySupported says whether overlayfs is built in, loaded, or a module
+// the kernel will load on the first mount.
+func overlaySupported() bool {
+	if b, err := os.ReadFile("/proc/filesystems"); err == nil && strings.Contains(string(b), "\toverlay\n") {
+		return true
+	}
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return false
+	}
+	rel := unix.ByteSliceToString(u.Release[:])
+	_, err := os.Stat(filepath.Join("/lib/modules", rel, "kernel/fs/overlayfs"))
+	return err == nil
+}
+
+// copyTree copies the image for hosts without overlayfs. cp keeps modes,
+// owners, links, times and xattrs, which is what a root filesystem needs.
+func copyTree(src, dst string) error {
+	out, err := exec.Command("cp", "-a", filepath.Join(src, "."), dst).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("copy the image: %v: %s", err, out)
+	}
+	return nil
+}

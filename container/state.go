@@ -1,0 +1,245 @@
+package container
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// State is what other cove processes know of a container: enough to find
+// its init and to be sure that a pid is still that init, not a process that
+// got the pid after it exited.
+type State struct {
+	Name      string    `json:"name"`
+	ID        string    `json:"id"`
+	Pid       int       `json:"pid"`
+	StartTime uint64    `json:"start_time"` // field 22 of /proc/PID/stat, in clock ticks since boot
+	BootID    string    `json:"boot_id"`
+	ExeDev    uint64    `json:"exe_dev"` // what /proc/PID/exe is: the bound cove binary
+	ExeIno    uint64    `json:"exe_ino"`
+	Image     string    `json:"image"`
+	Digest    string    `json:"digest"`
+	Cgroup    []string  `json:"cgroup,omitempty"`
+	Dir       string    `json:"dir"` // the container's own files (overlay upper layer)
+	Workdir   string    `json:"workdir,omitempty"`
+	Created   time.Time `json:"created"`
+	Remove    bool      `json:"remove,omitempty"` // --rm
+	ExitCode  *int      `json:"exit_code,omitempty"`
+}
+
+// Status is a container's state as seen now.
+type Status string
+
+// The statuses ps shows.
+const (
+	Running Status = "running"
+	Exited  Status = "exited"
+)
+
+// StateDir holds a directory per container name under the runtime dir.
+type StateDir string
+
+// ErrNameInUse is returned by Create for a name another container has.
+var ErrNameInUse = errors.New("name in use")
+
+// Create claims name: the directory is made atomically, so of two
+// launchers asking for one name at once, one wins.
+func (d StateDir) Create(name string) error {
+	if err := validName(name); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(string(d), 0o700); err != nil {
+		return err
+	}
+	err := os.Mkdir(filepath.Join(string(d), name), 0o700)
+	if errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("container %q: %w (cove rm %s, or choose another --name)", name, ErrNameInUse, name)
+	}
+	return err
+}
+
+func validName(name string) error {
+	if name == "" || len(name) > 128 || strings.Trim(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") != "" || name[0] == '.' || name[0] == '-' {
+		return fmt.Errorf("container name %q: use letters, digits, _ . - (not first)", name)
+	}
+	return nil
+}
+
+// Save writes st atomically (temp file, fsync, rename).
+func (d StateDir) Save(st *State) error {
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(string(d), st.Name)
+	f, err := os.CreateTemp(dir, ".state-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), filepath.Join(dir, "state.json"))
+}
+
+// Load reads the state of the container name.
+func (d StateDir) Load(name string) (*State, error) {
+	if err := validName(name); err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(filepath.Join(string(d), name, "state.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("no container %q (see cove ps --all)", name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var st State
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("container %q: broken state file: %w", name, err)
+	}
+	return &st, nil
+}
+
+// List returns the states of all containers, by creation time. Names
+// claimed by a launcher still starting are skipped.
+func (d StateDir) List() ([]*State, error) {
+	entries, err := os.ReadDir(string(d))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []*State
+	for _, e := range entries {
+		if st, err := d.Load(e.Name()); err == nil {
+			out = append(out, st)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
+	return out, nil
+}
+
+// Delete forgets the container name.
+func (d StateDir) Delete(name string) error {
+	if err := validName(name); err != nil {
+		return err
+	}
+	return os.RemoveAll(filepath.Join(string(d), name))
+}
+
+// Track fills in the identity of the process pid: its start time, the
+// boot, and the file it runs.
+func (st *State) Track(pid int) error {
+	start, err := procStartTime(pid)
+	if err != nil {
+		return err
+	}
+	boot, err := bootID()
+	if err != nil {
+		return err
+	}
+	var s unix.Stat_t
+	if err := unix.Stat(fmt.Sprintf("/proc/%d/exe", pid), &s); err != nil {
+		return err
+	}
+	st.Pid, st.StartTime, st.BootID, st.ExeDev, st.ExeIno = pid, start, boot, s.Dev, s.Ino
+	return nil
+}
+
+// Status checks, now, whether the recorded process is still our init: the
+// pid exists, started at the recorded time in this boot, and runs the
+// recorded binary. A pid reused by any other process fails one of these.
+func (st *State) Status() Status {
+	if st.Pid <= 0 {
+		return Exited
+	}
+	boot, err := bootID()
+	if err != nil || boot != st.BootID {
+		return Exited
+	}
+	start, err := procStartTime(st.Pid)
+	if err != nil || start != st.StartTime {
+		return Exited
+	}
+	var s unix.Stat_t
+	if err := unix.Stat(fmt.Sprintf("/proc/%d/exe", st.Pid), &s); err != nil || s.Dev != st.ExeDev || s.Ino != st.ExeIno {
+		return Exited
+	}
+	return Running
+}
+
+// procStartTime reads field 22 of /proc/PID/stat. The command name (field
+// 2) may hold spaces and parentheses, so fields are counted from its end.
+func procStartTime(pid int) (uint64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	fields := strings.Fields(string(b[i+1:]))
+	if len(fields) < 20 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	return strconv.ParseUint(fields[19], 10, 64)
+}
+
+func bootID() (string, error) {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	return strings.TrimSpace(string(b)), err
+}
+
+// Stop asks the container to stop: SIGTERM to init (which passes it to the
+// workload), then, after timeout, SIGKILL to every process in its cgroup
+// and to init, whose exit ends its PID namespace. It returns once init is
+// gone. Stopping a stopped container does nothing.
+func (st *State) Stop(timeout time.Duration) error {
+	if st.Status() != Running {
+		return nil
+	}
+	unix.Kill(st.Pid, unix.SIGTERM)
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if st.Status() != Running {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cg := &cgroup{paths: map[string]string{}}
+	for i, p := range st.Cgroup {
+		cg.paths[strconv.Itoa(i)] = p
+	}
+	cg.kill()
+	if st.Status() == Running {
+		unix.Kill(st.Pid, unix.SIGKILL)
+	}
+	for i := 0; i < 500 && st.Status() == Running; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st.Status() == Running {
+		return fmt.Errorf("container %s (pid %d) did not die", st.Name, st.Pid)
+	}
+	cg.remove()
+	return nil
+}

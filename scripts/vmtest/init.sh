@@ -1,0 +1,272 @@
+#!/bin/sh
+# /init of the cgroup v2 test VM that scripts/vmtest.sh boots (busybox sh,
+# PID 1). It prints one line per check on the serial console:
+#   VMTEST PASS name
+#   VMTEST FAIL name: detail
+# then VMTEST DONE, and powers the VM off. Lines starting "vmtest: " are
+# information for the log; "    | " lines are the output of a failed command.
+#
+# Stage 1 runs on the initramfs (rootfs), where pivot_root(2) fails with
+# EINVAL, so it copies itself onto a tmpfs and switch_roots there, as a real
+# system's root is a real mount. Stage 2 sets up and runs the checks.
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+
+if [ "${VMTEST_STAGE:-1}" = 1 ]; then
+	mount -t devtmpfs devtmpfs /dev 2>/dev/null
+	exec 0</dev/console 1>/dev/console 2>&1
+	mkdir -p /newroot
+	mount -t tmpfs -o mode=0755 newroot /newroot
+	for e in /*; do
+		case $e in
+		/newroot | /dev | /proc | /sys) ;;
+		*) cp -a "$e" /newroot/ ;;
+		esac
+	done
+	mkdir -p /newroot/dev /newroot/proc /newroot/sys
+	mount --move /dev /newroot/dev
+	export VMTEST_STAGE=2
+	# shellcheck disable=SC2093 # the lines after it run only if it fails
+	exec switch_root /newroot /init
+	echo "vmtest: switch_root failed"
+	poweroff -f
+fi
+
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+grep -q '^devtmpfs /dev ' /proc/mounts || mount -t devtmpfs devtmpfs /dev
+exec 0</dev/console 1>/dev/console 2>&1
+mkdir -p /dev/pts /dev/shm
+mount -t devpts -o newinstance,ptmxmode=0666 devpts /dev/pts
+mount -t tmpfs -o mode=1777 shm /dev/shm
+mount -t tmpfs -o mode=1777 tmp /tmp
+mount -t tmpfs -o mode=0755 run /run
+mount -t cgroup2 -o nsdelegate cgroup2 /sys/fs/cgroup
+# Kernel messages (the OOM killer's, for one) would cut into the result
+# lines; they are shown from dmesg at the end when a check fails.
+echo 1 >/proc/sys/kernel/printk
+hostname vmtest
+ip link set lo up 2>/dev/null
+
+if [ -f /lib/modules/load.list ]; then
+	while read -r m; do
+		[ -n "$m" ] || continue
+		insmod "/lib/modules/$m" || echo "vmtest: insmod $m failed"
+	done </lib/modules/load.list
+fi
+
+export COVE_ROOT=/tmp/cove-root
+export HOME=/root
+mkdir -p "$COVE_ROOT" "$HOME"
+out=/tmp/vmtest
+mkdir -p "$out"
+img=oci:/images/busybox
+failed=0
+cove_cgroups_seen=0
+
+pass() { echo "VMTEST PASS $1"; }
+fail() {
+	echo "VMTEST FAIL $1: $2"
+	failed=$((failed + 1))
+}
+# show FILE...: the files' contents for the log, indented.
+show() {
+	for f in "$@"; do
+		[ -s "$f" ] && head -n 40 "$f" | sed 's/^/    | /'
+	done
+	return 0
+}
+# brief FILE: the first lines of FILE on one line, for a FAIL detail.
+brief() {
+	head -n 3 "$1" | tr '\n' ' ' | cut -c 1-200
+}
+# count_procs CMDLINE: how many processes have exactly that command line
+# (arguments joined with single spaces).
+count_procs() {
+	n=0
+	for f in /proc/[0-9]*/cmdline; do
+		c=$(tr '\0' ' ' <"$f" 2>/dev/null)
+		[ "$c" = "$1 " ] && n=$((n + 1))
+	done
+	echo "$n"
+}
+# cove_cgroups: the cgroup directories whose name contains "cove".
+cove_cgroups() {
+	find /sys/fs/cgroup -mindepth 1 -type d -name '*cove*' 2>/dev/null
+}
+note_cgroups() {
+	c=$(cove_cgroups | tr '\n' ' ')
+	if [ -n "$c" ]; then
+		cove_cgroups_seen=1
+		echo "vmtest: cove cgroups now: $c"
+	fi
+}
+
+echo "vmtest: kernel $(uname -r), COVE_ROOT=$COVE_ROOT, cove $(cove version 2>&1 | head -n 1)"
+echo "vmtest: filesystems: $(grep -E 'overlay|cgroup2' /proc/filesystems | tr -s '\t\n' '  ')"
+
+# cgroup-v2-present: a pure v2 hierarchy with the memory and pids controllers.
+check_cgroup_v2() {
+	name=cgroup-v2-present
+	fs=$(stat -f -c %T /sys/fs/cgroup 2>/dev/null)
+	ctl=$(cat /sys/fs/cgroup/cgroup.controllers 2>/dev/null)
+	echo "vmtest: /sys/fs/cgroup is $fs; controllers: $ctl"
+	case " $ctl " in
+	*" memory "*" pids "* | *" pids "*" memory "*) pass $name ;;
+	*) fail $name "/sys/fs/cgroup ($fs) lists controllers '$ctl'; want memory and pids" ;;
+	esac
+}
+
+# pull: cove pull prints the manifest digest.
+check_pull() {
+	name=pull
+	timeout -s KILL 120 cove pull "$img" >"$out/pull.out" 2>"$out/pull.err"
+	rc=$?
+	digest=$(grep -E '^sha256:[0-9a-f]{64}$' "$out/pull.out")
+	if [ "$rc" = 0 ] && [ -n "$digest" ]; then
+		echo "vmtest: pulled $digest"
+		pass $name
+	else
+		fail $name "exit $rc, stdout '$(brief "$out/pull.out")', stderr '$(brief "$out/pull.err")'"
+		show "$out/pull.out" "$out/pull.err"
+	fi
+}
+
+# memory-limit: an allocation loop under --memory 32m is OOM-killed: 137
+# and cove says so.
+check_memory() {
+	name=memory-limit
+	# shellcheck disable=SC2016 # expanded by the shell in the container
+	timeout -s KILL 120 cove run --rm --memory 32m "$img" \
+		sh -c 'x=a; while true; do x="$x$x"; done' >"$out/mem.out" 2>"$out/mem.err"
+	rc=$?
+	want='killed: out of memory (limit 32 MiB)'
+	if [ "$rc" = 137 ] && grep -qF "$want" "$out/mem.err"; then
+		pass $name
+	elif [ "$rc" = 137 ]; then
+		fail $name "exit 137 but stderr lacks '$want': '$(brief "$out/mem.err")'"
+		show "$out/mem.err"
+	else
+		fail $name "exit $rc (want 137), stderr '$(brief "$out/mem.err")'"
+		show "$out/mem.out" "$out/mem.err"
+	fi
+}
+
+# pids-limit: a shell that starts 100 background sleeps under --pids 32
+# sees at most 32 processes. The spawning shell dies at the first failed
+# fork (ash does); the outer shell then counts with builtins only, which
+# need no fork.
+check_pids() {
+	name=pids-limit
+	# shellcheck disable=SC2016 # expanded by the shell in the container
+	script='sh -c '\''i=0; while [ $i -lt 100 ]; do sleep 5 & i=$((i+1)); done'\'' >/dev/null 2>&1
+max=0
+for t in 1 2 3; do set -- /proc/[0-9]*; [ $# -gt $max ] && max=$#; done
+cur=none; read -r cur </sys/fs/cgroup/pids.current 2>/dev/null
+echo "procs=$max pids.current=$cur"'
+	timeout -s KILL 120 cove run --rm --pids 32 "$img" sh -c "$script" >"$out/pids.out" 2>"$out/pids.err"
+	rc=$?
+	line=$(grep '^procs=' "$out/pids.out" | head -n 1)
+	procs=${line#procs=}
+	procs=${procs%% *}
+	echo "vmtest: pids-limit: exit $rc, $line"
+	if [ "$rc" != 0 ] || [ -z "$line" ]; then
+		fail $name "exit $rc, stdout '$(brief "$out/pids.out")', stderr '$(brief "$out/pids.err")'"
+		show "$out/pids.out" "$out/pids.err"
+	elif [ "$procs" -lt 2 ]; then
+		fail $name "counted $procs processes in the container's /proc: is /proc mounted there?"
+	elif [ "$procs" -gt 32 ]; then
+		fail $name "$procs processes ran under --pids 32"
+	else
+		pass $name
+	fi
+}
+
+# stop-kills-tree: stop a detached container whose shell and children
+# ignore SIGTERM; within the grace period plus a little, nothing is left.
+check_stop() {
+	name=stop-kills-tree
+	timeout -s KILL 60 cove run -d --name t1 "$img" \
+		sh -c 'trap "" TERM; sleep 1000 & sleep 1000 & wait' >"$out/stop-run.out" 2>"$out/stop-run.err"
+	rc=$?
+	if [ "$rc" != 0 ]; then
+		fail $name "cove run -d: exit $rc, stderr '$(brief "$out/stop-run.err")'"
+		show "$out/stop-run.out" "$out/stop-run.err"
+		return
+	fi
+	i=0
+	while [ "$(count_procs 'sleep 1000')" -lt 2 ] && [ $i -lt 50 ]; do
+		sleep 0.2
+		i=$((i + 1))
+	done
+	n=$(count_procs 'sleep 1000')
+	if [ "$n" -lt 2 ]; then
+		fail $name "after cove run -d the two 'sleep 1000' never ran (saw $n)"
+		show "$out/stop-run.out" "$out/stop-run.err"
+		return
+	fi
+	for p in /proc/[0-9]*; do
+		[ "$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)" = "sleep 1000 " ] || continue
+		echo "vmtest: sleep ${p#/proc/} is in cgroup $(cat "$p/cgroup" 2>/dev/null)"
+		break
+	done
+	note_cgroups
+	t0=$(cut -d ' ' -f 1 /proc/uptime)
+	timeout -s KILL 30 cove stop --time 2 t1 >"$out/stop.out" 2>"$out/stop.err"
+	rc=$?
+	t1=$(cut -d ' ' -f 1 /proc/uptime)
+	took=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+	n=$(count_procs 'sleep 1000')
+	echo "vmtest: cove stop --time 2 t1: exit $rc after ${took}s; 'sleep 1000' left: $n"
+	if [ "$rc" != 0 ]; then
+		fail $name "cove stop: exit $rc after ${took}s, stderr '$(brief "$out/stop.err")'"
+		show "$out/stop.out" "$out/stop.err"
+	elif awk -v t="$took" 'BEGIN { exit !(t > 10) }'; then
+		fail $name "cove stop --time 2 took ${took}s"
+	elif [ "$n" != 0 ]; then
+		fail $name "$n 'sleep 1000' still run after cove stop"
+	else
+		pass $name
+	fi
+}
+
+# no-cgroup-left: no cgroup named *cove* remains but, at most, an empty
+# parent named exactly "cove" (no child cgroups, no processes).
+check_cgroups_left() {
+	name=no-cgroup-left
+	left=
+	for d in $(cove_cgroups); do
+		if [ "${d##*/}" = cove ] && [ -z "$(find "$d" -mindepth 1 -type d)" ] &&
+			[ -z "$(cat "$d/cgroup.procs" 2>/dev/null)" ]; then
+			continue
+		fi
+		left="$left $d"
+	done
+	if [ "$cove_cgroups_seen" = 0 ]; then
+		echo "vmtest: no cgroup named *cove* was seen while a container ran"
+	fi
+	if [ -z "$left" ]; then
+		pass $name
+	else
+		fail $name "left behind:$left"
+		for d in $left; do
+			echo "    | $d: procs '$(tr '\n' ' ' <"$d/cgroup.procs" 2>/dev/null)'"
+		done
+	fi
+}
+
+check_cgroup_v2
+check_pull
+check_memory
+check_pids
+check_stop
+check_cgroups_left
+timeout -s KILL 30 cove rm -f t1 >/dev/null 2>&1
+
+echo "vmtest: uptime $(cut -d ' ' -f 1 /proc/uptime)s"
+echo "VMTEST DONE"
+if [ "$failed" != 0 ]; then
+	echo "vmtest: last kernel messages:"
+	dmesg | tail -n 25 | sed 's/^/    | /'
+fi
+sync
+poweroff -f
