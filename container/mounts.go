@@ -1,9 +1,9 @@
 package container
 
 import (
-	"errors"
 	"fmt"
 	"os"
+	"path"
 	"strings"
 
 	pathrs "github.com/cyphar/filepath-securejoin/pathrs-lite"
@@ -56,27 +56,53 @@ func setupRootfs(spec *Spec) error {
 // empty file when file is set) if it is missing, and returns an O_PATH
 // handle on it.
 func (r *rootfs) target(rel string, file bool) (*os.File, error) {
-	rel = strings.TrimPrefix(rel, "/")
-	if !file {
-		return pathrs.MkdirAllHandle(r.root, rel, 0o755)
+	rel = strings.TrimPrefix(path.Clean("/"+rel), "/")
+	// A target may be a dangling symlink (Ubuntu's resolv.conf points into
+	// /run): follow it by hand, inside the root, and create the file or
+	// directory where it leads.
+	for range 40 {
+		if f, err := pathrs.OpenatInRoot(r.root, rel); err == nil {
+			return f, nil
+		}
+		dir, base := splitPath(rel)
+		parent, err := pathrs.MkdirAllHandle(r.root, dir, 0o755)
+		if err != nil {
+			return nil, err
+		}
+		var fd int
+		if file {
+			fd, err = unix.Openat(int(parent.Fd()), base, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+			if err == nil {
+				unix.Close(fd)
+			}
+		} else {
+			err = unix.Mkdirat(int(parent.Fd()), base, 0o755)
+		}
+		if err == nil {
+			parent.Close()
+			return pathrs.OpenatInRoot(r.root, rel)
+		}
+		link, lerr := readlinkAt(int(parent.Fd()), base)
+		parent.Close()
+		if lerr != nil {
+			return nil, err
+		}
+		if path.IsAbs(link) {
+			rel = strings.TrimPrefix(path.Clean(link), "/")
+		} else {
+			rel = strings.TrimPrefix(path.Clean("/"+dir+"/"+link), "/")
+		}
 	}
-	if f, err := pathrs.OpenatInRoot(r.root, rel); err == nil {
-		return f, nil
-	}
-	dir, base := splitPath(rel)
-	parent, err := pathrs.MkdirAllHandle(r.root, dir, 0o755)
+	return nil, unix.ELOOP
+}
+
+func readlinkAt(dirfd int, name string) (string, error) {
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlinkat(dirfd, name, buf)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	defer parent.Close()
-	fd, err := unix.Openat(int(parent.Fd()), base, unix.O_CREAT|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
-	if err != nil && !errors.Is(err, unix.EEXIST) {
-		return nil, err
-	}
-	if err == nil {
-		unix.Close(fd)
-	}
-	return pathrs.OpenatInRoot(r.root, rel)
+	return string(buf[:n]), nil
 }
 
 func splitPath(rel string) (dir, base string) {

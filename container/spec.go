@@ -74,6 +74,9 @@ func ParseBind(s string) (Bind, error) {
 		return b, fmt.Errorf("bind %q: want HOST:CONTAINER[:ro] with an absolute container path", s)
 	}
 	b.Target = path.Clean(b.Target)
+	if b.Target == "/" {
+		return b, fmt.Errorf("bind %q: cannot bind over the container's root", s)
+	}
 	return b, nil
 }
 

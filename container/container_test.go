@@ -1,0 +1,390 @@
+package container
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cove-sh/cove/image"
+	"github.com/cove-sh/cove/internal/testimage"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"golang.org/x/sys/unix"
+)
+
+// coveBin is a static cove built once: the containers' init.
+var coveBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "cove-container-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Chmod(dir, 0o755)
+	coveBin = filepath.Join(dir, "cove")
+	cmd := exec.Command("go", "build", "-o", coveBin, "../cmd/cove")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (the rootless path is tested through the CLI as the covetest user)")
+	}
+}
+
+// testImage flattens busybox plus extra layers into a fresh store and
+// returns the image and its config.
+func testImage(t *testing.T, cfg func(*v1.Config), extra ...testimage.Entry) (*image.Image, v1.Config) {
+	t.Helper()
+	base, err := testimage.BusyboxLayer()
+	must(t, err)
+	layers := []v1.Layer{base}
+	if len(extra) > 0 {
+		l, err := testimage.Layer(extra...)
+		must(t, err)
+		layers = append(layers, l)
+	}
+	img, err := testimage.Image("amd64", layers...)
+	must(t, err)
+	if cfg != nil {
+		cf, err := img.ConfigFile()
+		must(t, err)
+		cf = cf.DeepCopy()
+		cfg(&cf.Config)
+		img, err = mutate.ConfigFile(img, cf)
+		must(t, err)
+	}
+	dir := t.TempDir()
+	lp, err := layout.Write(filepath.Join(dir, "layout"), empty.Index)
+	must(t, err)
+	must(t, lp.AppendImage(img))
+	s, err := image.Open(filepath.Join(dir, "store"))
+	must(t, err)
+	stored, err := image.Pull(context.Background(), s, "oci:"+filepath.Join(dir, "layout"))
+	must(t, err)
+	cf, err := s.ConfigFile(stored)
+	must(t, err)
+	return stored, cf.Config
+}
+
+// run is one container run's outcome.
+type run struct {
+	code           int
+	oom            bool
+	stdout, stderr string
+	err            error
+}
+
+// runIn runs args in a container of img, with edit applied to the spec.
+func runIn(t *testing.T, img *image.Image, cfg v1.Config, limits Limits, edit func(*Spec), args ...string) run {
+	t.Helper()
+	proc, err := ProcessFromImage(cfg, args, nil, "", "")
+	must(t, err)
+	dir := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(dir, "hosts"), []byte("127.0.0.1 localhost\n127.0.1.1 box\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "resolv.conf"), []byte("nameserver 127.0.0.1\n"), 0o644))
+	spec := &Spec{
+		ID: fmt.Sprintf("test%d", time.Now().UnixNano()), Name: "box", Hostname: "box",
+		Lower: img.RootFS, Upper: filepath.Join(dir, "upper"), Work: filepath.Join(dir, "work"), Merged: filepath.Join(dir, "merged"),
+		Binary: coveBin, ResolvConf: filepath.Join(dir, "resolv.conf"), Hosts: filepath.Join(dir, "hosts"),
+		Net: "host", UserNS: os.Geteuid() != 0, Process: proc,
+	}
+	if edit != nil {
+		edit(spec)
+	}
+	var out, errb bytes.Buffer
+	c, err := Start(spec, Stdio{Stdin: strings.NewReader("piped stdin\n"), Stdout: &out, Stderr: &errb}, limits, func(string) {})
+	if err != nil {
+		return run{err: err, code: 125}
+	}
+	code, oom, err := c.Wait()
+	return run{code: code, oom: oom, stdout: out.String(), stderr: errb.String(), err: err}
+}
+
+func (r run) ok(t *testing.T) run {
+	t.Helper()
+	if r.err != nil || r.code != 0 {
+		t.Fatalf("exit %d, err %v\nstdout: %s\nstderr: %s", r.code, r.err, r.stdout, r.stderr)
+	}
+	return r
+}
+
+func TestRunExitStatusAndInit(t *testing.T) {
+	needRoot(t)
+	img, cfg := testImage(t, nil)
+	if r := runIn(t, img, cfg, Limits{}, nil, "sh", "-c", "exit 3"); r.code != 3 || r.err != nil {
+		t.Errorf("exit 3: got %d %v", r.code, r.err)
+	}
+	if r := runIn(t, img, cfg, Limits{}, nil, "sh", "-c", "kill -9 $$"); r.code != 137 {
+		t.Errorf("killed by SIGKILL: got %d, want 137", r.code)
+	}
+	r := runIn(t, img, cfg, Limits{}, nil, "sh", "-c", `
+		readlink /proc/1/exe; hostname; [ $$ != 1 ] && echo not-pid-1; cat
+		# an orphan that exits: init must reap it
+		sh -c 'sleep 0.1 & exit 0'; sleep 0.4
+		grep -l "^State:.*Z" /proc/[0-9]*/status || echo no-zombies
+		ls /proc/self/fd | tr '\n' ' '`).ok(t)
+	// init is PID 1 and runs from the read-only bind; the workload is not
+	want := "/.cove/cove\nbox\nnot-pid-1\npiped stdin\nno-zombies\n0 1 2 3 "
+	if r.stdout != want {
+		t.Errorf("stdout %q, want %q", r.stdout, want)
+	}
+}
+
+func TestRunSignalsReachTheWorkload(t *testing.T) {
+	needRoot(t)
+	img, cfg := testImage(t, nil)
+	proc, err := ProcessFromImage(cfg, []string{"sh", "-c", `trap 'echo got TERM; exit 7' TERM; echo ready; while true; do sleep 0.05; done`}, nil, "", "")
+	must(t, err)
+	dir := t.TempDir()
+	spec := &Spec{ID: "sig", Hostname: "box", Lower: img.RootFS, Upper: dir + "/u", Work: dir + "/w", Merged: dir + "/m",
+		Binary: coveBin, Net: "host", Process: proc}
+	var out bytes.Buffer
+	c, err := Start(spec, Stdio{Stdout: &out, Stderr: &out}, Limits{}, func(string) {})
+	must(t, err)
+	for i := 0; i < 100 && !strings.Contains(out.String(), "ready"); i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	must(t, c.Signal(unix.SIGTERM))
+	code, _, err := c.Wait()
+	if code != 7 || !strings.Contains(out.String(), "got TERM") {
+		t.Fatalf("after SIGTERM: exit %d (%v), output %q", code, err, out.String())
+	}
+}
+
+func TestRunHostBinaryIsReadOnly(t *testing.T) {
+	needRoot(t)
+	img, cfg := testImage(t, nil)
+	before, err := os.ReadFile(coveBin)
+	must(t, err)
+	r := runIn(t, img, cfg, Limits{}, nil, "sh", "-c", `
+		for f in /proc/1/exe /.cove/cove /proc/self/exe; do
+			if (echo pwned >> $f) 2>/dev/null; then echo "wrote $f"; else echo "refused $f"; fi
+		done`)
+	after, err := os.ReadFile(coveBin)
+	must(t, err)
+	if sha256.Sum256(before) != sha256.Sum256(after) {
+		t.Fatal("the host's cove binary changed")
+	}
+	if strings.Contains(r.stdout, "wrote /proc/1/exe") || strings.Contains(r.stdout, "wrote /.cove/cove") {
+		t.Fatalf("a write reached cove's binary:\n%s", r.stdout)
+	}
+	if !strings.Contains(r.stdout, "refused /proc/1/exe") {
+		t.Fatalf("output %q", r.stdout)
+	}
+}
+
+func TestRunNoLeakedDescriptors(t *testing.T) {
+	needRoot(t)
+	img, cfg := testImage(t, nil)
+	// A descriptor without close-on-exec, as a careless caller might leak.
+	fd, err := unix.Open("/", unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	must(t, err)
+	defer unix.Close(fd)
+	r := runIn(t, img, cfg, Limits{}, nil, "ls", "/proc/self/fd").ok(t)
+	if got := strings.Fields(r.stdout); strings.Join(got, " ") != "0 1 2 3" {
+		t.Fatalf("descriptors in the workload: %v (fd %d leaked?)", got, fd)
+	}
+	r = runIn(t, img, cfg, Limits{}, func(s *Spec) { s.Process.Cwd = fmt.Sprintf("/proc/self/fd/%d", fd) }, "pwd")
+	var se *StartError
+	if !errors.As(r.err, &se) || !strings.Contains(r.err.Error(), "working directory") {
+		t.Fatalf("WorkingDir /proc/self/fd/N: %+v", r)
+	}
+}
+
+func TestRunImageConfig(t *testing.T) {
+	needRoot(t)
+	img, cfg := testImage(t, func(c *v1.Config) {
+		c.Env = append(c.Env, "FROM_IMAGE=yes")
+		c.WorkingDir = "/srv/app"
+		c.User = "nobody"
+		c.Entrypoint = []string{"/bin/sh", "-c"}
+		c.Cmd = []string{"echo default"}
+	})
+	r := runIn(t, img, cfg, Limits{}, nil).ok(t)
+	if r.stdout != "default\n" {
+		t.Errorf("Entrypoint+Cmd: %q", r.stdout)
+	}
+	r = runIn(t, img, cfg, Limits{}, nil, `echo $FROM_IMAGE $(pwd) $(id -u):$(id -g) $HOME`).ok(t)
+	if r.stdout != "yes /srv/app 65534:65534 /\n" {
+		t.Errorf("Env, WorkingDir, User: %q", r.stdout)
+	}
+}
+
+func TestRunNetNone(t *testing.T) {
+	needRoot(t)
+	img, cfg := testImage(t, nil)
+	r := runIn(t, img, cfg, Limits{}, func(s *Spec) { s.Net = "none" }, "sh", "-c", "ip -o link | cut -d: -f2; ip -o addr show lo | grep -c 127.0.0.1").ok(t)
+	if strings.Fields(r.stdout)[0] != "lo" || len(strings.Fields(r.stdout)) != 2 || strings.Fields(r.stdout)[1] != "1" {
+		t.Fatalf("links in --net none: %q, want lo only, up with 127.0.0.1", r.stdout)
+	}
+}
+
+// TestRunSymlinkedMountTargets: an image whose mount targets are symlinks
+// to host paths gets the mounts inside its root; the host is untouched.
+func TestRunSymlinkedMountTargets(t *testing.T) {
+	needRoot(t)
+	outside := t.TempDir()
+	canary := filepath.Join(t.TempDir(), "resolv.conf")
+	must(t, os.WriteFile(canary, []byte("canary\n"), 0o644))
+	img, cfg := testImage(t, nil,
+		testimage.Symlink("etc/resolv.conf", canary),
+		testimage.Symlink("data", outside),
+	)
+	hostDir := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(hostDir, "hello"), []byte("from the host\n"), 0o644))
+	r := runIn(t, img, cfg, Limits{}, func(s *Spec) {
+		s.Binds = []Bind{{Source: hostDir, Target: "/data", ReadOnly: true}}
+	}, "sh", "-c", `cat /etc/resolv.conf; cat /data/hello; (echo x > /data/new) 2>/dev/null || echo read-only`).ok(t)
+	if r.stdout != "nameserver 127.0.0.1\nfrom the host\nread-only\n" {
+		t.Errorf("inside: %q (stderr %q)", r.stdout, r.stderr)
+	}
+	if b, _ := os.ReadFile(canary); string(b) != "canary\n" {
+		t.Errorf("the host file behind the symlink changed: %q", b)
+	}
+	entries, _ := os.ReadDir(outside)
+	if len(entries) != 0 {
+		t.Errorf("the host dir behind the symlinks got %d entries", len(entries))
+	}
+	// A target that loops cannot be resolved: the start fails, saying which.
+	img, cfg = testImage(t, nil, testimage.Symlink("tmp", outside))
+	r = runIn(t, img, cfg, Limits{}, nil, "true")
+	if r.err == nil || !strings.Contains(r.err.Error(), "mount /tmp") {
+		t.Errorf("a looping /tmp symlink: %+v", r)
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Errorf("the host dir behind the symlink got %d entries", len(entries))
+	}
+}
+
+func TestRunMemoryLimit(t *testing.T) {
+	needRoot(t)
+	img, cfg := testImage(t, nil)
+	r := runIn(t, img, cfg, Limits{Memory: 32 << 20}, nil, "sh", "-c", `x=a; while true; do x="$x$x"; done`)
+	if r.code != 137 || !r.oom {
+		t.Fatalf("past the memory limit: exit %d, oom %v, err %v", r.code, r.oom, r.err)
+	}
+	r = runIn(t, img, cfg, Limits{Memory: 32 << 20, PIDs: 16}, nil, "sh", "-c", "echo fine").ok(t)
+	if r.stdout != "fine\n" {
+		t.Fatalf("%q", r.stdout)
+	}
+}
+
+func TestStatePIDReuse(t *testing.T) {
+	needRoot(t)
+	img, cfg := testImage(t, nil)
+	proc, err := ProcessFromImage(cfg, []string{"sleep", "100"}, nil, "", "")
+	must(t, err)
+	dir := t.TempDir()
+	spec := &Spec{ID: "reuse", Hostname: "box", Lower: img.RootFS, Upper: dir + "/u", Work: dir + "/w", Merged: dir + "/m",
+		Binary: coveBin, Net: "host", Process: proc}
+	c, err := Start(spec, Stdio{}, Limits{}, func(string) {})
+	must(t, err)
+	st := &State{Name: "reuse"}
+	must(t, st.Track(c.Pid))
+	if st.Status() != Running {
+		t.Fatal("a running container is not seen running")
+	}
+	c.Kill()
+	c.Wait()
+	if st.Status() != Exited {
+		t.Fatal("a dead container is seen running")
+	}
+	// Another process now has "our" pid (we cannot make the kernel reuse
+	// it on demand, so the record is pointed at a live stranger), even
+	// with the same start time: the exe gives it away.
+	other := exec.Command("sleep", "100")
+	must(t, other.Start())
+	defer other.Process.Kill()
+	stranger := *st
+	stranger.Pid = other.Process.Pid
+	if stranger.Status() != Exited {
+		t.Fatal("an unrelated process with the recorded pid is taken for the container")
+	}
+	start, err := procStartTime(other.Process.Pid)
+	must(t, err)
+	stranger.StartTime = start
+	if stranger.Status() != Exited {
+		t.Fatal("an unrelated process with the recorded pid and start time is taken for the container")
+	}
+}
+
+func TestStateNamesAreUnique(t *testing.T) {
+	d := StateDir(t.TempDir())
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() { errs <- d.Create("x") }()
+	}
+	won := 0
+	for range 8 {
+		err := <-errs
+		if err == nil {
+			won++
+		} else if !errors.Is(err, ErrNameInUse) {
+			t.Errorf("unexpected error %v", err)
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d launchers got the name, want 1", won)
+	}
+	if err := d.Create("../x"); err == nil {
+		t.Fatal("a name with a slash was accepted")
+	}
+}
+
+func TestProcessFromImage(t *testing.T) {
+	cfg := v1.Config{Entrypoint: []string{"/ep"}, Cmd: []string{"default"}, Env: []string{"A=1", "PATH=/bin"}, WorkingDir: "/w", User: "app"}
+	p, err := ProcessFromImage(cfg, []string{"x", "y"}, []string{"A=2", "B=3"}, "", "")
+	must(t, err)
+	if strings.Join(p.Args, " ") != "/ep x y" || strings.Join(p.Env, " ") != "A=2 PATH=/bin B=3" || p.Cwd != "/w" || p.User != "app" {
+		t.Fatalf("%+v", p)
+	}
+	if _, err := ProcessFromImage(v1.Config{}, nil, nil, "", ""); err == nil {
+		t.Fatal("no command accepted")
+	}
+}
+
+func TestLookupUser(t *testing.T) {
+	dir := t.TempDir()
+	passwd := filepath.Join(dir, "passwd")
+	group := filepath.Join(dir, "group")
+	must(t, os.WriteFile(passwd, []byte("root:x:0:0::/root:/bin/sh\napp:x:1000:1000::/home/app:/bin/sh\n"+strings.Repeat("x", 70000)+"\n"), 0o644))
+	must(t, os.WriteFile(group, []byte("app:x:1000:\ndocker:x:999:app,other\n"), 0o644))
+	u, err := lookupUser("app", passwd, group)
+	must(t, err)
+	if u.UID != 1000 || u.GID != 1000 || u.Home != "/home/app" || len(u.Groups) != 2 || u.Groups[1] != 999 {
+		t.Fatalf("%+v", u)
+	}
+	if u, err := lookupUser("1000:docker", passwd, group); err != nil || u.GID != 999 {
+		t.Fatalf("1000:docker: %+v %v", u, err)
+	}
+	if _, err := lookupUser("nobody", passwd, group); err == nil {
+		t.Fatal("an unknown user was accepted")
+	}
+}
