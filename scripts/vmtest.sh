@@ -9,7 +9,8 @@
 #
 # Environment: COVE_VM_CACHE (default /var/cache/cove-vm) keeps the kernel
 # and the test image between runs; COVE_VM_TIMEOUT (default 300) bounds the
-# boot in seconds; COVE_VM_KVM=0 forces TCG; COVE_VM_MODULES (default
+# boot in seconds; COVE_VM_KVM=1 or 0 forces KVM or TCG (default: KVM when
+# /dev/kvm opens and the CPU flags show vmx or svm); COVE_VM_MODULES (default
 # "overlay") names the kernel modules to load when they are not built in.
 # The serial console log is kept at $COVE_VM_CACHE/last-boot.log.
 set -euo pipefail
@@ -225,10 +226,18 @@ t_initrd=$(since "$t0")
 say "initramfs $(du -h "$initrd" | cut -f1) (modules: $(tr '\n' ' ' <"$root/lib/modules/load.list" 2>/dev/null))"
 
 # -- 4. boot
+# KVM only where the CPU offers hardware virtualization: a /dev/kvm that
+# opens is not enough (this machine's kvm_pvm module opens, then stops the
+# guest with "KVM internal error" during boot). TCG boots in a few seconds.
 accel=()
-if [ "${COVE_VM_KVM:-1}" != 0 ] && [ -c /dev/kvm ] && (exec 3<>/dev/kvm) 2>/dev/null; then
-	accel=(-enable-kvm -cpu host)
+kvm=${COVE_VM_KVM:-auto}
+if [ "$kvm" = auto ]; then
+	kvm=0
+	if (exec 3<>/dev/kvm) 2>/dev/null && grep -qwE 'vmx|svm' /proc/cpuinfo; then
+		kvm=1
+	fi
 fi
+[ "$kvm" = 1 ] && accel=(-enable-kvm -cpu host)
 say "booting ($([ ${#accel[@]} -gt 0 ] && echo KVM || echo TCG), timeout ${boot_timeout}s)"
 : >"$log_file"
 t0=$(now)
@@ -261,7 +270,7 @@ n_fail=$(grep -c '^VMTEST FAIL ' <<<"$results" || true)
 done_seen=$(grep -c '^VMTEST DONE' <<<"$results" || true)
 status=0
 problems=()
-[ "$n_fail" -gt 0 ] && problems+=("$n_fail failed") && status=1
+[ "$n_fail" -gt 0 ] && status=1
 if [ "$qemu_rc" -eq 124 ] || [ "$qemu_rc" -eq 137 ]; then
 	problems+=("timed out after ${boot_timeout}s")
 	status=1
@@ -270,11 +279,16 @@ fi
 [ "$((n_pass + n_fail))" -eq 0 ] && problems+=("no results") && status=1
 
 echo
-echo "vmtest summary: $n_pass passed, $n_fail failed${problems[*]:+ (${problems[*]})}"
+why=
+[ ${#problems[@]} -gt 0 ] && why=$(printf '%s, ' "${problems[@]}") && why=" (${why%, })"
+echo "vmtest summary: $n_pass passed, $n_fail failed$why"
 grep '^VMTEST FAIL ' <<<"$results" || true
 printf 'vmtest timings: prepare %ss (tools, kernel, image), cove build %ss, initramfs %ss, boot to DONE %ss, boot total %ss, all %ss\n' \
 	"$t_prep" "$t_cove" "$t_initrd" "$t_done" "$t_boot" "$(since "$t_start")"
 echo "vmtest boot log: $log_file"
+if grep -qa 'KVM internal error' "$log_file"; then
+	echo "vmtest: KVM failed to run the guest; run with COVE_VM_KVM=0 for TCG"
+fi
 if [ "$status" -ne 0 ]; then
 	echo "---- last 40 lines of the boot log (qemu exit $qemu_rc)"
 	tr -d '\r' <"$log_file" | tail -n 40
