@@ -64,5 +64,8 @@ if [ "$(id -u)" -eq 0 ] && id covetest >/dev/null 2>&1; then
 	rm -rf "$tmp"
 fi
 
+log "cgroup v2 checks in a qemu VM (scripts/vmtest.sh)"
+scripts/vmtest.sh
+
 log "fuzz the extractor for ${FUZZTIME:-20s}"
 go test -run '^$' -fuzz FuzzExtract -fuzztime "${FUZZTIME:-20s}" -fuzzminimizetime 50x ./image

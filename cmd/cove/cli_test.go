@@ -37,7 +37,9 @@ func TestMain(m *testing.M) {
 	}
 	os.Chmod(dir, 0o755) // TestRootlessPull runs it as another user
 	coveBin = filepath.Join(dir, "cove")
-	out, err := exec.Command("go", "build", "-o", coveBin, ".").CombinedOutput()
+	build := exec.Command("go", "build", "-o", coveBin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // containers need a static init
+	out, err := build.CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
 		os.Exit(1)
@@ -354,5 +356,166 @@ func TestRootlessPull(t *testing.T) {
 	fi, err := os.Stat(filepath.Join(rootfs, "usr/bin/suid-tool"))
 	if err != nil || fi.Mode()&os.ModeSetuid == 0 {
 		t.Errorf("setuid bit lost in the rootless pull: %v %v", fi, err)
+	}
+}
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+}
+
+// runProc runs the cove binary and returns its output and exit status.
+func runProc(t *testing.T, root string, stdin string, args ...string) result {
+	t.Helper()
+	cmd, out, errb := coveProc(root, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{out.String(), errb.String(), code}
+}
+
+func TestRunContract(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	ref := testregistry.Push(t, addr, layered(t))
+	root := t.TempDir()
+	if r := runProc(t, root, "", "run", "--rm", ref, "sh", "-c", "exit 5"); r.code != 5 {
+		t.Errorf("exit 5: %+v", r)
+	}
+	if r := runProc(t, root, "piped\n", "run", "--rm", ref, "cat"); r.code != 0 || r.stdout != "piped\n" {
+		t.Errorf("stdin through: %+v", r)
+	}
+	r := runProc(t, root, "", "run", "--rm", ref, "no-such-command")
+	if r.code != 125 || !strings.HasPrefix(r.stderr, "cove: ") || !strings.Contains(r.stderr, "no-such-command") {
+		t.Errorf("a missing command: %+v, want 125 and one line naming it", r)
+	}
+	if r := runProc(t, root, "", "run", "--rm", "--memory", "lots", ref, "true"); r.code != 125 || !strings.Contains(r.stderr, "--memory") {
+		t.Errorf("a bad --memory: %+v", r)
+	}
+	left, _ := os.ReadDir(filepath.Join(root, "data", "containers"))
+	states, _ := os.ReadDir(filepath.Join(root, "run", "containers"))
+	if len(left) != 0 || len(states) != 0 {
+		t.Errorf("--rm runs left %d container dirs and %d states", len(left), len(states))
+	}
+}
+
+// TestDetachPsStopRm runs a container in the background that ignores
+// SIGTERM, finds it with ps, stops it (the whole tree dies) and removes it.
+func TestDetachPsStopRm(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	ref := testregistry.Push(t, addr, layered(t))
+	root := t.TempDir()
+	// A sleep time no other process has, to count the container's.
+	nap := fmt.Sprint(100000 + time.Now().UnixNano()%100000)
+	tree := `trap "" TERM; sleep ` + nap + ` & sleep ` + nap + ` & wait`
+	r := runProc(t, root, "", "run", "-d", "--name", "web", ref, "sh", "-c", tree)
+	if r.code != 0 || r.stdout != "web\n" {
+		t.Fatalf("run -d: %+v", r)
+	}
+	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", "web") })
+	if r := runProc(t, root, "", "run", "-d", "--name", "web", ref, "true"); r.code != 125 || !strings.Contains(r.stderr, "name in use") {
+		t.Errorf("a second container named web: %+v", r)
+	}
+	var list []psJSON
+	r = runProc(t, root, "", "ps", "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) != 1 || list[0].Name != "web" || list[0].Status != "running" || list[0].PID == 0 {
+		t.Fatalf("ps --json: %v %q", err, r.stdout)
+	}
+	for i := 0; countProcs(t, "sleep "+nap) != 2; i++ {
+		if i > 100 {
+			t.Fatal("the container's two sleeps never ran")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	start := time.Now()
+	if r := runProc(t, root, "", "stop", "--time", "1", "web"); r.code != 0 {
+		t.Fatalf("stop: %+v", r)
+	}
+	if d := time.Since(start); d > 8*time.Second {
+		t.Errorf("stop took %v", d)
+	}
+	if n := countProcs(t, "sleep "+nap); n != 0 {
+		t.Fatalf("%d processes of the stopped container survive", n)
+	}
+	if r := runProc(t, root, "", "ps", "--json"); strings.TrimSpace(r.stdout) != "[]" {
+		t.Errorf("ps after stop: %q", r.stdout)
+	}
+	if r := runProc(t, root, "", "ps", "--all"); !strings.Contains(r.stdout, "exited") {
+		t.Errorf("ps --all after stop: %q", r.stdout)
+	}
+	if r := runProc(t, root, "", "rm", "web"); r.code != 0 {
+		t.Fatalf("rm: %+v", r)
+	}
+	if r := runProc(t, root, "", "ps", "--all", "--json"); strings.TrimSpace(r.stdout) != "[]" {
+		t.Errorf("ps --all after rm: %q", r.stdout)
+	}
+}
+
+// countProcs counts the host's processes whose command line is cmdline.
+func countProcs(t *testing.T, cmdline string) int {
+	t.Helper()
+	n := 0
+	dirs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, d := range dirs {
+		b, _ := os.ReadFile(d)
+		if strings.TrimRight(strings.ReplaceAll(string(b), "\x00", " "), " ") == cmdline {
+			n++
+		}
+	}
+	return n
+}
+
+// TestRootlessRunKeepsOwnership runs a container as an unprivileged user:
+// what it writes into a bound directory belongs to that user on the host.
+func TestRootlessRunKeepsOwnership(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	u, err := user.Lookup("covetest")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("no covetest user: scripts/test.sh creates it")
+		}
+		t.Skip("no covetest user")
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	ref := testregistry.Push(t, addr, layered(t))
+	base, err := os.MkdirTemp("", "cove-rootless-run-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	os.Chmod(base, 0o755)
+	project := filepath.Join(base, "project")
+	for _, d := range []string{project, filepath.Join(base, "root")} {
+		os.Mkdir(d, 0o755)
+		os.Chown(d, uid, gid)
+	}
+	cmd, out, errb := coveProc(filepath.Join(base, "root"), "run", "--rm", "-v", project+":/work", ref,
+		"sh", "-c", "id -u; mkdir /work/dir && echo hi > /work/dir/file")
+	cmd.Env = append(cmd.Env, "HOME="+u.HomeDir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("rootless run: %v\n%s", err, errb)
+	}
+	if out.String() != "0\n" {
+		t.Errorf("inside, the user is %q, want root (0)", out)
+	}
+	for _, p := range []string{"dir", "dir/file"} {
+		fi, err := os.Stat(filepath.Join(project, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != uid || int(st.Gid) != gid {
+			t.Errorf("%s is owned by %d:%d on the host, want covetest %d:%d", p, st.Uid, st.Gid, uid, gid)
+		}
 	}
 }

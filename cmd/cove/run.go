@@ -211,6 +211,19 @@ func runContainer(c *cli.Context) (int, error) {
 		return 0, err
 	}
 	defer restore()
+	if c.Bool("detach") {
+		// Nothing of ours may stay open in a container that outlives us:
+		// its output goes to a log file beside its files.
+		if c.Bool("tty") {
+			return 0, fmt.Errorf("-d and -t do not go together: the terminal would have no one to talk to")
+		}
+		log, err := os.OpenFile(filepath.Join(dir, "log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return 0, err
+		}
+		defer log.Close()
+		stdio.Stdin, stdio.Stdout, stdio.Stderr = nil, log, log
+	}
 	ctr, err := container.Start(spec, stdio.Stdio, limits, func(msg string) { fmt.Fprintf(c.App.ErrWriter, "cove: warning: %s\n", msg) })
 	if err != nil {
 		return 0, err
