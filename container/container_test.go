@@ -388,3 +388,43 @@ func TestLookupUser(t *testing.T) {
 		t.Fatal("an unknown user was accepted")
 	}
 }
+
+// TestRunTerminal gives the workload a terminal made in the container's own
+// devpts, and talks to it through the master that init passes out.
+func TestRunTerminal(t *testing.T) {
+	needRoot(t)
+	img, cfg := testImage(t, nil)
+	proc, err := ProcessFromImage(cfg, []string{"sh", "-c", `tty; read line; echo "got $line"; exit 9`}, nil, "", "nobody")
+	must(t, err)
+	proc.Terminal = true
+	dir := t.TempDir()
+	spec := &Spec{ID: "tty", Hostname: "box", Lower: img.RootFS, Upper: dir + "/u", Work: dir + "/w", Merged: dir + "/m",
+		Binary: coveBin, Net: "host", Process: proc}
+	c, err := Start(spec, Stdio{}, Limits{}, func(string) {})
+	must(t, err)
+	if c.Console == nil {
+		t.Fatal("no console")
+	}
+	defer c.Console.Close()
+	if _, err := c.Console.Write([]byte("hello\n")); err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan string)
+	go func() {
+		var b bytes.Buffer
+		buf := make([]byte, 256)
+		for {
+			n, err := c.Console.Read(buf)
+			b.Write(buf[:n])
+			if err != nil || strings.Contains(b.String(), "got hello") {
+				out <- b.String()
+				return
+			}
+		}
+	}()
+	code, _, err := c.Wait()
+	got := <-out
+	if code != 9 || !strings.Contains(got, "/dev/pts/0") || !strings.Contains(got, "got hello") {
+		t.Fatalf("exit %d (%v), terminal output %q", code, err, got)
+	}
+}

@@ -22,9 +22,11 @@ import (
 //	fd 3  spec   launcher → init: the Spec as JSON, then EOF. Init reads it
 //	             only once the launcher has put it in its cgroup (v1) and
 //	             user namespace maps are written, so nothing runs before.
-//	fd 4  sync   init → launcher: JSON lines, {"error": "…"} when setup fails
-//	             (mount /proc: permission denied), {"pid": N} once the
-//	             workload runs; then init closes it.
+//	fd 4  sync   init → launcher, a socket: one JSON line, {"error": "…"}
+//	             when setup fails (mount /proc: permission denied), or
+//	             {"pid": N} once the workload runs, with the master of its
+//	             terminal attached (SCM_RIGHTS) when it has one; then init
+//	             closes it.
 //
 // Init runs in two stages. Stage 1 (the launcher's binary, PID 1 of the new
 // namespaces) builds the root and pivots into it, then execs stage 2 from
@@ -162,13 +164,32 @@ func initStage2(spec *Spec, sync *os.File) (int, error) {
 	if u.UID != 0 || u.GID != 0 || len(u.Groups) > 1 {
 		attr.Credential = &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: u.Groups}
 	}
-	proc, err := os.StartProcess(bin, p.Args, &os.ProcAttr{
-		Dir: p.Cwd, Env: env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}, Sys: attr,
-	})
+	files := []*os.File{os.Stdin, os.Stdout, os.Stderr}
+	var master *os.File
+	if p.Terminal {
+		m, slave, err := openPTY(u)
+		if err != nil {
+			return 0, err
+		}
+		defer slave.Close()
+		master, files = m, []*os.File{slave, slave, slave}
+	}
+	proc, err := os.StartProcess(bin, p.Args, &os.ProcAttr{Dir: p.Cwd, Env: env, Files: files, Sys: attr})
 	if err != nil {
 		return 0, fmt.Errorf("start %s: %w", p.Args[0], err)
 	}
-	json.NewEncoder(sync).Encode(syncMsg{PID: proc.Pid})
+	b, _ := json.Marshal(syncMsg{PID: proc.Pid})
+	var rights []byte
+	if master != nil {
+		rights = unix.UnixRights(int(master.Fd()))
+	}
+	if err := unix.Sendmsg(syncFd, append(b, '\n'), rights, nil, 0); err != nil {
+		proc.Kill()
+		return 0, fmt.Errorf("report to the launcher: %w", err)
+	}
+	if master != nil {
+		master.Close()
+	}
 	sync.Close()
 	os.Stdin.Close()
 
@@ -182,6 +203,33 @@ func initStage2(spec *Spec, sync *os.File) (int, error) {
 			return code, nil
 		}
 	}
+}
+
+// openPTY makes the workload's terminal in the container's own devpts, so
+// that tty(1) and ttyname(3) find it, and gives the slave to the user.
+func openPTY(u User) (master, slave *os.File, err error) {
+	master, err = os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open a terminal: %w", err)
+	}
+	fd := int(master.Fd())
+	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
+		master.Close()
+		return nil, nil, fmt.Errorf("unlock the terminal: %w", err)
+	}
+	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
+	if err != nil {
+		master.Close()
+		return nil, nil, fmt.Errorf("terminal number: %w", err)
+	}
+	name := fmt.Sprintf("/dev/pts/%d", n)
+	slave, err = os.OpenFile(name, os.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		master.Close()
+		return nil, nil, fmt.Errorf("open %s: %w", name, err)
+	}
+	os.Chown(name, int(u.UID), int(u.GID))
+	return master, slave, nil
 }
 
 // reap waits for every child that the container's processes leave to PID

@@ -1,7 +1,7 @@
 package container
 
 import (
-	"bufio"
+	"bytes"
 	"debug/elf"
 	"encoding/json"
 	"errors"
@@ -16,21 +16,23 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Stdio is what the workload's standard streams are connected to. With
-// TTY set, it is the slave side of a pseudo-terminal the caller owns and
-// the other fields are ignored.
+// Stdio is what the workload's standard streams are connected to when it
+// has no terminal (Spec.Process.Terminal unset).
 type Stdio struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
-	TTY            *os.File
 }
 
 // Container is a started container. Its methods are not safe for
 // concurrent use.
 type Container struct {
-	Spec   *Spec
-	Pid    int // init's pid on the host
-	cmd    *exec.Cmd
+	Spec *Spec
+	Pid  int // init's pid on the host
+	// Console is the master side of the workload's terminal, made inside
+	// the container (so that its devpts knows it) and passed out by init.
+	// Set only with Spec.Process.Terminal; the caller closes it.
+	Console *os.File
+	cmd     *exec.Cmd
 	cgroup *cgroup
 }
 
@@ -84,10 +86,12 @@ func Start(spec *Spec, stdio Stdio, limits Limits, warn func(string)) (c *Contai
 	}
 	defer specR.Close()
 	defer specW.Close()
-	syncR, syncW, err := os.Pipe()
+	// A socket, not a pipe: init passes the terminal's master over it.
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
+	syncR, syncW := os.NewFile(uintptr(pair[0]), "sync"), os.NewFile(uintptr(pair[1]), "sync-init")
 	defer syncR.Close()
 	defer syncW.Close()
 
@@ -115,9 +119,7 @@ func Start(spec *Spec, stdio Stdio, limits Limits, warn func(string)) (c *Contai
 		defer unix.Close(fd)
 		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
 	}
-	if stdio.TTY != nil {
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio.TTY, stdio.TTY, stdio.TTY
-	} else {
+	if !spec.Process.Terminal {
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio.Stdin, stdio.Stdout, stdio.Stderr
 	}
 	if err := cmd.Start(); err != nil {
@@ -139,8 +141,8 @@ func Start(spec *Spec, stdio Stdio, limits Limits, warn func(string)) (c *Contai
 		return fail(fmt.Errorf("send the spec to init: %w", err))
 	}
 	specW.Close()
-	var msg syncMsg
-	if err := json.NewDecoder(bufio.NewReader(io.LimitReader(syncR, 1<<20))).Decode(&msg); err != nil {
+	msg, fds, err := readSyncMsg(syncR)
+	if err != nil {
 		cmd.Wait()
 		return nil, fmt.Errorf("init died during setup (%v): %s", cmd.ProcessState, err)
 	}
@@ -148,7 +150,45 @@ func Start(spec *Spec, stdio Stdio, limits Limits, warn func(string)) (c *Contai
 		cmd.Wait()
 		return nil, errors.New(msg.Error)
 	}
+	if spec.Process.Terminal {
+		if len(fds) != 1 {
+			return fail(errors.New("init sent no terminal"))
+		}
+		c.Console = os.NewFile(uintptr(fds[0]), "console")
+	}
 	return c, nil
+}
+
+// readSyncMsg reads init's one JSON line and the descriptors sent with it.
+func readSyncMsg(f *os.File) (syncMsg, []int, error) {
+	var (
+		msg  syncMsg
+		data []byte
+		fds  []int
+	)
+	buf := make([]byte, 4096)
+	oob := make([]byte, unix.CmsgSpace(4*4))
+	for !bytes.Contains(data, []byte("\n")) {
+		n, oobn, _, _, err := unix.Recvmsg(int(f.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if err != nil {
+			return msg, nil, err
+		}
+		if n == 0 {
+			return msg, nil, io.ErrUnexpectedEOF
+		}
+		data = append(data, buf[:n]...)
+		if len(data) > 1<<20 {
+			return msg, nil, errors.New("message too long")
+		}
+		if cmsgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
+			for _, cm := range cmsgs {
+				if rights, err := unix.ParseUnixRights(&cm); err == nil {
+					fds = append(fds, rights...)
+				}
+			}
+		}
+	}
+	return msg, fds, json.Unmarshal(data, &msg)
 }
 
 // Wait waits for the container's init to exit and returns the workload's

@@ -3,7 +3,6 @@ package main
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -228,9 +227,6 @@ func runContainer(c *cli.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if stdio.TTY != nil {
-		stdio.TTY.Close() // the container has it now
-	}
 	st := &container.State{
 		Name: name, ID: id, Image: ref, Digest: img.Digest.String(), Cgroup: ctr.CgroupPaths(),
 		Dir: dir, Created: time.Now().UTC(), Remove: c.Bool("rm"),
@@ -257,9 +253,9 @@ func runContainer(c *cli.Context) (int, error) {
 			ctr.Signal(s)
 		}
 	}()
-	stdio.start()
+	stdio.start(ctr.Console)
 	code, oom, err := ctr.Wait()
-	stdio.wait()
+	stdio.wait(ctr.Console)
 	restore()
 	if err != nil && code == 0 {
 		return 0, err
@@ -301,59 +297,32 @@ func etcFiles(dir, hostname string) (resolv, hosts string, err error) {
 
 // runStdio connects the container to our terminal or streams. No terminal
 // of ours is handed to the container (it could push keystrokes into it with
-// TIOCSTI): with -t it gets a new pseudo-terminal, else pipes.
+// TIOCSTI): with -t it gets a terminal of its own, made inside it, whose
+// master we relay; else pipes.
 type runStdio struct {
 	container.Stdio
-	master  *os.File
+	tty     bool
 	copying chan struct{}
-	in      io.Reader
-	out     io.Writer
+	restore func()
 }
 
 func setupStdio(c *cli.Context) (*runStdio, func(), error) {
-	rs := &runStdio{copying: make(chan struct{})}
-	restore := func() {}
+	rs := &runStdio{copying: make(chan struct{}), tty: c.Bool("tty"), restore: func() {}}
 	isTTY := func(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
-	if c.Bool("tty") {
-		master, slave, err := pty.Open()
-		if err != nil {
-			return nil, nil, fmt.Errorf("open a terminal: %w", err)
+	if !rs.tty {
+		// Wrapping in plain readers and writers makes os/exec give the
+		// container pipes and copy, instead of our descriptors.
+		switch {
+		case !c.Bool("interactive") && isTTY(os.Stdin):
+			rs.Stdin = nil // /dev/null
+		case isTTY(os.Stdin):
+			rs.Stdin = struct{ io.Reader }{os.Stdin}
+		default:
+			rs.Stdin = os.Stdin
 		}
-		rs.master, rs.TTY = master, slave
-		rs.in, rs.out = os.Stdin, os.Stdout
-		if isTTY(os.Stdin) {
-			pty.InheritSize(os.Stdin, master)
-			if old, err := term.MakeRaw(int(os.Stdin.Fd())); err == nil {
-				var once bool
-				restore = func() {
-					if !once {
-						once = true
-						term.Restore(int(os.Stdin.Fd()), old)
-					}
-				}
-			}
-			winch := make(chan os.Signal, 1)
-			signal.Notify(winch, syscall.SIGWINCH)
-			go func() {
-				for range winch {
-					pty.InheritSize(os.Stdin, master)
-				}
-			}()
-		}
-		return rs, restore, nil
+		rs.Stdout, rs.Stderr = writerFor(c.App.Writer), writerFor(c.App.ErrWriter)
 	}
-	// Wrapping in plain readers and writers makes os/exec give the
-	// container pipes and copy, instead of our descriptors.
-	switch {
-	case !c.Bool("interactive") && isTTY(os.Stdin):
-		rs.Stdin = nil // /dev/null
-	case isTTY(os.Stdin):
-		rs.Stdin = struct{ io.Reader }{os.Stdin}
-	default:
-		rs.Stdin = os.Stdin
-	}
-	rs.Stdout, rs.Stderr = writerFor(c.App.Writer), writerFor(c.App.ErrWriter)
-	return rs, restore, nil
+	return rs, func() { rs.restore() }, nil
 }
 
 func writerFor(w io.Writer) io.Writer {
@@ -363,27 +332,46 @@ func writerFor(w io.Writer) io.Writer {
 	return struct{ io.Writer }{w}
 }
 
-func (rs *runStdio) start() {
-	if rs.master == nil {
+// start relays the container's terminal, if it has one: our terminal goes
+// raw, and its size follows ours.
+func (rs *runStdio) start(console *os.File) {
+	if console == nil {
 		close(rs.copying)
 		return
 	}
-	go io.Copy(rs.master, rs.in)
+	if term.IsTerminal(int(os.Stdin.Fd())) {
+		pty.InheritSize(os.Stdin, console)
+		if old, err := term.MakeRaw(int(os.Stdin.Fd())); err == nil {
+			done := false
+			rs.restore = func() {
+				if !done {
+					done = true
+					term.Restore(int(os.Stdin.Fd()), old)
+				}
+			}
+		}
+		winch := make(chan os.Signal, 1)
+		signal.Notify(winch, syscall.SIGWINCH)
+		go func() {
+			for range winch {
+				pty.InheritSize(os.Stdin, console)
+			}
+		}()
+	}
+	go io.Copy(console, os.Stdin)
 	go func() {
-		io.Copy(rs.out, rs.master)
+		io.Copy(os.Stdout, console)
 		close(rs.copying)
 	}()
 }
 
 // wait lets the last output through once the container is gone.
-func (rs *runStdio) wait() {
+func (rs *runStdio) wait(console *os.File) {
 	select {
 	case <-rs.copying:
 	case <-time.After(2 * time.Second):
 	}
-	if rs.master != nil {
-		rs.master.Close()
+	if console != nil {
+		console.Close()
 	}
 }
-
-var _ = errors.New
