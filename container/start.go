@@ -33,7 +33,7 @@ type Container struct {
 	// Set only with Spec.Process.Terminal; the caller closes it.
 	Console *os.File
 	cmd     *exec.Cmd
-	cgroup *cgroup
+	cgroup  *cgroup
 }
 
 // StartError is a failure before the workload ran (exit status 125).
