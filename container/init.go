@@ -5,13 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path"
+	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -36,6 +40,7 @@ import (
 const (
 	specFd = 3
 	syncFd = 4
+	ctlFd  = 5 // listening socket for cove exec (see exec.go)
 )
 
 // InitArg is the hidden first argument that makes cove run as a container's
@@ -59,7 +64,7 @@ func Init(args []string) {
 		os.Exit(125)
 	}
 	// Whatever the caller of the launcher leaked stays out.
-	unix.CloseRange(syncFd+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	unix.CloseRange(ctlFd+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	spec, err := readSpec()
 	if err != nil {
 		fail(err)
@@ -136,48 +141,21 @@ var forwarded = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT
 
 func initStage2(spec *Spec, sync *os.File) (int, error) {
 	unix.CloseOnExec(syncFd)
-	p := spec.Process
-	u, err := lookupUser(p.User, "/etc/passwd", "/etc/group")
-	if err != nil {
-		return 0, err
-	}
-	env := p.Env
-	if !hasEnv(env, "HOME") {
-		env = append(env, "HOME="+u.Home)
-	}
-	if !hasEnv(env, "HOSTNAME") {
-		env = append(env, "HOSTNAME="+spec.Hostname)
-	}
-	if p.Terminal && !hasEnv(env, "TERM") {
-		env = append(env, "TERM=xterm-256color")
-	}
-	if err := enterDir(p.Cwd, u); err != nil {
-		return 0, err
-	}
-	bin, err := lookPath(p.Args[0], getEnv(env, "PATH"))
-	if err != nil {
-		return 0, err
-	}
+	unix.CloseOnExec(ctlFd)
+	in := &initProc{spec: spec, waiters: map[int]chan int{}}
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, forwarded...)
-	attr := &syscall.SysProcAttr{Setsid: true, Setctty: p.Terminal, Ctty: 0}
-	if u.UID != 0 || u.GID != 0 || len(u.Groups) > 1 {
-		attr.Credential = &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: u.Groups}
-	}
-	files := []*os.File{os.Stdin, os.Stdout, os.Stderr}
-	var master *os.File
-	if p.Terminal {
-		m, slave, err := openPTY(u)
-		if err != nil {
-			return 0, err
-		}
-		defer slave.Close()
-		master, files = m, []*os.File{slave, slave, slave}
-	}
-	proc, err := os.StartProcess(bin, p.Args, &os.ProcAttr{Dir: p.Cwd, Env: env, Files: files, Sys: attr})
+	// Reaping starts first, so that no exit goes unseen.
+	workloadDone := make(chan int, 1)
+	in.mu.Lock()
+	go in.reap()
+	proc, master, err := spawn(spec.Process, spec.Hostname, []*os.File{os.Stdin, os.Stdout, os.Stderr})
 	if err != nil {
-		return 0, fmt.Errorf("start %s: %w", p.Args[0], err)
+		in.mu.Unlock()
+		return 0, err
 	}
+	in.waiters[proc.Pid] = workloadDone
+	in.mu.Unlock()
 	b, _ := json.Marshal(syncMsg{PID: proc.Pid})
 	var rights []byte
 	if master != nil {
@@ -192,17 +170,100 @@ func initStage2(spec *Spec, sync *os.File) (int, error) {
 	}
 	sync.Close()
 	os.Stdin.Close()
-
-	exited := make(chan int, 1)
-	go reap(proc.Pid, exited)
+	if ctl := os.NewFile(ctlFd, "control"); ctl != nil {
+		if l, err := net.FileListener(ctl); err == nil {
+			go in.serveExec(l)
+		}
+		ctl.Close()
+	}
 	for {
 		select {
 		case sig := <-sigs:
 			unix.Kill(proc.Pid, sig.(syscall.Signal))
-		case code := <-exited:
+		case code := <-workloadDone:
 			return code, nil
 		}
 	}
+}
+
+// initProc is stage 2's state: who waits for which child's exit.
+type initProc struct {
+	spec    *Spec
+	mu      sync.Mutex
+	waiters map[int]chan int // pid → where its exit status goes
+}
+
+// reap waits for every child that the container's processes leave to PID
+// 1, and hands the exit status (128+signal when killed) of the workload
+// and of exec'd processes to whoever waits for it.
+func (in *initProc) reap() {
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, 0, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if errors.Is(err, unix.ECHILD) {
+			time.Sleep(10 * time.Millisecond) // nothing to reap yet
+			continue
+		}
+		if err != nil {
+			return
+		}
+		in.mu.Lock()
+		if ch, ok := in.waiters[pid]; ok {
+			ch <- exitCode(ws)
+			delete(in.waiters, pid)
+		}
+		in.mu.Unlock()
+	}
+}
+
+// spawn starts p as the workload or an exec'd process: in its own session,
+// as its user, in its directory, with a terminal of its own if it asks.
+func spawn(p Process, hostname string, stdio []*os.File) (*os.Process, *os.File, error) {
+	u, err := lookupUser(p.User, "/etc/passwd", "/etc/group")
+	if err != nil {
+		return nil, nil, err
+	}
+	env := p.Env
+	if !hasEnv(env, "HOME") {
+		env = append(env, "HOME="+u.Home)
+	}
+	if !hasEnv(env, "HOSTNAME") {
+		env = append(env, "HOSTNAME="+hostname)
+	}
+	if p.Terminal && !hasEnv(env, "TERM") {
+		env = append(env, "TERM=xterm-256color")
+	}
+	if err := checkDir(p.Cwd, u); err != nil {
+		return nil, nil, err
+	}
+	bin, err := lookPath(p.Args[0], getEnv(env, "PATH"))
+	if err != nil {
+		return nil, nil, err
+	}
+	attr := &syscall.SysProcAttr{Setsid: true, Setctty: p.Terminal, Ctty: 0}
+	if u.UID != 0 || u.GID != 0 || len(u.Groups) > 1 {
+		attr.Credential = &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: u.Groups}
+	}
+	var master *os.File
+	if p.Terminal {
+		m, slave, err := openPTY(u)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer slave.Close()
+		master, stdio = m, []*os.File{slave, slave, slave}
+	}
+	proc, err := os.StartProcess(bin, p.Args, &os.ProcAttr{Dir: p.Cwd, Env: env, Files: stdio, Sys: attr})
+	if err != nil {
+		if master != nil {
+			master.Close()
+		}
+		return nil, nil, fmt.Errorf("start %s: %w", p.Args[0], err)
+	}
+	return proc, master, nil
 }
 
 // openPTY makes the workload's terminal in the container's own devpts, so
@@ -232,26 +293,6 @@ func openPTY(u User) (master, slave *os.File, err error) {
 	return master, slave, nil
 }
 
-// reap waits for every child that the container's processes leave to PID
-// 1, and reports the workload's status (128+signal when it was killed).
-func reap(workload int, exited chan<- int) {
-	for {
-		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, 0, nil)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			exited <- 127
-			return
-		}
-		if pid == workload {
-			exited <- exitCode(ws)
-			return
-		}
-	}
-}
-
 func exitCode(ws unix.WaitStatus) int {
 	if ws.Signaled() {
 		return 128 + int(ws.Signal())
@@ -259,10 +300,10 @@ func exitCode(ws unix.WaitStatus) int {
 	return ws.ExitStatus()
 }
 
-// enterDir makes the working directory (as Docker does, if missing) and
+// checkDir makes the working directory (as Docker does, if missing) and
 // checks that it is a real directory inside the root: a path through a
 // leaked descriptor (/proc/self/fd/N, CVE-2024-21626) is refused.
-func enterDir(dir string, u User) error {
+func checkDir(dir string, u User) error {
 	clean := path.Clean(dir)
 	if strings.HasPrefix(clean, "/proc/") {
 		return fmt.Errorf("working directory %s: inside /proc is not allowed", dir)
@@ -273,12 +314,12 @@ func enterDir(dir string, u User) error {
 		}
 		os.Lchown(clean, int(u.UID), int(u.GID))
 	}
-	if err := os.Chdir(clean); err != nil {
+	real, err := filepath.EvalSymlinks(clean)
+	if err != nil {
 		return fmt.Errorf("working directory %s: %w", dir, err)
 	}
-	wd, err := unix.Getwd()
-	if err != nil || !strings.HasPrefix(wd, "/") {
-		return fmt.Errorf("working directory %s is outside the container", dir)
+	if fi, err := os.Stat(real); err != nil || !fi.IsDir() || strings.HasPrefix(real, "/proc/") {
+		return fmt.Errorf("working directory %s is not a directory of the container", dir)
 	}
 	return nil
 }
@@ -300,7 +341,7 @@ func lookPath(file, pathEnv string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("%s: %w in $PATH (%s)", file, exec.ErrNotFound, pathEnv)
+	return "", fmt.Errorf("%s: %w (PATH=%s)", file, exec.ErrNotFound, pathEnv)
 }
 
 func executable(p string) error {

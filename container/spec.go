@@ -29,6 +29,8 @@ type Spec struct {
 	ResolvConf string `json:"resolv_conf"` // host path of the container's resolv.conf
 	Hosts      string `json:"hosts"`       // host path of the container's hosts file
 
+	// Control is the host path of the socket cove exec talks to init on.
+	Control string  `json:"-"`
 	Binds   []Bind  `json:"binds,omitempty"`
 	Net     string  `json:"net"` // "host" or "none"
 	UserNS  bool    `json:"userns,omitempty"`

@@ -1,12 +1,12 @@
 package container
 
 import (
-	"bytes"
 	"debug/elf"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -95,11 +95,16 @@ func Start(spec *Spec, stdio Stdio, limits Limits, warn func(string)) (c *Contai
 	defer syncR.Close()
 	defer syncW.Close()
 
+	ctl, err := controlSocket(spec.Control)
+	if err != nil {
+		return nil, err
+	}
+	defer ctl.Close()
 	cmd := &exec.Cmd{
 		Path:       spec.Binary,
 		Args:       []string{"cove", InitArg},
 		Env:        []string{},
-		ExtraFiles: []*os.File{specR, syncW},
+		ExtraFiles: []*os.File{specR, syncW, ctl},
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC,
 		},
@@ -159,36 +164,30 @@ func Start(spec *Spec, stdio Stdio, limits Limits, warn func(string)) (c *Contai
 	return c, nil
 }
 
+// controlSocket listens on path for cove exec; with no path, init gets
+// /dev/null in its place, so that fd 5 is never something else.
+func controlSocket(path string) (*os.File, error) {
+	if path == "" {
+		return os.Open(os.DevNull)
+	}
+	os.Remove(path)
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	l.SetUnlinkOnClose(false) // it stays for init once we close our copy
+	defer l.Close()
+	return l.File()
+}
+
 // readSyncMsg reads init's one JSON line and the descriptors sent with it.
 func readSyncMsg(f *os.File) (syncMsg, []int, error) {
-	var (
-		msg  syncMsg
-		data []byte
-		fds  []int
-	)
-	buf := make([]byte, 4096)
-	oob := make([]byte, unix.CmsgSpace(4*4))
-	for !bytes.Contains(data, []byte("\n")) {
-		n, oobn, _, _, err := unix.Recvmsg(int(f.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
-		if err != nil {
-			return msg, nil, err
-		}
-		if n == 0 {
-			return msg, nil, io.ErrUnexpectedEOF
-		}
-		data = append(data, buf[:n]...)
-		if len(data) > 1<<20 {
-			return msg, nil, errors.New("message too long")
-		}
-		if cmsgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
-			for _, cm := range cmsgs {
-				if rights, err := unix.ParseUnixRights(&cm); err == nil {
-					fds = append(fds, rights...)
-				}
-			}
-		}
+	var msg syncMsg
+	line, fds, err := recvLine(f)
+	if err != nil {
+		return msg, fds, err
 	}
-	return msg, fds, json.Unmarshal(data, &msg)
+	return msg, fds, json.Unmarshal(line, &msg)
 }
 
 // Wait waits for the container's init to exit and returns the workload's

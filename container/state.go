@@ -73,6 +73,9 @@ func validName(name string) error {
 	return nil
 }
 
+// Dir is the directory of the container name: its state and control socket.
+func (d StateDir) Dir(name string) string { return filepath.Join(string(d), name) }
+
 // Save writes st atomically (temp file, fsync, rename).
 func (d StateDir) Save(st *State) error {
 	b, err := json.MarshalIndent(st, "", "  ")

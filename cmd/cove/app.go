@@ -46,6 +46,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Commands: []*cli.Command{
 			runCommand(),
 			psCommand(),
+			execCommand(),
 			stopCommand(),
 			rmCommand(),
 			pullCommand(),

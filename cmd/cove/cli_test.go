@@ -435,6 +435,23 @@ func TestDetachPsStopRm(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// exec: in the container's namespaces, environment and cgroup.
+	if r := runProc(t, root, "from stdin\n", "exec", "-i", "web", "sh", "-c", "hostname; cat; exit 7"); r.code != 7 || r.stdout != "web\nfrom stdin\n" {
+		t.Errorf("exec: %+v", r)
+	}
+	r = runProc(t, root, "", "exec", "web", "ls", "/proc")
+	var pids []string
+	for _, f := range strings.Fields(r.stdout) {
+		if _, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, f)
+		}
+	}
+	if len(pids) == 0 || pids[0] != "1" || len(pids) > 10 {
+		t.Errorf("exec does not see the container's PID namespace: processes %v", pids)
+	}
+	if r := runProc(t, root, "", "exec", "web", "no-such-command"); r.code == 0 || !strings.Contains(r.stderr, "no-such-command") {
+		t.Errorf("exec of a missing command: %+v", r)
+	}
 	start := time.Now()
 	if r := runProc(t, root, "", "stop", "--time", "1", "web"); r.code != 0 {
 		t.Fatalf("stop: %+v", r)
@@ -450,6 +467,9 @@ func TestDetachPsStopRm(t *testing.T) {
 	}
 	if r := runProc(t, root, "", "ps", "--all"); !strings.Contains(r.stdout, "exited") {
 		t.Errorf("ps --all after stop: %q", r.stdout)
+	}
+	if r := runProc(t, root, "", "exec", "web", "true"); r.code != 1 || !strings.Contains(r.stderr, "not running") {
+		t.Errorf("exec into a stopped container: %+v", r)
 	}
 	if r := runProc(t, root, "", "rm", "web"); r.code != 0 {
 		t.Fatalf("rm: %+v", r)

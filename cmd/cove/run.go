@@ -203,6 +203,7 @@ func runContainer(c *cli.Context) (int, error) {
 		Lower: img.RootFS, Upper: filepath.Join(dir, "upper"), Work: filepath.Join(dir, "work"), Merged: filepath.Join(dir, "merged"),
 		Binary: bin, ResolvConf: resolv, Hosts: hosts,
 		Binds: binds, Net: net, UserNS: os.Geteuid() != 0, Process: proc,
+		Control: filepath.Join(states.Dir(name), "ctl.sock"),
 	}
 
 	stdio, restore, err := setupStdio(c)

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cove-sh/cove/container"
+	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
+)
+
+func execCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "exec",
+		Usage:     "run a command in a running container",
+		ArgsUsage: "NAME CMD [ARG...]",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "tty", Aliases: []string{"t"}, Usage: "give the command a terminal"},
+			&cli.BoolFlag{Name: "interactive", Aliases: []string{"i"}, Usage: "keep standard input open"},
+			&cli.StringFlag{Name: "workdir", Aliases: []string{"w"}, Usage: "working `DIR` inside (default: the container's)"},
+			&cli.StringSliceFlag{Name: "env", Aliases: []string{"e"}, Usage: "set `K=V`"},
+			&cli.StringFlag{Name: "user", Aliases: []string{"u"}, Usage: "`UID[:GID]` or name[:group] (default: the container's)"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() < 2 {
+				return fmt.Errorf("exec takes a container name and a command (see cove ps)")
+			}
+			e, err := globalEnv(c)
+			if err != nil {
+				return err
+			}
+			name := c.Args().First()
+			st, err := e.states().Load(name)
+			if err != nil {
+				return err
+			}
+			if st.Status() != container.Running {
+				return fmt.Errorf("container %s is not running (cove ps --all)", name)
+			}
+			var env []string
+			for _, kv := range c.StringSlice("env") {
+				if !strings.Contains(kv, "=") {
+					kv += "=" + os.Getenv(kv)
+				}
+				env = append(env, kv)
+			}
+			req := container.ExecRequest{Args: c.Args().Tail(), Env: env, Cwd: c.String("workdir"), User: c.String("user"), Terminal: c.Bool("tty")}
+			stdio, closeStdio, err := execStdio(c)
+			if err != nil {
+				return err
+			}
+			defer closeStdio()
+			rs := &runStdio{copying: make(chan struct{}), tty: req.Terminal, restore: func() {}}
+			var console *os.File
+			code, err := container.Exec(filepath.Join(e.states().Dir(name), "ctl.sock"), req, stdio, func(con *os.File) {
+				console = con
+				rs.start(con)
+			})
+			if console != nil {
+				rs.wait(console)
+			}
+			rs.restore()
+			if err != nil {
+				return err
+			}
+			if code != 0 {
+				return &exitError{code: code}
+			}
+			return nil
+		},
+	}
+}
+
+// execStdio gives the process our streams, or pipes where ours are a
+// terminal (which the process could push keystrokes into).
+func execStdio(c *cli.Context) ([3]*os.File, func(), error) {
+	var out [3]*os.File
+	var closers []func()
+	closeAll := func() {
+		for _, f := range closers {
+			f()
+		}
+	}
+	streams := []*os.File{os.Stdin, os.Stdout, os.Stderr}
+	for i, f := range streams {
+		if i == 0 && !c.Bool("interactive") && term.IsTerminal(int(f.Fd())) {
+			null, err := os.Open(os.DevNull)
+			if err != nil {
+				return out, closeAll, err
+			}
+			out[0] = null
+			closers = append(closers, func() { null.Close() })
+			continue
+		}
+		if !term.IsTerminal(int(f.Fd())) {
+			out[i] = f
+			continue
+		}
+		r, w, err := os.Pipe()
+		if err != nil {
+			return out, closeAll, err
+		}
+		if i == 0 {
+			out[i] = r
+			go func() { io.Copy(w, f); w.Close() }()
+			closers = append(closers, func() { r.Close() })
+		} else {
+			out[i] = w
+			done := make(chan struct{})
+			go func() { io.Copy(f, r); close(done) }()
+			closers = append(closers, func() { w.Close(); <-done })
+		}
+	}
+	return out, closeAll, nil
+}

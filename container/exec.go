@@ -1,0 +1,204 @@
+package container
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// cove exec asks the container's init to start the process, rather than
+// joining the namespaces with setns from a multi-threaded Go program: init
+// already sits in every namespace and the cgroup, and its children inherit
+// them. The launcher listens on a Unix socket in the container's state
+// directory (0700, so only its owner reaches it) and hands the listener to
+// init as fd 5. One connection is one exec:
+//
+//	client → init  an ExecRequest as one JSON line, with the process's
+//	               stdin, stdout and stderr attached (SCM_RIGHTS) unless
+//	               it asks for a terminal
+//	init → client  {"pid": N} (with the terminal's master attached) or
+//	               {"error": "…"}, then {"exit": status} when it ends
+
+// ExecRequest is what cove exec asks for. Empty fields take the
+// container's: its environment (Env adds to it), working dir and user.
+type ExecRequest struct {
+	Args     []string `json:"args"`
+	Env      []string `json:"env,omitempty"`
+	Cwd      string   `json:"cwd,omitempty"`
+	User     string   `json:"user,omitempty"`
+	Terminal bool     `json:"terminal,omitempty"`
+}
+
+type execReply struct {
+	PID   int    `json:"pid,omitempty"`
+	Error string `json:"error,omitempty"`
+	Exit  *int   `json:"exit,omitempty"`
+}
+
+func (in *initProc) serveExec(l net.Listener) {
+	for {
+		conn, err := l.Accept()
+		if err != nil {
+			return
+		}
+		go in.exec(conn.(*net.UnixConn))
+	}
+}
+
+func (in *initProc) exec(conn *net.UnixConn) {
+	defer conn.Close()
+	f, err := conn.File()
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	reply := func(r execReply, rights []byte) {
+		b, _ := json.Marshal(r)
+		unix.Sendmsg(int(f.Fd()), append(b, '\n'), rights, nil, 0)
+	}
+	line, fds, err := recvLine(f)
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	var req ExecRequest
+	if err == nil {
+		err = json.Unmarshal(line, &req)
+	}
+	if err == nil && len(req.Args) == 0 {
+		err = errors.New("no command")
+	}
+	if err == nil && !req.Terminal && len(fds) != 3 {
+		err = errors.New("want stdin, stdout and stderr")
+	}
+	if err != nil {
+		reply(execReply{Error: "exec: " + err.Error()}, nil)
+		return
+	}
+	p := in.spec.Process
+	p.Args, p.Env, p.Terminal = req.Args, mergeEnv(p.Env, req.Env), req.Terminal
+	if req.Cwd != "" {
+		p.Cwd = req.Cwd
+	}
+	if req.User != "" {
+		p.User = req.User
+	}
+	var stdio []*os.File
+	for _, fd := range fds {
+		stdio = append(stdio, os.NewFile(uintptr(fd), "exec-stdio"))
+	}
+	fds = nil // the files own them now
+	done := make(chan int, 1)
+	in.mu.Lock()
+	proc, master, err := spawn(p, in.spec.Hostname, stdio)
+	if err == nil {
+		in.waiters[proc.Pid] = done
+	}
+	in.mu.Unlock()
+	for _, s := range stdio {
+		s.Close()
+	}
+	if err != nil {
+		reply(execReply{Error: err.Error()}, nil)
+		return
+	}
+	var rights []byte
+	if master != nil {
+		rights = unix.UnixRights(int(master.Fd()))
+	}
+	reply(execReply{PID: proc.Pid}, rights)
+	if master != nil {
+		master.Close()
+	}
+	code := <-done
+	reply(execReply{Exit: &code}, nil)
+}
+
+// recvLine reads one JSON line and the descriptors sent with it.
+func recvLine(f *os.File) ([]byte, []int, error) {
+	var data []byte
+	var fds []int
+	buf := make([]byte, 4096)
+	oob := make([]byte, unix.CmsgSpace(4*4))
+	for !bytes.Contains(data, []byte("\n")) {
+		n, oobn, _, _, err := unix.Recvmsg(int(f.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if err != nil {
+			return nil, fds, err
+		}
+		if cmsgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
+			for _, cm := range cmsgs {
+				if rights, err := unix.ParseUnixRights(&cm); err == nil {
+					fds = append(fds, rights...)
+				}
+			}
+		}
+		if n == 0 {
+			return nil, fds, io.ErrUnexpectedEOF
+		}
+		data = append(data, buf[:n]...)
+		if len(data) > 1<<20 {
+			return nil, fds, errors.New("message too long")
+		}
+	}
+	i := bytes.IndexByte(data, '\n')
+	return data[:i], fds, nil
+}
+
+// Exec runs a process in the running container whose control socket is
+// ctl. stdio are its standard streams (ignored with a terminal); started,
+// if set, gets the terminal's master once the process runs. It returns the
+// process's exit status.
+func Exec(ctl string, req ExecRequest, stdio [3]*os.File, started func(console *os.File)) (int, error) {
+	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: ctl, Net: "unix"})
+	if err != nil {
+		return 0, fmt.Errorf("reach the container's init: %w", err)
+	}
+	defer conn.Close()
+	f, err := conn.File()
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	b, err := json.Marshal(req)
+	if err != nil {
+		return 0, err
+	}
+	var rights []byte
+	if !req.Terminal {
+		rights = unix.UnixRights(int(stdio[0].Fd()), int(stdio[1].Fd()), int(stdio[2].Fd()))
+	}
+	if err := unix.Sendmsg(int(f.Fd()), append(b, '\n'), rights, nil, 0); err != nil {
+		return 0, err
+	}
+	var console *os.File
+	for {
+		line, fds, err := recvLine(f)
+		if err != nil {
+			return 0, fmt.Errorf("the container's init went away: %w", err)
+		}
+		var r execReply
+		if err := json.Unmarshal(line, &r); err != nil {
+			return 0, err
+		}
+		switch {
+		case r.Error != "":
+			return 0, errors.New(r.Error)
+		case r.Exit != nil:
+			return *r.Exit, nil
+		case r.PID != 0:
+			if len(fds) == 1 {
+				console = os.NewFile(uintptr(fds[0]), "console")
+			}
+			if started != nil {
+				started(console)
+			}
+		}
+	}
+}
