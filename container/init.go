@@ -70,7 +70,7 @@ func Init(args []string) {
 		fail(err)
 	}
 	if !stage2 {
-		fail(initStage1(spec))
+		fail(initStage1(spec, len(args) > 0 && args[0] == "--stage1b"))
 	}
 	code, err := initStage2(spec, sync)
 	if err != nil {
@@ -90,7 +90,12 @@ func readSpec() (*Spec, error) {
 }
 
 // initStage1 returns only on failure.
-func initStage1(spec *Spec) error {
+func initStage1(spec *Spec, again bool) error {
+	if spec.UserNS && !again {
+		if err := regainCaps(spec); err != nil {
+			return err
+		}
+	}
 	if err := unix.Sethostname([]byte(spec.Hostname)); err != nil {
 		return fmt.Errorf("set hostname: %w", err)
 	}
@@ -106,34 +111,62 @@ func initStage1(spec *Spec) error {
 	if err := setupRootfs(spec); err != nil {
 		return err
 	}
-	// Hand the spec on to stage 2 through a fresh pipe on fd 3.
+	if err := passSpec(spec); err != nil {
+		return err
+	}
+	env := []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
+	err := unix.Exec("/.cove/cove", []string{"cove", InitArg, "--stage2"}, env)
+	if errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("exec /.cove/cove: %w (cove must be a static binary: build it with CGO_ENABLED=0)", err)
+	}
+	return fmt.Errorf("exec /.cove/cove: %w", err)
+}
+
+// passSpec puts the spec on fd 3 again, in a fresh pipe, for the program
+// init execs next.
+func passSpec(spec *Spec) error {
 	b, err := json.Marshal(spec)
 	if err != nil {
 		return err
+	}
+	if len(b) > 1<<20 {
+		return fmt.Errorf("the container spec is too large (%d bytes)", len(b))
 	}
 	var p [2]int
 	if err := unix.Pipe2(p[:], 0); err != nil {
 		return err
 	}
 	unix.FcntlInt(uintptr(p[1]), unix.F_SETPIPE_SZ, 1<<20)
-	if len(b) > 1<<20 {
-		return fmt.Errorf("the container spec is too large (%d bytes)", len(b))
-	}
 	if _, err := unix.Write(p[1], b); err != nil {
 		return err
 	}
 	unix.Close(p[1])
 	if p[0] != specFd { // readSpec closed fd 3, so the pipe often gets it
 		if err := unix.Dup3(p[0], specFd, 0); err != nil {
-			return fmt.Errorf("pass the spec to stage 2: %w", err)
+			return fmt.Errorf("pass the spec on: %w", err)
 		}
 	}
-	env := []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
-	err = unix.Exec("/.cove/cove", []string{"cove", InitArg, "--stage2"}, env)
-	if errors.Is(err, unix.ENOENT) {
-		return fmt.Errorf("exec /.cove/cove: %w (cove must be a static binary: build it with CGO_ENABLED=0)", err)
+	return nil
+}
+
+// regainCaps re-executes stage 1 when it has no capabilities: its user
+// namespace maps were written (by newuidmap) after it was exec'd, and an
+// exec as the namespace's root gives it the capabilities it needs.
+func regainCaps(spec *Spec) error {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("exec /.cove/cove: %w", err)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok && strings.Trim(strings.TrimSpace(v), "0") != "" {
+			return nil
+		}
+	}
+	if err := passSpec(spec); err != nil {
+		return err
+	}
+	err = unix.Exec("/proc/self/exe", []string{"cove", InitArg, "--stage1b"}, []string{})
+	return fmt.Errorf("re-exec init in its user namespace: %w", err)
 }
 
 // forwarded are the signals init passes on to the workload.

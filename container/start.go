@@ -112,11 +112,15 @@ func Start(spec *Spec, stdio Stdio, limits Limits, warn func(string)) (c *Contai
 	if spec.Net == "none" {
 		cmd.SysProcAttr.Cloneflags |= unix.CLONE_NEWNET
 	}
+	ranged, useRanges := rangedMapping()
 	if spec.UserNS {
 		cmd.SysProcAttr.Cloneflags |= unix.CLONE_NEWUSER
-		cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
-		cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
-		cmd.SysProcAttr.GidMappingsEnableSetgroups = false
+		if !useRanges {
+			// Only our own ids: everything in the container is root.
+			cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
+			cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
+			cmd.SysProcAttr.GidMappingsEnableSetgroups = false
+		}
 	}
 	if fd, err := cg.dirFd(); err != nil {
 		return nil, err
@@ -140,6 +144,11 @@ func Start(spec *Spec, stdio Stdio, limits Limits, warn func(string)) (c *Contai
 	}
 	if err := cg.join(c.Pid); err != nil {
 		return fail(err)
+	}
+	if spec.UserNS && useRanges {
+		if err := ranged.apply(c.Pid); err != nil {
+			return fail(fmt.Errorf("map the user namespace: %w", err))
+		}
 	}
 	// The spec is init's go-ahead: it is in its cgroup now.
 	if err := json.NewEncoder(specW).Encode(spec); err != nil {

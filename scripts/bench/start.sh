@@ -1,0 +1,448 @@
+#!/bin/bash
+# Container start latency, side by side in one hyperfine run: /bin/true in
+# a cached busybox image with unshare+chroot (the floor), bwrap, runc, crun,
+# podman and cove. See scripts/bench/README.md.
+#
+# Usage: sudo scripts/bench/start.sh           (as root: namespaces, cgroups)
+#
+# Environment:
+#   RUNS=50             timed runs per tool (after 5 warm-up runs)
+#   WARMUP=5            warm-up runs per tool
+#   PODMAN_DRIVER       overlay (default; vfs if overlay does not work)
+#   BENCH_OUT           results file (default scripts/bench/results/start-latest.md)
+#   COVE_START_REGISTRY_STATE
+#                       state dir of scripts/registry.sh (default
+#                       /tmp/cove-start-bench-registry); stopped at the end
+#   CRANE               crane binary (default: crane in PATH, else ~/go/bin/crane)
+#
+# The markdown report goes to stdout and to BENCH_OUT; progress to stderr.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+runs=${RUNS:-50}
+warmup=${WARMUP:-5}
+out_md=${BENCH_OUT:-$here/results/start-latest.md}
+reg_state=${COVE_START_REGISTRY_STATE:-/tmp/cove-start-bench-registry}
+marker="cove-start-bench"
+
+log() { printf 'start.sh: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+case $runs in '' | *[!0-9]* | 0) die "RUNS must be a positive integer, not '$runs'" ;; esac
+case $warmup in '' | *[!0-9]*) die "WARMUP must be a non-negative integer, not '$warmup'" ;; esac
+[ "$(id -u)" = 0 ] || die "must run as root (namespaces, cgroups, runc, podman)"
+
+# ------------------------------------------------------------ tools
+
+# need COMMAND PACKAGE: installs the Debian package when COMMAND is missing.
+need() {
+	command -v "$1" >/dev/null 2>&1 && return
+	log "$1 not found: apt-get install $2"
+	apt-get install -y -q "$2" >&2 || die "$1 missing and apt-get install $2 failed"
+	command -v "$1" >/dev/null 2>&1 || die "$1 still not found after installing $2"
+}
+need hyperfine hyperfine
+need bwrap bubblewrap
+need runc runc
+need crun crun
+need podman podman
+need unshare util-linux
+need chroot coreutils
+need python3 python3
+need htpasswd apache2-utils
+need curl curl
+[ -x /usr/bin/docker-registry ] || need docker-registry docker-registry
+[ -x /bin/busybox ] || { apt-get install -y -q busybox-static >&2 || die "apt-get install busybox-static failed"; }
+need go "golang (or a Go toolchain in PATH) to build cove"
+crane=${CRANE:-$(command -v crane || echo "$HOME/go/bin/crane")}
+[ -x "$crane" ] || die "crane not found (looked for ${CRANE:-crane in PATH and $HOME/go/bin/crane}): go install github.com/google/go-containerregistry/cmd/crane@v0.22.1"
+
+tmp=$(mktemp -d /tmp/cove-bench-start.XXXXXX)
+cove=$tmp/cove
+export COVE_ROOT=$tmp/coveroot
+rootfs=$tmp/rootfs
+podman_base=() # podman with its temporary storage, set below
+registry() { COVE_REGISTRY_STATE=$reg_state "$repo/scripts/registry.sh" "$@"; }
+
+# unmount_under DIR: everything mounted at or below DIR, deepest first.
+unmount_under() {
+	local m
+	awk -v d="$1" '$2 == d || index($2, d "/") == 1 { print $2 }' /proc/self/mounts | sort -r |
+		while read -r m; do
+			umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || log "warning: could not unmount $m"
+		done
+}
+cleanup() {
+	if [ -x "$cove" ]; then
+		"$cove" stop --time 1 idle memcheck >/dev/null 2>&1 || true
+		"$cove" rm idle memcheck >/dev/null 2>&1 || true
+	fi
+	if [ ${#podman_base[@]} -gt 0 ]; then
+		"${podman_base[@]}" rm -a -f >/dev/null 2>&1 || true
+	fi
+	registry stop >/dev/null 2>&1 || true
+	unmount_under "$tmp"
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+log "building a static cove"
+(cd "$repo" && CGO_ENABLED=0 go build -o "$cove" ./cmd/cove) || die "CGO_ENABLED=0 go build ./cmd/cove failed"
+cove_rev=$(cd "$repo" && git rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [ -n "$(cd "$repo" && git status --porcelain --untracked-files=no -- . ':!scripts' 2>/dev/null)" ]; then
+	cove_rev="$cove_rev (+ uncommitted changes)"
+fi
+
+# ------------------------------------------------------------ the image
+
+log "building the busybox rootfs from $(readlink -f /bin/busybox)"
+mkdir -p "$rootfs/bin" "$rootfs/etc" "$rootfs/proc" "$rootfs/dev" "$rootfs/sys" "$rootfs/tmp" "$rootfs/root"
+cp /bin/busybox "$rootfs/bin/busybox"
+/bin/busybox --list-full | while read -r applet; do
+	if [ -z "$applet" ] || [ -e "$rootfs/$applet" ]; then continue; fi
+	mkdir -p "$rootfs/$(dirname "$applet")"
+	ln -s /bin/busybox "$rootfs/$applet"
+done
+[ -L "$rootfs/bin/true" ] || die "busybox --list-full has no bin/true"
+chmod 1777 "$rootfs/tmp"
+echo 'root:x:0:0:root:/root:/bin/sh' >"$rootfs/etc/passwd"
+echo 'root:x:0:' >"$rootfs/etc/group"
+echo "$marker" >"$rootfs/etc/bench-marker"
+tar -C "$rootfs" --numeric-owner --owner=0 --group=0 -czf "$tmp/layer.tar.gz" .
+
+reg_env=$(registry start) || die "scripts/registry.sh start failed"
+reg=$(printf '%s\n' "$reg_env" | sed -n 's/^COVE_TEST_REGISTRY=//p')
+[ -n "$reg" ] || die "scripts/registry.sh start printed no COVE_TEST_REGISTRY= line"
+ref=$reg/bench/busybox:latest
+log "pushing $ref"
+"$crane" --insecure append --oci-empty-base -f "$tmp/layer.tar.gz" -t "$ref" >/dev/null 2>"$tmp/crane.err" ||
+	die "crane append failed: $(cat "$tmp/crane.err")"
+"$crane" --insecure mutate --set-platform linux/amd64 --env PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+	--cmd /bin/sh -t "$ref" "$ref" >/dev/null 2>"$tmp/crane.err" || die "crane mutate failed: $(cat "$tmp/crane.err")"
+image_mb=$(awk -v b="$(stat -c %s "$tmp/layer.tar.gz")" 'BEGIN { printf "%.1f", b / 1e6 }')
+image_entries=$(tar -tzf "$tmp/layer.tar.gz" | wc -l)
+
+log "cove pull $ref"
+digest=$("$cove" pull -q "$ref" | tail -n1) || die "cove pull -q $ref failed"
+case $digest in sha256:*) ;; *) die "cove pull printed '$digest', not a digest" ;; esac
+
+podman_driver=${PODMAN_DRIVER:-overlay}
+if ! podman --root "$tmp/probe" --runroot "$tmp/probe-run" --storage-driver "$podman_driver" \
+	info >/dev/null 2>"$tmp/probe.err"; then
+	log "podman with --storage-driver $podman_driver does not work here ($(head -c 300 "$tmp/probe.err")); using vfs"
+	podman_driver=vfs
+fi
+unmount_under "$tmp/probe"
+unmount_under "$tmp/probe-run"
+rm -rf "$tmp/probe" "$tmp/probe-run"
+podman_base=(podman --root "$tmp/podman/root" --runroot "$tmp/podman/run" --storage-driver "$podman_driver")
+log "podman pull $ref (--storage-driver $podman_driver)"
+"${podman_base[@]}" pull -q --tls-verify=false "$ref" >/dev/null 2>"$tmp/podman-pull.err" ||
+	die "podman pull failed: $(cat "$tmp/podman-pull.err")"
+
+# ------------------------------------------------------------ commands
+
+# The in-container command lines: what is timed, and a check that prints
+# the image's marker file, the shell's PID and the host name from inside.
+argv_true=(/bin/true)
+# shellcheck disable=SC2016 # expanded inside, by the container's shell
+argv_check=(/bin/sh -c 'cat /etc/bench-marker; echo "pid=$$ hostname=$(hostname)"')
+
+# bundle RUNTIME PURPOSE: an OCI bundle (config from "RUNTIME spec") whose
+# root is the busybox rootfs and whose process is argv_PURPOSE; prints its
+# directory. The network namespace is taken out, so that every row shares
+# the host's network (podman --network host, cove's default --net host).
+bundle() {
+	local b=$tmp/bundle-$1-$2 args
+	if [ ! -f "$b/config.json" ]; then
+		mkdir -p "$b"
+		(cd "$b" && "$1" spec) || die "$1 spec failed"
+		if [ "$2" = true ]; then args=("${argv_true[@]}"); else args=("${argv_check[@]}"); fi
+		python3 - "$b/config.json" "$rootfs" "${args[@]}" <<-'EOF' || die "editing $b/config.json failed"
+			import json, sys
+			path, root, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+			with open(path) as f:
+			    c = json.load(f)
+			c["root"] = {"path": root, "readonly": True}
+			c["process"]["args"] = args
+			c["process"]["terminal"] = False
+			c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "network"]
+			with open(path, "w") as f:
+			    json.dump(c, f, indent=1)
+		EOF
+	fi
+	echo "$b"
+}
+
+podman_flags=() # set by pick_podman
+
+# cmdline TOOL PURPOSE: the shell command line (run with sh -c, as
+# hyperfine does) that runs argv_PURPOSE with TOOL. Container ids are
+# unique per run: the shell's PID.
+cmdline() {
+	local t=$1 p=$2 args
+	# $$: the PID of the shell that runs the line, not ours.
+	# shellcheck disable=SC2016
+	local id='bench-$$'
+	if [ "$p" = true ]; then args=("${argv_true[@]}"); else args=("${argv_check[@]}"); fi
+	case $t in
+	floor) printf '%q ' unshare --pid --fork --mount --uts chroot "$rootfs" "${args[@]}" ;;
+	bwrap) printf '%q ' bwrap --unshare-pid --unshare-uts --unshare-ipc --bind "$rootfs" / --proc /proc --dev /dev "${args[@]}" ;;
+	runc) printf '%q ' runc --root "$tmp/state-runc" run --bundle "$(bundle runc "$p")" && printf %s "$id" ;;
+	crun) printf '%q ' crun --root "$tmp/state-crun" run --bundle "$(bundle crun "$p")" && printf %s "$id" ;;
+	crun-nocg) printf '%q ' crun --cgroup-manager=disabled --root "$tmp/state-crun" run --bundle "$(bundle crun "$p")" && printf %s "$id" ;;
+	podman) printf '%q ' "${podman_base[@]}" "${podman_flags[@]}" run --rm --pull=never --network host "$ref" "${args[@]}" ;;
+	cove) printf '%q ' "$cove" run --rm "$ref" "${args[@]}" ;;
+	cove-mem) printf '%q ' "$cove" run --rm --memory 64m "$ref" "${args[@]}" ;;
+	*) die "cmdline: unknown tool $t" ;;
+	esac
+}
+
+tools=(floor bwrap runc crun crun-nocg podman cove cove-mem)
+declare -A label=(
+	[floor]="floor: unshare + chroot"
+	[bwrap]="bwrap"
+	[runc]="runc run"
+	[crun]="crun run"
+	[crun-nocg]="crun --cgroup-manager=disabled run"
+	[podman]="podman run --rm"
+	[cove]="cove run --rm"
+	[cove-mem]="cove run --rm --memory 64m"
+)
+declare -A failed=() checked=() med=() mean=() sd=() lo=() hi=() bad=()
+notes=()
+
+# oneline FILE: its first 400 characters on one line, without backquotes.
+oneline() { head -c 400 "$1" | tr '\n' ' ' | tr -d '`' | sed 's/ *$//'; }
+
+# try TOOL PURPOSE: runs the command line once; stdout in $tmp/out, stderr
+# in $tmp/err.
+try() {
+	sh -c "$(cmdline "$1" "$2")" >"$tmp/out" 2>"$tmp/err" </dev/null
+}
+
+# verify TOOL: /bin/true must exit 0, and the check must print the marker
+# from inside. Sets failed[TOOL] (the exact error) or checked[TOOL].
+verify() {
+	local t=$1 rc=0
+	try "$t" true || rc=$?
+	if [ $rc != 0 ]; then
+		failed[$t]="exit status $rc: \`$(oneline "$tmp/err")\`"
+		log "${label[$t]}: /bin/true FAILED (exit status $rc): $(oneline "$tmp/err")"
+		return 1
+	fi
+	rc=0
+	try "$t" check || rc=$?
+	if [ $rc != 0 ] || ! grep -qx "$marker" "$tmp/out"; then
+		failed[$t]="check run (exit status $rc) did not print the marker: \`$(oneline "$tmp/out") $(oneline "$tmp/err")\`"
+		log "${label[$t]}: check FAILED (exit status $rc): $(oneline "$tmp/out") $(oneline "$tmp/err")"
+		return 1
+	fi
+	checked[$t]=$(grep -v -x "$marker" "$tmp/out" | tr '\n' ' ' | sed 's/ *$//')
+	log "${label[$t]}: ok (/bin/true exit 0; check: $marker, ${checked[$t]})"
+}
+
+# pick_podman: podman's defaults may not work here (the default nofile and
+# nproc limits are above what this process may set without
+# CAP_SYS_RESOURCE; crun refuses hybrid cgroups): the first set of flags
+# that works, each failure noted.
+pick_podman() {
+	local nofile cand
+	nofile=$(ulimit -Hn)
+	local -a cands=(
+		""
+		"--ulimit nofile=$nofile:$nofile --ulimit nproc=4096:4096"
+		"--runtime runc --ulimit nofile=$nofile:$nofile --ulimit nproc=4096:4096"
+	)
+	for cand in "${cands[@]}"; do
+		read -r -a podman_flags <<<"$cand"
+		if verify podman; then
+			if [ -n "$cand" ]; then
+				notes+=("**podman**: run with \`${podman_base[0]} … $cand run …\` (with the flags tried before it failed, see above)")
+			fi
+			return 0
+		fi
+		notes+=("**podman** with ${cand:+\`$cand\`}${cand:-its defaults}: ${failed[podman]}")
+		unset 'failed[podman]'
+	done
+	failed[podman]="no set of flags worked (see below)"
+	return 1
+}
+
+log "checking that every tool runs /bin/true and a command inside the image"
+for t in "${tools[@]}"; do
+	if [ "$t" = podman ]; then
+		pick_podman || true
+	else
+		verify "$t" || true
+	fi
+done
+
+# Memory limit of --memory 64m, from the host (the cgroup of a --rm run is
+# gone when it exits).
+mem_check=
+if [ -z "${failed[cove-mem]:-}" ]; then
+	if "$cove" run -d --name memcheck --memory 64m "$ref" sleep 30 >/dev/null 2>"$tmp/err"; then
+		pid=$("$cove" ps --json | python3 -c 'import json, sys; print([c["pid"] for c in json.load(sys.stdin) if c["name"] == "memcheck"][0])' 2>/dev/null || echo 0)
+		cg=$(sed -n 's/^[0-9]*:memory://p' "/proc/$pid/cgroup" 2>/dev/null || true)
+		if [ -n "$cg" ] && [ -r "/sys/fs/cgroup/memory$cg/memory.limit_in_bytes" ]; then
+			mem_check="memory cgroup \`$cg\`, memory.limit_in_bytes $(cat "/sys/fs/cgroup/memory$cg/memory.limit_in_bytes")"
+		else
+			mem_check="could not find the memory cgroup of pid $pid (\`$(tr '\n' ' ' <"/proc/$pid/cgroup" 2>/dev/null)\`)"
+			notes+=("**cove --memory 64m**: $mem_check")
+		fi
+		"$cove" stop --time 1 memcheck >/dev/null 2>&1 || true
+		"$cove" rm memcheck >/dev/null 2>&1 || true
+	else
+		notes+=("**cove --memory 64m**: \`cove run -d --name memcheck --memory 64m $ref sleep 30\` failed: \`$(oneline "$tmp/err")\`")
+	fi
+	log "cove --memory 64m: ${mem_check:-not checked}"
+fi
+
+# ------------------------------------------------------------ timing
+
+hf_args=()
+timed_tools=()
+for t in "${tools[@]}"; do
+	[ -z "${failed[$t]:-}" ] || continue
+	timed_tools+=("$t")
+	hf_args+=(-n "${label[$t]}" "$(cmdline "$t" true | sed 's/ *$//')")
+done
+[ ${#timed_tools[@]} -gt 0 ] || die "no tool ran"
+
+# Container directories, mounts and cgroups left before the run, to compare.
+leftovers() {
+	local n_dirs n_mounts n_cg
+	n_dirs=$(find "$COVE_ROOT/data/containers" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
+	n_mounts=$(awk -v d="$COVE_ROOT" 'index($2, d "/") == 1' /proc/self/mounts | wc -l)
+	n_cg=$(find /sys/fs/cgroup/*/cove -mindepth 1 -maxdepth 1 -type d 2>/dev/null | wc -l)
+	echo "$n_dirs container dirs, $n_mounts mounts, $n_cg cgroups"
+}
+before=$(leftovers)
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+log "hyperfine: ${#timed_tools[@]} commands, $warmup warm-up + $runs timed runs each"
+hyperfine --warmup "$warmup" --runs "$runs" --ignore-failure --style basic \
+	--export-json "$tmp/hyperfine.json" "${hf_args[@]}" >&2 || die "hyperfine failed"
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+after=$(leftovers)
+if [ "$before" != "$after" ]; then
+	notes+=("**cove**: left after $((warmup + runs)) runs of each cove row: $after (before: $before)")
+fi
+leftover_runc=$(find /sys/fs/cgroup -maxdepth 5 -type d -name 'bench-*' 2>/dev/null | wc -l)
+[ "$leftover_runc" = 0 ] || notes+=("**runc**: $leftover_runc cgroups named bench-* left after the run")
+
+# One line per command, in order: median mean stddev min max failures.
+python3 - "$tmp/hyperfine.json" >"$tmp/stats" <<'EOF'
+import json, sys
+for r in json.load(open(sys.argv[1]))["results"]:
+    bad = sum(1 for c in (r.get("exit_codes") or []) if c != 0)
+    print(*("%.2f" % (r[k] * 1000) for k in ("median", "mean", "stddev", "min", "max")), bad)
+EOF
+i=0
+while read -r a b c d e f; do
+	t=${timed_tools[i]}
+	med[$t]=$a mean[$t]=$b sd[$t]=$c lo[$t]=$d hi[$t]=$e bad[$t]=$f
+	i=$((i + 1))
+done <"$tmp/stats"
+[ "$i" = ${#timed_tools[@]} ] || die "hyperfine's JSON has $i results for ${#timed_tools[@]} commands"
+
+# ------------------------------------------------------------ idle init
+
+log "idle RSS of cove's init"
+idle=
+if "$cove" run -d --name idle "$ref" sleep 60 >/dev/null 2>"$tmp/err"; then
+	pid=$("$cove" ps --json | python3 -c 'import json, sys; print([c["pid"] for c in json.load(sys.stdin) if c["name"] == "idle"][0])' 2>/dev/null || echo 0)
+	sleep 1
+	if [ "$pid" -gt 0 ] && [ -r "/proc/$pid/status" ]; then
+		rss_kb=$(awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status")
+		hwm_kb=$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status")
+		threads=$(awk '/^Threads:/ { print $2 }' "/proc/$pid/status")
+		init_cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" | sed 's/ *$//')
+		children=$(wc -w <"/proc/$pid/task/$pid/children" 2>/dev/null || echo '?')
+		idle="VmRSS $rss_kb KB, VmHWM $hwm_kb KB ($threads threads; \`$init_cmd\`, host pid $pid, $children child: \`sleep 60\`)"
+	else
+		notes+=("**cove**: \`cove ps --json\` gave pid '$pid' for the idle container, which has no /proc entry")
+	fi
+	"$cove" stop --time 1 idle >/dev/null 2>"$tmp/err" ||
+		notes+=("**cove**: \`cove stop --time 1 idle\` failed: \`$(oneline "$tmp/err")\`")
+	"$cove" rm idle >/dev/null 2>"$tmp/err" ||
+		notes+=("**cove**: \`cove rm idle\` failed: \`$(oneline "$tmp/err")\`")
+else
+	notes+=("**cove**: \`cove run -d --name idle $ref sleep 60\` failed: \`$(oneline "$tmp/err")\`")
+fi
+log "idle init: ${idle:-not measured}"
+
+# ------------------------------------------------------------ report
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f×", a / b }'; }
+floor=${med[floor]:-}
+target=1.6
+
+report() {
+	local t r vs
+	echo "# Container start latency: /bin/true in a cached busybox image"
+	echo
+	echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC'); hyperfine, one run for all tools: $warmup warm-up + $runs timed runs per tool, one tool after the other, each command line through \`sh -c\` (hyperfine subtracts the shell's own start)"
+	echo "- Host: $(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)), $(awk '/MemTotal/ { printf "%.0f GB", $2 / 1048576 }' /proc/meminfo) RAM, Linux $(uname -r), $(sed -n 's/^PRETTY_NAME="\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' /etc/os-release); cgroup v1 controllers (hybrid: cgroup2 at /sys/fs/cgroup/unified with \`$(tr '\n' ' ' </sys/fs/cgroup/unified/cgroup.controllers 2>/dev/null | sed 's/ *$//')\`); load average $load_before before, $load_after after; other jobs may have been running"
+	echo "- Image: \`${ref#*/}\` ($image_mb MB gzip, $image_entries entries): Debian's busybox-static \`/bin/busybox\` ($(/bin/busybox 2>&1 | head -n1 | sed 's/ multi-call.*//')) and its applets as symlinks, one layer, pushed to a local registry (scripts/registry.sh) and pulled before timing by cove (\`cove pull\`) and podman (\`podman pull\`, $podman_driver storage in a temporary --root/--runroot); unshare, bwrap, runc and crun use the same tree, unpacked"
+	echo "- Versions: cove $cove_rev (static, CGO_ENABLED=0, $(go version | awk '{ print $3 }')); $(unshare --version); $(bwrap --version); $(runc --version | head -n1); $(crun --version | head -n1); $(podman --version); $(hyperfine --version)"
+	echo
+	echo "| tool | median ms | mean ± σ ms | min–max ms | × floor | faster than bwrap? |"
+	echo "|---|---:|---:|---:|---:|---|"
+	for t in "${tools[@]}"; do
+		if [ -n "${failed[$t]:-}" ]; then
+			echo "| ${label[$t]} | FAILED: ${failed[$t]} | | | | |"
+			continue
+		fi
+		r=$(ratio "${med[$t]}" "$floor")
+		vs=—
+		case $t in
+		cove*)
+			if [ -n "${med[bwrap]:-}" ]; then
+				if awk -v a="${med[$t]}" -v b="${med[bwrap]}" 'BEGIN { exit !(a < b) }'; then vs=yes; else vs=no; fi
+				vs="$vs ($(ratio "${med[$t]}" "${med[bwrap]}") bwrap)"
+			fi
+			;;
+		esac
+		echo "| ${label[$t]}$([ "${bad[$t]}" = 0 ] || echo " (**${bad[$t]} of $runs runs failed**)") | ${med[$t]} | ${mean[$t]} ± ${sd[$t]} | ${lo[$t]}–${hi[$t]} | $r | $vs |"
+	done
+	echo
+	for t in cove cove-mem; do
+		if [ -z "${med[$t]:-}" ] || [ -z "$floor" ]; then continue; fi
+		r=$(awk -v a="${med[$t]}" -v b="$floor" 'BEGIN { printf "%.2f", a / b }')
+		if awk -v r="$r" -v m="$target" 'BEGIN { exit !(r <= m) }'; then
+			echo "- Target ${label[$t]} ≤ $target× the floor: **met** (${r}×)"
+		else
+			echo "- Target ${label[$t]} ≤ $target× the floor: **not met** (${r}×, $(awk -v a="${med[$t]}" -v b="$floor" -v m="$target" 'BEGIN { printf "%.2f", a - b * m }') ms over)"
+		fi
+	done
+	echo "- Idle cove init (\`cove run -d --name idle IMAGE sleep 60\`, pid from \`cove ps --json\`, /proc/PID/status after 1 s): ${idle:-not measured}"
+	[ -z "$mem_check" ] || echo "- \`--memory 64m\` seen from the host (a detached run): $mem_check"
+	echo
+	echo "Command lines (as timed; ROOTFS = the unpacked busybox tree, IMAGE = \`${ref#*/}\`, bundles made with \`runc spec\` / \`crun spec\`):"
+	echo
+	for t in "${tools[@]}"; do
+		echo "- ${label[$t]}: \`$(cmdline "$t" true | sed -e 's/ *$//' -e "s|$tmp/rootfs|ROOTFS|g" -e "s|$ref|IMAGE|g" -e "s|$tmp|TMP|g")\`${checked[$t]:+; check run printed \`$marker\` and \`${checked[$t]}\`}"
+	done
+	echo
+	echo "How it is measured:"
+	echo
+	echo "- \`hyperfine --warmup $warmup --runs $runs --ignore-failure --export-json …\` with all command lines at once; the exit status of every run is checked in the JSON (a row says how many failed); median, mean, σ, min and max are hyperfine's, in ms"
+	echo "- × floor: the tool's median / the median of \`unshare --pid --fork --mount --uts chroot ROOTFS /bin/true\`; faster than bwrap?: cove's median against bwrap's"
+	echo "- before timing, every tool runs \`/bin/true\` (exit status 0) and \`/bin/sh -c 'cat /etc/bench-marker; echo \"pid=\$\$ hostname=\$(hostname)\"'\` with the same command line; it must print the image's marker file"
+	echo "- runc and crun: the bundle's config is the runtime's \`spec\` with root = ROOTFS (read-only), args = /bin/true, terminal false and the network namespace taken out (every row uses the host's network; podman with --network host, cove's default --net host); \`--root\` is a temporary directory and the container id is \`bench-\$\$\` (the PID of hyperfine's shell, new per run)"
+	echo "- cove rows include pulling nothing (the image is stored: default --pull missing), the overlay mount over the image's rootfs, a cgroup per container (cgroup v1 here) and --rm's cleanup; \`cove run --rm\` leaves no container directory, mount or cgroup behind (checked before and after the run)"
+	echo "- rerun: \`sudo RUNS=$runs scripts/bench/start.sh\`"
+	if [ ${#notes[@]} -gt 0 ]; then
+		echo
+		echo "Problems seen:"
+		echo
+		for n in "${notes[@]}"; do echo "- $n"; done
+	fi
+}
+
+mkdir -p "$(dirname "$out_md")"
+report | tee "$out_md"
+log "report written to $out_md"
