@@ -520,7 +520,7 @@ func TestRootlessRunKeepsOwnership(t *testing.T) {
 		os.Chown(d, uid, gid)
 	}
 	cmd, out, errb := coveProc(filepath.Join(base, "root"), "run", "--rm", "-v", project+":/work", ref,
-		"sh", "-c", "id -u; mkdir /work/dir && echo hi > /work/dir/file")
+		"sh", "-c", "id -u; mkdir /work/dir && echo hi > /work/dir/file; touch /work/u1000 && chown 1000:1000 /work/u1000")
 	cmd.Env = append(cmd.Env, "HOME="+u.HomeDir)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
 	if err := cmd.Run(); err != nil {
@@ -529,13 +529,29 @@ func TestRootlessRunKeepsOwnership(t *testing.T) {
 	if out.String() != "0\n" {
 		t.Errorf("inside, the user is %q, want root (0)", out)
 	}
-	for _, p := range []string{"dir", "dir/file"} {
+	owner := func(p string) (int, int) {
 		fi, err := os.Stat(filepath.Join(project, p))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != uid || int(st.Gid) != gid {
-			t.Errorf("%s is owned by %d:%d on the host, want covetest %d:%d", p, st.Uid, st.Gid, uid, gid)
+		st := fi.Sys().(*syscall.Stat_t)
+		return int(st.Uid), int(st.Gid)
+	}
+	for _, p := range []string{"dir", "dir/file"} {
+		if u, g := owner(p); u != uid || g != gid {
+			t.Errorf("%s is owned by %d:%d on the host, want covetest %d:%d", p, u, g, uid, gid)
+		}
+	}
+	// Other ids inside come from the user's subordinate range.
+	if b, err := os.ReadFile("/etc/subuid"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			f := strings.Split(line, ":")
+			if len(f) == 3 && f[0] == "covetest" {
+				start, _ := strconv.Atoi(f[1])
+				if u, _ := owner("u1000"); u != start+999 {
+					t.Errorf("uid 1000 inside is %d on the host, want %d (subuid start %d + 999)", u, start+999, start)
+				}
+			}
 		}
 	}
 }
