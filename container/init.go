@@ -56,6 +56,12 @@ type syncMsg struct {
 // Init runs a container's init. It never returns: it exits with the
 // workload's status, or 125 after telling the launcher what failed.
 func Init(args []string) {
+	if len(args) > 0 && args[0] == "--hold-userns" {
+		// Keeps a user namespace alive for an ID-mapped mount until
+		// stdin closes.
+		io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}
 	runtime.LockOSThread()
 	stage2 := len(args) > 0 && args[0] == "--stage2"
 	sync := os.NewFile(syncFd, "sync")

@@ -3,8 +3,10 @@ package container
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path"
 	"strings"
+	"syscall"
 
 	pathrs "github.com/cyphar/filepath-securejoin/pathrs-lite"
 	"golang.org/x/sys/unix"
@@ -23,6 +25,11 @@ type rootfs struct {
 func setupRootfs(spec *Spec) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
+	}
+	// Our own /proc, for our PID namespace: pids that init reads or
+	// writes there (a child's uid_map) must be its own, not the host's.
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount /proc for init: %w", err)
 	}
 	if spec.Copy {
 		if err := unix.Mount(spec.Merged, spec.Merged, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
@@ -226,7 +233,11 @@ func (r *rootfs) mountBinds() error {
 		if err != nil {
 			return fmt.Errorf("bind %s: %w", b.Source, err)
 		}
-		if err := r.mountAt(b.Target, !st.IsDir(), b.Source, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		if b.MapOwner {
+			if err := r.mountIDMapped(b, st); err != nil {
+				return err
+			}
+		} else if err := r.mountAt(b.Target, !st.IsDir(), b.Source, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			return err
 		}
 		if b.ReadOnly {
@@ -254,4 +265,49 @@ func pivot(root string) error {
 		return fmt.Errorf("detach old root: %w", err)
 	}
 	return unix.Chdir("/")
+}
+
+// mountIDMapped binds b with an ID-mapped mount: its owner on the host
+// shows as root inside, and what root creates there belongs to that owner
+// on the host. It needs a user namespace whose map is "OWNER 0 1" (the
+// mount maps on-disk OWNER to 0 and back); a short-lived child holds it.
+func (r *rootfs) mountIDMapped(b Bind, fi os.FileInfo) error {
+	st := fi.Sys().(*syscall.Stat_t)
+	holder := exec.Command("/proc/self/exe", InitArg, "--hold-userns")
+	holder.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:  unix.CLONE_NEWUSER,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: int(st.Uid), HostID: 0, Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: int(st.Gid), HostID: 0, Size: 1}},
+	}
+	stdin, err := holder.StdinPipe()
+	if err != nil {
+		return err
+	}
+	if err := holder.Start(); err != nil {
+		return fmt.Errorf("bind %s: user namespace for the id map: %w", b.Source, err)
+	}
+	defer func() { stdin.Close(); holder.Wait() }()
+	userns, err := unix.Open(fmt.Sprintf("/proc/%d/ns/user", holder.Process.Pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(userns)
+	tree, err := unix.OpenTree(unix.AT_FDCWD, b.Source, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+	if err != nil {
+		return fmt.Errorf("bind %s: %w", b.Source, err)
+	}
+	defer unix.Close(tree)
+	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: uint64(userns)}
+	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, attr); err != nil {
+		return fmt.Errorf("bind %s: id-mapped mount (needs Linux 5.12 and a file system that supports it): %w", b.Source, err)
+	}
+	t, err := r.target(b.Target, !fi.IsDir())
+	if err != nil {
+		return fmt.Errorf("mount %s: %w", b.Target, err)
+	}
+	defer t.Close()
+	if err := unix.MoveMount(tree, "", int(t.Fd()), "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+		return fmt.Errorf("mount %s: %w", b.Target, err)
+	}
+	return nil
 }

@@ -42,6 +42,9 @@ type Bind struct {
 	Source   string `json:"source"`
 	Target   string `json:"target"` // absolute, resolved inside the container's root
 	ReadOnly bool   `json:"readonly,omitempty"`
+	// MapOwner makes the source's owner root inside (an ID-mapped mount):
+	// for root running containers on a user's files, which stay theirs.
+	MapOwner bool `json:"map_owner,omitempty"`
 }
 
 // Process is the workload.

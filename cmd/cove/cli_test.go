@@ -555,3 +555,37 @@ func TestRootlessRunKeepsOwnership(t *testing.T) {
 		}
 	}
 }
+
+// TestRootRunKeepsTheOwnersFiles: root running a container on a directory
+// that belongs to a user (sudo cove …) leaves what the container writes
+// there to that user, through an ID-mapped bind.
+func TestRootRunKeepsTheOwnersFiles(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	u, err := user.Lookup("covetest")
+	if err != nil {
+		t.Skip("no covetest user")
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	ref := testregistry.Push(t, addr, layered(t))
+	project := t.TempDir()
+	if err := os.WriteFile(filepath.Join(project, "mine"), []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{project, filepath.Join(project, "mine")} {
+		os.Chown(p, uid, uid)
+	}
+	r := runProc(t, t.TempDir(), "", "run", "--rm", "-v", project+":/src", ref, "sh", "-c", "stat -c %u /src/mine; echo new > /src/new; mkdir /src/dir")
+	if r.code != 0 || r.stdout != "0\n" {
+		t.Fatalf("inside, the owner's files should be root's: %+v", r)
+	}
+	for _, p := range []string{"new", "dir"} {
+		fi, err := os.Stat(filepath.Join(project, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != uid {
+			t.Errorf("%s is owned by %d on the host, want the directory's owner %d", p, st.Uid, uid)
+		}
+	}
+}

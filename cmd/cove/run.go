@@ -166,6 +166,12 @@ func runContainer(c *cli.Context) (int, error) {
 		if b.Source, err = filepath.Abs(b.Source); err != nil {
 			return 0, err
 		}
+		// Root working on a user's files: they stay the user's.
+		if fi, err := os.Stat(b.Source); err == nil && os.Geteuid() == 0 {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 {
+				b.MapOwner = true
+			}
+		}
 		binds = append(binds, b)
 	}
 	bin, err := coveBinary()

@@ -8,6 +8,8 @@
 # Environment:
 #   RUNS=50             timed runs per tool (after 5 warm-up runs)
 #   WARMUP=5            warm-up runs per tool
+#   RETRY_RUNS=100      after timing, this many more runs of each cove row
+#                       (not timed) to count failures and their errors
 #   PODMAN_DRIVER       overlay (default; vfs if overlay does not work)
 #   BENCH_OUT           results file (default scripts/bench/results/start-latest.md)
 #   COVE_START_REGISTRY_STATE
@@ -22,6 +24,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 runs=${RUNS:-50}
 warmup=${WARMUP:-5}
+rel_runs=${RETRY_RUNS:-100}
 out_md=${BENCH_OUT:-$here/results/start-latest.md}
 reg_state=${COVE_START_REGISTRY_STATE:-/tmp/cove-start-bench-registry}
 marker="cove-start-bench"
@@ -31,6 +34,7 @@ die() { log "error: $*"; exit 1; }
 
 case $runs in '' | *[!0-9]* | 0) die "RUNS must be a positive integer, not '$runs'" ;; esac
 case $warmup in '' | *[!0-9]*) die "WARMUP must be a non-negative integer, not '$warmup'" ;; esac
+case $rel_runs in '' | *[!0-9]*) die "RETRY_RUNS must be a non-negative integer, not '$rel_runs'" ;; esac
 [ "$(id -u)" = 0 ] || die "must run as root (namespaces, cgroups, runc, podman)"
 
 # ------------------------------------------------------------ tools
@@ -176,7 +180,7 @@ bundle() {
 	echo "$b"
 }
 
-podman_flags=() # set by pick_podman
+podman_global=() podman_flags=() # set by pick_podman
 
 # cmdline TOOL PURPOSE: the shell command line (run with sh -c, as
 # hyperfine does) that runs argv_PURPOSE with TOOL. Container ids are
@@ -193,7 +197,7 @@ cmdline() {
 	runc) printf '%q ' runc --root "$tmp/state-runc" run --bundle "$(bundle runc "$p")" && printf %s "$id" ;;
 	crun) printf '%q ' crun --root "$tmp/state-crun" run --bundle "$(bundle crun "$p")" && printf %s "$id" ;;
 	crun-nocg) printf '%q ' crun --cgroup-manager=disabled --root "$tmp/state-crun" run --bundle "$(bundle crun "$p")" && printf %s "$id" ;;
-	podman) printf '%q ' "${podman_base[@]}" "${podman_flags[@]}" run --rm --pull=never --network host "$ref" "${args[@]}" ;;
+	podman) printf '%q ' "${podman_base[@]}" "${podman_global[@]}" run "${podman_flags[@]}" --rm --pull=never --network host "$ref" "${args[@]}" ;;
 	cove) printf '%q ' "$cove" run --rm "$ref" "${args[@]}" ;;
 	cove-mem) printf '%q ' "$cove" run --rm --memory 64m "$ref" "${args[@]}" ;;
 	*) die "cmdline: unknown tool $t" ;;
@@ -224,51 +228,111 @@ try() {
 }
 
 # verify TOOL: /bin/true must exit 0, and the check must print the marker
-# from inside. Sets failed[TOOL] (the exact error) or checked[TOOL].
+# from inside; each up to 3 attempts (a failed attempt before one that
+# works is noted). Sets failed[TOOL] (the exact error) or checked[TOOL].
 verify() {
-	local t=$1 rc=0
-	try "$t" true || rc=$?
-	if [ $rc != 0 ]; then
-		failed[$t]="exit status $rc: \`$(oneline "$tmp/err")\`"
-		log "${label[$t]}: /bin/true FAILED (exit status $rc): $(oneline "$tmp/err")"
-		return 1
-	fi
-	rc=0
-	try "$t" check || rc=$?
-	if [ $rc != 0 ] || ! grep -qx "$marker" "$tmp/out"; then
-		failed[$t]="check run (exit status $rc) did not print the marker: \`$(oneline "$tmp/out") $(oneline "$tmp/err")\`"
-		log "${label[$t]}: check FAILED (exit status $rc): $(oneline "$tmp/out") $(oneline "$tmp/err")"
-		return 1
-	fi
+	local t=$1 p n rc err
+	for p in true check; do
+		for n in 1 2 3; do
+			rc=0
+			try "$t" "$p" || rc=$?
+			if [ $rc = 0 ] && { [ "$p" = true ] || grep -qx "$marker" "$tmp/out"; }; then
+				if [ "$n" -gt 1 ]; then
+					notes+=("**${label[$t]}**: attempt 1 of the $p run failed (exit status $rc_first: \`$err_first\`); attempt $n worked")
+				fi
+				break
+			fi
+			err=$(oneline "$tmp/err")
+			[ "$p" = true ] || err="$(oneline "$tmp/out") $err"
+			log "${label[$t]}: the $p run FAILED (attempt $n, exit status $rc): $err"
+			[ "$n" -gt 1 ] || { rc_first=$rc err_first=$err; }
+			if [ "$n" = 3 ]; then
+				if [ "$p" = true ]; then
+					failed[$t]="exit status $rc: \`$err\`"
+				else
+					failed[$t]="the check run (exit status $rc) did not print the marker: \`$err\`"
+				fi
+				return 1
+			fi
+		done
+	done
 	checked[$t]=$(grep -v -x "$marker" "$tmp/out" | tr '\n' ' ' | sed 's/ *$//')
 	log "${label[$t]}: ok (/bin/true exit 0; check: $marker, ${checked[$t]})"
 }
 
-# pick_podman: podman's defaults may not work here (the default nofile and
-# nproc limits are above what this process may set without
-# CAP_SYS_RESOURCE; crun refuses hybrid cgroups): the first set of flags
-# that works, each failure noted.
+# pick_podman: podman's defaults may not work here (as root it asks for
+# nofile and nproc limits above what may be set without CAP_SYS_RESOURCE;
+# crun refuses hybrid cgroups): the first flags that work, failures noted.
 pick_podman() {
 	local nofile cand
 	nofile=$(ulimit -Hn)
+	# nproc: podman itself runs (and starts conmon) with at most 32768.
 	local -a cands=(
-		""
-		"--ulimit nofile=$nofile:$nofile --ulimit nproc=4096:4096"
-		"--runtime runc --ulimit nofile=$nofile:$nofile --ulimit nproc=4096:4096"
+		"|"
+		"|--ulimit nofile=$nofile:$nofile --ulimit nproc=32768:32768"
+		"--runtime runc|--ulimit nofile=$nofile:$nofile --ulimit nproc=32768:32768"
 	)
 	for cand in "${cands[@]}"; do
-		read -r -a podman_flags <<<"$cand"
+		read -r -a podman_global <<<"${cand%%|*}"
+		read -r -a podman_flags <<<"${cand#*|}"
 		if verify podman; then
-			if [ -n "$cand" ]; then
-				notes+=("**podman**: run with \`${podman_base[0]} … $cand run …\` (with the flags tried before it failed, see above)")
+			if [ "$cand" != "|" ]; then
+				notes+=("**podman**: timed as \`podman ${cand%%|*} run ${cand#*|} …\` (the flags tried before failed, see above)")
 			fi
 			return 0
 		fi
-		notes+=("**podman** with ${cand:+\`$cand\`}${cand:-its defaults}: ${failed[podman]}")
+		if [ "$cand" = "|" ]; then
+			notes+=("**podman** with its defaults: ${failed[podman]}")
+		else
+			notes+=("**podman** with \`${cand%%|*} run ${cand#*|}\`: ${failed[podman]}")
+		fi
 		unset 'failed[podman]'
 	done
 	failed[podman]="no set of flags worked (see below)"
 	return 1
+}
+
+# cove_cgroups: the container ids that have a cgroup under cove's parent
+# (cgroup v1: in any hierarchy; v2: /sys/fs/cgroup/cove), one a line.
+cove_cgroups() {
+	find /sys/fs/cgroup/*/cove /sys/fs/cgroup/cove -mindepth 1 -maxdepth 1 -type d -printf '%f\n' 2>/dev/null | LC_ALL=C sort -u
+}
+
+# detached NAME ARGS...: cove run -d --name NAME ARGS; sets D_PID and D_ID
+# from cove ps --json. Returns 1 (and notes why) when it does not run.
+detached() {
+	local name=$1 line
+	shift
+	D_PID=0 D_ID=
+	if ! "$cove" run -d --name "$name" "$@" >/dev/null 2>"$tmp/err"; then
+		notes+=("**cove**: \`cove run -d --name $name $*\` failed: \`$(oneline "$tmp/err")\`")
+		return 1
+	fi
+	line=$("$cove" ps --json | python3 -c '
+import json, sys
+for c in json.load(sys.stdin):
+    if c["name"] == sys.argv[1]:
+        print(c["pid"], c["id"])' "$name" 2>/dev/null || true)
+	read -r D_PID D_ID <<<"${line:-0 -}"
+	if [ "$D_PID" -le 0 ] || [ ! -r "/proc/$D_PID/status" ]; then
+		notes+=("**cove**: \`cove ps --json\` gave pid '$D_PID' for the container $name, which has no /proc entry")
+		return 1
+	fi
+}
+
+# finish NAME ID: cove stop --time 1 NAME && cove rm NAME; then the
+# container's cgroups must be gone (else noted, and removed when empty).
+finish() {
+	local name=$1 id=$2 left d
+	"$cove" stop --time 1 "$name" >/dev/null 2>"$tmp/err" ||
+		notes+=("**cove**: \`cove stop --time 1 $name\` failed: \`$(oneline "$tmp/err")\`")
+	"$cove" rm "$name" >/dev/null 2>"$tmp/err" ||
+		notes+=("**cove**: \`cove rm $name\` failed: \`$(oneline "$tmp/err")\`")
+	[ -n "$id" ] && [ "$id" != - ] || return 0
+	left=$(find /sys/fs/cgroup/*/cove /sys/fs/cgroup/cove -mindepth 1 -maxdepth 1 -type d -name "$id" 2>/dev/null || true)
+	[ -n "$left" ] || return 0
+	notes+=("**cove**: after \`cove stop --time 1 $name && cove rm $name\` (exit status 0, the workload ended on SIGTERM) the container's cgroups are still there, empty: \`$(printf '%s\n' "$left" | sed 's|/[^/]*$||' | tr '\n' ' ' | sed 's/ *$//')\` … \`/$id\` (removed by this script)")
+	for d in $left; do rmdir "$d" 2>/dev/null || true; done
 }
 
 log "checking that every tool runs /bin/true and a command inside the image"
@@ -283,22 +347,18 @@ done
 # Memory limit of --memory 64m, from the host (the cgroup of a --rm run is
 # gone when it exits).
 mem_check=
-if [ -z "${failed[cove-mem]:-}" ]; then
-	if "$cove" run -d --name memcheck --memory 64m "$ref" sleep 30 >/dev/null 2>"$tmp/err"; then
-		pid=$("$cove" ps --json | python3 -c 'import json, sys; print([c["pid"] for c in json.load(sys.stdin) if c["name"] == "memcheck"][0])' 2>/dev/null || echo 0)
-		cg=$(sed -n 's/^[0-9]*:memory://p' "/proc/$pid/cgroup" 2>/dev/null || true)
-		if [ -n "$cg" ] && [ -r "/sys/fs/cgroup/memory$cg/memory.limit_in_bytes" ]; then
-			mem_check="memory cgroup \`$cg\`, memory.limit_in_bytes $(cat "/sys/fs/cgroup/memory$cg/memory.limit_in_bytes")"
-		else
-			mem_check="could not find the memory cgroup of pid $pid (\`$(tr '\n' ' ' <"/proc/$pid/cgroup" 2>/dev/null)\`)"
-			notes+=("**cove --memory 64m**: $mem_check")
-		fi
-		"$cove" stop --time 1 memcheck >/dev/null 2>&1 || true
-		"$cove" rm memcheck >/dev/null 2>&1 || true
+if [ -z "${failed[cove-mem]:-}" ] && detached memcheck --memory 64m "$ref" sleep 30; then
+	cg=$(sed -n 's/^[0-9]*:memory://p' "/proc/$D_PID/cgroup" 2>/dev/null || true)
+	if [ -n "$cg" ] && [ -r "/sys/fs/cgroup/memory$cg/memory.limit_in_bytes" ]; then
+		mem_check="memory cgroup \`$cg\`, memory.limit_in_bytes $(cat "/sys/fs/cgroup/memory$cg/memory.limit_in_bytes")"
+	elif [ -r "/sys/fs/cgroup/cove/$D_ID/memory.max" ]; then
+		mem_check="cgroup \`/cove/$D_ID\`, memory.max $(cat "/sys/fs/cgroup/cove/$D_ID/memory.max")"
 	else
-		notes+=("**cove --memory 64m**: \`cove run -d --name memcheck --memory 64m $ref sleep 30\` failed: \`$(oneline "$tmp/err")\`")
+		mem_check="could not find the memory cgroup of pid $D_PID (\`$(tr '\n' ' ' <"/proc/$D_PID/cgroup" 2>/dev/null)\`)"
+		notes+=("**cove --memory 64m**: $mem_check")
 	fi
-	log "cove --memory 64m: ${mem_check:-not checked}"
+	finish memcheck "$D_ID"
+	log "cove --memory 64m: $mem_check"
 fi
 
 # ------------------------------------------------------------ timing
@@ -312,24 +372,19 @@ for t in "${tools[@]}"; do
 done
 [ ${#timed_tools[@]} -gt 0 ] || die "no tool ran"
 
-# Container directories, mounts and cgroups left before the run, to compare.
-leftovers() {
-	local n_dirs n_mounts n_cg
-	n_dirs=$(find "$COVE_ROOT/data/containers" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
-	n_mounts=$(awk -v d="$COVE_ROOT" 'index($2, d "/") == 1' /proc/self/mounts | wc -l)
-	n_cg=$(find /sys/fs/cgroup/*/cove -mindepth 1 -maxdepth 1 -type d 2>/dev/null | wc -l)
-	echo "$n_dirs container dirs, $n_mounts mounts, $n_cg cgroups"
-}
-before=$(leftovers)
+# What cove's --rm runs might leave: container directories, mounts, cgroups.
+cove_dirs() { find "$COVE_ROOT/data/containers" "$COVE_ROOT/run/containers" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
+cove_mounts() { awk -v d="$COVE_ROOT" 'index($2, d "/") == 1' /proc/self/mounts | wc -l; }
+dirs_before=$(cove_dirs) mounts_before=$(cove_mounts)
+cove_cgroups >"$tmp/cgroups-before"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 log "hyperfine: ${#timed_tools[@]} commands, $warmup warm-up + $runs timed runs each"
 hyperfine --warmup "$warmup" --runs "$runs" --ignore-failure --style basic \
 	--export-json "$tmp/hyperfine.json" "${hf_args[@]}" >&2 || die "hyperfine failed"
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
-after=$(leftovers)
-if [ "$before" != "$after" ]; then
-	notes+=("**cove**: left after $((warmup + runs)) runs of each cove row: $after (before: $before)")
-fi
+dirs_after=$(cove_dirs) mounts_after=$(cove_mounts)
+cove_cgroups >"$tmp/cgroups-after"
+new_cgroups=$(LC_ALL=C comm -13 "$tmp/cgroups-before" "$tmp/cgroups-after" | tr '\n' ' ' | sed 's/ *$//')
 leftover_runc=$(find /sys/fs/cgroup -maxdepth 5 -type d -name 'bench-*' 2>/dev/null | wc -l)
 [ "$leftover_runc" = 0 ] || notes+=("**runc**: $leftover_runc cgroups named bench-* left after the run")
 
@@ -348,29 +403,60 @@ while read -r a b c d e f; do
 done <"$tmp/stats"
 [ "$i" = ${#timed_tools[@]} ] || die "hyperfine's JSON has $i results for ${#timed_tools[@]} commands"
 
+cove_runs=0 cove_bad=0
+for t in cove cove-mem; do
+	[ -n "${bad[$t]:-}" ] || continue
+	cove_runs=$((cove_runs + warmup + runs))
+	cove_bad=$((cove_bad + bad[$t]))
+done
+if [ "$dirs_before $mounts_before" != "$dirs_after $mounts_after" ]; then
+	notes+=("**cove**: after the timed runs $dirs_after container directories and $mounts_after mounts are left under COVE_ROOT (before: $dirs_before, $mounts_before)")
+fi
+if [ -n "$new_cgroups" ]; then
+	notes+=("**cove**: $(wc -w <<<"$new_cgroups") container cgroups appeared under \`/sys/fs/cgroup/*/cove/\` during the $cove_runs cove runs (warm-up included; $cove_bad timed runs failed) and were left behind: \`$new_cgroups\` (other cove users on this host would count too; not removed)")
+fi
+
+# Failures of cove run --rm, outside hyperfine (which does not keep the
+# error): RETRY_RUNS more runs of each cove row, their errors and the
+# cgroups left behind.
+declare -A rel=()
+if [ "$rel_runs" -gt 0 ]; then
+	for t in cove cove-mem; do
+		[ -z "${failed[$t]:-}" ] || continue
+		log "${label[$t]}: $rel_runs more runs, for failures"
+		cove_cgroups >"$tmp/cg0"
+		: >"$tmp/rel-err"
+		fails=0
+		line=$(cmdline "$t" true)
+		for ((n = 0; n < rel_runs; n++)); do
+			sh -c "$line" >/dev/null 2>>"$tmp/rel-err" </dev/null || fails=$((fails + 1))
+		done
+		cove_cgroups >"$tmp/cg1"
+		left=$(LC_ALL=C comm -13 "$tmp/cg0" "$tmp/cg1" | wc -l)
+		rel[$t]="$fails of $rel_runs failed, $left cgroups left"
+		if [ "$fails" -gt 0 ] || [ "$left" -gt 0 ]; then
+			# "N× `error`; ..." for each distinct error line
+			errs=$(sort "$tmp/rel-err" | uniq -c | while read -r c e; do printf '%s× \`%s\`; ' "$c" "$(tr -d '`' <<<"$e")"; done | sed 's/; $//')
+			what="cove run --rm$([ "$t" = cove ] || echo ' --memory 64m') IMAGE /bin/true"
+			notes+=("**${label[$t]}**: of $rel_runs more runs of \`$what\` (outside hyperfine), $fails failed${errs:+ ($errs)}, and $left container cgroups were left under \`/sys/fs/cgroup/*/cove/\` (other cove users on this host would count too; not removed)")
+		fi
+		log "${label[$t]}: ${rel[$t]}"
+	done
+fi
+
 # ------------------------------------------------------------ idle init
 
 log "idle RSS of cove's init"
 idle=
-if "$cove" run -d --name idle "$ref" sleep 60 >/dev/null 2>"$tmp/err"; then
-	pid=$("$cove" ps --json | python3 -c 'import json, sys; print([c["pid"] for c in json.load(sys.stdin) if c["name"] == "idle"][0])' 2>/dev/null || echo 0)
+if detached idle "$ref" sleep 60; then
 	sleep 1
-	if [ "$pid" -gt 0 ] && [ -r "/proc/$pid/status" ]; then
-		rss_kb=$(awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status")
-		hwm_kb=$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status")
-		threads=$(awk '/^Threads:/ { print $2 }' "/proc/$pid/status")
-		init_cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" | sed 's/ *$//')
-		children=$(wc -w <"/proc/$pid/task/$pid/children" 2>/dev/null || echo '?')
-		idle="VmRSS $rss_kb KB, VmHWM $hwm_kb KB ($threads threads; \`$init_cmd\`, host pid $pid, $children child: \`sleep 60\`)"
-	else
-		notes+=("**cove**: \`cove ps --json\` gave pid '$pid' for the idle container, which has no /proc entry")
-	fi
-	"$cove" stop --time 1 idle >/dev/null 2>"$tmp/err" ||
-		notes+=("**cove**: \`cove stop --time 1 idle\` failed: \`$(oneline "$tmp/err")\`")
-	"$cove" rm idle >/dev/null 2>"$tmp/err" ||
-		notes+=("**cove**: \`cove rm idle\` failed: \`$(oneline "$tmp/err")\`")
-else
-	notes+=("**cove**: \`cove run -d --name idle $ref sleep 60\` failed: \`$(oneline "$tmp/err")\`")
+	rss_kb=$(awk '/^VmRSS:/ { print $2 }' "/proc/$D_PID/status")
+	hwm_kb=$(awk '/^VmHWM:/ { print $2 }' "/proc/$D_PID/status")
+	threads=$(awk '/^Threads:/ { print $2 }' "/proc/$D_PID/status")
+	init_cmd=$(tr '\0' ' ' <"/proc/$D_PID/cmdline" | sed 's/ *$//')
+	children=$(wc -w <"/proc/$D_PID/task/$D_PID/children" 2>/dev/null || echo '?')
+	idle="VmRSS **$rss_kb KB**, VmHWM **$hwm_kb KB** ($threads threads; \`$init_cmd\`, host pid $D_PID, $children child: \`sleep 60\`)"
+	finish idle "$D_ID"
 fi
 log "idle init: ${idle:-not measured}"
 
