@@ -149,9 +149,11 @@ func TestRunExitStatusAndInit(t *testing.T) {
 		# an orphan that exits: init must reap it
 		sh -c 'sleep 0.1 & exit 0'; sleep 0.4
 		grep -l "^State:.*Z" /proc/[0-9]*/status || echo no-zombies
+		# its own session, no controlling terminal (no TIOCSTI into ours)
+		set -- $(cat /proc/$$/stat); [ "$6" = $$ ] && [ "$7" = 0 ] && echo own-session
 		ls /proc/self/fd | tr '\n' ' '`).ok(t)
 	// init is PID 1 and runs from the read-only bind; the workload is not
-	want := "/.cove/cove\nbox\nnot-pid-1\npiped stdin\nno-zombies\n0 1 2 3 "
+	want := "/.cove/cove\nbox\nnot-pid-1\npiped stdin\nno-zombies\nown-session\n0 1 2 3 "
 	if r.stdout != want {
 		t.Errorf("stdout %q, want %q", r.stdout, want)
 	}

@@ -529,6 +529,17 @@ func TestRootlessRunKeepsOwnership(t *testing.T) {
 	if out.String() != "0\n" {
 		t.Errorf("inside, the user is %q, want root (0)", out)
 	}
+	// This host's cgroups are v1 and root's: a limit cannot be enforced
+	// for a user, and cove says so instead of running without it.
+	if !cgroup2Delegated() {
+		cmd, _, errb := coveProc(filepath.Join(base, "root"), "run", "--rm", "--memory", "64m", ref, "true")
+		cmd.Env = append(cmd.Env, "HOME="+u.HomeDir)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 125 || !strings.Contains(errb.String(), "cannot enforce limits") {
+			t.Errorf("a rootless --memory on a host without delegated cgroups: %v %q", err, errb)
+		}
+	}
 	owner := func(p string) (int, int) {
 		fi, err := os.Stat(filepath.Join(project, p))
 		if err != nil {
@@ -588,4 +599,11 @@ func TestRootRunKeepsTheOwnersFiles(t *testing.T) {
 			t.Errorf("%s is owned by %d on the host, want the directory's owner %d", p, st.Uid, uid)
 		}
 	}
+}
+
+// cgroup2Delegated says whether this host has a cgroup v2 hierarchy (where
+// a user may have a delegated subtree).
+func cgroup2Delegated() bool {
+	var st syscall.Statfs_t
+	return syscall.Statfs("/sys/fs/cgroup", &st) == nil && st.Type == 0x63677270
 }

@@ -295,7 +295,8 @@ pick_podman() {
 # cove_cgroups: the container ids that have a cgroup under cove's parent
 # (cgroup v1: in any hierarchy; v2: /sys/fs/cgroup/cove), one a line.
 cove_cgroups() {
-	find /sys/fs/cgroup/*/cove /sys/fs/cgroup/cove -mindepth 1 -maxdepth 1 -type d -printf '%f\n' 2>/dev/null | LC_ALL=C sort -u
+	{ find /sys/fs/cgroup/*/cove /sys/fs/cgroup/cove -mindepth 1 -maxdepth 1 -type d -printf '%f\n' 2>/dev/null || true; } |
+		LC_ALL=C sort -u
 }
 
 # detached NAME ARGS...: cove run -d --name NAME ARGS; sets D_PID and D_ID
@@ -373,7 +374,8 @@ done
 [ ${#timed_tools[@]} -gt 0 ] || die "no tool ran"
 
 # What cove's --rm runs might leave: container directories, mounts, cgroups.
-cove_dirs() { find "$COVE_ROOT/data/containers" "$COVE_ROOT/run/containers" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
+# (find fails on a directory that does not exist yet: nothing there.)
+cove_dirs() { { find "$COVE_ROOT/data/containers" "$COVE_ROOT/run/containers" -mindepth 1 -maxdepth 1 2>/dev/null || true; } | wc -l; }
 cove_mounts() { awk -v d="$COVE_ROOT" 'index($2, d "/") == 1' /proc/self/mounts | wc -l; }
 dirs_before=$(cove_dirs) mounts_before=$(cove_mounts)
 cove_cgroups >"$tmp/cgroups-before"
@@ -385,7 +387,7 @@ load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 dirs_after=$(cove_dirs) mounts_after=$(cove_mounts)
 cove_cgroups >"$tmp/cgroups-after"
 new_cgroups=$(LC_ALL=C comm -13 "$tmp/cgroups-before" "$tmp/cgroups-after" | tr '\n' ' ' | sed 's/ *$//')
-leftover_runc=$(find /sys/fs/cgroup -maxdepth 5 -type d -name 'bench-*' 2>/dev/null | wc -l)
+leftover_runc=$({ find /sys/fs/cgroup -maxdepth 5 -type d -name 'bench-*' 2>/dev/null || true; } | wc -l)
 [ "$leftover_runc" = 0 ] || notes+=("**runc**: $leftover_runc cgroups named bench-* left after the run")
 
 # One line per command, in order: median mean stddev min max failures.
@@ -436,7 +438,8 @@ if [ "$rel_runs" -gt 0 ]; then
 		rel[$t]="$fails of $rel_runs failed, $left cgroups left"
 		if [ "$fails" -gt 0 ] || [ "$left" -gt 0 ]; then
 			# "N× `error`; ..." for each distinct error line
-			errs=$(sort "$tmp/rel-err" | uniq -c | while read -r c e; do printf '%s× \`%s\`; ' "$c" "$(tr -d '`' <<<"$e")"; done | sed 's/; $//')
+			# shellcheck disable=SC2016 # the backquotes are markdown
+			errs=$(sort "$tmp/rel-err" | uniq -c | while read -r c e; do printf '%s× `%s`; ' "$c" "$(tr -d '\140' <<<"$e")"; done | sed 's/; $//')
 			what="cove run --rm$([ "$t" = cove ] || echo ' --memory 64m') IMAGE /bin/true"
 			notes+=("**${label[$t]}**: of $rel_runs more runs of \`$what\` (outside hyperfine), $fails failed${errs:+ ($errs)}, and $left container cgroups were left under \`/sys/fs/cgroup/*/cove/\` (other cove users on this host would count too; not removed)")
 		fi
@@ -506,6 +509,9 @@ report() {
 	done
 	echo "- Idle cove init (\`cove run -d --name idle IMAGE sleep 60\`, pid from \`cove ps --json\`, /proc/PID/status after 1 s): ${idle:-not measured}"
 	[ -z "$mem_check" ] || echo "- \`--memory 64m\` seen from the host (a detached run): $mem_check"
+	for t in cove cove-mem; do
+		[ -z "${rel[$t]:-}" ] || echo "- $rel_runs more runs of ${label[$t]} after timing (not timed, for failures): ${rel[$t]}"
+	done
 	echo
 	echo "Command lines (as timed; ROOTFS = the unpacked busybox tree, IMAGE = \`${ref#*/}\`, bundles made with \`runc spec\` / \`crun spec\`):"
 	echo
@@ -519,7 +525,8 @@ report() {
 	echo "- × floor: the tool's median / the median of \`unshare --pid --fork --mount --uts chroot ROOTFS /bin/true\`; faster than bwrap?: cove's median against bwrap's"
 	echo "- before timing, every tool runs \`/bin/true\` (exit status 0) and \`/bin/sh -c 'cat /etc/bench-marker; echo \"pid=\$\$ hostname=\$(hostname)\"'\` with the same command line; it must print the image's marker file"
 	echo "- runc and crun: the bundle's config is the runtime's \`spec\` with root = ROOTFS (read-only), args = /bin/true, terminal false and the network namespace taken out (every row uses the host's network; podman with --network host, cove's default --net host); \`--root\` is a temporary directory and the container id is \`bench-\$\$\` (the PID of hyperfine's shell, new per run)"
-	echo "- cove rows include pulling nothing (the image is stored: default --pull missing), the overlay mount over the image's rootfs, a cgroup per container (cgroup v1 here) and --rm's cleanup; \`cove run --rm\` leaves no container directory, mount or cgroup behind (checked before and after the run)"
+	echo "- cove rows include no pull (the image is stored; default --pull missing), the overlay mount over the image's rootfs, a cgroup per container (cgroup v1 here) and --rm's cleanup; container directories and mounts under COVE_ROOT and cgroups under /sys/fs/cgroup/*/cove/ are compared before and after the timed runs"
+	echo "- podman: the image pulled once into a temporary --root/--runroot; \`--pull=never --network host\`; its flags are the first of: none, \`--ulimit nofile=HARD:HARD --ulimit nproc=32768:32768\`, and that with \`--runtime runc\`, that runs the check"
 	echo "- rerun: \`sudo RUNS=$runs scripts/bench/start.sh\`"
 	if [ ${#notes[@]} -gt 0 ]; then
 		echo
