@@ -430,3 +430,20 @@ func TestRunTerminal(t *testing.T) {
 		t.Fatalf("exit %d (%v), terminal output %q", code, err, got)
 	}
 }
+
+// TestRunWithoutOverlay takes the copy path of hosts without overlayfs:
+// the container gets its own root, and the image stays as it was.
+func TestRunWithoutOverlay(t *testing.T) {
+	needRoot(t)
+	img, cfg := testImage(t, nil)
+	r := runIn(t, img, cfg, Limits{}, func(s *Spec) { s.Copy = true }, "sh", "-c", "rm /bin/ls && echo changed > /etc/passwd && echo done").ok(t)
+	if r.stdout != "done\n" {
+		t.Fatalf("%q", r.stdout)
+	}
+	if _, err := os.Stat(filepath.Join(img.RootFS, "bin/ls")); err != nil {
+		t.Fatal("the image lost /bin/ls")
+	}
+	if b, _ := os.ReadFile(filepath.Join(img.RootFS, "etc/passwd")); strings.Contains(string(b), "changed") {
+		t.Fatal("the image's /etc/passwd changed")
+	}
+}

@@ -21,8 +21,8 @@ type Spec struct {
 	Upper  string `json:"upper"`
 	Work   string `json:"work"`
 	Merged string `json:"merged"`
-	// Copy is set where overlayfs is missing: Merged is then a private
-	// copy of Lower, bind-mounted as the root.
+	// Copy is set where overlayfs is missing (Start sets it, or a caller
+	// to force it): Merged is then a private copy of Lower, bound as root.
 	Copy bool `json:"copy,omitempty"`
 
 	Binary     string `json:"binary"`      // host path of the static cove binary, bound read-only at /.cove/cove

@@ -62,12 +62,14 @@ func Start(spec *Spec, stdio Stdio, limits Limits, warn func(string)) (c *Contai
 			return nil, err
 		}
 	}
-	if !overlaySupported() {
+	if !spec.Copy && !overlaySupported() {
 		warn("overlayfs is not available: the container gets a private copy of the image (slower to start)")
+		spec.Copy = true
+	}
+	if spec.Copy {
 		if err := copyTree(spec.Lower, spec.Merged); err != nil {
 			return nil, err
 		}
-		spec.Copy = true
 	}
 	cg, err := newCgroup(spec.ID, limits, warn)
 	if err != nil {
