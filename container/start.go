@@ -285,7 +285,7 @@ func overlaySupported() bool {
 // copyTree copies the image for hosts without overlayfs. cp keeps modes,
 // owners, links, times and xattrs, which is what a root filesystem needs.
 func copyTree(src, dst string) error {
-	out, err := exec.Command("cp", "-a", filepath.Join(src, "."), dst).CombinedOutput()
+	out, err := exec.Command("cp", "-a", src+"/.", dst).CombinedOutput() // not filepath.Join: it drops the "."
 	if err != nil {
 		return fmt.Errorf("copy the image: %v: %s", err, out)
 	}

@@ -277,14 +277,14 @@ pick_podman() {
 		read -r -a podman_flags <<<"${cand#*|}"
 		if verify podman; then
 			if [ "$cand" != "|" ]; then
-				notes+=("**podman**: timed as \`podman ${cand%%|*} run ${cand#*|} …\` (the flags tried before failed, see above)")
+				notes+=("**podman**: timed as \`podman ${podman_global[*]:+${podman_global[*]} }run ${podman_flags[*]} …\` (the flags tried before failed, see above)")
 			fi
 			return 0
 		fi
 		if [ "$cand" = "|" ]; then
 			notes+=("**podman** with its defaults: ${failed[podman]}")
 		else
-			notes+=("**podman** with \`${cand%%|*} run ${cand#*|}\`: ${failed[podman]}")
+			notes+=("**podman** with \`podman ${podman_global[*]:+${podman_global[*]} }run ${podman_flags[*]}\`: ${failed[podman]}")
 		fi
 		unset 'failed[podman]'
 	done
@@ -332,7 +332,7 @@ finish() {
 	[ -n "$id" ] && [ "$id" != - ] || return 0
 	left=$(find /sys/fs/cgroup/*/cove /sys/fs/cgroup/cove -mindepth 1 -maxdepth 1 -type d -name "$id" 2>/dev/null || true)
 	[ -n "$left" ] || return 0
-	notes+=("**cove**: after \`cove stop --time 1 $name && cove rm $name\` (exit status 0, the workload ended on SIGTERM) the container's cgroups are still there, empty: \`$(printf '%s\n' "$left" | sed 's|/[^/]*$||' | tr '\n' ' ' | sed 's/ *$//')\` … \`/$id\` (removed by this script)")
+	notes+=("**cove**: after \`cove stop --time 1 $name && cove rm $name\` (both exit status 0; the workload ended on SIGTERM) the container's cgroups are still there, empty: \`/sys/fs/cgroup/{$(printf '%s\n' "$left" | awk -F/ '{ print $(NF - 2) }' | paste -sd,)}/cove/$id\` (removed by this script)")
 	for d in $left; do rmdir "$d" 2>/dev/null || true; done
 }
 
@@ -415,7 +415,7 @@ if [ "$dirs_before $mounts_before" != "$dirs_after $mounts_after" ]; then
 	notes+=("**cove**: after the timed runs $dirs_after container directories and $mounts_after mounts are left under COVE_ROOT (before: $dirs_before, $mounts_before)")
 fi
 if [ -n "$new_cgroups" ]; then
-	notes+=("**cove**: $(wc -w <<<"$new_cgroups") container cgroups appeared under \`/sys/fs/cgroup/*/cove/\` during the $cove_runs cove runs (warm-up included; $cove_bad timed runs failed) and were left behind: \`$new_cgroups\` (other cove users on this host would count too; not removed)")
+	notes+=("**cove**: $(wc -w <<<"$new_cgroups") container cgroup(s) appeared under \`/sys/fs/cgroup/*/cove/\` during the $cove_runs cove runs (warm-up included; $cove_bad timed runs failed) and were left behind: \`$new_cgroups\` (other cove users on this host would count too; not removed)")
 fi
 
 # Failures of cove run --rm, outside hyperfine (which does not keep the
@@ -435,13 +435,13 @@ if [ "$rel_runs" -gt 0 ]; then
 		done
 		cove_cgroups >"$tmp/cg1"
 		left=$(LC_ALL=C comm -13 "$tmp/cg0" "$tmp/cg1" | wc -l)
-		rel[$t]="$fails of $rel_runs failed, $left cgroups left"
+		rel[$t]="$fails of $rel_runs failed, $left container cgroup(s) left"
 		if [ "$fails" -gt 0 ] || [ "$left" -gt 0 ]; then
 			# "N× `error`; ..." for each distinct error line
 			# shellcheck disable=SC2016 # the backquotes are markdown
 			errs=$(sort "$tmp/rel-err" | uniq -c | while read -r c e; do printf '%s× `%s`; ' "$c" "$(tr -d '\140' <<<"$e")"; done | sed 's/; $//')
 			what="cove run --rm$([ "$t" = cove ] || echo ' --memory 64m') IMAGE /bin/true"
-			notes+=("**${label[$t]}**: of $rel_runs more runs of \`$what\` (outside hyperfine), $fails failed${errs:+ ($errs)}, and $left container cgroups were left under \`/sys/fs/cgroup/*/cove/\` (other cove users on this host would count too; not removed)")
+			notes+=("**${label[$t]}**: of $rel_runs more runs of \`$what\` (outside hyperfine), $fails failed${errs:+ ($errs)}, and $left container cgroup(s) were left under \`/sys/fs/cgroup/*/cove/\` (other cove users on this host would count too; not removed)")
 		fi
 		log "${label[$t]}: ${rel[$t]}"
 	done
