@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cove-sh/cove/internal/atomicfile"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -82,24 +84,7 @@ func (d StateDir) Save(st *State) error {
 	if err != nil {
 		return err
 	}
-	dir := filepath.Join(string(d), st.Name)
-	f, err := os.CreateTemp(dir, ".state-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), filepath.Join(dir, "state.json"))
+	return atomicfile.WriteFile(filepath.Join(string(d), st.Name, "state.json"), b)
 }
 
 // Load reads the state of the container name.

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cove-sh/cove/internal/atomicfile"
+
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"golang.org/x/sync/errgroup"
@@ -215,10 +217,10 @@ func (s *Store) flatten(ctx context.Context, v1img v1.Image, digest v1.Hash, o *
 	if err != nil {
 		return nil, err
 	}
-	if err := writeFileAtomic(filepath.Join(tmp, "config.json"), rawCfg); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(tmp, "config.json"), rawCfg); err != nil {
 		return nil, explainDiskError(err, s.dir)
 	}
-	if err := writeFileAtomic(filepath.Join(tmp, "image.json"), meta); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(tmp, "image.json"), meta); err != nil {
 		return nil, explainDiskError(err, s.dir)
 	}
 	if err := syncDir(filepath.Join(s.dir, "images")); err != nil {

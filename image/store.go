@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cove-sh/cove/internal/atomicfile"
+
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"golang.org/x/sys/unix"
 )
@@ -283,29 +285,7 @@ func (s *Store) updateRefs(ctx context.Context, change func(map[string]string)) 
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(s.dir, "refs.json"), b)
-}
-
-// writeFileAtomic writes b to a temporary file beside path, syncs it and
-// renames it over path, so readers see the old or the new file, never half.
-func writeFileAtomic(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return atomicfile.WriteFile(filepath.Join(s.dir, "refs.json"), b)
 }
 
 // Remove drops the name ref (or every name of the image a digest names) and

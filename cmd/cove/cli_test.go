@@ -308,15 +308,7 @@ func TestRootlessPull(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run cove as the covetest user")
 	}
-	u, err := user.Lookup("covetest")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("no covetest user: scripts/test.sh creates it")
-		}
-		t.Skip("no covetest user (useradd -m covetest)")
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
+	u, uid, gid := testUser(t)
 	ref := testregistry.Push(t, addr, layered(t))
 	root, err := os.MkdirTemp("", "cove-rootless-")
 	if err != nil {
@@ -498,15 +490,7 @@ func countProcs(t *testing.T, cmdline string) int {
 func TestRootlessRunKeepsOwnership(t *testing.T) {
 	needRoot(t)
 	addr := testregistry.Addr(t)
-	u, err := user.Lookup("covetest")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("no covetest user: scripts/test.sh creates it")
-		}
-		t.Skip("no covetest user")
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
+	u, uid, gid := testUser(t)
 	ref := testregistry.Push(t, addr, layered(t))
 	base, err := os.MkdirTemp("", "cove-rootless-run-")
 	if err != nil {
@@ -573,11 +557,7 @@ func TestRootlessRunKeepsOwnership(t *testing.T) {
 func TestRootRunKeepsTheOwnersFiles(t *testing.T) {
 	needRoot(t)
 	addr := testregistry.Addr(t)
-	u, err := user.Lookup("covetest")
-	if err != nil {
-		t.Skip("no covetest user")
-	}
-	uid, _ := strconv.Atoi(u.Uid)
+	_, uid, _ := testUser(t)
 	ref := testregistry.Push(t, addr, layered(t))
 	project := t.TempDir()
 	if err := os.WriteFile(filepath.Join(project, "mine"), []byte("mine\n"), 0o644); err != nil {
@@ -606,4 +586,19 @@ func TestRootRunKeepsTheOwnersFiles(t *testing.T) {
 func cgroup2Delegated() bool {
 	var st syscall.Statfs_t
 	return syscall.Statfs("/sys/fs/cgroup", &st) == nil && st.Type == 0x63677270
+}
+
+// testUser returns the unprivileged user scripts/test.sh creates.
+func testUser(t *testing.T) (u *user.User, uid, gid int) {
+	t.Helper()
+	u, err := user.Lookup("covetest")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("no covetest user: scripts/test.sh creates it")
+		}
+		t.Skip("no covetest user (useradd -m covetest)")
+	}
+	uid, _ = strconv.Atoi(u.Uid)
+	gid, _ = strconv.Atoi(u.Gid)
+	return u, uid, gid
 }

@@ -95,21 +95,12 @@ func stopCommand() *cli.Command {
 			if c.NArg() == 0 {
 				return fmt.Errorf("stop takes one or more container names (see cove ps)")
 			}
-			e, err := globalEnv(c)
-			if err != nil {
-				return err
-			}
-			for _, name := range c.Args().Slice() {
-				st, err := e.states().Load(name)
-				if err != nil {
-					return err
-				}
+			return eachContainer(c, func(e *env, st *container.State) error {
 				if err := st.Stop(time.Duration(c.Int("time")) * time.Second); err != nil {
-					return fmt.Errorf("stop %s: %w", name, err)
+					return fmt.Errorf("stop %s: %w", st.Name, err)
 				}
-				fmt.Fprintln(c.App.Writer, name)
-			}
-			return nil
+				return nil
+			})
 		},
 	}
 }
@@ -126,15 +117,8 @@ func rmCommand() *cli.Command {
 			if c.NArg() == 0 {
 				return fmt.Errorf("rm takes one or more container names (see cove ps --all)")
 			}
-			e, err := globalEnv(c)
-			if err != nil {
-				return err
-			}
-			for _, name := range c.Args().Slice() {
-				st, err := e.states().Load(name)
-				if err != nil {
-					return err
-				}
+			return eachContainer(c, func(e *env, st *container.State) error {
+				name := st.Name
 				if st.Status() == container.Running {
 					if !c.Bool("force") {
 						return fmt.Errorf("container %s is running: cove stop %s first, or cove rm -f", name, name)
@@ -146,12 +130,28 @@ func rmCommand() *cli.Command {
 				if err := os.RemoveAll(st.Dir); err != nil {
 					return fmt.Errorf("rm %s: %w", name, err)
 				}
-				if err := e.states().Delete(name); err != nil {
-					return err
-				}
-				fmt.Fprintln(c.App.Writer, name)
-			}
-			return nil
+				return e.states().Delete(name)
+			})
 		},
 	}
+}
+
+// eachContainer runs do for each container named in the arguments and
+// prints the name of each it was done for.
+func eachContainer(c *cli.Context, do func(*env, *container.State) error) error {
+	e, err := globalEnv(c)
+	if err != nil {
+		return err
+	}
+	for _, name := range c.Args().Slice() {
+		st, err := e.states().Load(name)
+		if err != nil {
+			return err
+		}
+		if err := do(e, st); err != nil {
+			return err
+		}
+		fmt.Fprintln(c.App.Writer, name)
+	}
+	return nil
 }
