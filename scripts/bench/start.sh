@@ -215,7 +215,7 @@ declare -A label=(
 	[cove]="cove run --rm"
 	[cove-mem]="cove run --rm --memory 64m"
 )
-declare -A failed=() checked=() med=() mean=() sd=() lo=() hi=() bad=()
+declare -A failed=() checked=() med=() mean=() sd=() lo=() hi=() bad=() all_med=()
 notes=()
 
 # oneline FILE: its first 400 characters on one line, without backquotes.
@@ -390,17 +390,22 @@ new_cgroups=$(LC_ALL=C comm -13 "$tmp/cgroups-before" "$tmp/cgroups-after" | tr 
 leftover_runc=$({ find /sys/fs/cgroup -maxdepth 5 -type d -name 'bench-*' 2>/dev/null || true; } | wc -l)
 [ "$leftover_runc" = 0 ] || notes+=("**runc**: $leftover_runc cgroups named bench-* left after the run")
 
-# One line per command, in order: median mean stddev min max failures.
+# One line per command, in order: median mean stddev min max (ms) of the
+# runs that exited 0, the number of runs that did not, and hyperfine's
+# median of all runs.
 python3 - "$tmp/hyperfine.json" >"$tmp/stats" <<'EOF'
-import json, sys
+import json, statistics, sys
 for r in json.load(open(sys.argv[1]))["results"]:
-    bad = sum(1 for c in (r.get("exit_codes") or []) if c != 0)
-    print(*("%.2f" % (r[k] * 1000) for k in ("median", "mean", "stddev", "min", "max")), bad)
+    codes = r.get("exit_codes") or [0] * len(r["times"])
+    ok = [t for t, c in zip(r["times"], codes) if c == 0] or r["times"]
+    sd = statistics.stdev(ok) if len(ok) > 1 else 0
+    vals = (statistics.median(ok), statistics.mean(ok), sd, min(ok), max(ok))
+    print(*("%.2f" % (v * 1000) for v in vals), sum(1 for c in codes if c != 0), "%.2f" % (r["median"] * 1000))
 EOF
 i=0
-while read -r a b c d e f; do
+while read -r a b c d e f g; do
 	t=${timed_tools[i]}
-	med[$t]=$a mean[$t]=$b sd[$t]=$c lo[$t]=$d hi[$t]=$e bad[$t]=$f
+	med[$t]=$a mean[$t]=$b sd[$t]=$c lo[$t]=$d hi[$t]=$e bad[$t]=$f all_med[$t]=$g
 	i=$((i + 1))
 done <"$tmp/stats"
 [ "$i" = ${#timed_tools[@]} ] || die "hyperfine's JSON has $i results for ${#timed_tools[@]} commands"
@@ -495,7 +500,7 @@ report() {
 			fi
 			;;
 		esac
-		echo "| ${label[$t]}$([ "${bad[$t]}" = 0 ] || echo " (**${bad[$t]} of $runs runs failed**)") | ${med[$t]} | ${mean[$t]} ± ${sd[$t]} | ${lo[$t]}–${hi[$t]} | $r | $vs |"
+		echo "| ${label[$t]}$([ "${bad[$t]}" = 0 ] || echo " (**${bad[$t]} of $runs runs failed**, not counted; median of all $runs: ${all_med[$t]} ms)") | ${med[$t]} | ${mean[$t]} ± ${sd[$t]} | ${lo[$t]}–${hi[$t]} | $r | $vs |"
 	done
 	echo
 	for t in cove cove-mem; do
@@ -521,7 +526,7 @@ report() {
 	echo
 	echo "How it is measured:"
 	echo
-	echo "- \`hyperfine --warmup $warmup --runs $runs --ignore-failure --export-json …\` with all command lines at once; the exit status of every run is checked in the JSON (a row says how many failed); median, mean, σ, min and max are hyperfine's, in ms"
+	echo "- \`hyperfine --warmup $warmup --runs $runs --ignore-failure --export-json …\` with all command lines at once; the exit status of every run is checked in the JSON; median, mean, σ (sample), min and max in ms are of the runs that exited 0 (hyperfine's times; a row with failed runs says how many and gives the median of all)"
 	echo "- × floor: the tool's median / the median of \`unshare --pid --fork --mount --uts chroot ROOTFS /bin/true\`; faster than bwrap?: cove's median against bwrap's"
 	echo "- before timing, every tool runs \`/bin/true\` (exit status 0) and \`/bin/sh -c 'cat /etc/bench-marker; echo \"pid=\$\$ hostname=\$(hostname)\"'\` with the same command line; it must print the image's marker file"
 	echo "- runc and crun: the bundle's config is the runtime's \`spec\` with root = ROOTFS (read-only), args = /bin/true, terminal false and the network namespace taken out (every row uses the host's network; podman with --network host, cove's default --net host); \`--root\` is a temporary directory and the container id is \`bench-\$\$\` (the PID of hyperfine's shell, new per run)"
