@@ -159,6 +159,36 @@ func TestRunExitStatusAndInit(t *testing.T) {
 	}
 }
 
+// TestRunQuickExits starts workloads that are done at once, many times:
+// each must be tracked, report its status and leave no cgroup.
+func TestRunQuickExits(t *testing.T) {
+	needRoot(t)
+	img, cfg := testImage(t, nil)
+	for i := range 30 {
+		proc, err := ProcessFromImage(cfg, []string{"true"}, nil, "", "")
+		must(t, err)
+		dir := t.TempDir()
+		spec := &Spec{ID: fmt.Sprintf("quick%d-%d", i, time.Now().UnixNano()), Hostname: "box", Lower: img.RootFS,
+			Upper: dir + "/u", Work: dir + "/w", Merged: dir + "/m", Binary: coveBin, Net: "host", Process: proc}
+		c, err := Start(spec, Stdio{}, Limits{Memory: 64 << 20}, func(string) {})
+		if err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		if c.Identity.StartTime == 0 || c.Identity.ExeIno == 0 {
+			t.Fatalf("run %d: init not tracked: %+v", i, c.Identity)
+		}
+		paths := c.CgroupPaths()
+		if code, _, err := c.Wait(); code != 0 || err != nil {
+			t.Fatalf("run %d: exit %d, %v", i, code, err)
+		}
+		for _, p := range paths {
+			if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("run %d left its cgroup %s", i, p)
+			}
+		}
+	}
+}
+
 func TestRunSignalsReachTheWorkload(t *testing.T) {
 	needRoot(t)
 	img, cfg := testImage(t, nil)
@@ -309,7 +339,7 @@ func TestStatePIDReuse(t *testing.T) {
 	c, err := Start(spec, Stdio{}, Limits{}, func(string) {})
 	must(t, err)
 	st := &State{Name: "reuse"}
-	must(t, st.Track(c.Pid))
+	st.SetIdentity(c)
 	if st.Status() != Running {
 		t.Fatal("a running container is not seen running")
 	}

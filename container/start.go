@@ -32,7 +32,10 @@ type Container struct {
 	// the container (so that its devpts knows it) and passed out by init.
 	// Set only with Spec.Process.Terminal; the caller closes it.
 	Console *os.File
-	cmd     *exec.Cmd
+	// Identity is init's start time, boot and binary, taken while it
+	// surely runs (the workload may be done before Start returns).
+	Identity State
+	cmd      *exec.Cmd
 	cgroup  *cgroup
 }
 
@@ -143,6 +146,11 @@ func Start(spec *Spec, stdio Stdio, limits Limits, warn func(string)) (c *Contai
 		cmd.Process.Kill()
 		cmd.Wait()
 		return nil, err
+	}
+	// Init waits for the spec, so it is alive now; its exe is the same file
+	// before and after it re-executes from the read-only bind.
+	if err := c.Identity.Track(c.Pid); err != nil {
+		return fail(fmt.Errorf("track init: %w", err))
 	}
 	if err := cg.join(c.Pid); err != nil {
 		return fail(err)

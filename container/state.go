@@ -134,6 +134,11 @@ func (d StateDir) Delete(name string) error {
 	return os.RemoveAll(filepath.Join(string(d), name))
 }
 
+// SetIdentity copies the identity of a started container's init.
+func (st *State) SetIdentity(c *Container) {
+	st.Pid, st.StartTime, st.BootID, st.ExeDev, st.ExeIno = c.Pid, c.Identity.StartTime, c.Identity.BootID, c.Identity.ExeDev, c.Identity.ExeIno
+}
+
 // Track fills in the identity of the process pid: its start time, the
 // boot, and the file it runs.
 func (st *State) Track(pid int) error {
@@ -203,31 +208,34 @@ func bootID() (string, error) {
 // and to init, whose exit ends its PID namespace. It returns once init is
 // gone. Stopping a stopped container does nothing.
 func (st *State) Stop(timeout time.Duration) error {
-	if st.Status() != Running {
-		return nil
-	}
-	unix.Kill(st.Pid, unix.SIGTERM)
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if st.Status() != Running {
-			return nil
+	cg := st.cgroup()
+	if st.Status() == Running {
+		unix.Kill(st.Pid, unix.SIGTERM)
+		deadline := time.Now().Add(timeout)
+		for st.Status() == Running && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
+	if st.Status() == Running {
+		cg.kill()
+		unix.Kill(st.Pid, unix.SIGKILL)
+		for i := 0; i < 500 && st.Status() == Running; i++ {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if st.Status() == Running {
+			return fmt.Errorf("container %s (pid %d) did not die", st.Name, st.Pid)
+		}
+	}
+	// Whoever started it may be gone (-d): the cgroup is ours to remove.
+	cg.kill()
+	cg.remove()
+	return nil
+}
+
+func (st *State) cgroup() *cgroup {
 	cg := &cgroup{paths: map[string]string{}}
 	for i, p := range st.Cgroup {
 		cg.paths[strconv.Itoa(i)] = p
 	}
-	cg.kill()
-	if st.Status() == Running {
-		unix.Kill(st.Pid, unix.SIGKILL)
-	}
-	for i := 0; i < 500 && st.Status() == Running; i++ {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if st.Status() == Running {
-		return fmt.Errorf("container %s (pid %d) did not die", st.Name, st.Pid)
-	}
-	cg.remove()
-	return nil
+	return cg
 }

@@ -444,6 +444,9 @@ func TestDetachPsStopRm(t *testing.T) {
 	if r := runProc(t, root, "", "exec", "web", "no-such-command"); r.code == 0 || !strings.Contains(r.stderr, "no-such-command") {
 		t.Errorf("exec of a missing command: %+v", r)
 	}
+	var st struct{ Cgroup []string }
+	b, _ := os.ReadFile(filepath.Join(root, "run", "containers", "web", "state.json"))
+	json.Unmarshal(b, &st)
 	start := time.Now()
 	if r := runProc(t, root, "", "stop", "--time", "1", "web"); r.code != 0 {
 		t.Fatalf("stop: %+v", r)
@@ -453,6 +456,11 @@ func TestDetachPsStopRm(t *testing.T) {
 	}
 	if n := countProcs(t, "sleep "+nap); n != 0 {
 		t.Fatalf("%d processes of the stopped container survive", n)
+	}
+	for _, p := range st.Cgroup {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("stop left the cgroup %s", p)
+		}
 	}
 	if r := runProc(t, root, "", "ps", "--json"); strings.TrimSpace(r.stdout) != "[]" {
 		t.Errorf("ps after stop: %q", r.stdout)

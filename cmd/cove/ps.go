@@ -50,6 +50,7 @@ func psCommand() *cli.Command {
 				if status != container.Running {
 					if st.Remove {
 						// A --rm container whose launcher died: finish its cleanup.
+						st.Stop(0)
 						e.states().Delete(st.Name)
 						os.RemoveAll(st.Dir)
 						continue
@@ -126,6 +127,9 @@ func rmCommand() *cli.Command {
 					if err := st.Stop(10 * time.Second); err != nil {
 						return err
 					}
+				}
+				if err := st.Stop(0); err != nil { // also removes what is left of its cgroup
+					return err
 				}
 				if err := os.RemoveAll(st.Dir); err != nil {
 					return fmt.Errorf("rm %s: %w", name, err)

@@ -238,12 +238,10 @@ func runContainer(c *cli.Context) (int, error) {
 		Name: name, ID: id, Image: ref, Digest: img.Digest.String(), Cgroup: ctr.CgroupPaths(),
 		Dir: dir, Created: time.Now().UTC(), Remove: c.Bool("rm"),
 	}
-	if err := st.Track(ctr.Pid); err != nil {
-		ctr.Kill()
-		return 0, fmt.Errorf("track the container: %w", err)
-	}
+	st.SetIdentity(ctr)
 	if err := states.Save(st); err != nil {
 		ctr.Kill()
+		ctr.Wait() // removes the cgroup
 		return 0, err
 	}
 	if c.Bool("detach") {
