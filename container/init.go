@@ -15,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -184,10 +183,13 @@ func initStage2(spec *Spec, sync *os.File) (int, error) {
 	in := &initProc{spec: spec, waiters: map[int]chan int{}}
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, forwarded...)
-	// Reaping starts first, so that no exit goes unseen.
+	chld := make(chan os.Signal, 1)
+	signal.Notify(chld, unix.SIGCHLD)
+	// A child's exit is handed over only once its waiter is registered:
+	// spawning and registering happen under the lock the reaper takes.
 	workloadDone := make(chan int, 1)
 	in.mu.Lock()
-	go in.reap()
+	go in.reap(chld)
 	proc, master, err := spawn(spec.Process, spec.Hostname, []*os.File{os.Stdin, os.Stdout, os.Stderr})
 	if err != nil {
 		in.mu.Unlock()
@@ -234,27 +236,27 @@ type initProc struct {
 
 // reap waits for every child that the container's processes leave to PID
 // 1, and hands the exit status (128+signal when killed) of the workload
-// and of exec'd processes to whoever waits for it.
-func (in *initProc) reap() {
+// and of exec'd processes to whoever waits for it. It reaps on SIGCHLD,
+// so it never sleeps on an exit.
+func (in *initProc) reap(chld <-chan os.Signal) {
 	for {
-		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, 0, nil)
-		if errors.Is(err, unix.EINTR) {
-			continue
+		for {
+			var ws unix.WaitStatus
+			pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			if err != nil || pid <= 0 {
+				break
+			}
+			in.mu.Lock()
+			if ch, ok := in.waiters[pid]; ok {
+				ch <- exitCode(ws)
+				delete(in.waiters, pid)
+			}
+			in.mu.Unlock()
 		}
-		if errors.Is(err, unix.ECHILD) {
-			time.Sleep(10 * time.Millisecond) // nothing to reap yet
-			continue
-		}
-		if err != nil {
-			return
-		}
-		in.mu.Lock()
-		if ch, ok := in.waiters[pid]; ok {
-			ch <- exitCode(ws)
-			delete(in.waiters, pid)
-		}
-		in.mu.Unlock()
+		<-chld
 	}
 }
 
