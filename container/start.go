@@ -36,7 +36,7 @@ type Container struct {
 	// surely runs (the workload may be done before Start returns).
 	Identity State
 	cmd      *exec.Cmd
-	cgroup  *cgroup
+	cgroup   *cgroup
 }
 
 // StartError is a failure before the workload ran (exit status 125).
