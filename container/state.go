@@ -237,5 +237,11 @@ func (st *State) cgroup() *cgroup {
 	for i, p := range st.Cgroup {
 		cg.paths[strconv.Itoa(i)] = p
 	}
+	if len(st.Cgroup) == 1 {
+		// A v2 cgroup can be killed whole, with cgroup.kill.
+		if _, err := os.Stat(filepath.Join(st.Cgroup[0], "cgroup.kill")); err == nil {
+			cg.v2, cg.paths = true, map[string]string{"": st.Cgroup[0]}
+		}
+	}
 	return cg
 }

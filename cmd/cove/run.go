@@ -238,6 +238,9 @@ func runContainer(c *cli.Context) (int, error) {
 		Name: name, ID: id, Image: ref, Digest: img.Digest.String(), Cgroup: ctr.CgroupPaths(),
 		Dir: dir, Created: time.Now().UTC(), Remove: c.Bool("rm"),
 	}
+	if len(binds) > 0 {
+		st.Workdir = binds[0].Source // what ps --json shows as the container's dir
+	}
 	st.SetIdentity(ctr)
 	if err := states.Save(st); err != nil {
 		ctr.Kill()
