@@ -12,7 +12,7 @@ PATH="$PATH:$(go env GOPATH)/bin"
 log() { printf '\n== %s\n' "$*" >&2; }
 
 install_deps() {
-	local pkgs=(docker-registry apache2-utils busybox-static curl python3 tar)
+	local pkgs=(docker-registry apache2-utils busybox-static curl python3 tar shellcheck dash)
 	local missing=()
 	for p in "${pkgs[@]}"; do
 		dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -47,6 +47,7 @@ if [ -n "$unformatted" ]; then
 fi
 go vet ./...
 staticcheck ./...
+shellcheck install.sh scripts/*.sh scripts/bench/*.sh scripts/vmtest/*.sh .ci/run
 
 log "registry"
 eval "$(scripts/registry.sh start | sed 's/^/export /')"

@@ -53,6 +53,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			imagesCommand(),
 			rmiCommand(),
 			pruneCommand(),
+			doctorCommand(),
 			versionCommand(),
 		},
 	}

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+
+	"github.com/cove-sh/cove/internal/dirs"
+	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
+)
+
+// check is one line of cove doctor.
+type check struct {
+	name   string
+	status string // "ok", "missing" or "note"
+	detail string // what was found, or how to fix it
+}
+
+func doctorCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "doctor",
+		Usage: "check what cove needs on this machine, and say how to fix what is missing",
+		Action: func(c *cli.Context) error {
+			layout, err := dirs.Resolve(dirs.FromOS(c.String("root")))
+			if err != nil {
+				return err
+			}
+			missing := 0
+			for _, ch := range doctorChecks(layout) {
+				fmt.Fprintf(c.App.Writer, "%-8s %-22s %s\n", ch.status, ch.name, ch.detail)
+				if ch.status == "missing" {
+					missing++
+				}
+			}
+			if missing > 0 {
+				return &exitError{code: 1, err: fmt.Errorf("%d things are missing (see above)", missing)}
+			}
+			return nil
+		},
+	}
+}
+
+func readTrim(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func doctorChecks(layout dirs.Layout) []check {
+	var out []check
+	add := func(name, status, detail string) { out = append(out, check{name, status, detail}) }
+
+	var u unix.Utsname
+	unix.Uname(&u)
+	add("kernel", "ok", "Linux "+unix.ByteSliceToString(u.Release[:]))
+
+	root := os.Geteuid() == 0
+	switch {
+	case readTrim("/proc/sys/user/max_user_namespaces") == "0" || readTrim("/proc/sys/kernel/unprivileged_userns_clone") == "0":
+		st := "missing"
+		if root {
+			st = "note"
+		}
+		add("user namespaces", st, "off: sudo sysctl -w user.max_user_namespaces=15000 kernel.unprivileged_userns_clone=1 (needed unless cove runs as root)")
+	case readTrim("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1" && !root:
+		add("user namespaces", "missing", "AppArmor restricts them: sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0, or run cove as root")
+	default:
+		add("user namespaces", "ok", "available")
+	}
+
+	var st unix.Statfs_t
+	switch {
+	case unix.Statfs("/sys/fs/cgroup", &st) == nil && st.Type == unix.CGROUP2_SUPER_MAGIC:
+		ctrls := readTrim("/sys/fs/cgroup/cgroup.controllers")
+		add("cgroup v2", "ok", "controllers: "+ctrls)
+	case root:
+		add("cgroup v2", "note", "not here (cgroup v1 or hybrid): limits use the v1 memory, pids and cpu controllers")
+	default:
+		add("cgroup v2", "note", "not here (cgroup v1 or hybrid): --memory, --pids and --cpus work only as root; boot with systemd.unified_cgroup_hierarchy=1 for them rootless")
+	}
+
+	if strings.Contains(readTrim("/proc/filesystems"), "overlay") || fileExists("/lib/modules/"+unix.ByteSliceToString(u.Release[:])+"/kernel/fs/overlayfs") {
+		add("overlayfs", "ok", "containers share the cached image")
+	} else {
+		add("overlayfs", "note", "missing: each container gets a copy of its image (slower); load the overlay module")
+	}
+
+	_, e1 := exec.LookPath("newuidmap")
+	_, e2 := exec.LookPath("newgidmap")
+	if e1 == nil && e2 == nil {
+		add("newuidmap", "ok", "rootless containers get your /etc/subuid and /etc/subgid ranges")
+	} else {
+		add("newuidmap", "note", "missing (apt-get install uidmap): rootless containers get one id only")
+	}
+
+	if b := findBrowser(); b != "" {
+		add("browser", "ok", b+" (for the app window)")
+	} else {
+		add("browser", "note", "no Chromium, Chrome, Edge or Brave: cove opens the default browser or prints the URL")
+	}
+
+	for _, d := range []string{layout.Images, layout.Data, layout.Runtime} {
+		if err := os.MkdirAll(d, 0o700); err != nil || unix.Access(d, unix.W_OK) != nil {
+			add("state", "missing", d+" is not writable: fix its permissions or set COVE_ROOT")
+			return out
+		}
+	}
+	add("state", "ok", "images in "+layout.Images+", workspaces in "+layout.Data)
+	return out
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// findBrowser looks for a Chromium-family browser for the app window.
+func findBrowser() string {
+	if b := os.Getenv("COVE_BROWSER"); b != "" {
+		return b
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "microsoft-edge", "microsoft-edge-stable", "brave-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	for _, p := range []string{"/usr/bin/chromium", "/snap/bin/chromium", "/opt/google/chrome/chrome", "/opt/microsoft/msedge/msedge", "/opt/brave.com/brave/brave"} {
+		if fileExists(p) {
+			return p
+		}
+	}
+	return ""
+}
