@@ -610,3 +610,25 @@ func testUser(t *testing.T) (u *user.User, uid, gid int) {
 	gid, _ = strconv.Atoi(u.Gid)
 	return u, uid, gid
 }
+
+// TestDoctor runs the checks on this machine: every line says ok, missing
+// or note, and the cgroup line says what this host has.
+func TestDoctor(t *testing.T) {
+	r := cove(t, t.TempDir(), "doctor")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) < 6 {
+		t.Fatalf("doctor: %+v", r)
+	}
+	for _, l := range lines {
+		if f := strings.Fields(l); len(f) < 2 || (f[0] != "ok" && f[0] != "missing" && f[0] != "note") {
+			t.Errorf("doctor line %q", l)
+		}
+	}
+	want := "note     cgroup v2"
+	if cgroup2Delegated() {
+		want = "ok       cgroup v2"
+	}
+	if !strings.Contains(r.stdout, want) {
+		t.Errorf("doctor on this host should say %q:\n%s", want, r.stdout)
+	}
+}

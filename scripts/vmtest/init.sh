@@ -260,7 +260,21 @@ check_cgroups_left() {
 	fi
 }
 
+# doctor: cove doctor finds the cgroup v2 hierarchy and says ok.
+check_doctor() {
+	name=doctor
+	timeout -s KILL 30 cove doctor >"$out/doctor.out" 2>"$out/doctor.err"
+	rc=$?
+	if grep -q '^ok  *cgroup v2 ' "$out/doctor.out"; then
+		pass $name
+	else
+		fail $name "exit $rc, stdout '$(brief "$out/doctor.out")'"
+		show "$out/doctor.out" "$out/doctor.err"
+	fi
+}
+
 check_cgroup_v2
+check_doctor
 check_pull
 check_memory
 check_pids
