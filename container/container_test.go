@@ -145,15 +145,16 @@ func TestRunExitStatusAndInit(t *testing.T) {
 		t.Errorf("killed by SIGKILL: got %d, want 137", r.code)
 	}
 	r := runIn(t, img, cfg, Limits{}, nil, "sh", "-c", `
-		readlink /proc/1/exe; hostname; [ $$ != 1 ] && echo not-pid-1; cat
+		readlink /proc/1/exe || echo init-hidden; tr '\0' ' ' < /proc/1/cmdline; echo; hostname; [ $$ != 1 ] && echo not-pid-1; cat
 		# an orphan that exits: init must reap it
 		sh -c 'sleep 0.1 & exit 0'; sleep 0.4
 		grep -l "^State:.*Z" /proc/[0-9]*/status || echo no-zombies
 		# its own session, no controlling terminal (no TIOCSTI into ours)
 		set -- $(cat /proc/$$/stat); [ "$6" = $$ ] && [ "$7" = 0 ] && echo own-session
 		ls /proc/self/fd | tr '\n' ' '`).ok(t)
-	// init is PID 1 and runs from the read-only bind; the workload is not
-	want := "/.cove/cove\nbox\nnot-pid-1\npiped stdin\nno-zombies\nown-session\n0 1 2 3 "
+	// init is PID 1, run from the read-only bind, and with capabilities
+	// the workload lacks it cannot even read where init's binary is
+	want := "init-hidden\ncove init --stage2 \nbox\nnot-pid-1\npiped stdin\nno-zombies\nown-session\n0 1 2 3 "
 	if r.stdout != want {
 		t.Errorf("stdout %q, want %q", r.stdout, want)
 	}
@@ -475,5 +476,27 @@ func TestRunWithoutOverlay(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(img.RootFS, "etc/passwd")); strings.Contains(string(b), "changed") {
 		t.Fatal("the image's /etc/passwd changed")
+	}
+}
+
+// TestRunDropsCapabilities: root in a container cannot mount, make device
+// nodes or load modules; it can still chown and bind low ports.
+func TestRunDropsCapabilities(t *testing.T) {
+	needRoot(t)
+	img, cfg := testImage(t, nil)
+	r := runIn(t, img, cfg, Limits{}, nil, "sh", "-c", `
+		mknod /tmp/sda b 8 0 2>/dev/null && echo mknod-worked
+		mount -t tmpfs none /mnt 2>/dev/null && echo mount-worked
+		touch /tmp/f && chown 1000 /tmp/f && echo chown-ok
+		grep CapBnd /proc/self/status`).ok(t)
+	if strings.Contains(r.stdout, "worked") || !strings.Contains(r.stdout, "chown-ok") {
+		t.Fatalf("capabilities: %q", r.stdout)
+	}
+	var want uint64
+	for _, c := range keptCaps {
+		want |= 1 << c
+	}
+	if !strings.Contains(r.stdout, fmt.Sprintf("%016x", want)) {
+		t.Fatalf("bounding set %q, want %016x", r.stdout, want)
 	}
 }

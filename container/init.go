@@ -180,6 +180,9 @@ var forwarded = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT
 func initStage2(spec *Spec, sync *os.File) (int, error) {
 	unix.CloseOnExec(syncFd)
 	unix.CloseOnExec(ctlFd)
+	if err := dropBoundingCaps(); err != nil {
+		return 0, err
+	}
 	in := &initProc{spec: spec, waiters: map[int]chan int{}}
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, forwarded...)

@@ -1,0 +1,37 @@
+package container
+
+import (
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// keptCaps are the capabilities a container's processes may have: Docker's
+// default set, less CAP_MKNOD (there is no devices cgroup to make device
+// nodes harmless). Without CAP_SYS_ADMIN root in the container cannot
+// mount, without CAP_SYS_PTRACE it cannot trace init, without
+// CAP_SYS_MODULE it cannot load kernel code.
+var keptCaps = []uintptr{
+	unix.CAP_CHOWN, unix.CAP_DAC_OVERRIDE, unix.CAP_FSETID, unix.CAP_FOWNER,
+	unix.CAP_NET_RAW, unix.CAP_SETGID, unix.CAP_SETUID, unix.CAP_SETFCAP, unix.CAP_SETPCAP,
+	unix.CAP_NET_BIND_SERVICE, unix.CAP_SYS_CHROOT, unix.CAP_KILL, unix.CAP_AUDIT_WRITE,
+}
+
+// dropBoundingCaps removes every other capability from init's bounding
+// set. Init keeps what it holds now; whatever it starts (the workload,
+// cove exec's processes) can never gain more than keptCaps.
+func dropBoundingCaps() error {
+	keep := map[uintptr]bool{}
+	for _, c := range keptCaps {
+		keep[c] = true
+	}
+	for c := uintptr(0); c <= unix.CAP_LAST_CAP; c++ {
+		if keep[c] {
+			continue
+		}
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, c, 0, 0, 0); err != nil && err != unix.EINVAL {
+			return fmt.Errorf("drop capability %d: %w", c, err)
+		}
+	}
+	return nil
+}
