@@ -77,6 +77,15 @@ func server(t *testing.T) string {
 			b[len(b)/2] ^= 1
 			w.Write(b)
 			return
+		case prefix == "badsums" && rest == "SHA256SUMS":
+			b, _ := os.ReadFile(filepath.Join(dist, rest))
+			if b[0] == '0' { // another hex digit: the amd64 line's hash is wrong
+				b[0] = '1'
+			} else {
+				b[0] = '0'
+			}
+			w.Write(b)
+			return
 		case prefix == "nosums" && rest == "SHA256SUMS":
 			http.NotFound(w, r)
 			return
@@ -88,7 +97,7 @@ func server(t *testing.T) string {
 				c.Close()
 			}
 			return
-		case prefix == "tampered" || prefix == "nosums" || prefix == "cut":
+		case prefix == "tampered" || prefix == "nosums" || prefix == "cut" || prefix == "badsums":
 		default:
 			http.NotFound(w, r)
 			return
@@ -216,6 +225,7 @@ func TestInstallFailsClosed(t *testing.T) {
 	before := sum(t, bin)
 	cases := map[string]string{
 		"tampered": "does not match SHA256SUMS",
+		"badsums":  "does not match SHA256SUMS",
 		"nosums":   "cannot download",
 		"cut":      "cut off or missing",
 	}
