@@ -1,0 +1,243 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// Anthropic speaks the Anthropic Messages API natively: streaming, tool
+// use, and thinking blocks, which are sent back with their signatures as
+// the API requires.
+type Anthropic struct {
+	BaseURL string       // default https://api.anthropic.com
+	APIKey  string       // sent as x-api-key; never in an error
+	Client  *http.Client // default http.DefaultClient
+	Backoff Backoff
+	// Thinking, when above zero, asks for extended thinking with this
+	// many tokens of budget.
+	Thinking int
+}
+
+var _ Provider = (*Anthropic)(nil)
+
+type anBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text,omitempty"`
+	Thinking  string          `json:"thinking,omitempty"`
+	Signature string          `json:"signature,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	Content   string          `json:"content,omitempty"`
+	IsError   bool            `json:"is_error,omitempty"`
+}
+
+type anMessage struct {
+	Role    string    `json:"role"`
+	Content []anBlock `json:"content"`
+}
+
+func (p *Anthropic) body(req Request) ([]byte, error) {
+	var msgs []anMessage
+	add := func(role string, b anBlock) {
+		// Consecutive tool results (role user) share one message.
+		if n := len(msgs); n > 0 && msgs[n-1].Role == role {
+			msgs[n-1].Content = append(msgs[n-1].Content, b)
+			return
+		}
+		msgs = append(msgs, anMessage{Role: role, Content: []anBlock{b}})
+	}
+	for _, m := range req.Messages {
+		switch m.Role {
+		case "tool":
+			add("user", anBlock{Type: "tool_result", ToolUseID: m.ToolCallID, Content: m.Content, IsError: m.IsError})
+		case "assistant":
+			var blocks []anBlock
+			if m.Thinking != "" && m.Signature != "" {
+				blocks = append(blocks, anBlock{Type: "thinking", Thinking: m.Thinking, Signature: m.Signature})
+			}
+			if m.Content != "" {
+				blocks = append(blocks, anBlock{Type: "text", Text: m.Content})
+			}
+			for _, c := range m.ToolCalls {
+				blocks = append(blocks, anBlock{Type: "tool_use", ID: c.ID, Name: c.Name, Input: c.Args})
+			}
+			msgs = append(msgs, anMessage{Role: "assistant", Content: blocks})
+		default:
+			add("user", anBlock{Type: "text", Text: m.Content})
+		}
+	}
+	type tool struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		InputSchema json.RawMessage `json:"input_schema"`
+	}
+	var tools []tool
+	for _, t := range req.Tools {
+		tools = append(tools, tool{t.Name, t.Description, t.Schema})
+	}
+	maxTokens := req.MaxTokens
+	if maxTokens == 0 {
+		maxTokens = 4096
+	}
+	body := map[string]any{"model": req.Model, "max_tokens": maxTokens, "messages": msgs, "stream": true}
+	if req.System != "" {
+		body["system"] = req.System
+	}
+	if len(tools) > 0 {
+		body["tools"] = tools
+	}
+	if p.Thinking > 0 {
+		body["thinking"] = map[string]any{"type": "enabled", "budget_tokens": p.Thinking}
+		if maxTokens <= p.Thinking {
+			body["max_tokens"] = p.Thinking + maxTokens
+		}
+	}
+	return json.Marshal(body)
+}
+
+// Stream implements Provider.
+func (p *Anthropic) Stream(ctx context.Context, req Request, emit func(Event)) (*Reply, error) {
+	body, err := p.body(req)
+	if err != nil {
+		return nil, err
+	}
+	var reply *Reply
+	err = retry(ctx, p.Backoff, func() (bool, error) {
+		var emitted bool
+		var err error
+		reply, emitted, err = p.once(ctx, body, emit)
+		return emitted, err
+	})
+	return reply, err
+}
+
+func (p *Anthropic) once(ctx context.Context, body []byte, emit func(Event)) (*Reply, bool, error) {
+	base := p.BaseURL
+	if base == "" {
+		base = "https://api.anthropic.com"
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(base, "/")+"/v1/messages", bytes.NewReader(body))
+	if err != nil {
+		return nil, false, err
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("Accept", "text/event-stream")
+	hr.Header.Set("anthropic-version", "2023-06-01")
+	hr.Header.Set("x-api-key", p.APIKey)
+	client := p.Client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(hr)
+	if err != nil {
+		return nil, false, fmt.Errorf("anthropic: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, false, apiError("anthropic", resp)
+	}
+
+	reply := &Reply{Message: Message{Role: "assistant"}}
+	type block struct {
+		kind      string
+		text      strings.Builder
+		signature string
+		id, name  string
+		json      strings.Builder
+	}
+	blocks := map[int]*block{}
+	var text, thinking strings.Builder
+	emitted := false
+	err = readSSE(resp.Body, func(ev sseEvent) error {
+		var e struct {
+			Type    string `json:"type"`
+			Index   int    `json:"index"`
+			Message struct {
+				Usage struct {
+					Input     int `json:"input_tokens"`
+					CacheRead int `json:"cache_read_input_tokens"`
+				} `json:"usage"`
+			} `json:"message"`
+			ContentBlock anBlock `json:"content_block"`
+			Delta        struct {
+				Type        string `json:"type"`
+				Text        string `json:"text"`
+				Thinking    string `json:"thinking"`
+				Signature   string `json:"signature"`
+				PartialJSON string `json:"partial_json"`
+				StopReason  string `json:"stop_reason"`
+			} `json:"delta"`
+			Usage struct {
+				Output int `json:"output_tokens"`
+			} `json:"usage"`
+		}
+		if err := json.Unmarshal([]byte(ev.Data), &e); err != nil {
+			return fmt.Errorf("anthropic: bad stream event: %w", err)
+		}
+		switch e.Type {
+		case "error":
+			return streamError("anthropic", ev.Data)
+		case "message_start":
+			reply.Usage.Input, reply.Usage.CacheRead = e.Message.Usage.Input, e.Message.Usage.CacheRead
+		case "content_block_start":
+			b := &block{kind: e.ContentBlock.Type, id: e.ContentBlock.ID, name: e.ContentBlock.Name}
+			blocks[e.Index] = b
+		case "content_block_delta":
+			b := blocks[e.Index]
+			if b == nil {
+				return fmt.Errorf("anthropic: delta for unknown block %d", e.Index)
+			}
+			switch e.Delta.Type {
+			case "text_delta":
+				b.text.WriteString(e.Delta.Text)
+				text.WriteString(e.Delta.Text)
+				emitted = true
+				emit(Event{Kind: EventText, Text: e.Delta.Text})
+			case "thinking_delta":
+				thinking.WriteString(e.Delta.Thinking)
+				emitted = true
+				emit(Event{Kind: EventThinking, Text: e.Delta.Thinking})
+			case "signature_delta":
+				b.signature += e.Delta.Signature
+			case "input_json_delta":
+				b.json.WriteString(e.Delta.PartialJSON)
+			}
+		case "content_block_stop":
+			b := blocks[e.Index]
+			if b == nil {
+				return nil
+			}
+			switch b.kind {
+			case "thinking":
+				reply.Message.Signature = b.signature
+			case "tool_use":
+				args := json.RawMessage(b.json.String())
+				if len(args) == 0 {
+					args = json.RawMessage("{}")
+				}
+				call := ToolCall{ID: b.id, Name: b.name, Args: args}
+				reply.Message.ToolCalls = append(reply.Message.ToolCalls, call)
+				emitted = true
+				emit(Event{Kind: EventToolCall, Call: &call})
+			}
+		case "message_delta":
+			reply.Usage.Output = e.Usage.Output
+			reply.Stop = map[string]string{"end_turn": "end", "tool_use": "tool_use", "max_tokens": "max_tokens", "stop_sequence": "end"}[e.Delta.StopReason]
+			if reply.Stop == "" {
+				reply.Stop = e.Delta.StopReason
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, emitted, err
+	}
+	reply.Message.Content, reply.Message.Thinking = text.String(), thinking.String()
+	return reply, emitted, nil
+}
