@@ -1,0 +1,211 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Mode says what the agent may do without asking.
+type Mode string
+
+// The approval modes.
+const (
+	ModeAsk   Mode = "ask"   // ask for every edit and every command
+	ModeEdits Mode = "edits" // edit freely, ask for commands
+	ModeYolo  Mode = "yolo"  // ask for nothing (--yes)
+)
+
+// Decision is the answer to an approval request.
+type Decision struct {
+	Approve bool
+	Reason  string // sent to the model when it is refused
+}
+
+// LoopEvent is what the loop reports as it goes (to the IDE's agent panel,
+// or the terminal).
+type LoopEvent struct {
+	Type    string    `json:"type"` // text, thinking, tool_call, tool_result, decision, compacted, error, done
+	Text    string    `json:"text,omitempty"`
+	Call    *ToolCall `json:"call,omitempty"`
+	Action  string    `json:"action,omitempty"` // the action's summary
+	Diff    string    `json:"diff,omitempty"`
+	Approve *bool     `json:"approve,omitempty"`
+	IsError bool      `json:"is_error,omitempty"`
+	Usage   *Usage    `json:"usage,omitempty"`
+	Message *Message  `json:"message,omitempty"`
+}
+
+// Agent runs the loop: ask the model, run the tools it calls (after
+// approval), give it the results, until it answers without calling any.
+// An Agent is used by one goroutine at a time.
+type Agent struct {
+	Provider Provider
+	Model    string
+	System   string
+	Tools    []Tool
+	Mode     Mode
+	// Approve decides edits and commands that Mode does not allow by
+	// itself. Nil refuses them.
+	Approve func(ctx context.Context, a *Action) Decision
+	// Emit, if set, gets every event.
+	Emit func(LoopEvent)
+	// Session, if set, records every message and decision.
+	Session *Session
+	// MaxSteps bounds the model calls of one Run; default 50.
+	MaxSteps int
+}
+
+func (a *Agent) emit(ev LoopEvent) {
+	if a.Emit != nil {
+		a.Emit(ev)
+	}
+}
+
+func (a *Agent) record(ev LoopEvent) {
+	if a.Session != nil {
+		a.Session.Append(ev)
+	}
+}
+
+// Run adds prompt to the conversation history and works until the model
+// is done. It returns the whole conversation, including the new turns.
+func (a *Agent) Run(ctx context.Context, history []Message, prompt string) ([]Message, error) {
+	msgs := append(append([]Message(nil), history...), Message{Role: "user", Content: prompt})
+	a.record(LoopEvent{Type: "message", Message: &msgs[len(msgs)-1]})
+	tools := map[string]Tool{}
+	var specs []ToolSpec
+	for _, t := range a.Tools {
+		tools[t.Spec().Name] = t
+		specs = append(specs, t.Spec())
+	}
+	maxSteps := a.MaxSteps
+	if maxSteps == 0 {
+		maxSteps = 50
+	}
+	compacted := false
+	for step := 0; step < maxSteps; step++ {
+		req := Request{Model: a.Model, System: a.System, Messages: msgs, Tools: specs}
+		reply, err := a.Provider.Stream(ctx, req, func(ev Event) {
+			switch ev.Kind {
+			case EventText:
+				a.emit(LoopEvent{Type: "text", Text: ev.Text})
+			case EventThinking:
+				a.emit(LoopEvent{Type: "thinking", Text: ev.Text})
+			case EventToolCall:
+				a.emit(LoopEvent{Type: "tool_call", Call: ev.Call})
+			}
+		})
+		if errors.Is(err, ErrContextTooLong) && !compacted {
+			compacted = true
+			msgs = a.compact(ctx, msgs)
+			step--
+			continue
+		}
+		if err != nil {
+			a.emit(LoopEvent{Type: "error", Text: err.Error()})
+			return msgs, err
+		}
+		compacted = false
+		msgs = append(msgs, reply.Message)
+		a.record(LoopEvent{Type: "message", Message: &msgs[len(msgs)-1], Usage: &reply.Usage})
+		if len(reply.Message.ToolCalls) == 0 {
+			a.emit(LoopEvent{Type: "done", Text: reply.Message.Content, Usage: &reply.Usage})
+			return msgs, nil
+		}
+		for _, call := range reply.Message.ToolCalls {
+			if err := ctx.Err(); err != nil {
+				return msgs, err
+			}
+			out, isErr := a.call(ctx, tools, call)
+			res := Message{Role: "tool", ToolCallID: call.ID, Content: out, IsError: isErr}
+			msgs = append(msgs, res)
+			a.record(LoopEvent{Type: "message", Message: &msgs[len(msgs)-1]})
+			a.emit(LoopEvent{Type: "tool_result", Call: &call, Text: out, IsError: isErr})
+		}
+	}
+	return msgs, fmt.Errorf("stopped after %d steps without an answer", maxSteps)
+}
+
+// call plans, approves and runs one tool call; what goes back to the
+// model is the output or the error.
+func (a *Agent) call(ctx context.Context, tools map[string]Tool, call ToolCall) (string, bool) {
+	t, ok := tools[call.Name]
+	if !ok {
+		return fmt.Sprintf("there is no tool %q", call.Name), true
+	}
+	act, err := t.Plan(ctx, call.Args)
+	if err != nil {
+		return err.Error(), true
+	}
+	if !a.allowed(act) {
+		d := Decision{}
+		if a.Approve != nil {
+			a.emit(LoopEvent{Type: "approval", Call: &call, Action: act.Summary, Diff: act.Diff})
+			d = a.Approve(ctx, act)
+		}
+		a.record(LoopEvent{Type: "decision", Action: act.Summary, Diff: act.Diff, Approve: &d.Approve, Text: d.Reason})
+		a.emit(LoopEvent{Type: "decision", Action: act.Summary, Approve: &d.Approve, Text: d.Reason})
+		if !d.Approve {
+			msg := "the user refused: " + act.Summary
+			if d.Reason != "" {
+				msg += ". Their reason: " + d.Reason
+			}
+			return msg, true
+		}
+	}
+	out, err := act.Do(ctx)
+	if err != nil {
+		if out != "" {
+			out += "\n"
+		}
+		return out + err.Error(), true
+	}
+	return out, false
+}
+
+func (a *Agent) allowed(act *Action) bool {
+	switch {
+	case act.Kind == "read", a.Mode == ModeYolo:
+		return true
+	case a.Mode == ModeEdits:
+		return act.Kind == "edit"
+	}
+	return false
+}
+
+// compact asks the model to summarise all but the newest user message and
+// what came after it; the summary replaces them. If that fails too, the
+// older half is dropped: the agent says so and goes on.
+func (a *Agent) compact(ctx context.Context, msgs []Message) []Message {
+	keepFrom := len(msgs) - 1
+	for keepFrom > 0 && msgs[keepFrom].Role != "user" {
+		keepFrom--
+	}
+	older, recent := msgs[:keepFrom], msgs[keepFrom:]
+	if len(older) == 0 {
+		return msgs
+	}
+	transcript, _ := json.Marshal(older)
+	req := Request{Model: a.Model, System: "You summarise a coding session for the assistant that continues it. Keep: the user's goals and constraints, decisions made, files changed and why, commands run and what they showed, what is left to do. Be concise.",
+		Messages: []Message{{Role: "user", Content: "Summarise this conversation (JSON):\n" + string(transcript)}}}
+	reply, err := a.Provider.Stream(ctx, req, func(Event) {})
+	if err != nil {
+		a.emit(LoopEvent{Type: "error", Text: "compaction failed (" + err.Error() + "); dropping the older half of the conversation instead"})
+		// Keep from a user turn on, so no tool result loses its call.
+		from := len(older)
+		for i := len(older) / 2; i < len(older); i++ {
+			if older[i].Role == "user" {
+				from = i
+				break
+			}
+		}
+		return append(append([]Message(nil), older[from:]...), recent...)
+	}
+	summary := Message{Role: "user", Content: "[Summary of the earlier conversation]\n" + reply.Message.Content}
+	ack := Message{Role: "assistant", Content: "Understood; continuing from that summary."}
+	a.record(LoopEvent{Type: "compacted", Text: reply.Message.Content})
+	a.emit(LoopEvent{Type: "compacted", Text: reply.Message.Content})
+	return append([]Message{summary, ack}, recent...)
+}

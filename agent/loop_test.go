@@ -1,0 +1,320 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cove-sh/cove/agent/internal/llmtest"
+)
+
+// call scripts one OpenAI answer that calls a tool.
+func call(id, name string, args any) llmtest.Response {
+	b, _ := json.Marshal(args)
+	idx := 0
+	return llmtest.Response{Events: llmtest.OpenAIChunks("tool_calls", map[string]any{"tool_calls": []any{map[string]any{
+		"index": idx, "id": id, "type": "function", "function": map[string]any{"name": name, "arguments": string(b)}}}})}
+}
+
+func answer(text string) llmtest.Response {
+	return llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": text})}
+}
+
+// project writes a Go module with a failing test.
+func project(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string]string{
+		"go.mod":      "module demo\n\ngo 1.22\n",
+		"add.go":      "package demo\n\n// Add adds.\nfunc Add(a, b int) int {\n\treturn a - b\n}\n",
+		"add_test.go": "package demo\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 3) != 5 {\n\t\tt.Fatal(\"Add(2, 3) != 5\")\n\t}\n}\n",
+		"notes/a.txt": "one\ntwo\none\n",
+		".gitignore":  "secret.txt\n",
+		"secret.txt":  "hidden\n",
+	}
+	for name, body := range files {
+		os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// toolResults returns the tool messages of the last request the server got.
+func toolResults(t *testing.T, srv *llmtest.Server) []map[string]any {
+	t.Helper()
+	reqs := srv.Requests()
+	var out []map[string]any
+	for _, m := range reqs[len(reqs)-1].JSON(t)["messages"].([]any) {
+		if mm := m.(map[string]any); mm["role"] == "tool" {
+			out = append(out, mm)
+		}
+	}
+	return out
+}
+
+func newAgent(t *testing.T, srv *llmtest.Server, dir string, mode Mode) (*Agent, *BashTool) {
+	t.Helper()
+	w, err := OpenWorkspace(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	bash := &BashTool{W: w, Timeout: 60 * time.Second}
+	t.Cleanup(bash.Close)
+	return &Agent{
+		Provider: &OpenAI{BaseURL: srv.URL(), Backoff: fast}, Model: "m", Mode: mode,
+		Tools: []Tool{ReadTool{w}, WriteTool{w}, EditTool{w}, SearchTool{w}, bash},
+	}, bash
+}
+
+// TestAgentFixesAFailingTest: the scripted model reads the failing test,
+// edits the code, runs the tests; they pass, and the model saw it.
+func TestAgentFixesAFailingTest(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go toolchain")
+	}
+	dir := project(t)
+	srv := llmtest.New(t)
+	srv.Push(
+		call("c1", "read", map[string]any{"path": "add_test.go"}),
+		call("c2", "edit", map[string]any{"path": "add.go", "edits": []any{map[string]any{"old": "return a - b", "new": "return a + b"}}}),
+		call("c3", "bash", map[string]any{"command": "cd /tmp && cd - >/dev/null && go test ./... 2>&1 | tail -1"}),
+		answer("Fixed: Add subtracted."),
+	)
+	a, _ := newAgent(t, srv, dir, ModeYolo)
+	var events []string
+	a.Emit = func(ev LoopEvent) { events = append(events, ev.Type) }
+	msgs, err := a.Run(context.Background(), nil, "make the tests pass")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "add.go"))
+	if !strings.Contains(string(b), "return a + b") {
+		t.Fatalf("add.go not fixed:\n%s", b)
+	}
+	res := toolResults(t, srv)
+	if len(res) != 3 || !strings.Contains(res[0]["content"].(string), "Add(2, 3) != 5") || !strings.HasPrefix(res[2]["content"].(string), "ok") {
+		t.Fatalf("what the model saw: %v", res)
+	}
+	if last := msgs[len(msgs)-1]; last.Content != "Fixed: Add subtracted." {
+		t.Fatalf("final %+v", last)
+	}
+	if strings.Join(events, ",") != "tool_call,tool_result,tool_call,tool_result,tool_call,tool_result,text,done" {
+		t.Errorf("events %v", events)
+	}
+}
+
+func TestAgentEditErrorsGoBackToTheModel(t *testing.T) {
+	dir := project(t)
+	srv := llmtest.New(t)
+	srv.Push(
+		call("c1", "edit", map[string]any{"path": "add.go", "edits": []any{map[string]any{"old": "return a * b", "new": "return a + b"}}}),
+		call("c2", "edit", map[string]any{"path": "notes/a.txt", "edits": []any{map[string]any{"old": "one", "new": "1"}}}),
+		call("c3", "edit", map[string]any{"path": "add.go", "edits": []any{
+			map[string]any{"old": "return a - b", "new": "return a + b"},
+			map[string]any{"old": "not there at all", "new": "x"}}}),
+		answer("ok"),
+	)
+	a, _ := newAgent(t, srv, dir, ModeYolo)
+	if _, err := a.Run(context.Background(), nil, "edit"); err != nil {
+		t.Fatal(err)
+	}
+	res := toolResults(t, srv)
+	if c := res[0]["content"].(string); !strings.Contains(c, "Did you mean") || !strings.Contains(c, "return a - b") {
+		t.Errorf("zero matches: %q", c)
+	}
+	if c := res[1]["content"].(string); !strings.Contains(c, "2 times") || !strings.Contains(c, "at line 3") {
+		t.Errorf("two matches: %q", c)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "add.go")); !strings.Contains(string(b), "return a - b") {
+		t.Errorf("a failed multi-edit changed the file:\n%s", b)
+	}
+}
+
+func TestAgentRefusedApprovalLeavesTheFile(t *testing.T) {
+	dir := project(t)
+	srv := llmtest.New(t)
+	srv.Push(
+		call("c1", "write", map[string]any{"path": "add.go", "content": "package demo\n"}),
+		call("c2", "bash", map[string]any{"command": "touch ran"}),
+		answer("ok"),
+	)
+	a, _ := newAgent(t, srv, dir, ModeAsk)
+	var asked []string
+	a.Approve = func(ctx context.Context, act *Action) Decision {
+		asked = append(asked, act.Summary)
+		if act.Kind == "edit" && !strings.Contains(act.Diff, "-\treturn a - b") {
+			t.Errorf("the diff shown: %q", act.Diff)
+		}
+		return Decision{Approve: false, Reason: "keep it"}
+	}
+	if _, err := a.Run(context.Background(), nil, "rewrite"); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "add.go")); !strings.Contains(string(b), "func Add") {
+		t.Fatal("a refused write changed the file")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {
+		t.Fatal("a refused command ran")
+	}
+	res := toolResults(t, srv)
+	if c := res[0]["content"].(string); !strings.Contains(c, "refused") || !strings.Contains(c, "keep it") {
+		t.Errorf("the model was told %q", c)
+	}
+	if len(asked) != 2 {
+		t.Errorf("asked %v", asked)
+	}
+}
+
+func TestBashToolTimeoutKillsTheTree(t *testing.T) {
+	w, err := OpenWorkspace(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	b := &BashTool{W: w}
+	defer b.Close()
+	run := func(cmd string, timeout int) string {
+		act, err := b.Plan(context.Background(), json.RawMessage(`{"command":`+strconvQuote(cmd)+`,"timeout":`+strconvItoa(timeout)+`}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := act.Do(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	run("mkdir sub && cd sub && export X=kept", 10)
+	if out := run("pwd; echo $X; cat", 10); !strings.HasSuffix(strings.Fields(out)[0], "/sub") || !strings.Contains(out, "kept") {
+		t.Fatalf("state did not carry over (or stdin was open): %q", out)
+	}
+	start := time.Now()
+	out := run("sleep 30 & sleep 30", 1)
+	if time.Since(start) > 5*time.Second || !strings.Contains(out, "timed out") {
+		t.Fatalf("timeout: %v %q", time.Since(start), out)
+	}
+	if n, _ := exec.Command("pgrep", "-f", "^sleep 30$").Output(); len(strings.TrimSpace(string(n))) > 0 {
+		t.Fatalf("sleeps survived the timeout: %s", n)
+	}
+	if out := run("pwd", 10); !strings.HasSuffix(strings.TrimSpace(out), "/sub") {
+		t.Fatalf("the restarted shell is not where it was: %q", out)
+	}
+	big := run("seq 1 100000", 10)
+	if !strings.Contains(big, "left out") || !strings.Contains(big, "100000") || len(big) > clipAt+500 {
+		t.Fatalf("long output not clipped: %d bytes", len(big))
+	}
+	if out := run("false", 10); !strings.Contains(out, "[exit status 1]") {
+		t.Fatalf("status: %q", out)
+	}
+}
+
+func TestSearchHonoursGitignore(t *testing.T) {
+	dir := project(t)
+	if err := exec.Command("git", "-C", dir, "init", "-q").Run(); err != nil {
+		t.Skip("no git")
+	}
+	w, _ := OpenWorkspace(dir)
+	defer w.Close()
+	act, err := SearchTool{w}.Plan(context.Background(), json.RawMessage(`{"pattern":"hidden|Add\\("}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := act.Do(context.Background())
+	if strings.Contains(out, "secret.txt") || !strings.Contains(out, "add_test.go:6:") {
+		t.Fatalf("search: %q", out)
+	}
+}
+
+func TestWorkspaceConfinesPaths(t *testing.T) {
+	dir := project(t)
+	outside := filepath.Join(t.TempDir(), "outside")
+	os.WriteFile(outside, []byte("x"), 0o644)
+	os.Symlink(outside, filepath.Join(dir, "link"))
+	w, _ := OpenWorkspace(dir)
+	defer w.Close()
+	for _, p := range []string{"../x", outside, "link"} {
+		if _, err := w.ReadFile(p); err == nil {
+			t.Errorf("read %s outside the workspace", p)
+		}
+	}
+	for _, p := range []string{"../x", outside} {
+		if err := w.WriteFile(p, []byte("pwned")); err == nil {
+			t.Errorf("wrote %s outside the workspace", p)
+		}
+	}
+	// Writing to the symlink replaces the link itself, inside.
+	w.WriteFile("link", []byte("inside"))
+	if b, _ := os.ReadFile(outside); string(b) != "x" {
+		t.Fatal("the file outside changed")
+	}
+}
+
+// TestAgentCompactsWhenTooLong: a too-long answer makes the agent
+// summarise, and the request after it carries the summary, the newest
+// user message word for word, and less than before.
+func TestAgentCompactsWhenTooLong(t *testing.T) {
+	dir := project(t)
+	srv := llmtest.New(t)
+	srv.Push(
+		llmtest.Response{Status: 400, Body: `{"error":{"message":"maximum context length exceeded","code":"context_length_exceeded"}}`},
+		answer("SUMMARY: the user wants Add fixed"),
+		answer("done"),
+	)
+	a, _ := newAgent(t, srv, dir, ModeYolo)
+	history := []Message{{Role: "user", Content: strings.Repeat("old words ", 2000)}, {Role: "assistant", Content: "noted"}}
+	if _, err := a.Run(context.Background(), history, "now fix Add"); err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	last := string(reqs[2].Body)
+	if !strings.Contains(last, "SUMMARY: the user wants Add fixed") || !strings.Contains(last, "now fix Add") || len(reqs[2].Body) >= len(reqs[0].Body) {
+		t.Fatalf("after compaction the request is %d bytes (before %d): %.300s", len(reqs[2].Body), len(reqs[0].Body), last)
+	}
+}
+
+// TestSessionResumeDoesNotRerun: a step cut off after the model asked for
+// a command is resumed with that command marked as not run.
+func TestSessionResumeDoesNotRerun(t *testing.T) {
+	dir := project(t)
+	sessions := filepath.Join(dir, ".cove", "sessions")
+	s, err := NewSession(sessions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Append(LoopEvent{Type: "message", Message: &Message{Role: "user", Content: "go"}})
+	s.Append(LoopEvent{Type: "message", Message: &Message{Role: "assistant", ToolCalls: []ToolCall{{ID: "c9", Name: "bash", Args: json.RawMessage(`{"command":"touch twice"}`)}}}})
+	s.Close()
+	s2, msgs, err := ResumeSession(sessions, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if s2.ID != s.ID || len(msgs) != 3 || msgs[2].Role != "tool" || msgs[2].ToolCallID != "c9" || !strings.Contains(msgs[2].Content, "not run") {
+		t.Fatalf("resumed %+v", msgs)
+	}
+	srv := llmtest.New(t)
+	srv.Push(answer("resumed"))
+	a, _ := newAgent(t, srv, dir, ModeYolo)
+	a.Session = s2
+	if _, err := a.Run(context.Background(), msgs, "continue"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "twice")); err == nil {
+		t.Fatal("the interrupted command ran on resume")
+	}
+}
+
+func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+func strconvItoa(n int) string { b, _ := json.Marshal(n); return string(b) }

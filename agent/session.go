@@ -1,0 +1,131 @@
+package agent
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Session is an append-only JSONL log of one conversation under the
+// workspace (.cove/sessions/ID.jsonl): every message, decision and
+// compaction, one JSON object a line, written as it happens. The full
+// transcript stays there even when compaction shortens what the model sees.
+type Session struct {
+	ID   string
+	Path string
+	mu   sync.Mutex
+	f    *os.File
+}
+
+// sessionLine is one line of a session log.
+type sessionLine struct {
+	Time time.Time `json:"time"`
+	LoopEvent
+}
+
+// NewSession starts a session log in dir.
+func NewSession(dir string) (*Session, error) {
+	b := make([]byte, 4)
+	rand.Read(b)
+	id := time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b)
+	return openSession(dir, id)
+}
+
+func openSession(dir, id string) (*Session, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	p := filepath.Join(dir, id+".jsonl")
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	return &Session{ID: id, Path: p, f: f}, nil
+}
+
+// Append writes one event. Errors are dropped: the log must not stop the
+// agent (a full disk shows up elsewhere soon enough).
+func (s *Session) Append(ev LoopEvent) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, err := json.Marshal(sessionLine{Time: time.Now().UTC(), LoopEvent: ev})
+	if err == nil {
+		s.f.Write(append(b, '\n'))
+	}
+}
+
+// Close closes the log.
+func (s *Session) Close() error { return s.f.Close() }
+
+// ResumeSession reopens session id in dir (the latest one when id is
+// empty) and returns the conversation so far. A step that was cut short
+// (tool calls without results, from Ctrl-C or a crash) is closed with
+// results that say it was interrupted, so that resuming never runs it.
+func ResumeSession(dir, id string) (*Session, []Message, error) {
+	if id == "" {
+		matches, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+		if len(matches) == 0 {
+			return nil, nil, errors.New("no session to continue")
+		}
+		sort.Strings(matches) // IDs start with the time
+		id = filepath.Base(matches[len(matches)-1])
+		id = id[:len(id)-len(".jsonl")]
+	}
+	f, err := os.Open(filepath.Join(dir, id+".jsonl"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("session %s: %w", id, err)
+	}
+	var msgs []Message
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var l sessionLine
+		if json.Unmarshal(sc.Bytes(), &l) != nil {
+			continue // a line cut by a crash
+		}
+		switch l.Type {
+		case "message":
+			if l.Message != nil {
+				msgs = append(msgs, *l.Message)
+			}
+		case "compacted":
+			// What the model saw from here on: the summary, then the newest
+			// user turn and what followed it (logged before this line).
+			from := len(msgs) - 1
+			for from > 0 && msgs[from].Role != "user" {
+				from--
+			}
+			recent := append([]Message(nil), msgs[max(from, 0):]...)
+			msgs = append([]Message{{Role: "user", Content: "[Summary of the earlier conversation]\n" + l.Text}, {Role: "assistant", Content: "Understood; continuing from that summary."}}, recent...)
+		}
+	}
+	f.Close()
+	s, err := openSession(dir, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	answered := map[string]bool{}
+	for _, m := range msgs {
+		if m.Role == "tool" {
+			answered[m.ToolCallID] = true
+		}
+	}
+	if n := len(msgs); n > 0 && msgs[n-1].Role == "assistant" {
+		for _, c := range msgs[n-1].ToolCalls {
+			if !answered[c.ID] {
+				m := Message{Role: "tool", ToolCallID: c.ID, Content: "interrupted before it ran: not run", IsError: true}
+				msgs = append(msgs, m)
+				s.Append(LoopEvent{Type: "message", Message: &m})
+			}
+		}
+	}
+	return s, msgs, nil
+}

@@ -1,0 +1,197 @@
+package agent
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// BashTool runs commands in one persistent shell: the working directory
+// and exported variables carry over between calls. Standard input is
+// closed, pagers are off, each command has a timeout that kills the whole
+// process group (the shell is then started again where it was), and long
+// output is clipped to its head and tail with the whole of it saved under
+// .cove/out/ for the model to read.
+type BashTool struct {
+	W       *Workspace
+	Timeout time.Duration // per command; default 120 s
+	Env     []string      // added to the environment
+
+	mu    sync.Mutex
+	sh    *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Reader
+	cwd   string
+	seq   int
+}
+
+var _ Tool = (*BashTool)(nil)
+
+// clipAt is how much output the model sees in full; beyond it, the head
+// and tail.
+const clipAt = 16 << 10
+
+// Spec implements Tool.
+func (t *BashTool) Spec() ToolSpec {
+	return ToolSpec{Name: "bash", Description: "Run a shell command in the project (one persistent bash: cd and export carry over). No input; no pagers. Long output is clipped; the full text is saved to a file you can read.",
+		Schema: schema(`{"type":"object","properties":{"command":{"type":"string"},"timeout":{"type":"integer","description":"seconds, default 120"}},"required":["command"]}`)}
+}
+
+// Plan implements Tool.
+func (t *BashTool) Plan(ctx context.Context, raw json.RawMessage) (*Action, error) {
+	var a struct {
+		Command string
+		Timeout int
+	}
+	if err := decodeArgs(raw, &a); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(a.Command) == "" {
+		return nil, fmt.Errorf("no command given")
+	}
+	timeout := t.Timeout
+	if timeout == 0 {
+		timeout = 120 * time.Second
+	}
+	if a.Timeout > 0 {
+		timeout = time.Duration(a.Timeout) * time.Second
+	}
+	return &Action{Kind: "command", Summary: "run: " + a.Command, Do: func(ctx context.Context) (string, error) {
+		return t.run(ctx, a.Command, timeout)
+	}}, nil
+}
+
+func (t *BashTool) start() error {
+	if t.cwd == "" {
+		t.cwd = t.W.Root
+	}
+	sh := exec.Command("bash", "--noprofile", "--norc")
+	sh.Dir = t.cwd
+	sh.Env = append(os.Environ(), "PAGER=cat", "GIT_PAGER=cat", "MANPAGER=cat", "LESS=FRX", "TERM=dumb",
+		"GIT_TERMINAL_PROMPT=0", "DEBIAN_FRONTEND=noninteractive", "CI=1", "NO_COLOR=1")
+	sh.Env = append(sh.Env, t.Env...)
+	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	in, err := sh.StdinPipe()
+	if err != nil {
+		return err
+	}
+	pr, pw := io.Pipe()
+	sh.Stdout, sh.Stderr = pw, pw
+	if err := sh.Start(); err != nil {
+		return fmt.Errorf("start bash: %w", err)
+	}
+	go func() { sh.Wait(); pw.Close() }()
+	t.sh, t.stdin, t.out = sh, in, bufio.NewReaderSize(pr, 64<<10)
+	return nil
+}
+
+func (t *BashTool) kill() {
+	if t.sh != nil && t.sh.Process != nil {
+		syscall.Kill(-t.sh.Process.Pid, syscall.SIGKILL)
+		t.stdin.Close()
+	}
+	t.sh = nil
+}
+
+// Close ends the shell and everything it started.
+func (t *BashTool) Close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.kill()
+}
+
+func (t *BashTool) run(ctx context.Context, command string, timeout time.Duration) (string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.sh == nil {
+		if err := t.start(); err != nil {
+			return "", err
+		}
+	}
+	b := make([]byte, 8)
+	rand.Read(b)
+	marker := "__cove_done_" + hex.EncodeToString(b)
+	// The command reads nothing (stdin is /dev/null); afterwards the shell
+	// reports the status and where it is.
+	script := fmt.Sprintf("{\n%s\n} </dev/null 2>&1\nprintf '\\n%s %%s %%s\\n' \"$?\" \"$PWD\"\n", command, marker)
+	if _, err := io.WriteString(t.stdin, script); err != nil {
+		t.kill()
+		return "", fmt.Errorf("the shell died; it starts again on the next command: %w", err)
+	}
+	type result struct {
+		out    string
+		status int
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var out strings.Builder
+		for {
+			line, err := t.out.ReadString('\n')
+			if rest, ok := strings.CutPrefix(line, marker+" "); ok {
+				f := strings.SplitN(strings.TrimSpace(rest), " ", 2)
+				status, _ := strconv.Atoi(f[0])
+				if len(f) == 2 {
+					t.cwd = f[1]
+				}
+				done <- result{strings.TrimSuffix(out.String(), "\n"), status, nil}
+				return
+			}
+			out.WriteString(line)
+			if err != nil {
+				done <- result{out.String(), -1, fmt.Errorf("the shell ended: %w", err)}
+				return
+			}
+		}
+	}()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var r result
+	select {
+	case r = <-done:
+	case <-timer.C:
+		t.kill()
+		r = <-done
+		return t.clip(r.out) + fmt.Sprintf("\n[timed out after %s: the command and all it started were killed; the shell starts again in %s]", timeout, t.cwd), nil
+	case <-ctx.Done():
+		t.kill()
+		<-done
+		return "", ctx.Err()
+	}
+	if r.err != nil {
+		t.kill()
+		return t.clip(r.out), r.err
+	}
+	out := t.clip(r.out)
+	if r.status != 0 {
+		out += fmt.Sprintf("\n[exit status %d]", r.status)
+	}
+	return out, nil
+}
+
+// clip keeps the head and tail of long output and saves all of it.
+func (t *BashTool) clip(out string) string {
+	if len(out) <= clipAt {
+		return out
+	}
+	t.seq++
+	name := filepath.Join(".cove", "out", fmt.Sprintf("%d-%d.txt", time.Now().Unix(), t.seq))
+	saved := ""
+	if err := t.W.WriteFile(name, []byte(out)); err == nil {
+		saved = fmt.Sprintf(" (all of it is in %s)", name)
+	}
+	head, tail := out[:clipAt/2], out[len(out)-clipAt/2:]
+	return fmt.Sprintf("%s\n[… %d bytes left out%s …]\n%s", head, len(out)-clipAt, saved, tail)
+}

@@ -1,0 +1,104 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// SearchTool finds a regular expression in the project's files: in a git
+// repository the files git knows or would add (so .gitignore counts),
+// elsewhere every file but .git and node_modules.
+type SearchTool struct{ W *Workspace }
+
+var _ Tool = SearchTool{}
+
+const maxSearchResults = 200
+
+// Spec implements Tool.
+func (t SearchTool) Spec() ToolSpec {
+	return ToolSpec{Name: "search", Description: "Search the project's files for a regular expression (RE2); answers file:line: text.",
+		Schema: schema(`{"type":"object","properties":{"pattern":{"type":"string"},"path":{"type":"string","description":"a directory or file to search in"}},"required":["pattern"]}`)}
+}
+
+// Plan implements Tool.
+func (t SearchTool) Plan(ctx context.Context, raw json.RawMessage) (*Action, error) {
+	var a struct{ Pattern, Path string }
+	if err := decodeArgs(raw, &a); err != nil {
+		return nil, err
+	}
+	re, err := regexp.Compile(a.Pattern)
+	if err != nil {
+		return nil, fmt.Errorf("pattern: %v", err)
+	}
+	under := "."
+	if a.Path != "" {
+		if under, err = t.W.rel(a.Path); err != nil {
+			return nil, err
+		}
+	}
+	return &Action{Kind: "read", Summary: "search " + a.Pattern, Do: func(ctx context.Context) (string, error) {
+		files, err := t.files(ctx, under)
+		if err != nil {
+			return "", err
+		}
+		var out strings.Builder
+		n := 0
+		for _, f := range files {
+			b, err := t.W.ReadFile(f)
+			if err != nil || bytes.IndexByte(b[:min(len(b), 8000)], 0) >= 0 {
+				continue // unreadable or binary
+			}
+			sc := bufio.NewScanner(bytes.NewReader(b))
+			sc.Buffer(make([]byte, 64<<10), 1<<20)
+			for line := 1; sc.Scan(); line++ {
+				if re.Match(sc.Bytes()) {
+					if n++; n > maxSearchResults {
+						fmt.Fprintf(&out, "(more than %d matches: narrow the pattern or the path)\n", maxSearchResults)
+						return out.String(), nil
+					}
+					fmt.Fprintf(&out, "%s:%d: %s\n", f, line, strings.TrimSpace(sc.Text()))
+				}
+			}
+		}
+		if n == 0 {
+			return "no matches", nil
+		}
+		return out.String(), nil
+	}}, nil
+}
+
+func (t SearchTool) files(ctx context.Context, under string) ([]string, error) {
+	cmd := exec.CommandContext(ctx, "git", "ls-files", "--cached", "--others", "--exclude-standard", "-z", "--", under)
+	cmd.Dir = t.W.Root
+	if out, err := cmd.Output(); err == nil {
+		var files []string
+		for _, f := range strings.Split(string(out), "\x00") {
+			if f != "" {
+				files = append(files, f)
+			}
+		}
+		return files, nil
+	}
+	var files []string
+	err := fs.WalkDir(t.W.root.FS(), under, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if d.Type().IsRegular() {
+			files = append(files, p)
+		}
+		return nil
+	})
+	return files, err
+}
