@@ -117,8 +117,25 @@ func (in *initProc) exec(conn *net.UnixConn) {
 	if master != nil {
 		master.Close()
 	}
-	code := <-done
-	reply(execReply{Exit: &code}, nil)
+	// A client that goes away (killed, or a tool's timeout) takes its
+	// process group with it: nothing it started lingers in the container.
+	gone := make(chan struct{})
+	go func() {
+		buf := make([]byte, 1)
+		for {
+			if _, err := conn.Read(buf); err != nil {
+				close(gone)
+				return
+			}
+		}
+	}()
+	select {
+	case code := <-done:
+		reply(execReply{Exit: &code}, nil)
+	case <-gone:
+		unix.Kill(-proc.Pid, unix.SIGKILL)
+		<-done
+	}
 }
 
 // recvLine reads one JSON line and the descriptors sent with it.

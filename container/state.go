@@ -34,6 +34,7 @@ type State struct {
 	Workdir   string    `json:"workdir,omitempty"`
 	Created   time.Time `json:"created"`
 	Remove    bool      `json:"remove,omitempty"` // --rm
+	Keep      bool      `json:"keep,omitempty"`   // Dir outlives the container (a workspace's layer)
 	ExitCode  *int      `json:"exit_code,omitempty"`
 }
 

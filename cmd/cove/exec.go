@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/cove-sh/cove/container"
 	"github.com/urfave/cli/v2"
@@ -40,14 +39,7 @@ func execCommand() *cli.Command {
 			if st.Status() != container.Running {
 				return fmt.Errorf("container %s is not running (cove ps --all)", name)
 			}
-			var env []string
-			for _, kv := range c.StringSlice("env") {
-				if !strings.Contains(kv, "=") {
-					kv += "=" + os.Getenv(kv)
-				}
-				env = append(env, kv)
-			}
-			req := container.ExecRequest{Args: c.Args().Tail(), Env: env, Cwd: c.String("workdir"), User: c.String("user"), Terminal: c.Bool("tty")}
+			req := container.ExecRequest{Args: c.Args().Tail(), Env: envFlags(c), Cwd: c.String("workdir"), User: c.String("user"), Terminal: c.Bool("tty")}
 			stdio, closeStdio, err := execStdio(c)
 			if err != nil {
 				return err

@@ -117,6 +117,30 @@ func coveBinary() (string, error) {
 	return filepath.EvalSymlinks(exe)
 }
 
+// launch is one container to start: what cove run's flags say, or what a
+// workspace needs.
+type launch struct {
+	Ref         string
+	Policy      image.Policy
+	Name        string // "" generates one
+	Hostname    string // "" is the name
+	Args, Env   []string
+	Workdir     string
+	User        string
+	Binds       []container.Bind
+	Limits      container.Limits
+	Net         string
+	Remove      bool // --rm
+	Detach      bool
+	Quiet       bool // detached: do not print the name
+	TTY         bool
+	Interactive bool
+	// Dir, if set, holds the container's own layer and is kept when it
+	// stops (a workspace's installed packages survive); by default each
+	// container gets a fresh one under DATA/containers.
+	Dir string
+}
+
 func runContainer(c *cli.Context) (int, error) {
 	e, err := globalEnv(c)
 	if err != nil {
@@ -130,34 +154,12 @@ func runContainer(c *cli.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	store, err := e.store()
-	if err != nil {
-		return 0, err
+	l := launch{
+		Ref: c.Args().First(), Policy: policy, Name: c.String("name"), Hostname: c.String("hostname"),
+		Args: c.Args().Tail(), Env: envFlags(c), Workdir: c.String("workdir"), User: c.String("user"),
+		Limits: limits, Net: net, Remove: c.Bool("rm"), Detach: c.Bool("detach"),
+		TTY: c.Bool("tty"), Interactive: c.Bool("interactive"),
 	}
-	ref := c.Args().First()
-	bars := newProgress(c.App.ErrWriter, false)
-	img, err := image.Pull(c.Context, store, ref, image.WithPolicy(policy), image.WithProgress(bars.update))
-	bars.wait()
-	if err != nil {
-		return 0, err
-	}
-	cfg, err := store.ConfigFile(img)
-	if err != nil {
-		return 0, fmt.Errorf("image config: %w", err)
-	}
-	var env []string
-	for _, kv := range c.StringSlice("env") {
-		if !strings.Contains(kv, "=") {
-			kv += "=" + os.Getenv(kv)
-		}
-		env = append(env, kv)
-	}
-	proc, err := container.ProcessFromImage(cfg.Config, c.Args().Tail(), env, c.String("workdir"), c.String("user"))
-	if err != nil {
-		return 0, err
-	}
-	proc.Terminal = c.Bool("tty")
-	var binds []container.Bind
 	for _, v := range c.StringSlice("volume") {
 		b, err := container.ParseBind(v)
 		if err != nil {
@@ -166,13 +168,51 @@ func runContainer(c *cli.Context) (int, error) {
 		if b.Source, err = filepath.Abs(b.Source); err != nil {
 			return 0, err
 		}
+		l.Binds = append(l.Binds, b)
+	}
+	return e.launch(c, l)
+}
+
+func envFlags(c *cli.Context) []string {
+	var env []string
+	for _, kv := range c.StringSlice("env") {
+		if !strings.Contains(kv, "=") {
+			kv += "=" + os.Getenv(kv)
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+// launch starts l and, unless it is detached, waits for it and returns
+// its exit status.
+func (e *env) launch(c *cli.Context, l launch) (int, error) {
+	store, err := e.store()
+	if err != nil {
+		return 0, err
+	}
+	bars := newProgress(c.App.ErrWriter, false)
+	img, err := image.Pull(c.Context, store, l.Ref, image.WithPolicy(l.Policy), image.WithProgress(bars.update))
+	bars.wait()
+	if err != nil {
+		return 0, err
+	}
+	cfg, err := store.ConfigFile(img)
+	if err != nil {
+		return 0, fmt.Errorf("image config: %w", err)
+	}
+	proc, err := container.ProcessFromImage(cfg.Config, l.Args, l.Env, l.Workdir, l.User)
+	if err != nil {
+		return 0, err
+	}
+	proc.Terminal = l.TTY
+	for i, b := range l.Binds {
 		// Root working on a user's files: they stay the user's.
 		if fi, err := os.Stat(b.Source); err == nil && os.Geteuid() == 0 {
 			if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 {
-				b.MapOwner = true
+				l.Binds[i].MapOwner = true
 			}
 		}
-		binds = append(binds, b)
 	}
 	bin, err := coveBinary()
 	if err != nil {
@@ -180,23 +220,28 @@ func runContainer(c *cli.Context) (int, error) {
 	}
 
 	id := randomID()
-	name := c.String("name")
+	name := l.Name
 	if name == "" {
 		name = "cove-" + id[:8]
 	}
-	states := container.StateDir(filepath.Join(e.layout.Runtime, "containers"))
+	states := e.states()
 	if err := states.Create(name); err != nil {
 		return 0, err
 	}
-	dir := filepath.Join(e.layout.Data, "containers", id)
+	dir, keep := l.Dir, l.Dir != ""
+	if !keep {
+		dir = filepath.Join(e.layout.Data, "containers", id)
+	}
 	claimed := true
 	defer func() {
 		if claimed {
 			states.Delete(name)
-			os.RemoveAll(dir)
+			if !keep {
+				os.RemoveAll(dir)
+			}
 		}
 	}()
-	hostname := c.String("hostname")
+	hostname := l.Hostname
 	if hostname == "" {
 		hostname = name
 	}
@@ -204,23 +249,21 @@ func runContainer(c *cli.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	os.RemoveAll(filepath.Join(dir, "work")) // overlay's scratch space, stale after a crash
 	spec := &container.Spec{
 		ID: id, Name: name, Hostname: hostname,
 		Lower: img.RootFS, Upper: filepath.Join(dir, "upper"), Work: filepath.Join(dir, "work"), Merged: filepath.Join(dir, "merged"),
 		Binary: bin, ResolvConf: resolv, Hosts: hosts,
-		Binds: binds, Net: net, UserNS: os.Geteuid() != 0, Process: proc,
+		Binds: l.Binds, Net: l.Net, UserNS: os.Geteuid() != 0, Process: proc,
 		Control: filepath.Join(states.Dir(name), "ctl.sock"),
 	}
 
-	stdio, restore, err := setupStdio(c)
-	if err != nil {
-		return 0, err
-	}
+	stdio, restore := setupStdio(l.TTY, l.Interactive, c.App.Writer, c.App.ErrWriter)
 	defer restore()
-	if c.Bool("detach") {
+	if l.Detach {
 		// Nothing of ours may stay open in a container that outlives us:
 		// its output goes to a log file beside its files.
-		if c.Bool("tty") {
+		if l.TTY {
 			return 0, fmt.Errorf("-d and -t do not go together: the terminal would have no one to talk to")
 		}
 		log, err := os.OpenFile(filepath.Join(dir, "log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -230,16 +273,16 @@ func runContainer(c *cli.Context) (int, error) {
 		defer log.Close()
 		stdio.Stdin, stdio.Stdout, stdio.Stderr = nil, log, log
 	}
-	ctr, err := container.Start(spec, stdio.Stdio, limits, func(msg string) { fmt.Fprintf(c.App.ErrWriter, "cove: warning: %s\n", msg) })
+	ctr, err := container.Start(spec, stdio.Stdio, l.Limits, func(msg string) { fmt.Fprintf(c.App.ErrWriter, "cove: warning: %s\n", msg) })
 	if err != nil {
 		return 0, err
 	}
 	st := &container.State{
-		Name: name, ID: id, Image: ref, Digest: img.Digest.String(), Cgroup: ctr.CgroupPaths(),
-		Dir: dir, Created: time.Now().UTC(), Remove: c.Bool("rm"),
+		Name: name, ID: id, Image: l.Ref, Digest: img.Digest.String(), Cgroup: ctr.CgroupPaths(),
+		Dir: dir, Created: time.Now().UTC(), Remove: l.Remove, Keep: keep,
 	}
-	if len(binds) > 0 {
-		st.Workdir = binds[0].Source // what ps --json shows as the container's dir
+	if len(l.Binds) > 0 {
+		st.Workdir = l.Binds[0].Source // what ps --json shows as the container's dir
 	}
 	st.SetIdentity(ctr)
 	if err := states.Save(st); err != nil {
@@ -247,9 +290,11 @@ func runContainer(c *cli.Context) (int, error) {
 		ctr.Wait() // removes the cgroup
 		return 0, err
 	}
-	if c.Bool("detach") {
+	if l.Detach {
 		claimed = false
-		fmt.Fprintln(c.App.Writer, name)
+		if !l.Quiet {
+			fmt.Fprintln(c.App.Writer, name)
+		}
 		return 0, ctr.Release()
 	}
 	// Ctrl-C and friends go to the container (init forwards them), not to us.
@@ -273,7 +318,9 @@ func runContainer(c *cli.Context) (int, error) {
 	}
 	if st.Remove {
 		states.Delete(name)
-		os.RemoveAll(dir)
+		if !keep {
+			os.RemoveAll(dir)
+		}
 	} else {
 		st.ExitCode = &code
 		st.Pid = 0
@@ -314,23 +361,23 @@ type runStdio struct {
 	restore func()
 }
 
-func setupStdio(c *cli.Context) (*runStdio, func(), error) {
-	rs := &runStdio{copying: make(chan struct{}), tty: c.Bool("tty"), restore: func() {}}
+func setupStdio(tty, interactive bool, stdout, stderr io.Writer) (*runStdio, func()) {
+	rs := &runStdio{copying: make(chan struct{}), tty: tty, restore: func() {}}
 	isTTY := func(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 	if !rs.tty {
 		// Wrapping in plain readers and writers makes os/exec give the
 		// container pipes and copy, instead of our descriptors.
 		switch {
-		case !c.Bool("interactive") && isTTY(os.Stdin):
+		case !interactive && isTTY(os.Stdin):
 			rs.Stdin = nil // /dev/null
 		case isTTY(os.Stdin):
 			rs.Stdin = struct{ io.Reader }{os.Stdin}
 		default:
 			rs.Stdin = os.Stdin
 		}
-		rs.Stdout, rs.Stderr = writerFor(c.App.Writer), writerFor(c.App.ErrWriter)
+		rs.Stdout, rs.Stderr = writerFor(stdout), writerFor(stderr)
 	}
-	return rs, func() { rs.restore() }, nil
+	return rs, func() { rs.restore() }
 }
 
 func writerFor(w io.Writer) io.Writer {
