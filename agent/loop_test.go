@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cove-sh/cove/agent/internal/llmtest"
+	"github.com/cove-sh/cove/internal/llmtest"
 )
 
 // call scripts one OpenAI answer that calls a tool.

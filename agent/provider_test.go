@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cove-sh/cove/agent/internal/llmtest"
+	"github.com/cove-sh/cove/internal/llmtest"
 )
 
 var fast = Backoff{Base: 10 * time.Millisecond}

@@ -28,6 +28,9 @@ type BashTool struct {
 	W       *Workspace
 	Timeout time.Duration // per command; default 120 s
 	Env     []string      // added to the environment
+	// Shell, if set, makes the shell process, started in dir (for one in
+	// a container: cove exec). The default is bash on this machine.
+	Shell func(dir string) *exec.Cmd
 
 	mu    sync.Mutex
 	sh    *exec.Cmd
@@ -38,6 +41,10 @@ type BashTool struct {
 }
 
 var _ Tool = (*BashTool)(nil)
+
+// ShellEnv keeps the commands the agent runs from waiting for a person.
+var ShellEnv = []string{"PAGER=cat", "GIT_PAGER=cat", "MANPAGER=cat", "LESS=FRX", "TERM=dumb",
+	"GIT_TERMINAL_PROMPT=0", "DEBIAN_FRONTEND=noninteractive", "CI=1", "NO_COLOR=1"}
 
 // clipAt is how much output the model sees in full; beyond it, the head
 // and tail.
@@ -77,11 +84,14 @@ func (t *BashTool) start() error {
 	if t.cwd == "" {
 		t.cwd = t.W.Root
 	}
-	sh := exec.Command("bash", "--noprofile", "--norc")
-	sh.Dir = t.cwd
-	sh.Env = append(os.Environ(), "PAGER=cat", "GIT_PAGER=cat", "MANPAGER=cat", "LESS=FRX", "TERM=dumb",
-		"GIT_TERMINAL_PROMPT=0", "DEBIAN_FRONTEND=noninteractive", "CI=1", "NO_COLOR=1")
-	sh.Env = append(sh.Env, t.Env...)
+	var sh *exec.Cmd
+	if t.Shell != nil {
+		sh = t.Shell(t.cwd)
+	} else {
+		sh = exec.Command("bash", "--noprofile", "--norc")
+		sh.Dir = t.cwd
+		sh.Env = append(append(os.Environ(), ShellEnv...), t.Env...)
+	}
 	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	in, err := sh.StdinPipe()
 	if err != nil {
@@ -146,7 +156,7 @@ func (t *BashTool) run(ctx context.Context, command string, timeout time.Duratio
 				if len(f) == 2 {
 					t.cwd = f[1]
 				}
-				done <- result{strings.TrimSuffix(out.String(), "\n"), status, nil}
+				done <- result{strings.TrimRight(out.String(), "\n"), status, nil}
 				return
 			}
 			out.WriteString(line)

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/cove-sh/cove/internal/testimage"
+	"github.com/cove-sh/cove/internal/llmtest"
 	"github.com/cove-sh/cove/internal/testregistry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -630,5 +631,72 @@ func TestDoctor(t *testing.T) {
 	}
 	if !strings.Contains(r.stdout, want) {
 		t.Errorf("doctor on this host should say %q:\n%s", want, r.stdout)
+	}
+}
+
+// TestAgentOneShotInWorkspace runs `cove agent -p` against a scripted
+// OpenAI-compatible server: the model runs the project's failing test in
+// the workspace container, fixes the file, runs it again (it passes),
+// and answers; the API key never reaches the container.
+func TestAgentOneShotInWorkspace(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	ref := testregistry.Push(t, addr, layered(t))
+	project := t.TempDir()
+	os.WriteFile(filepath.Join(project, "greet.sh"), []byte("echo helo\n"), 0o644)
+	os.WriteFile(filepath.Join(project, "test.sh"), []byte(`[ "$(sh greet.sh)" = hello ] && echo PASS || { echo FAIL; exit 1; }`+"\n"), 0o644)
+	srv := llmtest.New(t)
+	toolCall := func(id, name string, args any) llmtest.Response {
+		b, _ := json.Marshal(args)
+		return llmtest.Response{Events: llmtest.OpenAIChunks("tool_calls", map[string]any{"tool_calls": []any{map[string]any{
+			"index": 0, "id": id, "type": "function", "function": map[string]any{"name": name, "arguments": string(b)}}}})}
+	}
+	srv.Push(
+		toolCall("c1", "bash", map[string]any{"command": "sh test.sh"}),
+		toolCall("c2", "edit", map[string]any{"path": "greet.sh", "edits": []any{map[string]any{"old": "echo helo", "new": "echo hello"}}}),
+		toolCall("c3", "bash", map[string]any{"command": "sh test.sh && pwd && hostname && env | grep -c sk-test-key"}),
+		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "Fixed the typo."})},
+	)
+	root := t.TempDir()
+	cmd, out, errb := coveProc(root, "agent", "--image", ref, "--yes", "-p", "make test.sh pass", project)
+	cmd.Env = append(cmd.Env, "COVE_BASE_URL="+srv.URL(), "COVE_MODEL=test-model", "COVE_API_KEY=sk-test-key")
+	cmd.Stdin = strings.NewReader("")
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("cove agent: %v\n%s", err, errb)
+	}
+	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", workspaceName(project)) })
+	if out.String() != "Fixed the typo.\n" {
+		t.Errorf("stdout %q", out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(project, "greet.sh")); string(b) != "echo hello\n" {
+		t.Errorf("greet.sh = %q", b)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 4 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	var results []string
+	for _, m := range reqs[3].JSON(t)["messages"].([]any) {
+		if mm := m.(map[string]any); mm["role"] == "tool" {
+			results = append(results, mm["content"].(string))
+		}
+	}
+	// It ran in the container (at /workspace, under the workspace's host
+	// name), and the key was not in its environment (grep counts 0).
+	if len(results) != 3 || results[0] != "FAIL\n[exit status 1]" ||
+		results[2] != "PASS\n/workspace\n"+workspaceName(project)+"\n0\n[exit status 1]" {
+		t.Errorf("tool results the model saw: %q\nstderr: %s", results, errb)
+	}
+	if reqs[0].Header.Get("Authorization") != "Bearer sk-test-key" {
+		t.Errorf("auth header %q", reqs[0].Header.Get("Authorization"))
+	}
+	// The workspace runs on, with the project as its dir; sessions are kept.
+	var list []psJSON
+	json.Unmarshal([]byte(runProc(t, root, "", "ps", "--json").stdout), &list)
+	if len(list) != 1 || list[0].Name != workspaceName(project) || list[0].Dir != project {
+		t.Errorf("ps after the agent: %+v", list)
+	}
+	if s, _ := filepath.Glob(filepath.Join(project, ".cove", "sessions", "*.jsonl")); len(s) != 1 {
+		t.Errorf("sessions: %v", s)
 	}
 }

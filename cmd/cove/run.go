@@ -22,7 +22,7 @@ import (
 
 func limitFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "memory", Aliases: []string{"m"}, Usage: "memory limit, e.g. `512m` or 2g (swap off)"},
+		&cli.StringFlag{Name: "memory", Usage: "memory limit, e.g. `512m` or 2g (swap off)"},
 		&cli.Int64Flag{Name: "pids", Usage: "at most `N` processes and threads"},
 		&cli.Float64Flag{Name: "cpus", Usage: "at most `F` CPUs of time"},
 		&cli.StringFlag{Name: "net", Value: "host", Usage: "`host` (share the host's network) or none (loopback only)"},

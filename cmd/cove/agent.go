@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/cove-sh/cove/agent"
+	"github.com/cove-sh/cove/container"
+	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
+)
+
+func agentCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "agent",
+		Usage:     "the coding agent in DIR's workspace (started if needed)",
+		ArgsUsage: "[DIR]",
+		Description: `The model is called from here; its tools work on DIR and run commands inside the
+workspace, so API keys never enter the container. Provider settings: COVE_PROVIDER
+(openai|anthropic), COVE_BASE_URL, COVE_API_KEY, COVE_MODEL, else OPENAI_BASE_URL,
+OPENAI_API_KEY, ANTHROPIC_API_KEY.`,
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "prompt", Aliases: []string{"p"}, Usage: "one-shot: answer `PROMPT` on stdout, trace on stderr (standard input, if piped, is added)"},
+			&cli.BoolFlag{Name: "continue", Aliases: []string{"c"}, Usage: "continue the latest session"},
+			&cli.StringFlag{Name: "resume", Aliases: []string{"r"}, Usage: "continue session `ID`"},
+			&cli.StringFlag{Name: "model", Aliases: []string{"m"}, Usage: "the model (default $COVE_MODEL)"},
+			&cli.BoolFlag{Name: "yes", Usage: "run edits and commands without asking"},
+		}, workspaceFlags()...),
+		Action: func(c *cli.Context) error {
+			if c.String("prompt") == "" {
+				return errors.New("the interactive agent comes with the IDE; for now give a prompt with -p")
+			}
+			e, err := globalEnv(c)
+			if err != nil {
+				return err
+			}
+			dir := c.Args().First()
+			if dir == "" {
+				dir = "."
+			}
+			if dir, err = filepath.Abs(dir); err != nil {
+				return err
+			}
+			provider, model, err := providerFromEnv(c.String("model"))
+			if err != nil {
+				return err
+			}
+			st, err := ensureWorkspace(c, e, dir)
+			if err != nil {
+				return err
+			}
+			return runAgent(c, e, st, dir, provider, model)
+		},
+	}
+}
+
+// providerFromEnv reads the provider settings (read once, here).
+func providerFromEnv(model string) (agent.Provider, string, error) {
+	get := func(keys ...string) string {
+		for _, k := range keys {
+			if v := os.Getenv(k); v != "" {
+				return v
+			}
+		}
+		return ""
+	}
+	if model == "" {
+		model = get("COVE_MODEL")
+	}
+	if model == "" {
+		return nil, "", errors.New("no model: set COVE_MODEL or give -m (cove agent --setup lists what a server offers)")
+	}
+	kind := get("COVE_PROVIDER")
+	if kind == "" {
+		kind = "openai"
+		if get("COVE_API_KEY", "OPENAI_API_KEY") == "" && get("ANTHROPIC_API_KEY") != "" {
+			kind = "anthropic"
+		}
+	}
+	switch kind {
+	case "openai":
+		base := get("COVE_BASE_URL", "OPENAI_BASE_URL")
+		if base == "" {
+			base = "https://api.openai.com/v1"
+		}
+		return &agent.OpenAI{BaseURL: base, APIKey: get("COVE_API_KEY", "OPENAI_API_KEY")}, model, nil
+	case "anthropic":
+		return &agent.Anthropic{BaseURL: get("COVE_BASE_URL"), APIKey: get("COVE_API_KEY", "ANTHROPIC_API_KEY")}, model, nil
+	}
+	return nil, "", fmt.Errorf("COVE_PROVIDER=%q: use openai or anthropic", kind)
+}
+
+const systemPrompt = `You are Cove's coding agent, working in the user's project at /workspace inside a container.
+Use the tools: read files before you edit them, make small exact edits, run the project's tests with bash,
+and check your work. When you are done, answer briefly with what you changed and why.`
+
+func runAgent(c *cli.Context, e *env, st *container.State, dir string, provider agent.Provider, model string) error {
+	w, err := agent.OpenWorkspace(dir)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	bin, err := coveBinary()
+	if err != nil {
+		return err
+	}
+	bash := &agent.BashTool{W: w, Shell: func(cwd string) *exec.Cmd {
+		if cwd == dir || cwd == "" {
+			cwd = "/workspace"
+		}
+		var args []string
+		if root := c.String("root"); root != "" {
+			args = append(args, "--root", root)
+		}
+		args = append(args, "exec", "-i", "-w", cwd)
+		for _, kv := range agent.ShellEnv {
+			args = append(args, "-e", kv)
+		}
+		args = append(args, st.Name, "sh", "-c", "command -v bash >/dev/null && exec bash --noprofile --norc; exec sh")
+		return exec.Command(bin, args...)
+	}}
+	defer bash.Close()
+
+	system := systemPrompt
+	for _, name := range []string{"AGENTS.md", "CLAUDE.md"} {
+		if b, err := w.ReadFile(name); err == nil {
+			system += "\n\nThe project's " + name + ":\n" + string(b[:min(len(b), 32<<10)])
+			break
+		}
+	}
+	sessions := filepath.Join(dir, ".cove", "sessions")
+	var session *agent.Session
+	var history []agent.Message
+	switch {
+	case c.Bool("continue") || c.String("resume") != "":
+		session, history, err = agent.ResumeSession(sessions, c.String("resume"))
+	default:
+		session, err = agent.NewSession(sessions)
+	}
+	if err != nil {
+		return err
+	}
+	defer session.Close()
+
+	prompt := c.String("prompt")
+	if !term.IsTerminal(int(os.Stdin.Fd())) {
+		if in, _ := io.ReadAll(io.LimitReader(os.Stdin, 1<<20)); len(in) > 0 {
+			prompt += "\n\n" + string(in)
+		}
+	}
+	trace := c.App.ErrWriter
+	a := &agent.Agent{
+		Provider: provider, Model: model, System: system, Session: session,
+		Tools: []agent.Tool{agent.ReadTool{W: w}, agent.WriteTool{W: w}, agent.EditTool{W: w}, agent.SearchTool{W: w}, bash},
+		Mode:  agent.ModeAsk, Approve: approveOnTerminal(trace),
+		Emit: func(ev agent.LoopEvent) {
+			switch ev.Type {
+			case "tool_call":
+				fmt.Fprintf(trace, "· %s %s\n", ev.Call.Name, ev.Call.Args)
+			case "tool_result":
+				first, _, _ := strings.Cut(ev.Text, "\n")
+				mark := "  →"
+				if ev.IsError {
+					mark = "  ✗"
+				}
+				fmt.Fprintf(trace, "%s %s\n", mark, first)
+			case "compacted":
+				fmt.Fprintln(trace, "· (the conversation was summarised to fit the model)")
+			case "error":
+				fmt.Fprintln(trace, "! "+ev.Text)
+			}
+		},
+	}
+	if c.Bool("yes") {
+		a.Mode = agent.ModeYolo
+	}
+	msgs, err := a.Run(c.Context, history, prompt)
+	if err != nil {
+		return fmt.Errorf("agent: %w (session %s)", err, session.ID)
+	}
+	fmt.Fprintln(c.App.Writer, msgs[len(msgs)-1].Content)
+	fmt.Fprintf(trace, "· session %s (cove agent -r %s to continue)\n", session.ID, session.ID)
+	return nil
+}
+
+// approveOnTerminal asks on the controlling terminal; with none, it
+// refuses, telling the model why.
+func approveOnTerminal(w io.Writer) func(context.Context, *agent.Action) agent.Decision {
+	return func(ctx context.Context, act *agent.Action) agent.Decision {
+		tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+		if err != nil {
+			return agent.Decision{Reason: "no one can approve it here (run cove agent in a terminal, or with --yes)"}
+		}
+		defer tty.Close()
+		if act.Diff != "" {
+			fmt.Fprint(tty, act.Diff)
+		}
+		fmt.Fprintf(tty, "%s — allow? [y/N, or say why not] ", act.Summary)
+		line, _ := bufio.NewReader(tty).ReadString('\n')
+		line = strings.TrimSpace(line)
+		if strings.EqualFold(line, "y") || strings.EqualFold(line, "yes") {
+			return agent.Decision{Approve: true}
+		}
+		return agent.Decision{Reason: line}
+	}
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/cove-sh/cove/container"
+	"github.com/cove-sh/cove/image"
+	"github.com/urfave/cli/v2"
+)
+
+// DefaultImage is the workspace image when neither --image nor the
+// project's devcontainer.json names one: Debian, with a shell.
+const DefaultImage = "docker.io/library/debian:bookworm"
+
+// workspaceName is the stable, unique name of DIR's workspace: the
+// directory's name and a hash of its path.
+func workspaceName(dir string) string {
+	sum := sha256.Sum256([]byte(dir))
+	base := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '_':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + 'a' - 'A'
+		}
+		return '-'
+	}, filepath.Base(dir))
+	base = strings.Trim(base, "-.")
+	if base == "" || len(base) > 40 {
+		base = "ws"
+	}
+	return base + "-" + hex.EncodeToString(sum[:3])
+}
+
+func workspaceFlags() []cli.Flag {
+	return append([]cli.Flag{
+		&cli.StringFlag{Name: "image", Usage: "workspace image `REF` (default: devcontainer.json's, else " + DefaultImage + ")"},
+	}, limitFlags()...)
+}
+
+// ensureWorkspace returns the state of DIR's running workspace, starting
+// it if it is not running: the project bound at /workspace, its own layer
+// kept across starts until cove rm.
+func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("workspace %s: not a directory", dir)
+	}
+	name := workspaceName(abs)
+	states := e.states()
+	if st, err := states.Load(name); err == nil {
+		if st.Status() == container.Running {
+			return st, nil
+		}
+		states.Delete(name) // stopped: start again on the same layer
+	}
+	limits, net, err := limitsFrom(c)
+	if err != nil {
+		return nil, err
+	}
+	ref := c.String("image")
+	if ref == "" {
+		ref = DefaultImage
+	}
+	l := launch{
+		Ref: ref, Policy: image.PullMissing, Name: name,
+		Args:    []string{"/.cove/cove", "idle"},
+		Workdir: "/workspace", Binds: []container.Bind{{Source: abs, Target: "/workspace"}},
+		Limits: limits, Net: net, Detach: true, Quiet: true,
+		Dir: filepath.Join(e.layout.Data, "workspaces", name),
+	}
+	if _, err := e.launch(c, l); err != nil {
+		return nil, fmt.Errorf("start the workspace of %s: %w", abs, err)
+	}
+	return states.Load(name)
+}
+
+func shellCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "shell",
+		Usage:     "a shell in DIR's workspace (started if needed)",
+		ArgsUsage: "[DIR]",
+		Flags:     workspaceFlags(),
+		Action: func(c *cli.Context) error {
+			e, err := globalEnv(c)
+			if err != nil {
+				return err
+			}
+			dir := c.Args().First()
+			if dir == "" {
+				dir = "."
+			}
+			st, err := ensureWorkspace(c, e, dir)
+			if err != nil {
+				return err
+			}
+			req := container.ExecRequest{Args: []string{"/bin/sh", "-c", "command -v bash >/dev/null && exec bash -l; exec sh -l"}, Cwd: "/workspace", Terminal: true}
+			rs := &runStdio{copying: make(chan struct{}), tty: true, restore: func() {}}
+			var console *os.File
+			code, err := container.Exec(filepath.Join(e.states().Dir(st.Name), "ctl.sock"), req, [3]*os.File{}, func(con *os.File) {
+				console = con
+				rs.start(con)
+			})
+			if console != nil {
+				rs.wait(console)
+			}
+			rs.restore()
+			if err != nil {
+				return err
+			}
+			if code != 0 {
+				return &exitError{code: code}
+			}
+			return nil
+		},
+	}
+}
+
+// idleCommand is a workspace's workload until its IDE server takes that
+// place: it waits for the stop signal.
+func idleCommand() *cli.Command {
+	return &cli.Command{
+		Name:   "idle",
+		Usage:  "wait for the stop signal (a workspace's workload)",
+		Hidden: true,
+		Action: func(c *cli.Context) error {
+			sigs := make(chan os.Signal, 1)
+			signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+			<-sigs
+			return nil
+		},
+	}
+}
