@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cove-sh/cove/internal/testimage"
 	"github.com/cove-sh/cove/internal/llmtest"
+	"github.com/cove-sh/cove/internal/testimage"
 	"github.com/cove-sh/cove/internal/testregistry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
