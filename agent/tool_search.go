@@ -40,7 +40,7 @@ func (t SearchTool) Plan(ctx context.Context, raw json.RawMessage) (*Action, err
 	}
 	under := "."
 	if a.Path != "" {
-		if under, err = t.W.rel(a.Path); err != nil {
+		if under, err = t.W.Rel(a.Path); err != nil {
 			return nil, err
 		}
 	}
@@ -88,7 +88,7 @@ func (t SearchTool) files(ctx context.Context, under string) ([]string, error) {
 		return files, nil
 	}
 	var files []string
-	err := fs.WalkDir(t.W.root.FS(), under, func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(t.W.FS(), under, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil
 		}

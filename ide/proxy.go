@@ -1,0 +1,98 @@
+package ide
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// Proxy is the host side of the IDE: it listens on loopback, lets in only
+// requests that carry the launch's token, name the host as 127.0.0.1 or
+// localhost with its port (DNS rebinding), and, for WebSockets, come from
+// its own origin; and forwards them to the in-container server's Unix
+// socket. Its zero value is not usable: use NewProxy. A Proxy is safe for
+// concurrent use.
+type Proxy struct {
+	// Token is the per-launch secret. It is accepted once in the URL
+	// (?token=…), which sets an HttpOnly, SameSite=Strict cookie, and
+	// from the cookie afterwards.
+	Token string
+	port  int
+	rp    *httputil.ReverseProxy
+}
+
+const tokenCookie = "cove_token"
+
+// NewProxy makes a proxy to the server listening on socket, for a listener
+// on 127.0.0.1:port, with a fresh random token.
+func NewProxy(socket string, port int) *Proxy {
+	b := make([]byte, 24)
+	rand.Read(b)
+	target, _ := url.Parse("http://cove-ide")
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		},
+	}
+	return &Proxy{Token: hex.EncodeToString(b), port: port, rp: rp}
+}
+
+// URL is the address to open, token included.
+func (p *Proxy) URL() string {
+	return "http://127.0.0.1:" + strconv.Itoa(p.port) + "/?token=" + p.Token
+}
+
+// ServeHTTP implements http.Handler.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !p.hostAllowed(r.Host) {
+		http.Error(w, "cove: wrong Host header", http.StatusForbidden)
+		return
+	}
+	if t := r.URL.Query().Get("token"); t != "" && p.tokenOK(t) {
+		http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: p.Token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		// Take the token out of the address bar and the history.
+		q := r.URL.Query()
+		q.Del("token")
+		r.URL.RawQuery = q.Encode()
+		http.Redirect(w, r, r.URL.RequestURI(), http.StatusSeeOther)
+		return
+	}
+	c, err := r.Cookie(tokenCookie)
+	if err != nil || !p.tokenOK(c.Value) {
+		http.Error(w, "cove: this workspace needs its token: open the URL cove printed", http.StatusUnauthorized)
+		return
+	}
+	if isWebSocket(r) && !p.originAllowed(r.Header.Get("Origin")) {
+		http.Error(w, "cove: cross-origin WebSocket refused", http.StatusForbidden)
+		return
+	}
+	r.Header.Del("Cookie") // the token stays on this side
+	p.rp.ServeHTTP(w, r)
+}
+
+func (p *Proxy) tokenOK(t string) bool {
+	return subtle.ConstantTimeCompare([]byte(t), []byte(p.Token)) == 1
+}
+
+func (p *Proxy) hostAllowed(host string) bool {
+	port := strconv.Itoa(p.port)
+	return host == "127.0.0.1:"+port || host == "localhost:"+port
+}
+
+func (p *Proxy) originAllowed(origin string) bool {
+	u, err := url.Parse(origin)
+	return err == nil && u.Scheme == "http" && p.hostAllowed(u.Host)
+}
+
+func isWebSocket(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+}

@@ -1,0 +1,102 @@
+// Package projectfs reads and writes the files of a project directory
+// without ever leaving it, for the agent's tools and the IDE's file API.
+package projectfs
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Dir is a project directory whose paths are confined to it: os.Root
+// refuses any path, symlinks included, that leads outside.
+type Dir struct {
+	Root string
+	root *os.Root
+}
+
+// Open opens dir. Close it when done.
+func Open(dir string) (*Dir, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	r, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, fmt.Errorf("workspace %s: %w", dir, err)
+	}
+	return &Dir{Root: abs, root: r}, nil
+}
+
+// Close releases the directory.
+func (w *Dir) Close() error { return w.root.Close() }
+
+// Rel turns a path the model gave (relative, or absolute inside the
+// workspace, as /workspace/x) into one relative to the root.
+func (w *Dir) Rel(p string) (string, error) {
+	if p == "" {
+		return "", fmt.Errorf("no path given")
+	}
+	if filepath.IsAbs(p) {
+		r, err := filepath.Rel(w.Root, p)
+		if err != nil || strings.HasPrefix(r, "..") {
+			return "", fmt.Errorf("%s is outside the workspace (%s)", p, w.Root)
+		}
+		p = r
+	}
+	return filepath.Clean(p), nil
+}
+
+// ReadFile reads a file inside the workspace.
+func (w *Dir) ReadFile(p string) ([]byte, error) {
+	r, err := w.Rel(p)
+	if err != nil {
+		return nil, err
+	}
+	return w.root.ReadFile(r)
+}
+
+// WriteFile replaces a file inside the workspace atomically, keeping its
+// permissions (0644 for a new one).
+func (w *Dir) WriteFile(p string, data []byte) error {
+	r, err := w.Rel(p)
+	if err != nil {
+		return err
+	}
+	mode := os.FileMode(0o644)
+	if fi, err := w.root.Stat(r); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	if dir := filepath.Dir(r); dir != "." {
+		if err := w.root.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	tmp := filepath.Join(filepath.Dir(r), fmt.Sprintf(".%s.cove-%d", filepath.Base(r), os.Getpid()))
+	if err := w.root.WriteFile(tmp, data, mode); err != nil {
+		return err
+	}
+	if err := w.root.Chmod(tmp, mode); err != nil {
+		w.root.Remove(tmp)
+		return err
+	}
+	if err := w.root.Rename(tmp, r); err != nil {
+		w.root.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// FS is the directory as an fs.FS (for walking).
+func (w *Dir) FS() fs.FS { return w.root.FS() }
+
+// Stat describes a path inside the directory, following symlinks inside.
+func (w *Dir) Stat(p string) (fs.FileInfo, error) {
+	r, err := w.Rel(p)
+	if err != nil {
+		return nil, err
+	}
+	return w.root.Stat(r)
+}
