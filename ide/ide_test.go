@@ -1,0 +1,209 @@
+package ide
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/coder/websocket"
+	"github.com/cove-sh/cove/internal/projectfs"
+)
+
+// stack starts the in-container handler on a Unix socket and the proxy on
+// a loopback port, as a workspace does, and returns the proxy.
+func stack(t *testing.T, project string) (*Proxy, string) {
+	t.Helper()
+	dir, err := projectfs.Open(project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dir.Close() })
+	sock := filepath.Join(t.TempDir(), "ide.sock")
+	ul, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/api/", NewHandler(dir))
+	mux.HandleFunc("/ws", func(w http.ResponseWriter, r *http.Request) {
+		c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true}) // the proxy checked the origin
+		if err != nil {
+			return
+		}
+		defer c.CloseNow()
+		typ, b, err := c.Read(r.Context())
+		if err == nil {
+			c.Write(r.Context(), typ, append([]byte("echo: "), b...))
+		}
+	})
+	inner := &http.Server{Handler: mux}
+	go inner.Serve(ul)
+	t.Cleanup(func() { inner.Close() })
+
+	tl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := tl.Addr().(*net.TCPAddr).Port
+	p := NewProxy(sock, port)
+	outer := &http.Server{Handler: p}
+	go outer.Serve(tl)
+	t.Cleanup(func() { outer.Close() })
+	return p, "http://127.0.0.1:" + strconv.Itoa(port)
+}
+
+func get(t *testing.T, c *http.Client, url string, hdr map[string]string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestProxyRefusesWithoutTokenOrWithAWrongHost(t *testing.T) {
+	project := t.TempDir()
+	os.WriteFile(filepath.Join(project, "a.txt"), []byte("hello"), 0o644)
+	p, base := stack(t, project)
+
+	if code, _ := get(t, http.DefaultClient, base+"/api/file?path=a.txt", nil); code != http.StatusUnauthorized {
+		t.Errorf("no token: %d, want 401", code)
+	}
+	if code, _ := get(t, http.DefaultClient, base+"/api/file?path=a.txt&token=wrong", nil); code != http.StatusUnauthorized {
+		t.Errorf("wrong token: %d, want 401", code)
+	}
+	// The token in the URL becomes an HttpOnly, SameSite=Strict cookie
+	// and leaves the URL.
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	resp, err := c.Get(p.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if strings.Contains(resp.Request.URL.String(), "token") {
+		t.Errorf("the token stayed in the address: %s", resp.Request.URL)
+	}
+	var cookie *http.Cookie
+	for _, ck := range resp.Request.Response.Cookies() {
+		if ck.Name == tokenCookie {
+			cookie = ck
+		}
+	}
+	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode {
+		t.Fatalf("cookie %+v", cookie)
+	}
+	if code, body := get(t, c, base+"/api/file?path=a.txt", nil); code != 200 || body != "hello" {
+		t.Errorf("with the cookie: %d %q", code, body)
+	}
+	// DNS rebinding: a page on evil.example resolving to 127.0.0.1.
+	for _, host := range []string{"evil.example:" + strings.Split(base, ":")[2], "127.0.0.1:1", "localhost"} {
+		if code, _ := get(t, c, base+"/api/file?path=a.txt", map[string]string{"Host": host}); code != http.StatusForbidden {
+			t.Errorf("Host %s: %d, want 403", host, code)
+		}
+	}
+	if code, _ := get(t, c, strings.Replace(base, "127.0.0.1", "localhost", 1)+"/api/tree", nil); code != http.StatusUnauthorized && code != 200 {
+		t.Errorf("localhost:PORT should be an allowed host: %d", code)
+	}
+}
+
+func TestProxyWebSocketsOnlyFromItsOrigin(t *testing.T) {
+	p, base := stack(t, t.TempDir())
+	ctx := context.Background()
+	hdr := http.Header{"Cookie": {tokenCookie + "=" + p.Token}}
+	for origin, ok := range map[string]bool{
+		base:                               true,
+		"http://evil.example":              false,
+		"http://127.0.0.1:1":               false,
+		"null":                             false,
+		"https://" + base[len("http://"):]: false,
+	} {
+		h := hdr.Clone()
+		h.Set("Origin", origin)
+		c, resp, err := websocket.Dial(ctx, strings.Replace(base, "http", "ws", 1)+"/ws", &websocket.DialOptions{HTTPHeader: h})
+		if ok {
+			if err != nil {
+				t.Errorf("origin %s refused: %v", origin, err)
+				continue
+			}
+			c.Write(ctx, websocket.MessageText, []byte("hi"))
+			_, b, err := c.Read(ctx)
+			if err != nil || string(b) != "echo: hi" {
+				t.Errorf("through the proxy: %q %v", b, err)
+			}
+			c.CloseNow()
+			continue
+		}
+		if err == nil {
+			c.CloseNow()
+			t.Errorf("origin %s was let in", origin)
+		} else if resp == nil || resp.StatusCode != http.StatusForbidden {
+			t.Errorf("origin %s: %v, want 403", origin, err)
+		}
+	}
+}
+
+func TestFileAPIStaysInTheProject(t *testing.T) {
+	project := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(outside, []byte("secret"), 0o600)
+	os.Symlink(outside, filepath.Join(project, "link"))
+	os.Symlink("..", filepath.Join(project, "up"))
+	os.WriteFile(filepath.Join(project, "run.sh"), []byte("#!/bin/sh\n"), 0o755)
+	os.Mkdir(filepath.Join(project, ".git"), 0o755)
+	os.Mkdir(filepath.Join(project, "src"), 0o755)
+	p, base := stack(t, project)
+	c := &http.Client{}
+	auth := map[string]string{"Cookie": tokenCookie + "=" + p.Token}
+	for _, bad := range []string{"../secret", outside, "link", "up/secret", "/etc/passwd"} {
+		if code, body := get(t, c, base+"/api/file?path="+bad, auth); code == 200 || strings.Contains(body, "secret\n") || body == "secret" {
+			t.Errorf("read %s: %d %q", bad, code, body)
+		}
+	}
+	put := func(path, body string) int {
+		req, _ := http.NewRequest(http.MethodPut, base+"/api/file?path="+path, strings.NewReader(body))
+		req.Header.Set("Cookie", tokenCookie+"="+p.Token)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, bad := range []string{"../x", "up/x", outside} {
+		if code := put(bad, "pwned"); code < 400 {
+			t.Errorf("write %s: %d", bad, code)
+		}
+	}
+	if b, _ := os.ReadFile(outside); string(b) != "secret" {
+		t.Fatal("a file outside the project changed")
+	}
+	// A save keeps the file's mode.
+	if code := put("run.sh", "#!/bin/sh\necho saved\n"); code != http.StatusNoContent {
+		t.Fatalf("save: %d", code)
+	}
+	if fi, _ := os.Stat(filepath.Join(project, "run.sh")); fi.Mode().Perm() != 0o755 {
+		t.Errorf("mode after save %v", fi.Mode().Perm())
+	}
+	_, tree := get(t, c, base+"/api/tree", auth)
+	if strings.Contains(tree, `".git"`) || !strings.HasPrefix(tree, `[{"name":"src","dir":true`) {
+		t.Errorf("tree %s", tree)
+	}
+}
