@@ -115,13 +115,15 @@ func httpError(w http.ResponseWriter, err error) {
 	}
 }
 
-// NewHandler serves the in-container API for the project in dir. It is
-// what `cove ide serve` runs on its Unix socket; terminals and the agent
-// join it next.
-func NewHandler(dir *projectfs.Dir) http.Handler {
+// NewHandler serves the in-container API for the project in dir: its
+// files, and terminals running shell (argv). It is what `cove ide serve`
+// runs on its Unix socket; the agent joins it next.
+func NewHandler(dir *projectfs.Dir, shell []string) http.Handler {
 	f := files{dir: dir}
+	t := &terminals{dir: dir.Root, shell: shell, terms: map[string]*Terminal{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/tree", f.tree)
 	mux.HandleFunc("/api/file", f.file)
+	mux.HandleFunc("GET /api/term/{id}", t.serve)
 	return mux
 }

@@ -2,6 +2,8 @@ package ide
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -11,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 	"github.com/cove-sh/cove/internal/projectfs"
@@ -31,7 +34,7 @@ func stack(t *testing.T, project string) (*Proxy, string) {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/api/", NewHandler(dir))
+	mux.Handle("/api/", NewHandler(dir, []string{"/bin/sh"}))
 	mux.HandleFunc("/ws", func(w http.ResponseWriter, r *http.Request) {
 		c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true}) // the proxy checked the origin
 		if err != nil {
@@ -205,5 +208,133 @@ func TestFileAPIStaysInTheProject(t *testing.T) {
 	_, tree := get(t, c, base+"/api/tree", auth)
 	if strings.Contains(tree, `".git"`) || !strings.HasPrefix(tree, `[{"name":"src","dir":true`) {
 		t.Errorf("tree %s", tree)
+	}
+}
+
+// termConn dials a terminal through the proxy.
+func termConn(t *testing.T, p *Proxy, base, path string) *websocket.Conn {
+	t.Helper()
+	h := http.Header{"Cookie": {tokenCookie + "=" + p.Token}, "Origin": {base}}
+	c, _, err := websocket.Dial(context.Background(), strings.Replace(base, "http", "ws", 1)+path, &websocket.DialOptions{HTTPHeader: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadLimit(1 << 20)
+	return c
+}
+
+// frames collects a terminal connection's frames, read by a goroutine
+// (a read with a deadline would close the WebSocket).
+type frames struct {
+	msgs chan []byte
+	out  strings.Builder
+	end  uint64
+	id   string
+	exit *int
+}
+
+func watch(c *websocket.Conn) *frames {
+	f := &frames{msgs: make(chan []byte, 1024)}
+	go func() {
+		defer close(f.msgs)
+		for {
+			_, msg, err := c.Read(context.Background())
+			if err != nil {
+				return
+			}
+			f.msgs <- msg
+		}
+	}()
+	return f
+}
+
+// read takes frames until stop says so or timeout passes.
+func (f *frames) read(timeout time.Duration, stop func(*frames) bool) {
+	deadline := time.After(timeout)
+	for !stop(f) {
+		var msg []byte
+		var ok bool
+		select {
+		case msg, ok = <-f.msgs:
+			if !ok {
+				return
+			}
+		case <-deadline:
+			return
+		}
+		switch msg[0] {
+		case opHello:
+			var h struct{ ID string }
+			json.Unmarshal(msg[1:], &h)
+			f.id = h.ID
+		case opOutput:
+			off := binary.BigEndian.Uint64(msg[1:9])
+			f.out.Write(msg[9:])
+			f.end = off + uint64(len(msg)-9)
+		case opExit:
+			var e struct{ Code int }
+			json.Unmarshal(msg[1:], &e)
+			f.exit = &e.Code
+		}
+	}
+}
+
+func input(t *testing.T, c *websocket.Conn, s string) {
+	if err := c.Write(context.Background(), websocket.MessageBinary, append([]byte{opInput}, s...)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTerminalRoundTripAndReplay(t *testing.T) {
+	p, base := stack(t, t.TempDir())
+	c := termConn(t, p, base, "/api/term/new")
+	f := watch(c)
+	input(t, c, "echo $((6*7))\n")
+	f.read(5*time.Second, func(f *frames) bool { return strings.Contains(f.out.String(), "42") })
+	if f.id == "" || !strings.Contains(f.out.String(), "42") {
+		t.Fatalf("first connection: id %q output %q", f.id, f.out.String())
+	}
+	c.Close(websocket.StatusNormalClosure, "reload")
+
+	// The shell lived on: a new connection replays from offset 0.
+	c2 := termConn(t, p, base, "/api/term/"+f.id+"?offset=0")
+	g := watch(c2)
+	g.read(5*time.Second, func(g *frames) bool { return strings.Contains(g.out.String(), "42") })
+	if !strings.Contains(g.out.String(), "42") {
+		t.Fatalf("replay after reconnect: %q", g.out.String())
+	}
+	input(t, c2, "exit 3\n")
+	g.read(5*time.Second, func(g *frames) bool { return g.exit != nil })
+	if g.exit == nil || *g.exit != 3 {
+		t.Fatalf("exit: %v", g.exit)
+	}
+}
+
+// TestTerminalFlowControl: with no acks, the server sends at most a window
+// of `yes`, and Ctrl-C still stops it at once.
+func TestTerminalFlowControl(t *testing.T) {
+	p, base := stack(t, t.TempDir())
+	c := termConn(t, p, base, "/api/term/new")
+	f := watch(c)
+	input(t, c, "yes\n")
+	f.read(1500*time.Millisecond, func(*frames) bool { return false })
+	if n := f.out.Len(); n < 1000 || n > flowWindow+(64<<10) {
+		t.Fatalf("received %d bytes without acking; want some, but at most about the %d-byte window", n, flowWindow)
+	}
+	input(t, c, "\x03")
+	ackAll := func() {
+		b := make([]byte, 9)
+		b[0] = opAck
+		binary.BigEndian.PutUint64(b[1:], f.end)
+		c.Write(context.Background(), websocket.MessageBinary, b)
+	}
+	start := time.Now()
+	input(t, c, "echo stopped-$((1+1))\n")
+	for !strings.Contains(f.out.String(), "stopped-2") && time.Since(start) < 5*time.Second {
+		ackAll()
+		f.read(200*time.Millisecond, func(f *frames) bool { return strings.Contains(f.out.String(), "stopped-2") })
+	}
+	if !strings.Contains(f.out.String(), "stopped-2") {
+		t.Fatalf("after Ctrl-C the shell did not answer (%d bytes read)", f.out.Len())
 	}
 }

@@ -1,0 +1,98 @@
+package ide
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+
+	"github.com/coder/websocket"
+)
+
+// terminals serves GET /api/term/{id} as a WebSocket: "new" starts a
+// shell, an existing id (with ?offset=N) reattaches to one.
+type terminals struct {
+	dir   string
+	shell []string
+	mu    sync.Mutex
+	terms map[string]*Terminal
+}
+
+func (s *terminals) serve(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var t *Terminal
+	s.mu.Lock()
+	if id != "new" {
+		t = s.terms[id]
+	}
+	s.mu.Unlock()
+	if id != "new" && t == nil {
+		http.Error(w, "no such terminal", http.StatusNotFound)
+		return
+	}
+	// The origin was checked by the host proxy; checking again here costs
+	// nothing (the proxy keeps the Host header, so it matches).
+	c, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		return
+	}
+	defer c.CloseNow()
+	ctx := r.Context()
+	send := func(op byte, p []byte) error {
+		return c.Write(ctx, websocket.MessageBinary, append([]byte{op}, p...))
+	}
+	if t == nil {
+		b := make([]byte, 6)
+		rand.Read(b)
+		cmd := exec.Command(s.shell[0], s.shell[1:]...)
+		cmd.Dir = s.dir
+		cmd.Env = append(os.Environ(), "TERM=xterm-256color", "COLORTERM=truecolor")
+		if t, err = StartTerminal(hex.EncodeToString(b), cmd, 80, 24); err != nil {
+			c.Close(websocket.StatusInternalError, "start the shell: "+err.Error())
+			return
+		}
+		s.mu.Lock()
+		s.terms[t.ID] = t
+		s.mu.Unlock()
+		hello, _ := json.Marshal(map[string]string{"id": t.ID})
+		if send(opHello, hello) != nil {
+			return
+		}
+	}
+	from, _ := strconv.ParseUint(r.URL.Query().Get("offset"), 10, 64)
+	cl, from := t.subscribe(from)
+	defer t.unsubscribe(cl)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		defer cancel()
+		for {
+			_, msg, err := c.Read(ctx)
+			if err != nil || len(msg) == 0 {
+				return
+			}
+			switch msg[0] {
+			case opInput:
+				t.Input(msg[1:])
+			case opResize:
+				var sz struct{ Cols, Rows uint16 }
+				if json.Unmarshal(msg[1:], &sz) == nil && sz.Cols > 0 && sz.Rows > 0 {
+					t.Resize(sz.Cols, sz.Rows)
+				}
+			case opAck:
+				if len(msg) == 9 {
+					t.ack(cl, binary.BigEndian.Uint64(msg[1:]))
+				}
+			}
+		}
+	}()
+	if err := t.stream(ctx, cl, from, send); err == nil {
+		c.Close(websocket.StatusNormalClosure, "the shell exited")
+	}
+}
