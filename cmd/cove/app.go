@@ -39,17 +39,21 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		HideVersion:          true,
 		EnableBashCompletion: true,
 		ExitErrHandler:       func(*cli.Context, error) {}, // run reports errors, once
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "root", EnvVars: []string{"COVE_ROOT"}, Usage: "keep all state (images, workspaces, runtime) under `DIR`"},
 			&cli.BoolFlag{Name: "debug", Usage: "verbose logs on stderr"},
-		},
+		}, upFlags()...),
+		// cove [DIR] is cove up [DIR].
+		Action: upAction,
 		Commands: []*cli.Command{
+			upCommand(),
 			runCommand(),
 			psCommand(),
 			execCommand(),
 			shellCommand(),
 			agentCommand(),
 			idleCommand(),
+			ideCommand(),
 			stopCommand(),
 			rmCommand(),
 			pullCommand(),

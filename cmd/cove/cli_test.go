@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -19,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/cove-sh/cove/internal/llmtest"
 	"github.com/cove-sh/cove/internal/testimage"
 	"github.com/cove-sh/cove/internal/testregistry"
@@ -698,5 +701,94 @@ func TestAgentOneShotInWorkspace(t *testing.T) {
 	}
 	if s, _ := filepath.Glob(filepath.Join(project, ".cove", "sessions", "*.jsonl")); len(s) != 1 {
 		t.Errorf("sessions: %v", s)
+	}
+}
+
+// TestUpServesTheWorkspace: `cove up --no-browser DIR` prints the URL
+// alone on stdout; through it, with the token, the project's files and a
+// terminal inside the workspace answer; a second cove in the same
+// directory prints the same URL; Ctrl-C stops the workspace.
+func TestUpServesTheWorkspace(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	ref := testregistry.Push(t, addr, layered(t))
+	project := t.TempDir()
+	os.WriteFile(filepath.Join(project, "hello.txt"), []byte("hi\n"), 0o644)
+	root := t.TempDir()
+	cmd, _, errb := coveProc(root, "up", "--no-browser", "--image", ref, project)
+	cmd.Stdout = nil
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait(); runProc(t, root, "", "rm", "-f", workspaceName(project)) })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || !regexp.MustCompile(`^http://127\.0\.0\.1:\d+/\?token=[0-9a-f]{48}\n$`).MatchString(line) {
+		t.Fatalf("first stdout line %q (%v); stderr %s", line, err, errb)
+	}
+	url := strings.TrimSpace(line)
+	base, token, _ := strings.Cut(url, "/?token=")
+
+	get := func(path string) (int, string) {
+		req, _ := http.NewRequest("GET", base+path, nil)
+		req.Header.Set("Cookie", "cove_token="+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("/api/tree"); code != 200 || !strings.Contains(body, `"hello.txt"`) {
+		t.Fatalf("tree: %d %s", code, body)
+	}
+	if code, _ := http.Get(base + "/api/tree"); code == nil || code.StatusCode != 401 {
+		t.Fatalf("without the token: %v", code)
+	}
+
+	// A terminal: it runs inside the workspace container.
+	h := http.Header{"Cookie": {"cove_token=" + token}, "Origin": {base}}
+	ws, _, err := websocket.Dial(context.Background(), strings.Replace(base, "http", "ws", 1)+"/api/term/new", &websocket.DialOptions{HTTPHeader: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	ws.Write(context.Background(), websocket.MessageBinary, append([]byte{0}, "echo in-$(hostname)-$(pwd)\n"...))
+	want := "in-" + workspaceName(project) + "-/workspace"
+	var out strings.Builder
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for !strings.Contains(out.String(), want) {
+		_, msg, err := ws.Read(ctx)
+		if err != nil {
+			t.Fatalf("terminal: %v; output so far %q", err, out.String())
+		}
+		if msg[0] == 0x10 {
+			out.Write(msg[9:])
+		}
+	}
+
+	// A second cove in the same directory gets the same workspace.
+	if r := runProc(t, root, "", "up", "--no-browser", project); r.code != 0 || strings.TrimSpace(r.stdout) != url {
+		t.Errorf("second cove up: %+v", r)
+	}
+
+	// Ctrl-C stops the workspace.
+	cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("cove up did not stop on Ctrl-C")
+	}
+	var list []psJSON
+	json.Unmarshal([]byte(runProc(t, root, "", "ps", "--json").stdout), &list)
+	if len(list) != 0 {
+		t.Errorf("the workspace runs on after Ctrl-C: %+v", list)
 	}
 }

@@ -9,8 +9,10 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/cove-sh/cove/container"
+	"github.com/cove-sh/cove/ide"
 	"github.com/cove-sh/cove/image"
 	"github.com/urfave/cli/v2"
 )
@@ -72,17 +74,45 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 	if ref == "" {
 		ref = DefaultImage
 	}
+	run := workspaceRunDir(e, name)
+	if err := os.MkdirAll(run, 0o700); err != nil {
+		return nil, err
+	}
+	os.Remove(filepath.Join(run, "ide.sock"))
 	l := launch{
 		Ref: ref, Policy: image.PullMissing, Name: name,
-		Args:    []string{"/.cove/cove", "idle"},
-		Workdir: "/workspace", Binds: []container.Bind{{Source: abs, Target: "/workspace"}},
-		Limits: limits, Net: net, Detach: true, Quiet: true,
+		// The workload is the IDE server, on a socket in a directory bound
+		// from the host's runtime dir: the only way in, through the proxy.
+		Args:    []string{"/.cove/cove", "ide", "serve", "--socket", "/.cove/run/ide.sock", "--dir", "/workspace"},
+		Workdir: "/workspace",
+		Binds:   []container.Bind{{Source: abs, Target: "/workspace"}, {Source: run, Target: "/.cove/run"}},
+		Limits:  limits, Net: net, Detach: true, Quiet: true,
 		Dir: filepath.Join(e.layout.Data, "workspaces", name),
 	}
 	if _, err := e.launch(c, l); err != nil {
 		return nil, fmt.Errorf("start the workspace of %s: %w", abs, err)
 	}
-	return states.Load(name)
+	st, err := states.Load(name)
+	if err != nil {
+		return nil, err
+	}
+	sock := filepath.Join(run, "ide.sock")
+	for i := 0; ; i++ {
+		if _, err := os.Stat(sock); err == nil {
+			return st, nil
+		}
+		if i == 500 || st.Status() != container.Running {
+			log, _ := os.ReadFile(filepath.Join(l.Dir, "log"))
+			return nil, fmt.Errorf("the workspace's IDE server did not start: %s", strings.TrimSpace(string(log)))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// workspaceRunDir holds a workspace's runtime files: the IDE socket (bound
+// into it at /.cove/run) and the launcher's record.
+func workspaceRunDir(e *env, name string) string {
+	return filepath.Join(e.layout.Runtime, "workspaces", name)
 }
 
 func shellCommand() *cli.Command {
@@ -123,6 +153,28 @@ func shellCommand() *cli.Command {
 			}
 			return nil
 		},
+	}
+}
+
+// ideCommand runs the in-container IDE server (the workspace's workload).
+func ideCommand() *cli.Command {
+	return &cli.Command{
+		Name:   "ide",
+		Usage:  "the IDE server inside a workspace",
+		Hidden: true,
+		Subcommands: []*cli.Command{{
+			Name:  "serve",
+			Usage: "serve the project's files and terminals on a Unix socket",
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "socket", Required: true, Usage: "listen on `PATH`"},
+				&cli.StringFlag{Name: "dir", Value: "/workspace", Usage: "the project `DIR`"},
+			},
+			Action: func(c *cli.Context) error {
+				ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+				defer stop()
+				return ide.Serve(ctx, c.String("socket"), c.String("dir"))
+			},
+		}},
 	}
 }
 

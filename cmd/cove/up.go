@@ -1,0 +1,208 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/cove-sh/cove/container"
+	"github.com/cove-sh/cove/ide"
+	"github.com/cove-sh/cove/internal/atomicfile"
+	"github.com/urfave/cli/v2"
+)
+
+// launcherRecord says where a workspace's launcher serves it, so that a
+// second cove in the same directory opens a window on it. The identity
+// fields make sure the pid is still that launcher.
+type launcherRecord struct {
+	URL      string          `json:"url"`
+	Launcher container.State `json:"launcher"`
+}
+
+func upFlags() []cli.Flag {
+	return append([]cli.Flag{
+		&cli.BoolFlag{Name: "no-browser", Usage: "print the URL alone on stdout instead of opening a window"},
+		&cli.BoolFlag{Name: "detach", Aliases: []string{"d"}, Usage: "keep the workspace and its server running in the background; print the URL"},
+		&cli.IntFlag{Name: "port", Usage: "serve on 127.0.0.1:`PORT` (default: a free one)"},
+	}, workspaceFlags()...)
+}
+
+func upCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "up",
+		Usage:     "start DIR's workspace and open the IDE on it (what cove alone does)",
+		ArgsUsage: "[DIR]",
+		Flags:     append(upFlags(), &cli.BoolFlag{Name: "serve", Hidden: true}),
+		Action:    upAction,
+	}
+}
+
+func upAction(c *cli.Context) error {
+	e, err := globalEnv(c)
+	if err != nil {
+		return err
+	}
+	dir := c.Args().First()
+	if dir == "" {
+		dir = "."
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return err
+	}
+	name := workspaceName(dir)
+	recPath := filepath.Join(workspaceRunDir(e, name), "launcher.json")
+	if rec, ok := readLauncher(recPath); ok {
+		// Another cove serves this workspace: a new window on it.
+		return showURL(c, rec.URL)
+	}
+	if c.Bool("detach") && !c.Bool("serve") {
+		return detachUp(c, e, dir, recPath)
+	}
+	st, err := ensureWorkspace(c, e, dir)
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", c.Int("port")))
+	if err != nil {
+		return fmt.Errorf("listen on 127.0.0.1:%d: %w (choose another --port)", c.Int("port"), err)
+	}
+	proxy := ide.NewProxy(filepath.Join(workspaceRunDir(e, name), "ide.sock"), l.Addr().(*net.TCPAddr).Port)
+	srv := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(l)
+	rec := launcherRecord{URL: proxy.URL()}
+	if err := rec.Launcher.Track(os.Getpid()); err != nil {
+		return err
+	}
+	b, _ := json.Marshal(rec)
+	if err := atomicfile.WriteFile(recPath, b); err != nil {
+		return err
+	}
+	defer os.Remove(recPath)
+	if c.Bool("serve") {
+		fmt.Fprintln(c.App.Writer, rec.URL)
+	} else if err := showURL(c, rec.URL); err != nil {
+		return err
+	}
+	// The launcher is the parent: until Ctrl-C (or SIGTERM), it serves;
+	// then the workspace stops (its files and layer stay). If the
+	// workspace stops first (cove stop), there is nothing left to serve.
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for running := true; running; {
+		select {
+		case <-c.Context.Done():
+			running = false
+		case <-tick.C:
+			if st.Status() != container.Running {
+				srv.Close()
+				return nil
+			}
+		}
+	}
+	fmt.Fprintln(c.App.ErrWriter, "cove: stopping the workspace")
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	srv.Shutdown(sctx)
+	if !c.Bool("detach") {
+		return st.Stop(10 * time.Second)
+	}
+	return nil
+}
+
+func readLauncher(path string) (launcherRecord, bool) {
+	var rec launcherRecord
+	b, err := os.ReadFile(path)
+	if err != nil || json.Unmarshal(b, &rec) != nil {
+		return rec, false
+	}
+	return rec, rec.Launcher.Status() == container.Running
+}
+
+// showURL prints the URL alone on stdout (--no-browser), or opens an app
+// window on it and says where it is on stderr.
+func showURL(c *cli.Context, url string) error {
+	if c.Bool("no-browser") || c.Bool("detach") {
+		fmt.Fprintln(c.App.Writer, url)
+		return nil
+	}
+	fmt.Fprintf(c.App.ErrWriter, "cove: the workspace is at %s\n", url)
+	return openWindow(url)
+}
+
+// openWindow opens a chromeless app window with its own profile, else the
+// default browser, else leaves the printed URL to the user.
+func openWindow(url string) error {
+	if b := findBrowser(); b != "" {
+		profile := filepath.Join(os.TempDir(), fmt.Sprintf("cove-browser-%d", os.Getuid()))
+		args := []string{"--app=" + url, "--user-data-dir=" + profile, "--no-first-run", "--no-default-browser-check"}
+		if os.Geteuid() == 0 {
+			args = append(args, "--no-sandbox") // Chromium refuses to run as root otherwise
+		}
+		cmd := exec.Command(b, args...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := cmd.Start(); err == nil {
+			go cmd.Wait()
+			return nil
+		}
+	}
+	for _, opener := range []string{"xdg-open", "open"} {
+		if p, err := exec.LookPath(opener); err == nil {
+			if exec.Command(p, url).Start() == nil {
+				return nil
+			}
+		}
+	}
+	return nil // the URL is printed already
+}
+
+// detachUp runs `cove up --serve` in its own session in the background, a
+// small per-workspace server (no system daemon), and prints its URL.
+func detachUp(c *cli.Context, e *env, dir, recPath string) error {
+	bin, err := coveBinary()
+	if err != nil {
+		return err
+	}
+	args := []string{"up", "--serve", "--detach", "--port", fmt.Sprint(c.Int("port"))}
+	if img := c.String("image"); img != "" {
+		args = append(args, "--image", img)
+	}
+	args = append(args, dir)
+	logPath := filepath.Join(filepath.Dir(recPath), "launcher.log")
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "COVE_ROOT="+c.String("root"))
+	if c.String("root") == "" {
+		cmd.Env = os.Environ()
+	}
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	for {
+		if rec, ok := readLauncher(recPath); ok {
+			fmt.Fprintln(c.App.Writer, rec.URL)
+			return nil
+		}
+		select {
+		case <-exited:
+			b, _ := os.ReadFile(logPath)
+			return errors.New("the background server stopped: " + string(b))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
