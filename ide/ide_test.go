@@ -10,6 +10,7 @@ import (
 	"net/http/cookiejar"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -336,5 +337,61 @@ func TestTerminalFlowControl(t *testing.T) {
 	}
 	if !strings.Contains(f.out.String(), "stopped-2") {
 		t.Fatalf("after Ctrl-C the shell did not answer (%d bytes read)", f.out.Len())
+	}
+}
+
+// TestProtocolMatchesTheWebUI: the opcodes are defined once in Go and
+// once in the UI's JavaScript; they must agree.
+func TestProtocolMatchesTheWebUI(t *testing.T) {
+	b, err := os.ReadFile("web/src/protocol.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]byte{"input": opInput, "resize": opResize, "ack": opAck, "output": opOutput, "exit": opExit, "hello": opHello}
+	got := map[string]byte{}
+	for _, m := range regexp.MustCompile(`(\w+): 0x([0-9a-fA-F]+)`).FindAllStringSubmatch(string(b), -1) {
+		v, _ := strconv.ParseUint(m[2], 16, 8)
+		got[m[1]] = byte(v)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("protocol.js has %v, Go has %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: JavaScript 0x%02x, Go 0x%02x", k, got[k], v)
+		}
+	}
+}
+
+// TestServeServesTheUIAndTheAPI runs Serve as the workspace does and asks
+// it for the page, the bundle and the API over its socket.
+func TestServeServesTheUIAndTheAPI(t *testing.T) {
+	project := t.TempDir()
+	os.WriteFile(filepath.Join(project, "a.txt"), []byte("a"), 0o644)
+	sock := filepath.Join(t.TempDir(), "ide.sock")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, sock, project) }()
+	defer func() { cancel(); <-done }()
+	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return net.Dial("unix", sock)
+	}}}
+	var err error
+	for i := 0; i < 100; i++ {
+		var resp *http.Response
+		if resp, err = c.Get("http://ide/"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{"/": "<title>Cove</title>", "/app.js": "xterm", "/app.css": ".xterm", "/api/file?path=a.txt": "a"} {
+		code, body := get(t, c, "http://ide"+path, nil)
+		if code != 200 || !strings.Contains(body, want) {
+			t.Errorf("%s: %d, %.80q", path, code, body)
+		}
 	}
 }

@@ -9,15 +9,9 @@ import (
 	"os/exec"
 	"time"
 
+	"github.com/cove-sh/cove/ide/web"
 	"github.com/cove-sh/cove/internal/projectfs"
 )
-
-// placeholder is the page at / until the web UI lands: it says where the
-// API is, so that the URL cove prints is not a blank page.
-const placeholder = `<!doctype html><html><head><meta charset="utf-8"><title>Cove</title>
-<meta name="color-scheme" content="dark light"></head><body style="font:15px system-ui;margin:3em">
-<h1>Cove workspace</h1><p>The workspace runs. Its editor and terminal UI is on its way; the API is up:
-<code>/api/tree</code>, <code>/api/file?path=</code>, <code>/api/term/new</code> (WebSocket).</p></body></html>`
 
 // Serve runs the in-container server on the Unix socket path for the
 // project in dir until ctx ends. Shell is the terminals' shell: bash if
@@ -40,10 +34,7 @@ func Serve(ctx context.Context, socket, dir string) error {
 	os.Chmod(socket, 0o600) // the host side (the same user) is the only client
 	mux := http.NewServeMux()
 	mux.Handle("/api/", NewHandler(d, shell))
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Write([]byte(placeholder))
-	})
+	mux.Handle("/", http.FileServerFS(web.Dist()))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()

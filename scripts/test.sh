@@ -12,7 +12,7 @@ PATH="$PATH:$(go env GOPATH)/bin"
 log() { printf '\n== %s\n' "$*" >&2; }
 
 install_deps() {
-	local pkgs=(docker-registry apache2-utils busybox-static curl python3 tar shellcheck dash)
+	local pkgs=(docker-registry apache2-utils busybox-static curl python3 tar shellcheck dash chromium nodejs npm)
 	local missing=()
 	for p in "${pkgs[@]}"; do
 		dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -48,6 +48,14 @@ fi
 go vet ./...
 staticcheck ./...
 shellcheck install.sh scripts/*.sh scripts/bench/*.sh scripts/vmtest/*.sh .ci/run
+
+log "web UI: build it and check the committed bundle is what the sources make"
+scripts/build-web.sh
+if ! git diff --quiet -- ide/web/dist; then
+	echo "ide/web/dist is not what scripts/build-web.sh makes from ide/web/src: run it and commit the result" >&2
+	git diff --stat -- ide/web/dist >&2
+	exit 1
+fi
 
 log "registry"
 eval "$(scripts/registry.sh start | sed 's/^/export /')"

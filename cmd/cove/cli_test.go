@@ -792,3 +792,56 @@ func TestUpServesTheWorkspace(t *testing.T) {
 		t.Errorf("the workspace runs on after Ctrl-C: %+v", list)
 	}
 }
+
+// TestBrowserIDE opens the workspace in real Chromium (Debian's, driven by
+// playwright-core): a terminal runs a command inside the workspace, and a
+// file edited in the editor and saved with Ctrl-S changes on disk.
+func TestBrowserIDE(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	node, err1 := exec.LookPath("node")
+	_, err2 := os.Stat("/usr/bin/chromium")
+	_, err3 := os.Stat("../../ide/web/node_modules/playwright-core")
+	if err1 != nil || err2 != nil || err3 != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("node, chromium or playwright-core missing: scripts/test.sh installs them")
+		}
+		t.Skip("node, /usr/bin/chromium or ide/web/node_modules missing (scripts/build-web.sh)")
+	}
+	ref := testregistry.Push(t, addr, layered(t))
+	project := t.TempDir()
+	os.WriteFile(filepath.Join(project, "hello.txt"), []byte("hi\n"), 0o644)
+	root := t.TempDir()
+	cmd, _, errb := coveProc(root, "up", "--no-browser", "--image", ref, project)
+	cmd.Stdout = nil
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGINT)
+		cmd.Wait()
+		runProc(t, root, "", "rm", "-f", workspaceName(project))
+	})
+	url, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no URL: %v; %s", err, errb)
+	}
+	args := []string{"../../ide/web/test/e2e.mjs", strings.TrimSpace(url)}
+	if shot := os.Getenv("COVE_SCREENSHOT"); shot != "" {
+		args = append(args, shot)
+	}
+	out, err := exec.Command(node, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("browser test: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "terminal: browser-42 in "+workspaceName(project)) {
+		t.Errorf("the terminal did not run in the workspace:\n%s", out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(project, "hello.txt")); string(b) != "hi\nedited in the browser" {
+		t.Errorf("hello.txt after the browser saved it: %q", b)
+	}
+}

@@ -103,6 +103,7 @@ func upAction(c *cli.Context) error {
 		case <-tick.C:
 			if st.Status() != container.Running {
 				srv.Close()
+				fmt.Fprintf(c.App.ErrWriter, "cove: the workspace %s stopped\n", st.Name)
 				return nil
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -66,7 +67,7 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 		}
 		states.Delete(name) // stopped: start again on the same layer
 	}
-	limits, net, err := limitsFrom(c)
+	limits, netMode, err := limitsFrom(c)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +87,7 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 		Args:    []string{"/.cove/cove", "ide", "serve", "--socket", "/.cove/run/ide.sock", "--dir", "/workspace"},
 		Workdir: "/workspace",
 		Binds:   []container.Bind{{Source: abs, Target: "/workspace"}, {Source: run, Target: "/.cove/run"}},
-		Limits:  limits, Net: net, Detach: true, Quiet: true,
+		Limits:  limits, Net: netMode, Detach: true, Quiet: true,
 		Dir: filepath.Join(e.layout.Data, "workspaces", name),
 	}
 	if _, err := e.launch(c, l); err != nil {
@@ -98,7 +99,8 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 	}
 	sock := filepath.Join(run, "ide.sock")
 	for i := 0; ; i++ {
-		if _, err := os.Stat(sock); err == nil {
+		if conn, err := net.Dial("unix", sock); err == nil {
+			conn.Close()
 			return st, nil
 		}
 		if i == 500 || st.Status() != container.Running {

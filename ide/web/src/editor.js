@@ -1,0 +1,66 @@
+import { EditorView, basicSetup } from "codemirror";
+import { keymap } from "@codemirror/view";
+import { EditorState, Compartment } from "@codemirror/state";
+import { oneDark } from "@codemirror/theme-one-dark";
+import { javascript } from "@codemirror/lang-javascript";
+import { python } from "@codemirror/lang-python";
+import { go } from "@codemirror/lang-go";
+import { json } from "@codemirror/lang-json";
+import { markdown } from "@codemirror/lang-markdown";
+import { html } from "@codemirror/lang-html";
+import { css } from "@codemirror/lang-css";
+import { rust } from "@codemirror/lang-rust";
+import { yaml } from "@codemirror/lang-yaml";
+
+const byExt = {
+  js: () => javascript(), mjs: () => javascript(), cjs: () => javascript(),
+  jsx: () => javascript({ jsx: true }), ts: () => javascript({ typescript: true }),
+  tsx: () => javascript({ jsx: true, typescript: true }), py: () => python(), go: () => go(),
+  json: () => json(), md: () => markdown(), html: () => html(), htm: () => html(), css: () => css(),
+  rs: () => rust(), yaml: () => yaml(), yml: () => yaml(),
+};
+
+export function language(path) {
+  const ext = path.split(".").pop().toLowerCase();
+  return byExt[ext] ? byExt[ext]() : [];
+}
+
+// Doc is one open file: its editor, whether it has unsaved changes, and
+// saving with Ctrl-S (an atomic write on the other side, mode kept).
+export class Doc {
+  constructor(host, path, text, { dark, onDirty }) {
+    this.path = path;
+    this.saved = text;
+    this.onDirty = onDirty;
+    this.theme = new Compartment();
+    this.view = new EditorView({
+      parent: host,
+      state: EditorState.create({
+        doc: text,
+        extensions: [
+          basicSetup,
+          language(path),
+          this.theme.of(dark ? oneDark : []),
+          keymap.of([{ key: "Mod-s", preventDefault: true, run: () => (this.save(), true) }]),
+          EditorView.updateListener.of((u) => u.docChanged && this.onDirty(this.dirty())),
+        ],
+      }),
+    });
+  }
+
+  dirty() {
+    return this.view.state.doc.toString() !== this.saved;
+  }
+
+  setDark(dark) {
+    this.view.dispatch({ effects: this.theme.reconfigure(dark ? oneDark : []) });
+  }
+
+  async save() {
+    const text = this.view.state.doc.toString();
+    const r = await fetch(`/api/file?path=${encodeURIComponent(this.path)}`, { method: "PUT", body: text });
+    if (!r.ok) throw new Error(`save ${this.path}: ${r.status} ${await r.text()}`);
+    this.saved = text;
+    this.onDirty(this.dirty());
+  }
+}

@@ -1,0 +1,156 @@
+import "@xterm/xterm/css/xterm.css";
+import "./style.css";
+import { Shell } from "./terminal.js";
+import { Doc } from "./editor.js";
+
+const $ = (sel) => document.querySelector(sel);
+const el = (tag, attrs = {}, ...kids) => {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else if (v !== false && v != null) e.setAttribute(k, v);
+  }
+  e.append(...kids);
+  return e;
+};
+
+const darkQuery = matchMedia("(prefers-color-scheme: dark)");
+const termTheme = () =>
+  darkQuery.matches
+    ? { background: "#1e2127", foreground: "#d7dae0", cursor: "#d7dae0" }
+    : { background: "#fafafa", foreground: "#383a42", cursor: "#383a42", selectionBackground: "#d0d0d0" };
+
+// ---- files -------------------------------------------------------------
+
+async function listDir(path) {
+  const r = await fetch(`/api/tree?path=${encodeURIComponent(path)}`);
+  if (!r.ok) throw new Error(await r.text());
+  return r.json();
+}
+
+async function renderDir(path, into) {
+  const entries = await listDir(path);
+  into.replaceChildren();
+  for (const e of entries) {
+    const full = path === "." ? e.name : `${path}/${e.name}`;
+    const row = el("div", { class: `entry ${e.dir ? "dir" : "file"}`, "data-path": full, title: full }, e.name);
+    into.append(row);
+    if (e.dir) {
+      const kids = el("div", { class: "children", hidden: true });
+      into.append(kids);
+      row.addEventListener("click", async () => {
+        kids.hidden = !kids.hidden;
+        row.classList.toggle("open", !kids.hidden);
+        if (!kids.hidden) await renderDir(full, kids);
+      });
+    } else {
+      row.addEventListener("click", () => openFile(full));
+    }
+  }
+}
+
+// ---- editor tabs ----------------------------------------------------------
+
+const docs = new Map(); // path → {doc, tab, pane}
+
+async function openFile(path) {
+  if (docs.has(path)) return showDoc(path);
+  const r = await fetch(`/api/file?path=${encodeURIComponent(path)}`);
+  if (!r.ok) return status(`${path}: ${await r.text()}`);
+  const text = await r.text();
+  const pane = el("div", { class: "pane" });
+  $("#editors").append(pane);
+  const tab = el("button", { class: "tab", title: path, onclick: () => showDoc(path) }, path.split("/").pop());
+  const close = el("span", { class: "close", title: "Close", onclick: (ev) => (ev.stopPropagation(), closeDoc(path)) }, "×");
+  tab.append(close);
+  $("#editor-tabs").append(tab);
+  const doc = new Doc(pane, path, text, {
+    dark: darkQuery.matches,
+    onDirty: (dirty) => tab.classList.toggle("dirty", dirty),
+  });
+  docs.set(path, { doc, tab, pane });
+  $("#welcome").hidden = true;
+  showDoc(path);
+}
+
+function showDoc(path) {
+  for (const [p, d] of docs) {
+    d.pane.hidden = p !== path;
+    d.tab.classList.toggle("active", p === path);
+  }
+  docs.get(path).doc.view.focus();
+}
+
+function closeDoc(path) {
+  const d = docs.get(path);
+  if (d.doc.dirty() && !confirm(`${path} has unsaved changes. Close it anyway?`)) return;
+  d.pane.remove();
+  d.tab.remove();
+  docs.delete(path);
+  const next = [...docs.keys()].pop();
+  if (next) showDoc(next);
+  else $("#welcome").hidden = false;
+}
+
+// ---- terminal tabs -----------------------------------------------------
+
+const shells = [];
+let shellSeq = 0;
+
+function newShell(id = null) {
+  const pane = el("div", { class: "term-pane" });
+  $("#terms").append(pane);
+  const n = ++shellSeq;
+  const tab = el("button", { class: "tab", onclick: () => showShell(entry) }, `shell ${n}`);
+  $("#term-tabs").insertBefore(tab, $("#new-term"));
+  const entry = { pane, tab };
+  entry.shell = new Shell(pane, {
+    id,
+    theme: termTheme(),
+    onTitle: (t) => (tab.firstChild.textContent = t || `shell ${n}`),
+    onExit: () => tab.classList.add("exited"),
+  });
+  shells.push(entry);
+  showShell(entry);
+  saveShells();
+  return entry;
+}
+
+function showShell(entry) {
+  for (const s of shells) {
+    s.pane.hidden = s !== entry;
+    s.tab.classList.toggle("active", s === entry);
+  }
+  entry.shell.resize();
+  entry.shell.focus();
+}
+
+// The terminals outlive the page: remember their ids for a reload.
+function saveShells() {
+  setTimeout(() => sessionStorage.setItem("cove-shells", JSON.stringify(shells.map((s) => s.shell.id).filter(Boolean))), 500);
+}
+
+function status(text) {
+  $("#status").textContent = text;
+}
+
+// ---- start ------------------------------------------------------------
+
+darkQuery.addEventListener("change", () => {
+  for (const s of shells) s.shell.term.options.theme = termTheme();
+  for (const { doc } of docs.values()) doc.setDark(darkQuery.matches);
+});
+$("#new-term").addEventListener("click", () => newShell());
+document.addEventListener("keydown", (ev) => {
+  if ((ev.ctrlKey || ev.metaKey) && ev.shiftKey && ev.key === "`") {
+    ev.preventDefault();
+    newShell();
+  }
+});
+// For the browser tests (and the curious): the open shells and files.
+window.cove = { shells, docs };
+renderDir(".", $("#tree")).catch((e) => status(`files: ${e.message}`));
+const saved = JSON.parse(sessionStorage.getItem("cove-shells") || "[]");
+if (saved.length) saved.forEach((id) => newShell(id));
+else newShell();
+setInterval(saveShells, 2000);

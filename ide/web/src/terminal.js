@@ -1,0 +1,150 @@
+import { Terminal } from "@xterm/xterm";
+import { FitAddon } from "@xterm/addon-fit";
+import { WebLinksAddon } from "@xterm/addon-web-links";
+import { SearchAddon } from "@xterm/addon-search";
+import { Unicode11Addon } from "@xterm/addon-unicode11";
+import { WebglAddon } from "@xterm/addon-webgl";
+import { OP } from "./protocol.js";
+
+const enc = new TextEncoder();
+const ACK_EVERY = 32 * 1024;
+
+// Shell is one terminal tab: a PTY in the workspace that outlives this
+// page; after a reload or a dropped connection it replays what was missed.
+export class Shell {
+  constructor(host, { id = null, theme, onTitle, onExit } = {}) {
+    this.id = id;
+    this.shown = 0; // output offset written to the screen
+    this.acked = 0;
+    this.exited = false;
+    this.onExit = onExit || (() => {});
+    this.term = new Terminal({
+      fontFamily: '"JetBrains Mono", "Fira Code", ui-monospace, Menlo, Consolas, monospace',
+      fontSize: 13,
+      cursorBlink: true,
+      allowProposedApi: true,
+      scrollback: 10000,
+      theme,
+    });
+    this.fit = new FitAddon();
+    this.search = new SearchAddon();
+    this.term.loadAddon(this.fit);
+    this.term.loadAddon(this.search);
+    this.term.loadAddon(new WebLinksAddon());
+    this.term.loadAddon(new Unicode11Addon());
+    this.term.unicode.activeVersion = "11";
+    this.term.open(host);
+    try {
+      const gl = new WebglAddon();
+      gl.onContextLoss(() => gl.dispose());
+      this.term.loadAddon(gl);
+    } catch {
+      // no WebGL: xterm's DOM renderer does the work
+    }
+    this.term.onTitleChange((t) => onTitle && onTitle(t));
+    this.term.onData((d) => this.send(OP.input, enc.encode(d)));
+    this.term.onResize(({ cols, rows }) => this.send(OP.resize, enc.encode(JSON.stringify({ cols, rows }))));
+    new ResizeObserver(() => this.resize()).observe(host);
+    this.connect();
+  }
+
+  resize() {
+    try {
+      this.fit.fit();
+    } catch {}
+  }
+
+  connect() {
+    const path = this.id ? `${this.id}?offset=${this.shown}` : "new";
+    const ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/api/term/${path}`);
+    ws.binaryType = "arraybuffer";
+    this.ws = ws;
+    ws.onopen = () => {
+      this.retry = 0;
+      this.resize();
+      const { cols, rows } = this.term;
+      this.send(OP.resize, enc.encode(JSON.stringify({ cols, rows })));
+    };
+    ws.onmessage = (ev) => this.frame(new Uint8Array(ev.data));
+    ws.onclose = () => {
+      if (this.exited || this.closed) return;
+      // The shell lives on in the workspace: come back for the rest.
+      const wait = Math.min(5000, 250 * 2 ** (this.retry++ || 0));
+      setTimeout(() => this.connect(), wait);
+    };
+  }
+
+  frame(b) {
+    const payload = b.subarray(1);
+    switch (b[0]) {
+      case OP.hello:
+        this.id = JSON.parse(new TextDecoder().decode(payload)).id;
+        break;
+      case OP.output: {
+        const off = Number(new DataView(payload.buffer, payload.byteOffset, 8).getBigUint64(0));
+        let data = payload.subarray(8);
+        if (off + data.length <= this.shown) return; // already on screen
+        if (off < this.shown) data = data.subarray(this.shown - off);
+        const end = Math.max(off, this.shown) + data.length;
+        this.term.write(data, () => {
+          this.shown = end;
+          if (this.shown - this.acked >= ACK_EVERY) this.ack();
+        });
+        // Keep a trickle of acks flowing even for small outputs.
+        clearTimeout(this.ackTimer);
+        this.ackTimer = setTimeout(() => this.ack(), 50);
+        break;
+      }
+      case OP.exit: {
+        this.exited = true;
+        const { code } = JSON.parse(new TextDecoder().decode(payload));
+        this.term.write(`\r\n\x1b[2m[the shell exited with status ${code}; press Enter for a new one]\x1b[0m\r\n`);
+        const sub = this.term.onData((d) => {
+          if (d === "\r") {
+            sub.dispose();
+            this.restart();
+          }
+        });
+        this.onExit(code);
+        break;
+      }
+    }
+  }
+
+  ack() {
+    if (this.shown === this.acked) return;
+    const b = new Uint8Array(9);
+    b[0] = OP.ack;
+    new DataView(b.buffer).setBigUint64(1, BigInt(this.shown));
+    if (this.ws && this.ws.readyState === WebSocket.OPEN) {
+      this.ws.send(b);
+      this.acked = this.shown;
+    }
+  }
+
+  restart() {
+    this.id = null;
+    this.shown = this.acked = 0;
+    this.exited = false;
+    this.term.reset();
+    this.connect();
+  }
+
+  send(op, data) {
+    if (!this.ws || this.ws.readyState !== WebSocket.OPEN || this.exited) return;
+    const b = new Uint8Array(1 + data.length);
+    b[0] = op;
+    b.set(data, 1);
+    this.ws.send(b);
+  }
+
+  focus() {
+    this.term.focus();
+  }
+
+  dispose() {
+    this.closed = true;
+    if (this.ws) this.ws.close();
+    this.term.dispose();
+  }
+}

@@ -1,0 +1,61 @@
+// Drives the IDE in Debian's Chromium (playwright-core, no browser
+// download): a terminal runs a command in the workspace, and a file is
+// opened, edited and saved. Usage: node e2e.mjs URL [SCREENSHOT.png]
+import { chromium } from "playwright-core";
+
+const [url, shot] = process.argv.slice(2);
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run"],
+});
+const fail = async (msg) => {
+  console.error("e2e: " + msg);
+  await browser.close();
+  process.exit(1);
+};
+try {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  await page.goto(url);
+  if (page.url().includes("token")) await fail("the token stayed in the address bar: " + page.url());
+  await page.waitForSelector(".xterm", { timeout: 15000 });
+
+  // The terminal: type a command, read the screen through xterm's buffer.
+  const screen = () => page.evaluate(() => {
+    const t = window.cove.shells[0].shell.term;
+    const b = t.buffer.active;
+    const lines = [];
+    for (let i = 0; i < b.length; i++) lines.push(b.getLine(i).translateToString(true));
+    return lines.join("\n");
+  });
+  await page.waitForFunction(() => window.cove.shells[0].shell.id, null, { timeout: 15000 });
+  await page.click(".term-pane");
+  await page.keyboard.type("echo browser-$((6*7)) in $(hostname)\n");
+  await page.waitForFunction(() => {
+    const b = window.cove.shells[0].shell.term.buffer.active;
+    for (let i = 0; i < b.length; i++) if (/browser-42 in /.test(b.getLine(i).translateToString(true))) return true;
+    return false;
+  }, null, { timeout: 15000 }).catch(async () => fail("the terminal never showed the output:\n" + (await screen())));
+  const hostLine = (await screen()).split("\n").find((l) => /^browser-42 in /.test(l));
+  console.log("terminal: " + hostLine);
+
+  // The editor: open hello.txt from the tree, add a line, Ctrl-S.
+  await page.click('.entry[data-path="hello.txt"]');
+  await page.waitForSelector(".cm-content", { timeout: 10000 });
+  const text = await page.textContent(".cm-content");
+  if (!text.includes("hi")) await fail("the editor shows " + JSON.stringify(text));
+  await page.click(".cm-content");
+  await page.keyboard.press("Control+End");
+  await page.keyboard.type("edited in the browser");
+  await page.waitForSelector(".tab.dirty");
+  await page.keyboard.press("Control+s");
+  await page.waitForSelector(".tab.dirty", { state: "detached", timeout: 10000 });
+  if (shot) await page.screenshot({ path: shot });
+  if (errors.length) await fail("page errors: " + errors.join("; "));
+  console.log("ok");
+} catch (e) {
+  await fail(e.stack || String(e));
+}
+await browser.close();
