@@ -12,7 +12,7 @@ PATH="$PATH:$(go env GOPATH)/bin"
 log() { printf '\n== %s\n' "$*" >&2; }
 
 install_deps() {
-	local pkgs=(docker-registry apache2-utils busybox-static curl python3 tar shellcheck dash chromium nodejs npm)
+	local pkgs=(docker-registry apache2-utils busybox-static curl python3 tar shellcheck dash chromium)
 	local missing=()
 	for p in "${pkgs[@]}"; do
 		dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -27,6 +27,7 @@ install_deps() {
 	if command -v systemctl >/dev/null && systemctl is-active -q docker-registry 2>/dev/null; then
 		systemctl stop docker-registry || true
 	fi
+	command -v node >/dev/null && command -v npm >/dev/null || { echo "scripts/test.sh: node and npm are needed for the web UI (this machine kind ships them)" >&2; exit 1; }
 	command -v crane >/dev/null || { log "go install crane"; go install github.com/google/go-containerregistry/cmd/crane@v0.22.1; }
 	command -v staticcheck >/dev/null || { log "go install staticcheck"; go install honnef.co/go/tools/cmd/staticcheck@v0.8.2; }
 	# An unprivileged user for the rootless tests.
