@@ -31,14 +31,15 @@ func (e *exitError) Unwrap() error { return e.err }
 // tests can run the CLI in-process.
 func newApp(stdout, stderr io.Writer) *cli.App {
 	return &cli.App{
-		Name:                 "cove",
-		Usage:                "a safe, instant container workspace for you and your coding agent",
-		UsageText:            "cove [global options] command [command options] [arguments...]",
-		Writer:               stdout,
-		ErrWriter:            stderr,
-		HideVersion:          true,
-		EnableBashCompletion: true,
-		ExitErrHandler:       func(*cli.Context, error) {}, // run reports errors, once
+		Name:                   "cove",
+		Usage:                  "a safe, instant container workspace for you and your coding agent",
+		UsageText:              "cove [global options] command [command options] [arguments...]",
+		Writer:                 stdout,
+		ErrWriter:              stderr,
+		HideVersion:            true,
+		UseShortOptionHandling: true, // -it, as docker and podman take it
+		EnableBashCompletion:   true,
+		ExitErrHandler:         func(*cli.Context, error) {}, // run reports errors, once
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "root", EnvVars: []string{"COVE_ROOT"}, Usage: "keep all state (images, workspaces, runtime) under `DIR`"},
 			&cli.BoolFlag{Name: "debug", Usage: "verbose logs on stderr"},
