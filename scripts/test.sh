@@ -27,7 +27,10 @@ install_deps() {
 	if command -v systemctl >/dev/null && systemctl is-active -q docker-registry 2>/dev/null; then
 		systemctl stop docker-registry || true
 	fi
-	command -v node >/dev/null && command -v npm >/dev/null || { echo "scripts/test.sh: node and npm are needed for the web UI (this machine kind ships them)" >&2; exit 1; }
+	if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+		echo "scripts/test.sh: node and npm are needed for the web UI (this machine kind ships them)" >&2
+		exit 1
+	fi
 	command -v crane >/dev/null || { log "go install crane"; go install github.com/google/go-containerregistry/cmd/crane@v0.22.1; }
 	command -v staticcheck >/dev/null || { log "go install staticcheck"; go install honnef.co/go/tools/cmd/staticcheck@v0.8.2; }
 	# An unprivileged user for the rootless tests.
