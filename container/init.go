@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -240,7 +241,7 @@ type initProc struct {
 // reap waits for every child that the container's processes leave to PID
 // 1, and hands the exit status (128+signal when killed) of the workload
 // and of exec'd processes to whoever waits for it. It reaps on SIGCHLD,
-// so it never sleeps on an exit.
+// so it does not sleep on an exit.
 func (in *initProc) reap(chld <-chan os.Signal) {
 	for {
 		for {
@@ -259,7 +260,12 @@ func (in *initProc) reap(chld <-chan os.Signal) {
 			}
 			in.mu.Unlock()
 		}
-		<-chld
+		// SIGCHLD wakes it; a slow poll is the safety net, should a
+		// signal ever be coalesced away.
+		select {
+		case <-chld:
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
 }
 

@@ -66,7 +66,7 @@ eval "$(scripts/registry.sh start | sed 's/^/export /')"
 trap 'scripts/registry.sh stop' EXIT
 
 log "go test"
-go test -count=1 ./...
+go test -count=1 -timeout 15m ./...
 
 if [ "$(id -u)" -eq 0 ] && id covetest >/dev/null 2>&1; then
 	log "extractor tests as the unprivileged user covetest"

@@ -367,7 +367,16 @@ func runProc(t *testing.T, root string, stdin string, args ...string) result {
 	t.Helper()
 	cmd, out, errb := coveProc(root, args...)
 	cmd.Stdin = strings.NewReader(stdin)
-	err := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// A hang is a failure with a message, not a suite timeout.
+	timer := time.AfterFunc(2*time.Minute, func() { cmd.Process.Kill() })
+	defer timer.Stop()
+	err := cmd.Wait()
+	if !timer.Stop() {
+		t.Fatalf("cove %v hung for 2 minutes; stderr: %s", args, errb)
+	}
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
