@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -122,26 +121,12 @@ func (p *Anthropic) once(ctx context.Context, body []byte, emit func(Event)) (*R
 	if base == "" {
 		base = "https://api.anthropic.com"
 	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(base, "/")+"/v1/messages", bytes.NewReader(body))
+	resp, err := post(ctx, p.Client, "anthropic", strings.TrimSuffix(base, "/")+"/v1/messages", body,
+		map[string]string{"anthropic-version": "2023-06-01", "x-api-key": p.APIKey})
 	if err != nil {
 		return nil, false, err
 	}
-	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set("Accept", "text/event-stream")
-	hr.Header.Set("anthropic-version", "2023-06-01")
-	hr.Header.Set("x-api-key", p.APIKey)
-	client := p.Client
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(hr)
-	if err != nil {
-		return nil, false, fmt.Errorf("anthropic: %w", err)
-	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, false, apiError("anthropic", resp)
-	}
 
 	reply := &Reply{Message: Message{Role: "assistant"}}
 	type block struct {

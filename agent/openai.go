@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -100,27 +99,15 @@ func (p *OpenAI) Stream(ctx context.Context, req Request, emit func(Event)) (*Re
 }
 
 func (p *OpenAI) once(ctx context.Context, body []byte, emit func(Event)) (*Reply, bool, error) {
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(p.BaseURL, "/")+"/chat/completions", bytes.NewReader(body))
+	header := map[string]string{}
+	if p.APIKey != "" {
+		header["Authorization"] = "Bearer " + p.APIKey
+	}
+	resp, err := post(ctx, p.Client, "openai", strings.TrimSuffix(p.BaseURL, "/")+"/chat/completions", body, header)
 	if err != nil {
 		return nil, false, err
 	}
-	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set("Accept", "text/event-stream")
-	if p.APIKey != "" {
-		hr.Header.Set("Authorization", "Bearer "+p.APIKey)
-	}
-	client := p.Client
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(hr)
-	if err != nil {
-		return nil, false, fmt.Errorf("openai: %w", err)
-	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, false, apiError("openai", resp)
-	}
 
 	reply := &Reply{Message: Message{Role: "assistant"}}
 	var text, thinking strings.Builder

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -54,6 +56,32 @@ func readSSE(r io.Reader, fn func(sseEvent) error) error {
 		}
 	}
 	return nil
+}
+
+// post sends a JSON body asking for an event stream. An answer other than
+// 200 comes back as an *APIError; the caller closes the body of a 200.
+func post(ctx context.Context, client *http.Client, provider, url string, body []byte, header map[string]string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", provider, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		return nil, apiError(provider, resp)
+	}
+	return resp, nil
 }
 
 // apiError reads an error answer: the JSON error shapes of both APIs,

@@ -41,11 +41,8 @@ OPENAI_API_KEY, ANTHROPIC_API_KEY.`,
 			if err != nil {
 				return err
 			}
-			dir := c.Args().First()
-			if dir == "" {
-				dir = "."
-			}
-			if dir, err = filepath.Abs(dir); err != nil {
+			dir, err := dirArg(c)
+			if err != nil {
 				return err
 			}
 			provider, model, err := providerFromEnv(c.String("model"))

@@ -724,21 +724,7 @@ func TestUpServesTheWorkspace(t *testing.T) {
 	project := t.TempDir()
 	os.WriteFile(filepath.Join(project, "hello.txt"), []byte("hi\n"), 0o644)
 	root := t.TempDir()
-	cmd, _, errb := coveProc(root, "up", "--no-browser", "--image", ref, project)
-	cmd.Stdout = nil
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait(); runProc(t, root, "", "rm", "-f", workspaceName(project)) })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || !regexp.MustCompile(`^http://127\.0\.0\.1:\d+/\?token=[0-9a-f]{48}\n$`).MatchString(line) {
-		t.Fatalf("first stdout line %q (%v); stderr %s", line, err, errb)
-	}
-	url := strings.TrimSpace(line)
+	cmd, url := startUp(t, root, ref, project)
 	base, token, _ := strings.Cut(url, "/?token=")
 
 	get := func(path string) (int, string) {
@@ -821,6 +807,28 @@ func TestBrowserIDE(t *testing.T) {
 	project := t.TempDir()
 	os.WriteFile(filepath.Join(project, "hello.txt"), []byte("hi\n"), 0o644)
 	root := t.TempDir()
+	_, url := startUp(t, root, ref, project)
+	args := []string{"../../ide/web/test/e2e.mjs", url}
+	if shot := os.Getenv("COVE_SCREENSHOT"); shot != "" {
+		args = append(args, shot)
+	}
+	out, err := exec.Command(node, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("browser test: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "terminal: browser-42 in "+workspaceName(project)) {
+		t.Errorf("the terminal did not run in the workspace:\n%s", out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(project, "hello.txt")); string(b) != "hi\nedited in the browser" {
+		t.Errorf("hello.txt after the browser saved it: %q", b)
+	}
+}
+
+// startUp starts `cove up --no-browser` on project and returns the process
+// and the URL it printed alone on its first stdout line. The workspace is
+// removed when the test ends.
+func startUp(t *testing.T, root, ref, project string) (*exec.Cmd, string) {
+	t.Helper()
 	cmd, _, errb := coveProc(root, "up", "--no-browser", "--image", ref, project)
 	cmd.Stdout = nil
 	stdout, err := cmd.StdoutPipe()
@@ -835,22 +843,9 @@ func TestBrowserIDE(t *testing.T) {
 		cmd.Wait()
 		runProc(t, root, "", "rm", "-f", workspaceName(project))
 	})
-	url, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		t.Fatalf("no URL: %v; %s", err, errb)
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || !regexp.MustCompile(`^http://127\.0\.0\.1:\d+/\?token=[0-9a-f]{48}\n$`).MatchString(line) {
+		t.Fatalf("first stdout line %q (%v); stderr %s", line, err, errb)
 	}
-	args := []string{"../../ide/web/test/e2e.mjs", strings.TrimSpace(url)}
-	if shot := os.Getenv("COVE_SCREENSHOT"); shot != "" {
-		args = append(args, shot)
-	}
-	out, err := exec.Command(node, args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("browser test: %v\n%s", err, out)
-	}
-	if !strings.Contains(string(out), "terminal: browser-42 in "+workspaceName(project)) {
-		t.Errorf("the terminal did not run in the workspace:\n%s", out)
-	}
-	if b, _ := os.ReadFile(filepath.Join(project, "hello.txt")); string(b) != "hi\nedited in the browser" {
-		t.Errorf("hello.txt after the browser saved it: %q", b)
-	}
+	return cmd, strings.TrimSpace(line)
 }

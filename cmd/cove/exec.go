@@ -45,25 +45,31 @@ func execCommand() *cli.Command {
 				return err
 			}
 			defer closeStdio()
-			rs := &runStdio{copying: make(chan struct{}), tty: req.Terminal, restore: func() {}}
-			var console *os.File
-			code, err := container.Exec(filepath.Join(e.states().Dir(name), "ctl.sock"), req, stdio, func(con *os.File) {
-				console = con
-				rs.start(con)
-			})
-			if console != nil {
-				rs.wait(console)
-			}
-			rs.restore()
-			if err != nil {
-				return err
-			}
-			if code != 0 {
-				return &exitError{code: code}
-			}
-			return nil
+			return e.exec(name, req, stdio)
 		},
 	}
+}
+
+// exec runs req in the container name, relaying its terminal if it has
+// one, and returns its exit status as the command's.
+func (e *env) exec(name string, req container.ExecRequest, stdio [3]*os.File) error {
+	rs := &runStdio{copying: make(chan struct{}), tty: req.Terminal, restore: func() {}}
+	var console *os.File
+	code, err := container.Exec(filepath.Join(e.states().Dir(name), "ctl.sock"), req, stdio, func(con *os.File) {
+		console = con
+		rs.start(con)
+	})
+	if console != nil {
+		rs.wait(console)
+	}
+	rs.restore()
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return &exitError{code: code}
+	}
+	return nil
 }
 
 // execStdio gives the process our streams, or pipes where ours are a

@@ -50,11 +50,8 @@ func upAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	dir := c.Args().First()
-	if dir == "" {
-		dir = "."
-	}
-	if dir, err = filepath.Abs(dir); err != nil {
+	dir, err := dirArg(c)
+	if err != nil {
 		return err
 	}
 	name := workspaceName(dir)

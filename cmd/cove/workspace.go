@@ -111,6 +111,16 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 	}
 }
 
+// dirArg is the command's DIR argument, absolute; the current directory
+// when there is none.
+func dirArg(c *cli.Context) (string, error) {
+	dir := c.Args().First()
+	if dir == "" {
+		dir = "."
+	}
+	return filepath.Abs(dir)
+}
+
 // workspaceRunDir holds a workspace's runtime files: the IDE socket (bound
 // into it at /.cove/run) and the launcher's record.
 func workspaceRunDir(e *env, name string) string {
@@ -128,32 +138,16 @@ func shellCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			dir := c.Args().First()
-			if dir == "" {
-				dir = "."
+			dir, err := dirArg(c)
+			if err != nil {
+				return err
 			}
 			st, err := ensureWorkspace(c, e, dir)
 			if err != nil {
 				return err
 			}
 			req := container.ExecRequest{Args: []string{"/bin/sh", "-c", "command -v bash >/dev/null && exec bash -l; exec sh -l"}, Cwd: "/workspace", Terminal: true}
-			rs := &runStdio{copying: make(chan struct{}), tty: true, restore: func() {}}
-			var console *os.File
-			code, err := container.Exec(filepath.Join(e.states().Dir(st.Name), "ctl.sock"), req, [3]*os.File{}, func(con *os.File) {
-				console = con
-				rs.start(con)
-			})
-			if console != nil {
-				rs.wait(console)
-			}
-			rs.restore()
-			if err != nil {
-				return err
-			}
-			if code != 0 {
-				return &exitError{code: code}
-			}
-			return nil
+			return e.exec(st.Name, req, [3]*os.File{})
 		},
 	}
 }
