@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 )
 
 // Proxy is the host side of the IDE: it listens on loopback, lets in only
@@ -26,6 +28,11 @@ type Proxy struct {
 	Token string
 	port  int
 	rp    *httputil.ReverseProxy
+
+	mu      sync.Mutex
+	sockets int       // WebSockets open through the proxy: windows on the workspace
+	seen    bool      // whether one ever was
+	since   time.Time // when the last one closed
 }
 
 const tokenCookie = "cove_token"
@@ -76,7 +83,31 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Header.Del("Cookie") // the token stays on this side
-	p.rp.ServeHTTP(w, r)
+	if isWebSocket(r) {
+		p.mu.Lock()
+		p.sockets++
+		p.seen = true
+		p.mu.Unlock()
+		defer func() {
+			p.mu.Lock()
+			p.sockets--
+			p.since = time.Now()
+			p.mu.Unlock()
+		}()
+	}
+	p.rp.ServeHTTP(w, r) // for a WebSocket, until it closes
+}
+
+// Unattended says how long no window has been connected, once one was:
+// every page of the IDE holds a WebSocket while it is open. It is zero
+// while one is, or before the first.
+func (p *Proxy) Unattended() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.seen || p.sockets > 0 {
+		return 0
+	}
+	return time.Since(p.since)
 }
 
 func (p *Proxy) tokenOK(t string) bool {

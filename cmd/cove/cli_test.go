@@ -827,9 +827,9 @@ func TestBrowserIDE(t *testing.T) {
 // startUp starts `cove up --no-browser` on project and returns the process
 // and the URL it printed alone on its first stdout line. The workspace is
 // removed when the test ends.
-func startUp(t *testing.T, root, ref, project string) (*exec.Cmd, string) {
+func startUp(t *testing.T, root, ref, project string, extra ...string) (*exec.Cmd, string) {
 	t.Helper()
-	cmd, _, errb := coveProc(root, "up", "--no-browser", "--image", ref, project)
+	cmd, _, errb := coveProc(root, append(append([]string{"up", "--no-browser", "--image", ref}, extra...), project)...)
 	cmd.Stdout = nil
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -848,4 +848,43 @@ func startUp(t *testing.T, root, ref, project string) (*exec.Cmd, string) {
 		t.Fatalf("first stdout line %q (%v); stderr %s", line, err, errb)
 	}
 	return cmd, strings.TrimSpace(line)
+}
+
+// TestUpStopsWhenTheLastWindowCloses: once the last page (its WebSocket)
+// has been gone for the grace period, the workspace stops.
+func TestUpStopsWhenTheLastWindowCloses(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	ref := testregistry.Push(t, addr, layered(t))
+	root := t.TempDir()
+	cmd, url := startUp(t, root, ref, t.TempDir(), "--grace", "1s")
+	base, token, _ := strings.Cut(url, "/?token=")
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	// No window yet: it waits, however long.
+	select {
+	case err := <-exited:
+		t.Fatalf("cove up exited before any window came: %v", err)
+	case <-time.After(2500 * time.Millisecond):
+	}
+	h := http.Header{"Cookie": {"cove_token=" + token}, "Origin": {base}}
+	ws, _, err := websocket.Dial(context.Background(), strings.Replace(base, "http", "ws", 1)+"/api/term/new", &websocket.DialOptions{HTTPHeader: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2500 * time.Millisecond) // a window open past the grace period: it stays
+	select {
+	case err := <-exited:
+		t.Fatalf("cove up exited with a window open: %v", err)
+	default:
+	}
+	ws.Close(websocket.StatusNormalClosure, "window closed")
+	select {
+	case <-exited:
+	case <-time.After(15 * time.Second):
+		t.Fatal("cove up still runs after its last window closed")
+	}
+	if r := runProc(t, root, "", "ps", "--json"); strings.TrimSpace(r.stdout) != "[]" {
+		t.Errorf("the workspace runs on: %s", r.stdout)
+	}
 }

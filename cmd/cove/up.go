@@ -32,6 +32,7 @@ func upFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "no-browser", Usage: "print the URL alone on stdout instead of opening a window"},
 		&cli.BoolFlag{Name: "detach", Aliases: []string{"d"}, Usage: "keep the workspace and its server running in the background; print the URL"},
 		&cli.IntFlag{Name: "port", Usage: "serve on 127.0.0.1:`PORT` (default: a free one)"},
+		&cli.DurationFlag{Name: "grace", Value: 30 * time.Second, Usage: "stop the workspace when no window has been open for `DURATION` (a reload does not count); 0: never"},
 	}, workspaceFlags()...)
 }
 
@@ -98,6 +99,11 @@ func upAction(c *cli.Context) error {
 		case <-c.Context.Done():
 			running = false
 		case <-tick.C:
+			if grace := c.Duration("grace"); grace > 0 && !c.Bool("detach") && proxy.Unattended() > grace {
+				fmt.Fprintln(c.App.ErrWriter, "cove: the last window closed")
+				running = false
+				continue
+			}
 			if st.Status() != container.Running {
 				srv.Close()
 				fmt.Fprintf(c.App.ErrWriter, "cove: the workspace %s stopped\n", st.Name)
