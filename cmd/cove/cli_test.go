@@ -888,3 +888,46 @@ func TestUpStopsWhenTheLastWindowCloses(t *testing.T) {
 		t.Errorf("the workspace runs on: %s", r.stdout)
 	}
 }
+
+// TestDevcontainerJSON: the image, the environment and a post-create
+// command that runs once per workspace come from devcontainer.json.
+func TestDevcontainerJSON(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	ref := testregistry.Push(t, addr, layered(t))
+	project := t.TempDir()
+	os.Mkdir(filepath.Join(project, ".devcontainer"), 0o755)
+	os.WriteFile(filepath.Join(project, ".devcontainer", "devcontainer.json"), []byte(`{
+		// as VS Code writes it
+		"image": "`+ref+`",
+		"containerEnv": {"FROM_DEVCONTAINER": "yes"},
+		"postCreateCommand": "echo created >> /workspace/post.txt",
+	}`), 0o644)
+	root := t.TempDir()
+	name := workspaceName(project)
+	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", name) })
+	for i := 0; i < 2; i++ { // a start, and a restart on the same layer
+		if r := runProc(t, root, "", "up", "--detach", project); r.code != 0 || !strings.HasPrefix(r.stdout, "http://127.0.0.1:") {
+			t.Fatalf("up --detach: %+v", r)
+		}
+		if r := runProc(t, root, "", "exec", name, "sh", "-c", "echo $FROM_DEVCONTAINER"); r.stdout != "yes\n" {
+			logs, _ := filepath.Glob(filepath.Join(root, "run", "workspaces", "*", "launcher.log"))
+			var b []byte
+			if len(logs) > 0 {
+				b, _ = os.ReadFile(logs[0])
+			}
+			wl, _ := filepath.Glob(filepath.Join(root, "data", "workspaces", "*", "log"))
+			var w []byte
+			if len(wl) > 0 {
+				w, _ = os.ReadFile(wl[0])
+			}
+			t.Errorf("containerEnv: %+v\nlauncher log: %s\nworkspace log: %s", r, b, w)
+		}
+		if r := runProc(t, root, "", "stop", "--time", "2", name); r.code != 0 {
+			t.Fatalf("stop: %+v", r)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(project, "post.txt")); string(b) != "created\n" {
+		t.Errorf("post.txt = %q: postCreateCommand should have run once", b)
+	}
+}

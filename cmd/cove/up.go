@@ -58,8 +58,11 @@ func upAction(c *cli.Context) error {
 	name := workspaceName(dir)
 	recPath := filepath.Join(workspaceRunDir(e, name), "launcher.json")
 	if rec, ok := readLauncher(recPath); ok {
-		// Another cove serves this workspace: a new window on it.
-		return showURL(c, rec.URL)
+		// Another cove serves this workspace: a new window on it (unless
+		// the workspace was stopped and that launcher is on its way out).
+		if st, err := e.states().Load(name); err == nil && st.Status() == container.Running {
+			return showURL(c, rec.URL)
+		}
 	}
 	if c.Bool("detach") && !c.Bool("serve") {
 		return detachUp(c, e, dir, recPath)
@@ -83,7 +86,12 @@ func upAction(c *cli.Context) error {
 	if err := atomicfile.WriteFile(recPath, b); err != nil {
 		return err
 	}
-	defer os.Remove(recPath)
+	defer func() {
+		// Only ours: a newer launcher may have taken over the workspace.
+		if cur, ok := readLauncher(recPath); !ok || cur.Launcher.Pid == os.Getpid() {
+			os.Remove(recPath)
+		}
+	}()
 	if c.Bool("serve") {
 		fmt.Fprintln(c.App.Writer, rec.URL)
 	} else if err := showURL(c, rec.URL); err != nil {
@@ -179,6 +187,9 @@ func detachUp(c *cli.Context, e *env, dir, recPath string) error {
 		args = append(args, "--image", img)
 	}
 	args = append(args, dir)
+	if err := os.MkdirAll(filepath.Dir(recPath), 0o700); err != nil {
+		return err
+	}
 	logPath := filepath.Join(filepath.Dir(recPath), "launcher.log")
 	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
@@ -198,7 +209,7 @@ func detachUp(c *cli.Context, e *env, dir, recPath string) error {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	for {
-		if rec, ok := readLauncher(recPath); ok {
+		if rec, ok := readLauncher(recPath); ok && rec.Launcher.Pid == cmd.Process.Pid {
 			fmt.Fprintln(c.App.Writer, rec.URL)
 			return nil
 		}

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cove-sh/cove/internal/devcontainer"
+
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/ide"
 	"github.com/cove-sh/cove/image"
@@ -71,9 +73,19 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 	if err != nil {
 		return nil, err
 	}
+	dc, err := devcontainer.Load(abs)
+	if err != nil {
+		return nil, err
+	}
 	ref := c.String("image")
+	if ref == "" && dc != nil {
+		ref = dc.Image
+	}
 	if ref == "" {
 		ref = DefaultImage
+	}
+	if dc != nil && len(dc.ForwardPorts) > 0 {
+		fmt.Fprintln(c.App.ErrWriter, "cove: note: forwardPorts in devcontainer.json is not needed: the workspace shares the host's network, so its ports are already there")
 	}
 	run := workspaceRunDir(e, name)
 	if err := os.MkdirAll(run, 0o700); err != nil {
@@ -85,9 +97,9 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 		// The workload is the IDE server, on a socket in a directory bound
 		// from the host's runtime dir: the only way in, through the proxy.
 		Args:    []string{"/.cove/cove", "ide", "serve", "--socket", "/.cove/run/ide.sock", "--dir", "/workspace"},
-		Workdir: "/workspace",
-		Binds:   []container.Bind{{Source: abs, Target: "/workspace"}, {Source: run, Target: "/.cove/run"}},
-		Limits:  limits, Net: netMode, Detach: true, Quiet: true,
+		Workdir: "/workspace", Env: dc.Env(),
+		Binds:  []container.Bind{{Source: abs, Target: "/workspace"}, {Source: run, Target: "/.cove/run"}},
+		Limits: limits, Net: netMode, Detach: true, Quiet: true,
 		Dir: filepath.Join(e.layout.Data, "workspaces", name),
 	}
 	if _, err := e.launch(c, l); err != nil {
@@ -101,7 +113,7 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 	for i := 0; ; i++ {
 		if conn, err := net.Dial("unix", sock); err == nil {
 			conn.Close()
-			return st, nil
+			return st, postCreate(c, e, st, dc, l.Dir)
 		}
 		if i == 500 || st.Status() != container.Running {
 			log, _ := os.ReadFile(filepath.Join(l.Dir, "log"))
@@ -109,6 +121,34 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// postCreate runs devcontainer.json's postCreateCommand in the workspace,
+// once: a marker in the workspace's own files says it ran (cove rm, or a
+// new layer, runs it again).
+func postCreate(c *cli.Context, e *env, st *container.State, dc *devcontainer.Config, dir string) error {
+	argv, err := dc.PostCreate()
+	if err != nil || argv == nil {
+		return err
+	}
+	marker := filepath.Join(dir, "post-create-done")
+	if _, err := os.Stat(marker); err == nil {
+		return nil
+	}
+	fmt.Fprintf(c.App.ErrWriter, "cove: postCreateCommand: %s\n", strings.Join(argv, " "))
+	out := os.NewFile(uintptr(syscall.Stderr), "stderr")
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		return err
+	}
+	defer null.Close()
+	code, err := container.Exec(filepath.Join(e.states().Dir(st.Name), "ctl.sock"),
+		container.ExecRequest{Args: argv, Cwd: "/workspace"}, [3]*os.File{null, out, out}, nil)
+	if err != nil || code != 0 {
+		fmt.Fprintf(c.App.ErrWriter, "cove: warning: postCreateCommand failed (%v, status %d); it runs again next start\n", err, code)
+		return nil
+	}
+	return os.WriteFile(marker, nil, 0o600)
 }
 
 // dirArg is the command's DIR argument, absolute; the current directory

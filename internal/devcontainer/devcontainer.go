@@ -1,0 +1,94 @@
+// Package devcontainer reads the parts of a project's devcontainer.json
+// (https://containers.dev) that cove honours: the image, environment
+// variables and the post-create command.
+package devcontainer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/tailscale/hujson"
+)
+
+// Config is what cove takes from devcontainer.json.
+type Config struct {
+	Path         string            `json:"-"` // where it was read from
+	Image        string            `json:"image"`
+	ContainerEnv map[string]string `json:"containerEnv"`
+	RemoteEnv    map[string]string `json:"remoteEnv"`
+	// PostCreateCommand runs once per workspace: a shell command line,
+	// or an argv.
+	PostCreateCommand json.RawMessage `json:"postCreateCommand"`
+	ForwardPorts      []any           `json:"forwardPorts"`
+	Build             json.RawMessage `json:"build"`
+	DockerFile        string          `json:"dockerFile"`
+}
+
+// Load reads DIR/.devcontainer/devcontainer.json or DIR/.devcontainer.json
+// (JSON with comments and trailing commas). No file is a nil Config.
+func Load(dir string) (*Config, error) {
+	for _, p := range []string{filepath.Join(dir, ".devcontainer", "devcontainer.json"), filepath.Join(dir, ".devcontainer.json")} {
+		b, err := os.ReadFile(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		std, err := hujson.Standardize(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		c := &Config{Path: p}
+		if err := json.Unmarshal(std, c); err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		if c.Image == "" && (len(c.Build) > 0 || c.DockerFile != "") {
+			return nil, fmt.Errorf("%s builds its image from a Dockerfile; cove runs images: build and push it, and set \"image\" (or use cove --image)", p)
+		}
+		return c, nil
+	}
+	return nil, nil
+}
+
+// Env is containerEnv and remoteEnv as K=V, remoteEnv winning.
+func (c *Config) Env() []string {
+	if c == nil {
+		return nil
+	}
+	m := map[string]string{}
+	for k, v := range c.ContainerEnv {
+		m[k] = v
+	}
+	for k, v := range c.RemoteEnv {
+		m[k] = v
+	}
+	var out []string
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// PostCreate is the post-create command as an argv (a string runs
+// through sh -c), or nil.
+func (c *Config) PostCreate() ([]string, error) {
+	if c == nil || len(c.PostCreateCommand) == 0 || string(c.PostCreateCommand) == "null" {
+		return nil, nil
+	}
+	var s string
+	if json.Unmarshal(c.PostCreateCommand, &s) == nil {
+		if s == "" {
+			return nil, nil
+		}
+		return []string{"/bin/sh", "-c", s}, nil
+	}
+	var argv []string
+	if err := json.Unmarshal(c.PostCreateCommand, &argv); err != nil {
+		return nil, fmt.Errorf("%s: postCreateCommand: want a string or an array of strings", c.Path)
+	}
+	return argv, nil
+}

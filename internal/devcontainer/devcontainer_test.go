@@ -1,0 +1,41 @@
+package devcontainer
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	if c, err := Load(dir); c != nil || err != nil {
+		t.Fatalf("no file: %v %v", c, err)
+	}
+	os.Mkdir(filepath.Join(dir, ".devcontainer"), 0o755)
+	os.WriteFile(filepath.Join(dir, ".devcontainer", "devcontainer.json"), []byte(`{
+		// comments and trailing commas, as VS Code writes them
+		"image": "debian:bookworm",
+		"containerEnv": {"A": "1", "B": "2"},
+		"remoteEnv": {"B": "3"},
+		"postCreateCommand": "make deps",
+		"forwardPorts": [3000,],
+	}`), 0o644)
+	c, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := c.Env()
+	sort.Strings(env)
+	if c.Image != "debian:bookworm" || strings.Join(env, " ") != "A=1 B=3" || len(c.ForwardPorts) != 1 {
+		t.Fatalf("%+v %v", c, env)
+	}
+	if argv, _ := c.PostCreate(); strings.Join(argv, " ") != "/bin/sh -c make deps" {
+		t.Fatalf("post create %q", argv)
+	}
+	os.WriteFile(filepath.Join(dir, ".devcontainer", "devcontainer.json"), []byte(`{"build": {"dockerfile": "Dockerfile"}}`), 0o644)
+	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "Dockerfile") {
+		t.Fatalf("a build config: %v", err)
+	}
+}
