@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Mode says what the agent may do without asking.
@@ -55,6 +56,8 @@ type Agent struct {
 	Session *Session
 	// MaxSteps bounds the model calls of one Run; default 50.
 	MaxSteps int
+	// Checkpoints, if set, snapshots the project at each prompt.
+	Checkpoints *Checkpoints
 }
 
 func (a *Agent) emit(ev LoopEvent) {
@@ -72,6 +75,15 @@ func (a *Agent) record(ev LoopEvent) {
 // Run adds prompt to the conversation history and works until the model
 // is done. It returns the whole conversation, including the new turns.
 func (a *Agent) Run(ctx context.Context, history []Message, prompt string) ([]Message, error) {
+	if a.Checkpoints != nil {
+		label, _, _ := strings.Cut(prompt, "\n")
+		if id, err := a.Checkpoints.Save(ctx, label); err != nil {
+			a.emit(LoopEvent{Type: "error", Text: err.Error() + " (going on without a checkpoint)"})
+		} else {
+			a.record(LoopEvent{Type: "checkpoint", Text: id})
+			a.emit(LoopEvent{Type: "checkpoint", Text: id})
+		}
+	}
 	msgs := append(append([]Message(nil), history...), Message{Role: "user", Content: prompt})
 	a.record(LoopEvent{Type: "message", Message: &msgs[len(msgs)-1]})
 	tools := map[string]Tool{}

@@ -43,6 +43,9 @@ func openSession(dir, id string) (*Session, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
+	if filepath.Base(dir) == "sessions" && filepath.Base(filepath.Dir(dir)) == ".cove" {
+		keepOutOfGit(filepath.Dir(filepath.Dir(dir)))
+	}
 	p := filepath.Join(dir, id+".jsonl")
 	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {

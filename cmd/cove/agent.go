@@ -168,6 +168,8 @@ func runAgent(c *cli.Context, e *env, st *container.State, dir string, provider 
 					mark = "  ✗"
 				}
 				fmt.Fprintf(trace, "%s %s\n", mark, first)
+			case "checkpoint":
+				fmt.Fprintf(trace, "· checkpoint %.12s\n", ev.Text)
 			case "compacted":
 				fmt.Fprintln(trace, "· (the conversation was summarised to fit the model)")
 			case "error":
@@ -177,6 +179,11 @@ func runAgent(c *cli.Context, e *env, st *container.State, dir string, provider 
 	}
 	if c.Bool("yes") {
 		a.Mode = agent.ModeYolo
+	}
+	if cp, err := agent.OpenCheckpoints(c.Context, dir); err == nil {
+		a.Checkpoints = cp
+	} else {
+		fmt.Fprintf(trace, "! no checkpoints: %v\n", err)
 	}
 	msgs, err := a.Run(c.Context, history, prompt)
 	if err != nil {
