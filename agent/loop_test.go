@@ -318,3 +318,39 @@ func TestSessionResumeDoesNotRerun(t *testing.T) {
 func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
 
 func strconvItoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestProjectTools(t *testing.T) {
+	dir := project(t)
+	tools := filepath.Join(dir, ".cove", "tools")
+	os.MkdirAll(tools, 0o755)
+	os.WriteFile(filepath.Join(tools, "shout.sh"), []byte(`#!/bin/sh
+if [ "$1" = --schema ]; then
+  echo '{"description":"shout a word","schema":{"type":"object","properties":{"word":{"type":"string"}}}}'
+  exit 0
+fi
+tr a-z A-Z
+`), 0o755)
+	os.WriteFile(filepath.Join(tools, "broken"), []byte("#!/bin/sh\necho not json\n"), 0o755)
+	os.WriteFile(filepath.Join(tools, "README"), []byte("not executable\n"), 0o644)
+	loaded, broken := LoadProjectTools(context.Background(), dir, LocalRunner(dir))
+	if len(loaded) != 1 || loaded[0].Spec().Name != "shout" || len(broken) != 1 || !strings.HasSuffix(broken[0].Path, "broken") {
+		t.Fatalf("loaded %v, broken %+v", loaded, broken)
+	}
+	srv := llmtest.New(t)
+	srv.Push(call("c1", "shout", map[string]any{"word": "hi"}), answer("ok"))
+	a, _ := newAgent(t, srv, dir, ModeYolo)
+	a.Tools = append(a.Tools, loaded...)
+	if _, err := a.Run(context.Background(), nil, "shout"); err != nil {
+		t.Fatal(err)
+	}
+	body := srv.Requests()[0].JSON(t)
+	found := false
+	for _, tl := range body["tools"].([]any) {
+		if tl.(map[string]any)["function"].(map[string]any)["name"] == "shout" {
+			found = true
+		}
+	}
+	if res := toolResults(t, srv); !found || len(res) != 1 || res[0]["content"] != `{"WORD":"HI"}` {
+		t.Fatalf("offered %v; the tool answered %v", found, res)
+	}
+}

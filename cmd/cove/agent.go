@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -179,6 +180,27 @@ func runAgent(c *cli.Context, e *env, st *container.State, dir string, provider 
 	}
 	if c.Bool("yes") {
 		a.Mode = agent.ModeYolo
+	}
+	// The project's own tools run in the workspace, like its commands.
+	inWorkspace := func(ctx context.Context, path string, args []string, stdin []byte) ([]byte, error) {
+		var cargs []string
+		if root := c.String("root"); root != "" {
+			cargs = append(cargs, "--root", root)
+		}
+		cargs = append(append(cargs, "exec", "-i", "-w", "/workspace", st.Name, "/workspace/"+path), args...)
+		cmd := exec.CommandContext(ctx, bin, cargs...)
+		cmd.Stdin = bytes.NewReader(stdin)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			return out.Bytes(), fmt.Errorf("%v: %s", err, strings.TrimSpace(errb.String()))
+		}
+		return out.Bytes(), nil
+	}
+	tools, broken := agent.LoadProjectTools(c.Context, dir, inWorkspace)
+	a.Tools = append(a.Tools, tools...)
+	for _, b := range broken {
+		fmt.Fprintf(trace, "! tool %s is broken: %v\n", b.Path, b.Err)
 	}
 	if cp, err := agent.OpenCheckpoints(c.Context, dir); err == nil {
 		a.Checkpoints = cp

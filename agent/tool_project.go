@@ -1,0 +1,105 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Runner runs a program of the project with stdin and returns its
+// output: on this machine by default; cove agent runs it in the workspace.
+type Runner func(ctx context.Context, path string, args []string, stdin []byte) ([]byte, error)
+
+// LocalRunner runs the program here, in the project directory.
+func LocalRunner(dir string) Runner {
+	return func(ctx context.Context, path string, args []string, stdin []byte) ([]byte, error) {
+		cmd := exec.CommandContext(ctx, filepath.Join(dir, path), args...)
+		cmd.Dir = dir
+		cmd.Stdin = bytes.NewReader(stdin)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			return out.Bytes(), fmt.Errorf("%v: %s", err, strings.TrimSpace(errb.String()))
+		}
+		return out.Bytes(), nil
+	}
+}
+
+// ProjectTool is an executable in the project's .cove/tools/: run with
+// --schema it prints {"description": …, "schema": {…}}; run with the
+// call's JSON arguments on stdin it does the work and prints the result.
+type ProjectTool struct {
+	Path    string // relative to the project
+	spec    ToolSpec
+	run     Runner
+	Timeout time.Duration
+}
+
+var _ Tool = (*ProjectTool)(nil)
+
+// Spec implements Tool.
+func (t *ProjectTool) Spec() ToolSpec { return t.spec }
+
+// Plan implements Tool: a project tool is a command, approved as one.
+func (t *ProjectTool) Plan(ctx context.Context, raw json.RawMessage) (*Action, error) {
+	return &Action{Kind: "command", Summary: fmt.Sprintf("run tool %s %s", t.spec.Name, raw), Do: func(ctx context.Context) (string, error) {
+		ctx, cancel := context.WithTimeout(ctx, t.Timeout)
+		defer cancel()
+		out, err := t.run(ctx, t.Path, nil, raw)
+		return string(out), err
+	}}, nil
+}
+
+// BrokenTool is a project tool that did not load, and why.
+type BrokenTool struct {
+	Path string
+	Err  error
+}
+
+// LoadProjectTools loads the tools in DIR/.cove/tools/, asking each for
+// its schema through run. A tool that fails to answer is returned as
+// broken, with its error, and left out.
+func LoadProjectTools(ctx context.Context, dir string, run Runner) ([]Tool, []BrokenTool) {
+	entries, err := os.ReadDir(filepath.Join(dir, ".cove", "tools"))
+	if err != nil {
+		return nil, nil
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	var tools []Tool
+	var broken []BrokenTool
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil || !info.Mode().IsRegular() || info.Mode()&0o111 == 0 {
+			continue
+		}
+		rel := filepath.Join(".cove", "tools", e.Name())
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		out, err := run(sctx, rel, []string{"--schema"}, nil)
+		cancel()
+		var desc struct {
+			Description string          `json:"description"`
+			Schema      json.RawMessage `json:"schema"`
+		}
+		if err == nil {
+			err = json.Unmarshal(out, &desc)
+		}
+		if err == nil && (len(desc.Schema) == 0 || !json.Valid(desc.Schema)) {
+			err = fmt.Errorf("--schema printed no %q", "schema")
+		}
+		if err != nil {
+			broken = append(broken, BrokenTool{Path: rel, Err: err})
+			continue
+		}
+		name := strings.TrimSuffix(e.Name(), filepath.Ext(e.Name()))
+		tools = append(tools, &ProjectTool{Path: rel, run: run, Timeout: 120 * time.Second,
+			spec: ToolSpec{Name: name, Description: desc.Description, Schema: desc.Schema}})
+	}
+	return tools, broken
+}
