@@ -24,9 +24,10 @@ func agentCommand() *cli.Command {
 		Usage:     "the coding agent in DIR's workspace (started if needed)",
 		ArgsUsage: "[DIR]",
 		Description: `The model is called from here; its tools work on DIR and run commands inside the
-workspace, so API keys never enter the container. Provider settings: COVE_PROVIDER
-(openai|anthropic), COVE_BASE_URL, COVE_API_KEY, COVE_MODEL, else OPENAI_BASE_URL,
-OPENAI_API_KEY, ANTHROPIC_API_KEY.`,
+workspace, so API keys never enter the container. Settings, later winning:
+~/.config/cove/config.json, DIR/.cove/config.json ({"provider", "base_url", "api_key",
+"model"}; a key may be "$VAR"), COVE_PROVIDER (openai|anthropic), COVE_BASE_URL,
+COVE_API_KEY, COVE_MODEL (else OPENAI_BASE_URL, OPENAI_API_KEY, ANTHROPIC_API_KEY), -m.`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "prompt", Aliases: []string{"p"}, Usage: "one-shot: answer `PROMPT` on stdout, trace on stderr (standard input, if piped, is added)"},
 			&cli.BoolFlag{Name: "continue", Aliases: []string{"c"}, Usage: "continue the latest session"},
@@ -46,10 +47,16 @@ OPENAI_API_KEY, ANTHROPIC_API_KEY.`,
 			if err != nil {
 				return err
 			}
-			provider, model, err := providerFromEnv(c.String("model"))
+			home, _ := os.UserHomeDir()
+			cfg, err := agent.LoadConfig(home, dir, os.Getenv, agent.Config{Model: c.String("model")})
 			if err != nil {
 				return err
 			}
+			provider, err := cfg.NewProvider()
+			if err != nil {
+				return err
+			}
+			model := cfg.Model
 			st, err := ensureWorkspace(c, e, dir)
 			if err != nil {
 				return err
@@ -57,42 +64,6 @@ OPENAI_API_KEY, ANTHROPIC_API_KEY.`,
 			return runAgent(c, e, st, dir, provider, model)
 		},
 	}
-}
-
-// providerFromEnv reads the provider settings (read once, here).
-func providerFromEnv(model string) (agent.Provider, string, error) {
-	get := func(keys ...string) string {
-		for _, k := range keys {
-			if v := os.Getenv(k); v != "" {
-				return v
-			}
-		}
-		return ""
-	}
-	if model == "" {
-		model = get("COVE_MODEL")
-	}
-	if model == "" {
-		return nil, "", errors.New("no model: set COVE_MODEL or give -m (cove agent --setup lists what a server offers)")
-	}
-	kind := get("COVE_PROVIDER")
-	if kind == "" {
-		kind = "openai"
-		if get("COVE_API_KEY", "OPENAI_API_KEY") == "" && get("ANTHROPIC_API_KEY") != "" {
-			kind = "anthropic"
-		}
-	}
-	switch kind {
-	case "openai":
-		base := get("COVE_BASE_URL", "OPENAI_BASE_URL")
-		if base == "" {
-			base = "https://api.openai.com/v1"
-		}
-		return &agent.OpenAI{BaseURL: base, APIKey: get("COVE_API_KEY", "OPENAI_API_KEY")}, model, nil
-	case "anthropic":
-		return &agent.Anthropic{BaseURL: get("COVE_BASE_URL"), APIKey: get("COVE_API_KEY", "ANTHROPIC_API_KEY")}, model, nil
-	}
-	return nil, "", fmt.Errorf("COVE_PROVIDER=%q: use openai or anthropic", kind)
 }
 
 const systemPrompt = `You are Cove's coding agent, working in the user's project at /workspace inside a container.

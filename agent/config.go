@@ -1,0 +1,115 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Config is the agent's provider settings. Layers, later winning: the
+// defaults, ~/.config/cove/config.json, the project's .cove/config.json,
+// the environment (COVE_*, then OPENAI_* and ANTHROPIC_API_KEY), flags.
+// A key may be written "$VAR": it is read from the environment when used
+// and never stored expanded.
+type Config struct {
+	Provider string `json:"provider,omitempty"` // openai or anthropic
+	BaseURL  string `json:"base_url,omitempty"`
+	APIKey   string `json:"api_key,omitempty"`
+	Model    string `json:"model,omitempty"`
+}
+
+// merge lays o over c.
+func (c Config) merge(o Config) Config {
+	if o.Provider != "" {
+		c.Provider = o.Provider
+	}
+	if o.BaseURL != "" {
+		c.BaseURL = o.BaseURL
+	}
+	if o.APIKey != "" {
+		c.APIKey = o.APIKey
+	}
+	if o.Model != "" {
+		c.Model = o.Model
+	}
+	return c
+}
+
+func readConfig(path string) (Config, error) {
+	var c Config
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return c, nil
+	}
+	if err != nil {
+		return c, err
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		return c, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// LoadConfig resolves the layers for the project in dir; getenv reads the
+// environment (os.Getenv, or a test's map), flags wins over all.
+func LoadConfig(home, dir string, getenv func(string) string, flags Config) (Config, error) {
+	c := Config{Provider: "openai"}
+	for _, p := range []string{filepath.Join(home, ".config", "cove", "config.json"), filepath.Join(dir, ".cove", "config.json")} {
+		if p == "" {
+			continue
+		}
+		layer, err := readConfig(p)
+		if err != nil {
+			return c, err
+		}
+		c = c.merge(layer)
+	}
+	first := func(keys ...string) string {
+		for _, k := range keys {
+			if v := getenv(k); v != "" {
+				return v
+			}
+		}
+		return ""
+	}
+	env := Config{Provider: first("COVE_PROVIDER"), BaseURL: first("COVE_BASE_URL"), APIKey: first("COVE_API_KEY"), Model: first("COVE_MODEL")}
+	if env.Provider == "" && c.APIKey == "" && env.APIKey == "" && first("OPENAI_API_KEY") == "" && first("ANTHROPIC_API_KEY") != "" {
+		env.Provider = "anthropic"
+	}
+	c = c.merge(env).merge(flags)
+	if c.Provider == "openai" {
+		c = Config{BaseURL: first("OPENAI_BASE_URL"), APIKey: first("OPENAI_API_KEY")}.merge(c)
+	}
+	if c.Provider == "anthropic" && c.APIKey == "" {
+		c.APIKey = first("ANTHROPIC_API_KEY")
+	}
+	// "$VAR" keys are read now, and only kept in memory.
+	if name, ok := strings.CutPrefix(c.APIKey, "$"); ok {
+		c.APIKey = getenv(name)
+		if c.APIKey == "" {
+			return c, fmt.Errorf("the API key is $%s, which is not set", name)
+		}
+	}
+	return c, nil
+}
+
+// NewProvider makes the provider client the config describes.
+func (c Config) NewProvider() (Provider, error) {
+	if c.Model == "" {
+		return nil, errors.New("no model: set COVE_MODEL, give -m, or add \"model\" to ~/.config/cove/config.json")
+	}
+	switch c.Provider {
+	case "openai", "":
+		base := c.BaseURL
+		if base == "" {
+			base = "https://api.openai.com/v1"
+		}
+		return &OpenAI{BaseURL: base, APIKey: c.APIKey}, nil
+	case "anthropic":
+		return &Anthropic{BaseURL: c.BaseURL, APIKey: c.APIKey}, nil
+	}
+	return nil, fmt.Errorf("provider %q: use openai or anthropic", c.Provider)
+}
