@@ -931,3 +931,32 @@ func TestDevcontainerJSON(t *testing.T) {
 		t.Errorf("post.txt = %q: postCreateCommand should have run once", b)
 	}
 }
+
+// TestWorkspaceKeepsItsLayerUntilFresh: what is installed in a workspace
+// outlives a stop, and --fresh drops it.
+func TestWorkspaceKeepsItsLayerUntilFresh(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	ref := testregistry.Push(t, addr, layered(t))
+	project := t.TempDir()
+	root := t.TempDir()
+	name := workspaceName(project)
+	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", name) })
+	up := func(extra ...string) {
+		t.Helper()
+		if r := runProc(t, root, "", append(append([]string{"up", "--detach", "--image", ref}, extra...), project)...); r.code != 0 {
+			t.Fatalf("up: %+v", r)
+		}
+	}
+	up()
+	runProc(t, root, "", "exec", name, "sh", "-c", "echo installed > /etc/tool")
+	runProc(t, root, "", "stop", "--time", "2", name)
+	up()
+	if r := runProc(t, root, "", "exec", name, "cat", "/etc/tool"); r.stdout != "installed\n" {
+		t.Fatalf("after a restart: %+v", r)
+	}
+	up("--fresh")
+	if r := runProc(t, root, "", "exec", name, "cat", "/etc/tool"); r.code == 0 {
+		t.Fatalf("after --fresh the file is still there: %+v", r)
+	}
+}

@@ -57,7 +57,7 @@ func upAction(c *cli.Context) error {
 	}
 	name := workspaceName(dir)
 	recPath := filepath.Join(workspaceRunDir(e, name), "launcher.json")
-	if rec, ok := readLauncher(recPath); ok {
+	if rec, ok := readLauncher(recPath); ok && !c.Bool("fresh") {
 		// Another cove serves this workspace: a new window on it (unless
 		// the workspace was stopped and that launcher is on its way out).
 		if st, err := e.states().Load(name); err == nil && st.Status() == container.Running {
@@ -185,6 +185,14 @@ func detachUp(c *cli.Context, e *env, dir, recPath string) error {
 	args := []string{"up", "--serve", "--detach", "--port", fmt.Sprint(c.Int("port"))}
 	if img := c.String("image"); img != "" {
 		args = append(args, "--image", img)
+	}
+	if c.Bool("fresh") {
+		args = append(args, "--fresh")
+	}
+	for _, f := range []string{"memory", "pids", "cpus", "net"} {
+		if c.IsSet(f) {
+			args = append(args, "--"+f, c.String(f))
+		}
 	}
 	args = append(args, dir)
 	if err := os.MkdirAll(filepath.Dir(recPath), 0o700); err != nil {

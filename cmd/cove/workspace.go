@@ -47,6 +47,7 @@ func workspaceName(dir string) string {
 func workspaceFlags() []cli.Flag {
 	return append([]cli.Flag{
 		&cli.StringFlag{Name: "image", Usage: "workspace image `REF` (default: devcontainer.json's, else " + DefaultImage + ")"},
+		&cli.BoolFlag{Name: "fresh", Usage: "start the workspace from the image again, dropping what was installed in it"},
 	}, limitFlags()...)
 }
 
@@ -65,9 +66,19 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 	states := e.states()
 	if st, err := states.Load(name); err == nil {
 		if st.Status() == container.Running {
-			return st, nil
+			if !c.Bool("fresh") {
+				return st, nil
+			}
+			if err := st.Stop(10 * time.Second); err != nil {
+				return nil, err
+			}
 		}
 		states.Delete(name) // stopped: start again on the same layer
+	}
+	if c.Bool("fresh") {
+		if err := os.RemoveAll(filepath.Join(e.layout.Data, "workspaces", name)); err != nil {
+			return nil, fmt.Errorf("--fresh: %w", err)
+		}
 	}
 	limits, netMode, err := limitsFrom(c)
 	if err != nil {
