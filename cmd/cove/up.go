@@ -191,7 +191,7 @@ func detachUp(c *cli.Context, e *env, dir, recPath string) error {
 	}
 	for _, f := range []string{"memory", "pids", "cpus", "net"} {
 		if c.IsSet(f) {
-			args = append(args, "--"+f, c.String(f))
+			args = append(args, "--"+f, fmt.Sprint(c.Value(f)))
 		}
 	}
 	args = append(args, dir)
