@@ -394,4 +394,16 @@ func TestServeServesTheUIAndTheAPI(t *testing.T) {
 			t.Errorf("%s: %d, %.80q", path, code, body)
 		}
 	}
+	// Browsers get the bundle gzipped (Go's client asks for and undoes it).
+	req, _ := http.NewRequest("GET", "http://ide/app.js", nil)
+	req.Header.Set("Accept-Encoding", "gzip")
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zipped, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.Header.Get("Content-Encoding") != "gzip" || len(zipped) > 600<<10 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/javascript") {
+		t.Errorf("app.js: %s, %d bytes, %s", resp.Header.Get("Content-Encoding"), len(zipped), resp.Header.Get("Content-Type"))
+	}
 }

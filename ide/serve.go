@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"time"
 
-	"github.com/cove-sh/cove/ide/web"
 	"github.com/cove-sh/cove/internal/projectfs"
 )
 
@@ -34,7 +33,7 @@ func Serve(ctx context.Context, socket, dir string) error {
 	os.Chmod(socket, 0o600) // the host side (the same user) is the only client
 	mux := http.NewServeMux()
 	mux.Handle("/api/", NewHandler(d, shell))
-	mux.Handle("/", http.FileServerFS(web.Dist()))
+	mux.Handle("/", newStatic())
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
