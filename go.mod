@@ -7,6 +7,7 @@ require (
 	github.com/coder/websocket v1.8.15
 	github.com/creack/pty v1.1.24
 	github.com/cyphar/filepath-securejoin v0.7.0
+	github.com/fsnotify/fsnotify v1.10.1
 	github.com/google/go-containerregistry v0.22.1
 	github.com/klauspost/compress v1.20.4
 	github.com/tailscale/hujson v0.0.0-20260727124030-b80ff77dac4f

@@ -125,5 +125,6 @@ func NewHandler(dir *projectfs.Dir, shell []string) http.Handler {
 	mux.HandleFunc("GET /api/tree", f.tree)
 	mux.HandleFunc("/api/file", f.file)
 	mux.HandleFunc("GET /api/term/{id}", t.serve)
+	mux.HandleFunc("GET /api/watch", f.watch)
 	return mux
 }

@@ -407,3 +407,57 @@ func TestServeServesTheUIAndTheAPI(t *testing.T) {
 		t.Errorf("app.js: %s, %d bytes, %s", resp.Header.Get("Content-Encoding"), len(zipped), resp.Header.Get("Content-Type"))
 	}
 }
+
+// TestWatchReportsChangesOnDisk: writes, new files and removals in the
+// project (also in a directory made after the watch began) reach the
+// client; cove's own state does not.
+func TestWatchReportsChangesOnDisk(t *testing.T) {
+	project := t.TempDir()
+	os.WriteFile(filepath.Join(project, "a.txt"), []byte("a"), 0o644)
+	p, base := stack(t, project)
+	c := termConn(t, p, base, "/api/watch")
+	msgs := make(chan string, 100)
+	go func() {
+		for {
+			_, b, err := c.Read(context.Background())
+			if err != nil {
+				close(msgs)
+				return
+			}
+			msgs <- string(b)
+		}
+	}()
+	expect := func(want string) {
+		t.Helper()
+		deadline := time.After(5 * time.Second)
+		for {
+			select {
+			case m := <-msgs:
+				if m == want {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("no %s", want)
+			}
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	os.WriteFile(filepath.Join(project, "a.txt"), []byte("b"), 0o644)
+	expect(`{"path":"a.txt","op":"write"}`)
+	os.Mkdir(filepath.Join(project, "sub"), 0o755)
+	expect(`{"path":"sub","op":"create"}`)
+	time.Sleep(100 * time.Millisecond)
+	os.WriteFile(filepath.Join(project, "sub", "new.go"), []byte("package x"), 0o644)
+	expect(`{"path":"sub/new.go","op":"create"}`)
+	os.MkdirAll(filepath.Join(project, ".cove", "sessions"), 0o755)
+	os.WriteFile(filepath.Join(project, ".cove", "x"), nil, 0o644)
+	os.Remove(filepath.Join(project, "a.txt"))
+	expect(`{"path":"a.txt","op":"remove"}`)
+	select {
+	case m := <-msgs:
+		if strings.Contains(m, ".cove") {
+			t.Errorf("cove's own state was reported: %s", m)
+		}
+	case <-time.After(300 * time.Millisecond):
+	}
+}

@@ -52,6 +52,17 @@ export class Doc {
     return this.view.state.doc.toString() !== this.saved;
   }
 
+  // reload takes the file's new content from disk, when there are no
+  // unsaved changes to lose.
+  reload(text) {
+    if (text === this.saved) return false;
+    const cur = this.view.state.doc.toString();
+    this.saved = text;
+    this.view.dispatch({ changes: { from: 0, to: cur.length, insert: text } });
+    this.onDirty(this.dirty());
+    return true;
+  }
+
   setDark(dark) {
     this.view.dispatch({ effects: this.theme.reconfigure(dark ? oneDark : []) });
   }

@@ -147,6 +147,38 @@ document.addEventListener("keydown", (ev) => {
     newShell();
   }
 });
+// ---- changes on disk ------------------------------------------------------
+
+// Files change under the editor: the agent edits, a terminal runs a
+// formatter. Open files without unsaved changes follow; the tree refreshes.
+function watchFiles(retry = 0) {
+  const ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/api/watch`);
+  ws.onopen = () => (retry = 0);
+  ws.onmessage = async (ev) => {
+    const { path, op } = JSON.parse(ev.data);
+    const open = docs.get(path);
+    if (open && op !== "remove") {
+      const r = await fetch(`/api/file?path=${encodeURIComponent(path)}`);
+      if (r.ok) {
+        const text = await r.text();
+        if (open.doc.dirty()) {
+          if (text !== open.doc.saved) status(`${path} changed on disk; your unsaved changes are kept`);
+        } else if (open.doc.reload(text)) {
+          status(`${path} reloaded: it changed on disk`);
+        }
+      }
+    }
+    if (op !== "write") refreshDir(path.includes("/") ? path.slice(0, path.lastIndexOf("/")) : ".");
+  };
+  ws.onclose = () => setTimeout(() => watchFiles(retry + 1), Math.min(5000, 250 * 2 ** retry));
+}
+
+function refreshDir(dir) {
+  if (dir === ".") return renderDir(".", $("#tree")).catch(() => {});
+  const row = document.querySelector(`.entry.dir.open[data-path="${CSS.escape(dir)}"]`);
+  if (row && row.nextElementSibling) renderDir(dir, row.nextElementSibling).catch(() => {});
+}
+
 // For the browser tests (and the curious): the open shells and files.
 window.cove = { shells, docs };
 renderDir(".", $("#tree")).catch((e) => status(`files: ${e.message}`));
@@ -154,3 +186,4 @@ const saved = JSON.parse(sessionStorage.getItem("cove-shells") || "[]");
 if (saved.length) saved.forEach((id) => newShell(id));
 else newShell();
 setInterval(saveShells, 2000);
+watchFiles();

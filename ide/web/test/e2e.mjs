@@ -52,6 +52,19 @@ try {
   await page.waitForSelector(".tab.dirty");
   await page.keyboard.press("Control+s");
   await page.waitForSelector(".tab.dirty", { state: "detached", timeout: 10000 });
+  const onDisk = await page.evaluate(() => fetch("/api/file?path=hello.txt").then((r) => r.text()));
+  if (onDisk !== "hi\nedited in the browser") await fail("after Ctrl-S the file holds " + JSON.stringify(onDisk));
+  // A change on disk (here: by a command in the terminal) shows in the
+  // editor, which has no unsaved changes now.
+  await page.click(".term-pane");
+  await page.keyboard.type("printf 'rewritten by the shell\\n' > hello.txt\n");
+  await page.waitForFunction(() => document.querySelector(".cm-content").textContent.includes("rewritten by the shell"), null, { timeout: 10000 })
+    .catch(async () => fail("the editor did not follow the change on disk: " + (await page.textContent(".cm-content"))));
+  // And the tree shows a new file.
+  await page.keyboard.type("touch made-in-terminal.txt\n");
+  await page.waitForSelector('.entry[data-path="made-in-terminal.txt"]', { timeout: 10000 })
+    .catch(async () => fail("the tree did not show the new file"));
+  await page.click('.entry[data-path="hello.txt"]');
   if (shot) await page.screenshot({ path: shot });
   if (errors.length) await fail("page errors: " + errors.join("; "));
   console.log("ok");
