@@ -70,33 +70,36 @@ const systemPrompt = `You are Cove's coding agent, working in the user's project
 Use the tools: read files before you edit them, make small exact edits, run the project's tests with bash,
 and check your work. When you are done, answer briefly with what you changed and why.`
 
-func runAgent(c *cli.Context, e *env, st *container.State, dir string, provider agent.Provider, model string) error {
+// buildAgent assembles the agent for DIR's workspace: its tools work on
+// the project's files here and run commands (and the project's own
+// tools) in the workspace through cove exec. Close releases the shell.
+func buildAgent(ctx context.Context, root string, st *container.State, dir string, provider agent.Provider, model string) (*agent.Agent, []agent.BrokenTool, func(), error) {
 	w, err := agent.OpenWorkspace(dir)
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
-	defer w.Close()
 	bin, err := coveBinary()
 	if err != nil {
-		return err
+		w.Close()
+		return nil, nil, nil, err
+	}
+	coveArgs := func(args ...string) []string {
+		if root != "" {
+			return append([]string{"--root", root}, args...)
+		}
+		return args
 	}
 	bash := &agent.BashTool{W: w, Shell: func(cwd string) *exec.Cmd {
 		if cwd == dir || cwd == "" {
 			cwd = "/workspace"
 		}
-		var args []string
-		if root := c.String("root"); root != "" {
-			args = append(args, "--root", root)
-		}
-		args = append(args, "exec", "-i", "-w", cwd)
+		args := coveArgs("exec", "-i", "-w", cwd)
 		for _, kv := range agent.ShellEnv {
 			args = append(args, "-e", kv)
 		}
 		args = append(args, st.Name, "sh", "-c", "command -v bash >/dev/null && exec bash --noprofile --norc; exec sh")
 		return exec.Command(bin, args...)
 	}}
-	defer bash.Close()
-
 	system := systemPrompt
 	for _, name := range []string{"AGENTS.md", "CLAUDE.md"} {
 		if b, err := w.ReadFile(name); err == nil {
@@ -104,62 +107,13 @@ func runAgent(c *cli.Context, e *env, st *container.State, dir string, provider 
 			break
 		}
 	}
-	sessions := filepath.Join(dir, ".cove", "sessions")
-	var session *agent.Session
-	var history []agent.Message
-	switch {
-	case c.Bool("continue") || c.String("resume") != "":
-		session, history, err = agent.ResumeSession(sessions, c.String("resume"))
-	default:
-		session, err = agent.NewSession(sessions)
-	}
-	if err != nil {
-		return err
-	}
-	defer session.Close()
-
-	prompt := c.String("prompt")
-	if !term.IsTerminal(int(os.Stdin.Fd())) {
-		if in, _ := io.ReadAll(io.LimitReader(os.Stdin, 1<<20)); len(in) > 0 {
-			prompt += "\n\n" + string(in)
-		}
-	}
-	trace := c.App.ErrWriter
 	a := &agent.Agent{
-		Provider: provider, Model: model, System: system, Session: session,
+		Provider: provider, Model: model, System: system, Mode: agent.ModeAsk,
 		Tools: []agent.Tool{agent.ReadTool{W: w}, agent.WriteTool{W: w}, agent.EditTool{W: w}, agent.SearchTool{W: w}, bash},
-		Mode:  agent.ModeAsk, Approve: approveOnTerminal(trace),
-		Emit: func(ev agent.LoopEvent) {
-			switch ev.Type {
-			case "tool_call":
-				fmt.Fprintf(trace, "· %s %s\n", ev.Call.Name, ev.Call.Args)
-			case "tool_result":
-				first, _, _ := strings.Cut(ev.Text, "\n")
-				mark := "  →"
-				if ev.IsError {
-					mark = "  ✗"
-				}
-				fmt.Fprintf(trace, "%s %s\n", mark, first)
-			case "checkpoint":
-				fmt.Fprintf(trace, "· checkpoint %.12s\n", ev.Text)
-			case "compacted":
-				fmt.Fprintln(trace, "· (the conversation was summarised to fit the model)")
-			case "error":
-				fmt.Fprintln(trace, "! "+ev.Text)
-			}
-		},
-	}
-	if c.Bool("yes") {
-		a.Mode = agent.ModeYolo
 	}
 	// The project's own tools run in the workspace, like its commands.
 	inWorkspace := func(ctx context.Context, path string, args []string, stdin []byte) ([]byte, error) {
-		var cargs []string
-		if root := c.String("root"); root != "" {
-			cargs = append(cargs, "--root", root)
-		}
-		cargs = append(append(cargs, "exec", "-i", "-w", "/workspace", st.Name, "/workspace/"+path), args...)
-		cmd := exec.CommandContext(ctx, bin, cargs...)
+		cmd := exec.CommandContext(ctx, bin, append(coveArgs("exec", "-i", "-w", "/workspace", st.Name, "/workspace/"+path), args...)...)
 		cmd.Stdin = bytes.NewReader(stdin)
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
@@ -168,22 +122,72 @@ func runAgent(c *cli.Context, e *env, st *container.State, dir string, provider 
 		}
 		return out.Bytes(), nil
 	}
-	tools, broken := agent.LoadProjectTools(c.Context, dir, inWorkspace)
+	tools, broken := agent.LoadProjectTools(ctx, dir, inWorkspace)
 	a.Tools = append(a.Tools, tools...)
+	if cp, err := agent.OpenCheckpoints(ctx, dir); err == nil {
+		a.Checkpoints = cp
+	}
+	return a, broken, func() { bash.Close(); w.Close() }, nil
+}
+
+func runAgent(c *cli.Context, e *env, st *container.State, dir string, provider agent.Provider, model string) error {
+	a, broken, closeAgent, err := buildAgent(c.Context, c.String("root"), st, dir, provider, model)
+	if err != nil {
+		return err
+	}
+	defer closeAgent()
+	sessions := filepath.Join(dir, ".cove", "sessions")
+	var history []agent.Message
+	switch {
+	case c.Bool("continue") || c.String("resume") != "":
+		a.Session, history, err = agent.ResumeSession(sessions, c.String("resume"))
+	default:
+		a.Session, err = agent.NewSession(sessions)
+	}
+	if err != nil {
+		return err
+	}
+	defer a.Session.Close()
+
+	prompt := c.String("prompt")
+	if !term.IsTerminal(int(os.Stdin.Fd())) {
+		if in, _ := io.ReadAll(io.LimitReader(os.Stdin, 1<<20)); len(in) > 0 {
+			prompt += "\n\n" + string(in)
+		}
+	}
+	trace := c.App.ErrWriter
 	for _, b := range broken {
 		fmt.Fprintf(trace, "! tool %s is broken: %v\n", b.Path, b.Err)
 	}
-	if cp, err := agent.OpenCheckpoints(c.Context, dir); err == nil {
-		a.Checkpoints = cp
-	} else {
-		fmt.Fprintf(trace, "! no checkpoints: %v\n", err)
+	a.Approve = approveOnTerminal(trace)
+	if c.Bool("yes") {
+		a.Mode = agent.ModeYolo
+	}
+	a.Emit = func(ev agent.LoopEvent) {
+		switch ev.Type {
+		case "tool_call":
+			fmt.Fprintf(trace, "· %s %s\n", ev.Call.Name, ev.Call.Args)
+		case "tool_result":
+			first, _, _ := strings.Cut(ev.Text, "\n")
+			mark := "  →"
+			if ev.IsError {
+				mark = "  ✗"
+			}
+			fmt.Fprintf(trace, "%s %s\n", mark, first)
+		case "checkpoint":
+			fmt.Fprintf(trace, "· checkpoint %.12s\n", ev.Text)
+		case "compacted":
+			fmt.Fprintln(trace, "· (the conversation was summarised to fit the model)")
+		case "error":
+			fmt.Fprintln(trace, "! "+ev.Text)
+		}
 	}
 	msgs, err := a.Run(c.Context, history, prompt)
 	if err != nil {
-		return fmt.Errorf("agent: %w (session %s)", err, session.ID)
+		return fmt.Errorf("agent: %w (session %s)", err, a.Session.ID)
 	}
 	fmt.Fprintln(c.App.Writer, msgs[len(msgs)-1].Content)
-	fmt.Fprintf(trace, "· session %s (cove agent -r %s to continue)\n", session.ID, session.ID)
+	fmt.Fprintf(trace, "· session %s (cove agent -r %s to continue)\n", a.Session.ID, a.Session.ID)
 	return nil
 }
 
