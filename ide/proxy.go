@@ -29,6 +29,8 @@ type Proxy struct {
 	port  int
 	rp    *httputil.ReverseProxy
 
+	local map[string]http.Handler // paths served on this side
+
 	mu      sync.Mutex
 	sockets int       // WebSockets open through the proxy: windows on the workspace
 	seen    bool      // whether one ever was
@@ -51,6 +53,16 @@ func NewProxy(socket string, port int) *Proxy {
 		},
 	}
 	return &Proxy{Token: hex.EncodeToString(b), port: port, rp: rp}
+}
+
+// Handle serves path on the host side instead of forwarding it, behind
+// the same checks (the agent panel: the model is called from the host, so
+// keys never enter the container). Call it before serving.
+func (p *Proxy) Handle(path string, h http.Handler) {
+	if p.local == nil {
+		p.local = map[string]http.Handler{}
+	}
+	p.local[path] = h
 }
 
 // URL is the address to open, token included.
@@ -83,6 +95,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Header.Del("Cookie") // the token stays on this side
+	if h, ok := p.local[r.URL.Path]; ok {
+		h.ServeHTTP(w, r)
+		return
+	}
 	if isWebSocket(r) {
 		p.mu.Lock()
 		p.sockets++

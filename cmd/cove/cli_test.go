@@ -807,6 +807,16 @@ func TestBrowserIDE(t *testing.T) {
 	project := t.TempDir()
 	os.WriteFile(filepath.Join(project, "hello.txt"), []byte("hi\n"), 0o644)
 	root := t.TempDir()
+	// The agent panel's model: a scripted OpenAI-compatible server.
+	llm := llmtest.New(t)
+	edit, _ := json.Marshal(map[string]any{"path": "hello.txt", "edits": []any{map[string]any{"old": "rewritten by the shell", "new": "changed by the agent"}}})
+	llm.Push(
+		llmtest.Response{Events: llmtest.OpenAIChunks("tool_calls", map[string]any{"tool_calls": []any{map[string]any{
+			"index": 0, "id": "c1", "type": "function", "function": map[string]any{"name": "edit", "arguments": string(edit)}}}})},
+		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "Made it friendlier."})},
+	)
+	t.Setenv("COVE_BASE_URL", llm.URL())
+	t.Setenv("COVE_MODEL", "test-model")
 	_, url := startUp(t, root, ref, project)
 	args := []string{"../../ide/web/test/e2e.mjs", url}
 	if shot := os.Getenv("COVE_SCREENSHOT"); shot != "" {
@@ -814,23 +824,36 @@ func TestBrowserIDE(t *testing.T) {
 	}
 	out, err := exec.Command(node, args...).CombinedOutput()
 	if err != nil {
-		t.Fatalf("browser test: %v\n%s", err, out)
+		t.Fatalf("browser test: %v\n%s\nlauncher: %s", err, out, upErr(t))
 	}
 	if !strings.Contains(string(out), "terminal: browser-42 in "+workspaceName(project)) {
 		t.Errorf("the terminal did not run in the workspace:\n%s", out)
 	}
-	// The browser saved it, then the shell rewrote it (and the editor followed).
-	if b, _ := os.ReadFile(filepath.Join(project, "hello.txt")); string(b) != "rewritten by the shell\n" {
+	// The browser saved it, the shell rewrote it, the agent edited it (approved in the panel).
+	if b, _ := os.ReadFile(filepath.Join(project, "hello.txt")); string(b) != "changed by the agent\n" {
 		t.Errorf("hello.txt: %q", b)
+	}
+	if n := len(llm.Requests()); n != 2 {
+		t.Errorf("the model got %d requests, want 2", n)
 	}
 }
 
 // startUp starts `cove up --no-browser` on project and returns the process
 // and the URL it printed alone on its first stdout line. The workspace is
 // removed when the test ends.
+var upStderr *bytes.Buffer
+
+func upErr(t *testing.T) string {
+	if upStderr == nil {
+		return ""
+	}
+	return upStderr.String()
+}
+
 func startUp(t *testing.T, root, ref, project string, extra ...string) (*exec.Cmd, string) {
 	t.Helper()
 	cmd, _, errb := coveProc(root, append(append([]string{"up", "--no-browser", "--image", ref}, extra...), project)...)
+	upStderr = errb
 	cmd.Stdout = nil
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -76,6 +76,7 @@ func upAction(c *cli.Context) error {
 		return fmt.Errorf("listen on 127.0.0.1:%d: %w (choose another --port)", c.Int("port"), err)
 	}
 	proxy := ide.NewProxy(filepath.Join(workspaceRunDir(e, name), "ide.sock"), l.Addr().(*net.TCPAddr).Port)
+	proxy.Handle("/api/agent", &agentPanel{root: c.String("root"), st: st, dir: dir})
 	srv := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(l)
 	rec := launcherRecord{URL: proxy.URL()}

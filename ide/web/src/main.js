@@ -2,6 +2,7 @@ import "@xterm/xterm/css/xterm.css";
 import "./style.css";
 import { Shell } from "./terminal.js";
 import { Doc } from "./editor.js";
+import { startAgent } from "./agent.js";
 
 const $ = (sel) => document.querySelector(sel);
 const el = (tag, attrs = {}, ...kids) => {
@@ -187,3 +188,4 @@ if (saved.length) saved.forEach((id) => newShell(id));
 else newShell();
 setInterval(saveShells, 2000);
 watchFiles();
+startAgent({ log: $("#agent-log"), input: $("#agent-input"), send: $("#agent-send") });

@@ -65,6 +65,20 @@ try {
   await page.waitForSelector('.entry[data-path="made-in-terminal.txt"]', { timeout: 10000 })
     .catch(async () => fail("the tree did not show the new file"));
   await page.click('.entry[data-path="hello.txt"]');
+
+  // The agent panel: a prompt, an edit to approve (its diff shown), the
+  // answer; the editor follows the agent's change on disk.
+  await page.fill("#agent-input", "make hello.txt friendlier");
+  await page.press("#agent-input", "Enter");
+  await page.waitForSelector(".approval .diff", { timeout: 15000 })
+    .catch(async () => fail("no approval card: " + (await page.textContent("#agent-log"))));
+  const diff = await page.textContent(".approval .diff");
+  if (!diff.includes("+changed by the agent")) await fail("the diff shown: " + diff);
+  await page.click(".approval .approve");
+  await page.waitForFunction(() => document.querySelector("#agent-log").textContent.includes("Made it friendlier."), null, { timeout: 15000 })
+    .catch(async () => fail("no answer from the agent: " + (await page.textContent("#agent-log"))));
+  await page.waitForFunction(() => document.querySelector(".cm-content").textContent.includes("changed by the agent"), null, { timeout: 10000 })
+    .catch(async () => fail("the editor did not follow the agent's edit"));
   if (shot) await page.screenshot({ path: shot });
   if (errors.length) await fail("page errors: " + errors.join("; "));
   console.log("ok");
