@@ -53,16 +53,14 @@ func (in *initProc) serveExec(l net.Listener) {
 
 func (in *initProc) exec(conn *net.UnixConn) {
 	defer conn.Close()
-	f, err := conn.File()
-	if err != nil {
-		return
-	}
-	defer f.Close()
+	// The connection stays in Go's poller (no File(), which would make the
+	// socket blocking under the poller's feet): messages and descriptors
+	// go through ReadMsgUnix and WriteMsgUnix.
 	reply := func(r execReply, rights []byte) {
 		b, _ := json.Marshal(r)
-		unix.Sendmsg(int(f.Fd()), append(b, '\n'), rights, nil, 0)
+		conn.WriteMsgUnix(append(b, '\n'), rights, nil)
 	}
-	line, fds, err := recvLine(f)
+	line, fds, err := recvLine(conn.ReadMsgUnix)
 	defer func() {
 		for _, fd := range fds {
 			unix.Close(fd)
@@ -138,14 +136,25 @@ func (in *initProc) exec(conn *net.UnixConn) {
 	}
 }
 
+// recvmsg reads one message and its control data.
+type recvmsg func(b, oob []byte) (n, oobn, flags int, addr *net.UnixAddr, err error)
+
+// fileRecvmsg reads from a socket held as a plain file (the sync pair).
+func fileRecvmsg(f *os.File) recvmsg {
+	return func(b, oob []byte) (int, int, int, *net.UnixAddr, error) {
+		n, oobn, flags, _, err := unix.Recvmsg(int(f.Fd()), b, oob, unix.MSG_CMSG_CLOEXEC)
+		return n, oobn, flags, nil, err
+	}
+}
+
 // recvLine reads one JSON line and the descriptors sent with it.
-func recvLine(f *os.File) ([]byte, []int, error) {
+func recvLine(recv recvmsg) ([]byte, []int, error) {
 	var data []byte
 	var fds []int
 	buf := make([]byte, 4096)
 	oob := make([]byte, unix.CmsgSpace(4*4))
 	for !bytes.Contains(data, []byte("\n")) {
-		n, oobn, _, _, err := unix.Recvmsg(int(f.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+		n, oobn, _, _, err := recv(buf, oob)
 		if err != nil {
 			return nil, fds, err
 		}
@@ -178,11 +187,6 @@ func Exec(ctl string, req ExecRequest, stdio [3]*os.File, started func(console *
 		return 0, fmt.Errorf("reach the container's init: %w", err)
 	}
 	defer conn.Close()
-	f, err := conn.File()
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
 	b, err := json.Marshal(req)
 	if err != nil {
 		return 0, err
@@ -191,12 +195,12 @@ func Exec(ctl string, req ExecRequest, stdio [3]*os.File, started func(console *
 	if !req.Terminal {
 		rights = unix.UnixRights(int(stdio[0].Fd()), int(stdio[1].Fd()), int(stdio[2].Fd()))
 	}
-	if err := unix.Sendmsg(int(f.Fd()), append(b, '\n'), rights, nil, 0); err != nil {
+	if _, _, err := conn.WriteMsgUnix(append(b, '\n'), rights, nil); err != nil {
 		return 0, err
 	}
 	var console *os.File
 	for {
-		line, fds, err := recvLine(f)
+		line, fds, err := recvLine(conn.ReadMsgUnix)
 		if err != nil {
 			return 0, fmt.Errorf("the container's init went away: %w", err)
 		}

@@ -202,7 +202,7 @@ func controlSocket(path string) (*os.File, error) {
 // readSyncMsg reads init's one JSON line and the descriptors sent with it.
 func readSyncMsg(f *os.File) (syncMsg, []int, error) {
 	var msg syncMsg
-	line, fds, err := recvLine(f)
+	line, fds, err := recvLine(fileRecvmsg(f))
 	if err != nil {
 		return msg, fds, err
 	}
