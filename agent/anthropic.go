@@ -106,14 +106,7 @@ func (p *Anthropic) Stream(ctx context.Context, req Request, emit func(Event)) (
 	if err != nil {
 		return nil, err
 	}
-	var reply *Reply
-	err = retry(ctx, p.Backoff, func() (bool, error) {
-		var emitted bool
-		var err error
-		reply, emitted, err = p.once(ctx, body, emit)
-		return emitted, err
-	})
-	return reply, err
+	return streamWithRetry(ctx, p.Backoff, func() (*Reply, bool, error) { return p.once(ctx, body, emit) })
 }
 
 func (p *Anthropic) once(ctx context.Context, body []byte, emit func(Event)) (*Reply, bool, error) {

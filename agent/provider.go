@@ -216,6 +216,18 @@ func retry(ctx context.Context, b Backoff, try func() (emitted bool, err error))
 	}
 }
 
+// streamWithRetry runs one streaming call under retry.
+func streamWithRetry(ctx context.Context, b Backoff, once func() (*Reply, bool, error)) (*Reply, error) {
+	var reply *Reply
+	err := retry(ctx, b, func() (bool, error) {
+		var emitted bool
+		var err error
+		reply, emitted, err = once()
+		return emitted, err
+	})
+	return reply, err
+}
+
 func retryable(err error) bool {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
