@@ -111,7 +111,7 @@ func (a *Agent) Run(ctx context.Context, history []Message, prompt string) ([]Me
 		})
 		if errors.Is(err, ErrContextTooLong) && !compacted {
 			compacted = true
-			msgs = a.compact(ctx, msgs)
+			msgs = a.Compact(ctx, msgs)
 			step--
 			continue
 		}
@@ -187,10 +187,11 @@ func (a *Agent) allowed(act *Action) bool {
 	return false
 }
 
-// compact asks the model to summarise all but the newest user message and
+// Compact asks the model to summarise all but the newest user message and
 // what came after it; the summary replaces them. If that fails too, the
-// older half is dropped: the agent says so and goes on.
-func (a *Agent) compact(ctx context.Context, msgs []Message) []Message {
+// older half is dropped: the agent says so and goes on. Run compacts by
+// itself when the model says the context is too long.
+func (a *Agent) Compact(ctx context.Context, msgs []Message) []Message {
 	keepFrom := len(msgs) - 1
 	for keepFrom > 0 && msgs[keepFrom].Role != "user" {
 		keepFrom--

@@ -115,20 +115,37 @@ func ResumeSession(dir, id string) (*Session, []Message, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	answered := map[string]bool{}
-	for _, m := range msgs {
-		if m.Role == "tool" {
-			answered[m.ToolCallID] = true
-		}
-	}
-	if n := len(msgs); n > 0 && msgs[n-1].Role == "assistant" {
-		for _, c := range msgs[n-1].ToolCalls {
-			if !answered[c.ID] {
-				m := Message{Role: "tool", ToolCallID: c.ID, Content: "interrupted before it ran: not run", IsError: true}
-				msgs = append(msgs, m)
-				s.Append(LoopEvent{Type: "message", Message: &m})
-			}
-		}
+	for _, m := range Unanswered(msgs) {
+		msgs = append(msgs, m)
+		s.Append(LoopEvent{Type: "message", Message: &m})
 	}
 	return s, msgs, nil
+}
+
+// Unanswered returns results for the tool calls of the last assistant
+// message that have none (the step was cut short by Ctrl-C or a crash),
+// saying they did not run; every provider wants each call answered.
+func Unanswered(msgs []Message) []Message {
+	n := len(msgs)
+	if n == 0 {
+		return nil
+	}
+	last := n - 1
+	for last >= 0 && msgs[last].Role == "tool" {
+		last--
+	}
+	if last < 0 || msgs[last].Role != "assistant" {
+		return nil
+	}
+	answered := map[string]bool{}
+	for _, m := range msgs[last+1:] {
+		answered[m.ToolCallID] = true
+	}
+	var out []Message
+	for _, c := range msgs[last].ToolCalls {
+		if !answered[c.ID] {
+			out = append(out, Message{Role: "tool", ToolCallID: c.ID, Content: "interrupted before it ran: not run", IsError: true})
+		}
+	}
+	return out
 }

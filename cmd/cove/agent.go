@@ -4,13 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/cove-sh/cove/agent"
 	"github.com/cove-sh/cove/container"
@@ -27,17 +28,23 @@ func agentCommand() *cli.Command {
 workspace, so API keys never enter the container. Settings, later winning:
 ~/.config/cove/config.json, DIR/.cove/config.json ({"provider", "base_url", "api_key",
 "model"}; a key may be "$VAR"), COVE_PROVIDER (openai|anthropic), COVE_BASE_URL,
-COVE_API_KEY, COVE_MODEL (else OPENAI_BASE_URL, OPENAI_API_KEY, ANTHROPIC_API_KEY), -m.`,
+COVE_API_KEY, COVE_MODEL (else OPENAI_BASE_URL, OPENAI_API_KEY, ANTHROPIC_API_KEY), -m.
+
+Without -p it is a conversation on the terminal: Ctrl-C stops a turn, /help lists
+the commands (/new, /compact, /rewind, /mode, /exit).`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "prompt", Aliases: []string{"p"}, Usage: "one-shot: answer `PROMPT` on stdout, trace on stderr (standard input, if piped, is added)"},
 			&cli.BoolFlag{Name: "continue", Aliases: []string{"c"}, Usage: "continue the latest session"},
 			&cli.StringFlag{Name: "resume", Aliases: []string{"r"}, Usage: "continue session `ID`"},
 			&cli.StringFlag{Name: "model", Aliases: []string{"m"}, Usage: "the model (default $COVE_MODEL)"},
-			&cli.BoolFlag{Name: "yes", Usage: "run edits and commands without asking"},
+			&cli.StringFlag{Name: "mode", Value: "ask", Usage: "what runs without asking: ask (nothing), edits (file edits), yolo (everything)"},
+			&cli.BoolFlag{Name: "yes", Usage: "run edits and commands without asking (--mode yolo)"},
 		}, workspaceFlags()...),
 		Action: func(c *cli.Context) error {
-			if c.String("prompt") == "" {
-				return errors.New("the interactive agent comes with the IDE; for now give a prompt with -p")
+			switch agent.Mode(c.String("mode")) {
+			case agent.ModeAsk, agent.ModeEdits, agent.ModeYolo:
+			default:
+				return fmt.Errorf("--mode %q: say ask, edits or yolo", c.String("mode"))
 			}
 			e, err := globalEnv(c)
 			if err != nil {
@@ -147,23 +154,64 @@ func runAgent(c *cli.Context, e *env, st *container.State, dir string, provider 
 	if err != nil {
 		return err
 	}
-	defer a.Session.Close()
+	defer func() { a.Session.Close() }() // the chat may start new sessions
 
+	a.Mode = agent.Mode(c.String("mode"))
+	if c.Bool("yes") {
+		a.Mode = agent.ModeYolo
+	}
+	trace := c.App.ErrWriter
+	for _, b := range broken {
+		fmt.Fprintf(trace, "! tool %s is broken: %v\n", b.Path, b.Err)
+	}
+	a.Emit = traceEvents(trace)
+	if c.String("prompt") == "" {
+		return chatOnTerminal(c, a, sessions, history)
+	}
 	prompt := c.String("prompt")
 	if !term.IsTerminal(int(os.Stdin.Fd())) {
 		if in, _ := io.ReadAll(io.LimitReader(os.Stdin, 1<<20)); len(in) > 0 {
 			prompt += "\n\n" + string(in)
 		}
 	}
-	trace := c.App.ErrWriter
-	for _, b := range broken {
-		fmt.Fprintf(trace, "! tool %s is broken: %v\n", b.Path, b.Err)
-	}
 	a.Approve = approveOnTerminal(trace)
-	if c.Bool("yes") {
-		a.Mode = agent.ModeYolo
+	msgs, err := a.Run(c.Context, history, prompt)
+	if err != nil {
+		return fmt.Errorf("agent: %w (session %s)", err, a.Session.ID)
 	}
-	a.Emit = func(ev agent.LoopEvent) {
+	fmt.Fprintln(c.App.Writer, msgs[len(msgs)-1].Content)
+	fmt.Fprintf(trace, "· session %s (cove agent -r %s to continue)\n", a.Session.ID, a.Session.ID)
+	return nil
+}
+
+// chatOnTerminal holds the conversation on standard input and output.
+// Ctrl-C stops the turn in progress; at the prompt it leaves.
+func chatOnTerminal(c *cli.Context, a *agent.Agent, sessions string, history []agent.Message) error {
+	ch := &chat{a: a, in: bufio.NewReader(os.Stdin), out: c.App.Writer, sessions: sessions, history: history}
+	// Ctrl-C must not end the command (main's context): it goes to the chat.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(c.Context))
+	defer cancel()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	go func() {
+		for sig := range sigs {
+			if sig == syscall.SIGINT && ch.interrupt() {
+				continue
+			}
+			fmt.Fprintf(c.App.ErrWriter, "\n· session %s (cove agent -r %s to continue)\n", a.Session.ID, a.Session.ID)
+			a.Session.Close()
+			os.Exit(130)
+		}
+	}()
+	err := ch.run(ctx)
+	fmt.Fprintf(c.App.ErrWriter, "· session %s (cove agent -r %s to continue)\n", a.Session.ID, a.Session.ID)
+	return err
+}
+
+// traceEvents reports tool calls, results and the loop's notes on w.
+func traceEvents(trace io.Writer) func(agent.LoopEvent) {
+	return func(ev agent.LoopEvent) {
 		switch ev.Type {
 		case "tool_call":
 			fmt.Fprintf(trace, "· %s %s\n", ev.Call.Name, ev.Call.Args)
@@ -182,13 +230,6 @@ func runAgent(c *cli.Context, e *env, st *container.State, dir string, provider 
 			fmt.Fprintln(trace, "! "+ev.Text)
 		}
 	}
-	msgs, err := a.Run(c.Context, history, prompt)
-	if err != nil {
-		return fmt.Errorf("agent: %w (session %s)", err, a.Session.ID)
-	}
-	fmt.Fprintln(c.App.Writer, msgs[len(msgs)-1].Content)
-	fmt.Fprintf(trace, "· session %s (cove agent -r %s to continue)\n", a.Session.ID, a.Session.ID)
-	return nil
 }
 
 // approveOnTerminal asks on the controlling terminal; with none, it

@@ -984,3 +984,36 @@ func TestWorkspaceKeepsItsLayerUntilFresh(t *testing.T) {
 		t.Fatalf("after --fresh the file is still there: %+v", r)
 	}
 }
+
+// TestAgentChatOnStdin holds `cove agent`'s conversation (no -p) through
+// the real command: two turns on standard input, the second seeing the
+// first, then /exit; the session is named for resuming.
+func TestAgentChatOnStdin(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	ref := testregistry.Push(t, addr, layered(t))
+	project := t.TempDir()
+	srv := llmtest.New(t)
+	srv.Push(
+		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "Hello there."})},
+		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "You said hi."})},
+	)
+	root := t.TempDir()
+	cmd, out, errb := coveProc(root, "agent", "--image", ref, "--mode", "edits", project)
+	cmd.Env = append(cmd.Env, "COVE_BASE_URL="+srv.URL(), "COVE_MODEL=test-model", "COVE_API_KEY=sk-test-key")
+	cmd.Stdin = strings.NewReader("hi\nwhat did I say?\n/exit\n")
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("cove agent: %v\n%s", err, errb)
+	}
+	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", workspaceName(project)) })
+	if !strings.Contains(out.String(), "› Hello there.\n› You said hi.\n› ") {
+		t.Errorf("chat output:\n%s", out)
+	}
+	if !strings.Contains(errb.String(), "cove agent -r ") {
+		t.Errorf("stderr does not name the session:\n%s", errb)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 || len(reqs[1].JSON(t)["messages"].([]any)) != 4 { // system, hi, hello, what
+		t.Fatalf("requests: %d", len(reqs))
+	}
+}

@@ -22,13 +22,14 @@ type SSE struct {
 
 // Response is one scripted answer: a status with a body (errors), or a
 // stream of events. CutAfter > 0 drops the connection after that many
-// events.
+// events; Hang keeps it open after the events until the client leaves.
 type Response struct {
 	Status   int
 	Header   map[string]string
 	Body     string
 	Events   []SSE
 	CutAfter int
+	Hang     bool
 }
 
 // Request is a request the server received.
@@ -118,6 +119,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		fmt.Fprintf(w, "data: %s\n\n", ev.Data)
 		rc.Flush()
+	}
+	if resp.Hang {
+		<-r.Context().Done()
 	}
 }
 

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/cove-sh/cove/agent"
+)
+
+// chat is the agent's terminal conversation: a prompt a line, the answer
+// streamed as it comes, slash commands between turns. Interrupt (Ctrl-C)
+// stops the turn in progress, not the chat; the conversation keeps what
+// was said.
+type chat struct {
+	a        *agent.Agent
+	in       *bufio.Reader
+	out      io.Writer
+	sessions string // where session logs go
+	history  []agent.Message
+
+	mu         sync.Mutex
+	cancelTurn context.CancelFunc // set while a turn runs
+	// turns are this chat's checkpoints, with the history length before
+	// each, so that /rewind can take back the conversation too.
+	turns []chatTurn
+}
+
+type chatTurn struct {
+	checkpoint string
+	label      string
+	historyLen int
+}
+
+const chatHelp = `Type a request; the answer streams here. Ctrl-C stops a turn; Ctrl-D or /exit leaves.
+  /new          start a new conversation (a new session)
+  /compact      summarise the conversation so far to free the model's context
+  /rewind       list this conversation's checkpoints
+  /rewind N     put the files back as they were before turn N, and the conversation too
+  /mode M       ask (every edit and command), edits (ask for commands), yolo (ask nothing)
+  /help         this
+`
+
+func (c *chat) run(ctx context.Context) error {
+	fmt.Fprintf(c.out, "cove agent · %s · session %s · /help for commands\n", c.a.Model, c.a.Session.ID)
+	emit := c.a.Emit
+	c.a.Emit = func(ev agent.LoopEvent) {
+		switch ev.Type {
+		case "text":
+			fmt.Fprint(c.out, ev.Text)
+		case "checkpoint":
+			c.turns = append(c.turns, chatTurn{checkpoint: ev.Text, historyLen: len(c.history)})
+		}
+		if emit != nil && ev.Type != "text" {
+			emit(ev)
+		}
+	}
+	// The approval question reads the same input as the chat, so that a
+	// line typed ahead is not lost between two readers.
+	c.a.Approve = func(ctx context.Context, act *agent.Action) agent.Decision {
+		if act.Diff != "" {
+			fmt.Fprint(c.out, act.Diff)
+		}
+		fmt.Fprintf(c.out, "%s — allow? [y/N, or say why not] ", act.Summary)
+		line, _ := c.in.ReadString('\n')
+		line = strings.TrimSpace(line)
+		if strings.EqualFold(line, "y") || strings.EqualFold(line, "yes") {
+			return agent.Decision{Approve: true}
+		}
+		return agent.Decision{Reason: line}
+	}
+	for {
+		fmt.Fprint(c.out, "› ")
+		line, err := c.in.ReadString('\n')
+		if err != nil && line == "" {
+			fmt.Fprintln(c.out)
+			return nil // end of input
+		}
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		if strings.HasPrefix(line, "/") {
+			if done, err := c.command(ctx, line); done || err != nil {
+				return err
+			}
+			continue
+		}
+		c.turn(ctx, line)
+	}
+}
+
+// turn runs one prompt until the model answers or the user interrupts.
+func (c *chat) turn(ctx context.Context, prompt string) {
+	turnCtx, cancel := context.WithCancel(ctx)
+	c.mu.Lock()
+	c.cancelTurn = cancel
+	c.mu.Unlock()
+	before := len(c.turns)
+	msgs, err := c.a.Run(turnCtx, c.history, prompt)
+	c.mu.Lock()
+	c.cancelTurn = nil
+	c.mu.Unlock()
+	cancel()
+	if len(c.turns) > before {
+		c.turns[len(c.turns)-1].label = firstLine(prompt)
+	}
+	for _, m := range agent.Unanswered(msgs) {
+		msgs = append(msgs, m)
+		c.a.Session.Append(agent.LoopEvent{Type: "message", Message: &m})
+	}
+	c.history = msgs
+	switch {
+	case errors.Is(err, context.Canceled) && ctx.Err() == nil:
+		fmt.Fprintln(c.out, "\n· stopped; what was said so far is kept")
+	case err != nil:
+		fmt.Fprintf(c.out, "\n! %v\n", err)
+	default:
+		fmt.Fprintln(c.out)
+	}
+}
+
+// interrupt stops the turn in progress; false means none was running.
+func (c *chat) interrupt() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cancelTurn == nil {
+		return false
+	}
+	c.cancelTurn()
+	return true
+}
+
+// command runs a slash command; done means leave the chat.
+func (c *chat) command(ctx context.Context, line string) (done bool, err error) {
+	name, arg, _ := strings.Cut(line, " ")
+	arg = strings.TrimSpace(arg)
+	switch name {
+	case "/exit", "/quit":
+		return true, nil
+	case "/help":
+		fmt.Fprint(c.out, chatHelp)
+	case "/new":
+		s, err := agent.NewSession(c.sessions)
+		if err != nil {
+			return false, err
+		}
+		c.a.Session.Close()
+		c.a.Session, c.history, c.turns = s, nil, nil
+		fmt.Fprintf(c.out, "· new conversation, session %s\n", s.ID)
+	case "/compact":
+		before := len(c.history)
+		c.history = c.a.Compact(ctx, c.history)
+		c.turns = nil // the history lengths no longer line up
+		fmt.Fprintf(c.out, "· %d messages → %d\n", before, len(c.history))
+	case "/mode":
+		switch m := agent.Mode(arg); m {
+		case agent.ModeAsk, agent.ModeEdits, agent.ModeYolo:
+			c.a.Mode = m
+			fmt.Fprintf(c.out, "· mode %s\n", m)
+		default:
+			fmt.Fprintf(c.out, "· mode is %s; say /mode ask, /mode edits or /mode yolo\n", c.a.Mode)
+		}
+	case "/rewind":
+		return false, c.rewind(ctx, arg)
+	default:
+		fmt.Fprintf(c.out, "· no command %s (/help lists them)\n", name)
+	}
+	return false, nil
+}
+
+func (c *chat) rewind(ctx context.Context, arg string) error {
+	if c.a.Checkpoints == nil || len(c.turns) == 0 {
+		fmt.Fprintln(c.out, "· no checkpoints in this conversation yet")
+		return nil
+	}
+	if arg == "" {
+		for i, t := range c.turns {
+			fmt.Fprintf(c.out, "  %d  %.12s  %s\n", i+1, t.checkpoint, t.label)
+		}
+		fmt.Fprintln(c.out, "· /rewind N puts things back as they were before turn N")
+		return nil
+	}
+	n, err := strconv.Atoi(arg)
+	if err != nil || n < 1 || n > len(c.turns) {
+		fmt.Fprintf(c.out, "· say a turn from 1 to %d\n", len(c.turns))
+		return nil
+	}
+	t := c.turns[n-1]
+	if err := c.a.Checkpoints.Rewind(ctx, t.checkpoint); err != nil {
+		fmt.Fprintf(c.out, "! rewind: %v (nothing else changed)\n", err)
+		return nil
+	}
+	// The session log only grows, so the shortened conversation goes on in
+	// a new session that starts with what is kept; the old log stays whole.
+	s, err := agent.NewSession(c.sessions)
+	if err != nil {
+		return err
+	}
+	c.a.Session.Close()
+	c.a.Session = s
+	c.history = c.history[:t.historyLen:t.historyLen]
+	for i := range c.history {
+		s.Append(agent.LoopEvent{Type: "message", Message: &c.history[i]})
+	}
+	c.turns = c.turns[:n-1]
+	fmt.Fprintf(c.out, "· files and conversation are back before turn %d (%s); session %s\n", n, t.label, s.ID)
+	return nil
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}

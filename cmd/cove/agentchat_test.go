@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cove-sh/cove/agent"
+	"github.com/cove-sh/cove/internal/llmtest"
+)
+
+// watchedBuffer is the chat's output, safe to read while it is written,
+// with a way to wait for some text.
+type watchedBuffer struct {
+	mu  sync.Mutex
+	b   strings.Builder
+	new chan struct{}
+}
+
+func (w *watchedBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.b.Write(p)
+	select {
+	case w.new <- struct{}{}:
+	default:
+	}
+	return len(p), nil
+}
+
+func (w *watchedBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+func (w *watchedBuffer) waitFor(t *testing.T, s string) {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for !strings.Contains(w.String(), s) {
+		select {
+		case <-w.new:
+		case <-deadline:
+			t.Fatalf("no %q in the chat:\n%s", s, w.String())
+		}
+	}
+}
+
+// TestChatApproveInterruptRewind holds a terminal conversation against a
+// scripted OpenAI-compatible server: an edit approved on the chat's own
+// input, a turn stopped mid-stream (the chat goes on, the server sees the
+// request go), and /rewind, which takes back the file and the
+// conversation, so the next request carries only the new prompt.
+func TestChatApproveInterruptRewind(t *testing.T) {
+	dir := t.TempDir()
+	w, err := agent.OpenWorkspace(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	cp, err := agent.OpenCheckpoints(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := llmtest.New(t)
+	args, _ := json.Marshal(map[string]any{"path": "notes.txt", "content": "written by the agent\n"})
+	srv.Push(
+		llmtest.Response{Events: llmtest.OpenAIChunks("tool_calls", map[string]any{"tool_calls": []any{map[string]any{
+			"index": 0, "id": "c1", "type": "function", "function": map[string]any{"name": "write", "arguments": string(args)}}}})},
+		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "Wrote notes.txt."})},
+		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "Let me think about th"})[:1], Hang: true},
+		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "Fresh start."})},
+	)
+	provider, err := agent.Config{Provider: "openai", BaseURL: srv.URL(), APIKey: "k", Model: "m"}.NewProvider()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessions := filepath.Join(dir, ".cove", "sessions")
+	s, err := agent.NewSession(sessions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &agent.Agent{Provider: provider, Model: "m", Mode: agent.ModeAsk, Session: s, Checkpoints: cp,
+		Tools: []agent.Tool{agent.WriteTool{W: w}}}
+	inR, inW := io.Pipe()
+	out := &watchedBuffer{new: make(chan struct{}, 1)}
+	ch := &chat{a: a, in: bufio.NewReader(inR), out: out, sessions: sessions}
+	done := make(chan error, 1)
+	go func() { done <- ch.run(context.Background()) }()
+	say := func(line string) { io.WriteString(inW, line+"\n") }
+
+	say("write some notes")
+	out.waitFor(t, "allow?")
+	say("y")
+	out.waitFor(t, "Wrote notes.txt.")
+	if b, _ := os.ReadFile(filepath.Join(dir, "notes.txt")); string(b) != "written by the agent\n" {
+		t.Fatalf("notes.txt = %q", b)
+	}
+
+	say("now think hard")
+	out.waitFor(t, "Let me think about th")
+	if !ch.interrupt() {
+		t.Fatal("no turn to interrupt")
+	}
+	out.waitFor(t, "stopped")
+
+	say("/rewind 1")
+	out.waitFor(t, "back before turn 1")
+	if _, err := os.Stat(filepath.Join(dir, "notes.txt")); !os.IsNotExist(err) {
+		t.Errorf("notes.txt after /rewind 1: %v", err)
+	}
+	say("start over")
+	out.waitFor(t, "Fresh start.")
+	say("/exit")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 4 {
+		t.Fatalf("%d requests, want 4", len(reqs))
+	}
+	msgs := reqs[3].JSON(t)["messages"].([]any)
+	var contents []string
+	for _, m := range msgs {
+		if mm := m.(map[string]any); mm["role"] != "system" {
+			c, _ := mm["content"].(string)
+			contents = append(contents, c)
+		}
+	}
+	if len(contents) != 1 || contents[0] != "start over" {
+		t.Errorf("after /rewind the model saw %q, want only the new prompt", contents)
+	}
+	// The rewound conversation went on in a new session; resuming it gives
+	// what the model saw.
+	_, resumed, err := agent.ResumeSession(sessions, a.Session.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resumed) != 2 || resumed[0].Content != "start over" || resumed[1].Content != "Fresh start." {
+		t.Errorf("resumed %+v", resumed)
+	}
+}
