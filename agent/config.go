@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/cove-sh/cove/internal/atomicfile"
 )
 
 // Config is the agent's provider settings. Layers, later winning: the
@@ -38,7 +40,8 @@ func (c Config) merge(o Config) Config {
 	return c
 }
 
-func readConfig(path string) (Config, error) {
+// ReadConfigFile reads one layer; a missing file is an empty one.
+func ReadConfigFile(path string) (Config, error) {
 	var c Config
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -50,18 +53,46 @@ func readConfig(path string) (Config, error) {
 	if err := json.Unmarshal(b, &c); err != nil {
 		return c, fmt.Errorf("%s: %w", path, err)
 	}
+	// Like ssh with a private key: a key others can read is refused, so
+	// that the leak is fixed rather than used.
+	if c.APIKey != "" && !strings.HasPrefix(c.APIKey, "$") {
+		if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			return c, fmt.Errorf("%s holds an API key and others can read it (mode %#o): chmod 600 %s, or write the key as \"$VAR\"", path, fi.Mode().Perm(), path)
+		}
+	}
 	return c, nil
+}
+
+// UserConfigPath is the user's config file under home.
+func UserConfigPath(home string) string {
+	return filepath.Join(home, ".config", "cove", "config.json")
+}
+
+// SaveConfig writes c to path, readable by the owner only (it may hold a
+// key), replacing the file whole so that a crash leaves the old one.
+func SaveConfig(path string, c Config) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("save config: %w", err)
+	}
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(path, append(b, '\n')); err != nil {
+		return fmt.Errorf("save config %s: %w", path, err)
+	}
+	return nil
 }
 
 // LoadConfig resolves the layers for the project in dir; getenv reads the
 // environment (os.Getenv, or a test's map), flags wins over all.
 func LoadConfig(home, dir string, getenv func(string) string, flags Config) (Config, error) {
 	c := Config{Provider: "openai"}
-	for _, p := range []string{filepath.Join(home, ".config", "cove", "config.json"), filepath.Join(dir, ".cove", "config.json")} {
+	for _, p := range []string{UserConfigPath(home), filepath.Join(dir, ".cove", "config.json")} {
 		if p == "" {
 			continue
 		}
-		layer, err := readConfig(p)
+		layer, err := ReadConfigFile(p)
 		if err != nil {
 			return c, err
 		}

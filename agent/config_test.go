@@ -3,6 +3,7 @@ package agent
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -41,5 +42,33 @@ func TestConfigLayers(t *testing.T) {
 	}
 	if p, err := c.NewProvider(); err != nil || p.(*Anthropic).APIKey != "ak" {
 		t.Fatalf("%v %v", p, err)
+	}
+}
+
+// TestConfigKeyReadableByOthers: a literal key in a file others can read
+// is refused with the fix named; the same file 0600, or with "$VAR",
+// loads.
+func TestConfigKeyReadableByOthers(t *testing.T) {
+	home := t.TempDir()
+	path := UserConfigPath(home)
+	if err := SaveConfig(path, Config{Model: "m", APIKey: "sk-literal"}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("SaveConfig wrote mode %#o", fi.Mode().Perm())
+	}
+	env := func(string) string { return "" }
+	if c, err := LoadConfig(home, t.TempDir(), env, Config{}); err != nil || c.APIKey != "sk-literal" {
+		t.Fatalf("0600: %+v %v", c, err)
+	}
+	os.Chmod(path, 0o644)
+	if _, err := LoadConfig(home, t.TempDir(), env, Config{}); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		t.Fatalf("0644 with a key: %v", err)
+	}
+	if err := os.WriteFile(path, []byte(`{"model":"m","api_key":"$K"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := LoadConfig(home, t.TempDir(), func(k string) string { return map[string]string{"K": "v"}[k] }, Config{}); err != nil || c.APIKey != "v" {
+		t.Fatalf("0644 with $K: %+v %v", c, err)
 	}
 }

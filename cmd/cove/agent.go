@@ -37,10 +37,18 @@ the commands (/new, /compact, /rewind, /mode, /exit).`,
 			&cli.BoolFlag{Name: "continue", Aliases: []string{"c"}, Usage: "continue the latest session"},
 			&cli.StringFlag{Name: "resume", Aliases: []string{"r"}, Usage: "continue session `ID`"},
 			&cli.StringFlag{Name: "model", Aliases: []string{"m"}, Usage: "the model (default $COVE_MODEL)"},
+			&cli.BoolFlag{Name: "setup", Usage: "choose the provider, model and key; they are checked, then saved to ~/.config/cove/config.json (0600)"},
 			&cli.StringFlag{Name: "mode", Value: "ask", Usage: "what runs without asking: ask (nothing), edits (file edits), yolo (everything)"},
 			&cli.BoolFlag{Name: "yes", Usage: "run edits and commands without asking (--mode yolo)"},
 		}, workspaceFlags()...),
 		Action: func(c *cli.Context) error {
+			if c.Bool("setup") {
+				home, err := os.UserHomeDir()
+				if err != nil {
+					return err
+				}
+				return setupAgent(c.Context, os.Stdin, c.App.Writer, os.Getenv, agent.UserConfigPath(home))
+			}
 			switch agent.Mode(c.String("mode")) {
 			case agent.ModeAsk, agent.ModeEdits, agent.ModeYolo:
 			default:

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cove-sh/cove/agent"
+	"github.com/cove-sh/cove/internal/llmtest"
+)
+
+// TestSetupChecksBeforeSaving runs the setup questions against a scripted
+// server: a refused key saves nothing and keeps the old file byte for
+// byte; an accepted one is saved 0600 and loads back; "$VAR" is saved as
+// written, not expanded.
+func TestSetupChecksBeforeSaving(t *testing.T) {
+	srv := llmtest.New(t)
+	path := filepath.Join(t.TempDir(), "cove", "config.json")
+	getenv := func(k string) string {
+		if k == "MY_KEY" {
+			return "sk-from-env"
+		}
+		return ""
+	}
+	answers := func(key string) *strings.Reader {
+		return strings.NewReader("openai\n" + srv.URL() + "\ntest-model\n" + key + "\n")
+	}
+	var out strings.Builder
+
+	srv.Push(llmtest.Response{Status: 401, Body: `{"error":{"message":"Incorrect API key provided"}}`})
+	err := setupAgent(context.Background(), answers("sk-wrong"), &out, getenv, path)
+	if err == nil || !strings.Contains(err.Error(), "API key was refused") || !strings.Contains(err.Error(), "nothing saved") {
+		t.Fatalf("a refused key: %v", err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("a refused key left a config: %v", err)
+	}
+
+	srv.Push(llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "OK"})})
+	if err := setupAgent(context.Background(), answers("sk-right"), &out, getenv, path); err != nil {
+		t.Fatalf("setup: %v\n%s", err, out.String())
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("saved config: %v %v", fi, err)
+	}
+	if c, err := agent.ReadConfigFile(path); err != nil || c.APIKey != "sk-right" || c.Model != "test-model" || c.BaseURL != srv.URL() {
+		t.Fatalf("saved %+v, %v", c, err)
+	}
+	reqs := srv.Requests()
+	if got := reqs[len(reqs)-1].Header.Get("Authorization"); got != "Bearer sk-right" {
+		t.Errorf("the check sent %q", got)
+	}
+
+	// A wrong key now must not touch the good file.
+	before, _ := os.ReadFile(path)
+	srv.Push(llmtest.Response{Status: 401, Body: `{"error":{"message":"no"}}`})
+	setupAgent(context.Background(), answers("sk-wrong"), &out, getenv, path)
+	if after, _ := os.ReadFile(path); string(after) != string(before) {
+		t.Errorf("a failed setup changed the file:\n%s", after)
+	}
+
+	srv.Push(llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "OK"})})
+	if err := setupAgent(context.Background(), answers("$MY_KEY"), &out, getenv, path); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := agent.ReadConfigFile(path); c.APIKey != "$MY_KEY" {
+		t.Errorf("saved key %q, want it as written", c.APIKey)
+	}
+	reqs = srv.Requests()
+	if got := reqs[len(reqs)-1].Header.Get("Authorization"); got != "Bearer sk-from-env" {
+		t.Errorf("the check sent %q", got)
+	}
+}
