@@ -196,21 +196,30 @@ func (c *chat) rewind(ctx context.Context, arg string) error {
 		fmt.Fprintf(c.out, "! rewind: %v (nothing else changed)\n", err)
 		return nil
 	}
-	// The session log only grows, so the shortened conversation goes on in
-	// a new session that starts with what is kept; the old log stays whole.
-	s, err := agent.NewSession(c.sessions)
+	s, err := restartSession(c.sessions, c.a.Session, c.history[:t.historyLen])
 	if err != nil {
 		return err
 	}
-	c.a.Session.Close()
 	c.a.Session = s
 	c.history = c.history[:t.historyLen:t.historyLen]
-	for i := range c.history {
-		s.Append(agent.LoopEvent{Type: "message", Message: &c.history[i]})
-	}
 	c.turns = c.turns[:n-1]
 	fmt.Fprintf(c.out, "· files and conversation are back before turn %d (%s); session %s\n", n, t.label, s.ID)
 	return nil
+}
+
+// restartSession closes old and starts a session in dir that begins with
+// kept: a session log only grows, so a conversation cut back by a rewind
+// goes on in a new one (which -r resumes as cut), the old log left whole.
+func restartSession(dir string, old *agent.Session, kept []agent.Message) (*agent.Session, error) {
+	s, err := agent.NewSession(dir)
+	if err != nil {
+		return nil, err
+	}
+	old.Close()
+	for i := range kept {
+		s.Append(agent.LoopEvent{Type: "message", Message: &kept[i]})
+	}
+	return s, nil
 }
 
 func firstLine(s string) string {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -21,9 +22,12 @@ import (
 //
 //	client → {"type":"prompt","text":…}
 //	         {"type":"decision","id":N,"approve":bool,"reason":…}
+//	         {"type":"stop"}                      (the turn in progress)
+//	         {"type":"rewind","text":CHECKPOINT}  (files and conversation, to before that turn)
 //	server → the loop's events ({"type":"text"|"thinking"|"tool_call"|"tool_result"|
-//	         "checkpoint"|"compacted"|"error"|"done",…}), and
-//	         {"type":"approval","id":N,"action":…,"diff":…} for a decision
+//	         "checkpoint"|"compacted"|"error"|"done",…}),
+//	         {"type":"approval","id":N,"action":…,"diff":…} for a decision,
+//	         {"type":"stopped"}, {"type":"rewound","text":CHECKPOINT}
 type agentPanel struct {
 	root string // --root, for cove exec
 	st   *container.State
@@ -78,8 +82,13 @@ func (p *agentPanel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		send(panelMsg{Type: "error", Text: err.Error()})
 		return
 	}
-	defer a.Session.Close()
+	defer func() { a.Session.Close() }() // a rewind starts a new one
+	var history []agent.Message
+	turns := map[string]int{} // checkpoint → the history's length before its turn
 	a.Emit = func(ev agent.LoopEvent) {
+		if ev.Type == "checkpoint" {
+			turns[ev.Text] = len(history)
+		}
 		if ev.Type != "approval" { // the panel sends its own, with an id to answer
 			send(ev)
 		}
@@ -103,8 +112,8 @@ func (p *agentPanel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return agent.Decision{Reason: "the window closed"}
 		}
 	}
-	var history []agent.Message
-	running := make(chan struct{}, 1) // one run at a time
+	running := make(chan struct{}, 1) // one run (or rewind) at a time
+	var stopTurn context.CancelFunc   // set while running holds
 	for {
 		_, b, err := c.Read(ctx)
 		if err != nil {
@@ -123,6 +132,36 @@ func (p *agentPanel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if ch != nil {
 				ch <- agent.Decision{Approve: m.Approve, Reason: m.Reason}
 			}
+		case "stop":
+			dmu.Lock()
+			if stopTurn != nil {
+				stopTurn()
+			}
+			dmu.Unlock()
+		case "rewind":
+			select {
+			case running <- struct{}{}:
+			default:
+				send(panelMsg{Type: "error", Text: "stop the agent before rewinding"})
+				continue
+			}
+			n, ok := turns[m.Text]
+			if !ok || a.Checkpoints == nil {
+				send(panelMsg{Type: "error", Text: "that checkpoint is not from this conversation"})
+			} else if err := a.Checkpoints.Rewind(ctx, m.Text); err != nil {
+				send(panelMsg{Type: "error", Text: "rewind: " + err.Error() + " (nothing else changed)"})
+			} else if s, err := restartSession(filepath.Join(p.dir, ".cove", "sessions"), a.Session, history[:n]); err != nil {
+				send(panelMsg{Type: "error", Text: err.Error()})
+			} else {
+				a.Session, history = s, history[:n:n]
+				for id, before := range turns {
+					if before >= n {
+						delete(turns, id)
+					}
+				}
+				send(panelMsg{Type: "rewound", Text: m.Text})
+			}
+			<-running
 		case "prompt":
 			select {
 			case running <- struct{}{}:
@@ -130,11 +169,25 @@ func (p *agentPanel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				send(panelMsg{Type: "error", Text: "the agent is still at work on the last prompt"})
 				continue
 			}
+			turnCtx, cancel := context.WithCancel(ctx)
+			dmu.Lock()
+			stopTurn = cancel
+			dmu.Unlock()
 			go func(prompt string) {
 				defer func() { <-running }()
-				msgs, err := a.Run(ctx, history, prompt)
-				if err == nil {
-					history = msgs
+				msgs, err := a.Run(turnCtx, history, prompt)
+				dmu.Lock()
+				stopTurn = nil
+				dmu.Unlock()
+				cancel()
+				// What was said stays, a cut step closed as not run.
+				for _, m := range agent.Unanswered(msgs) {
+					msgs = append(msgs, m)
+					a.Session.Append(agent.LoopEvent{Type: "message", Message: &m})
+				}
+				history = msgs
+				if errors.Is(err, context.Canceled) && ctx.Err() == nil {
+					send(panelMsg{Type: "stopped"})
 				}
 			}(m.Text)
 		}

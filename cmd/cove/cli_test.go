@@ -814,6 +814,8 @@ func TestBrowserIDE(t *testing.T) {
 		llmtest.Response{Events: llmtest.OpenAIChunks("tool_calls", map[string]any{"tool_calls": []any{map[string]any{
 			"index": 0, "id": "c1", "type": "function", "function": map[string]any{"name": "edit", "arguments": string(edit)}}}})},
 		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "Made it friendlier."})},
+		// After a rewind: an answer that never ends, stopped from the panel.
+		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "Let me think"})[:1], Hang: true},
 	)
 	t.Setenv("COVE_BASE_URL", llm.URL())
 	t.Setenv("COVE_MODEL", "test-model")
@@ -829,12 +831,18 @@ func TestBrowserIDE(t *testing.T) {
 	if !strings.Contains(string(out), "terminal: browser-42 in "+workspaceName(project)) {
 		t.Errorf("the terminal did not run in the workspace:\n%s", out)
 	}
-	// The browser saved it, the shell rewrote it, the agent edited it (approved in the panel).
-	if b, _ := os.ReadFile(filepath.Join(project, "hello.txt")); string(b) != "changed by the agent\n" {
-		t.Errorf("hello.txt: %q", b)
+	// The browser saved it, the shell rewrote it, the agent edited it
+	// (approved in the panel), and the panel rewound that turn.
+	if b, _ := os.ReadFile(filepath.Join(project, "hello.txt")); string(b) != "rewritten by the shell\n" {
+		t.Errorf("hello.txt after the rewind: %q", b)
 	}
-	if n := len(llm.Requests()); n != 2 {
-		t.Errorf("the model got %d requests, want 2", n)
+	reqs := llm.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("the model got %d requests, want 3", len(reqs))
+	}
+	// The prompt after the rewind went without the rewound turn.
+	if msgs := reqs[2].JSON(t)["messages"].([]any); len(msgs) != 2 {
+		t.Errorf("after the rewind the model saw %d messages, want system + the new prompt", len(msgs))
 	}
 }
 

@@ -1,6 +1,8 @@
 // The agent panel: prompts go to the launcher (the model is called from
 // the host, keys never enter the workspace); its steps stream back, and
-// edits and commands wait here for approval, diff shown.
+// edits and commands wait here for approval, diff shown. Stop ends the
+// turn in progress; each turn's checkpoint can rewind the files and the
+// conversation to before it.
 
 const el = (tag, cls, text) => {
   const e = document.createElement(tag);
@@ -21,9 +23,11 @@ export function startAgent({ log, input, send, status }) {
   };
   const setBusy = (b) => {
     busy = b;
-    send.disabled = b;
-    send.textContent = b ? "…" : "Send";
+    send.textContent = b ? "Stop" : "Send";
+    send.title = b ? "stop the agent's turn" : "send (Enter)";
+    log.classList.toggle("busy", b);
   };
+  let lastUser = null; // the newest prompt's node, which its checkpoint takes back
 
   function handle(m) {
     switch (m.type) {
@@ -63,8 +67,34 @@ export function startAgent({ log, input, send, status }) {
         yes.focus();
         break;
       }
-      case "checkpoint":
-        add(el("div", "note", `checkpoint ${m.text.slice(0, 12)}`));
+      case "checkpoint": {
+        const note = add(el("div", "note checkpoint", `checkpoint ${m.text.slice(0, 12)} `));
+        note.dataset.checkpoint = m.text;
+        note.userNode = lastUser;
+        const back = el("button", "rewind", "Rewind to here");
+        back.title = "put the files and the conversation back as they were before this prompt";
+        back.onclick = () => {
+          if (!busy) ws.send(JSON.stringify({ type: "rewind", text: m.text }));
+        };
+        note.append(back);
+        break;
+      }
+      case "rewound": {
+        const note = log.querySelector(`[data-checkpoint="${m.text}"]`);
+        if (!note) break;
+        const from = note.userNode || note;
+        if (note.userNode) input.value = note.userNode.textContent;
+        while (from.nextSibling) from.nextSibling.remove();
+        from.remove();
+        current = null;
+        add(el("div", "note", "files and conversation rewound; the prompt is back in the box"));
+        input.focus();
+        break;
+      }
+      case "stopped":
+        current = null;
+        add(el("div", "note", "stopped"));
+        setBusy(false);
         break;
       case "compacted":
         add(el("div", "note", "the conversation was summarised to fit the model"));
@@ -89,8 +119,13 @@ export function startAgent({ log, input, send, status }) {
 
   function submit() {
     const text = input.value.trim();
-    if (!text || busy || !ws || ws.readyState !== WebSocket.OPEN) return;
-    add(el("div", "msg user", text));
+    if (!ws || ws.readyState !== WebSocket.OPEN) return;
+    if (busy) {
+      ws.send(JSON.stringify({ type: "stop" }));
+      return;
+    }
+    if (!text) return;
+    lastUser = add(el("div", "msg user", text));
     current = null;
     input.value = "";
     setBusy(true);

@@ -80,6 +80,25 @@ try {
   await page.waitForFunction(() => document.querySelector(".cm-content").textContent.includes("changed by the agent"), null, { timeout: 10000 })
     .catch(async () => fail("the editor did not follow the agent's edit"));
   if (shot) await page.screenshot({ path: shot });
+
+  // Rewind that turn: the file goes back (the editor follows), the
+  // conversation is cut, and the prompt returns to the box.
+  await page.click(".note.checkpoint .rewind");
+  await page.waitForFunction(() => document.querySelector(".cm-content").textContent.includes("rewritten by the shell"), null, { timeout: 10000 })
+    .catch(async () => fail("the editor did not follow the rewind: " + (await page.textContent("#agent-log"))));
+  if ((await page.inputValue("#agent-input")) !== "make hello.txt friendlier") await fail("the prompt did not come back: " + (await page.inputValue("#agent-input")));
+  if ((await page.textContent("#agent-log")).includes("Made it friendlier.")) await fail("the rewound turn is still shown");
+
+  // Stop: a turn whose answer never ends is stopped from the panel, and
+  // the panel takes the next prompt.
+  await page.fill("#agent-input", "think forever");
+  await page.press("#agent-input", "Enter");
+  await page.waitForFunction(() => document.querySelector("#agent-log").textContent.includes("Let me think"), null, { timeout: 15000 })
+    .catch(async () => fail("no streamed text: " + (await page.textContent("#agent-log"))));
+  if ((await page.textContent("#agent-send")) !== "Stop") await fail("the send button does not offer Stop while busy");
+  await page.click("#agent-send");
+  await page.waitForFunction(() => document.querySelector("#agent-send").textContent === "Send", null, { timeout: 10000 })
+    .catch(async () => fail("Stop did not end the turn: " + (await page.textContent("#agent-log"))));
   if (errors.length) await fail("page errors: " + errors.join("; "));
   console.log("ok");
 } catch (e) {
