@@ -1025,3 +1025,56 @@ func TestAgentChatOnStdin(t *testing.T) {
 		t.Fatalf("requests: %d", len(reqs))
 	}
 }
+
+// TestBrowserRunsAsSudoUser: `sudo cove` opens the app window as the user
+// who ran sudo (their uid and home, the sandbox kept: no --no-sandbox),
+// not as root. The "browser" is a script that says who it runs as.
+func TestBrowserRunsAsSudoUser(t *testing.T) {
+	needRoot(t)
+	u, err := user.Lookup("covetest")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("no covetest user: scripts/test.sh makes it")
+		}
+		t.Skip("no covetest user (scripts/test.sh makes it)")
+	}
+	addr := testregistry.Addr(t)
+	ref := testregistry.Push(t, addr, layered(t))
+	// Not t.TempDir: its parent is 0700, closed to covetest.
+	bin, err := os.MkdirTemp("", "cove-browser-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(bin) })
+	os.Chmod(bin, 0o777)
+	report := filepath.Join(bin, "browser.out")
+	script := filepath.Join(bin, "browser")
+	os.WriteFile(script, []byte("#!/bin/sh\n{ id -u; echo \"$HOME\"; echo \"$@\"; } > "+report+".tmp && mv "+report+".tmp "+report+"\n"), 0o755)
+	project, root := t.TempDir(), t.TempDir()
+	cmd, _, errb := coveProc(root, "up", "--image", ref, project)
+	cmd.Env = append(cmd.Env, "COVE_BROWSER="+script, "SUDO_UID="+u.Uid, "SUDO_GID="+u.Gid, "SUDO_USER=covetest")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGINT)
+		cmd.Wait()
+		runProc(t, root, "", "rm", "-f", workspaceName(project))
+	})
+	var b []byte
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if b, err = os.ReadFile(report); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("the browser was not started: %v\n%s", err, errb)
+	}
+	lines := strings.SplitN(strings.TrimSpace(string(b)), "\n", 3)
+	if len(lines) != 3 || lines[0] != u.Uid || lines[1] != u.HomeDir {
+		t.Fatalf("the browser ran as uid/home %q, want %s %s", lines, u.Uid, u.HomeDir)
+	}
+	if strings.Contains(lines[2], "--no-sandbox") || !strings.Contains(lines[2], "--app=http://127.0.0.1:") {
+		t.Errorf("browser arguments: %s", lines[2])
+	}
+}

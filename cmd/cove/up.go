@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -154,14 +156,7 @@ func showURL(c *cli.Context, url string) error {
 // default browser, else leaves the printed URL to the user.
 func openWindow(url string) error {
 	if b := findBrowser(); b != "" {
-		profile := filepath.Join(os.TempDir(), fmt.Sprintf("cove-browser-%d", os.Getuid()))
-		args := []string{"--app=" + url, "--user-data-dir=" + profile, "--no-first-run", "--no-default-browser-check"}
-		if os.Geteuid() == 0 {
-			args = append(args, "--no-sandbox") // Chromium refuses to run as root otherwise
-		}
-		cmd := exec.Command(b, args...)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-		if err := cmd.Start(); err == nil {
+		if cmd, err := browserCommand(b, url, os.Getenv); err == nil && cmd.Start() == nil {
 			go cmd.Wait()
 			return nil
 		}
@@ -174,6 +169,41 @@ func openWindow(url string) error {
 		}
 	}
 	return nil // the URL is printed already
+}
+
+// browserCommand is the app window's command. Under sudo it runs as the
+// user who ran sudo, with their home, so the browser keeps its sandbox and
+// its files are theirs: a browser should not run as root (Chromium only
+// does with --no-sandbox, which is the last resort, for a real root login).
+func browserCommand(browser, url string, getenv func(string) string) (*exec.Cmd, error) {
+	uid := os.Getuid()
+	var cred *syscall.Credential
+	env := os.Environ()
+	if os.Geteuid() == 0 {
+		if u, err := user.LookupId(getenv("SUDO_UID")); err == nil && u.Uid != "0" {
+			id, _ := strconv.Atoi(u.Uid)
+			gid, _ := strconv.Atoi(u.Gid)
+			cred = &syscall.Credential{Uid: uint32(id), Gid: uint32(gid)}
+			if groups, err := u.GroupIds(); err == nil {
+				for _, g := range groups {
+					if n, err := strconv.Atoi(g); err == nil {
+						cred.Groups = append(cred.Groups, uint32(n))
+					}
+				}
+			}
+			uid = id
+			env = append(env, "HOME="+u.HomeDir, "USER="+u.Username, "LOGNAME="+u.Username)
+		}
+	}
+	profile := filepath.Join(os.TempDir(), fmt.Sprintf("cove-browser-%d", uid))
+	args := []string{"--app=" + url, "--user-data-dir=" + profile, "--no-first-run", "--no-default-browser-check"}
+	if uid == 0 {
+		args = append(args, "--no-sandbox") // Chromium refuses to run as root otherwise
+	}
+	cmd := exec.Command(browser, args...)
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: cred}
+	return cmd, nil
 }
 
 // detachUp runs `cove up --serve` in its own session in the background, a
