@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,8 +14,9 @@ import (
 	"golang.org/x/term"
 )
 
-// setupAgent asks for the provider, model and key, checks them with one
-// small call to the model, and only then saves them to path (mode 0600).
+// setupAgent asks for the provider, server and key, lists the server's
+// models to choose from, checks the choice with one small call to the
+// model, and only then saves it all to path (mode 0600).
 // A key typed as "$VAR" is saved as written and read from the
 // environment when used. in is the answers; a key read from a terminal
 // is not echoed.
@@ -51,7 +53,6 @@ func setupAgent(ctx context.Context, in io.Reader, out io.Writer, getenv func(st
 		defURL = "https://api.anthropic.com"
 	}
 	c.BaseURL = ask("Base URL", defURL)
-	c.Model = ask("Model", old.Model)
 	fmt.Fprint(out, "API key (or $VAR to read it from the environment; empty for none): ")
 	var key string
 	if f, ok := in.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
@@ -77,13 +78,42 @@ func setupAgent(ctx context.Context, in io.Reader, out io.Writer, getenv func(st
 			return fmt.Errorf("$%s is not set here, so the key cannot be checked (nothing saved)", name)
 		}
 	}
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	// The server's models, to choose from; a server without the list
+	// (some proxies) just means asking for the name.
+	use.Model = "listing"
 	p, err := use.NewProvider()
 	if err != nil {
 		return fmt.Errorf("%w (nothing saved)", err)
 	}
+	defModel := old.Model
+	if l, ok := p.(agent.ModelLister); ok {
+		models, err := l.Models(ctx)
+		var apiErr *agent.APIError
+		switch {
+		case errors.As(err, &apiErr) && (apiErr.Status == 401 || apiErr.Status == 403):
+			return fmt.Errorf("%w (nothing saved)", err)
+		case err == nil && len(models) > 0:
+			fmt.Fprintf(out, "The server has %d models:\n", len(models))
+			for i, m := range models {
+				if i == 40 {
+					fmt.Fprintf(out, "  … and %d more\n", len(models)-i)
+					break
+				}
+				fmt.Fprintf(out, "  %s\n", m)
+			}
+			if defModel == "" && len(models) == 1 {
+				defModel = models[0]
+			}
+		}
+	}
+	c.Model = ask("Model", defModel)
+	use.Model = c.Model
+	if p, err = use.NewProvider(); err != nil {
+		return fmt.Errorf("%w (nothing saved)", err)
+	}
 	fmt.Fprintf(out, "checking %s at %s ... ", c.Model, c.BaseURL)
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
 	_, err = p.Stream(ctx, agent.Request{Model: c.Model, MaxTokens: 16,
 		Messages: []agent.Message{{Role: "user", Content: "Reply with the word OK."}}}, func(agent.Event) {})
 	if err != nil {

@@ -25,7 +25,7 @@ func TestSetupChecksBeforeSaving(t *testing.T) {
 		return ""
 	}
 	answers := func(key string) *strings.Reader {
-		return strings.NewReader("openai\n" + srv.URL() + "\ntest-model\n" + key + "\n")
+		return strings.NewReader("openai\n" + srv.URL() + "\n" + key + "\ntest-model\n")
 	}
 	var out strings.Builder
 
@@ -38,9 +38,13 @@ func TestSetupChecksBeforeSaving(t *testing.T) {
 		t.Fatalf("a refused key left a config: %v", err)
 	}
 
-	srv.Push(llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "OK"})})
+	srv.Push(llmtest.Response{Body: `{"object":"list","data":[{"id":"test-model"},{"id":"another-model"}]}`},
+		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "OK"})})
 	if err := setupAgent(context.Background(), answers("sk-right"), &out, getenv, path); err != nil {
 		t.Fatalf("setup: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "The server has 2 models:\n  another-model\n  test-model\n") {
+		t.Errorf("the models were not listed:\n%s", out.String())
 	}
 	fi, err := os.Stat(path)
 	if err != nil || fi.Mode().Perm() != 0o600 {
@@ -50,8 +54,8 @@ func TestSetupChecksBeforeSaving(t *testing.T) {
 		t.Fatalf("saved %+v, %v", c, err)
 	}
 	reqs := srv.Requests()
-	if got := reqs[len(reqs)-1].Header.Get("Authorization"); got != "Bearer sk-right" {
-		t.Errorf("the check sent %q", got)
+	if got := reqs[len(reqs)-1].Header.Get("Authorization"); got != "Bearer sk-right" || reqs[len(reqs)-2].Path != "/models" {
+		t.Errorf("the check sent %q; the list was asked at %s", got, reqs[len(reqs)-2].Path)
 	}
 
 	// A wrong key now must not touch the good file.
@@ -62,7 +66,9 @@ func TestSetupChecksBeforeSaving(t *testing.T) {
 		t.Errorf("a failed setup changed the file:\n%s", after)
 	}
 
-	srv.Push(llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "OK"})})
+	// A server without the list is asked for the name.
+	srv.Push(llmtest.Response{Status: 404, Body: `{"error":{"message":"not found"}}`},
+		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "OK"})})
 	if err := setupAgent(context.Background(), answers("$MY_KEY"), &out, getenv, path); err != nil {
 		t.Fatal(err)
 	}

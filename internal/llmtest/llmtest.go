@@ -20,7 +20,8 @@ type SSE struct {
 	Data  string
 }
 
-// Response is one scripted answer: a status with a body (errors), or a
+// Response is one scripted answer: a status with a body (errors, or a
+// plain JSON answer when Status is 0 or 200), or a
 // stream of events. CutAfter > 0 drops the connection after that many
 // events; Hang keeps it open after the events until the client leaves.
 type Response struct {
@@ -98,9 +99,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	for k, v := range resp.Header {
 		w.Header().Set(k, v)
 	}
-	if resp.Status != 0 && resp.Status != http.StatusOK {
+	if resp.Body != "" || (resp.Status != 0 && resp.Status != http.StatusOK) {
 		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(resp.Status)
+		w.WriteHeader(max(resp.Status, http.StatusOK))
 		io.WriteString(w, resp.Body)
 		return
 	}
