@@ -112,6 +112,11 @@ func Start(spec *Spec, stdio Stdio, limits Limits, warn func(string)) (c *Contai
 		ExtraFiles: []*os.File{specR, syncW, ctl},
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC,
+			// Its own session: a Ctrl-C (or hang-up) on the terminal that
+			// started it must not reach a container that outlives that
+			// command (a workspace started by cove agent or shell); a
+			// foreground run gets its signals forwarded by the launcher.
+			Setsid: true,
 		},
 	}
 	if spec.Net == "none" {

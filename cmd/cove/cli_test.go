@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -25,6 +26,7 @@ import (
 	"github.com/cove-sh/cove/internal/llmtest"
 	"github.com/cove-sh/cove/internal/testimage"
 	"github.com/cove-sh/cove/internal/testregistry"
+	"github.com/creack/pty"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 )
@@ -1076,5 +1078,89 @@ func TestBrowserRunsAsSudoUser(t *testing.T) {
 	}
 	if strings.Contains(lines[2], "--no-sandbox") || !strings.Contains(lines[2], "--app=http://127.0.0.1:") {
 		t.Errorf("browser arguments: %s", lines[2])
+	}
+}
+
+// TestAgentChatCtrlCInTerminal presses Ctrl-C in a real terminal (a pty)
+// while the model's answer is streaming: the kernel's SIGINT stops that
+// turn, not cove; the chat takes the next line and the workspace runs on.
+func TestAgentChatCtrlCInTerminal(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	ref := testregistry.Push(t, addr, layered(t))
+	project, root := t.TempDir(), t.TempDir()
+	srv := llmtest.New(t)
+	srv.Push(
+		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "Thinking very hard"})[:1], Hang: true},
+		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "Still here."})},
+	)
+	cmd, _, _ := coveProc(root, "agent", "--image", ref, project)
+	cmd.Env = append(cmd.Env, "COVE_BASE_URL="+srv.URL(), "COVE_MODEL=test-model", "COVE_API_KEY=k")
+	cmd.Stdout, cmd.Stderr = nil, nil
+	tty, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", workspaceName(project)) })
+	out := &watchedBuffer{new: make(chan struct{}, 1)}
+	go io.Copy(out, tty)
+	out.waitFor(t, "› ")
+	io.WriteString(tty, "think\r")
+	out.waitFor(t, "Thinking very hard")
+	tty.Write([]byte{3}) // Ctrl-C
+	out.waitFor(t, "stopped")
+	io.WriteString(tty, "are you there?\r")
+	out.waitFor(t, "Still here.")
+	io.WriteString(tty, "/exit\r")
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("cove agent: %v\n%s", err, out.String())
+		}
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("cove agent did not leave on /exit:\n%s", out.String())
+	}
+	var list []psJSON
+	json.Unmarshal([]byte(runProc(t, root, "", "ps", "--json").stdout), &list)
+	if len(list) != 1 || list[0].Status != "running" {
+		t.Errorf("the workspace after Ctrl-C: %+v", list)
+	}
+}
+
+// TestRunCtrlCInTerminal: Ctrl-C on the terminal of a foreground `cove
+// run`, pressed as soon as the workload speaks, reaches it (forwarded by
+// the launcher, which catches it from before the start; init is in a
+// session of its own), and it dies of it: status 130.
+func TestRunCtrlCInTerminal(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	ref := testregistry.Push(t, addr, layered(t))
+	root := t.TempDir()
+	cmd, _, _ := coveProc(root, "run", "--rm", ref, "sh", "-c", "echo ready; exec sleep 30")
+	cmd.Stdout, cmd.Stderr = nil, nil
+	tty, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	out := &watchedBuffer{new: make(chan struct{}, 1)}
+	go io.Copy(out, tty)
+	out.waitFor(t, "ready")
+	tty.Write([]byte{3})
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+			t.Errorf("cove run after Ctrl-C: %v, want exit status 130\n%s", err, out.String())
+		}
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("Ctrl-C did not stop the workload:\n%s", out.String())
 	}
 }

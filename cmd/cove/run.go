@@ -273,6 +273,11 @@ func (e *env) launch(c *cli.Context, l launch) (int, error) {
 		defer log.Close()
 		stdio.Stdin, stdio.Stdout, stdio.Stderr = nil, log, log
 	}
+	sigs := make(chan os.Signal, 8)
+	if !l.Detach {
+		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+		defer signal.Stop(sigs)
+	}
 	ctr, err := container.Start(spec, stdio.Stdio, l.Limits, func(msg string) { fmt.Fprintf(c.App.ErrWriter, "cove: warning: %s\n", msg) })
 	if err != nil {
 		return 0, err
@@ -297,10 +302,9 @@ func (e *env) launch(c *cli.Context, l launch) (int, error) {
 		}
 		return 0, ctr.Release()
 	}
-	// Ctrl-C and friends go to the container (init forwards them), not to us.
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-	defer signal.Stop(sigs)
+	// Ctrl-C and friends go to the container (init forwards them), not to
+	// us; caught from before the start, so that one pressed as the workload
+	// begins is held until the container is there to take it.
 	go func() {
 		for s := range sigs {
 			ctr.Signal(s)
