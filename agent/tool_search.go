@@ -45,38 +45,65 @@ func (t SearchTool) Plan(ctx context.Context, raw json.RawMessage) (*Action, err
 		}
 	}
 	return &Action{Kind: "read", Summary: "search " + a.Pattern, Do: func(ctx context.Context) (string, error) {
-		files, err := t.files(ctx, under)
+		matches, more, err := Search(ctx, t.W, re, under, maxSearchResults)
 		if err != nil {
 			return "", err
 		}
-		var out strings.Builder
-		n := 0
-		for _, f := range files {
-			b, err := t.W.ReadFile(f)
-			if err != nil || bytes.IndexByte(b[:min(len(b), 8000)], 0) >= 0 {
-				continue // unreadable or binary
-			}
-			sc := bufio.NewScanner(bytes.NewReader(b))
-			sc.Buffer(make([]byte, 64<<10), 1<<20)
-			for line := 1; sc.Scan(); line++ {
-				if re.Match(sc.Bytes()) {
-					if n++; n > maxSearchResults {
-						fmt.Fprintf(&out, "(more than %d matches: narrow the pattern or the path)\n", maxSearchResults)
-						return out.String(), nil
-					}
-					fmt.Fprintf(&out, "%s:%d: %s\n", f, line, strings.TrimSpace(sc.Text()))
-				}
-			}
-		}
-		if n == 0 {
+		if len(matches) == 0 {
 			return "no matches", nil
+		}
+		var out strings.Builder
+		for _, m := range matches {
+			fmt.Fprintf(&out, "%s:%d: %s\n", m.Path, m.Line, strings.TrimSpace(m.Text))
+		}
+		if more {
+			fmt.Fprintf(&out, "(more than %d matches: narrow the pattern or the path)\n", maxSearchResults)
 		}
 		return out.String(), nil
 	}}, nil
 }
 
+// Match is one line that matched a search.
+type Match struct {
+	Path string `json:"path"` // relative to the project
+	Line int    `json:"line"` // from 1
+	Text string `json:"text"`
+}
+
+// Search finds re in the project's files under the relative path under
+// (the files SearchTool describes), skipping binary ones; more says it
+// stopped at limit matches.
+func Search(ctx context.Context, w *Workspace, re *regexp.Regexp, under string, limit int) (matches []Match, more bool, err error) {
+	files, err := SearchTool{W: w}.files(ctx, under)
+	if err != nil {
+		return nil, false, err
+	}
+	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return matches, false, err
+		}
+		b, err := w.ReadFile(f)
+		if err != nil || bytes.IndexByte(b[:min(len(b), 8000)], 0) >= 0 {
+			continue // unreadable or binary
+		}
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for line := 1; sc.Scan(); line++ {
+			if re.Match(sc.Bytes()) {
+				if len(matches) == limit {
+					return matches, true, nil
+				}
+				matches = append(matches, Match{Path: f, Line: line, Text: sc.Text()})
+			}
+		}
+	}
+	return matches, false, nil
+}
+
 func (t SearchTool) files(ctx context.Context, under string) ([]string, error) {
-	cmd := exec.CommandContext(ctx, "git", "ls-files", "--cached", "--others", "--exclude-standard", "-z", "--", under)
+	// safe.directory: listing is harmless, and a root launcher on a
+	// user's repository would be refused otherwise (and ignore .gitignore).
+	cmd := exec.CommandContext(ctx, "git", "-c", "safe.directory=*", "ls-files", "--cached", "--others", "--exclude-standard", "-z", "--", under)
 	cmd.Dir = t.W.Root
 	if out, err := cmd.Output(); err == nil {
 		var files []string

@@ -808,6 +808,13 @@ func TestBrowserIDE(t *testing.T) {
 	ref := testregistry.Push(t, addr, layered(t))
 	project := t.TempDir()
 	os.WriteFile(filepath.Join(project, "hello.txt"), []byte("hi\n"), 0o644)
+	// For search: a git repository whose .gitignore hides one of two matches.
+	os.WriteFile(filepath.Join(project, "notes.md"), []byte("line one\nfind needle-77 here\n"), 0o644)
+	os.WriteFile(filepath.Join(project, "secret.txt"), []byte("needle-77 (ignored)\n"), 0o644)
+	os.WriteFile(filepath.Join(project, ".gitignore"), []byte("secret.txt\n"), 0o644)
+	if out, err := exec.Command("git", "init", "-q", project).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
 	root := t.TempDir()
 	// The agent panel's model: a scripted OpenAI-compatible server.
 	llm := llmtest.New(t)

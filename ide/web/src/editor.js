@@ -63,6 +63,14 @@ export class Doc {
     return true;
   }
 
+  // goto puts the cursor on line n (from 1) and scrolls it into view.
+  goto(n) {
+    const doc = this.view.state.doc;
+    const line = doc.line(Math.max(1, Math.min(n, doc.lines)));
+    this.view.dispatch({ selection: { anchor: line.from, head: line.to }, scrollIntoView: true });
+    this.view.focus();
+  }
+
   setDark(dark) {
     this.view.dispatch({ effects: this.theme.reconfigure(dark ? oneDark : []) });
   }

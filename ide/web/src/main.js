@@ -50,12 +50,45 @@ async function renderDir(path, into) {
   }
 }
 
+// ---- search ----------------------------------------------------------------
+
+// The project's search runs on the launcher (git there honours
+// .gitignore); results replace the tree until the box is emptied.
+async function search(q) {
+  const box = $("#search-results");
+  if (!q) {
+    box.hidden = true;
+    $("#tree").hidden = false;
+    return;
+  }
+  const r = await fetch(`/api/search?q=${encodeURIComponent(q)}`);
+  box.replaceChildren();
+  box.hidden = false;
+  $("#tree").hidden = true;
+  if (!r.ok) return box.append(el("div", { class: "search-note" }, await r.text()));
+  const { matches, more } = await r.json();
+  box.append(el("div", { class: "search-note" }, matches.length ? `${matches.length}${more ? "+" : ""} matches` : "no matches"));
+  let file = null;
+  for (const m of matches) {
+    if (m.path !== file) {
+      file = m.path;
+      box.append(el("div", { class: "search-file", title: m.path }, m.path));
+    }
+    box.append(el("div", { class: "search-hit", "data-path": m.path, "data-line": m.line, onclick: () => openFile(m.path, m.line) },
+      el("span", { class: "ln" }, String(m.line)), m.text.trim().slice(0, 200)));
+  }
+}
+
 // ---- editor tabs ----------------------------------------------------------
 
 const docs = new Map(); // path → {doc, tab, pane}
 
-async function openFile(path) {
-  if (docs.has(path)) return showDoc(path);
+async function openFile(path, line) {
+  if (docs.has(path)) {
+    showDoc(path);
+    if (line) docs.get(path).doc.goto(line);
+    return;
+  }
   const r = await fetch(`/api/file?path=${encodeURIComponent(path)}`);
   if (!r.ok) return status(`${path}: ${await r.text()}`);
   const text = await r.text();
@@ -72,6 +105,7 @@ async function openFile(path) {
   docs.set(path, { doc, tab, pane });
   $("#welcome").hidden = true;
   showDoc(path);
+  if (line) doc.goto(line);
 }
 
 function showDoc(path) {
@@ -147,7 +181,20 @@ document.addEventListener("keydown", (ev) => {
     ev.preventDefault();
     newShell();
   }
+  if ((ev.ctrlKey || ev.metaKey) && ev.shiftKey && ev.key.toLowerCase() === "f") {
+    ev.preventDefault();
+    $("#search").focus();
+    $("#search").select();
+  }
 });
+$("#search").addEventListener("keydown", (ev) => {
+  if (ev.key === "Enter") search(ev.target.value.trim()).catch((e) => status(`search: ${e.message}`));
+  if (ev.key === "Escape") {
+    ev.target.value = "";
+    search("");
+  }
+});
+$("#search").addEventListener("input", (ev) => ev.target.value || search(""));
 // ---- changes on disk ------------------------------------------------------
 
 // Files change under the editor: the agent edits, a terminal runs a

@@ -66,6 +66,21 @@ try {
     .catch(async () => fail("the tree did not show the new file"));
   await page.click('.entry[data-path="hello.txt"]');
 
+  // Search (Ctrl+Shift+F): case-insensitive, .gitignore honoured; a hit
+  // opens its file with the cursor on the line.
+  await page.keyboard.press("Control+Shift+F");
+  await page.keyboard.type("NEEDLE-77");
+  await page.keyboard.press("Enter");
+  await page.waitForSelector(".search-hit", { timeout: 10000 })
+    .catch(async () => fail("no search results: " + (await page.textContent("#search-results"))));
+  const hits = await page.$$eval(".search-hit", (hs) => hs.map((h) => `${h.dataset.path}:${h.dataset.line}`));
+  if (hits.join(",") !== "notes.md:2") await fail("search hits: " + hits.join(","));
+  await page.click(".search-hit");
+  await page.waitForFunction(() => (document.querySelector(".pane:not([hidden]) .cm-activeLine") || {}).textContent === "find needle-77 here", null, { timeout: 10000 })
+    .catch(async () => fail("the hit did not open at its line"));
+  await page.fill("#search", "");
+  await page.click('.entry[data-path="hello.txt"]');
+
   // The agent panel: a prompt, an edit to approve (its diff shown), the
   // answer; the editor follows the agent's change on disk.
   await page.fill("#agent-input", "make hello.txt friendlier");
