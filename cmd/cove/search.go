@@ -3,7 +3,10 @@ package main
 import (
 	"encoding/json"
 	"net/http"
+	"os/exec"
+	"path"
 	"regexp"
+	"strings"
 
 	"github.com/cove-sh/cove/agent"
 )
@@ -51,4 +54,35 @@ func (s projectSearch) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(map[string]any{"matches": matches, "more": more})
+}
+
+// ignoredNames serves GET /api/ignored?path=DIR: the names in DIR that the
+// project's .gitignore files hide (the tree dims them), from git on the
+// launcher's side; an empty list outside a git repository.
+type ignoredNames struct{ dir string }
+
+func (s ignoredNames) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rel := path.Clean("/" + r.URL.Query().Get("path"))[1:]
+	if rel == "" {
+		rel = "."
+	}
+	names := []string{}
+	// --directory folds an ignored directory (node_modules) into one line.
+	cmd := exec.CommandContext(r.Context(), "git", "-c", "safe.directory=*", "ls-files", "--others", "--ignored",
+		"--exclude-standard", "--directory", "-z", "--", rel)
+	cmd.Dir = s.dir
+	if out, err := cmd.Output(); err == nil {
+		prefix := rel + "/"
+		if rel == "." {
+			prefix = ""
+		}
+		for _, p := range strings.Split(string(out), "\x00") {
+			name, ok := strings.CutPrefix(strings.TrimSuffix(p, "/"), prefix)
+			if ok && name != "" && !strings.Contains(name, "/") {
+				names = append(names, name)
+			}
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(names)
 }

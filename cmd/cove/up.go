@@ -80,6 +80,7 @@ func upAction(c *cli.Context) error {
 	proxy := ide.NewProxy(filepath.Join(workspaceRunDir(e, name), "ide.sock"), l.Addr().(*net.TCPAddr).Port)
 	proxy.Handle("/api/agent", &agentPanel{root: c.String("root"), st: st, dir: dir})
 	proxy.Handle("/api/search", projectSearch{dir: dir})
+	proxy.Handle("/api/ignored", ignoredNames{dir: dir})
 	srv := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(l)
 	rec := launcherRecord{URL: proxy.URL()}

@@ -48,6 +48,18 @@ async function renderDir(path, into) {
       row.addEventListener("click", () => openFile(full));
     }
   }
+  dimIgnored(path, into);
+}
+
+// dimIgnored greys what .gitignore hides, as editors do; the tree works
+// the same without it.
+async function dimIgnored(path, into) {
+  const r = await fetch(`/api/ignored?path=${encodeURIComponent(path)}`).catch(() => null);
+  if (!r || !r.ok) return;
+  const names = new Set(await r.json());
+  for (const row of into.querySelectorAll(":scope > .entry")) {
+    row.classList.toggle("ignored", names.has(row.textContent));
+  }
 }
 
 // ---- search ----------------------------------------------------------------

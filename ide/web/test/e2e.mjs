@@ -66,6 +66,11 @@ try {
     .catch(async () => fail("the tree did not show the new file"));
   await page.click('.entry[data-path="hello.txt"]');
 
+  // What .gitignore hides is dimmed in the tree; the rest is not.
+  await page.waitForSelector('.entry.ignored[data-path="secret.txt"]', { timeout: 10000 })
+    .catch(async () => fail("secret.txt (ignored) is not dimmed"));
+  if (await page.$('.entry.ignored[data-path="notes.md"]')) await fail("notes.md is dimmed but not ignored");
+
   // Search (Ctrl+Shift+F): case-insensitive, .gitignore honoured; a hit
   // opens its file with the cursor on the line.
   await page.keyboard.press("Control+Shift+F");
