@@ -147,14 +147,29 @@ func fileRecvmsg(f *os.File) recvmsg {
 	}
 }
 
-// recvLine reads one JSON line and the descriptors sent with it.
+// lineReader reads JSON lines and the descriptors sent with them from a
+// stream socket. A stream keeps no message boundaries: one read may bring
+// two lines (the PID reply and, for a quick process, its exit), so what
+// follows the first newline is kept for the next call, not dropped —
+// dropping it lost exits, so that an exec hung or failed at random.
+type lineReader struct {
+	recv    recvmsg
+	pending []byte
+}
+
+// recvLine reads one line from a socket that carries a single one.
 func recvLine(recv recvmsg) ([]byte, []int, error) {
-	var data []byte
+	return (&lineReader{recv: recv}).next()
+}
+
+// next returns the next line and the descriptors that came with the reads
+// that made it up.
+func (r *lineReader) next() ([]byte, []int, error) {
 	var fds []int
 	buf := make([]byte, 4096)
 	oob := make([]byte, unix.CmsgSpace(4*4))
-	for !bytes.Contains(data, []byte("\n")) {
-		n, oobn, _, _, err := recv(buf, oob)
+	for bytes.IndexByte(r.pending, '\n') < 0 {
+		n, oobn, _, _, err := r.recv(buf, oob)
 		if err != nil {
 			return nil, fds, err
 		}
@@ -168,13 +183,15 @@ func recvLine(recv recvmsg) ([]byte, []int, error) {
 		if n == 0 {
 			return nil, fds, io.ErrUnexpectedEOF
 		}
-		data = append(data, buf[:n]...)
-		if len(data) > 1<<20 {
+		r.pending = append(r.pending, buf[:n]...)
+		if len(r.pending) > 1<<20 {
 			return nil, fds, errors.New("message too long")
 		}
 	}
-	i := bytes.IndexByte(data, '\n')
-	return data[:i], fds, nil
+	i := bytes.IndexByte(r.pending, '\n')
+	line := r.pending[:i:i]
+	r.pending = r.pending[i+1:]
+	return line, fds, nil
 }
 
 // Exec runs a process in the running container whose control socket is
@@ -199,8 +216,9 @@ func Exec(ctl string, req ExecRequest, stdio [3]*os.File, started func(console *
 		return 0, err
 	}
 	var console *os.File
+	replies := &lineReader{recv: conn.ReadMsgUnix}
 	for {
-		line, fds, err := recvLine(conn.ReadMsgUnix)
+		line, fds, err := replies.next()
 		if err != nil {
 			return 0, fmt.Errorf("the container's init went away: %w", err)
 		}

@@ -1,0 +1,38 @@
+package container
+
+import (
+	"os"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestLineReaderKeepsTheSecondLine: two replies that arrive in one read
+// (a PID and, for a quick process, its exit) are two lines; the second
+// used to be dropped, which lost exec exits.
+func TestLineReaderKeepsTheSecondLine(t *testing.T) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := os.NewFile(uintptr(fds[0]), "a"), os.NewFile(uintptr(fds[1]), "b")
+	defer a.Close()
+	defer b.Close()
+	a.Write([]byte(`{"pid":7}` + "\n"))
+	a.Write([]byte(`{"exit":0}` + "\n" + `{"exit":`))
+	r := &lineReader{recv: fileRecvmsg(b)}
+	for _, want := range []string{`{"pid":7}`, `{"exit":0}`} {
+		line, _, err := r.next()
+		if err != nil || string(line) != want {
+			t.Fatalf("line %q, %v; want %q", line, err, want)
+		}
+	}
+	a.Write([]byte("3}\n"))
+	if line, _, err := r.next(); err != nil || string(line) != `{"exit":3}` {
+		t.Fatalf("a line split across reads: %q, %v", line, err)
+	}
+	a.Close()
+	if _, _, err := r.next(); err == nil {
+		t.Fatal("no error at the end of the stream")
+	}
+}
