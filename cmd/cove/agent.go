@@ -47,7 +47,7 @@ the commands (/new, /compact, /rewind, /mode, /exit).`,
 				if err != nil {
 					return err
 				}
-				return setupAgent(c.Context, os.Stdin, c.App.Writer, os.Getenv, agent.UserConfigPath(home))
+				return setupAgent(c.Context, os.Stdin, c.App.Writer, os.Getenv, agent.UserConfigPath(home), localModelServers())
 			}
 			switch agent.Mode(c.String("mode")) {
 			case agent.ModeAsk, agent.ModeEdits, agent.ModeYolo:

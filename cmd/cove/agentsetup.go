@@ -8,23 +8,56 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cove-sh/cove/agent"
 	"golang.org/x/term"
 )
 
-// setupAgent asks for the provider, server and key, lists the server's
-// models to choose from, checks the choice with one small call to the
-// model, and only then saves it all to path (mode 0600).
-// A key typed as "$VAR" is saved as written and read from the
-// environment when used. in is the answers; a key read from a terminal
-// is not echoed.
-func setupAgent(ctx context.Context, in io.Reader, out io.Writer, getenv func(string) string, path string) error {
+// localModelServers are where local model servers listen by default:
+// Ollama, LM Studio, llama.cpp's server, vLLM.
+func localModelServers() []string {
+	return []string{"http://127.0.0.1:11434/v1", "http://127.0.0.1:1234/v1", "http://127.0.0.1:8080/v1", "http://127.0.0.1:8000/v1"}
+}
+
+// keyVars are the environment variables that hold keys setup can offer.
+var keyVars = []struct{ name, provider, url string }{
+	{"OPENAI_API_KEY", "openai", "https://api.openai.com/v1"},
+	{"ANTHROPIC_API_KEY", "anthropic", "https://api.anthropic.com"},
+	{"OPENROUTER_API_KEY", "openai", "https://openrouter.ai/api/v1"},
+}
+
+// setupAgent says what it can already use (keys in the environment, local
+// servers that answer on their usual ports), asks for the provider,
+// server and key with those as defaults, lists the server's models to
+// choose from, checks the choice with one small call to the model, and
+// only then saves it all to path (mode 0600). A key typed as "$VAR" is
+// saved as written and read from the environment when used. in is the
+// answers; a key read from a terminal is not echoed.
+func setupAgent(ctx context.Context, in io.Reader, out io.Writer, getenv func(string) string, path string, local []string) error {
 	r := bufio.NewReader(in)
 	// Enter keeps what is there; the file is read even if its mode is
 	// wrong, since it is about to be rewritten 0600.
 	old, _ := agent.ReadConfigFile(path)
+	if old.Provider == "" {
+		var found []string
+		for _, k := range keyVars {
+			if getenv(k.name) != "" {
+				found = append(found, "$"+k.name)
+				if old.APIKey == "" {
+					old.Provider, old.BaseURL, old.APIKey = k.provider, k.url, "$"+k.name
+				}
+			}
+		}
+		if servers := probeServers(ctx, local); len(servers) > 0 {
+			found = append(found, servers...)
+			old.Provider, old.BaseURL, old.APIKey = "openai", servers[0], ""
+		}
+		if len(found) > 0 {
+			fmt.Fprintf(out, "Found: %s\n", strings.Join(found, ", "))
+		}
+	}
 	if old.Provider == "" {
 		old.Provider = "openai"
 	}
@@ -53,7 +86,11 @@ func setupAgent(ctx context.Context, in io.Reader, out io.Writer, getenv func(st
 		defURL = "https://api.anthropic.com"
 	}
 	c.BaseURL = ask("Base URL", defURL)
-	fmt.Fprint(out, "API key (or $VAR to read it from the environment; empty for none): ")
+	if old.APIKey != "" && strings.HasPrefix(old.APIKey, "$") {
+		fmt.Fprintf(out, "API key (or $VAR to read it from the environment; Enter for %s): ", old.APIKey)
+	} else {
+		fmt.Fprint(out, "API key (or $VAR to read it from the environment; empty for none): ")
+	}
 	var key string
 	if f, ok := in.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		b, err := term.ReadPassword(int(f.Fd()))
@@ -126,4 +163,29 @@ func setupAgent(ctx context.Context, in io.Reader, out io.Writer, getenv func(st
 	}
 	fmt.Fprintf(out, "saved %s (mode 0600)\n", path)
 	return nil
+}
+
+// probeServers returns those of urls whose GET /models answers within a
+// moment, in the order given.
+func probeServers(ctx context.Context, urls []string) []string {
+	ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	ok := make([]bool, len(urls))
+	var wg sync.WaitGroup
+	for i, u := range urls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := (&agent.OpenAI{BaseURL: u}).Models(ctx)
+			ok[i] = err == nil
+		}()
+	}
+	wg.Wait()
+	var found []string
+	for i, u := range urls {
+		if ok[i] {
+			found = append(found, u)
+		}
+	}
+	return found
 }

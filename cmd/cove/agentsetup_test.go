@@ -30,7 +30,7 @@ func TestSetupChecksBeforeSaving(t *testing.T) {
 	var out strings.Builder
 
 	srv.Push(llmtest.Response{Status: 401, Body: `{"error":{"message":"Incorrect API key provided"}}`})
-	err := setupAgent(context.Background(), answers("sk-wrong"), &out, getenv, path)
+	err := setupAgent(context.Background(), answers("sk-wrong"), &out, getenv, path, nil)
 	if err == nil || !strings.Contains(err.Error(), "API key was refused") || !strings.Contains(err.Error(), "nothing saved") {
 		t.Fatalf("a refused key: %v", err)
 	}
@@ -40,7 +40,7 @@ func TestSetupChecksBeforeSaving(t *testing.T) {
 
 	srv.Push(llmtest.Response{Body: `{"object":"list","data":[{"id":"test-model"},{"id":"another-model"}]}`},
 		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "OK"})})
-	if err := setupAgent(context.Background(), answers("sk-right"), &out, getenv, path); err != nil {
+	if err := setupAgent(context.Background(), answers("sk-right"), &out, getenv, path, nil); err != nil {
 		t.Fatalf("setup: %v\n%s", err, out.String())
 	}
 	if !strings.Contains(out.String(), "The server has 2 models:\n  another-model\n  test-model\n") {
@@ -61,7 +61,7 @@ func TestSetupChecksBeforeSaving(t *testing.T) {
 	// A wrong key now must not touch the good file.
 	before, _ := os.ReadFile(path)
 	srv.Push(llmtest.Response{Status: 401, Body: `{"error":{"message":"no"}}`})
-	setupAgent(context.Background(), answers("sk-wrong"), &out, getenv, path)
+	setupAgent(context.Background(), answers("sk-wrong"), &out, getenv, path, nil)
 	if after, _ := os.ReadFile(path); string(after) != string(before) {
 		t.Errorf("a failed setup changed the file:\n%s", after)
 	}
@@ -69,7 +69,7 @@ func TestSetupChecksBeforeSaving(t *testing.T) {
 	// A server without the list is asked for the name.
 	srv.Push(llmtest.Response{Status: 404, Body: `{"error":{"message":"not found"}}`},
 		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "OK"})})
-	if err := setupAgent(context.Background(), answers("$MY_KEY"), &out, getenv, path); err != nil {
+	if err := setupAgent(context.Background(), answers("$MY_KEY"), &out, getenv, path, nil); err != nil {
 		t.Fatal(err)
 	}
 	if c, _ := agent.ReadConfigFile(path); c.APIKey != "$MY_KEY" {
@@ -78,5 +78,36 @@ func TestSetupChecksBeforeSaving(t *testing.T) {
 	reqs = srv.Requests()
 	if got := reqs[len(reqs)-1].Header.Get("Authorization"); got != "Bearer sk-from-env" {
 		t.Errorf("the check sent %q", got)
+	}
+}
+
+// TestSetupFindsWhatIsThere: a local server answering /models and a key in
+// the environment are listed; the server becomes the default, and with
+// only Enter pressed its one model is checked and saved, with no key.
+func TestSetupFindsWhatIsThere(t *testing.T) {
+	local := llmtest.New(t)
+	local.Push(
+		llmtest.Response{Body: `{"data":[{"id":"qwen3"}]}`}, // the probe
+		llmtest.Response{Body: `{"data":[{"id":"qwen3"}]}`}, // the list
+		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "OK"})},
+	)
+	getenv := func(k string) string {
+		if k == "ANTHROPIC_API_KEY" {
+			return "sk-ant"
+		}
+		return ""
+	}
+	path := filepath.Join(t.TempDir(), "config.json")
+	var out strings.Builder
+	closed := "http://127.0.0.1:1/v1" // nothing listens there
+	if err := setupAgent(context.Background(), strings.NewReader("\n\n\n\n"), &out, getenv, path, []string{closed, local.URL()}); err != nil {
+		t.Fatalf("setup: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "Found: $ANTHROPIC_API_KEY, "+local.URL()+"\n") {
+		t.Errorf("what was found:\n%s", out.String())
+	}
+	c, err := agent.ReadConfigFile(path)
+	if err != nil || c.Provider != "openai" || c.BaseURL != local.URL() || c.Model != "qwen3" || c.APIKey != "" {
+		t.Errorf("saved %+v, %v\n%s", c, err, out.String())
 	}
 }
