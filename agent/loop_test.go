@@ -196,12 +196,15 @@ func TestBashToolTimeoutKillsTheTree(t *testing.T) {
 	if out := run("pwd; echo $X; cat", 10); !strings.HasSuffix(strings.Fields(out)[0], "/sub") || !strings.Contains(out, "kept") {
 		t.Fatalf("state did not carry over (or stdin was open): %q", out)
 	}
+	// A sleep time no other process has (other packages' tests run at the
+	// same time), to count only ours.
+	nap := strconvItoa(int(200000 + time.Now().UnixNano()%100000))
 	start := time.Now()
-	out := run("sleep 30 & sleep 30", 1)
+	out := run("sleep "+nap+" & sleep "+nap, 1)
 	if time.Since(start) > 5*time.Second || !strings.Contains(out, "timed out") {
 		t.Fatalf("timeout: %v %q", time.Since(start), out)
 	}
-	if n, _ := exec.Command("pgrep", "-f", "^sleep 30$").Output(); len(strings.TrimSpace(string(n))) > 0 {
+	if n, _ := exec.Command("pgrep", "-f", "^sleep "+nap+"$").Output(); len(strings.TrimSpace(string(n))) > 0 {
 		t.Fatalf("sleeps survived the timeout: %s", n)
 	}
 	if out := run("pwd", 10); !strings.HasSuffix(strings.TrimSpace(out), "/sub") {
