@@ -41,11 +41,46 @@ export class Shell {
     } catch {
       // no WebGL: xterm's DOM renderer does the work
     }
+    this.findBar(host);
     this.term.onTitleChange((t) => onTitle && onTitle(t));
     this.term.onData((d) => this.send(OP.input, enc.encode(d)));
     this.term.onResize(({ cols, rows }) => this.send(OP.resize, enc.encode(JSON.stringify({ cols, rows }))));
     new ResizeObserver(() => this.resize()).observe(host);
     this.connect();
+  }
+
+  // findBar is Ctrl+F in the terminal, as in VS Code: a box over the
+  // top right; Enter finds the next match up the scrollback, Shift+Enter
+  // the one below, Escape closes it and gives the keys back to the shell.
+  findBar(host) {
+    const box = document.createElement("input");
+    box.className = "term-find";
+    box.type = "search";
+    box.placeholder = "Find (Enter: previous, Shift+Enter: next)";
+    box.hidden = true;
+    host.append(box);
+    this.term.attachCustomKeyEventHandler((ev) => {
+      if (ev.type === "keydown" && (ev.ctrlKey || ev.metaKey) && !ev.shiftKey && ev.key === "f") {
+        ev.preventDefault();
+        box.hidden = false;
+        box.focus();
+        box.select();
+        return false;
+      }
+      return true;
+    });
+    box.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter") {
+        ev.preventDefault();
+        const found = ev.shiftKey ? this.search.findNext(box.value) : this.search.findPrevious(box.value);
+        box.classList.toggle("none", !found);
+      } else if (ev.key === "Escape") {
+        box.hidden = true;
+        this.search.clearDecorations();
+        this.term.clearSelection();
+        this.term.focus();
+      }
+    });
   }
 
   resize() {

@@ -40,6 +40,16 @@ try {
   }, null, { timeout: 15000 }).catch(async () => fail("the terminal never showed the output:\n" + (await screen())));
   const hostLine = (await screen()).split("\n").find((l) => /^browser-42 in /.test(l));
   console.log("terminal: " + hostLine);
+  // Find in the terminal (Ctrl+F): the match is selected; Escape gives
+  // the keys back to the shell.
+  await page.keyboard.press("Control+f");
+  await page.waitForSelector(".term-find:not([hidden])", { timeout: 5000 }).catch(() => fail("Ctrl+F opened no find box"));
+  await page.keyboard.type("browser-42");
+  await page.keyboard.press("Enter");
+  const sel = await page.evaluate(() => window.cove.shells[0].shell.term.getSelection());
+  if (sel !== "browser-42") await fail("find selected " + JSON.stringify(sel));
+  await page.keyboard.press("Escape");
+  if (!(await page.$(".term-find[hidden]"))) await fail("Escape did not close the find box");
 
   // The editor: open hello.txt from the tree, add a line, Ctrl-S.
   await page.click('.entry[data-path="hello.txt"]');
