@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -132,6 +133,21 @@ func (c Config) NewProvider() (Provider, error) {
 	if c.Model == "" {
 		return nil, errors.New("no model: set COVE_MODEL, give -m, or add \"model\" to ~/.config/cove/config.json")
 	}
+	return c.client()
+}
+
+// ListModels asks the configured server which models it serves; it
+// needs no model chosen yet.
+func (c Config) ListModels(ctx context.Context) ([]string, error) {
+	p, err := c.client()
+	if err != nil {
+		return nil, err
+	}
+	return p.(ModelLister).Models(ctx)
+}
+
+// client makes the provider client, model or not.
+func (c Config) client() (Provider, error) {
 	switch c.Provider {
 	case "openai", "":
 		base := c.BaseURL

@@ -73,7 +73,9 @@ func (a *Agent) record(ev LoopEvent) {
 }
 
 // Run adds prompt to the conversation history and works until the model
-// is done. It returns the whole conversation, including the new turns.
+// is done. It returns the whole conversation, including the new turns,
+// also when ctx ends it early: then tool calls it did not run are
+// answered as not run.
 func (a *Agent) Run(ctx context.Context, history []Message, prompt string) ([]Message, error) {
 	if a.Checkpoints != nil {
 		label, _, _ := strings.Cut(prompt, "\n")
@@ -128,6 +130,13 @@ func (a *Agent) Run(ctx context.Context, history []Message, prompt string) ([]Me
 		}
 		for _, call := range reply.Message.ToolCalls {
 			if err := ctx.Err(); err != nil {
+				// Stopped mid-step: the calls not run are answered so, so
+				// that the conversation can go on (every provider wants
+				// each call answered).
+				for _, m := range unanswered(msgs) {
+					msgs = append(msgs, m)
+					a.record(LoopEvent{Type: "message", Message: &msgs[len(msgs)-1]})
+				}
 				return msgs, err
 			}
 			out, isErr := a.call(ctx, tools, call)

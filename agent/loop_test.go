@@ -357,3 +357,48 @@ tr a-z A-Z
 		t.Fatalf("offered %v; the tool answered %v", found, res)
 	}
 }
+
+// stopTool ends the run's context while it runs, as Ctrl-C would.
+type stopTool struct{ stop context.CancelFunc }
+
+func (s stopTool) Spec() ToolSpec {
+	return ToolSpec{Name: "stop", Schema: schema(`{"type":"object"}`)}
+}
+
+func (s stopTool) Plan(ctx context.Context, _ json.RawMessage) (*Action, error) {
+	return &Action{Kind: "read", Summary: "stop", Do: func(context.Context) (string, error) {
+		s.stop()
+		return "ran", nil
+	}}, nil
+}
+
+// TestRunStoppedMidStepAnswersEveryCall: stopped after the first of two
+// calls, Run returns a conversation where the second is answered "not
+// run", and the session log resumes to the same messages.
+func TestRunStoppedMidStepAnswersEveryCall(t *testing.T) {
+	srv := llmtest.New(t)
+	srv.Push(llmtest.Response{Events: llmtest.OpenAIChunks("tool_calls", map[string]any{"tool_calls": []any{
+		map[string]any{"index": 0, "id": "c1", "type": "function", "function": map[string]any{"name": "stop", "arguments": "{}"}},
+		map[string]any{"index": 1, "id": "c2", "type": "function", "function": map[string]any{"name": "stop", "arguments": "{}"}},
+	}})})
+	sessions := t.TempDir()
+	s, err := NewSession(sessions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := &Agent{Provider: &OpenAI{BaseURL: srv.URL()}, Model: "m", Mode: ModeYolo, Session: s, Tools: []Tool{stopTool{cancel}}}
+	msgs, err := a.Run(ctx, nil, "go")
+	if err == nil {
+		t.Fatal("Run went on after its context ended")
+	}
+	s.Close()
+	if n := len(msgs); n != 4 || msgs[2].Content != "ran" || msgs[3].ToolCallID != "c2" || !strings.Contains(msgs[3].Content, "not run") {
+		t.Fatalf("conversation after the stop: %+v", msgs)
+	}
+	_, resumed, err := ResumeSession(sessions, s.ID)
+	if err != nil || len(resumed) != 4 || resumed[3].ToolCallID != "c2" {
+		t.Errorf("resumed %+v, %v", resumed, err)
+	}
+}

@@ -40,20 +40,11 @@ func listModels(ctx context.Context, client *http.Client, provider, url string, 
 	if err != nil {
 		return nil, err
 	}
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(req)
+	resp, err := do(client, provider, req, header)
 	if err != nil {
-		return nil, fmt.Errorf("%s: list models: %w", provider, err)
+		return nil, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, apiError(provider, resp)
-	}
 	var list struct {
 		Data []struct {
 			ID string `json:"id"`

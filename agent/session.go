@@ -115,17 +115,17 @@ func ResumeSession(dir, id string) (*Session, []Message, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, m := range Unanswered(msgs) {
+	for _, m := range unanswered(msgs) {
 		msgs = append(msgs, m)
 		s.Append(LoopEvent{Type: "message", Message: &m})
 	}
 	return s, msgs, nil
 }
 
-// Unanswered returns results for the tool calls of the last assistant
+// unanswered returns results for the tool calls of the last assistant
 // message that have none (the step was cut short by Ctrl-C or a crash),
 // saying they did not run; every provider wants each call answered.
-func Unanswered(msgs []Message) []Message {
+func unanswered(msgs []Message) []Message {
 	n := len(msgs)
 	if n == 0 {
 		return nil

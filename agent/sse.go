@@ -67,6 +67,12 @@ func post(ctx context.Context, client *http.Client, provider, url string, body [
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
+	return do(client, provider, req, header)
+}
+
+// do sends req with header added. An answer other than 200 comes back as
+// an *APIError; the caller closes the body of a 200.
+func do(client *http.Client, provider string, req *http.Request, header map[string]string) (*http.Response, error) {
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}

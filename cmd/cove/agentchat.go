@@ -110,10 +110,6 @@ func (c *chat) turn(ctx context.Context, prompt string) {
 	if len(c.turns) > before {
 		c.turns[len(c.turns)-1].label = firstLine(prompt)
 	}
-	for _, m := range agent.Unanswered(msgs) {
-		msgs = append(msgs, m)
-		c.a.Session.Append(agent.LoopEvent{Type: "message", Message: &m})
-	}
 	c.history = msgs
 	switch {
 	case errors.Is(err, context.Canceled) && ctx.Err() == nil:

@@ -180,12 +180,7 @@ func (p *agentPanel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				stopTurn = nil
 				dmu.Unlock()
 				cancel()
-				// What was said stays, a cut step closed as not run.
-				for _, m := range agent.Unanswered(msgs) {
-					msgs = append(msgs, m)
-					a.Session.Append(agent.LoopEvent{Type: "message", Message: &m})
-				}
-				history = msgs
+				history = msgs // what was said stays, a stopped step included
 				if errors.Is(err, context.Canceled) && ctx.Err() == nil {
 					send(panelMsg{Type: "stopped"})
 				}

@@ -119,35 +119,29 @@ func setupAgent(ctx context.Context, in io.Reader, out io.Writer, getenv func(st
 	defer cancel()
 	// The server's models, to choose from; a server without the list
 	// (some proxies) just means asking for the name.
-	use.Model = "listing"
-	p, err := use.NewProvider()
-	if err != nil {
-		return fmt.Errorf("%w (nothing saved)", err)
-	}
 	defModel := old.Model
-	if l, ok := p.(agent.ModelLister); ok {
-		models, err := l.Models(ctx)
-		var apiErr *agent.APIError
-		switch {
-		case errors.As(err, &apiErr) && (apiErr.Status == 401 || apiErr.Status == 403):
-			return fmt.Errorf("%w (nothing saved)", err)
-		case err == nil && len(models) > 0:
-			fmt.Fprintf(out, "The server has %d models:\n", len(models))
-			for i, m := range models {
-				if i == 40 {
-					fmt.Fprintf(out, "  … and %d more\n", len(models)-i)
-					break
-				}
-				fmt.Fprintf(out, "  %s\n", m)
+	models, err := use.ListModels(ctx)
+	var apiErr *agent.APIError
+	switch {
+	case errors.As(err, &apiErr) && (apiErr.Status == 401 || apiErr.Status == 403):
+		return fmt.Errorf("%w (nothing saved)", err)
+	case err == nil && len(models) > 0:
+		fmt.Fprintf(out, "The server has %d models:\n", len(models))
+		for i, m := range models {
+			if i == 40 {
+				fmt.Fprintf(out, "  … and %d more\n", len(models)-i)
+				break
 			}
-			if defModel == "" && len(models) == 1 {
-				defModel = models[0]
-			}
+			fmt.Fprintf(out, "  %s\n", m)
+		}
+		if defModel == "" && len(models) == 1 {
+			defModel = models[0]
 		}
 	}
 	c.Model = ask("Model", defModel)
 	use.Model = c.Model
-	if p, err = use.NewProvider(); err != nil {
+	p, err := use.NewProvider()
+	if err != nil {
 		return fmt.Errorf("%w (nothing saved)", err)
 	}
 	fmt.Fprintf(out, "checking %s at %s ... ", c.Model, c.BaseURL)
