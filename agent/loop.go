@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 )
 
 // Mode says what the agent may do without asking.
@@ -27,7 +29,7 @@ type Decision struct {
 // LoopEvent is what the loop reports as it goes (to the IDE's agent panel,
 // or the terminal).
 type LoopEvent struct {
-	Type    string    `json:"type"` // text, thinking, tool_call, tool_result, decision, compacted, error, done
+	Type    string    `json:"type"` // text, thinking, tool_call, tool_output, tool_result, approval, decision, usage, checkpoint, compacted, error, done
 	Text    string    `json:"text,omitempty"`
 	Call    *ToolCall `json:"call,omitempty"`
 	Action  string    `json:"action,omitempty"` // the action's summary
@@ -122,6 +124,7 @@ func (a *Agent) Run(ctx context.Context, history []Message, prompt string) ([]Me
 			return msgs, err
 		}
 		compacted = false
+		a.emit(LoopEvent{Type: "usage", Usage: &reply.Usage})
 		msgs = append(msgs, reply.Message)
 		a.record(LoopEvent{Type: "message", Message: &msgs[len(msgs)-1], Usage: &reply.Usage})
 		if len(reply.Message.ToolCalls) == 0 {
@@ -176,6 +179,11 @@ func (a *Agent) call(ctx context.Context, tools map[string]Tool, call ToolCall) 
 			return msg, true
 		}
 	}
+	if a.Emit != nil {
+		live := &outputStream{emit: func(s string) { a.emit(LoopEvent{Type: "tool_output", Text: s}) }}
+		act.Output = live.write
+		defer live.close()
+	}
 	out, err := act.Do(ctx)
 	if err != nil {
 		if out != "" {
@@ -184,6 +192,61 @@ func (a *Agent) call(ctx context.Context, tools map[string]Tool, call ToolCall) 
 		return out + err.Error(), true
 	}
 	return out, false
+}
+
+// outputStream passes a command's output on as it comes, gathered into
+// one event per streamInterval, and no more than streamLimit bytes of it
+// (a flood stays readable in the result, clipped, and the saved file).
+type outputStream struct {
+	mu     sync.Mutex
+	buf    []byte
+	sent   int
+	timer  *time.Timer
+	closed bool
+	emit   func(string)
+}
+
+const (
+	streamInterval = 50 * time.Millisecond
+	streamLimit    = 256 << 10
+)
+
+func (s *outputStream) write(p string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.sent+len(s.buf) >= streamLimit {
+		return
+	}
+	s.buf = append(s.buf, p[:min(len(p), streamLimit-s.sent-len(s.buf))]...)
+	if s.timer == nil {
+		s.timer = time.AfterFunc(streamInterval, func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.flush()
+		})
+	}
+}
+
+// flush sends what is gathered; s.mu is held.
+func (s *outputStream) flush() {
+	s.timer = nil
+	if s.closed || len(s.buf) == 0 {
+		return
+	}
+	s.emit(string(s.buf))
+	s.sent += len(s.buf)
+	s.buf = s.buf[:0]
+}
+
+// close sends the rest, before the result.
+func (s *outputStream) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.flush()
+	s.closed = true
 }
 
 func (a *Agent) allowed(act *Action) bool {

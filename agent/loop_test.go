@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -90,7 +91,11 @@ func TestAgentFixesAFailingTest(t *testing.T) {
 	)
 	a, _ := newAgent(t, srv, dir, ModeYolo)
 	var events []string
-	a.Emit = func(ev LoopEvent) { events = append(events, ev.Type) }
+	a.Emit = func(ev LoopEvent) {
+		if ev.Type != "usage" && ev.Type != "tool_output" { // how many depends on timing
+			events = append(events, ev.Type)
+		}
+	}
 	msgs, err := a.Run(context.Background(), nil, "make the tests pass")
 	if err != nil {
 		t.Fatal(err)
@@ -400,5 +405,51 @@ func TestRunStoppedMidStepAnswersEveryCall(t *testing.T) {
 	_, resumed, err := ResumeSession(sessions, s.ID)
 	if err != nil || len(resumed) != 4 || resumed[3].ToolCallID != "c2" {
 		t.Errorf("resumed %+v, %v", resumed, err)
+	}
+}
+
+// TestCommandOutputStreamsAsItComes: a command's output reaches the
+// events while it runs, not only in the result.
+func TestCommandOutputStreamsAsItComes(t *testing.T) {
+	srv := llmtest.New(t)
+	a, _ := newAgent(t, srv, t.TempDir(), ModeYolo)
+	type seen struct {
+		ev LoopEvent
+		at time.Duration
+	}
+	var (
+		mu     sync.Mutex
+		events []seen
+	)
+	start := time.Now()
+	a.Emit = func(ev LoopEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		events = append(events, seen{ev, time.Since(start)})
+	}
+	srv.Push(call("c1", "bash", map[string]any{"command": "echo one; sleep 0.5; echo two"}), answer("ran it"))
+	if _, err := a.Run(context.Background(), nil, "run it"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var outputs []seen
+	var result time.Duration
+	for _, s := range events {
+		switch s.ev.Type {
+		case "tool_output":
+			if result != 0 {
+				t.Fatalf("output after the result: %q", s.ev.Text)
+			}
+			outputs = append(outputs, s)
+		case "tool_result":
+			result = s.at
+		}
+	}
+	if len(outputs) != 2 || outputs[0].ev.Text != "one\n" || outputs[1].ev.Text != "two\n" {
+		t.Fatalf("tool_output events: %+v", outputs)
+	}
+	if result-outputs[0].at < 300*time.Millisecond {
+		t.Errorf("the first line came %v before the result: it was not streamed while the command ran", result-outputs[0].at)
 	}
 }

@@ -75,9 +75,11 @@ func (t *BashTool) Plan(ctx context.Context, raw json.RawMessage) (*Action, erro
 	if a.Timeout > 0 {
 		timeout = time.Duration(a.Timeout) * time.Second
 	}
-	return &Action{Kind: "command", Summary: "run: " + a.Command, Do: func(ctx context.Context) (string, error) {
-		return t.run(ctx, a.Command, timeout)
-	}}, nil
+	act := &Action{Kind: "command", Summary: "run: " + a.Command}
+	act.Do = func(ctx context.Context) (string, error) {
+		return t.run(ctx, a.Command, timeout, act.Output)
+	}
+	return act, nil
 }
 
 func (t *BashTool) start() error {
@@ -122,7 +124,7 @@ func (t *BashTool) Close() {
 	t.kill()
 }
 
-func (t *BashTool) run(ctx context.Context, command string, timeout time.Duration) (string, error) {
+func (t *BashTool) run(ctx context.Context, command string, timeout time.Duration, output func(string)) (string, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.sh == nil {
@@ -148,6 +150,24 @@ func (t *BashTool) run(ctx context.Context, command string, timeout time.Duratio
 	done := make(chan result, 1)
 	go func() {
 		var out strings.Builder
+		// Lines go on to output as they come, but for a blank one, held
+		// until the next: the last, before the marker, is the newline the
+		// script adds.
+		held := false
+		pass := func(line string) {
+			if output == nil {
+				return
+			}
+			if held {
+				line = "\n" + line
+			}
+			if held = strings.HasSuffix(line, "\n\n") || line == "\n"; held {
+				line = line[:len(line)-1]
+			}
+			if line != "" {
+				output(line)
+			}
+		}
 		for {
 			line, err := t.out.ReadString('\n')
 			if rest, ok := strings.CutPrefix(line, marker+" "); ok {
@@ -160,6 +180,7 @@ func (t *BashTool) run(ctx context.Context, command string, timeout time.Duratio
 				return
 			}
 			out.WriteString(line)
+			pass(line)
 			if err != nil {
 				done <- result{out.String(), -1, fmt.Errorf("the shell ended: %w", err)}
 				return

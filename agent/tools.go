@@ -15,6 +15,9 @@ type Action struct {
 	Summary string // one line: "edit main.go", "run: go test ./..."
 	Diff    string // for edits: a unified diff
 	Do      func(ctx context.Context) (string, error)
+	// Output, if the caller sets it before Do, gets the output of a
+	// command as it comes, a line at a time.
+	Output func(string)
 }
 
 // Tool is one of the agent's tools. Plan checks the arguments and prepares
