@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 
 	"github.com/coder/websocket"
@@ -16,48 +17,78 @@ import (
 )
 
 // agentPanel serves the IDE's agent panel on the launcher's side of the
-// proxy (GET /api/agent, a WebSocket): the model is called from here, so
-// API keys never enter the container, while the tools work on the
-// project and run commands in the workspace.
+// proxy (GET /api/agent?after=ID, a WebSocket): the model is called from
+// here, so API keys never enter the container, while the tools work on
+// the project and run commands in the workspace. The workspace has one
+// conversation, which outlives the WebSockets: every window shows it, a
+// turn goes on while none is open, and a window that reconnects with the
+// id of the last event it saw gets what it missed.
 //
 //	client → {"type":"prompt","text":…}
-//	         {"type":"decision","id":N,"approve":bool,"reason":…}
+//	         {"type":"decision","approval":N,"approve":bool,"reason":…}
 //	         {"type":"stop"}                      (the turn in progress)
 //	         {"type":"rewind","text":CHECKPOINT}  (files and conversation, to before that turn)
-//	server → the loop's events ({"type":"text"|"thinking"|"tool_call"|"tool_result"|
-//	         "checkpoint"|"compacted"|"error"|"done",…}),
-//	         {"type":"approval","id":N,"action":…,"diff":…} for a decision,
-//	         {"type":"stopped"}, {"type":"rewound","text":CHECKPOINT}
+//	server → events, each with an "id" one above the last:
+//	         {"type":"user","text":…} (a prompt, from any window),
+//	         {"type":"state","text":"running"|"idle"},
+//	         the loop's ({"type":"text"|"thinking"|"tool_call"|"tool_output"|"tool_result"|
+//	         "usage"|"checkpoint"|"compacted"|"error"|"done",…}),
+//	         {"type":"approval","approval":N,"action":…,"diff":…} to decide,
+//	         {"type":"decided","approval":N,"approve":bool},
+//	         {"type":"stopped"}, {"type":"rewound","text":CHECKPOINT};
+//	         and without an id, to this window alone: {"type":"live"} once
+//	         what it missed has been sent, {"type":"reset"} when the id it
+//	         gave is from another launcher's conversation (all is sent
+//	         again), {"type":"error",…} for its own requests.
 type agentPanel struct {
 	root string // --root, for cove exec
 	st   *container.State
 	dir  string
+	ctx  context.Context // the launcher's: the conversation ends with it
+
+	mu   sync.Mutex
+	conv *conversation
 }
 
 type panelMsg struct {
-	Type    string `json:"type"`
-	Text    string `json:"text,omitempty"`
-	ID      int    `json:"id,omitempty"`
-	Approve bool   `json:"approve,omitempty"`
-	Reason  string `json:"reason,omitempty"`
-	Action  string `json:"action,omitempty"`
-	Diff    string `json:"diff,omitempty"`
+	Type     string `json:"type"`
+	Text     string `json:"text,omitempty"`
+	Approval int    `json:"approval,omitempty"`
+	Approve  bool   `json:"approve,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	Action   string `json:"action,omitempty"`
+	Diff     string `json:"diff,omitempty"`
 }
 
-func (p *agentPanel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	c, err := websocket.Accept(w, r, nil)
-	if err != nil {
-		return
-	}
-	defer c.CloseNow()
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	var wmu sync.Mutex
-	send := func(v any) {
-		b, _ := json.Marshal(v)
-		wmu.Lock()
-		defer wmu.Unlock()
-		c.Write(ctx, websocket.MessageText, b)
+// keptEvents bounds the events kept for replay; a conversation's text
+// arrives in small deltas, so this is a long one.
+const keptEvents = 200_000
+
+// conversation is the workspace's conversation with the agent.
+type conversation struct {
+	a        *agent.Agent
+	close    func()
+	events   *agent.EventLog
+	sessions string
+	ctx      context.Context
+
+	mu        sync.Mutex
+	history   []agent.Message
+	turns     map[string]int // checkpoint → the history's length before its turn
+	decisions map[int]chan agent.Decision
+	approvals int                // the last approval's number
+	busy      bool               // a turn runs, or a rewind
+	stopTurn  context.CancelFunc // set while a turn runs
+}
+
+// conversation returns the workspace's conversation, starting it on first
+// use. A failure (no model configured) is not kept: the next window or
+// prompt tries again, after the user ran cove agent --setup.
+func (p *agentPanel) conversation() (*conversation, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.conv != nil {
+		return p.conv, nil
 	}
 	home, _ := os.UserHomeDir()
 	cfg, err := agent.LoadConfig(home, p.dir, os.Getenv, agent.Config{})
@@ -66,54 +97,218 @@ func (p *agentPanel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		provider, err = cfg.NewProvider()
 	}
 	if err != nil {
-		send(panelMsg{Type: "error", Text: err.Error()})
-		return
+		return nil, err
 	}
-	a, broken, closeAgent, err := buildAgent(ctx, p.root, p.st, p.dir, provider, cfg.Model)
+	a, broken, closeAgent, err := buildAgent(p.ctx, p.root, p.st, p.dir, provider, cfg.Model)
 	if err != nil {
-		send(panelMsg{Type: "error", Text: err.Error()})
-		return
+		return nil, err
 	}
-	defer closeAgent()
+	cv := &conversation{a: a, close: closeAgent, events: agent.NewEventLog(keptEvents),
+		sessions: filepath.Join(p.dir, ".cove", "sessions"), ctx: p.ctx,
+		turns: map[string]int{}, decisions: map[int]chan agent.Decision{}}
+	if a.Session, err = agent.NewSession(cv.sessions); err != nil {
+		closeAgent()
+		return nil, err
+	}
 	for _, b := range broken {
-		send(panelMsg{Type: "error", Text: fmt.Sprintf("tool %s is broken: %v", b.Path, b.Err)})
+		cv.events.Add(panelMsg{Type: "error", Text: fmt.Sprintf("tool %s is broken: %v", b.Path, b.Err)})
 	}
-	if a.Session, err = agent.NewSession(filepath.Join(p.dir, ".cove", "sessions")); err != nil {
-		send(panelMsg{Type: "error", Text: err.Error()})
+	a.Emit = func(ev agent.LoopEvent) {
+		switch ev.Type {
+		case "checkpoint":
+			cv.mu.Lock()
+			cv.turns[ev.Text] = len(cv.history)
+			cv.mu.Unlock()
+		case "approval", "decision": // the panel sends its own, numbered to answer
+			return
+		}
+		cv.events.Add(ev)
+	}
+	a.Approve = cv.approve
+	p.conv = cv
+	return cv, nil
+}
+
+// Close ends the conversation's shell.
+func (p *agentPanel) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.conv != nil {
+		p.conv.mu.Lock()
+		p.conv.a.Session.Close()
+		p.conv.mu.Unlock()
+		p.conv.close()
+	}
+}
+
+func (cv *conversation) approve(ctx context.Context, act *agent.Action) agent.Decision {
+	cv.mu.Lock()
+	cv.approvals++
+	n, ch := cv.approvals, make(chan agent.Decision, 1)
+	cv.decisions[n] = ch
+	cv.mu.Unlock()
+	cv.events.Add(panelMsg{Type: "approval", Approval: n, Action: act.Summary, Diff: act.Diff})
+	var d agent.Decision
+	select {
+	case d = <-ch:
+	case <-ctx.Done():
+		cv.mu.Lock()
+		delete(cv.decisions, n)
+		cv.mu.Unlock()
+		d = agent.Decision{Reason: "the turn was stopped"}
+	}
+	cv.events.Add(panelMsg{Type: "decided", Approval: n, Approve: d.Approve, Reason: d.Reason})
+	return d
+}
+
+// decide answers approval n; the first answer, from any window, counts.
+func (cv *conversation) decide(n int, d agent.Decision) {
+	cv.mu.Lock()
+	ch := cv.decisions[n]
+	delete(cv.decisions, n)
+	cv.mu.Unlock()
+	if ch != nil {
+		ch <- d
+	}
+}
+
+func (cv *conversation) stop() {
+	cv.mu.Lock()
+	defer cv.mu.Unlock()
+	if cv.stopTurn != nil {
+		cv.stopTurn()
+	}
+}
+
+// prompt starts a turn; it says why not when one is running.
+func (cv *conversation) prompt(text string) error {
+	cv.mu.Lock()
+	if cv.busy {
+		cv.mu.Unlock()
+		return errors.New("the agent is still at work on the last prompt")
+	}
+	cv.busy = true
+	turnCtx, cancel := context.WithCancel(cv.ctx)
+	cv.stopTurn = cancel
+	history := cv.history
+	cv.mu.Unlock()
+	cv.events.Add(panelMsg{Type: "user", Text: text})
+	cv.events.Add(panelMsg{Type: "state", Text: "running"})
+	go func() {
+		msgs, err := cv.a.Run(turnCtx, history, text)
+		cancel()
+		stopped := errors.Is(err, context.Canceled) && cv.ctx.Err() == nil
+		cv.mu.Lock()
+		cv.history = msgs // what was said stays, a stopped step included
+		cv.stopTurn, cv.busy = nil, false
+		cv.mu.Unlock()
+		if stopped {
+			cv.events.Add(panelMsg{Type: "stopped"})
+		}
+		cv.events.Add(panelMsg{Type: "state", Text: "idle"})
+	}()
+	return nil
+}
+
+// rewind puts the files and the conversation back as they were before the
+// turn of checkpoint id.
+func (cv *conversation) rewind(id string) error {
+	cv.mu.Lock()
+	if cv.busy {
+		cv.mu.Unlock()
+		return errors.New("stop the agent before rewinding")
+	}
+	n, ok := cv.turns[id]
+	if !ok || cv.a.Checkpoints == nil {
+		cv.mu.Unlock()
+		return errors.New("that checkpoint is not from this conversation")
+	}
+	cv.busy = true
+	cv.mu.Unlock()
+	defer func() {
+		cv.mu.Lock()
+		cv.busy = false
+		cv.mu.Unlock()
+	}()
+	if err := cv.a.Checkpoints.Rewind(cv.ctx, id); err != nil {
+		return fmt.Errorf("rewind: %w (nothing else changed)", err)
+	}
+	s, err := restartSession(cv.sessions, cv.a.Session, cv.history[:n])
+	if err != nil {
+		return err
+	}
+	cv.mu.Lock()
+	cv.a.Session, cv.history = s, cv.history[:n:n]
+	for id, before := range cv.turns {
+		if before >= n {
+			delete(cv.turns, id)
+		}
+	}
+	cv.mu.Unlock()
+	cv.events.Add(panelMsg{Type: "rewound", Text: id})
+	return nil
+}
+
+func (p *agentPanel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	after, _ := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
+	c, err := websocket.Accept(w, r, nil)
+	if err != nil {
 		return
 	}
-	defer func() { a.Session.Close() }() // a rewind starts a new one
-	var history []agent.Message
-	turns := map[string]int{} // checkpoint → the history's length before its turn
-	a.Emit = func(ev agent.LoopEvent) {
-		if ev.Type == "checkpoint" {
-			turns[ev.Text] = len(history)
-		}
-		if ev.Type != "approval" { // the panel sends its own, with an id to answer
-			send(ev)
-		}
+	defer c.CloseNow()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	var wmu sync.Mutex
+	write := func(b []byte) error {
+		wmu.Lock()
+		defer wmu.Unlock()
+		return c.Write(ctx, websocket.MessageText, b)
 	}
-	var (
-		dmu       sync.Mutex
-		decisions = map[int]chan agent.Decision{}
-		nextID    int
-	)
-	a.Approve = func(ctx context.Context, act *agent.Action) agent.Decision {
-		dmu.Lock()
-		nextID++
-		id, ch := nextID, make(chan agent.Decision, 1)
-		decisions[id] = ch
-		dmu.Unlock()
-		send(panelMsg{Type: "approval", ID: id, Action: act.Summary, Diff: act.Diff})
-		select {
-		case d := <-ch:
-			return d
-		case <-ctx.Done():
-			return agent.Decision{Reason: "the window closed"}
-		}
+	say := func(m panelMsg) {
+		b, _ := json.Marshal(m)
+		write(b)
 	}
-	running := make(chan struct{}, 1) // one run (or rewind) at a time
-	var stopTurn context.CancelFunc   // set while running holds
+	// The stream: what this window missed, then what comes.
+	var streaming sync.Once
+	stream := func(cv *conversation) {
+		streaming.Do(func() {
+			go func() {
+				defer cancel()
+				live, cursor := cv.events.Last(), after
+				if cursor > live {
+					// An id from before this launcher: another conversation.
+					say(panelMsg{Type: "reset"})
+					cursor = 0
+				}
+				for {
+					if cursor >= live {
+						say(panelMsg{Type: "live"})
+						live = 1<<63 - 1
+					}
+					evs, last, err := cv.events.Since(ctx, cursor)
+					if err != nil {
+						return
+					}
+					for _, b := range evs {
+						if write(b) != nil {
+							return
+						}
+					}
+					cursor = last
+				}
+			}()
+		})
+	}
+	conv := func() *conversation {
+		cv, err := p.conversation()
+		if err != nil {
+			say(panelMsg{Type: "error", Text: err.Error()})
+			return nil
+		}
+		stream(cv)
+		return cv
+	}
+	cv := conv()
 	for {
 		_, b, err := c.Read(ctx)
 		if err != nil {
@@ -123,68 +318,24 @@ func (p *agentPanel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if json.Unmarshal(b, &m) != nil {
 			continue
 		}
+		if cv == nil {
+			if cv = conv(); cv == nil {
+				continue
+			}
+		}
 		switch m.Type {
 		case "decision":
-			dmu.Lock()
-			ch := decisions[m.ID]
-			delete(decisions, m.ID)
-			dmu.Unlock()
-			if ch != nil {
-				ch <- agent.Decision{Approve: m.Approve, Reason: m.Reason}
-			}
+			cv.decide(m.Approval, agent.Decision{Approve: m.Approve, Reason: m.Reason})
 		case "stop":
-			dmu.Lock()
-			if stopTurn != nil {
-				stopTurn()
-			}
-			dmu.Unlock()
+			cv.stop()
 		case "rewind":
-			select {
-			case running <- struct{}{}:
-			default:
-				send(panelMsg{Type: "error", Text: "stop the agent before rewinding"})
-				continue
+			if err := cv.rewind(m.Text); err != nil {
+				say(panelMsg{Type: "error", Text: err.Error()})
 			}
-			n, ok := turns[m.Text]
-			if !ok || a.Checkpoints == nil {
-				send(panelMsg{Type: "error", Text: "that checkpoint is not from this conversation"})
-			} else if err := a.Checkpoints.Rewind(ctx, m.Text); err != nil {
-				send(panelMsg{Type: "error", Text: "rewind: " + err.Error() + " (nothing else changed)"})
-			} else if s, err := restartSession(filepath.Join(p.dir, ".cove", "sessions"), a.Session, history[:n]); err != nil {
-				send(panelMsg{Type: "error", Text: err.Error()})
-			} else {
-				a.Session, history = s, history[:n:n]
-				for id, before := range turns {
-					if before >= n {
-						delete(turns, id)
-					}
-				}
-				send(panelMsg{Type: "rewound", Text: m.Text})
-			}
-			<-running
 		case "prompt":
-			select {
-			case running <- struct{}{}:
-			default:
-				send(panelMsg{Type: "error", Text: "the agent is still at work on the last prompt"})
-				continue
+			if err := cv.prompt(m.Text); err != nil {
+				say(panelMsg{Type: "error", Text: err.Error()})
 			}
-			turnCtx, cancel := context.WithCancel(ctx)
-			dmu.Lock()
-			stopTurn = cancel
-			dmu.Unlock()
-			go func(prompt string) {
-				defer func() { <-running }()
-				msgs, err := a.Run(turnCtx, history, prompt)
-				dmu.Lock()
-				stopTurn = nil
-				dmu.Unlock()
-				cancel()
-				history = msgs // what was said stays, a stopped step included
-				if errors.Is(err, context.Canceled) && ctx.Err() == nil {
-					send(panelMsg{Type: "stopped"})
-				}
-			}(m.Text)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -852,6 +853,61 @@ func TestBrowserIDE(t *testing.T) {
 	// The prompt after the rewind went without the rewound turn.
 	if msgs := reqs[2].JSON(t)["messages"].([]any); len(msgs) != 2 {
 		t.Errorf("after the rewind the model saw %d messages, want system + the new prompt", len(msgs))
+	}
+
+	// The panel's events are numbered 1, 2, 3…; a window that comes back
+	// with the last id it saw gets only what follows.
+	all := agentEvents(t, url, 0)
+	if len(all) < 10 {
+		t.Fatalf("the conversation's events: %v", all)
+	}
+	var types []string
+	for i, ev := range all {
+		if id, _ := ev["id"].(float64); int(id) != i+1 {
+			t.Fatalf("event %d has id %v: %v", i, ev["id"], ev)
+		}
+		types = append(types, ev["type"].(string))
+	}
+	for _, want := range []string{"user", "state", "checkpoint", "approval", "decided", "text", "done", "rewound", "stopped"} {
+		if !slices.Contains(types, want) {
+			t.Errorf("no %q event among %v", want, types)
+		}
+	}
+	if tail := agentEvents(t, url, len(all)-2); len(tail) != 2 || tail[0]["id"].(float64) != float64(len(all)-1) {
+		t.Errorf("after=%d: %v", len(all)-2, tail)
+	}
+	// An id this launcher never gave: the window is told to start over.
+	if again := agentEvents(t, url, len(all)+100); len(again) != len(all)+1 || again[0]["type"] != "reset" {
+		t.Errorf("after an unknown id: %d events, first %v", len(again), again[0])
+	}
+}
+
+// agentEvents connects to the agent panel of the workspace at url (as
+// cove up printed it) with ?after=after and returns the events it sends
+// until it says the window is live.
+func agentEvents(t *testing.T, url string, after int) []map[string]any {
+	t.Helper()
+	base, token, _ := strings.Cut(url, "/?token=")
+	h := http.Header{"Cookie": {"cove_token=" + token}, "Origin": {base}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, strings.Replace(base, "http", "ws", 1)+"/api/agent?after="+strconv.Itoa(after), &websocket.DialOptions{HTTPHeader: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	var evs []map[string]any
+	for {
+		_, b, err := ws.Read(ctx)
+		if err != nil {
+			t.Fatalf("agent events after %d: %v (got %d)", after, err, len(evs))
+		}
+		var ev map[string]any
+		json.Unmarshal(b, &ev)
+		if ev["type"] == "live" {
+			return evs
+		}
+		evs = append(evs, ev)
 	}
 }
 

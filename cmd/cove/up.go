@@ -78,7 +78,9 @@ func upAction(c *cli.Context) error {
 		return fmt.Errorf("listen on 127.0.0.1:%d: %w (choose another --port)", c.Int("port"), err)
 	}
 	proxy := ide.NewProxy(filepath.Join(workspaceRunDir(e, name), "ide.sock"), l.Addr().(*net.TCPAddr).Port)
-	proxy.Handle("/api/agent", &agentPanel{root: c.String("root"), st: st, dir: dir})
+	panel := &agentPanel{root: c.String("root"), st: st, dir: dir, ctx: c.Context}
+	defer panel.Close()
+	proxy.Handle("/api/agent", panel)
 	proxy.Handle("/api/search", projectSearch{dir: dir})
 	proxy.Handle("/api/ignored", ignoredNames{dir: dir})
 	srv := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}

@@ -2,7 +2,9 @@
 // the host, keys never enter the workspace); its steps stream back, and
 // edits and commands wait here for approval, diff shown. Stop ends the
 // turn in progress; each turn's checkpoint can rewind the files and the
-// conversation to before it.
+// conversation to before it. The conversation is the workspace's, not
+// this page's: every event has an id, and a reload or a reconnect asks
+// for those after the last it showed.
 
 const el = (tag, cls, text) => {
   const e = document.createElement(tag);
@@ -11,10 +13,12 @@ const el = (tag, cls, text) => {
   return e;
 };
 
-export function startAgent({ log, input, send, status }) {
+export function startAgent({ log, input, send }) {
   let ws;
   let current = null; // the answer being streamed
   let busy = false;
+  let lastId = 0; // the newest event shown: a reconnect asks for what follows
+  let live = false; // false while what this window missed is replayed
 
   const add = (node) => {
     log.append(node);
@@ -28,9 +32,34 @@ export function startAgent({ log, input, send, status }) {
     log.classList.toggle("busy", b);
   };
   let lastUser = null; // the newest prompt's node, which its checkpoint takes back
+  const cards = new Map(); // approval number → its card, until decided
+  let output = null; // the running command's live output
 
   function handle(m) {
+    if (m.id) {
+      if (m.id <= lastId) return; // seen before a reconnect
+      lastId = m.id;
+    }
     switch (m.type) {
+      case "live":
+        live = true;
+        break;
+      case "reset":
+        log.replaceChildren();
+        lastId = 0;
+        current = lastUser = output = null;
+        cards.clear();
+        break;
+      case "user":
+        current = null;
+        lastUser = add(el("div", "msg user", m.text));
+        // The box empties when the prompt is taken, not before: one the
+        // launcher refuses stays to send again.
+        if (live && input.value.trim() === m.text) input.value = "";
+        break;
+      case "state":
+        setBusy(m.text === "running");
+        break;
       case "text":
         if (!current) current = add(el("div", "msg assistant", ""));
         current.textContent += m.text;
@@ -43,7 +72,17 @@ export function startAgent({ log, input, send, status }) {
         current = null;
         add(el("div", "tool", `${m.call.name} ${JSON.stringify(m.call.args)}`));
         break;
+      case "tool_output":
+        if (!output) {
+          output = add(el("pre", "output"));
+        }
+        output.textContent += m.text;
+        output.scrollTop = output.scrollHeight;
+        log.scrollTop = log.scrollHeight;
+        break;
       case "tool_result": {
+        if (output) output.remove();
+        output = null;
         const d = add(el("details", m.is_error ? "result error" : "result"));
         d.append(el("summary", null, (m.text || "").split("\n")[0].slice(0, 120) || "(no output)"), el("pre", null, m.text));
         break;
@@ -57,14 +96,25 @@ export function startAgent({ log, input, send, status }) {
         const yes = el("button", "approve", "Approve");
         const no = el("button", "reject", "Reject");
         const decide = (approve) => {
-          ws.send(JSON.stringify({ type: "decision", id: m.id, approve, reason: reason.value }));
-          card.classList.add(approve ? "approved" : "rejected");
+          ws.send(JSON.stringify({ type: "decision", approval: m.approval, approve, reason: reason.value }));
           for (const b of [yes, no, reason]) b.disabled = true;
         };
         yes.onclick = () => decide(true);
         no.onclick = () => decide(false);
         card.append(reason, yes, no);
-        yes.focus();
+        card.controls = [yes, no, reason];
+        cards.set(m.approval, card);
+        if (live) yes.focus();
+        break;
+      }
+      case "decided": {
+        // From this window or another: the first answer counts.
+        const card = cards.get(m.approval);
+        if (!card) break;
+        cards.delete(m.approval);
+        card.classList.add(m.approve ? "approved" : "rejected");
+        for (const b of card.controls) b.disabled = true;
+        if (m.reason && !m.approve) card.append(el("div", "note", m.reason));
         break;
       }
       case "checkpoint": {
@@ -83,35 +133,33 @@ export function startAgent({ log, input, send, status }) {
         const note = log.querySelector(`[data-checkpoint="${m.text}"]`);
         if (!note) break;
         const from = note.userNode || note;
-        if (note.userNode) input.value = note.userNode.textContent;
+        if (live && note.userNode) input.value = note.userNode.textContent;
         while (from.nextSibling) from.nextSibling.remove();
         from.remove();
         current = null;
-        add(el("div", "note", "files and conversation rewound; the prompt is back in the box"));
-        input.focus();
+        add(el("div", "note", "files and conversation rewound" + (live ? "; the prompt is back in the box" : "")));
+        if (live) input.focus();
         break;
       }
       case "stopped":
         current = null;
         add(el("div", "note", "stopped"));
-        setBusy(false);
         break;
       case "compacted":
         add(el("div", "note", "the conversation was summarised to fit the model"));
         break;
       case "error":
         add(el("div", "msg error", m.text));
-        setBusy(false);
         break;
       case "done":
         current = null;
-        setBusy(false);
         break;
     }
   }
 
   function connect(retry = 0) {
-    ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/api/agent`);
+    live = false;
+    ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/api/agent?after=${lastId}`);
     ws.onopen = () => (retry = 0);
     ws.onmessage = (ev) => handle(JSON.parse(ev.data));
     ws.onclose = () => setTimeout(() => connect(retry + 1), Math.min(5000, 500 * 2 ** retry));
@@ -125,10 +173,6 @@ export function startAgent({ log, input, send, status }) {
       return;
     }
     if (!text) return;
-    lastUser = add(el("div", "msg user", text));
-    current = null;
-    input.value = "";
-    setBusy(true);
     ws.send(JSON.stringify({ type: "prompt", text }));
   }
 

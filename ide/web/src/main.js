@@ -117,6 +117,7 @@ async function openFile(path, line) {
   docs.set(path, { doc, tab, pane });
   $("#welcome").hidden = true;
   showDoc(path);
+  saveDocs();
   if (line) doc.goto(line);
 }
 
@@ -126,6 +127,19 @@ function showDoc(path) {
     d.tab.classList.toggle("active", p === path);
   }
   docs.get(path).doc.view.focus();
+  activeDoc = path;
+  saveDocs();
+}
+
+// The open files come back after a reload, the one shown last in front.
+let activeDoc = null;
+function saveDocs() {
+  sessionStorage.setItem("cove-docs", JSON.stringify({ paths: [...docs.keys()], active: activeDoc }));
+}
+async function restoreDocs() {
+  const { paths = [], active = null } = JSON.parse(sessionStorage.getItem("cove-docs") || "{}");
+  for (const p of paths) await openFile(p);
+  if (active && docs.has(active)) showDoc(active);
 }
 
 function closeDoc(path) {
@@ -137,6 +151,7 @@ function closeDoc(path) {
   const next = [...docs.keys()].pop();
   if (next) showDoc(next);
   else $("#welcome").hidden = false;
+  saveDocs();
 }
 
 // ---- terminal tabs -----------------------------------------------------
@@ -242,6 +257,11 @@ function refreshDir(dir) {
 // For the browser tests (and the curious): the open shells and files.
 window.cove = { shells, docs };
 renderDir(".", $("#tree")).catch((e) => status(`files: ${e.message}`));
+restoreDocs().catch((e) => status(`files: ${e.message}`));
+// Unsaved edits live only in this page: the browser asks before it goes.
+addEventListener("beforeunload", (ev) => {
+  if ([...docs.values()].some((d) => d.doc.dirty())) ev.preventDefault();
+});
 const saved = JSON.parse(sessionStorage.getItem("cove-shells") || "[]");
 if (saved.length) saved.forEach((id) => newShell(id));
 else newShell();

@@ -102,6 +102,13 @@ try {
   await page.press("#agent-input", "Enter");
   await page.waitForSelector(".approval .diff", { timeout: 15000 })
     .catch(async () => fail("no approval card: " + (await page.textContent("#agent-log"))));
+  // The conversation is the workspace's: a reload shows it again, the
+  // approval still waiting for an answer.
+  await page.reload();
+  await page.waitForSelector(".approval .diff", { timeout: 15000 })
+    .catch(async () => fail("the approval did not come back after a reload: " + (await page.textContent("#agent-log"))));
+  if (!(await page.textContent("#agent-log .msg.user")).includes("make hello.txt friendlier")) await fail("the prompt did not come back after a reload");
+  if (await page.isDisabled(".approval .approve")) await fail("the pending approval came back answered");
   const diff = await page.textContent(".approval .diff");
   if (!diff.includes("+changed by the agent")) await fail("the diff shown: " + diff);
   await page.click(".approval .approve");
@@ -126,6 +133,13 @@ try {
   await page.waitForFunction(() => document.querySelector("#agent-log").textContent.includes("Let me think"), null, { timeout: 15000 })
     .catch(async () => fail("no streamed text: " + (await page.textContent("#agent-log"))));
   if ((await page.textContent("#agent-send")) !== "Stop") await fail("the send button does not offer Stop while busy");
+  // A reload mid-turn: the streamed text and the running turn come back.
+  await page.reload();
+  await page.waitForFunction(() => document.querySelector("#agent-log").textContent.includes("Let me think"), null, { timeout: 15000 })
+    .catch(async () => fail("the streamed text did not come back after a reload: " + (await page.textContent("#agent-log"))));
+  await page.waitForFunction(() => document.querySelector("#agent-send").textContent === "Stop", null, { timeout: 5000 })
+    .catch(async () => fail("after a reload the panel does not know the agent is at work"));
+  if ((await page.textContent("#agent-log")).includes("Made it friendlier.")) await fail("the rewound turn came back after a reload");
   await page.click("#agent-send");
   await page.waitForFunction(() => document.querySelector("#agent-send").textContent === "Send", null, { timeout: 10000 })
     .catch(async () => fail("Stop did not end the turn: " + (await page.textContent("#agent-log"))));
