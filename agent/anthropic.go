@@ -138,8 +138,9 @@ func (p *Anthropic) once(ctx context.Context, body []byte, emit func(Event)) (*R
 			Index   int    `json:"index"`
 			Message struct {
 				Usage struct {
-					Input     int `json:"input_tokens"`
-					CacheRead int `json:"cache_read_input_tokens"`
+					Input      int `json:"input_tokens"`
+					CacheRead  int `json:"cache_read_input_tokens"`
+					CacheWrite int `json:"cache_creation_input_tokens"`
 				} `json:"usage"`
 			} `json:"message"`
 			ContentBlock anBlock `json:"content_block"`
@@ -162,7 +163,10 @@ func (p *Anthropic) once(ctx context.Context, body []byte, emit func(Event)) (*R
 		case "error":
 			return streamError("anthropic", ev.Data)
 		case "message_start":
-			reply.Usage.Input, reply.Usage.CacheRead = e.Message.Usage.Input, e.Message.Usage.CacheRead
+			// Anthropic counts cached input apart; Usage.Input is all of
+			// it, as OpenAI's prompt_tokens is.
+			u := e.Message.Usage
+			reply.Usage.Input, reply.Usage.CacheRead = u.Input+u.CacheRead+u.CacheWrite, u.CacheRead
 		case "content_block_start":
 			b := &block{kind: e.ContentBlock.Type, id: e.ContentBlock.ID, name: e.ContentBlock.Name}
 			blocks[e.Index] = b

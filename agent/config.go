@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/cove-sh/cove/internal/atomicfile"
@@ -22,6 +23,9 @@ type Config struct {
 	BaseURL  string `json:"base_url,omitempty"`
 	APIKey   string `json:"api_key,omitempty"`
 	Model    string `json:"model,omitempty"`
+	// ContextWindow is the model's context window in tokens, for
+	// compacting before the server refuses a request.
+	ContextWindow int `json:"context_window,omitempty"`
 }
 
 // merge lays o over c.
@@ -38,7 +42,24 @@ func (c Config) merge(o Config) Config {
 	if o.Model != "" {
 		c.Model = o.Model
 	}
+	if o.ContextWindow > 0 {
+		c.ContextWindow = o.ContextWindow
+	}
 	return c
+}
+
+// Window is the model's context window: as configured, else 200,000
+// tokens for Anthropic's models (all of today's), else 0, not known
+// (OpenAI-compatible servers differ, and say so when a request is too
+// long).
+func (c Config) Window() int {
+	if c.ContextWindow > 0 {
+		return c.ContextWindow
+	}
+	if c.Provider == "anthropic" {
+		return 200_000
+	}
+	return 0
 }
 
 // ReadConfigFile reads one layer; a missing file is an empty one.
@@ -108,6 +129,13 @@ func LoadConfig(home, dir string, getenv func(string) string, flags Config) (Con
 		return ""
 	}
 	env := Config{Provider: first("COVE_PROVIDER"), BaseURL: first("COVE_BASE_URL"), APIKey: first("COVE_API_KEY"), Model: first("COVE_MODEL")}
+	if w := first("COVE_CONTEXT_WINDOW"); w != "" {
+		n, err := strconv.Atoi(w)
+		if err != nil || n <= 0 {
+			return c, fmt.Errorf("COVE_CONTEXT_WINDOW=%q: want a number of tokens", w)
+		}
+		env.ContextWindow = n
+	}
 	if env.Provider == "" && c.APIKey == "" && env.APIKey == "" && first("OPENAI_API_KEY") == "" && first("ANTHROPIC_API_KEY") != "" {
 		env.Provider = "anthropic"
 	}

@@ -60,6 +60,36 @@ type Agent struct {
 	MaxSteps int
 	// Checkpoints, if set, snapshots the project at each prompt.
 	Checkpoints *Checkpoints
+	// Window is the model's context window in tokens; 0 if not known,
+	// and then the conversation is compacted only when the model says
+	// it is too long.
+	Window int
+	// CompactAt is the fraction of Window past which the conversation is
+	// compacted before the next call; default 0.8.
+	CompactAt float64
+}
+
+// full says whether a conversation that took used tokens (the last
+// call's prompt and reply) should be compacted before the next call.
+func (a *Agent) full(used int) bool {
+	at := a.CompactAt
+	if at <= 0 || at > 1 {
+		at = 0.8
+	}
+	return a.Window > 0 && float64(used) > at*float64(a.Window)
+}
+
+// estimateTokens is a rough count for servers that report no usage: about
+// four bytes a token for English and code.
+func estimateTokens(msgs []Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += len(m.Content) + len(m.Thinking)
+		for _, c := range m.ToolCalls {
+			n += len(c.Name) + len(c.Args)
+		}
+	}
+	return n / 4
 }
 
 func (a *Agent) emit(ev LoopEvent) {
@@ -100,8 +130,13 @@ func (a *Agent) Run(ctx context.Context, history []Message, prompt string) ([]Me
 	if maxSteps == 0 {
 		maxSteps = 50
 	}
-	compacted := false
+	compacted, full := false, false
 	for step := 0; step < maxSteps; step++ {
+		if full {
+			// Near the window: summarise before the next call, not after
+			// the server refuses it.
+			msgs, full = a.Compact(ctx, msgs), false
+		}
 		req := Request{Model: a.Model, System: a.System, Messages: msgs, Tools: specs}
 		reply, err := a.Provider.Stream(ctx, req, func(ev Event) {
 			switch ev.Kind {
@@ -126,6 +161,11 @@ func (a *Agent) Run(ctx context.Context, history []Message, prompt string) ([]Me
 		compacted = false
 		a.emit(LoopEvent{Type: "usage", Usage: &reply.Usage})
 		msgs = append(msgs, reply.Message)
+		used := reply.Usage.Input + reply.Usage.Output
+		if used == 0 {
+			used = estimateTokens(msgs) + len(a.System)/4
+		}
+		full = a.full(used)
 		a.record(LoopEvent{Type: "message", Message: &msgs[len(msgs)-1], Usage: &reply.Usage})
 		if len(reply.Message.ToolCalls) == 0 {
 			a.emit(LoopEvent{Type: "done", Text: reply.Message.Content, Usage: &reply.Usage})
@@ -259,38 +299,75 @@ func (a *Agent) allowed(act *Action) bool {
 	return false
 }
 
-// Compact asks the model to summarise all but the newest user message and
-// what came after it; the summary replaces them. If that fails too, the
-// older half is dropped: the agent says so and goes on. Run compacts by
-// itself when the model says the context is too long.
+// Compact asks the model to summarise the conversation but for the newest
+// user message and the latest step (the last model reply and its tool
+// results), which stay word for word; the summary replaces the rest,
+// earlier steps of the current turn included, so that one long turn can
+// be compacted too. If that fails, older turns and the current turn's
+// earlier steps are dropped instead: the agent says so and goes on. Run
+// compacts by itself near the window and when the model says the
+// context is too long; the full transcript stays in the session.
 func (a *Agent) Compact(ctx context.Context, msgs []Message) []Message {
-	keepFrom := len(msgs) - 1
-	for keepFrom > 0 && msgs[keepFrom].Role != "user" {
-		keepFrom--
-	}
-	older, recent := msgs[:keepFrom], msgs[keepFrom:]
+	older, kept := splitForCompaction(msgs)
 	if len(older) == 0 {
 		return msgs
 	}
 	transcript, _ := json.Marshal(older)
 	req := Request{Model: a.Model, System: "You summarise a coding session for the assistant that continues it. Keep: the user's goals and constraints, decisions made, files changed and why, commands run and what they showed, what is left to do. Be concise.",
-		Messages: []Message{{Role: "user", Content: "Summarise this conversation (JSON):\n" + string(transcript)}}}
+		Messages: []Message{{Role: "user", Content: "Summarise this conversation (JSON). Its last request from the user, which the assistant is working on, comes after the summary word for word, with the assistant's latest step:\n" + string(transcript)}}}
 	reply, err := a.Provider.Stream(ctx, req, func(Event) {})
 	if err != nil {
 		a.emit(LoopEvent{Type: "error", Text: "compaction failed (" + err.Error() + "); dropping the older half of the conversation instead"})
 		// Keep from a user turn on, so no tool result loses its call.
-		from := len(older)
-		for i := len(older) / 2; i < len(older); i++ {
-			if older[i].Role == "user" {
+		before := msgs[:newestUser(msgs)] // the current turn's earlier steps go too
+		from := len(before)
+		for i := len(before) / 2; i < len(before); i++ {
+			if before[i].Role == "user" {
 				from = i
 				break
 			}
 		}
-		return append(append([]Message(nil), older[from:]...), recent...)
+		return append(append([]Message(nil), before[from:]...), kept...)
 	}
-	summary := Message{Role: "user", Content: "[Summary of the earlier conversation]\n" + reply.Message.Content}
-	ack := Message{Role: "assistant", Content: "Understood; continuing from that summary."}
 	a.record(LoopEvent{Type: "compacted", Text: reply.Message.Content})
 	a.emit(LoopEvent{Type: "compacted", Text: reply.Message.Content})
-	return append([]Message{summary, ack}, recent...)
+	return afterCompaction(reply.Message.Content, kept)
+}
+
+// splitForCompaction parts msgs into what a compaction summarises and
+// what it keeps word for word: the newest user message and the latest
+// step (the last model reply and its tool results).
+func splitForCompaction(msgs []Message) (older, kept []Message) {
+	user := newestUser(msgs)
+	if user < 0 {
+		return nil, msgs
+	}
+	step := len(msgs)
+	for i := len(msgs) - 1; i > user; i-- {
+		if msgs[i].Role == "assistant" {
+			step = i
+			break
+		}
+	}
+	older = append(append([]Message(nil), msgs[:user]...), msgs[user+1:step]...)
+	kept = append([]Message{msgs[user]}, msgs[step:]...)
+	return older, kept
+}
+
+// newestUser is the index of the newest user message, -1 if none.
+func newestUser(msgs []Message) int {
+	i := len(msgs) - 1
+	for i >= 0 && msgs[i].Role != "user" {
+		i--
+	}
+	return i
+}
+
+// afterCompaction is the conversation the model sees after a compaction:
+// the summary, then what was kept.
+func afterCompaction(summary string, kept []Message) []Message {
+	return append([]Message{
+		{Role: "user", Content: "[Summary of the earlier conversation, and of the work on the request below so far]\n" + summary},
+		{Role: "assistant", Content: "Understood; continuing from that summary."},
+	}, kept...)
 }

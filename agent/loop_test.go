@@ -453,3 +453,83 @@ func TestCommandOutputStreamsAsItComes(t *testing.T) {
 		t.Errorf("the first line came %v before the result: it was not streamed while the command ran", result-outputs[0].at)
 	}
 }
+
+// withUsage makes r report that its call took prompt tokens.
+func withUsage(r llmtest.Response, prompt int) llmtest.Response {
+	u, _ := json.Marshal(map[string]any{"choices": []any{}, "usage": map[string]any{"prompt_tokens": prompt, "completion_tokens": 20}})
+	r.Events = append([]llmtest.SSE(nil), r.Events...)
+	r.Events[len(r.Events)-2] = llmtest.SSE{Data: string(u)}
+	return r
+}
+
+// TestAgentCompactsNearTheWindow: past 80% of the model's window, the
+// conversation is summarised before the next call, earlier steps of the
+// turn in progress included; the prompt and the latest step stay word for
+// word, the next request fits the window, and a resumed session sees what
+// the model saw.
+func TestAgentCompactsNearTheWindow(t *testing.T) {
+	dir := t.TempDir()
+	srv := llmtest.New(t)
+	srv.Push(
+		withUsage(call("c1", "bash", map[string]any{"command": "echo FIRST-STEP-OUTPUT; seq 1 400"}), 400),
+		withUsage(call("c2", "bash", map[string]any{"command": "echo LATEST-STEP-OUTPUT"}), 900), // past 800 of 1000
+		answer("SUMMARY-XYZ: ran two commands"),
+		answer("done"),
+	)
+	a, _ := newAgent(t, srv, dir, ModeYolo)
+	a.Window = 1000
+	session, err := NewSession(filepath.Join(dir, ".cove", "sessions"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Session = session
+	var compactions int
+	a.Emit = func(ev LoopEvent) {
+		if ev.Type == "compacted" {
+			compactions++
+		}
+	}
+	history := []Message{{Role: "user", Content: "OLD-REQUEST " + strings.Repeat("words ", 300)}, {Role: "assistant", Content: "OLD-ANSWER"}}
+	msgs, err := a.Run(context.Background(), history, "PROMPT-WORD-FOR-WORD: run things")
+	if err != nil {
+		t.Fatal(err)
+	}
+	session.Close()
+	reqs := srv.Requests()
+	if len(reqs) != 4 || compactions != 1 {
+		t.Fatalf("%d requests, %d compactions; want 4 (two steps, the summary, the answer) and 1", len(reqs), compactions)
+	}
+	summarised, next := string(reqs[2].Body), string(reqs[3].Body)
+	for _, s := range []string{"OLD-REQUEST", "FIRST-STEP-OUTPUT"} {
+		if !strings.Contains(summarised, s) {
+			t.Errorf("the summary request lacks %s", s)
+		}
+	}
+	if strings.Contains(summarised, "LATEST-STEP-OUTPUT") {
+		t.Error("the latest step went into the summary")
+	}
+	for _, s := range []string{"SUMMARY-XYZ", "PROMPT-WORD-FOR-WORD: run things", "LATEST-STEP-OUTPUT", `"c2"`} {
+		if !strings.Contains(next, s) {
+			t.Errorf("the request after compaction lacks %s", s)
+		}
+	}
+	for _, s := range []string{"OLD-REQUEST", "FIRST-STEP-OUTPUT", `"c1"`} {
+		if strings.Contains(next, s) {
+			t.Errorf("the request after compaction still has %s", s)
+		}
+	}
+	var sent struct{ Messages []Message }
+	json.Unmarshal(reqs[3].Body, &sent)
+	if n := estimateTokens(sent.Messages) + len(a.System)/4; n > a.Window*8/10 {
+		t.Errorf("the request after compaction is ~%d tokens, over 80%% of the %d window", n, a.Window)
+	}
+	// Resumed, the conversation is the one the model saw.
+	s, resumed, err := ResumeSession(filepath.Join(dir, ".cove", "sessions"), session.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if len(resumed) != len(msgs) || resumed[0].Content != msgs[0].Content || !strings.Contains(resumed[0].Content, "SUMMARY-XYZ") {
+		t.Errorf("resumed %d messages (first %.60q), the run ended with %d (first %.60q)", len(resumed), resumed[0].Content, len(msgs), msgs[0].Content)
+	}
+}

@@ -53,9 +53,9 @@ type Request struct {
 
 // Usage is what a call cost, in tokens.
 type Usage struct {
-	Input     int `json:"input"`
+	Input     int `json:"input"` // the whole prompt, cached parts included
 	Output    int `json:"output"`
-	CacheRead int `json:"cache_read,omitempty"`
+	CacheRead int `json:"cache_read,omitempty"` // of Input, read from the provider's cache
 }
 
 // EventKind says what a streamed Event carries.

@@ -100,14 +100,10 @@ func ResumeSession(dir, id string) (*Session, []Message, error) {
 				msgs = append(msgs, *l.Message)
 			}
 		case "compacted":
-			// What the model saw from here on: the summary, then the newest
-			// user turn and what followed it (logged before this line).
-			from := len(msgs) - 1
-			for from > 0 && msgs[from].Role != "user" {
-				from--
-			}
-			recent := append([]Message(nil), msgs[max(from, 0):]...)
-			msgs = append([]Message{{Role: "user", Content: "[Summary of the earlier conversation]\n" + l.Text}, {Role: "assistant", Content: "Understood; continuing from that summary."}}, recent...)
+			// What the model saw from here on (the messages it kept were
+			// logged before this line).
+			_, kept := splitForCompaction(msgs)
+			msgs = afterCompaction(l.Text, kept)
 		}
 	}
 	f.Close()

@@ -27,8 +27,10 @@ func agentCommand() *cli.Command {
 		Description: `The model is called from here; its tools work on DIR and run commands inside the
 workspace, so API keys never enter the container. Settings, later winning:
 ~/.config/cove/config.json, DIR/.cove/config.json ({"provider", "base_url", "api_key",
-"model"}; a key may be "$VAR"), COVE_PROVIDER (openai|anthropic), COVE_BASE_URL,
-COVE_API_KEY, COVE_MODEL (else OPENAI_BASE_URL, OPENAI_API_KEY, ANTHROPIC_API_KEY), -m.
+"model", "context_window"}; a key may be "$VAR"), COVE_PROVIDER (openai|anthropic),
+COVE_BASE_URL, COVE_API_KEY, COVE_MODEL, COVE_CONTEXT_WINDOW (else OPENAI_BASE_URL,
+OPENAI_API_KEY, ANTHROPIC_API_KEY), -m. Past 80% of the context window (when known),
+the conversation is summarised before the next call.
 
 Without -p it is a conversation on the terminal: Ctrl-C stops a turn, /help lists
 the commands (/new, /compact, /rewind, /mode, /exit).`,
@@ -67,16 +69,14 @@ the commands (/new, /compact, /rewind, /mode, /exit).`,
 			if err != nil {
 				return err
 			}
-			provider, err := cfg.NewProvider()
-			if err != nil {
-				return err
+			if _, err := cfg.NewProvider(); err != nil {
+				return err // before a workspace is started for nothing
 			}
-			model := cfg.Model
 			st, err := ensureWorkspace(c, e, dir)
 			if err != nil {
 				return err
 			}
-			return runAgent(c, e, st, dir, provider, model)
+			return runAgent(c, e, st, dir, cfg)
 		},
 	}
 }
@@ -85,10 +85,15 @@ const systemPrompt = `You are Cove's coding agent, working in the user's project
 Use the tools: read files before you edit them, make small exact edits, run the project's tests with bash,
 and check your work. When you are done, answer briefly with what you changed and why.`
 
-// buildAgent assembles the agent for DIR's workspace: its tools work on
-// the project's files here and run commands (and the project's own
-// tools) in the workspace through cove exec. Close releases the shell.
-func buildAgent(ctx context.Context, root string, st *container.State, dir string, provider agent.Provider, model string) (*agent.Agent, []agent.BrokenTool, func(), error) {
+// buildAgent assembles the agent for DIR's workspace with the model cfg
+// names: its tools work on the project's files here and run commands (and
+// the project's own tools) in the workspace through cove exec. Close
+// releases the shell.
+func buildAgent(ctx context.Context, root string, st *container.State, dir string, cfg agent.Config) (*agent.Agent, []agent.BrokenTool, func(), error) {
+	provider, err := cfg.NewProvider()
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	w, err := agent.OpenWorkspace(dir)
 	if err != nil {
 		return nil, nil, nil, err
@@ -123,7 +128,7 @@ func buildAgent(ctx context.Context, root string, st *container.State, dir strin
 		}
 	}
 	a := &agent.Agent{
-		Provider: provider, Model: model, System: system, Mode: agent.ModeAsk,
+		Provider: provider, Model: cfg.Model, Window: cfg.Window(), System: system, Mode: agent.ModeAsk,
 		Tools: []agent.Tool{agent.ReadTool{W: w}, agent.WriteTool{W: w}, agent.EditTool{W: w}, agent.SearchTool{W: w}, bash},
 	}
 	// The project's own tools run in the workspace, like its commands.
@@ -145,8 +150,8 @@ func buildAgent(ctx context.Context, root string, st *container.State, dir strin
 	return a, broken, func() { bash.Close(); w.Close() }, nil
 }
 
-func runAgent(c *cli.Context, e *env, st *container.State, dir string, provider agent.Provider, model string) error {
-	a, broken, closeAgent, err := buildAgent(c.Context, c.String("root"), st, dir, provider, model)
+func runAgent(c *cli.Context, e *env, st *container.State, dir string, cfg agent.Config) error {
+	a, broken, closeAgent, err := buildAgent(c.Context, c.String("root"), st, dir, cfg)
 	if err != nil {
 		return err
 	}

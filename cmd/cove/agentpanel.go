@@ -92,14 +92,10 @@ func (p *agentPanel) conversation() (*conversation, error) {
 	}
 	home, _ := os.UserHomeDir()
 	cfg, err := agent.LoadConfig(home, p.dir, os.Getenv, agent.Config{})
-	var provider agent.Provider
-	if err == nil {
-		provider, err = cfg.NewProvider()
-	}
 	if err != nil {
 		return nil, err
 	}
-	a, broken, closeAgent, err := buildAgent(p.ctx, p.root, p.st, p.dir, provider, cfg.Model)
+	a, broken, closeAgent, err := buildAgent(p.ctx, p.root, p.st, p.dir, cfg)
 	if err != nil {
 		return nil, err
 	}
