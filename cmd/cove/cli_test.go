@@ -670,6 +670,10 @@ func TestAgentOneShotInWorkspace(t *testing.T) {
 		toolCall("c1", "bash", map[string]any{"command": "sh test.sh"}),
 		toolCall("c2", "edit", map[string]any{"path": "greet.sh", "edits": []any{map[string]any{"old": "echo helo", "new": "echo hello"}}}),
 		toolCall("c3", "bash", map[string]any{"command": "sh test.sh && pwd && hostname && env | grep -c sk-test-key"}),
+		// A command that hangs, and one in the background: both killed at
+		// the timeout; the next command gets a new shell in the same place.
+		toolCall("c4", "bash", map[string]any{"command": "cd /tmp && sleep 3131 & sleep 3132; echo never", "timeout": 1}),
+		toolCall("c5", "bash", map[string]any{"command": "echo after-timeout-$((1+1)) in $PWD"}),
 		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "Fixed the typo."})},
 	)
 	root := t.TempDir()
@@ -687,20 +691,27 @@ func TestAgentOneShotInWorkspace(t *testing.T) {
 		t.Errorf("greet.sh = %q", b)
 	}
 	reqs := srv.Requests()
-	if len(reqs) != 4 {
+	if len(reqs) != 6 {
 		t.Fatalf("%d requests", len(reqs))
 	}
 	var results []string
-	for _, m := range reqs[3].JSON(t)["messages"].([]any) {
+	for _, m := range reqs[5].JSON(t)["messages"].([]any) {
 		if mm := m.(map[string]any); mm["role"] == "tool" {
 			results = append(results, mm["content"].(string))
 		}
 	}
 	// It ran in the container (at /workspace, under the workspace's host
 	// name), and the key was not in its environment (grep counts 0).
-	if len(results) != 3 || results[0] != "FAIL\n[exit status 1]" ||
+	if len(results) != 5 || results[0] != "FAIL\n[exit status 1]" ||
 		results[2] != "PASS\n/workspace\n"+workspaceName(project)+"\n0\n[exit status 1]" {
-		t.Errorf("tool results the model saw: %q\nstderr: %s", results, errb)
+		t.Fatalf("tool results the model saw: %q\nstderr: %s", results, errb)
+	}
+	if !strings.Contains(results[3], "timed out after 1s") || strings.Contains(results[3], "never") || results[4] != "after-timeout-2 in /workspace" {
+		t.Errorf("the hung command and the one after it: %q, %q", results[3], results[4])
+	}
+	// The container's processes are the host's too: none of the sleeps is left.
+	if left, _ := exec.Command("pgrep", "-f", "^sleep 313[12]$").Output(); len(left) > 0 {
+		t.Errorf("sleeps survived the timeout: %s", left)
 	}
 	if reqs[0].Header.Get("Authorization") != "Bearer sk-test-key" {
 		t.Errorf("auth header %q", reqs[0].Header.Get("Authorization"))
