@@ -76,6 +76,7 @@ func (t WriteTool) Plan(ctx context.Context, raw json.RawMessage) (*Action, erro
 		return nil, err
 	}
 	return &Action{Kind: "edit", Summary: "write " + a.Path, Diff: unifiedDiff(a.Path, string(old), a.Content),
+		Path: a.Path, Before: string(old), After: a.Content,
 		Do: func(context.Context) (string, error) {
 			if err := t.W.WriteFile(a.Path, []byte(a.Content)); err != nil {
 				return "", err
@@ -134,6 +135,7 @@ func (t EditTool) Plan(ctx context.Context, raw json.RawMessage) (*Action, error
 		}
 	}
 	return &Action{Kind: "edit", Summary: "edit " + a.Path, Diff: unifiedDiff(a.Path, old, text),
+		Path: a.Path, Before: old, After: text,
 		Do: func(context.Context) (string, error) {
 			// The file may have changed since the plan: apply to what was read.
 			now, err := t.W.ReadFile(a.Path)

@@ -14,7 +14,10 @@ type Action struct {
 	Kind    string // "read" (never asked), "edit" or "command"
 	Summary string // one line: "edit main.go", "run: go test ./..."
 	Diff    string // for edits: a unified diff
-	Do      func(ctx context.Context) (string, error)
+	// For edits: the file and its text before and after, for a side by
+	// side view.
+	Path, Before, After string
+	Do                  func(ctx context.Context) (string, error)
 	// Output, if the caller sets it before Do, gets the output of a
 	// command as it comes, a line at a time.
 	Output func(string)

@@ -33,7 +33,8 @@ import (
 //	         {"type":"state","text":"running"|"idle"},
 //	         the loop's ({"type":"text"|"thinking"|"tool_call"|"tool_output"|"tool_result"|
 //	         "usage"|"checkpoint"|"compacted"|"error"|"done",…}),
-//	         {"type":"approval","approval":N,"action":…,"diff":…} to decide,
+//	         {"type":"approval","approval":N,"action":…,"diff":…} to decide
+//	         (for an edit also "path", "before", "after"),
 //	         {"type":"decided","approval":N,"approve":bool},
 //	         {"type":"stopped"}, {"type":"rewound","text":CHECKPOINT};
 //	         and without an id, to this window alone: {"type":"live"} once
@@ -58,7 +59,15 @@ type panelMsg struct {
 	Reason   string `json:"reason,omitempty"`
 	Action   string `json:"action,omitempty"`
 	Diff     string `json:"diff,omitempty"`
+	// An edit's file and its text before and after, for the panel's
+	// merge view; left out for big files, which show the diff alone.
+	Path   string  `json:"path,omitempty"`
+	Before *string `json:"before,omitempty"`
+	After  *string `json:"after,omitempty"`
 }
+
+// mergeViewMax bounds the text an approval carries for the merge view.
+const mergeViewMax = 512 << 10
 
 // keptEvents bounds the events kept for replay; a conversation's text
 // arrives in small deltas, so this is a long one.
@@ -143,7 +152,11 @@ func (cv *conversation) approve(ctx context.Context, act *agent.Action) agent.De
 	n, ch := cv.approvals, make(chan agent.Decision, 1)
 	cv.decisions[n] = ch
 	cv.mu.Unlock()
-	cv.events.Add(panelMsg{Type: "approval", Approval: n, Action: act.Summary, Diff: act.Diff})
+	m := panelMsg{Type: "approval", Approval: n, Action: act.Summary, Diff: act.Diff}
+	if act.Kind == "edit" && len(act.Before)+len(act.After) <= mergeViewMax {
+		m.Path, m.Before, m.After = act.Path, &act.Before, &act.After
+	}
+	cv.events.Add(m)
 	var d agent.Decision
 	select {
 	case d = <-ch:

@@ -6,6 +6,45 @@
 // this page's: every event has an id, and a reload or a reconnect asks
 // for those after the last it showed.
 
+import { EditorView } from "codemirror";
+import { EditorState } from "@codemirror/state";
+import { lineNumbers } from "@codemirror/view";
+import { syntaxHighlighting, defaultHighlightStyle } from "@codemirror/language";
+import { oneDark } from "@codemirror/theme-one-dark";
+import { unifiedMergeView } from "@codemirror/merge";
+import { language } from "./editor.js";
+
+// mergeView shows a proposed edit as the file will be, the lines it
+// replaces shown struck out above the new ones, unchanged stretches
+// folded: easier to judge than a unified diff.
+function mergeView(host, { path, before, after }) {
+  const dark = matchMedia("(prefers-color-scheme: dark)").matches;
+  return new EditorView({
+    parent: host,
+    state: EditorState.create({
+      doc: after,
+      extensions: [
+        EditorState.readOnly.of(true),
+        EditorView.editable.of(false),
+        EditorView.lineWrapping,
+        lineNumbers(),
+        language(path),
+        dark ? oneDark : syntaxHighlighting(defaultHighlightStyle, { fallback: true }),
+        unifiedMergeView({ original: before, mergeControls: false, collapseUnchanged: { margin: 3, minSize: 6 } }),
+      ],
+    }),
+  });
+}
+
+// callLine says in one line what a tool call does (the arguments in full
+// are its tooltip).
+function callLine({ name, args = {} }) {
+  if (name === "bash" && args.command) return `$ ${args.command}`;
+  if (name === "search" && args.pattern) return `search ${args.pattern}`;
+  if (args.path) return `${name} ${args.path}`;
+  return `${name} ${JSON.stringify(args)}`;
+}
+
 const el = (tag, cls, text) => {
   const e = document.createElement(tag);
   if (cls) e.className = cls;
@@ -70,7 +109,7 @@ export function startAgent({ log, input, send }) {
         break;
       case "tool_call":
         current = null;
-        add(el("div", "tool", `${m.call.name} ${JSON.stringify(m.call.args)}`));
+        add(el("div", "tool", callLine(m.call))).title = JSON.stringify(m.call.args, null, 2);
         break;
       case "tool_output":
         if (!output) {
@@ -90,7 +129,8 @@ export function startAgent({ log, input, send }) {
       case "approval": {
         const card = add(el("div", "approval"));
         card.append(el("div", "action", m.action));
-        if (m.diff) card.append(el("pre", "diff", m.diff));
+        if (m.after != null) mergeView(card.appendChild(el("div", "merge")), m);
+        else if (m.diff) card.append(el("pre", "diff", m.diff));
         const reason = el("input", "reason");
         reason.placeholder = "why not (optional)";
         const yes = el("button", "approve", "Approve");

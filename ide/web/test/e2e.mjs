@@ -100,17 +100,19 @@ try {
   // answer; the editor follows the agent's change on disk.
   await page.fill("#agent-input", "make hello.txt friendlier");
   await page.press("#agent-input", "Enter");
-  await page.waitForSelector(".approval .diff", { timeout: 15000 })
-    .catch(async () => fail("no approval card: " + (await page.textContent("#agent-log"))));
+  await page.waitForSelector(".approval .merge .cm-changedLine", { timeout: 15000 })
+    .catch(async () => fail("no approval card with the edit: " + (await page.textContent("#agent-log"))));
   // The conversation is the workspace's: a reload shows it again, the
   // approval still waiting for an answer.
   await page.reload();
-  await page.waitForSelector(".approval .diff", { timeout: 15000 })
+  await page.waitForSelector(".approval .merge .cm-changedLine", { timeout: 15000 })
     .catch(async () => fail("the approval did not come back after a reload: " + (await page.textContent("#agent-log"))));
   if (!(await page.textContent("#agent-log .msg.user")).includes("make hello.txt friendlier")) await fail("the prompt did not come back after a reload");
   if (await page.isDisabled(".approval .approve")) await fail("the pending approval came back answered");
-  const diff = await page.textContent(".approval .diff");
-  if (!diff.includes("+changed by the agent")) await fail("the diff shown: " + diff);
+  // The edit in a merge view: the new line, and the one it replaces.
+  const added = await page.textContent(".approval .merge .cm-changedLine");
+  const removed = await page.textContent(".approval .merge .cm-deletedChunk").catch(() => "");
+  if (!added.includes("changed by the agent") || !removed.includes("rewritten by the shell")) await fail(`the edit shown: +${added} -${removed}`);
   await page.click(".approval .approve");
   await page.waitForFunction(() => document.querySelector("#agent-log").textContent.includes("Made it friendlier."), null, { timeout: 15000 })
     .catch(async () => fail("no answer from the agent: " + (await page.textContent("#agent-log"))));
