@@ -13,6 +13,7 @@ import { syntaxHighlighting, defaultHighlightStyle } from "@codemirror/language"
 import { oneDark } from "@codemirror/theme-one-dark";
 import { unifiedMergeView } from "@codemirror/merge";
 import { language } from "./editor.js";
+import { renderMarkdown } from "./markdown.js";
 
 // mergeView shows a proposed edit as the file will be, the lines it
 // replaces shown struck out above the new ones, unchanged stretches
@@ -70,6 +71,18 @@ export function startAgent({ log, input, send }) {
     send.title = b ? "stop the agent's turn" : "send (Enter)";
     log.classList.toggle("busy", b);
   };
+  // An answer is rendered again as its deltas come, once a frame at most.
+  const pending = new Set();
+  const render = (node) => {
+    if (!pending.size) {
+      requestAnimationFrame(() => {
+        for (const n of pending) n.replaceChildren(renderMarkdown(n.md));
+        pending.clear();
+        log.scrollTop = log.scrollHeight;
+      });
+    }
+    pending.add(node);
+  };
   let lastUser = null; // the newest prompt's node, which its checkpoint takes back
   const cards = new Map(); // approval number → its card, until decided
   let output = null; // the running command's live output
@@ -100,9 +113,12 @@ export function startAgent({ log, input, send }) {
         setBusy(m.text === "running");
         break;
       case "text":
-        if (!current) current = add(el("div", "msg assistant", ""));
-        current.textContent += m.text;
-        log.scrollTop = log.scrollHeight;
+        if (!current) {
+          current = add(el("div", "msg assistant markdown"));
+          current.md = "";
+        }
+        current.md += m.text;
+        render(current);
         break;
       case "thinking":
         add(el("div", "thinking", m.text));

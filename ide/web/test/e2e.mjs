@@ -118,6 +118,12 @@ try {
     .catch(async () => fail("no answer from the agent: " + (await page.textContent("#agent-log"))));
   await page.waitForFunction(() => document.querySelector(".cm-content").textContent.includes("changed by the agent"), null, { timeout: 10000 })
     .catch(async () => fail("the editor did not follow the agent's edit"));
+  // The answer is markdown, rendered; the HTML in it stays text.
+  const md = await page.evaluate(() => {
+    const a = document.querySelector("#agent-log .markdown");
+    return { strong: a.querySelector("strong")?.textContent, code: a.querySelector("li code")?.textContent, img: !!a.querySelector("img"), text: a.textContent };
+  });
+  if (md.strong !== "friendlier" || md.code !== "hello.txt" || md.img || !md.text.includes("<img src=x onerror=alert(1)>")) await fail("the answer's markdown: " + JSON.stringify(md));
   if (shot) await page.screenshot({ path: shot });
 
   // Rewind that turn: the file goes back (the editor follows), the
