@@ -72,9 +72,7 @@ func (t *Terminal) read() {
 		t.mu.Unlock()
 		n, err := t.pty.Read(buf)
 		t.mu.Lock()
-		for i := 0; i < n; i++ {
-			t.ring[(t.end+uint64(i))%ringSize] = buf[i]
-		}
+		t.copyIn(buf[:n])
 		t.end += uint64(n)
 		t.cond.Broadcast()
 		t.mu.Unlock()
@@ -94,6 +92,20 @@ func (t *Terminal) read() {
 	t.cond.Broadcast()
 	t.mu.Unlock()
 	t.pty.Close()
+}
+
+// copyIn appends b (at most the ring's size) to the ring at t.end, in at
+// most two copies (where it wraps), not byte by byte: this is the path of
+// every byte of output.
+func (t *Terminal) copyIn(b []byte) {
+	n := copy(t.ring[t.end%ringSize:], b)
+	copy(t.ring, b[n:])
+}
+
+// copyOut fills b (at most the ring's size) with the output at offset off.
+func (t *Terminal) copyOut(b []byte, off uint64) {
+	n := copy(b, t.ring[off%ringSize:])
+	copy(b[n:], t.ring)
 }
 
 // behind says whether every connected client is a window behind (then the
@@ -189,9 +201,7 @@ func (t *Terminal) stream(ctx context.Context, c *client, sent uint64, send func
 		limit := min(t.end, t.acks[c]+flowWindow, sent+32<<10)
 		chunk := make([]byte, 8+limit-sent)
 		binary.BigEndian.PutUint64(chunk, sent)
-		for i := sent; i < limit; i++ {
-			chunk[8+i-sent] = t.ring[i%ringSize]
-		}
+		t.copyOut(chunk[8:], sent)
 		t.mu.Unlock()
 		if err := send(opOutput, chunk); err != nil {
 			return err
