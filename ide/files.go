@@ -1,8 +1,11 @@
 package ide
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
@@ -27,10 +30,22 @@ type entry struct {
 // files serves the project's files, never a path outside it (symlinks
 // included: projectfs resolves through os.Root):
 //
-//	GET /api/tree?path=DIR   a directory's entries, directories first (.git hidden)
-//	GET /api/file?path=FILE  a file's bytes
-//	PUT /api/file?path=FILE  replace it atomically, keeping its permissions
+//	GET    /api/tree?path=DIR     a directory's entries, directories first (.git hidden)
+//	GET    /api/file?path=FILE    a file's bytes, with an ETag of its contents
+//	PUT    /api/file?path=FILE    replace it atomically, keeping its permissions;
+//	                              If-Match: ETAG refuses (412) if it changed since,
+//	                              If-None-Match: * if it exists (a new file)
+//	DELETE /api/file?path=PATH    remove a file or a directory and all in it
+//	POST   /api/dir?path=DIR      make a directory
+//	POST   /api/rename?from=A&to=B  move a file or directory; never over another (409)
 type files struct{ dir *projectfs.Dir }
+
+// etag names a file's contents, so that a save can tell whether the file
+// changed on disk since the editor read it.
+func etag(b []byte) string {
+	sum := sha256.Sum256(b)
+	return `"` + hex.EncodeToString(sum[:16]) + `"`
+}
 
 func (f files) tree(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Query().Get("path")
@@ -82,6 +97,7 @@ func (f files) file(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("ETag", etag(b))
 		w.Write(b)
 	case http.MethodPut:
 		b, err := io.ReadAll(io.LimitReader(r.Body, maxFileSize+1))
@@ -93,20 +109,71 @@ func (f files) file(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "file too large for the editor", http.StatusRequestEntityTooLarge)
 			return
 		}
+		if err := f.precondition(r, p); err != nil {
+			http.Error(w, err.Error(), http.StatusPreconditionFailed)
+			return
+		}
 		if err := f.dir.WriteFile(p, b); err != nil {
+			httpError(w, err)
+			return
+		}
+		w.Header().Set("ETag", etag(b))
+		w.WriteHeader(http.StatusNoContent)
+	case http.MethodDelete:
+		if err := f.dir.Remove(p); err != nil {
 			httpError(w, err)
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
 	default:
-		http.Error(w, "GET or PUT", http.StatusMethodNotAllowed)
+		http.Error(w, "GET, PUT or DELETE", http.StatusMethodNotAllowed)
 	}
+}
+
+// precondition checks a save's If-Match and If-None-Match against the file
+// on disk. (A write between the check and the save can still slip in;
+// the window is a few microseconds, against minutes of editing.)
+func (f files) precondition(r *http.Request, p string) error {
+	match, noneMatch := r.Header.Get("If-Match"), r.Header.Get("If-None-Match")
+	if match == "" && noneMatch == "" {
+		return nil
+	}
+	cur, err := f.dir.ReadFile(p)
+	exists := err == nil
+	switch {
+	case noneMatch == "*" && exists:
+		return fmt.Errorf("%s exists already", p)
+	case match != "" && !exists:
+		return fmt.Errorf("%s is no longer on disk", p)
+	case match != "" && match != "*" && match != etag(cur):
+		return fmt.Errorf("%s changed on disk since it was opened", p)
+	}
+	return nil
+}
+
+func (f files) mkdir(w http.ResponseWriter, r *http.Request) {
+	if err := f.dir.Create(r.URL.Query().Get("path"), true); err != nil {
+		httpError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (f files) rename(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if err := f.dir.Rename(q.Get("from"), q.Get("to")); err != nil {
+		httpError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 func httpError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		http.Error(w, err.Error(), http.StatusNotFound)
+	case errors.Is(err, fs.ErrExist):
+		http.Error(w, err.Error(), http.StatusConflict)
 	case errors.Is(err, fs.ErrPermission):
 		http.Error(w, err.Error(), http.StatusForbidden)
 	default:
@@ -124,6 +191,8 @@ func NewHandler(dir *projectfs.Dir, shell []string) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/tree", f.tree)
 	mux.HandleFunc("/api/file", f.file)
+	mux.HandleFunc("POST /api/dir", f.mkdir)
+	mux.HandleFunc("POST /api/rename", f.rename)
 	mux.HandleFunc("GET /api/term/{id}", t.serve)
 	mux.HandleFunc("GET /api/watch", f.watch)
 	return mux

@@ -461,3 +461,102 @@ func TestWatchReportsChangesOnDisk(t *testing.T) {
 	case <-time.After(300 * time.Millisecond):
 	}
 }
+
+// TestFileAPIChangesAndConflicts: a save over a file that changed on disk
+// since it was read is refused (412) unless forced; new files, folders,
+// renames and deletes stay inside the project and never replace a file.
+func TestFileAPIChangesAndConflicts(t *testing.T) {
+	project := t.TempDir()
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "keep"), []byte("keep"), 0o644)
+	os.Symlink(outside, filepath.Join(project, "out"))
+	os.WriteFile(filepath.Join(project, "a.txt"), []byte("one\n"), 0o644)
+	p, base := stack(t, project)
+	do := func(method, path string, body string, hdr ...string) (int, http.Header) {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		req.Header.Set("Cookie", tokenCookie+"="+p.Token)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header
+	}
+	read := func(name string) string {
+		b, _ := os.ReadFile(filepath.Join(project, name))
+		return string(b)
+	}
+	code, h := do("GET", "/api/file?path=a.txt", "")
+	tag := h.Get("ETag")
+	if code != 200 || tag == "" {
+		t.Fatalf("GET: %d, ETag %q", code, tag)
+	}
+	// Unchanged on disk: the save goes through, with the new tag.
+	code, h = do("PUT", "/api/file?path=a.txt", "two\n", "If-Match", tag)
+	if code != http.StatusNoContent || read("a.txt") != "two\n" || h.Get("ETag") == tag {
+		t.Fatalf("save: %d %q, ETag %q", code, read("a.txt"), h.Get("ETag"))
+	}
+	// Changed on disk (by a terminal, the agent): refused, nothing lost.
+	tag = h.Get("ETag")
+	os.WriteFile(filepath.Join(project, "a.txt"), []byte("from the terminal\n"), 0o644)
+	if code, _ := do("PUT", "/api/file?path=a.txt", "three\n", "If-Match", tag); code != http.StatusPreconditionFailed || read("a.txt") != "from the terminal\n" {
+		t.Fatalf("save over a change: %d, file %q", code, read("a.txt"))
+	}
+	if code, _ := do("PUT", "/api/file?path=a.txt", "three\n"); code != http.StatusNoContent || read("a.txt") != "three\n" {
+		t.Fatalf("forced save: %d %q", code, read("a.txt"))
+	}
+	// A new file: not over an existing one.
+	if code, _ := do("PUT", "/api/file?path=src/new.go", "", "If-None-Match", "*"); code != http.StatusNoContent {
+		t.Fatalf("new file: %d", code)
+	}
+	if code, _ := do("PUT", "/api/file?path=a.txt", "", "If-None-Match", "*"); code != http.StatusPreconditionFailed || read("a.txt") != "three\n" {
+		t.Fatalf("new file over a.txt: %d %q", code, read("a.txt"))
+	}
+	if code, _ := do("POST", "/api/dir?path=docs/img", ""); code != http.StatusNoContent {
+		t.Fatalf("mkdir: %d", code)
+	}
+	if fi, err := os.Stat(filepath.Join(project, "docs/img")); err != nil || !fi.IsDir() {
+		t.Fatalf("docs/img: %v", err)
+	}
+	// Rename: never over another file, never out of the project.
+	if code, _ := do("POST", "/api/rename?from=src/new.go&to=a.txt", ""); code != http.StatusConflict || read("a.txt") != "three\n" {
+		t.Fatalf("rename over a file: %d", code)
+	}
+	if code, _ := do("POST", "/api/rename?from=src&to=lib/src", ""); code != http.StatusNoContent {
+		t.Fatalf("rename: %d", code)
+	}
+	if _, err := os.Stat(filepath.Join(project, "lib/src/new.go")); err != nil {
+		t.Fatalf("after the rename: %v", err)
+	}
+	for _, bad := range []string{"/api/rename?from=a.txt&to=../a.txt", "/api/rename?from=a.txt&to=out/a.txt", "/api/rename?from=a.txt&to=" + outside + "/a.txt"} {
+		if code, _ := do("POST", bad, ""); code < 400 {
+			t.Errorf("%s: %d", bad, code)
+		}
+	}
+	// Delete: a directory and all in it; a symlink itself, never its
+	// target; never the project or outside it.
+	for _, bad := range []string{".", "..", "out/keep", outside + "/keep", ""} {
+		if code, _ := do("DELETE", "/api/file?path="+bad, ""); code < 400 {
+			t.Errorf("delete %q: %d", bad, code)
+		}
+	}
+	if code, _ := do("DELETE", "/api/file?path=out", ""); code != http.StatusNoContent {
+		t.Fatalf("delete the symlink: %d", code)
+	}
+	if code, _ := do("DELETE", "/api/file?path=lib", ""); code != http.StatusNoContent {
+		t.Fatalf("delete lib: %d", code)
+	}
+	if b, err := os.ReadFile(filepath.Join(outside, "keep")); err != nil || string(b) != "keep" {
+		t.Fatalf("outside the project: %q %v", b, err)
+	}
+	if _, err := os.Lstat(filepath.Join(project, "lib")); err == nil {
+		t.Error("lib is still there")
+	}
+	if read("a.txt") != "three\n" {
+		t.Error("a.txt changed")
+	}
+}

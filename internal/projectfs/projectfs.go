@@ -100,3 +100,76 @@ func (w *Dir) Stat(p string) (fs.FileInfo, error) {
 	}
 	return w.root.Stat(r)
 }
+
+// Create makes a new empty file (0644), or a directory (0755) if dir, and
+// the directories above it; it fails if something is there already.
+func (w *Dir) Create(p string, dir bool) error {
+	r, err := w.changeable(p)
+	if err != nil {
+		return err
+	}
+	if parent := filepath.Dir(r); parent != "." {
+		if err := w.root.MkdirAll(parent, 0o755); err != nil {
+			return err
+		}
+	}
+	if dir {
+		return w.root.Mkdir(r, 0o755)
+	}
+	f, err := w.root.OpenFile(r, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// Rename moves a file or directory (a symlink itself, not what it points
+// to) inside the directory; it never replaces what is at to.
+func (w *Dir) Rename(from, to string) error {
+	rf, err := w.changeable(from)
+	if err != nil {
+		return err
+	}
+	rt, err := w.changeable(to)
+	if err != nil {
+		return err
+	}
+	if _, err := w.root.Lstat(rf); err != nil {
+		return err
+	}
+	if _, err := w.root.Lstat(rt); err == nil {
+		return fmt.Errorf("%s: %w", to, fs.ErrExist)
+	}
+	if parent := filepath.Dir(rt); parent != "." {
+		if err := w.root.MkdirAll(parent, 0o755); err != nil {
+			return err
+		}
+	}
+	return w.root.Rename(rf, rt)
+}
+
+// Remove deletes a file, or a directory and all it holds (a symlink
+// itself, not what it points to).
+func (w *Dir) Remove(p string) error {
+	r, err := w.changeable(p)
+	if err != nil {
+		return err
+	}
+	if _, err := w.root.Lstat(r); err != nil {
+		return err
+	}
+	return w.root.RemoveAll(r)
+}
+
+// changeable is Rel for a path that may be created, moved or removed: not
+// the directory itself.
+func (w *Dir) changeable(p string) (string, error) {
+	r, err := w.Rel(p)
+	if err != nil {
+		return "", err
+	}
+	if r == "." || strings.HasPrefix(r, "../") || r == ".." {
+		return "", fmt.Errorf("%s: not a path inside the project", p)
+	}
+	return r, nil
+}

@@ -28,10 +28,12 @@ export function language(path) {
 // Doc is one open file: its editor, whether it has unsaved changes, and
 // saving with Ctrl-S (an atomic write on the other side, mode kept).
 export class Doc {
-  constructor(host, path, text, { dark, onDirty }) {
+  constructor(host, path, text, { dark, onDirty, onStatus, etag }) {
     this.path = path;
     this.saved = text;
+    this.etag = etag; // of what is on disk as far as this editor knows
     this.onDirty = onDirty;
+    this.onStatus = onStatus;
     this.theme = new Compartment();
     this.view = new EditorView({
       parent: host,
@@ -41,7 +43,7 @@ export class Doc {
           basicSetup,
           language(path),
           this.theme.of(dark ? oneDark : []),
-          keymap.of([{ key: "Mod-s", preventDefault: true, run: () => (this.save(), true) }]),
+          keymap.of([{ key: "Mod-s", preventDefault: true, run: () => (this.save().catch((e) => this.onStatus(e.message)), true) }]),
           EditorView.updateListener.of((u) => u.docChanged && this.onDirty(this.dirty())),
         ],
       }),
@@ -54,7 +56,8 @@ export class Doc {
 
   // reload takes the file's new content from disk, when there are no
   // unsaved changes to lose.
-  reload(text) {
+  reload(text, etag) {
+    if (etag) this.etag = etag;
     if (text === this.saved) return false;
     const cur = this.view.state.doc.toString();
     this.saved = text;
@@ -75,11 +78,24 @@ export class Doc {
     this.view.dispatch({ effects: this.theme.reconfigure(dark ? oneDark : []) });
   }
 
-  async save() {
+  // save writes the file if it is still what this editor last read or
+  // wrote; if something else changed it since, it asks before
+  // overwriting.
+  async save(force = false) {
     const text = this.view.state.doc.toString();
-    const r = await fetch(`/api/file?path=${encodeURIComponent(this.path)}`, { method: "PUT", body: text });
+    const headers = this.etag && !force ? { "If-Match": this.etag } : {};
+    const r = await fetch(`/api/file?path=${encodeURIComponent(this.path)}`, { method: "PUT", body: text, headers });
+    if (r.status === 412) {
+      if (confirm(`${this.path} changed on disk since you opened it (a terminal, the agent or another window changed it). Overwrite it with your version?`)) {
+        return this.save(true);
+      }
+      this.onStatus(`${this.path} not saved: it changed on disk; your version is still in the editor`);
+      return;
+    }
     if (!r.ok) throw new Error(`save ${this.path}: ${r.status} ${await r.text()}`);
+    this.etag = r.headers.get("ETag");
     this.saved = text;
     this.onDirty(this.dirty());
+    this.onStatus(`saved ${this.path}`);
   }
 }

@@ -29,26 +29,131 @@ async function listDir(path) {
   return r.json();
 }
 
-async function renderDir(path, into) {
+const parentOf = (p) => (p.includes("/") ? p.slice(0, p.lastIndexOf("/")) : ".");
+const enc = encodeURIComponent;
+
+// renderDir lists a directory into the tree; folders that were open stay
+// open when it is drawn again (after a change on disk).
+async function renderDir(path, into, open = null) {
   const entries = await listDir(path);
+  open ??= new Set([...into.querySelectorAll(".entry.dir.open")].map((e) => e.dataset.path));
   into.replaceChildren();
   for (const e of entries) {
     const full = path === "." ? e.name : `${path}/${e.name}`;
-    const row = el("div", { class: `entry ${e.dir ? "dir" : "file"}`, "data-path": full, title: full }, e.name);
+    const row = el("div", { class: `entry ${e.dir ? "dir" : "file"}`, "data-path": full, title: full, tabindex: "-1" }, e.name);
     into.append(row);
+    row.addEventListener("contextmenu", (ev) => (ev.preventDefault(), select(row), entryMenu(row, ev.clientX, ev.clientY)));
+    row.addEventListener("keydown", (ev) => entryKey(row, ev));
     if (e.dir) {
       const kids = el("div", { class: "children", hidden: true });
       into.append(kids);
-      row.addEventListener("click", async () => {
+      const toggle = async (reopen) => {
         kids.hidden = !kids.hidden;
         row.classList.toggle("open", !kids.hidden);
-        if (!kids.hidden) await renderDir(full, kids);
-      });
+        if (!kids.hidden) await renderDir(full, kids, reopen);
+      };
+      row.toggle = toggle;
+      row.addEventListener("click", () => (select(row), toggle()));
+      if (open.has(full)) toggle(open).catch(() => {});
     } else {
-      row.addEventListener("click", () => openFile(full));
+      row.addEventListener("click", () => (select(row), openFile(full, 0, false)));
+      row.addEventListener("dblclick", () => openFile(full));
     }
   }
   dimIgnored(path, into);
+}
+
+// ---- file operations --------------------------------------------------------
+
+function select(row) {
+  for (const r of document.querySelectorAll(".entry.selected")) r.classList.remove("selected");
+  row.classList.add("selected");
+  row.focus();
+}
+
+// The tree by keyboard, as in VS Code: arrows move, Enter opens, F2
+// renames, Delete deletes.
+function entryKey(row, ev) {
+  const rows = [...document.querySelectorAll("#tree .entry")].filter((r) => r.offsetParent);
+  const i = rows.indexOf(row);
+  const to = { ArrowDown: rows[i + 1], ArrowUp: rows[i - 1] }[ev.key];
+  if (to) return ev.preventDefault(), select(to);
+  if (ev.key === "Enter") return row.classList.contains("dir") ? row.click() : openFile(row.dataset.path);
+  if (ev.key === "ArrowRight" && row.classList.contains("dir") && !row.classList.contains("open")) return row.toggle();
+  if (ev.key === "ArrowLeft" && row.classList.contains("open")) return row.toggle();
+  if (ev.key === "F2") return ev.preventDefault(), renameEntry(row.dataset.path);
+  if (ev.key === "Delete") return ev.preventDefault(), deleteEntry(row.dataset.path, row.classList.contains("dir"));
+}
+
+function entryMenu(row, x, y) {
+  closeMenu();
+  const path = row.dataset.path;
+  const isDir = row.classList.contains("dir");
+  const item = (label, key, run) => el("button", { onclick: () => (closeMenu(), run()) }, label, el("kbd", {}, key));
+  const menu = el("div", { id: "menu", style: `left:${x}px;top:${y}px` },
+    item("New file…", "", () => newEntry(false, isDir ? path : parentOf(path))),
+    item("New folder…", "", () => newEntry(true, isDir ? path : parentOf(path))),
+    item("Rename…", "F2", () => renameEntry(path)),
+    item("Delete", "Del", () => deleteEntry(path, isDir)));
+  document.body.append(menu);
+  menu.querySelector("button").focus();
+}
+function closeMenu() {
+  document.getElementById("menu")?.remove();
+}
+addEventListener("click", (ev) => ev.target.closest("#menu") || closeMenu());
+addEventListener("keydown", (ev) => ev.key === "Escape" && closeMenu());
+
+// The folder new things go in: the selected one, or the selected file's.
+function selectedDir() {
+  const row = document.querySelector("#tree .entry.selected");
+  if (!row) return ".";
+  return row.classList.contains("dir") ? row.dataset.path : parentOf(row.dataset.path);
+}
+
+async function newEntry(dir, inDir = selectedDir()) {
+  const name = prompt(dir ? "New folder (a path in the project):" : "New file (a path in the project):", inDir === "." ? "" : `${inDir}/`);
+  if (!name || name.endsWith("/")) return;
+  const r = dir
+    ? await fetch(`/api/dir?path=${enc(name)}`, { method: "POST" })
+    : await fetch(`/api/file?path=${enc(name)}`, { method: "PUT", body: "", headers: { "If-None-Match": "*" } });
+  if (!r.ok) return status(r.status === 412 ? `${name} exists already` : `${name}: ${await r.text()}`);
+  await refreshDir(parentOf(name));
+  if (!dir) await openFile(name);
+}
+
+async function renameEntry(path) {
+  const to = prompt(`Rename or move ${path} to:`, path);
+  if (!to || to === path) return;
+  const r = await fetch(`/api/rename?from=${enc(path)}&to=${enc(to)}`, { method: "POST" });
+  if (!r.ok) return status(r.status === 409 ? `${to} exists already: nothing was moved` : `rename ${path}: ${await r.text()}`);
+  // Open editors follow their file.
+  for (const [p, d] of [...docs]) {
+    if (p !== path && !p.startsWith(`${path}/`)) continue;
+    const np = to + p.slice(path.length);
+    docs.delete(p);
+    docs.set(np, d);
+    d.doc.path = np;
+    d.tab.title = np;
+    d.tab.firstChild.textContent = np.split("/").pop();
+    if (activeDoc === p) activeDoc = np;
+  }
+  saveDocs();
+  await refreshDir(parentOf(path));
+  if (parentOf(to) !== parentOf(path)) await refreshDir(parentOf(to));
+  status(`${path} → ${to}`);
+}
+
+async function deleteEntry(path, isDir) {
+  if (!confirm(`Delete ${path}${isDir ? " and everything in it" : ""}? This cannot be undone.`)) return;
+  const r = await fetch(`/api/file?path=${enc(path)}`, { method: "DELETE" });
+  if (!r.ok) return status(`delete ${path}: ${await r.text()}`);
+  for (const [p, d] of [...docs]) {
+    if (p !== path && !p.startsWith(`${path}/`)) continue;
+    if (d.doc.dirty()) status(`${p} was deleted; its unsaved changes are still in the editor (Ctrl-S writes it again)`);
+    else closeDoc(p);
+  }
+  await refreshDir(parentOf(path));
 }
 
 // dimIgnored greys what .gitignore hides, as editors do; the tree works
@@ -95,15 +200,19 @@ async function search(q) {
 
 const docs = new Map(); // path → {doc, tab, pane}
 
-async function openFile(path, line) {
+// openFile shows path in the editor (opening it if needed), at line if
+// given; focus false leaves the keyboard where it is (a click in the tree,
+// as in VS Code, so that F2 or Delete act on the file next).
+async function openFile(path, line, focus = true) {
   if (docs.has(path)) {
-    showDoc(path);
+    showDoc(path, focus);
     if (line) docs.get(path).doc.goto(line);
     return;
   }
   const r = await fetch(`/api/file?path=${encodeURIComponent(path)}`);
   if (!r.ok) return status(`${path}: ${await r.text()}`);
   const text = await r.text();
+  if (docs.has(path)) return showDoc(path, focus); // opened meanwhile
   const pane = el("div", { class: "pane" });
   $("#editors").append(pane);
   const tab = el("button", { class: "tab", title: path, onclick: () => showDoc(path) }, path.split("/").pop());
@@ -112,21 +221,23 @@ async function openFile(path, line) {
   $("#editor-tabs").append(tab);
   const doc = new Doc(pane, path, text, {
     dark: darkQuery.matches,
+    etag: r.headers.get("ETag"),
     onDirty: (dirty) => tab.classList.toggle("dirty", dirty),
+    onStatus: status,
   });
   docs.set(path, { doc, tab, pane });
   $("#welcome").hidden = true;
-  showDoc(path);
+  showDoc(path, focus);
   saveDocs();
   if (line) doc.goto(line);
 }
 
-function showDoc(path) {
+function showDoc(path, focus = true) {
   for (const [p, d] of docs) {
     d.pane.hidden = p !== path;
     d.tab.classList.toggle("active", p === path);
   }
-  docs.get(path).doc.view.focus();
+  if (focus) docs.get(path).doc.view.focus();
   activeDoc = path;
   saveDocs();
 }
@@ -138,8 +249,8 @@ function saveDocs() {
 }
 async function restoreDocs() {
   const { paths = [], active = null } = JSON.parse(sessionStorage.getItem("cove-docs") || "{}");
-  for (const p of paths) await openFile(p);
-  if (active && docs.has(active)) showDoc(active);
+  for (const p of paths) await openFile(p, 0, false);
+  if (active && docs.has(active)) showDoc(active, false);
 }
 
 function closeDoc(path) {
@@ -203,10 +314,20 @@ darkQuery.addEventListener("change", () => {
   for (const { doc } of docs.values()) doc.setDark(darkQuery.matches);
 });
 $("#new-term").addEventListener("click", () => newShell());
+$("#new-file").addEventListener("click", () => newEntry(false));
+$("#new-folder").addEventListener("click", () => newEntry(true));
 document.addEventListener("keydown", (ev) => {
   if ((ev.ctrlKey || ev.metaKey) && ev.shiftKey && ev.key === "`") {
     ev.preventDefault();
     newShell();
+  }
+  if (ev.altKey && !ev.ctrlKey && ev.key.toLowerCase() === "n") {
+    ev.preventDefault();
+    newEntry(false);
+  }
+  if ((ev.ctrlKey || ev.metaKey) && ev.shiftKey && ev.key.toLowerCase() === "e") {
+    ev.preventDefault();
+    (document.querySelector("#tree .entry.selected") || document.querySelector("#tree .entry"))?.focus();
   }
   if ((ev.ctrlKey || ev.metaKey) && ev.shiftKey && ev.key.toLowerCase() === "f") {
     ev.preventDefault();
@@ -238,7 +359,7 @@ function watchFiles(retry = 0) {
         const text = await r.text();
         if (open.doc.dirty()) {
           if (text !== open.doc.saved) status(`${path} changed on disk; your unsaved changes are kept`);
-        } else if (open.doc.reload(text)) {
+        } else if (open.doc.reload(text, r.headers.get("ETag"))) {
           status(`${path} reloaded: it changed on disk`);
         }
       }

@@ -74,6 +74,46 @@ try {
   await page.keyboard.type("touch made-in-terminal.txt\n");
   await page.waitForSelector('.entry[data-path="made-in-terminal.txt"]', { timeout: 10000 })
     .catch(async () => fail("the tree did not show the new file"));
+
+  // Files from the UI: a new file (in a new folder) opens in the editor.
+  const disk = (p) => page.evaluate((p) => fetch(`/api/file?path=${p}`).then((r) => (r.ok ? r.text() : `(${r.status})`)), p);
+  const answer = (value) => page.once("dialog", (d) => (value === false ? d.dismiss() : value === true ? d.accept() : d.accept(value)));
+  answer("ops/new.txt");
+  await page.click("#new-file");
+  await page.waitForSelector('.tab[title="ops/new.txt"].active', { timeout: 10000 }).catch(() => fail("the new file did not open"));
+  if ((await disk("ops/new.txt")) !== "") await fail("the new file on disk: " + (await disk("ops/new.txt")));
+  // A save over a change on disk asks first; no is no, yes overwrites.
+  await page.click(".pane:not([hidden]) .cm-content");
+  await page.keyboard.type("draft from the editor");
+  await page.click(".term-pane");
+  await page.keyboard.type("echo from the terminal > ops/new.txt\n");
+  await page.waitForFunction(() => document.querySelector("#status").textContent.includes("changed on disk"), null, { timeout: 10000 })
+    .catch(async () => fail("no word of the change on disk: " + (await page.textContent("#status"))));
+  await page.click(".pane:not([hidden]) .cm-content");
+  answer(false);
+  await page.keyboard.press("Control+s");
+  await page.waitForFunction(() => document.querySelector("#status").textContent.includes("not saved"), null, { timeout: 10000 })
+    .catch(async () => fail("a refused overwrite said: " + (await page.textContent("#status")) + " / disk: " + (await disk("ops/new.txt")) + " / focus: " + (await page.evaluate(() => document.activeElement.className)) + " / etag: " + (await page.evaluate(() => window.cove.docs.get("ops/new.txt")?.doc.etag))));
+  if ((await disk("ops/new.txt")) !== "from the terminal\n") await fail("a refused overwrite wrote: " + (await disk("ops/new.txt")));
+  answer(true);
+  await page.keyboard.press("Control+s");
+  await page.waitForSelector(".tab.dirty", { state: "detached", timeout: 10000 }).catch(() => fail("the forced save left the tab dirty"));
+  if ((await disk("ops/new.txt")) !== "draft from the editor") await fail("the forced save wrote: " + (await disk("ops/new.txt")));
+  // Rename with F2 in the tree: the open editor follows.
+  await page.click('.entry[data-path="ops"]');
+  await page.click('.entry[data-path="ops/new.txt"]');
+  answer("ops/renamed.txt");
+  await page.keyboard.press("F2");
+  await page.waitForSelector('.tab[title="ops/renamed.txt"]', { timeout: 10000 }).catch(async () => fail("the tab did not follow the rename: " + (await page.textContent("#status"))));
+  await page.waitForSelector('.entry[data-path="ops/renamed.txt"]', { timeout: 10000 }).catch(() => fail("the tree did not show the renamed file"));
+  if ((await disk("ops/renamed.txt")) !== "draft from the editor" || (await disk("ops/new.txt")) !== "(404)") await fail("the rename on disk");
+  // Delete the folder from its context menu: gone from disk, the tree and the tabs.
+  await page.click('.entry[data-path="ops"]', { button: "right" });
+  answer(true);
+  await page.click("#menu button:has-text('Delete')");
+  await page.waitForSelector('.entry[data-path="ops"]', { state: "detached", timeout: 10000 }).catch(() => fail("the tree still shows ops"));
+  if ((await disk("ops/renamed.txt")) !== "(404)") await fail("ops/renamed.txt is still on disk");
+  if (await page.$('.tab[title="ops/renamed.txt"]')) await fail("the deleted file's tab stayed open");
   await page.click('.entry[data-path="hello.txt"]');
 
   // What .gitignore hides is dimmed in the tree; the rest is not.
