@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/cookiejar"
 	"os"
 	"path/filepath"
@@ -558,5 +559,58 @@ func TestFileAPIChangesAndConflicts(t *testing.T) {
 	}
 	if read("a.txt") != "three\n" {
 		t.Error("a.txt changed")
+	}
+}
+
+// TestTerminalForgottenAfterExit: an exited shell stays a while for a
+// page that comes back (its output and status), then is dropped; an id
+// the server does not know closes with 4404, for the page to start anew.
+func TestTerminalForgottenAfterExit(t *testing.T) {
+	s := &terminals{dir: t.TempDir(), shell: []string{"/bin/sh"}, keepExited: 300 * time.Millisecond, terms: map[string]*Terminal{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/term/{id}", s.serve)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	dial := func(path string) *websocket.Conn {
+		c, _, err := websocket.Dial(context.Background(), strings.Replace(srv.URL, "http", "ws", 1)+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	closedWith := func(c *websocket.Conn) websocket.StatusCode {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		for {
+			if _, _, err := c.Read(ctx); err != nil {
+				return websocket.CloseStatus(err)
+			}
+		}
+	}
+	if code := closedWith(dial("/api/term/0123456789ab")); code != closeNoTerminal {
+		t.Fatalf("an unknown id closed with %d, want %d", code, closeNoTerminal)
+	}
+	c := dial("/api/term/new")
+	f := watch(c)
+	input(t, c, "echo bye; exit 5\n")
+	f.read(5*time.Second, func(f *frames) bool { return f.exit != nil })
+	if f.exit == nil || *f.exit != 5 {
+		t.Fatalf("exit: %v", f.exit)
+	}
+	// Soon after: the page gets the end of it again.
+	g := watch(dial("/api/term/" + f.id + "?offset=0"))
+	g.read(5*time.Second, func(g *frames) bool { return g.exit != nil })
+	if g.exit == nil || !strings.Contains(g.out.String(), "bye") {
+		t.Fatalf("back after the exit: %q, exit %v", g.out.String(), g.exit)
+	}
+	time.Sleep(600 * time.Millisecond)
+	s.mu.Lock()
+	n := len(s.terms)
+	s.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d terminals kept after the exit and the grace", n)
+	}
+	if code := closedWith(dial("/api/term/" + f.id + "?offset=0")); code != closeNoTerminal {
+		t.Fatalf("a forgotten shell closed with %d", code)
 	}
 }

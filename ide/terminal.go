@@ -45,6 +45,7 @@ type Terminal struct {
 	end  uint64             // offset just past the last output byte
 	acks map[*client]uint64 // connected clients and what they acknowledged
 	done bool
+	gone chan struct{} // closed when the shell has exited
 	code int
 }
 
@@ -56,7 +57,7 @@ func StartTerminal(id string, cmd *exec.Cmd, cols, rows uint16) (*Terminal, erro
 	if err != nil {
 		return nil, err
 	}
-	t := &Terminal{ID: id, pty: f, cmd: cmd, ring: make([]byte, ringSize), acks: map[*client]uint64{}}
+	t := &Terminal{ID: id, pty: f, cmd: cmd, ring: make([]byte, ringSize), acks: map[*client]uint64{}, gone: make(chan struct{})}
 	t.cond = sync.NewCond(&t.mu)
 	go t.read()
 	return t, nil
@@ -92,7 +93,11 @@ func (t *Terminal) read() {
 	t.cond.Broadcast()
 	t.mu.Unlock()
 	t.pty.Close()
+	close(t.gone)
 }
+
+// Exited is closed when the shell has exited.
+func (t *Terminal) Exited() <-chan struct{} { return t.gone }
 
 // copyIn appends b (at most the ring's size) to the ring at t.end, in at
 // most two copies (where it wraps), not byte by byte: this is the path of

@@ -11,18 +11,29 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/coder/websocket"
 )
 
 // terminals serves GET /api/term/{id} as a WebSocket: "new" starts a
-// shell, an existing id (with ?offset=N) reattaches to one.
+// shell, an existing id (with ?offset=N) reattaches to one; an id it does
+// not know (a shell long exited, or from before the workspace restarted)
+// is closed with code closeNoTerminal, so that the page starts a new one.
 type terminals struct {
 	dir   string
 	shell []string
-	mu    sync.Mutex
-	terms map[string]*Terminal
+	// keepExited is how long an exited shell (its last output and exit
+	// status) stays for a page that comes back; default keepExited.
+	keepExited time.Duration
+	mu         sync.Mutex
+	terms      map[string]*Terminal
 }
+
+const (
+	keepExited      = time.Minute
+	closeNoTerminal = 4404 // a WebSocket close code of the application's range
+)
 
 func (s *terminals) serve(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
@@ -32,10 +43,6 @@ func (s *terminals) serve(w http.ResponseWriter, r *http.Request) {
 		t = s.terms[id]
 	}
 	s.mu.Unlock()
-	if id != "new" && t == nil {
-		http.Error(w, "no such terminal", http.StatusNotFound)
-		return
-	}
 	// The origin was checked by the host proxy; checking again here costs
 	// nothing (the proxy keeps the Host header, so it matches).
 	c, err := websocket.Accept(w, r, nil)
@@ -43,6 +50,10 @@ func (s *terminals) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer c.CloseNow()
+	if id != "new" && t == nil {
+		c.Close(closeNoTerminal, "no such terminal")
+		return
+	}
 	ctx := r.Context()
 	send := func(op byte, p []byte) error {
 		return c.Write(ctx, websocket.MessageBinary, append([]byte{op}, p...))
@@ -60,6 +71,7 @@ func (s *terminals) serve(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.terms[t.ID] = t
 		s.mu.Unlock()
+		go s.forget(t)
 		hello, _ := json.Marshal(map[string]string{"id": t.ID})
 		if send(opHello, hello) != nil {
 			return
@@ -95,4 +107,18 @@ func (s *terminals) serve(w http.ResponseWriter, r *http.Request) {
 	if err := t.stream(ctx, cl, from, send); err == nil {
 		c.Close(websocket.StatusNormalClosure, "the shell exited")
 	}
+}
+
+// forget drops t a while after its shell exited: each holds a ring of
+// output, and a page may open many over a day.
+func (s *terminals) forget(t *Terminal) {
+	<-t.Exited()
+	keep := s.keepExited
+	if keep == 0 {
+		keep = keepExited
+	}
+	time.Sleep(keep)
+	s.mu.Lock()
+	delete(s.terms, t.ID)
+	s.mu.Unlock()
 }

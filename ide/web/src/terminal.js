@@ -101,8 +101,16 @@ export class Shell {
       this.send(OP.resize, enc.encode(JSON.stringify({ cols, rows })));
     };
     ws.onmessage = (ev) => this.frame(new Uint8Array(ev.data));
-    ws.onclose = () => {
+    ws.onclose = (ev) => {
       if (this.exited || this.closed) return;
+      if (ev.code === 4404) {
+        // The workspace no longer has that shell (it restarted): a new one.
+        this.term.write("\r\n\x1b[2m[that shell is gone (the workspace restarted); here is a new one]\x1b[0m\r\n");
+        this.id = null;
+        this.shown = this.acked = 0;
+        this.connect();
+        return;
+      }
       // The shell lives on in the workspace: come back for the rest.
       const wait = Math.min(5000, 250 * 2 ** (this.retry++ || 0));
       setTimeout(() => this.connect(), wait);

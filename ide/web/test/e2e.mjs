@@ -191,6 +191,19 @@ try {
   await page.click("#agent-send");
   await page.waitForFunction(() => document.querySelector("#agent-send").textContent === "Send", null, { timeout: 10000 })
     .catch(async () => fail("Stop did not end the turn: " + (await page.textContent("#agent-log"))));
+  // A page that comes back to a shell the workspace no longer has (it
+  // restarted) gets a new one instead of waiting for it forever.
+  await page.evaluate(() => sessionStorage.setItem("cove-shells", JSON.stringify(["0123456789ab"])));
+  await page.reload();
+  await page.waitForFunction(() => window.cove.shells[0]?.shell.id && window.cove.shells[0].shell.id !== "0123456789ab", null, { timeout: 15000 })
+    .catch(async () => fail("no new shell for a gone one:\n" + (await screen())));
+  await page.click(".term-pane");
+  await page.keyboard.type("echo again-$((2*21))\n");
+  await page.waitForFunction(() => {
+    const b = window.cove.shells[0].shell.term.buffer.active;
+    for (let i = 0; i < b.length; i++) if (b.getLine(i).translateToString(true).includes("again-42")) return true;
+    return false;
+  }, null, { timeout: 15000 }).catch(async () => fail("the new shell did not answer:\n" + (await screen())));
   if (errors.length) await fail("page errors: " + errors.join("; "));
   console.log("ok");
 } catch (e) {
