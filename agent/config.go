@@ -166,7 +166,7 @@ func (c Config) NewProvider() (Provider, error) {
 
 // ListModels asks the configured server which models it serves; it
 // needs no model chosen yet.
-func (c Config) ListModels(ctx context.Context) ([]string, error) {
+func (c Config) ListModels(ctx context.Context) ([]Model, error) {
 	p, err := c.client()
 	if err != nil {
 		return nil, err

@@ -11,12 +11,28 @@ import (
 
 // ModelLister is a provider that can say which models it serves.
 type ModelLister interface {
-	Models(ctx context.Context) ([]string, error)
+	Models(ctx context.Context) ([]Model, error)
+}
+
+// Model is one the server serves.
+type Model struct {
+	ID string
+	// Window is its context window in tokens, where the server says (vLLM,
+	// OpenRouter, Groq, Mistral, LM Studio, Together do; OpenAI and
+	// Anthropic do not); 0 if not.
+	Window int
+}
+
+func (m Model) String() string {
+	if m.Window > 0 {
+		return fmt.Sprintf("%s (%dk context)", m.ID, m.Window/1000)
+	}
+	return m.ID
 }
 
 // Models lists the server's models (GET /models, which OpenAI, vLLM,
 // llama.cpp, Ollama and LM Studio all answer).
-func (p *OpenAI) Models(ctx context.Context) ([]string, error) {
+func (p *OpenAI) Models(ctx context.Context) ([]Model, error) {
 	header := map[string]string{}
 	if p.APIKey != "" {
 		header["Authorization"] = "Bearer " + p.APIKey
@@ -25,7 +41,7 @@ func (p *OpenAI) Models(ctx context.Context) ([]string, error) {
 }
 
 // Models lists the models the key may use (GET /v1/models).
-func (p *Anthropic) Models(ctx context.Context) ([]string, error) {
+func (p *Anthropic) Models(ctx context.Context) ([]Model, error) {
 	base := p.BaseURL
 	if base == "" {
 		base = "https://api.anthropic.com"
@@ -34,8 +50,9 @@ func (p *Anthropic) Models(ctx context.Context) ([]string, error) {
 		map[string]string{"anthropic-version": "2023-06-01", "x-api-key": p.APIKey})
 }
 
-// listModels reads the {"data":[{"id":…}]} answer both APIs give.
-func listModels(ctx context.Context, client *http.Client, provider, url string, header map[string]string) ([]string, error) {
+// listModels reads the {"data":[{"id":…}]} answer both APIs give, and the
+// context window where a server adds it, under one of the names in use.
+func listModels(ctx context.Context, client *http.Client, provider, url string, header map[string]string) ([]Model, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
@@ -47,16 +64,20 @@ func listModels(ctx context.Context, client *http.Client, provider, url string, 
 	defer resp.Body.Close()
 	var list struct {
 		Data []struct {
-			ID string `json:"id"`
+			ID               string `json:"id"`
+			MaxModelLen      int    `json:"max_model_len"`      // vLLM
+			ContextLength    int    `json:"context_length"`     // OpenRouter, Together
+			ContextWindow    int    `json:"context_window"`     // Groq
+			MaxContextLength int    `json:"max_context_length"` // Mistral, LM Studio
 		} `json:"data"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
 		return nil, fmt.Errorf("%s: list models: %w", provider, err)
 	}
-	var ids []string
+	var models []Model
 	for _, m := range list.Data {
-		ids = append(ids, m.ID)
+		models = append(models, Model{ID: m.ID, Window: max(m.MaxModelLen, m.ContextLength, m.ContextWindow, m.MaxContextLength)})
 	}
-	sort.Strings(ids)
-	return ids, nil
+	sort.Slice(models, func(i, j int) bool { return models[i].ID < models[j].ID })
+	return models, nil
 }

@@ -16,7 +16,7 @@ func TestAnthropicModels(t *testing.T) {
 		llmtest.Response{Status: 401, Body: `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`})
 	p := &Anthropic{BaseURL: srv.URL(), APIKey: "sk-ant-test"}
 	ids, err := p.Models(context.Background())
-	if err != nil || len(ids) != 2 || ids[0] != "claude-a" || ids[1] != "claude-b" {
+	if err != nil || len(ids) != 2 || ids[0].ID != "claude-a" || ids[1].ID != "claude-b" || ids[0].Window != 0 {
 		t.Fatalf("models %v, %v", ids, err)
 	}
 	r := srv.Requests()[0]
@@ -31,4 +31,32 @@ func TestAnthropicModels(t *testing.T) {
 func isAuthError(err error) bool {
 	e, ok := err.(*APIError)
 	return ok && e.Status == 401
+}
+
+// TestModelWindows: the context window comes from whichever field the
+// server uses for it.
+func TestModelWindows(t *testing.T) {
+	srv := llmtest.New(t)
+	srv.Push(llmtest.Response{Body: `{"object":"list","data":[
+		{"id":"vllm-model","max_model_len":32768},
+		{"id":"router/model","context_length":131072},
+		{"id":"groq-model","context_window":8192},
+		{"id":"mistral-model","max_context_length":65536},
+		{"id":"plain"}]}`})
+	models, err := (&OpenAI{BaseURL: srv.URL()}).Models(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"vllm-model": 32768, "router/model": 131072, "groq-model": 8192, "mistral-model": 65536, "plain": 0}
+	if len(models) != len(want) {
+		t.Fatalf("models %v", models)
+	}
+	for _, m := range models {
+		if w, ok := want[m.ID]; !ok || m.Window != w {
+			t.Errorf("%s: window %d, want %d", m.ID, m.Window, w)
+		}
+	}
+	if s := (Model{ID: "m", Window: 131072}).String(); s != "m (131k context)" {
+		t.Errorf("String: %q", s)
+	}
 }

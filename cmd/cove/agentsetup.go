@@ -135,10 +135,20 @@ func setupAgent(ctx context.Context, in io.Reader, out io.Writer, getenv func(st
 			fmt.Fprintf(out, "  %s\n", m)
 		}
 		if defModel == "" && len(models) == 1 {
-			defModel = models[0]
+			defModel = models[0].ID
 		}
 	}
 	c.Model = ask("Model", defModel)
+	// The window, where the server says, so that the agent compacts before
+	// the server refuses a long conversation.
+	if c.Model == old.Model {
+		c.ContextWindow = old.ContextWindow
+	}
+	for _, m := range models {
+		if m.ID == c.Model && m.Window > 0 {
+			c.ContextWindow = m.Window
+		}
+	}
 	use.Model = c.Model
 	p, err := use.NewProvider()
 	if err != nil {
@@ -152,6 +162,9 @@ func setupAgent(ctx context.Context, in io.Reader, out io.Writer, getenv func(st
 		return fmt.Errorf("the model did not answer: %w (nothing saved)", err)
 	}
 	fmt.Fprintln(out, "ok")
+	if c.ContextWindow > 0 {
+		fmt.Fprintf(out, "context window: %d tokens (the conversation is summarised past 80%%)\n", c.ContextWindow)
+	}
 	if err := agent.SaveConfig(path, c); err != nil {
 		return err
 	}

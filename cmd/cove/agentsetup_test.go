@@ -38,19 +38,20 @@ func TestSetupChecksBeforeSaving(t *testing.T) {
 		t.Fatalf("a refused key left a config: %v", err)
 	}
 
-	srv.Push(llmtest.Response{Body: `{"object":"list","data":[{"id":"test-model"},{"id":"another-model"}]}`},
+	srv.Push(llmtest.Response{Body: `{"object":"list","data":[{"id":"test-model","max_model_len":32768},{"id":"another-model"}]}`},
 		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "OK"})})
 	if err := setupAgent(context.Background(), answers("sk-right"), &out, getenv, path, nil); err != nil {
 		t.Fatalf("setup: %v\n%s", err, out.String())
 	}
-	if !strings.Contains(out.String(), "The server has 2 models:\n  another-model\n  test-model\n") {
+	if !strings.Contains(out.String(), "The server has 2 models:\n  another-model\n  test-model (32k context)\n") {
 		t.Errorf("the models were not listed:\n%s", out.String())
 	}
 	fi, err := os.Stat(path)
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("saved config: %v %v", fi, err)
 	}
-	if c, err := agent.ReadConfigFile(path); err != nil || c.APIKey != "sk-right" || c.Model != "test-model" || c.BaseURL != srv.URL() {
+	// The window the server gave for the model is kept, for compaction.
+	if c, err := agent.ReadConfigFile(path); err != nil || c.APIKey != "sk-right" || c.Model != "test-model" || c.BaseURL != srv.URL() || c.ContextWindow != 32768 {
 		t.Fatalf("saved %+v, %v", c, err)
 	}
 	reqs := srv.Requests()
