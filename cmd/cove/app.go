@@ -55,6 +55,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			agentCommand(),
 			idleCommand(),
 			ideCommand(),
+			logsCommand(),
 			stopCommand(),
 			rmCommand(),
 			pullCommand(),
