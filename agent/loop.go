@@ -363,11 +363,25 @@ func newestUser(msgs []Message) int {
 	return i
 }
 
+const (
+	summaryHead = "[Summary of the earlier conversation, and of the work on the request below so far]\n"
+	summaryAck  = "Understood; continuing from that summary."
+)
+
 // afterCompaction is the conversation the model sees after a compaction:
 // the summary, then what was kept.
 func afterCompaction(summary string, kept []Message) []Message {
 	return append([]Message{
-		{Role: "user", Content: "[Summary of the earlier conversation, and of the work on the request below so far]\n" + summary},
-		{Role: "assistant", Content: "Understood; continuing from that summary."},
+		{Role: "user", Content: summaryHead + summary},
+		{Role: "assistant", Content: summaryAck},
 	}, kept...)
+}
+
+// Summary says whether m is part of a compaction's summary (the summary,
+// or the model's acknowledgement), and returns the summary's text.
+func Summary(m Message) (string, bool) {
+	if m.Role == "user" && strings.HasPrefix(m.Content, summaryHead) {
+		return strings.TrimPrefix(m.Content, summaryHead), true
+	}
+	return "", m.Role == "assistant" && m.Content == summaryAck && len(m.ToolCalls) == 0
 }

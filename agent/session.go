@@ -21,8 +21,18 @@ import (
 type Session struct {
 	ID   string
 	Path string
-	mu   sync.Mutex
-	f    *os.File
+	// Turns are the prompts of a resumed session that have a checkpoint,
+	// oldest first (since its last compaction), for rewinding to them.
+	Turns []Turn
+	mu    sync.Mutex
+	f     *os.File
+}
+
+// Turn is where a prompt began: the checkpoint taken then, and how many
+// messages of the conversation came before it.
+type Turn struct {
+	Checkpoint string
+	Before     int
 }
 
 // sessionLine is one line of a session log.
@@ -86,7 +96,10 @@ func ResumeSession(dir, id string) (*Session, []Message, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("session %s: %w", id, err)
 	}
-	var msgs []Message
+	var (
+		msgs  []Message
+		turns []Turn
+	)
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
@@ -99,11 +112,14 @@ func ResumeSession(dir, id string) (*Session, []Message, error) {
 			if l.Message != nil {
 				msgs = append(msgs, *l.Message)
 			}
+		case "checkpoint": // logged just before its prompt
+			turns = append(turns, Turn{Checkpoint: l.Text, Before: len(msgs)})
 		case "compacted":
 			// What the model saw from here on (the messages it kept were
 			// logged before this line).
 			_, kept := splitForCompaction(msgs)
 			msgs = afterCompaction(l.Text, kept)
+			turns = nil // what they would take back is a summary now
 		}
 	}
 	f.Close()
@@ -111,6 +127,7 @@ func ResumeSession(dir, id string) (*Session, []Message, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	s.Turns = turns
 	for _, m := range unanswered(msgs) {
 		msgs = append(msgs, m)
 		s.Append(LoopEvent{Type: "message", Message: &m})
@@ -144,4 +161,27 @@ func unanswered(msgs []Message) []Message {
 		}
 	}
 	return out
+}
+
+// RestartSession closes old and starts a session in dir that begins with
+// kept and the turns among them: a session log only grows, so a
+// conversation cut back by a rewind goes on in a new one (which resumes
+// as cut, its checkpoints still there to rewind to), the old log left
+// whole.
+func RestartSession(dir string, old *Session, kept []Message, turns []Turn) (*Session, error) {
+	s, err := NewSession(dir)
+	if err != nil {
+		return nil, err
+	}
+	old.Close()
+	next := 0
+	for i := range kept {
+		for next < len(turns) && turns[next].Before == i {
+			s.Append(LoopEvent{Type: "checkpoint", Text: turns[next].Checkpoint})
+			next++
+		}
+		s.Append(LoopEvent{Type: "message", Message: &kept[i]})
+	}
+	s.Turns = turns[:next]
+	return s, nil
 }

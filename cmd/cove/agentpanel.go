@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -28,6 +29,7 @@ import (
 //	         {"type":"decision","approval":N,"approve":bool,"reason":…}
 //	         {"type":"stop"}                      (the turn in progress)
 //	         {"type":"rewind","text":CHECKPOINT}  (files and conversation, to before that turn)
+//	         {"type":"new"}                       (a new conversation)
 //	server → events, each with an "id" one above the last:
 //	         {"type":"user","text":…} (a prompt, from any window),
 //	         {"type":"state","text":"running"|"idle"},
@@ -36,7 +38,9 @@ import (
 //	         {"type":"approval","approval":N,"action":…,"diff":…} to decide
 //	         (for an edit also "path", "before", "after"),
 //	         {"type":"decided","approval":N,"approve":bool},
-//	         {"type":"stopped"}, {"type":"rewound","text":CHECKPOINT};
+//	         {"type":"stopped"}, {"type":"rewound","text":CHECKPOINT},
+//	         {"type":"cleared","text":SESSION} (a new conversation from here),
+//	         {"type":"note",…};
 //	         and without an id, to this window alone: {"type":"live"} once
 //	         what it missed has been sent, {"type":"reset"} when the id it
 //	         gave is from another launcher's conversation (all is sent
@@ -83,7 +87,7 @@ type conversation struct {
 
 	mu        sync.Mutex
 	history   []agent.Message
-	turns     map[string]int // checkpoint → the history's length before its turn
+	turns     []agent.Turn // the prompts with a checkpoint, oldest first
 	decisions map[int]chan agent.Decision
 	approvals int                // the last approval's number
 	busy      bool               // a turn runs, or a rewind
@@ -110,8 +114,13 @@ func (p *agentPanel) conversation() (*conversation, error) {
 	}
 	cv := &conversation{a: a, close: closeAgent, events: agent.NewEventLog(keptEvents),
 		sessions: filepath.Join(p.dir, ".cove", "sessions"), ctx: p.ctx,
-		turns: map[string]int{}, decisions: map[int]chan agent.Decision{}}
-	if a.Session, err = agent.NewSession(cv.sessions); err != nil {
+		decisions: map[int]chan agent.Decision{}}
+	// The workspace's latest conversation goes on, as an editor's chat
+	// does after a restart; New starts another.
+	if s, history, err := agent.ResumeSession(cv.sessions, ""); err == nil {
+		a.Session, cv.history, cv.turns = s, history, s.Turns
+		cv.show(history)
+	} else if a.Session, err = agent.NewSession(cv.sessions); err != nil {
 		closeAgent()
 		return nil, err
 	}
@@ -122,7 +131,7 @@ func (p *agentPanel) conversation() (*conversation, error) {
 		switch ev.Type {
 		case "checkpoint":
 			cv.mu.Lock()
-			cv.turns[ev.Text] = len(cv.history)
+			cv.turns = append(cv.turns, agent.Turn{Checkpoint: ev.Text, Before: len(cv.history)})
 			cv.mu.Unlock()
 		case "approval", "decision": // the panel sends its own, numbered to answer
 			return
@@ -219,6 +228,65 @@ func (cv *conversation) prompt(text string) error {
 	return nil
 }
 
+// reset starts a new conversation (a new session; the old one's log stays).
+func (cv *conversation) reset() error {
+	cv.mu.Lock()
+	defer cv.mu.Unlock()
+	if cv.busy {
+		return errors.New("stop the agent before starting a new conversation")
+	}
+	s, err := agent.NewSession(cv.sessions)
+	if err != nil {
+		return err
+	}
+	cv.a.Session.Close()
+	cv.a.Session, cv.history, cv.turns = s, nil, nil
+	cv.events.Add(panelMsg{Type: "cleared", Text: s.ID})
+	return nil
+}
+
+// show sends a resumed conversation to the panel as the events it was
+// made of, its checkpoints where its prompts began.
+func (cv *conversation) show(history []agent.Message) {
+	if len(history) == 0 {
+		return
+	}
+	cv.events.Add(panelMsg{Type: "note", Text: "the conversation of session " + cv.a.Session.ID + " goes on (New starts another)"})
+	next := 0
+	for i, m := range history {
+		cp := ""
+		for next < len(cv.turns) && cv.turns[next].Before <= i {
+			cp = cv.turns[next].Checkpoint
+			next++
+		}
+		if summary, ok := agent.Summary(m); ok {
+			if summary != "" {
+				cv.events.Add(agent.LoopEvent{Type: "compacted", Text: summary})
+			}
+			continue
+		}
+		switch m.Role {
+		case "user":
+			cv.events.Add(panelMsg{Type: "user", Text: m.Content})
+			if cp != "" {
+				cv.events.Add(agent.LoopEvent{Type: "checkpoint", Text: cp})
+			}
+		case "assistant":
+			if m.Content != "" {
+				cv.events.Add(agent.LoopEvent{Type: "text", Text: m.Content})
+			}
+			for _, c := range m.ToolCalls {
+				cv.events.Add(agent.LoopEvent{Type: "tool_call", Call: &c})
+			}
+			if len(m.ToolCalls) == 0 {
+				cv.events.Add(agent.LoopEvent{Type: "done"})
+			}
+		case "tool":
+			cv.events.Add(agent.LoopEvent{Type: "tool_result", Text: m.Content, IsError: m.IsError})
+		}
+	}
+}
+
 // rewind puts the files and the conversation back as they were before the
 // turn of checkpoint id.
 func (cv *conversation) rewind(id string) error {
@@ -227,11 +295,12 @@ func (cv *conversation) rewind(id string) error {
 		cv.mu.Unlock()
 		return errors.New("stop the agent before rewinding")
 	}
-	n, ok := cv.turns[id]
-	if !ok || cv.a.Checkpoints == nil {
+	turn := slices.IndexFunc(cv.turns, func(t agent.Turn) bool { return t.Checkpoint == id })
+	if turn < 0 || cv.a.Checkpoints == nil {
 		cv.mu.Unlock()
 		return errors.New("that checkpoint is not from this conversation")
 	}
+	n := cv.turns[turn].Before
 	cv.busy = true
 	cv.mu.Unlock()
 	defer func() {
@@ -242,17 +311,12 @@ func (cv *conversation) rewind(id string) error {
 	if err := cv.a.Checkpoints.Rewind(cv.ctx, id); err != nil {
 		return fmt.Errorf("rewind: %w (nothing else changed)", err)
 	}
-	s, err := restartSession(cv.sessions, cv.a.Session, cv.history[:n])
+	s, err := agent.RestartSession(cv.sessions, cv.a.Session, cv.history[:n], cv.turns[:turn])
 	if err != nil {
 		return err
 	}
 	cv.mu.Lock()
-	cv.a.Session, cv.history = s, cv.history[:n:n]
-	for id, before := range cv.turns {
-		if before >= n {
-			delete(cv.turns, id)
-		}
-	}
+	cv.a.Session, cv.history, cv.turns = s, cv.history[:n:n], cv.turns[:turn:turn]
 	cv.mu.Unlock()
 	cv.events.Add(panelMsg{Type: "rewound", Text: id})
 	return nil
@@ -339,6 +403,10 @@ func (p *agentPanel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			cv.stop()
 		case "rewind":
 			if err := cv.rewind(m.Text); err != nil {
+				say(panelMsg{Type: "error", Text: err.Error()})
+			}
+		case "new":
+			if err := cv.reset(); err != nil {
 				say(panelMsg{Type: "error", Text: err.Error()})
 			}
 		case "prompt":

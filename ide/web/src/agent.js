@@ -53,7 +53,7 @@ const el = (tag, cls, text) => {
   return e;
 };
 
-export function startAgent({ log, input, send }) {
+export function startAgent({ log, input, send, fresh }) {
   let ws;
   let current = null; // the answer being streamed
   let busy = false;
@@ -97,10 +97,15 @@ export function startAgent({ log, input, send }) {
         live = true;
         break;
       case "reset":
-        log.replaceChildren();
         lastId = 0;
+      // falls through: all of it comes again
+      case "cleared": // a new conversation
+        log.replaceChildren();
         current = lastUser = output = null;
         cards.clear();
+        break;
+      case "note":
+        add(el("div", "note", m.text));
         break;
       case "user":
         current = null;
@@ -233,6 +238,10 @@ export function startAgent({ log, input, send }) {
   }
 
   send.onclick = submit;
+  fresh.onclick = () => {
+    if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: "new" }));
+    input.focus();
+  };
   input.addEventListener("keydown", (ev) => {
     if (ev.key === "Enter" && !ev.shiftKey) {
       ev.preventDefault();

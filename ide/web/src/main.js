@@ -388,4 +388,4 @@ if (saved.length) saved.forEach((id) => newShell(id));
 else newShell();
 setInterval(saveShells, 2000);
 watchFiles();
-startAgent({ log: $("#agent-log"), input: $("#agent-input"), send: $("#agent-send") });
+startAgent({ log: $("#agent-log"), input: $("#agent-input"), send: $("#agent-send"), fresh: $("#agent-new") });
