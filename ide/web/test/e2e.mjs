@@ -191,6 +191,11 @@ try {
   await page.click("#agent-send");
   await page.waitForFunction(() => document.querySelector("#agent-send").textContent === "Send", null, { timeout: 10000 })
     .catch(async () => fail("Stop did not end the turn: " + (await page.textContent("#agent-log"))));
+  // New: the panel empties for another conversation.
+  await page.click("#agent-new");
+  await page.waitForFunction(() => !document.querySelector("#agent-log .msg"), null, { timeout: 10000 })
+    .catch(async () => fail("New left the conversation shown: " + (await page.textContent("#agent-log"))));
+
   // A page that comes back to a shell the workspace no longer has (it
   // restarted) gets a new one instead of waiting for it forever.
   await page.evaluate(() => sessionStorage.setItem("cove-shells", JSON.stringify(["0123456789ab"])));
