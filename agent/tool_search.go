@@ -100,6 +100,13 @@ func Search(ctx context.Context, w *Workspace, re *regexp.Regexp, under string, 
 	return matches, false, nil
 }
 
+// ProjectFiles lists the project's files under the relative path under,
+// as search sees them: in a git repository those git knows or would add
+// (so .gitignore counts), elsewhere every file but .git and node_modules.
+func ProjectFiles(ctx context.Context, w *Workspace, under string) ([]string, error) {
+	return SearchTool{W: w}.files(ctx, under)
+}
+
 func (t SearchTool) files(ctx context.Context, under string) ([]string, error) {
 	// safe.directory: listing is harmless, and a root launcher on a
 	// user's repository would be refused otherwise (and ignore .gitignore).

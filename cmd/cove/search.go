@@ -86,3 +86,33 @@ func (s ignoredNames) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(names)
 }
+
+// projectFiles serves GET /api/files: the project's files as search sees
+// them (.gitignore honoured), for the IDE's quick open (Ctrl+P):
+// {"files":[…],"more":bool}, at most maxQuickOpenFiles.
+type projectFiles struct{ dir string }
+
+const maxQuickOpenFiles = 100_000
+
+func (s projectFiles) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ws, err := agent.OpenWorkspace(s.dir)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	defer ws.Close()
+	files, err := agent.ProjectFiles(r.Context(), ws, ".")
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	more := len(files) > maxQuickOpenFiles
+	if more {
+		files = files[:maxQuickOpenFiles]
+	}
+	if files == nil {
+		files = []string{}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"files": files, "more": more})
+}

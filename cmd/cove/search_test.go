@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -50,5 +52,29 @@ func TestProjectSearchQueries(t *testing.T) {
 	}
 	if code, body := get("q=(unclosed&re=1"); code != 400 || !strings.Contains(body[0], "the pattern") {
 		t.Errorf("a broken pattern: %d %q", code, body)
+	}
+}
+
+// TestProjectFilesHonoursGitignore: quick open lists what git would, not
+// what .gitignore hides nor .git itself.
+func TestProjectFilesHonoursGitignore(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{"main.go": "", "pkg/util.go": "", ".gitignore": "build/\n", "build/out.bin": ""} {
+		os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755)
+		os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644)
+	}
+	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	rec := httptest.NewRecorder()
+	projectFiles{dir: dir}.ServeHTTP(rec, httptest.NewRequest("GET", "/api/files", nil))
+	var r struct {
+		Files []string
+		More  bool
+	}
+	json.Unmarshal(rec.Body.Bytes(), &r)
+	slices.Sort(r.Files)
+	if strings.Join(r.Files, ",") != ".gitignore,main.go,pkg/util.go" || r.More {
+		t.Errorf("files %q more %v", r.Files, r.More)
 	}
 }

@@ -196,6 +196,71 @@ async function search(q) {
   }
 }
 
+// ---- quick open (Ctrl+P) -----------------------------------------------------
+
+// fuzzyScore rates how well query (lower case) matches path: its letters
+// in order, better when they run together, start words, or fall in the
+// file's name; -1 if they are not all there.
+function fuzzyScore(query, path) {
+  const p = path.toLowerCase();
+  const base = p.lastIndexOf("/") + 1;
+  let score = 0;
+  let at = -1;
+  for (const ch of query) {
+    const i = p.indexOf(ch, at + 1);
+    if (i < 0) return -1;
+    score += i === at + 1 ? 5 : 1; // a run
+    if (i === 0 || "/._-".includes(p[i - 1])) score += 3; // a word's start
+    if (i >= base) score += 2; // in the name
+    at = i;
+  }
+  return score - p.length / 100; // shorter paths first among equals
+}
+
+let projectFiles = null; // fetched when the box opens
+async function quickOpen() {
+  document.getElementById("quick")?.remove();
+  const box = el("input", { type: "text", placeholder: "Go to file (type part of its name)", spellcheck: "false" });
+  const list = el("div", { class: "quick-list" });
+  const quick = el("div", { id: "quick" }, box, list);
+  document.body.append(quick);
+  box.focus();
+  const r = await fetch("/api/files").catch(() => null);
+  projectFiles = r && r.ok ? (await r.json()).files : projectFiles || [];
+  let shown = [];
+  let sel = 0;
+  const draw = () => {
+    const q = box.value.trim().toLowerCase().replace(/\s+/g, "");
+    shown = q
+      ? projectFiles.map((f) => [fuzzyScore(q, f), f]).filter(([s]) => s >= 0).sort((a, b) => b[0] - a[0]).slice(0, 50).map(([, f]) => f)
+      : [...docs.keys(), ...projectFiles.filter((f) => !docs.has(f))].slice(0, 50);
+    sel = Math.min(sel, Math.max(0, shown.length - 1));
+    list.replaceChildren(...shown.map((f, i) => {
+      const name = f.slice(f.lastIndexOf("/") + 1);
+      return el("div", { class: `quick-item${i === sel ? " selected" : ""}`, "data-path": f, onmousedown: (ev) => (ev.preventDefault(), pick(f)) },
+        el("span", { class: "name" }, name), el("span", { class: "dir" }, f.slice(0, f.length - name.length)));
+    }));
+    list.querySelector(".selected")?.scrollIntoView({ block: "nearest" });
+  };
+  const close = () => quick.remove();
+  const pick = (f) => (close(), openFile(f));
+  box.addEventListener("input", () => ((sel = 0), draw()));
+  box.addEventListener("keydown", (ev) => {
+    if (ev.key === "ArrowDown" || ev.key === "ArrowUp") {
+      ev.preventDefault();
+      sel = (sel + (ev.key === "ArrowDown" ? 1 : -1) + shown.length) % Math.max(1, shown.length);
+      draw();
+    } else if (ev.key === "Enter") {
+      ev.preventDefault();
+      if (shown[sel]) pick(shown[sel]);
+    } else if (ev.key === "Escape") {
+      close();
+    }
+  });
+  box.addEventListener("blur", () => setTimeout(close, 100));
+  draw();
+}
+
 // ---- editor tabs ----------------------------------------------------------
 
 const docs = new Map(); // path → {doc, tab, pane}
@@ -321,6 +386,10 @@ document.addEventListener("keydown", (ev) => {
     ev.preventDefault();
     newShell();
   }
+  if ((ev.ctrlKey || ev.metaKey) && !ev.shiftKey && ev.key.toLowerCase() === "p") {
+    ev.preventDefault();
+    quickOpen();
+  }
   if (ev.altKey && !ev.ctrlKey && ev.key.toLowerCase() === "n") {
     ev.preventDefault();
     newEntry(false);
@@ -336,13 +405,22 @@ document.addEventListener("keydown", (ev) => {
   }
 });
 $("#search").addEventListener("keydown", (ev) => {
-  if (ev.key === "Enter") search(ev.target.value.trim()).catch((e) => status(`search: ${e.message}`));
+  if (ev.key === "Enter") {
+    clearTimeout(searchTimer);
+    search(ev.target.value.trim()).catch((e) => status(`search: ${e.message}`));
+  }
   if (ev.key === "Escape") {
     ev.target.value = "";
     search("");
   }
 });
-$("#search").addEventListener("input", (ev) => ev.target.value || search(""));
+// Search as you type, once typing pauses; Enter searches at once.
+let searchTimer;
+$("#search").addEventListener("input", (ev) => {
+  clearTimeout(searchTimer);
+  const q = ev.target.value.trim();
+  searchTimer = setTimeout(() => search(q).catch((e) => status(`search: ${e.message}`)), q.length < 3 ? 600 : 250);
+});
 // ---- changes on disk ------------------------------------------------------
 
 // Files change under the editor: the agent edits, a terminal runs a

@@ -134,6 +134,16 @@ try {
   await page.waitForFunction(() => (document.querySelector(".pane:not([hidden]) .cm-activeLine") || {}).textContent === "find needle-77 here", null, { timeout: 10000 })
     .catch(async () => fail("the hit did not open at its line"));
   await page.fill("#search", "");
+
+  // Quick open (Ctrl+P): a few letters of the name, in order, find it.
+  await page.keyboard.press("Control+p");
+  await page.waitForSelector("#quick input", { timeout: 5000 }).catch(() => fail("Ctrl+P opened no box"));
+  await page.keyboard.type("mdintrm");
+  await page.waitForFunction(() => document.querySelector(".quick-item.selected")?.dataset.path === "made-in-terminal.txt", null, { timeout: 5000 })
+    .catch(async () => fail("quick open offers: " + (await page.$$eval(".quick-item", (is) => is.map((i) => i.dataset.path).join(",")))));
+  if (await page.$('.quick-item[data-path="secret.txt"]')) await fail("quick open offers an ignored file");
+  await page.keyboard.press("Enter");
+  await page.waitForSelector('.tab.active[title="made-in-terminal.txt"]', { timeout: 5000 }).catch(() => fail("Enter did not open the file"));
   await page.click('.entry[data-path="hello.txt"]');
 
   // The agent panel: a prompt, an edit to approve (its diff shown), the
