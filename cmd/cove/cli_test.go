@@ -835,7 +835,8 @@ func TestBrowserIDE(t *testing.T) {
 		llmtest.Response{Events: llmtest.OpenAIChunks("tool_calls", map[string]any{"tool_calls": []any{map[string]any{
 			"index": 0, "id": "c1", "type": "function", "function": map[string]any{"name": "edit", "arguments": string(edit)}}}})},
 		// Markdown, in two deltas, with HTML that must stay text.
-		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "Made it **friend"}, map[string]any{"content": "lier**.\n\n- `hello.txt` <img src=x onerror=alert(1)>\n"})},
+		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"reasoning_content": "Checking "}, map[string]any{"reasoning_content": "the edit."},
+			map[string]any{"content": "Made it **friend"}, map[string]any{"content": "lier**.\n\n- `hello.txt` <img src=x onerror=alert(1)>\n"})},
 		// After a rewind: an answer that never ends, stopped from the panel.
 		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "Let me think"})[:1], Hang: true},
 	)

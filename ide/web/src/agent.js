@@ -86,6 +86,8 @@ export function startAgent({ log, input, send, fresh }) {
   let lastUser = null; // the newest prompt's node, which its checkpoint takes back
   const cards = new Map(); // approval number → its card, until decided
   let output = null; // the running command's live output
+  let thinking = null; // the reasoning being streamed
+  const usage = fresh.parentNode.insertBefore(el("span", "usage", ""), fresh);
 
   function handle(m) {
     if (m.id) {
@@ -101,14 +103,15 @@ export function startAgent({ log, input, send, fresh }) {
       // falls through: all of it comes again
       case "cleared": // a new conversation
         log.replaceChildren();
-        current = lastUser = output = null;
+        current = lastUser = output = thinking = null;
         cards.clear();
+        usage.textContent = "";
         break;
       case "note":
         add(el("div", "note", m.text));
         break;
       case "user":
-        current = null;
+        current = thinking = null;
         lastUser = add(el("div", "msg user", m.text));
         // The box empties when the prompt is taken, not before: one the
         // launcher refuses stays to send again.
@@ -118,6 +121,7 @@ export function startAgent({ log, input, send, fresh }) {
         setBusy(m.text === "running");
         break;
       case "text":
+        thinking = null;
         if (!current) {
           current = add(el("div", "msg assistant markdown"));
           current.md = "";
@@ -125,11 +129,20 @@ export function startAgent({ log, input, send, fresh }) {
         current.md += m.text;
         render(current);
         break;
-      case "thinking":
-        add(el("div", "thinking", m.text));
+      case "thinking": // deltas, gathered into one block until the answer
+        if (!thinking) thinking = add(el("div", "thinking", ""));
+        thinking.textContent += m.text;
         break;
+      case "usage": {
+        // What the model read and wrote on its last call: about the size
+        // of the conversation, against its context window.
+        const n = (m.usage?.input || 0) + (m.usage?.output || 0);
+        usage.textContent = n ? `${n >= 1000 ? (n / 1000).toFixed(1) + "k" : n} tokens` : "";
+        usage.title = `the last call: ${m.usage?.input || 0} tokens in (${m.usage?.cache_read || 0} from the cache), ${m.usage?.output || 0} out`;
+        break;
+      }
       case "tool_call":
-        current = null;
+        current = thinking = null;
         add(el("div", "tool", callLine(m.call))).title = JSON.stringify(m.call.args, null, 2);
         break;
       case "tool_output":

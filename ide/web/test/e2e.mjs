@@ -174,6 +174,10 @@ try {
     return { strong: a.querySelector("strong")?.textContent, code: a.querySelector("li code")?.textContent, img: !!a.querySelector("img"), text: a.textContent };
   });
   if (md.strong !== "friendlier" || md.code !== "hello.txt" || md.img || !md.text.includes("<img src=x onerror=alert(1)>")) await fail("the answer's markdown: " + JSON.stringify(md));
+  // Its reasoning, streamed in pieces, reads as one block; the tokens of the last call show.
+  const thought = await page.$$eval("#agent-log .thinking", (ts) => ts.map((t) => t.textContent));
+  if (thought.join("|") !== "Checking the edit.") await fail("the reasoning shown: " + JSON.stringify(thought));
+  if ((await page.textContent("#agent .usage")) !== "46 tokens") await fail("usage shown: " + (await page.textContent("#agent .usage")));
   if (shot) await page.screenshot({ path: shot });
 
   // Rewind that turn: the file goes back (the editor follows), the
