@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
+	"os/exec"
 
 	"golang.org/x/sys/unix"
 )
@@ -38,7 +40,30 @@ type ExecRequest struct {
 type execReply struct {
 	PID   int    `json:"pid,omitempty"`
 	Error string `json:"error,omitempty"`
+	Code  int    `json:"code,omitempty"` // with Error: see ExecError
 	Exit  *int   `json:"exit,omitempty"`
+}
+
+// ExecError is a command Exec could not start in the container. Code is
+// the exit status shells (and podman exec) give for it: 127 when the
+// command is not found, 126 when it cannot be run; 0 otherwise.
+type ExecError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExecError) Error() string { return e.Err.Error() }
+func (e *ExecError) Unwrap() error { return e.Err }
+
+// startCode is the shell's exit status for a command that failed to start.
+func startCode(err error) int {
+	switch {
+	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
+		return 127
+	case errors.Is(err, fs.ErrPermission):
+		return 126
+	}
+	return 0
 }
 
 func (in *initProc) serveExec(l net.Listener) {
@@ -104,7 +129,7 @@ func (in *initProc) exec(conn *net.UnixConn) {
 		s.Close()
 	}
 	if err != nil {
-		reply(execReply{Error: err.Error()}, nil)
+		reply(execReply{Error: err.Error(), Code: startCode(err)}, nil)
 		return
 	}
 	var rights []byte
@@ -228,7 +253,7 @@ func Exec(ctl string, req ExecRequest, stdio [3]*os.File, started func(console *
 		}
 		switch {
 		case r.Error != "":
-			return 0, errors.New(r.Error)
+			return 0, &ExecError{Code: r.Code, Err: errors.New(r.Error)}
 		case r.Exit != nil:
 			return *r.Exit, nil
 		case r.PID != 0:

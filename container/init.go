@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -400,7 +401,7 @@ func executable(p string) error {
 		return err
 	}
 	if fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return fmt.Errorf("not an executable file")
+		return fmt.Errorf("not an executable file: %w", fs.ErrPermission)
 	}
 	return nil
 }

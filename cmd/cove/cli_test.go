@@ -457,8 +457,11 @@ func TestDetachPsStopRm(t *testing.T) {
 	if len(pids) == 0 || pids[0] != "1" || len(pids) > 10 {
 		t.Errorf("exec does not see the container's PID namespace: processes %v", pids)
 	}
-	if r := runProc(t, root, "", "exec", "web", "no-such-command"); r.code == 0 || !strings.Contains(r.stderr, "no-such-command") {
-		t.Errorf("exec of a missing command: %+v", r)
+	if r := runProc(t, root, "", "exec", "web", "no-such-command"); r.code != 127 || !strings.Contains(r.stderr, "no-such-command") {
+		t.Errorf("exec of a missing command: %+v, want 127 as a shell and podman exec give", r)
+	}
+	if r := runProc(t, root, "", "exec", "web", "/etc/passwd"); r.code != 126 || !strings.Contains(r.stderr, "/etc/passwd") {
+		t.Errorf("exec of a file that is not a program: %+v, want 126", r)
 	}
 	var st struct{ Cgroup []string }
 	b, _ := os.ReadFile(filepath.Join(root, "run", "containers", "web", "state.json"))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -63,6 +64,11 @@ func (e *env) exec(name string, req container.ExecRequest, stdio [3]*os.File) er
 		rs.wait(console)
 	}
 	rs.restore()
+	var ee *container.ExecError
+	if errors.As(err, &ee) && ee.Code != 0 {
+		// As a shell says it (and podman exec): 127 not found, 126 not runnable.
+		return &exitError{code: ee.Code, err: fmt.Errorf("exec in %s: %w", name, err)}
+	}
 	if err != nil {
 		return err
 	}
