@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/cove-sh/cove/agent"
 	"github.com/cove-sh/cove/container"
+	"github.com/cove-sh/cove/internal/mdterm"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 )
@@ -198,9 +200,38 @@ func runAgent(c *cli.Context, e *env, st *container.State, dir string, cfg agent
 }
 
 // chatOnTerminal holds the conversation on standard input and output.
-// Ctrl-C stops the turn in progress; at the prompt it leaves.
+// Ctrl-C stops the turn in progress; at the prompt it clears the line, or
+// on an empty one leaves. On a terminal, the prompt has line editing and
+// a history, and answers are rendered (markdown, unless NO_COLOR is set);
+// otherwise lines are read and answers written as they come.
 func chatOnTerminal(c *cli.Context, a *agent.Agent, sessions string, history []agent.Message) error {
-	ch := &chat{a: a, in: bufio.NewReader(os.Stdin), out: c.App.Writer, sessions: sessions, history: history}
+	ch := &chat{a: a, out: c.App.Writer, sessions: sessions, history: history}
+	stdin, stdout := int(os.Stdin.Fd()), int(os.Stdout.Fd())
+	inTTY, outTTY := term.IsTerminal(stdin), term.IsTerminal(stdout) && c.App.Writer == io.Writer(os.Stdout)
+	dumb := os.Getenv("TERM") == "dumb"
+	var tty *ttyLines
+	if inTTY && outTTY && !dumb {
+		hist, err := loadHistory(historyPath(os.Getenv))
+		if err != nil {
+			fmt.Fprintf(c.App.ErrWriter, "! the prompt history is not read: %v\n", err)
+		}
+		if tty, err = newTTYLines(os.Stdin, os.Stdout, hist, c.App.ErrWriter); err != nil {
+			return err
+		}
+		defer tty.restore()
+		ch.lines = tty
+	} else {
+		ch.lines = &plainLines{in: bufio.NewReader(os.Stdin), out: c.App.Writer, echo: outTTY && !inTTY}
+	}
+	if outTTY && !dumb && os.Getenv("NO_COLOR") == "" {
+		ch.md = mdterm.New(os.Stdout, func() int {
+			w, _, _ := term.GetSize(stdout)
+			return w
+		})
+	}
+	leave := func() {
+		fmt.Fprintf(c.App.ErrWriter, "· session %s (cove agent -r %s to continue)\n", a.Session.ID, a.Session.ID)
+	}
 	// Ctrl-C must not end the command (main's context): it goes to the chat.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(c.Context))
 	defer cancel()
@@ -212,13 +243,20 @@ func chatOnTerminal(c *cli.Context, a *agent.Agent, sessions string, history []a
 			if sig == syscall.SIGINT && ch.interrupt() {
 				continue
 			}
-			fmt.Fprintf(c.App.ErrWriter, "\n· session %s (cove agent -r %s to continue)\n", a.Session.ID, a.Session.ID)
+			if tty != nil {
+				tty.restore()
+			}
+			fmt.Fprintln(c.App.ErrWriter)
+			leave()
 			a.Session.Close()
 			os.Exit(130)
 		}
 	}()
 	err := ch.run(ctx)
-	fmt.Fprintf(c.App.ErrWriter, "· session %s (cove agent -r %s to continue)\n", a.Session.ID, a.Session.ID)
+	leave()
+	if errors.Is(err, errInterrupted) {
+		return &exitError{code: 130} // as a Ctrl-C at a prompt read by the kernel
+	}
 	return err
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -11,18 +10,22 @@ import (
 	"sync"
 
 	"github.com/cove-sh/cove/agent"
+	"github.com/cove-sh/cove/internal/mdterm"
 )
 
-// chat is the agent's terminal conversation: a prompt a line, the answer
-// streamed as it comes, slash commands between turns. Interrupt (Ctrl-C)
-// stops the turn in progress, not the chat; the conversation keeps what
-// was said.
+// chat is the agent's terminal conversation: a request at the prompt,
+// the answer streamed as it comes, slash commands between turns.
+// Interrupt (Ctrl-C) stops the turn in progress, not the chat; the
+// conversation keeps what was said.
 type chat struct {
 	a        *agent.Agent
-	in       *bufio.Reader
+	lines    lineReader
 	out      io.Writer
-	sessions string // where session logs go
+	md       *mdterm.Writer // renders the answers on out, a terminal; nil: they are written as they come
+	sessions string         // where session logs go
 	history  []agent.Message
+
+	midLine bool // the answer so far does not end its line (kept with md only)
 
 	mu         sync.Mutex
 	cancelTurn context.CancelFunc // set while a turn runs
@@ -38,6 +41,8 @@ type chatTurn struct {
 }
 
 const chatHelp = `Type a request; the answer streams here. Ctrl-C stops a turn; Ctrl-D or /exit leaves.
+On a terminal, a line that ends in \ goes on to the next, Up and Down recall earlier requests
+(of every chat: ~/.local/state/cove/agent_history), and Ctrl-C clears the line.
   /new          start a new conversation (a new session)
   /compact      summarise the conversation so far to free the model's context
   /rewind       list this conversation's checkpoints
@@ -52,22 +57,32 @@ func (c *chat) run(ctx context.Context) error {
 	c.a.Emit = func(ev agent.LoopEvent) {
 		switch ev.Type {
 		case "text":
-			fmt.Fprint(c.out, ev.Text)
+			c.write(ev.Text)
+			return
+		case "message", "usage", "done", "thinking", "tool_output", "decision":
+			// not shown: the answer's line goes on
 		case "checkpoint":
+			c.endText(true)
 			c.turns = append(c.turns, chatTurn{checkpoint: ev.Text, historyLen: len(c.history)})
+		default:
+			c.endText(true) // before the trace shows it
 		}
-		if emit != nil && ev.Type != "text" {
+		if emit != nil {
 			emit(ev)
 		}
 	}
 	// The approval question reads the same input as the chat, so that a
 	// line typed ahead is not lost between two readers.
 	c.a.Approve = func(ctx context.Context, act *agent.Action) agent.Decision {
+		c.endText(true)
 		if act.Diff != "" {
 			fmt.Fprint(c.out, act.Diff)
 		}
-		fmt.Fprintf(c.out, "%s — allow? [y/N, or say why not] ", act.Summary)
-		line, _ := c.in.ReadString('\n')
+		line, err := c.lines.answer(act.Summary + " — allow? [y/N, or say why not] ")
+		if errors.Is(err, errInterrupted) {
+			c.interrupt() // Ctrl-C stops the turn, as it does while the model writes
+			return agent.Decision{Reason: "the user stopped this turn"}
+		}
 		line = strings.TrimSpace(line)
 		if strings.EqualFold(line, "y") || strings.EqualFold(line, "yes") {
 			return agent.Decision{Approve: true}
@@ -75,10 +90,11 @@ func (c *chat) run(ctx context.Context) error {
 		return agent.Decision{Reason: line}
 	}
 	for {
-		fmt.Fprint(c.out, "› ")
-		line, err := c.in.ReadString('\n')
-		if err != nil && line == "" {
-			fmt.Fprintln(c.out)
+		line, err := c.lines.prompt()
+		if err != nil {
+			if errors.Is(err, errInterrupted) {
+				return err
+			}
 			return nil // end of input
 		}
 		line = strings.TrimSpace(line)
@@ -103,6 +119,7 @@ func (c *chat) turn(ctx context.Context, prompt string) {
 	c.mu.Unlock()
 	before := len(c.turns)
 	msgs, err := c.a.Run(turnCtx, c.history, prompt)
+	c.endText(false) // the line ends below
 	c.mu.Lock()
 	c.cancelTurn = nil
 	c.mu.Unlock()
@@ -119,6 +136,32 @@ func (c *chat) turn(ctx context.Context, prompt string) {
 	default:
 		fmt.Fprintln(c.out)
 	}
+}
+
+// write shows a piece of the answer.
+func (c *chat) write(text string) {
+	if c.md == nil {
+		fmt.Fprint(c.out, text)
+		return
+	}
+	c.md.Write([]byte(text))
+	if text != "" {
+		c.midLine = !strings.HasSuffix(text, "\n")
+	}
+}
+
+// endText ends the answer's text so far, before something else is shown:
+// rendered, its last line is finished, and ended if lineEnd. (Unrendered,
+// the text is left exactly as the model wrote it.)
+func (c *chat) endText(lineEnd bool) {
+	if c.md == nil {
+		return
+	}
+	c.md.Flush()
+	if c.midLine && lineEnd {
+		fmt.Fprintln(c.out)
+	}
+	c.midLine = false
 }
 
 // interrupt stops the turn in progress; false means none was running.

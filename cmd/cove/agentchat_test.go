@@ -14,6 +14,7 @@ import (
 
 	"github.com/cove-sh/cove/agent"
 	"github.com/cove-sh/cove/internal/llmtest"
+	"github.com/cove-sh/cove/internal/mdterm"
 )
 
 // watchedBuffer is the chat's output, safe to read while it is written,
@@ -43,12 +44,18 @@ func (w *watchedBuffer) String() string {
 
 func (w *watchedBuffer) waitFor(t *testing.T, s string) {
 	t.Helper()
+	w.waitForNth(t, s, 1)
+}
+
+// waitForNth waits until s has been written n times.
+func (w *watchedBuffer) waitForNth(t *testing.T, s string, n int) {
+	t.Helper()
 	deadline := time.After(20 * time.Second)
-	for !strings.Contains(w.String(), s) {
+	for strings.Count(w.String(), s) < n {
 		select {
 		case <-w.new:
 		case <-deadline:
-			t.Fatalf("no %q in the chat:\n%s", s, w.String())
+			t.Fatalf("no %q (%d) in the chat:\n%q", s, n, w.String())
 		}
 	}
 }
@@ -91,7 +98,7 @@ func TestChatApproveInterruptRewind(t *testing.T) {
 		Tools: []agent.Tool{agent.WriteTool{W: w}}}
 	inR, inW := io.Pipe()
 	out := &watchedBuffer{new: make(chan struct{}, 1)}
-	ch := &chat{a: a, in: bufio.NewReader(inR), out: out, sessions: sessions}
+	ch := &chat{a: a, lines: &plainLines{in: bufio.NewReader(inR), out: out}, out: out, sessions: sessions}
 	done := make(chan error, 1)
 	go func() { done <- ch.run(context.Background()) }()
 	say := func(line string) { io.WriteString(inW, line+"\n") }
@@ -145,5 +152,59 @@ func TestChatApproveInterruptRewind(t *testing.T) {
 	}
 	if len(resumed) != 2 || resumed[0].Content != "start over" || resumed[1].Content != "Fresh start." {
 		t.Errorf("resumed %+v", resumed)
+	}
+}
+
+// TestChatRendersAnswers: with a renderer, the answer's text shows as it
+// streams, then styled, and its unfinished line is ended before a tool
+// call's trace; without one, the output is the model's text exactly.
+func TestChatRendersAnswers(t *testing.T) {
+	for _, rendered := range []bool{true, false} {
+		dir := t.TempDir()
+		w, err := agent.OpenWorkspace(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		srv := llmtest.New(t)
+		args, _ := json.Marshal(map[string]any{"path": "a.txt", "content": "x\n"})
+		srv.Push(
+			llmtest.Response{Events: llmtest.OpenAIChunks("tool_calls", map[string]any{"content": "Writing *it*"}, map[string]any{"tool_calls": []any{map[string]any{
+				"index": 0, "id": "c1", "type": "function", "function": map[string]any{"name": "write", "arguments": string(args)}}}})},
+			llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "**Do"}, map[string]any{"content": "ne**"})},
+		)
+		provider, err := agent.Config{Provider: "openai", BaseURL: srv.URL(), APIKey: "k", Model: "m"}.NewProvider()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sessions := filepath.Join(dir, ".cove", "sessions")
+		s, err := agent.NewSession(sessions)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		var out strings.Builder
+		a := &agent.Agent{Provider: provider, Model: "m", Mode: agent.ModeYolo, Session: s, Tools: []agent.Tool{agent.WriteTool{W: w}},
+			Emit: func(ev agent.LoopEvent) {
+				if ev.Type == "tool_call" {
+					out.WriteString("· " + ev.Call.Name + "\n") // the trace
+				}
+			}}
+		ch := &chat{a: a, lines: &plainLines{in: bufio.NewReader(strings.NewReader("go\n")), out: &out}, out: &out, sessions: sessions}
+		if rendered { // on a terminal, with input from elsewhere
+			ch.md = mdterm.New(&out, func() int { return 80 })
+			ch.lines.(*plainLines).echo = true
+		}
+		if err := ch.run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		_, got, _ := strings.Cut(out.String(), "commands\n")
+		want := "› Writing *it*· write\n**Do" + "ne**\n› \n"
+		if rendered {
+			want = "› go\nWriting *it*\r\x1b[KWriting \x1b[3mit\x1b[0m\n· write\n**Done**\r\x1b[K\x1b[1mDone\x1b[0m\n› \n"
+		}
+		if got != want {
+			t.Errorf("rendered %v:\n got %q\nwant %q", rendered, got, want)
+		}
 	}
 }

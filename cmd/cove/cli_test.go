@@ -1174,7 +1174,8 @@ func TestAgentChatCtrlCInTerminal(t *testing.T) {
 		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "Still here."})},
 	)
 	cmd, _, _ := coveProc(root, "agent", "--image", ref, project)
-	cmd.Env = append(cmd.Env, "COVE_BASE_URL="+srv.URL(), "COVE_MODEL=test-model", "COVE_API_KEY=k")
+	cmd.Env = append(cmd.Env, "COVE_BASE_URL="+srv.URL(), "COVE_MODEL=test-model", "COVE_API_KEY=k",
+		"XDG_STATE_HOME="+t.TempDir()) // the prompt history
 	cmd.Stdout, cmd.Stderr = nil, nil
 	tty, err := pty.Start(cmd)
 	if err != nil {
@@ -1241,5 +1242,86 @@ func TestRunCtrlCInTerminal(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		cmd.Process.Kill()
 		t.Fatalf("Ctrl-C did not stop the workload:\n%s", out.String())
+	}
+}
+
+// TestAgentChatMarkdownInTerminal holds a chat in a real terminal (a pty):
+// the answer, streamed in pieces that split its tokens and its code fence,
+// shows rendered (bold, the code coloured); Up at the next prompt recalls
+// the request, which goes to the model again; the history file keeps it.
+func TestAgentChatMarkdownInTerminal(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	ref := testregistry.Push(t, addr, layered(t))
+	project, root, state := t.TempDir(), t.TempDir(), t.TempDir()
+	srv := llmtest.New(t)
+	srv.Push(
+		llmtest.Response{Events: llmtest.OpenAIChunks("stop",
+			map[string]any{"content": "Use **bo"}, map[string]any{"content": "ld** steps:\n``"},
+			map[string]any{"content": "`go\nfmt.Println(\"*hi*\")\n``"}, map[string]any{"content": "`\nDone."})},
+		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "Again."})},
+	)
+	cmd, _, _ := coveProc(root, "agent", "--image", ref, project)
+	cmd.Env = append(cmd.Env, "COVE_BASE_URL="+srv.URL(), "COVE_MODEL=test-model", "COVE_API_KEY=k",
+		"XDG_STATE_HOME="+state, "TERM=xterm", "NO_COLOR=")
+	cmd.Stdout, cmd.Stderr = nil, nil
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 24, Cols: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", workspaceName(project)) })
+	out := &watchedBuffer{new: make(chan struct{}, 1)}
+	go io.Copy(out, tty)
+	out.waitFor(t, "› ")
+	io.WriteString(tty, "show me the steps\r")
+	out.waitFor(t, "Done.")
+	out.waitForNth(t, "› ", 2)
+	for _, want := range []string{
+		"Use \x1b[1mbold\x1b[0m steps:",        // redrawn styled
+		"\x1b[2m```go\x1b[0m",                  // the fence, dim
+		"\x1b[36mfmt.Println(\"*hi*\")\x1b[0m", // the code, no inline styles
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in the terminal:\n%q", want, out.String())
+		}
+	}
+	io.WriteString(tty, "\x1b[A\r") // Up, Enter
+	out.waitFor(t, "Again.")
+	out.waitForNth(t, "› ", 3)
+	io.WriteString(tty, "not this\x03\x03") // Ctrl-C clears the line, then leaves
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+			t.Fatalf("cove agent after Ctrl-C at the prompt: %v, want exit status 130\n%q", err, out.String())
+		}
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("cove agent did not leave on Ctrl-C:\n%q", out.String())
+	}
+	out.waitFor(t, "cove agent -r ")
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests, want 2", len(reqs))
+	}
+	var prompts []string
+	for _, m := range reqs[1].JSON(t)["messages"].([]any) {
+		if mm := m.(map[string]any); mm["role"] == "user" {
+			prompts = append(prompts, mm["content"].(string))
+		}
+	}
+	if !slices.Equal(prompts, []string{"show me the steps", "show me the steps"}) {
+		t.Errorf("the model got the requests %q", prompts)
+	}
+	hist := filepath.Join(state, "cove", "agent_history")
+	b, err := os.ReadFile(hist)
+	if err != nil || string(b) != "show me the steps\n" {
+		t.Errorf("history file %q, %v", b, err)
+	}
+	if fi, err := os.Stat(hist); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("history file mode: %v", err)
 	}
 }

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+)
+
+// TestTTYLines types at the chat's prompt on a real terminal (a pty):
+// editing keys, the history, Ctrl-C and Ctrl-D, requests of several lines
+// (a backslash, a bracketed paste) and an approval's answer. Each line is
+// typed once the prompt shows, when the terminal is raw.
+func TestTTYLines(t *testing.T) {
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	defer tty.Close()
+	pty.Setsize(ptmx, &pty.Winsize{Rows: 24, Cols: 80})
+	out := &watchedBuffer{new: make(chan struct{}, 1)}
+	go io.Copy(out, ptmx)
+	histFile := filepath.Join(t.TempDir(), "agent_history")
+	hist, _ := loadHistory(histFile)
+	lines, err := newTTYLines(tty, tty, hist, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		keys, want string
+		err        error
+	}{
+		{"hello\r", "hello", nil},
+		{"\x1b[A\r", "hello", nil},                      // Up
+		{"world\x01hello \x05!\r", "hello world!", nil}, // Ctrl-A, Ctrl-E
+		{"\x1b[A\x1b[A\x1b[B\r", "hello world!", nil},   // Up, Up, Down
+		{"abc def\x17\r", "abc ", nil},                  // Ctrl-W
+		{"abc\x1b[D\x1b[D\x0bxyz\r", "axyz", nil},       // Left, Ctrl-K
+		{"abc\x15xyz\r", "xyz", nil},                    // Ctrl-U
+		{"bc\x1b[1~a\x1b[4~d\r", "abcd", nil},           // Home, End as tmux sends them
+		{"ab\x1b[D\x04\r", "a", nil},                    // Ctrl-D on a character deletes it
+		{"junk\x03next\r", "next", nil},                 // Ctrl-C clears the line
+		{"one \\\rtwo\r", "one \ntwo", nil},
+		{"\x1b[200~p1\rp2\x1b[201~\r", "p1\np2", nil}, // pasted
+		{"draft \\\r\x03", "", nil},                   // Ctrl-C on a next line drops the request
+		{"\x03", "", errInterrupted},
+		{"\x04", "", io.EOF},
+	} {
+		prompts := strings.Count(out.String(), "› ")
+		done := make(chan struct{})
+		var got string
+		var err error
+		go func() { got, err = lines.prompt(); close(done) }()
+		out.waitForNth(t, "› ", prompts+1)
+		io.WriteString(ptmx, tc.keys)
+		<-done
+		if got != tc.want || !errors.Is(err, tc.err) {
+			t.Errorf("typed %q: %q, %v; want %q, %v", tc.keys, got, err, tc.want, tc.err)
+		}
+	}
+
+	// An approval's answer is read the same way, and is no prompt to recall.
+	done := make(chan struct{})
+	var got string
+	go func() { got, _ = lines.answer("--- a diff\nrun it? "); close(done) }()
+	out.waitFor(t, "run it? ")
+	io.WriteString(ptmx, "y\r")
+	<-done
+	if got != "y" || !strings.Contains(out.String(), "--- a diff\r\n") {
+		t.Errorf("answer %q", got)
+	}
+
+	want := []string{"hello", "hello world!", "abc ", "axyz", "xyz", "abcd", "a", "next", `one \`, "two", "p2", `draft \`}
+	if !slices.Equal(hist.entries, want) {
+		t.Errorf("history %q\nwant %q", hist.entries, want)
+	}
+	if b, _ := os.ReadFile(histFile); string(b) != strings.Join(want, "\n")+"\n" {
+		t.Errorf("history file %q", b)
+	}
+	// Between lines the terminal is canonical, with signals (Ctrl-C is
+	// SIGINT during a turn) but no echo; restore gives the echo back.
+	lflag := func() uint32 {
+		tio, err := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tio.Lflag & (unix.ICANON | unix.ECHO | unix.ISIG)
+	}
+	if got := lflag(); got != unix.ICANON|unix.ISIG {
+		t.Errorf("between lines, lflag %#x", got)
+	}
+	lines.restore()
+	if got := lflag(); got != unix.ICANON|unix.ECHO|unix.ISIG {
+		t.Errorf("restored, lflag %#x", got)
+	}
+	if _, err := lines.prompt(); err == nil {
+		t.Error("a prompt after restore")
+	}
+}
