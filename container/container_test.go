@@ -500,3 +500,43 @@ func TestRunDropsCapabilities(t *testing.T) {
 		t.Fatalf("bounding set %q, want %016x", r.stdout, want)
 	}
 }
+
+// TestRunSeccompFilter: the workload runs under the filter (and cannot
+// make a user namespace, the door to most kernel privilege escalations),
+// while forks, threads and execs work as always; without it
+// (NoSeccomp), the namespace can be made.
+func TestRunSeccompFilter(t *testing.T) {
+	needRoot(t)
+	img, cfg := testImage(t, nil)
+	script := `
+		grep '^Seccomp:' /proc/self/status
+		unshare -U true 2>/dev/null && echo userns-made || echo userns-refused
+		(echo from-a-subshell) | cat`
+	r := runIn(t, img, cfg, Limits{}, nil, "sh", "-c", script).ok(t)
+	if !strings.Contains(r.stdout, "Seccomp:\t2") || !strings.Contains(r.stdout, "userns-refused") || !strings.Contains(r.stdout, "from-a-subshell") {
+		t.Fatalf("with the filter: %q", r.stdout)
+	}
+	r = runIn(t, img, cfg, Limits{}, func(s *Spec) { s.NoSeccomp = true }, "sh", "-c", script).ok(t)
+	if !strings.Contains(r.stdout, "Seccomp:\t0") || !strings.Contains(r.stdout, "userns-made") {
+		t.Fatalf("without the filter: %q", r.stdout)
+	}
+}
+
+func TestSeccompProgramJumpsLand(t *testing.T) {
+	prog, err := seccompProgram()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every jump lands inside the program, and the last two instructions
+	// are the returns the denials jump to.
+	for i, ins := range prog {
+		if ins.Code&0x07 == unix.BPF_JMP { // the class bits
+			if i+1+int(ins.Jt) >= len(prog) || i+1+int(ins.Jf) >= len(prog) {
+				t.Fatalf("instruction %d jumps out: %+v", i, ins)
+			}
+		}
+	}
+	if last := prog[len(prog)-1]; last.K != unix.SECCOMP_RET_ERRNO|uint32(unix.ENOSYS) {
+		t.Errorf("last instruction %+v", last)
+	}
+}

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -184,6 +184,11 @@ func initStage2(spec *Spec, sync *os.File) (int, error) {
 	unix.CloseOnExec(ctlFd)
 	if err := dropBoundingCaps(); err != nil {
 		return 0, err
+	}
+	if !spec.NoSeccomp {
+		if err := installSeccomp(); err != nil {
+			return 0, err
+		}
 	}
 	in := &initProc{spec: spec, waiters: map[int]chan int{}}
 	sigs := make(chan os.Signal, 16)

@@ -30,11 +30,14 @@ type Spec struct {
 	Hosts      string `json:"hosts"`       // host path of the container's hosts file
 
 	// Control is the host path of the socket cove exec talks to init on.
-	Control string  `json:"-"`
-	Binds   []Bind  `json:"binds,omitempty"`
-	Net     string  `json:"net"` // "host" or "none"
-	UserNS  bool    `json:"userns,omitempty"`
-	Process Process `json:"process"`
+	Control string `json:"-"`
+	Binds   []Bind `json:"binds,omitempty"`
+	Net     string `json:"net"` // "host" or "none"
+	UserNS  bool   `json:"userns,omitempty"`
+	// NoSeccomp leaves out the seccomp filter (see deniedSyscalls), for
+	// containers in the container, perf, bpf tools.
+	NoSeccomp bool    `json:"no_seccomp,omitempty"`
+	Process   Process `json:"process"`
 }
 
 // Bind is a host path mounted into the container.

@@ -407,6 +407,16 @@ func TestRunContract(t *testing.T) {
 	if r := runProc(t, root, "", "run", "--rm", "--memory", "lots", ref, "true"); r.code != 125 || !strings.Contains(r.stderr, "--memory") {
 		t.Errorf("a bad --memory: %+v", r)
 	}
+	// The seccomp filter is on unless lifted; an option cove does not know is refused.
+	if r := runProc(t, root, "", "run", "--rm", ref, "grep", "^Seccomp:", "/proc/self/status"); r.stdout != "Seccomp:\t2\n" {
+		t.Errorf("the workload's seccomp mode: %+v", r)
+	}
+	if r := runProc(t, root, "", "run", "--rm", "--security-opt", "seccomp=unconfined", ref, "grep", "^Seccomp:", "/proc/self/status"); r.stdout != "Seccomp:\t0\n" {
+		t.Errorf("with seccomp=unconfined: %+v", r)
+	}
+	if r := runProc(t, root, "", "run", "--rm", "--security-opt", "apparmor=x", ref, "true"); r.code != 125 || !strings.Contains(r.stderr, "seccomp=unconfined") {
+		t.Errorf("an unknown --security-opt: %+v", r)
+	}
 	left, _ := os.ReadDir(filepath.Join(root, "data", "containers"))
 	states, _ := os.ReadDir(filepath.Join(root, "run", "containers"))
 	if len(left) != 0 || len(states) != 0 {

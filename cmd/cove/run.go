@@ -26,6 +26,7 @@ func limitFlags() []cli.Flag {
 		&cli.Int64Flag{Name: "pids", Usage: "at most `N` processes and threads"},
 		&cli.Float64Flag{Name: "cpus", Usage: "at most `F` CPUs of time"},
 		&cli.StringFlag{Name: "net", Value: "host", Usage: "`host` (share the host's network) or none (loopback only)"},
+		&cli.StringSliceFlag{Name: "security-opt", Usage: "`seccomp=unconfined`: without the seccomp filter (for containers, perf or bpf tools inside)"},
 	}
 }
 
@@ -90,16 +91,28 @@ func parseSize(s string) (int64, error) {
 	return n * mult, nil
 }
 
-func limitsFrom(c *cli.Context) (container.Limits, string, error) {
+// confinement is what limitFlags say beyond the limits.
+type confinement struct {
+	Net       string // host or none
+	NoSeccomp bool
+}
+
+func limitsFrom(c *cli.Context) (container.Limits, confinement, error) {
 	mem, err := parseSize(c.String("memory"))
 	if err != nil {
-		return container.Limits{}, "", fmt.Errorf("--memory: %w", err)
+		return container.Limits{}, confinement{}, fmt.Errorf("--memory: %w", err)
 	}
-	net := c.String("net")
-	if net != "host" && net != "none" {
-		return container.Limits{}, "", fmt.Errorf("--net %q: use host or none", net)
+	conf := confinement{Net: c.String("net")}
+	if conf.Net != "host" && conf.Net != "none" {
+		return container.Limits{}, confinement{}, fmt.Errorf("--net %q: use host or none", conf.Net)
 	}
-	return container.Limits{Memory: mem, PIDs: c.Int64("pids"), CPUs: c.Float64("cpus")}, net, nil
+	for _, opt := range c.StringSlice("security-opt") {
+		if opt != "seccomp=unconfined" {
+			return container.Limits{}, confinement{}, fmt.Errorf("--security-opt %q: the one cove knows is seccomp=unconfined", opt)
+		}
+		conf.NoSeccomp = true
+	}
+	return container.Limits{Memory: mem, PIDs: c.Int64("pids"), CPUs: c.Float64("cpus")}, conf, nil
 }
 
 func randomID() string {
@@ -130,6 +143,7 @@ type launch struct {
 	Binds       []container.Bind
 	Limits      container.Limits
 	Net         string
+	NoSeccomp   bool
 	Remove      bool // --rm
 	Detach      bool
 	Quiet       bool // detached: do not print the name
@@ -146,7 +160,7 @@ func runContainer(c *cli.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	limits, net, err := limitsFrom(c)
+	limits, conf, err := limitsFrom(c)
 	if err != nil {
 		return 0, err
 	}
@@ -157,7 +171,7 @@ func runContainer(c *cli.Context) (int, error) {
 	l := launch{
 		Ref: c.Args().First(), Policy: policy, Name: c.String("name"), Hostname: c.String("hostname"),
 		Args: c.Args().Tail(), Env: envFlags(c), Workdir: c.String("workdir"), User: c.String("user"),
-		Limits: limits, Net: net, Remove: c.Bool("rm"), Detach: c.Bool("detach"),
+		Limits: limits, Net: conf.Net, NoSeccomp: conf.NoSeccomp, Remove: c.Bool("rm"), Detach: c.Bool("detach"),
 		TTY: c.Bool("tty"), Interactive: c.Bool("interactive"),
 	}
 	for _, v := range c.StringSlice("volume") {
@@ -254,7 +268,7 @@ func (e *env) launch(c *cli.Context, l launch) (int, error) {
 		ID: id, Name: name, Hostname: hostname,
 		Lower: img.RootFS, Upper: filepath.Join(dir, "upper"), Work: filepath.Join(dir, "work"), Merged: filepath.Join(dir, "merged"),
 		Binary: bin, ResolvConf: resolv, Hosts: hosts,
-		Binds: l.Binds, Net: l.Net, UserNS: os.Geteuid() != 0, Process: proc,
+		Binds: l.Binds, Net: l.Net, NoSeccomp: l.NoSeccomp, UserNS: os.Geteuid() != 0, Process: proc,
 		Control: filepath.Join(states.Dir(name), "ctl.sock"),
 	}
 

@@ -230,6 +230,9 @@ func detachUp(c *cli.Context, e *env, dir, recPath string) error {
 			args = append(args, "--"+f, fmt.Sprint(c.Value(f)))
 		}
 	}
+	for _, opt := range c.StringSlice("security-opt") {
+		args = append(args, "--security-opt", opt)
+	}
 	args = append(args, dir)
 	if err := os.MkdirAll(filepath.Dir(recPath), 0o700); err != nil {
 		return err

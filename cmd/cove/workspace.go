@@ -80,7 +80,7 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 			return nil, fmt.Errorf("--fresh: %w", err)
 		}
 	}
-	limits, netMode, err := limitsFrom(c)
+	limits, conf, err := limitsFrom(c)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +110,7 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 		Args:    []string{"/.cove/cove", "ide", "serve", "--socket", "/.cove/run/ide.sock", "--dir", "/workspace"},
 		Workdir: "/workspace", Env: dc.Env(),
 		Binds:  []container.Bind{{Source: abs, Target: "/workspace"}, {Source: run, Target: "/.cove/run"}},
-		Limits: limits, Net: netMode, Detach: true, Quiet: true,
+		Limits: limits, Net: conf.Net, NoSeccomp: conf.NoSeccomp, Detach: true, Quiet: true,
 		Dir: filepath.Join(e.layout.Data, "workspaces", name),
 	}
 	if _, err := e.launch(c, l); err != nil {
