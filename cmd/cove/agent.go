@@ -205,7 +205,7 @@ func runAgent(c *cli.Context, e *env, st *container.State, dir string, cfg agent
 // a history, and answers are rendered (markdown, unless NO_COLOR is set);
 // otherwise lines are read and answers written as they come.
 func chatOnTerminal(c *cli.Context, a *agent.Agent, sessions string, history []agent.Message) error {
-	ch := &chat{a: a, out: c.App.Writer, sessions: sessions, history: history}
+	ch := &chat{a: a, out: c.App.Writer, sessions: sessions, history: history, turns: resumedTurns(a.Session, history)}
 	stdin, stdout := int(os.Stdin.Fd()), int(os.Stdout.Fd())
 	inTTY, outTTY := term.IsTerminal(stdin), term.IsTerminal(stdout) && c.App.Writer == io.Writer(os.Stdout)
 	dumb := os.Getenv("TERM") == "dumb"

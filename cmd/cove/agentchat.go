@@ -35,9 +35,21 @@ type chat struct {
 }
 
 type chatTurn struct {
-	checkpoint string
-	label      string
-	historyLen int
+	agent.Turn
+	label string // the prompt's first line
+}
+
+// resumedTurns are the turns of a resumed conversation, for /rewind.
+func resumedTurns(s *agent.Session, history []agent.Message) []chatTurn {
+	var turns []chatTurn
+	for _, t := range s.Turns {
+		label := ""
+		if t.Before < len(history) {
+			label = firstLine(history[t.Before].Content)
+		}
+		turns = append(turns, chatTurn{Turn: t, label: label})
+	}
+	return turns
 }
 
 const chatHelp = `Type a request; the answer streams here. Ctrl-C stops a turn; Ctrl-D or /exit leaves.
@@ -63,7 +75,7 @@ func (c *chat) run(ctx context.Context) error {
 			// not shown: the answer's line goes on
 		case "checkpoint":
 			c.endText(true)
-			c.turns = append(c.turns, chatTurn{checkpoint: ev.Text, historyLen: len(c.history)})
+			c.turns = append(c.turns, chatTurn{Turn: agent.Turn{Checkpoint: ev.Text, Before: len(c.history)}})
 		default:
 			c.endText(true) // before the trace shows it
 		}
@@ -220,7 +232,7 @@ func (c *chat) rewind(ctx context.Context, arg string) error {
 	}
 	if arg == "" {
 		for i, t := range c.turns {
-			fmt.Fprintf(c.out, "  %d  %.12s  %s\n", i+1, t.checkpoint, t.label)
+			fmt.Fprintf(c.out, "  %d  %.12s  %s\n", i+1, t.Checkpoint, t.label)
 		}
 		fmt.Fprintln(c.out, "· /rewind N puts things back as they were before turn N")
 		return nil
@@ -231,34 +243,23 @@ func (c *chat) rewind(ctx context.Context, arg string) error {
 		return nil
 	}
 	t := c.turns[n-1]
-	if err := c.a.Checkpoints.Rewind(ctx, t.checkpoint); err != nil {
+	if err := c.a.Checkpoints.Rewind(ctx, t.Checkpoint); err != nil {
 		fmt.Fprintf(c.out, "! rewind: %v (nothing else changed)\n", err)
 		return nil
 	}
-	s, err := restartSession(c.sessions, c.a.Session, c.history[:t.historyLen])
+	var kept []agent.Turn
+	for _, k := range c.turns[:n-1] {
+		kept = append(kept, k.Turn)
+	}
+	s, err := agent.RestartSession(c.sessions, c.a.Session, c.history[:t.Before], kept)
 	if err != nil {
 		return err
 	}
 	c.a.Session = s
-	c.history = c.history[:t.historyLen:t.historyLen]
+	c.history = c.history[:t.Before:t.Before]
 	c.turns = c.turns[:n-1]
 	fmt.Fprintf(c.out, "· files and conversation are back before turn %d (%s); session %s\n", n, t.label, s.ID)
 	return nil
-}
-
-// restartSession closes old and starts a session in dir that begins with
-// kept: a session log only grows, so a conversation cut back by a rewind
-// goes on in a new one (which -r resumes as cut), the old log left whole.
-func restartSession(dir string, old *agent.Session, kept []agent.Message) (*agent.Session, error) {
-	s, err := agent.NewSession(dir)
-	if err != nil {
-		return nil, err
-	}
-	old.Close()
-	for i := range kept {
-		s.Append(agent.LoopEvent{Type: "message", Message: &kept[i]})
-	}
-	return s, nil
 }
 
 func firstLine(s string) string {

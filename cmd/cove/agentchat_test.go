@@ -146,12 +146,17 @@ func TestChatApproveInterruptRewind(t *testing.T) {
 	}
 	// The rewound conversation went on in a new session; resuming it gives
 	// what the model saw.
-	_, resumed, err := agent.ResumeSession(sessions, a.Session.ID)
+	rs, resumed, err := agent.ResumeSession(sessions, a.Session.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer rs.Close()
 	if len(resumed) != 2 || resumed[0].Content != "start over" || resumed[1].Content != "Fresh start." {
 		t.Errorf("resumed %+v", resumed)
+	}
+	// And its turn can be rewound after -c: the checkpoint came along.
+	if turns := resumedTurns(rs, resumed); len(turns) != 1 || turns[0].label != "start over" || turns[0].Before != 0 || turns[0].Checkpoint == "" {
+		t.Errorf("the resumed conversation's turns: %+v", turns)
 	}
 }
 

@@ -913,28 +913,8 @@ func TestBrowserIDE(t *testing.T) {
 // until it says the window is live.
 func agentEvents(t *testing.T, url string, after int) []map[string]any {
 	t.Helper()
-	base, token, _ := strings.Cut(url, "/?token=")
-	h := http.Header{"Cookie": {"cove_token=" + token}, "Origin": {base}}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	ws, _, err := websocket.Dial(ctx, strings.Replace(base, "http", "ws", 1)+"/api/agent?after="+strconv.Itoa(after), &websocket.DialOptions{HTTPHeader: h})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.CloseNow()
-	var evs []map[string]any
-	for {
-		_, b, err := ws.Read(ctx)
-		if err != nil {
-			t.Fatalf("agent events after %d: %v (got %d)", after, err, len(evs))
-		}
-		var ev map[string]any
-		json.Unmarshal(b, &ev)
-		if ev["type"] == "live" {
-			return evs
-		}
-		evs = append(evs, ev)
-	}
+	evs := openPanel(t, url, after).until("live")
+	return evs[:len(evs)-1]
 }
 
 // startUp starts `cove up --no-browser` on project and returns the process
