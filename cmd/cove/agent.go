@@ -34,8 +34,9 @@ COVE_BASE_URL, COVE_API_KEY, COVE_MODEL, COVE_CONTEXT_WINDOW (else OPENAI_BASE_U
 OPENAI_API_KEY, ANTHROPIC_API_KEY), -m. Past 80% of the context window (when known),
 the conversation is summarised before the next call.
 
-Without -p it is a conversation on the terminal: Ctrl-C stops a turn, /help lists
-the commands (/new, /compact, /rewind, /mode, /exit).`,
+Without -p it is a conversation on the terminal: answers render as markdown while they
+stream, the prompt edits as a shell's (Up for earlier requests; a trailing \ goes on),
+Ctrl-C stops a turn, /help lists the commands (/new, /compact, /rewind, /mode, /exit).`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "prompt", Aliases: []string{"p"}, Usage: "one-shot: answer `PROMPT` on stdout, trace on stderr (standard input, if piped, is added)"},
 			&cli.BoolFlag{Name: "continue", Aliases: []string{"c"}, Usage: "continue the latest session"},
