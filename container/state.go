@@ -13,6 +13,7 @@ import (
 
 	"github.com/cove-sh/cove/internal/atomicfile"
 
+	"github.com/cove-sh/cove/internal/procstat"
 	"golang.org/x/sys/unix"
 )
 
@@ -181,18 +182,12 @@ func (st *State) Status() Status {
 	return Running
 }
 
-// procStartTime reads field 22 of /proc/PID/stat. The command name (field
-// 2) may hold spaces and parentheses, so fields are counted from its end.
+// procStartTime reads field 22 of /proc/PID/stat.
 func procStartTime(pid int) (uint64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	fields, err := procstat.Fields(pid)
 	if err != nil {
 		return 0, err
 	}
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
-	}
-	fields := strings.Fields(string(b[i+1:]))
 	if len(fields) < 20 {
 		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
 	}

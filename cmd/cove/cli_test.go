@@ -1120,15 +1120,20 @@ func TestBrowserRunsAsSudoUser(t *testing.T) {
 	os.Chmod(bin, 0o777)
 	report := filepath.Join(bin, "browser.out")
 	script := filepath.Join(bin, "browser")
-	os.WriteFile(script, []byte("#!/bin/sh\n{ id -u; echo \"$HOME\"; echo \"$@\"; } > "+report+".tmp && mv "+report+".tmp "+report+"\n"), 0o755)
+	os.WriteFile(script, []byte("#!/bin/sh\n{ id -u; echo \"$HOME\"; echo \"$DISPLAY\"; echo \"$@\"; } > "+report+".tmp && mv "+report+".tmp "+report+"\n"), 0o755)
 	project, root := t.TempDir(), t.TempDir()
+	// As under sudo: cove's environment has lost DISPLAY, the one sudo was
+	// started with (its parent's, here a shell's) still has it.
 	cmd, _, errb := coveProc(root, "up", "--image", ref, project)
-	cmd.Env = append(cmd.Env, "COVE_BROWSER="+script, "SUDO_UID="+u.Uid, "SUDO_GID="+u.Gid, "SUDO_USER=covetest")
+	cmd.Args = append([]string{"sh", "-c", `env -u DISPLAY -u WAYLAND_DISPLAY "$@"; true`, "sh"}, cmd.Args...)
+	cmd.Path = "/bin/sh"
+	cmd.Env = append(cmd.Env, "COVE_BROWSER="+script, "SUDO_UID="+u.Uid, "SUDO_GID="+u.Gid, "SUDO_USER=covetest", "DISPLAY=:77")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGINT)
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
 		cmd.Wait()
 		runProc(t, root, "", "rm", "-f", workspaceName(project))
 	})
@@ -1141,12 +1146,15 @@ func TestBrowserRunsAsSudoUser(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the browser was not started: %v\n%s", err, errb)
 	}
-	lines := strings.SplitN(strings.TrimSpace(string(b)), "\n", 3)
-	if len(lines) != 3 || lines[0] != u.Uid || lines[1] != u.HomeDir {
+	lines := strings.SplitN(strings.TrimSpace(string(b)), "\n", 4)
+	if len(lines) != 4 || lines[0] != u.Uid || lines[1] != u.HomeDir {
 		t.Fatalf("the browser ran as uid/home %q, want %s %s", lines, u.Uid, u.HomeDir)
 	}
-	if strings.Contains(lines[2], "--no-sandbox") || !strings.Contains(lines[2], "--app=http://127.0.0.1:") {
-		t.Errorf("browser arguments: %s", lines[2])
+	if lines[2] != ":77" {
+		t.Errorf("the browser's DISPLAY is %q, want the session's :77", lines[2])
+	}
+	if strings.Contains(lines[3], "--no-sandbox") || !strings.Contains(lines[3], "--app=http://127.0.0.1:") {
+		t.Errorf("browser arguments: %s", lines[3])
 	}
 }
 

@@ -11,13 +11,16 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/ide"
 	"github.com/cove-sh/cove/internal/atomicfile"
+	"github.com/cove-sh/cove/internal/procstat"
 	"github.com/urfave/cli/v2"
 )
 
@@ -198,6 +201,7 @@ func browserCommand(browser, url string, getenv func(string) string) (*exec.Cmd,
 			}
 			uid = id
 			env = append(env, "HOME="+u.HomeDir, "USER="+u.Username, "LOGNAME="+u.Username)
+			env = append(env, desktopEnv(os.Getppid(), id, getenv)...)
 		}
 	}
 	profile := filepath.Join(os.TempDir(), fmt.Sprintf("cove-browser-%d", uid))
@@ -209,6 +213,62 @@ func browserCommand(browser, url string, getenv func(string) string) (*exec.Cmd,
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: cred}
 	return cmd, nil
+}
+
+// desktopVars say where the user's desktop is; sudo's env_reset drops
+// them, and without them the window has no screen to open on.
+var desktopVars = []string{"DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY", "XDG_RUNTIME_DIR",
+	"DBUS_SESSION_BUS_ADDRESS", "XDG_SESSION_TYPE", "XDG_CURRENT_DESKTOP"}
+
+// desktopEnv finds, for a browser started for user uid under sudo, the
+// desktop variables our environment lacks: in the environment sudo itself
+// was started with (a parent of ours: sudo, or its monitor and then
+// sudo), else the user's runtime dir where systemd makes it.
+func desktopEnv(ppid, uid int, getenv func(string) string) []string {
+	if getenv("DISPLAY") != "" || getenv("WAYLAND_DISPLAY") != "" {
+		return nil
+	}
+	found := map[string]string{}
+	for pid, hops := ppid, 0; pid > 1 && hops < 4 && len(found) == 0; hops++ {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		for _, kv := range strings.Split(string(b), "\x00") {
+			k, v, _ := strings.Cut(kv, "=")
+			if slices.Contains(desktopVars, k) && v != "" {
+				found[k] = v
+			}
+		}
+		if found["DISPLAY"] == "" && found["WAYLAND_DISPLAY"] == "" {
+			clear(found) // not the user's session
+		}
+		pid = parentOf(pid)
+	}
+	if found["XDG_RUNTIME_DIR"] == "" {
+		if dir := fmt.Sprintf("/run/user/%d", uid); isDir(dir) {
+			found["XDG_RUNTIME_DIR"] = dir
+		}
+	}
+	var env []string
+	for _, k := range desktopVars {
+		if v := found[k]; v != "" {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
+// parentOf is a process's parent, 0 if unknown.
+func parentOf(pid int) int {
+	f, err := procstat.Fields(pid)
+	if err != nil || len(f) < 2 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[1])
+	return n
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
 }
 
 // detachUp runs `cove up --serve` in its own session in the background, a
