@@ -29,7 +29,7 @@ type Decision struct {
 // LoopEvent is what the loop reports as it goes (to the IDE's agent panel,
 // or the terminal).
 type LoopEvent struct {
-	Type    string    `json:"type"` // text, thinking, tool_call, tool_output, tool_result, approval, decision, usage, checkpoint, compacted, error, done
+	Type    string    `json:"type"` // text, thinking, tool_call, tool_output, tool_result, approval, decision, edited, usage, checkpoint, compacted, error, done
 	Text    string    `json:"text,omitempty"`
 	Call    *ToolCall `json:"call,omitempty"`
 	Action  string    `json:"action,omitempty"` // the action's summary
@@ -231,6 +231,9 @@ func (a *Agent) call(ctx context.Context, tools map[string]Tool, call ToolCall) 
 		}
 		return out + err.Error(), true
 	}
+	if act.Kind == "edit" {
+		a.emit(LoopEvent{Type: "edited", Action: act.Summary, Diff: act.Diff})
+	}
 	return out, false
 }
 
@@ -289,11 +292,14 @@ func (s *outputStream) close() {
 	s.closed = true
 }
 
-func (a *Agent) allowed(act *Action) bool {
+func (a *Agent) allowed(act *Action) bool { return a.Mode.Allows(act) }
+
+// Allows says whether m lets act run without asking.
+func (m Mode) Allows(act *Action) bool {
 	switch {
-	case act.Kind == "read", a.Mode == ModeYolo:
+	case act.Kind == "read", m == ModeYolo:
 		return true
-	case a.Mode == ModeEdits:
+	case m == ModeEdits:
 		return act.Kind == "edit"
 	}
 	return false

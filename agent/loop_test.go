@@ -111,7 +111,7 @@ func TestAgentFixesAFailingTest(t *testing.T) {
 	if last := msgs[len(msgs)-1]; last.Content != "Fixed: Add subtracted." {
 		t.Fatalf("final %+v", last)
 	}
-	if strings.Join(events, ",") != "tool_call,tool_result,tool_call,tool_result,tool_call,tool_result,text,done" {
+	if strings.Join(events, ",") != "tool_call,tool_result,tool_call,edited,tool_result,tool_call,tool_result,text,done" {
 		t.Errorf("events %v", events)
 	}
 }

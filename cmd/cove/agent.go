@@ -274,6 +274,18 @@ func traceEvents(trace io.Writer) func(agent.LoopEvent) {
 				mark = "  ✗"
 			}
 			fmt.Fprintf(trace, "%s %s\n", mark, first)
+		case "edited":
+			plus, minus := 0, 0
+			for _, l := range strings.Split(ev.Diff, "\n") {
+				switch {
+				case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
+				case strings.HasPrefix(l, "+"):
+					plus++
+				case strings.HasPrefix(l, "-"):
+					minus++
+				}
+			}
+			fmt.Fprintf(trace, "  ± %s +%d −%d\n", ev.Action, plus, minus)
 		case "checkpoint":
 			fmt.Fprintf(trace, "· checkpoint %.12s\n", ev.Text)
 		case "compacted":

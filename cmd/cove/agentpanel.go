@@ -30,6 +30,7 @@ import (
 //	         {"type":"stop"}                      (the turn in progress)
 //	         {"type":"rewind","text":CHECKPOINT}  (files and conversation, to before that turn)
 //	         {"type":"new"}                       (a new conversation)
+//	         {"type":"mode","text":"ask"|"edits"|"yolo"}  (what runs without asking)
 //	server → events, each with an "id" one above the last:
 //	         {"type":"user","text":…} (a prompt, from any window),
 //	         {"type":"state","text":"running"|"idle"},
@@ -40,7 +41,7 @@ import (
 //	         {"type":"decided","approval":N,"approve":bool},
 //	         {"type":"stopped"}, {"type":"rewound","text":CHECKPOINT},
 //	         {"type":"cleared","text":SESSION} (a new conversation from here),
-//	         {"type":"note",…};
+//	         {"type":"note",…}, {"type":"mode","text":MODE};
 //	         and without an id, to this window alone: {"type":"live"} once
 //	         what it missed has been sent, {"type":"reset"} when the id it
 //	         gave is from another launcher's conversation (all is sent
@@ -90,6 +91,7 @@ type conversation struct {
 	turns     []agent.Turn // the prompts with a checkpoint, oldest first
 	decisions map[int]chan agent.Decision
 	approvals int                // the last approval's number
+	mode      agent.Mode         // what runs without asking; the agent itself always asks the panel
 	busy      bool               // a turn runs, or a rewind
 	stopTurn  context.CancelFunc // set while a turn runs
 }
@@ -114,7 +116,8 @@ func (p *agentPanel) conversation() (*conversation, error) {
 	}
 	cv := &conversation{a: a, close: closeAgent, events: agent.NewEventLog(keptEvents),
 		sessions: filepath.Join(p.dir, ".cove", "sessions"), ctx: p.ctx,
-		decisions: map[int]chan agent.Decision{}}
+		decisions: map[int]chan agent.Decision{}, mode: agent.ModeAsk}
+	cv.events.Add(panelMsg{Type: "mode", Text: string(cv.mode)})
 	// The workspace's latest conversation goes on, as an editor's chat
 	// does after a restart; New starts another.
 	if s, history, err := agent.ResumeSession(cv.sessions, ""); err == nil {
@@ -157,6 +160,10 @@ func (p *agentPanel) Close() {
 
 func (cv *conversation) approve(ctx context.Context, act *agent.Action) agent.Decision {
 	cv.mu.Lock()
+	if cv.mode.Allows(act) { // the mode may have changed since the turn began
+		cv.mu.Unlock()
+		return agent.Decision{Approve: true}
+	}
 	cv.approvals++
 	n, ch := cv.approvals, make(chan agent.Decision, 1)
 	cv.decisions[n] = ch
@@ -177,6 +184,21 @@ func (cv *conversation) approve(ctx context.Context, act *agent.Action) agent.De
 	}
 	cv.events.Add(panelMsg{Type: "decided", Approval: n, Approve: d.Approve, Reason: d.Reason})
 	return d
+}
+
+// setMode changes what runs without asking, from the next action on (the
+// turn in progress included).
+func (cv *conversation) setMode(m agent.Mode) error {
+	switch m {
+	case agent.ModeAsk, agent.ModeEdits, agent.ModeYolo:
+	default:
+		return fmt.Errorf("mode %q: ask, edits or yolo", m)
+	}
+	cv.mu.Lock()
+	cv.mode = m
+	cv.mu.Unlock()
+	cv.events.Add(panelMsg{Type: "mode", Text: string(m)})
+	return nil
 }
 
 // decide answers approval n; the first answer, from any window, counts.
@@ -403,6 +425,10 @@ func (p *agentPanel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			cv.stop()
 		case "rewind":
 			if err := cv.rewind(m.Text); err != nil {
+				say(panelMsg{Type: "error", Text: err.Error()})
+			}
+		case "mode":
+			if err := cv.setMode(agent.Mode(m.Text)); err != nil {
 				say(panelMsg{Type: "error", Text: err.Error()})
 			}
 		case "new":

@@ -119,12 +119,21 @@ func TestAgentPanelConversationOutlivesTheLauncher(t *testing.T) {
 	if strings.Join(said, "|") != "user:first prompt|checkpoint:"+cp+"|text:Hello **there**." {
 		t.Fatalf("after a restart the panel shows %q", said)
 	}
-	// It goes on with the model seeing it, and an edit is made.
+	// It goes on with the model seeing it; in Auto-edit mode (every
+	// window is told), the edit is made without asking, its diff shown.
 	p = openPanel(t, url, len(again))
+	p.send(map[string]any{"type": "mode", "text": "edits"})
+	if m := p.until("mode"); m[len(m)-1]["text"] != "edits" {
+		t.Fatalf("mode: %v", m)
+	}
 	p.send(map[string]any{"type": "prompt", "text": "second prompt"})
-	ask := p.until("approval")
-	p.send(map[string]any{"type": "decision", "approval": ask[len(ask)-1]["approval"], "approve": true})
-	p.until("done")
+	second := p.until("done")
+	if ev := find(second, "approval"); ev != nil {
+		t.Errorf("Auto-edit asked: %v", ev)
+	}
+	if ev := find(second, "edited"); ev == nil || !strings.Contains(ev["diff"].(string), "+two") || ev["action"] != "write a.txt" {
+		t.Errorf("the edit's event: %v", ev)
+	}
 	p.until("state")
 	reqs := llm.Requests()
 	if msgs := reqs[len(reqs)-2].JSON(t)["messages"].([]any); len(msgs) != 4 { // system, first, hello, second

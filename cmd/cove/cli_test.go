@@ -726,6 +726,9 @@ func TestAgentOneShotInWorkspace(t *testing.T) {
 	if left, _ := exec.Command("pgrep", "-f", "^sleep 313[12]$").Output(); len(left) > 0 {
 		t.Errorf("sleeps survived the timeout: %s", left)
 	}
+	if !strings.Contains(errb.String(), "  ± edit greet.sh +1 −1\n") {
+		t.Errorf("the trace does not show the edit made:\n%s", errb)
+	}
 	if reqs[0].Header.Get("Authorization") != "Bearer sk-test-key" {
 		t.Errorf("auth header %q", reqs[0].Header.Get("Authorization"))
 	}

@@ -87,7 +87,20 @@ export function startAgent({ log, input, send, fresh }) {
   const cards = new Map(); // approval number → its card, until decided
   let output = null; // the running command's live output
   let thinking = null; // the reasoning being streamed
+  let approved = null; // the action of the approval just granted, whose edit follows
   const usage = fresh.parentNode.insertBefore(el("span", "usage", ""), fresh);
+  const mode = fresh.parentNode.insertBefore(el("select", "mode"), fresh);
+  for (const [value, label, title] of [
+    ["ask", "Ask first", "every edit and command waits for Approve"],
+    ["edits", "Auto-edit", "edits run at once (their diffs shown); commands wait for Approve"],
+    ["yolo", "Auto", "edits and commands run without asking"],
+  ]) {
+    const o = mode.appendChild(el("option", null, label));
+    o.value = value;
+    o.title = title;
+  }
+  mode.title = "what the agent may do without asking";
+  mode.onchange = () => ws && ws.send(JSON.stringify({ type: "mode", text: mode.value }));
 
   function handle(m) {
     if (m.id) {
@@ -177,6 +190,19 @@ export function startAgent({ log, input, send, fresh }) {
         no.onclick = () => decide(false);
         card.append(reason, yes, no);
         card.controls = [yes, no, reason];
+        card.action = m.action;
+        if (m.after != null) {
+          // Approve this and the edits after it, for this conversation.
+          const all = el("button", "approve-all", "Approve all edits");
+          all.title = "switch to Auto-edit: edits run without asking, commands still ask";
+          all.onclick = () => {
+            ws.send(JSON.stringify({ type: "mode", text: "edits" }));
+            decide(true);
+            all.disabled = true;
+          };
+          card.append(all);
+          card.controls.push(all);
+        }
         cards.set(m.approval, card);
         if (live) yes.focus();
         break;
@@ -185,12 +211,32 @@ export function startAgent({ log, input, send, fresh }) {
         // From this window or another: the first answer counts.
         const card = cards.get(m.approval);
         if (!card) break;
+        approved = m.approve ? card.action : null;
         cards.delete(m.approval);
         card.classList.add(m.approve ? "approved" : "rejected");
         for (const b of card.controls) b.disabled = true;
         if (m.reason && !m.approve) card.append(el("div", "note", m.reason));
         break;
       }
+      case "edited": {
+        // A change made: its diff, open unless it was just approved from its card.
+        const d = add(el("details", "edited"));
+        d.open = approved !== m.action;
+        approved = null;
+        const lines = (m.diff || "").split("\n");
+        const plus = lines.filter((l) => l.startsWith("+") && !l.startsWith("+++")).length;
+        const minus = lines.filter((l) => l.startsWith("-") && !l.startsWith("---")).length;
+        d.append(el("summary", null, `${m.action}  +${plus} −${minus}`));
+        const pre = d.appendChild(el("pre", "diff"));
+        for (const l of lines) {
+          const cls = l.startsWith("@@") ? "hunk" : l.startsWith("+") && !l.startsWith("+++") ? "add" : l.startsWith("-") && !l.startsWith("---") ? "del" : null;
+          pre.append(el("span", cls, l + "\n"));
+        }
+        break;
+      }
+      case "mode":
+        mode.value = m.text;
+        break;
       case "checkpoint": {
         const note = add(el("div", "note checkpoint", `checkpoint ${m.text.slice(0, 12)} `));
         note.dataset.checkpoint = m.text;

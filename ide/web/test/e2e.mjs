@@ -174,6 +174,10 @@ try {
     return { strong: a.querySelector("strong")?.textContent, code: a.querySelector("li code")?.textContent, img: !!a.querySelector("img"), text: a.textContent };
   });
   if (md.strong !== "friendlier" || md.code !== "hello.txt" || md.img || !md.text.includes("<img src=x onerror=alert(1)>")) await fail("the answer's markdown: " + JSON.stringify(md));
+  // The edit made shows as its diff, folded (its card showed it already).
+  const edited = await page.$eval("#agent-log details.edited", (d) => ({ open: d.open, summary: d.querySelector("summary").textContent, add: d.querySelector(".add")?.textContent }))
+    .catch(() => null);
+  if (!edited || edited.open || edited.summary !== "edit hello.txt  +1 −1" || !edited.add.includes("+changed by the agent")) await fail("the edit made: " + JSON.stringify(edited));
   // Its reasoning, streamed in pieces, reads as one block; the tokens of the last call show.
   const thought = await page.$$eval("#agent-log .thinking", (ts) => ts.map((t) => t.textContent));
   if (thought.join("|") !== "Checking the edit.") await fail("the reasoning shown: " + JSON.stringify(thought));
