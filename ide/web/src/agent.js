@@ -214,8 +214,8 @@ export function startAgent({ log, input, send, fresh }) {
         approved = m.approve ? card.action : null;
         cards.delete(m.approval);
         card.classList.add(m.approve ? "approved" : "rejected");
-        for (const b of card.controls) b.disabled = true;
-        if (m.reason && !m.approve) card.append(el("div", "note", m.reason));
+        for (const b of card.controls) b.remove();
+        card.append(el("div", "verdict", m.approve ? "✓ approved" : `✗ rejected${m.reason ? ": " + m.reason : ""}`));
         break;
       }
       case "edited": {

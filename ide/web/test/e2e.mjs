@@ -164,6 +164,7 @@ try {
   const removed = await page.textContent(".approval .merge .cm-deletedChunk").catch(() => "");
   if (!added.includes("changed by the agent") || !removed.includes("rewritten by the shell")) await fail(`the edit shown: +${added} -${removed}`);
   await page.click(".approval .approve");
+  await page.waitForSelector(".approval.approved .verdict", { timeout: 10000 }).catch(() => fail("the card does not say it was approved"));
   await page.waitForFunction(() => document.querySelector("#agent-log").textContent.includes("Made it friendlier."), null, { timeout: 15000 })
     .catch(async () => fail("no answer from the agent: " + (await page.textContent("#agent-log"))));
   await page.waitForFunction(() => document.querySelector(".cm-content").textContent.includes("changed by the agent"), null, { timeout: 10000 })
