@@ -160,9 +160,9 @@ func (p *agentPanel) Close() {
 
 func (cv *conversation) approve(ctx context.Context, act *agent.Action) agent.Decision {
 	cv.mu.Lock()
-	if cv.mode.Allows(act) { // the mode may have changed since the turn began
+	if mode := cv.mode; mode.Allows(act) { // the mode may have changed since the turn began
 		cv.mu.Unlock()
-		return agent.Decision{Approve: true}
+		return agent.Decision{Approve: true, Reason: "by the panel's mode, " + string(mode)} // for the audit log
 	}
 	cv.approvals++
 	n, ch := cv.approvals, make(chan agent.Decision, 1)
@@ -420,7 +420,11 @@ func (p *agentPanel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		switch m.Type {
 		case "decision":
-			cv.decide(m.Approval, agent.Decision{Approve: m.Approve, Reason: m.Reason})
+			reason := m.Reason
+		if m.Approve && reason == "" {
+			reason = "approved in the IDE" // for the audit log; only a refusal's reason goes to the model
+		}
+		cv.decide(m.Approval, agent.Decision{Approve: m.Approve, Reason: reason})
 		case "stop":
 			cv.stop()
 		case "rewind":

@@ -135,6 +135,16 @@ func TestAgentPanelConversationOutlivesTheLauncher(t *testing.T) {
 		t.Errorf("the edit's event: %v", ev)
 	}
 	p.until("state")
+	// The audit log (the session) says who let it run.
+	logs, _ := filepath.Glob(filepath.Join(project, ".cove", "sessions", "*.jsonl"))
+	audited := false
+	for _, l := range logs {
+		b, _ := os.ReadFile(l)
+		audited = audited || strings.Contains(string(b), `"type":"decision","text":"by the panel's mode, edits","action":"write a.txt"`)
+	}
+	if !audited {
+		t.Errorf("no decision by the mode in the session logs %v", logs)
+	}
 	reqs := llm.Requests()
 	if msgs := reqs[len(reqs)-2].JSON(t)["messages"].([]any); len(msgs) != 4 { // system, first, hello, second
 		t.Errorf("the model saw %d messages after the restart, want 4", len(msgs))
