@@ -421,10 +421,10 @@ func (p *agentPanel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		switch m.Type {
 		case "decision":
 			reason := m.Reason
-		if m.Approve && reason == "" {
-			reason = "approved in the IDE" // for the audit log; only a refusal's reason goes to the model
-		}
-		cv.decide(m.Approval, agent.Decision{Approve: m.Approve, Reason: reason})
+			if m.Approve && reason == "" {
+				reason = "approved in the IDE" // for the audit log; only a refusal's reason goes to the model
+			}
+			cv.decide(m.Approval, agent.Decision{Approve: m.Approve, Reason: reason})
 		case "stop":
 			cv.stop()
 		case "rewind":
