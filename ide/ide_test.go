@@ -1,10 +1,13 @@
 package ide
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
@@ -18,6 +21,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/cove-sh/cove/ide/web"
 	"github.com/cove-sh/cove/internal/projectfs"
 )
 
@@ -406,6 +410,28 @@ func TestServeServesTheUIAndTheAPI(t *testing.T) {
 	resp.Body.Close()
 	if resp.Header.Get("Content-Encoding") != "gzip" || len(zipped) > 600<<10 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/javascript") {
 		t.Errorf("app.js: %s, %d bytes, %s", resp.Header.Get("Content-Encoding"), len(zipped), resp.Header.Get("Content-Type"))
+	}
+	// What it unzips to is the bundle itself, and every chunk it imports is
+	// served too (a chunk missing from the embed would break the page).
+	zr, err := gzip.NewReader(bytes.NewReader(zipped))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unzipped, _ := io.ReadAll(zr)
+	if want, _ := fs.ReadFile(web.Dist(), "app.js"); !bytes.Equal(unzipped, want) {
+		t.Fatal("the gzipped app.js is not app.js")
+	}
+	chunks := regexp.MustCompile(`"\./chunks/([^"]+\.js)"`).FindAllStringSubmatch(string(unzipped), -1)
+	if len(chunks) < 5 {
+		t.Fatalf("app.js imports %d chunks; languages, the merge view and markdown should load on demand", len(chunks))
+	}
+	for _, m := range chunks {
+		if code, body := get(t, c, "http://ide/chunks/"+m[1], nil); code != 200 || len(body) == 0 {
+			t.Errorf("chunk %s: %d", m[1], code)
+		}
+	}
+	if code, _ := get(t, c, "http://ide/app.js.gz", nil); code != 404 {
+		t.Errorf("app.js.gz itself: %d, want 404", code)
 	}
 }
 

@@ -55,9 +55,10 @@ shellcheck install.sh scripts/*.sh scripts/bench/*.sh scripts/vmtest/*.sh .ci/ru
 
 log "web UI: build it and check the committed bundle is what the sources make"
 scripts/build-web.sh
-if ! git diff --quiet -- ide/web/dist; then
+# --porcelain: a chunk added or gone counts, not only a changed file.
+if [ -n "$(git status --porcelain -- ide/web/dist)" ]; then
 	echo "ide/web/dist is not what scripts/build-web.sh makes from ide/web/src: run it and commit the result" >&2
-	git diff --stat -- ide/web/dist >&2
+	git status --short -- ide/web/dist >&2
 	exit 1
 fi
 

@@ -9,7 +9,8 @@ import (
 //go:embed dist
 var dist embed.FS
 
-// Dist is the built UI: index.html, app.js and app.css.
+// Dist is the built UI: index.html, app.js, app.css, the chunks app.js
+// loads on demand (chunks/), and each gzipped (NAME.gz).
 func Dist() fs.FS {
 	sub, err := fs.Sub(dist, "dist")
 	if err != nil {

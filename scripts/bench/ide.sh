@@ -11,6 +11,7 @@
 #   WARMUP=2            untimed warm starts after the one that creates the workspace
 #   CAT_RUNS=3          cats of the 100 MiB file per throughput benchmark (-benchtime Nx)
 #   KEYS=2000           keystrokes per echo benchmark (-benchtime Nx)
+#   PAGE_RUNS=10        page loads in headless Chromium (after one untimed)
 #   BENCH_OUT           results file (default scripts/bench/results/ide-latest.md)
 #   COVE_IDE_REGISTRY_STATE
 #                       state dir of scripts/registry.sh (default
@@ -301,6 +302,38 @@ create_ms=$(awk '$1 == "create" { print $3 }' "$tmp/warm.txt")
 gets_max=$(awk '$1 == "run" && $5 > m { m = $5 } END { print m + 0 }' "$tmp/warm.txt")
 log "warm start: median $ok_med ms, p90 $ok_p90 ms, min $ok_min ms (URL printed after $url_med ms)"
 
+# ------------------------------------------------------------ page load
+
+# A workspace served once more, for Chromium to load the page from
+# (ide/web/test/pageload.mjs, playwright-core from ide/web/node_modules).
+page_runs=${PAGE_RUNS:-10}
+page_dcl="" page_tree="" page_prompt=""
+if command -v node >/dev/null && [ -x /usr/bin/chromium ] && [ -d "$repo/ide/web/node_modules/playwright-core" ]; then
+	"$cove" "${up_args[@]}" >"$tmp/page-up.out" 2>"$tmp/page-up.err" &
+	page_up=$!
+	for _ in $(seq 100); do [ -s "$tmp/page-up.out" ] && break; sleep 0.1; done
+	page_url=$(head -n1 "$tmp/page-up.out")
+	log "page load: $page_runs loads of $page_url in headless Chromium"
+	node "$repo/ide/web/test/pageload.mjs" "$page_url" "$page_runs" >"$tmp/page.txt" || notes+=("**page load**: pageload.mjs failed")
+	kill -INT "$page_up"
+	wait "$page_up" || true
+	# pmedian COLUMN: the median of a column of page.txt.
+	pmedian() { awk -v c="$1" '$1 == "run" { print $c }' "$tmp/page.txt" | sort -g | awk '{ v[NR] = $1 } END { if (NR) { r = int(NR * 0.5); if (r < NR * 0.5) r++; print v[r] } }'; }
+	page_dcl=$(pmedian 2) page_tree=$(pmedian 3) page_prompt=$(pmedian 4)
+else
+	notes+=("**page load** not measured: it needs node, /usr/bin/chromium and ide/web/node_modules (scripts/build-web.sh)")
+fi
+# The UI's weight: what loads at once (app.js and the chunks it imports,
+# app.css) and what loads on demand, raw and as served (gzip).
+eager="$repo/ide/web/dist/app.js $repo/ide/web/dist/app.css $(grep -o 'from"\./chunks/[^"]*"' "$repo/ide/web/dist/app.js" | sed 's|from"\./|'"$repo"'/ide/web/dist/|; s|"$||' | sort -u | tr '\n' ' ')"
+kb() { cat "$@" | wc -c | awk '{ printf "%.0f", $1 / 1024 }'; }
+gzkb() { for f in "$@"; do cat "$f.gz"; done | wc -c | awk '{ printf "%.0f", $1 / 1024 }'; }
+# shellcheck disable=SC2086 # a list of paths without spaces
+eager_kb=$(kb $eager) eager_gz=$(gzkb $eager)
+lazy=$(find "$repo/ide/web/dist/chunks" -name '*.js' | sort | tr '\n' ' ')
+# shellcheck disable=SC2086
+all_kb=$(kb $eager $lazy) all_gz=$(gzkb $eager $lazy)
+
 # ------------------------------------------------------------ Go benchmarks
 
 log "go test -c ./ide"
@@ -347,6 +380,12 @@ report() {
 	echo "| terminal throughput: cat of a 100 MiB file, WebSocket through the proxy, browser-like acks | $term_mbps MB/s | $floor_mbps MB/s | $(ratio "$term_mbps" "$floor_mbps") | ≥ $target_mbps MB/s | $(verdict "$(lt "$target_mbps" "$term_mbps")") |"
 	echo "| keystroke echo round trip, p50 | $term_p50 µs | $floor_p50 µs | $(ratio "$term_p50" "$floor_p50") | < $target_echo_us µs | $(verdict "$(lt "$term_p50" "$target_echo_us")") |"
 	echo "| keystroke echo round trip, p99 | $term_p99 µs | $floor_p99 µs | $(ratio "$term_p99" "$floor_p99") | | |"
+	if [ -n "$page_prompt" ]; then
+		echo "| page load in headless Chromium (software GL): navigation → the shell's prompt on screen, median ($page_runs loads) | $page_prompt ms | | | | |"
+		echo "| page load: → DOMContentLoaded / → the file tree | $page_dcl / $page_tree ms | | | | |"
+	fi
+	echo "| the UI loaded at once (app.js, app.css and the chunks app.js imports), raw / gzipped as served | $eager_kb / $eager_gz KiB | | | | |"
+	echo "| all of the UI, the languages, merge view and markdown loaded on demand included | $all_kb / $all_gz KiB | | | | |"
 	echo
 	echo "Floors: throughput, the same cat on a bare PTY (creack/pty) read in a loop of 32 KiB reads (× floor: cove's MB/s / the floor's, 1.00× = as fast as the PTY itself); echo, the same program on a bare PTY, one byte written to the master and read back (× floor: cove's µs / the floor's). There is no ttyd or gotty in Debian to compare with. The bare PTY gave $read_b bytes a read (Linux's n_tty buffer holds 4 KiB); the terminal's output frames carried $frame_b bytes on average (at most 32 KiB a frame)."
 	echo

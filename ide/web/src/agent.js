@@ -11,14 +11,14 @@ import { EditorState } from "@codemirror/state";
 import { lineNumbers } from "@codemirror/view";
 import { syntaxHighlighting, defaultHighlightStyle } from "@codemirror/language";
 import { oneDark } from "@codemirror/theme-one-dark";
-import { unifiedMergeView } from "@codemirror/merge";
 import { language } from "./editor.js";
-import { renderMarkdown } from "./markdown.js";
 
 // mergeView shows a proposed edit as the file will be, the lines it
 // replaces shown struck out above the new ones, unchanged stretches
-// folded: easier to judge than a unified diff.
-function mergeView(host, { path, before, after }) {
+// folded: easier to judge than a unified diff. The merge view and the
+// file's language load on first use.
+async function mergeView(host, { path, before, after }) {
+  const [{ unifiedMergeView }, lang] = await Promise.all([import("@codemirror/merge"), language(path)]);
   const dark = matchMedia("(prefers-color-scheme: dark)").matches;
   return new EditorView({
     parent: host,
@@ -29,13 +29,17 @@ function mergeView(host, { path, before, after }) {
         EditorView.editable.of(false),
         EditorView.lineWrapping,
         lineNumbers(),
-        language(path),
+        lang,
         dark ? oneDark : syntaxHighlighting(defaultHighlightStyle, { fallback: true }),
         unifiedMergeView({ original: before, mergeControls: false, collapseUnchanged: { margin: 3, minSize: 6 } }),
       ],
     }),
   });
 }
+
+// Markdown loads on first use too; until then an answer shows as text.
+let markdown = null;
+const markdownReady = import("./markdown.js").then((m) => (markdown = m));
 
 // callLine says in one line what a tool call does (the arguments in full
 // are its tooltip).
@@ -76,13 +80,18 @@ export function startAgent({ log, input, send, fresh }) {
   const render = (node) => {
     if (!pending.size) {
       requestAnimationFrame(() => {
-        for (const n of pending) n.replaceChildren(renderMarkdown(n.md));
+        for (const n of pending) {
+          if (markdown) n.replaceChildren(markdown.renderMarkdown(n.md));
+          else n.textContent = n.md;
+        }
         pending.clear();
         log.scrollTop = log.scrollHeight;
       });
     }
     pending.add(node);
   };
+  // Answers shown before the renderer came: rendered once it is here.
+  markdownReady.then(() => log.querySelectorAll(".markdown").forEach((n) => n.md != null && render(n)));
   let lastUser = null; // the newest prompt's node, which its checkpoint takes back
   const cards = new Map(); // approval number → its card, until decided
   let output = null; // the running command's live output
@@ -176,7 +185,10 @@ export function startAgent({ log, input, send, fresh }) {
       case "approval": {
         const card = add(el("div", "approval"));
         card.append(el("div", "action", m.action));
-        if (m.after != null) mergeView(card.appendChild(el("div", "merge")), m);
+        if (m.after != null) {
+          const host = card.appendChild(el("div", "merge"));
+          mergeView(host, m).catch(() => host.replaceWith(el("pre", "diff", m.diff)));
+        }
         else if (m.diff) card.append(el("pre", "diff", m.diff));
         const reason = el("input", "reason");
         reason.placeholder = "why not (optional)";

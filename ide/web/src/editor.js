@@ -2,27 +2,33 @@ import { EditorView, basicSetup } from "codemirror";
 import { keymap } from "@codemirror/view";
 import { EditorState, Compartment } from "@codemirror/state";
 import { oneDark } from "@codemirror/theme-one-dark";
-import { javascript } from "@codemirror/lang-javascript";
-import { python } from "@codemirror/lang-python";
-import { go } from "@codemirror/lang-go";
-import { json } from "@codemirror/lang-json";
-import { markdown } from "@codemirror/lang-markdown";
-import { html } from "@codemirror/lang-html";
-import { css } from "@codemirror/lang-css";
-import { rust } from "@codemirror/lang-rust";
-import { yaml } from "@codemirror/lang-yaml";
 
+// Languages load when a file needs one: the parsers are a third of the
+// editor's weight, and most sessions use two or three of them.
 const byExt = {
-  js: () => javascript(), mjs: () => javascript(), cjs: () => javascript(),
-  jsx: () => javascript({ jsx: true }), ts: () => javascript({ typescript: true }),
-  tsx: () => javascript({ jsx: true, typescript: true }), py: () => python(), go: () => go(),
-  json: () => json(), md: () => markdown(), html: () => html(), htm: () => html(), css: () => css(),
-  rs: () => rust(), yaml: () => yaml(), yml: () => yaml(),
+  js: () => import("@codemirror/lang-javascript").then((m) => m.javascript()),
+  mjs: () => import("@codemirror/lang-javascript").then((m) => m.javascript()),
+  cjs: () => import("@codemirror/lang-javascript").then((m) => m.javascript()),
+  jsx: () => import("@codemirror/lang-javascript").then((m) => m.javascript({ jsx: true })),
+  ts: () => import("@codemirror/lang-javascript").then((m) => m.javascript({ typescript: true })),
+  tsx: () => import("@codemirror/lang-javascript").then((m) => m.javascript({ jsx: true, typescript: true })),
+  py: () => import("@codemirror/lang-python").then((m) => m.python()),
+  go: () => import("@codemirror/lang-go").then((m) => m.go()),
+  json: () => import("@codemirror/lang-json").then((m) => m.json()),
+  md: () => import("@codemirror/lang-markdown").then((m) => m.markdown()),
+  html: () => import("@codemirror/lang-html").then((m) => m.html()),
+  htm: () => import("@codemirror/lang-html").then((m) => m.html()),
+  css: () => import("@codemirror/lang-css").then((m) => m.css()),
+  rs: () => import("@codemirror/lang-rust").then((m) => m.rust()),
+  yaml: () => import("@codemirror/lang-yaml").then((m) => m.yaml()),
+  yml: () => import("@codemirror/lang-yaml").then((m) => m.yaml()),
 };
 
+// language resolves to the highlighting for path's kind of file (none for
+// one it does not know, or if its parser fails to load).
 export function language(path) {
   const ext = path.split(".").pop().toLowerCase();
-  return byExt[ext] ? byExt[ext]() : [];
+  return byExt[ext] ? byExt[ext]().catch(() => []) : Promise.resolve([]);
 }
 
 // Doc is one open file: its editor, whether it has unsaved changes, and
@@ -35,19 +41,21 @@ export class Doc {
     this.onDirty = onDirty;
     this.onStatus = onStatus;
     this.theme = new Compartment();
+    this.lang = new Compartment();
     this.view = new EditorView({
       parent: host,
       state: EditorState.create({
         doc: text,
         extensions: [
           basicSetup,
-          language(path),
+          this.lang.of([]),
           this.theme.of(dark ? oneDark : []),
           keymap.of([{ key: "Mod-s", preventDefault: true, run: () => (this.save().catch((e) => this.onStatus(e.message)), true) }]),
           EditorView.updateListener.of((u) => u.docChanged && this.onDirty(this.dirty())),
         ],
       }),
     });
+    language(path).then((ext) => this.view.dispatch({ effects: this.lang.reconfigure(ext) }));
   }
 
   dirty() {
