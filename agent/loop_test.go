@@ -533,3 +533,43 @@ func TestAgentCompactsNearTheWindow(t *testing.T) {
 		t.Errorf("resumed %d messages (first %.60q), the run ended with %d (first %.60q)", len(resumed), resumed[0].Content, len(msgs), msgs[0].Content)
 	}
 }
+
+// TestCommandOutputFloodIsBatchedAndCapped: a command that writes a lot
+// streams it in a few batched events, at most streamLimit bytes of it;
+// the result the model gets is clipped as always.
+func TestCommandOutputFloodIsBatchedAndCapped(t *testing.T) {
+	srv := llmtest.New(t)
+	a, _ := newAgent(t, srv, t.TempDir(), ModeYolo)
+	var (
+		mu       sync.Mutex
+		events   int
+		streamed int
+		result   string
+	)
+	a.Emit = func(ev LoopEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch ev.Type {
+		case "tool_output":
+			events++
+			streamed += len(ev.Text)
+		case "tool_result":
+			result = ev.Text
+		}
+	}
+	srv.Push(call("c1", "bash", map[string]any{"command": "seq 1 200000"}), answer("done"))
+	if _, err := a.Run(context.Background(), nil, "flood"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if streamed == 0 || streamed > streamLimit {
+		t.Errorf("streamed %d bytes, want some and at most %d", streamed, streamLimit)
+	}
+	if events > 200 {
+		t.Errorf("%d output events for one command: not batched", events)
+	}
+	if !strings.Contains(result, "left out") || len(result) > clipAt+500 {
+		t.Errorf("the result is %d bytes, not clipped", len(result))
+	}
+}
