@@ -157,19 +157,26 @@ func Start(spec *Spec, stdio Stdio, limits Limits, warn func(string)) (c *Contai
 	if err := c.Identity.Track(c.Pid); err != nil {
 		return fail(fmt.Errorf("track init: %w", err))
 	}
-	if err := cg.join(c.Pid); err != nil {
-		return fail(err)
-	}
 	if spec.UserNS && useRanges {
 		if err := ranged.apply(c.Pid); err != nil {
 			return fail(fmt.Errorf("map the user namespace: %w", err))
 		}
 	}
-	// The spec is init's go-ahead: it is in its cgroup now.
+	// The spec starts init's setup (the mounts, its second exec), which
+	// runs while it is put in its cgroups: on v1 a migration waits for the
+	// kernel's RCU and can take milliseconds. A byte on the sync socket
+	// then tells init it is in them; only after it does init start the
+	// workload, which so begins inside them.
 	if err := json.NewEncoder(specW).Encode(spec); err != nil {
 		return fail(fmt.Errorf("send the spec to init: %w", err))
 	}
 	specW.Close()
+	if err := cg.join(c.Pid); err != nil {
+		return fail(err)
+	}
+	// An init that failed meanwhile is not written to: its reason is read
+	// below.
+	syncR.Write([]byte{1})
 	msg, fds, err := readSyncMsg(syncR)
 	if err != nil {
 		cmd.Wait()
