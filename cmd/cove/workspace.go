@@ -120,17 +120,24 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 	if err != nil {
 		return nil, err
 	}
+	// The server is usually up within tens of milliseconds: ask often at
+	// first (the wait is most of a warm start), then less.
 	sock := filepath.Join(run, "ide.sock")
-	for i := 0; ; i++ {
+	for start := time.Now(); ; {
 		if conn, err := net.Dial("unix", sock); err == nil {
 			conn.Close()
 			return st, postCreate(c, e, st, dc, l.Dir)
 		}
-		if i == 500 || st.Status() != container.Running {
+		waited := time.Since(start)
+		if waited > 10*time.Second || st.Status() != container.Running {
 			log, _ := os.ReadFile(filepath.Join(l.Dir, "log"))
 			return nil, fmt.Errorf("the workspace's IDE server did not start: %s", strings.TrimSpace(string(log)))
 		}
-		time.Sleep(20 * time.Millisecond)
+		if waited < 500*time.Millisecond {
+			time.Sleep(2 * time.Millisecond)
+		} else {
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 }
 
