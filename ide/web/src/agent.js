@@ -37,9 +37,11 @@ async function mergeView(host, { path, before, after }) {
   });
 }
 
-// Markdown loads on first use too; until then an answer shows as text.
+// Markdown loads on first use too (its parser's start is 25 ms of a page
+// load otherwise); until then an answer shows as text.
 let markdown = null;
-const markdownReady = import("./markdown.js").then((m) => (markdown = m));
+let markdownReady = null;
+const loadMarkdown = () => (markdownReady ??= import("./markdown.js").then((m) => (markdown = m)));
 
 // callLine says in one line what a tool call does (the arguments in full
 // are its tooltip).
@@ -78,6 +80,7 @@ export function startAgent({ log, input, send, fresh }) {
   // An answer is rendered again as its deltas come, once a frame at most.
   const pending = new Set();
   const render = (node) => {
+    if (!markdown) loadMarkdown().then(rerenderAll);
     if (!pending.size) {
       requestAnimationFrame(() => {
         for (const n of pending) {
@@ -91,7 +94,7 @@ export function startAgent({ log, input, send, fresh }) {
     pending.add(node);
   };
   // Answers shown before the renderer came: rendered once it is here.
-  markdownReady.then(() => log.querySelectorAll(".markdown").forEach((n) => n.md != null && render(n)));
+  const rerenderAll = () => log.querySelectorAll(".markdown").forEach((n) => n.md != null && render(n));
   let lastUser = null; // the newest prompt's node, which its checkpoint takes back
   const cards = new Map(); // approval number → its card, until decided
   let output = null; // the running command's live output

@@ -3,7 +3,6 @@ import { FitAddon } from "@xterm/addon-fit";
 import { WebLinksAddon } from "@xterm/addon-web-links";
 import { SearchAddon } from "@xterm/addon-search";
 import { Unicode11Addon } from "@xterm/addon-unicode11";
-import { WebglAddon } from "@xterm/addon-webgl";
 import { OP } from "./protocol.js";
 
 const enc = new TextEncoder();
@@ -34,13 +33,19 @@ export class Shell {
     this.term.loadAddon(new Unicode11Addon());
     this.term.unicode.activeVersion = "11";
     this.term.open(host);
-    try {
-      const gl = new WebglAddon();
-      gl.onContextLoss(() => gl.dispose());
-      this.term.loadAddon(gl);
-    } catch {
-      // no WebGL: xterm's DOM renderer does the work
-    }
+    // The GPU renderer comes once the page is up: making a WebGL context
+    // and its glyph atlas is the slowest part of opening a terminal, and
+    // the DOM renderer shows the first prompt meanwhile.
+    const idle = window.requestIdleCallback || ((f) => setTimeout(f, 50));
+    idle(() => import("@xterm/addon-webgl").then(({ WebglAddon }) => {
+      try {
+        const gl = new WebglAddon();
+        gl.onContextLoss(() => gl.dispose());
+        this.term.loadAddon(gl);
+      } catch {
+        // no WebGL: xterm's DOM renderer does the work
+      }
+    }), { timeout: 1000 });
     this.findBar(host);
     this.term.onTitleChange((t) => onTitle && onTitle(t));
     this.term.onData((d) => this.send(OP.input, enc.encode(d)));
