@@ -640,3 +640,39 @@ func TestTerminalForgottenAfterExit(t *testing.T) {
 		t.Fatalf("a forgotten shell closed with %d", code)
 	}
 }
+
+// TestProxyChangesOnlyFromItsOrigin: a page on another port of this host
+// is the same site, so its requests carry the SameSite cookie; a simple
+// POST from it (no preflight) must still not change anything.
+func TestProxyChangesOnlyFromItsOrigin(t *testing.T) {
+	project := t.TempDir()
+	os.WriteFile(filepath.Join(project, "a.txt"), []byte("keep\n"), 0o644)
+	p, base := stack(t, project)
+	post := func(origin string) int {
+		req, _ := http.NewRequest(http.MethodPost, base+"/api/rename?from=a.txt&to=b.txt", nil)
+		req.Header.Set("Cookie", tokenCookie+"="+p.Token)
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, evil := range []string{"http://127.0.0.1:1", "http://localhost:3000", "null", "http://evil.example"} {
+		if code := post(evil); code != http.StatusForbidden {
+			t.Errorf("a POST from %s: %d, want 403", evil, code)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(project, "a.txt")); err != nil {
+		t.Fatalf("a.txt was moved by another origin: %v", err)
+	}
+	if code := post(base); code != http.StatusNoContent {
+		t.Fatalf("a POST from the IDE's own origin: %d", code)
+	}
+	if _, err := os.Stat(filepath.Join(project, "b.txt")); err != nil {
+		t.Fatalf("the IDE's own rename did not happen: %v", err)
+	}
+}

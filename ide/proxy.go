@@ -17,8 +17,8 @@ import (
 
 // Proxy is the host side of the IDE: it listens on loopback, lets in only
 // requests that carry the launch's token, name the host as 127.0.0.1 or
-// localhost with its port (DNS rebinding), and, for WebSockets, come from
-// its own origin; and forwards them to the in-container server's Unix
+// localhost with its port (DNS rebinding), and, for WebSockets and
+// changes (POST, PUT, DELETE), come from its own origin; and forwards them to the in-container server's Unix
 // socket. Its zero value is not usable: use NewProxy. A Proxy is safe for
 // concurrent use.
 type Proxy struct {
@@ -94,6 +94,17 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "cove: cross-origin WebSocket refused", http.StatusForbidden)
 		return
 	}
+	// A page on another port of this host is the same site, so the
+	// SameSite cookie goes with its requests, and a simple POST needs no
+	// CORS preflight: a change asked by another origin is refused. (A
+	// browser sends Origin with every POST, PUT and DELETE; a client
+	// without one, such as curl, has to hold the token anyway.)
+	if unsafeMethod(r.Method) {
+		if o := r.Header.Get("Origin"); o != "" && !p.originAllowed(o) {
+			http.Error(w, "cove: a change from another origin refused", http.StatusForbidden)
+			return
+		}
+	}
 	r.Header.Del("Cookie") // the token stays on this side
 	if h, ok := p.local[r.URL.Path]; ok {
 		h.ServeHTTP(w, r)
@@ -138,6 +149,10 @@ func (p *Proxy) hostAllowed(host string) bool {
 func (p *Proxy) originAllowed(origin string) bool {
 	u, err := url.Parse(origin)
 	return err == nil && u.Scheme == "http" && p.hostAllowed(u.Host)
+}
+
+func unsafeMethod(m string) bool {
+	return m != http.MethodGet && m != http.MethodHead && m != http.MethodOptions
 }
 
 func isWebSocket(r *http.Request) bool {
