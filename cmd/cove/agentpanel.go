@@ -51,13 +51,17 @@ type agentPanel struct {
 	st   *container.State
 	dir  string
 	ctx  context.Context // the launcher's: the conversation ends with it
+	// setup is the first-run form's back end; the zero value means the
+	// user's config file and the usual local servers.
+	setup panelSetup
 
 	mu   sync.Mutex
 	conv *conversation
 }
 
 type panelMsg struct {
-	Type     string `json:"type"`
+	Type     string        `json:"type"`
+	Config   *agent.Config `json:"config,omitempty"` // setup_models, setup_save (see panelSetup)
 	Text     string `json:"text,omitempty"`
 	Approval int    `json:"approval,omitempty"`
 	Approve  bool   `json:"approve,omitempty"`
@@ -394,16 +398,21 @@ func (p *agentPanel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}()
 		})
 	}
-	conv := func() *conversation {
-		cv, err := p.conversation()
-		if err != nil {
-			say(panelMsg{Type: "error", Text: err.Error()})
-			return nil
-		}
-		stream(cv)
-		return cv
+	send := func(v any) {
+		b, _ := json.Marshal(v)
+		write(b)
 	}
-	cv := conv()
+	setup := p.setup
+	if setup.path == "" {
+		setup = newPanelSetup()
+	}
+	cv, err := p.conversation()
+	if err != nil {
+		// No model yet: the panel sets one up.
+		send(setup.offer(ctx, err.Error()))
+	} else {
+		stream(cv)
+	}
 	for {
 		_, b, err := c.Read(ctx)
 		if err != nil {
@@ -414,7 +423,28 @@ func (p *agentPanel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		if cv == nil {
-			if cv = conv(); cv == nil {
+			switch {
+			case m.Type == "setup_models" && m.Config != nil:
+				if models, err := setup.models(ctx, *m.Config); err != nil {
+					say(panelMsg{Type: "setup_error", Text: err.Error()})
+				} else {
+					send(setupMsg{Type: "setup_models", Models: models})
+				}
+				continue
+			case m.Type == "setup_save" && m.Config != nil:
+				if err := setup.save(ctx, *m.Config); err != nil {
+					say(panelMsg{Type: "setup_error", Text: err.Error()})
+					continue
+				}
+				say(panelMsg{Type: "setup_done", Text: setup.path})
+			}
+			// Set up here, in another window, or with cove agent --setup.
+			if cv, err = p.conversation(); err != nil {
+				say(panelMsg{Type: "error", Text: err.Error()})
+				continue
+			}
+			stream(cv)
+			if m.Type == "setup_save" {
 				continue
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/cove-sh/cove/agent"
 	"github.com/cove-sh/cove/internal/llmtest"
 	"github.com/cove-sh/cove/internal/testregistry"
 )
@@ -166,5 +168,90 @@ func TestAgentPanelConversationOutlivesTheLauncher(t *testing.T) {
 	sessions, _ := filepath.Glob(filepath.Join(project, ".cove", "sessions", "*.jsonl"))
 	if len(sessions) < 3 { // the first, the rewound one, the new one
 		t.Errorf("sessions: %v", sessions)
+	}
+}
+
+// TestAgentPanelSetsUpTheModel: with no model configured, the panel offers
+// setup (a saved key never sent back, only kept), lists the server's
+// models, and saves the choice only after the model answered; then the
+// conversation starts.
+func TestAgentPanelSetsUpTheModel(t *testing.T) {
+	needRoot(t)
+	ref := testregistry.Push(t, testregistry.Addr(t), layered(t))
+	home := t.TempDir()
+	for _, k := range []string{"COVE_BASE_URL", "COVE_MODEL", "COVE_API_KEY", "COVE_PROVIDER", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("HOME", home)
+	llm := llmtest.New(t)
+	llm.Push(
+		llmtest.Response{Body: `{"object":"list","data":[{"id":"test-model","max_model_len":32768},{"id":"other"}]}`},
+		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "OK"})},
+		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "Hello from the new model."})},
+	)
+	// A key saved before, without a model.
+	path := filepath.Join(home, ".config", "cove", "config.json")
+	os.MkdirAll(filepath.Dir(path), 0o700)
+	os.WriteFile(path, []byte(`{"provider":"openai","base_url":"`+llm.URL()+`","api_key":"sk-saved"}`), 0o600)
+
+	_, url := startUp(t, t.TempDir(), ref, t.TempDir())
+	p := openPanel(t, url, 0)
+	offer := p.until("setup")[0]
+	cfg, _ := offer["config"].(map[string]any)
+	if !strings.Contains(offer["text"].(string), "no model") || cfg["api_key"] != nil || offer["saved_key"] != true || cfg["base_url"] != llm.URL() {
+		t.Fatalf("the setup offered: %v", offer)
+	}
+	form := map[string]any{"provider": "openai", "base_url": llm.URL(), "api_key": ""}
+	p.send(map[string]any{"type": "setup_models", "config": form})
+	got := p.until("setup_models")
+	if ms := got[len(got)-1]["models"].([]any); len(ms) != 2 {
+		t.Fatalf("models: %v", got)
+	}
+	form["model"], form["context_window"] = "test-model", 32768
+	p.send(map[string]any{"type": "setup_save", "config": form})
+	if done := p.until("setup_done"); find(done, "setup_error") != nil {
+		t.Fatalf("setup: %v", done)
+	}
+	p.until("live")
+	p.send(map[string]any{"type": "prompt", "text": "hi"})
+	if ev := find(p.until("done"), "text"); ev == nil || ev["text"] != "Hello from the new model." {
+		t.Errorf("the first answer: %v", ev)
+	}
+	reqs := llm.Requests()
+	if len(reqs) != 3 || reqs[0].Path != "/models" || reqs[1].Header.Get("Authorization") != "Bearer sk-saved" {
+		t.Fatalf("requests: %d (%v)", len(reqs), reqs)
+	}
+	c, err := agent.ReadConfigFile(path)
+	if fi, _ := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 || c.Model != "test-model" || c.APIKey != "sk-saved" || c.ContextWindow != 32768 {
+		t.Errorf("saved %+v (%v)", c, err)
+	}
+}
+
+// TestBrowserAgentSetup fills in the panel's setup form in Chromium.
+func TestBrowserAgentSetup(t *testing.T) {
+	needRoot(t)
+	node := browserTestTools(t)
+	ref := testregistry.Push(t, testregistry.Addr(t), layered(t))
+	home := t.TempDir()
+	for _, k := range []string{"COVE_BASE_URL", "COVE_MODEL", "COVE_API_KEY", "COVE_PROVIDER", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("HOME", home)
+	llm := llmtest.New(t)
+	llm.Push(
+		llmtest.Response{Body: `{"object":"list","data":[{"id":"test-model"},{"id":"other"}]}`},
+		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "OK"})},
+		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "Hello from the new model."})},
+	)
+	_, url := startUp(t, t.TempDir(), ref, t.TempDir())
+	if out, err := exec.Command(node, "../../ide/web/test/setup.mjs", url, llm.URL()).CombinedOutput(); err != nil {
+		t.Fatalf("browser: %v\n%s\nlauncher: %s", err, out, upErr(t))
+	}
+	c, err := agent.ReadConfigFile(filepath.Join(home, ".config", "cove", "config.json"))
+	if err != nil || c.Model != "test-model" || c.APIKey != "sk-typed" || c.BaseURL != llm.URL() {
+		t.Errorf("saved %+v (%v)", c, err)
+	}
+	if reqs := llm.Requests(); len(reqs) != 3 || reqs[2].Header.Get("Authorization") != "Bearer sk-typed" {
+		t.Errorf("requests: %d", len(reqs))
 	}
 }

@@ -37,29 +37,9 @@ var keyVars = []struct{ name, provider, url string }{
 // answers; a key read from a terminal is not echoed.
 func setupAgent(ctx context.Context, in io.Reader, out io.Writer, getenv func(string) string, path string, local []string) error {
 	r := bufio.NewReader(in)
-	// Enter keeps what is there; the file is read even if its mode is
-	// wrong, since it is about to be rewritten 0600.
-	old, _ := agent.ReadConfigFile(path)
-	if old.Provider == "" {
-		var found []string
-		for _, k := range keyVars {
-			if getenv(k.name) != "" {
-				found = append(found, "$"+k.name)
-				if old.APIKey == "" {
-					old.Provider, old.BaseURL, old.APIKey = k.provider, k.url, "$"+k.name
-				}
-			}
-		}
-		if servers := probeServers(ctx, local); len(servers) > 0 {
-			found = append(found, servers...)
-			old.Provider, old.BaseURL, old.APIKey = "openai", servers[0], ""
-		}
-		if len(found) > 0 {
-			fmt.Fprintf(out, "Found: %s\n", strings.Join(found, ", "))
-		}
-	}
-	if old.Provider == "" {
-		old.Provider = "openai"
+	old, found := setupDefaults(ctx, getenv, path, local)
+	if len(found) > 0 {
+		fmt.Fprintf(out, "Found: %s\n", strings.Join(found, ", "))
 	}
 	ask := func(q, def string) string {
 		if def != "" {
@@ -109,11 +89,9 @@ func setupAgent(ctx context.Context, in io.Reader, out io.Writer, getenv func(st
 	c.APIKey = key
 
 	// Check it works before it replaces anything.
-	use := c
-	if name, ok := strings.CutPrefix(key, "$"); ok {
-		if use.APIKey = getenv(name); use.APIKey == "" {
-			return fmt.Errorf("$%s is not set here, so the key cannot be checked (nothing saved)", name)
-		}
+	use, err := usable(c, getenv)
+	if err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
@@ -149,17 +127,10 @@ func setupAgent(ctx context.Context, in io.Reader, out io.Writer, getenv func(st
 			c.ContextWindow = m.Window
 		}
 	}
-	use.Model = c.Model
-	p, err := use.NewProvider()
-	if err != nil {
-		return fmt.Errorf("%w (nothing saved)", err)
-	}
 	fmt.Fprintf(out, "checking %s at %s ... ", c.Model, c.BaseURL)
-	_, err = p.Stream(ctx, agent.Request{Model: c.Model, MaxTokens: 16,
-		Messages: []agent.Message{{Role: "user", Content: "Reply with the word OK."}}}, func(agent.Event) {})
-	if err != nil {
+	if err := checkModel(ctx, c, getenv); err != nil {
 		fmt.Fprintln(out, "failed")
-		return fmt.Errorf("the model did not answer: %w (nothing saved)", err)
+		return err
 	}
 	fmt.Fprintln(out, "ok")
 	if c.ContextWindow > 0 {
@@ -169,6 +140,64 @@ func setupAgent(ctx context.Context, in io.Reader, out io.Writer, getenv func(st
 		return err
 	}
 	fmt.Fprintf(out, "saved %s (mode 0600)\n", path)
+	return nil
+}
+
+// setupDefaults is what setup offers first: the saved config at path, or
+// else what it finds (keys in the environment, local servers answering),
+// and the names of what it found.
+func setupDefaults(ctx context.Context, getenv func(string) string, path string, local []string) (agent.Config, []string) {
+	// The file is read even if its mode is wrong, since it is about to be
+	// rewritten 0600.
+	old, _ := agent.ReadConfigFile(path)
+	var found []string
+	if old.Provider == "" {
+		for _, k := range keyVars {
+			if getenv(k.name) != "" {
+				found = append(found, "$"+k.name)
+				if old.APIKey == "" {
+					old.Provider, old.BaseURL, old.APIKey = k.provider, k.url, "$"+k.name
+				}
+			}
+		}
+		if servers := probeServers(ctx, local); len(servers) > 0 {
+			found = append(found, servers...)
+			old.Provider, old.BaseURL, old.APIKey = "openai", servers[0], ""
+		}
+	}
+	if old.Provider == "" {
+		old.Provider = "openai"
+	}
+	return old, found
+}
+
+// usable is c with a "$VAR" key read from the environment, to call the
+// server with (c itself is saved as written).
+func usable(c agent.Config, getenv func(string) string) (agent.Config, error) {
+	if name, ok := strings.CutPrefix(c.APIKey, "$"); ok {
+		if c.APIKey = getenv(name); c.APIKey == "" {
+			return c, fmt.Errorf("$%s is not set here, so the key cannot be checked (nothing saved)", name)
+		}
+	}
+	return c, nil
+}
+
+// checkModel makes one small call to c's model: setup saves nothing that
+// does not answer.
+func checkModel(ctx context.Context, c agent.Config, getenv func(string) string) error {
+	use, err := usable(c, getenv)
+	if err != nil {
+		return err
+	}
+	p, err := use.NewProvider()
+	if err != nil {
+		return fmt.Errorf("%w (nothing saved)", err)
+	}
+	_, err = p.Stream(ctx, agent.Request{Model: c.Model, MaxTokens: 16,
+		Messages: []agent.Message{{Role: "user", Content: "Reply with the word OK."}}}, func(agent.Event) {})
+	if err != nil {
+		return fmt.Errorf("the model did not answer: %w (nothing saved)", err)
+	}
 	return nil
 }
 

@@ -824,15 +824,7 @@ func TestUpServesTheWorkspace(t *testing.T) {
 func TestBrowserIDE(t *testing.T) {
 	needRoot(t)
 	addr := testregistry.Addr(t)
-	node, err1 := exec.LookPath("node")
-	_, err2 := os.Stat("/usr/bin/chromium")
-	_, err3 := os.Stat("../../ide/web/node_modules/playwright-core")
-	if err1 != nil || err2 != nil || err3 != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("node, chromium or playwright-core missing: scripts/test.sh installs them")
-		}
-		t.Skip("node, /usr/bin/chromium or ide/web/node_modules missing (scripts/build-web.sh)")
-	}
+	node := browserTestTools(t)
 	ref := testregistry.Push(t, addr, layered(t))
 	project := t.TempDir()
 	os.WriteFile(filepath.Join(project, "hello.txt"), []byte("hi\n"), 0o644)
@@ -918,6 +910,22 @@ func agentEvents(t *testing.T, url string, after int) []map[string]any {
 	t.Helper()
 	evs := openPanel(t, url, after).until("live")
 	return evs[:len(evs)-1]
+}
+
+// browserTestTools returns node, once it knows Chromium and playwright-core
+// are there too; in CI their absence fails the test.
+func browserTestTools(t *testing.T) string {
+	t.Helper()
+	node, err1 := exec.LookPath("node")
+	_, err2 := os.Stat("/usr/bin/chromium")
+	_, err3 := os.Stat("../../ide/web/node_modules/playwright-core")
+	if err1 != nil || err2 != nil || err3 != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("node, chromium or playwright-core missing: scripts/test.sh installs them")
+		}
+		t.Skip("node, /usr/bin/chromium or ide/web/node_modules missing (scripts/build-web.sh)")
+	}
+	return node
 }
 
 // startUp starts `cove up --no-browser` on project and returns the process

@@ -135,6 +135,21 @@ export function startAgent({ log, input, send, fresh }) {
       case "note":
         add(el("div", "note", m.text));
         break;
+      case "setup":
+        setupForm(m);
+        break;
+      case "setup_models":
+        if (setup) setup.models(m.models || []);
+        break;
+      case "setup_error":
+        if (setup) setup.error(m.text);
+        break;
+      case "setup_done":
+        if (setup) setup.card.remove();
+        setup = null;
+        add(el("div", "note", `the model is set up (saved in ${m.text}); ask away`));
+        input.focus();
+        break;
       case "user":
         current = thinking = null;
         lastUser = add(el("div", "msg user", m.text));
@@ -290,6 +305,76 @@ export function startAgent({ log, input, send, fresh }) {
         current = null;
         break;
     }
+  }
+
+  // setupForm is the first run: no model is configured, so the panel
+  // asks for one, as cove agent --setup does on a terminal. The key goes
+  // to the launcher only; it is never shown back.
+  let setup = null;
+  function setupForm(m) {
+    if (setup) setup.card.remove();
+    const c = m.config || {};
+    const card = add(el("div", "setup"));
+    card.append(el("div", "action", "Set up the agent's model"));
+    card.append(el("div", "note", m.text));
+    if (m.found?.length) card.append(el("div", "note", `found: ${m.found.join(", ")}`));
+    const field = (label, node) => {
+      const row = card.appendChild(el("label", "field"));
+      row.append(el("span", null, label), node);
+      return node;
+    };
+    const provider = field("Provider", el("select"));
+    for (const [v, t] of [["openai", "OpenAI-compatible (OpenAI, OpenRouter, Ollama, LM Studio, llama.cpp, vLLM…)"], ["anthropic", "Anthropic"]]) {
+      const o = provider.appendChild(el("option", null, t));
+      o.value = v;
+    }
+    provider.value = c.provider || "openai";
+    const url = field("Base URL", el("input"));
+    url.value = c.base_url || "";
+    url.placeholder = "https://api.openai.com/v1";
+    const key = field("API key", el("input"));
+    key.type = "password";
+    key.autocomplete = "off";
+    key.value = c.api_key || "";
+    key.placeholder = m.saved_key ? "empty: keep the saved key" : "the key, or $VAR to read it from the environment; empty for none";
+    const model = field("Model", el("input"));
+    model.value = c.model || "";
+    model.setAttribute("list", "setup-models");
+    const list = card.appendChild(el("datalist"));
+    list.id = "setup-models";
+    const status = card.appendChild(el("div", "note"));
+    const config = () => ({ provider: provider.value, base_url: url.value.trim(), api_key: key.value.trim(), model: model.value.trim(), context_window: windows.get(model.value.trim()) || 0 });
+    const windows = new Map();
+    const listBtn = el("button", null, "List models");
+    listBtn.onclick = () => {
+      status.textContent = "asking the server…";
+      ws.send(JSON.stringify({ type: "setup_models", config: config() }));
+    };
+    const save = el("button", "approve", "Check and save");
+    save.onclick = () => {
+      status.textContent = `checking ${model.value} with one small call…`;
+      ws.send(JSON.stringify({ type: "setup_save", config: config() }));
+    };
+    card.append(listBtn, save);
+    setup = {
+      card,
+      models(ms) {
+        list.replaceChildren(...ms.map((x) => {
+          windows.set(x.ID, x.Window);
+          const o = el("option");
+          o.value = x.ID;
+          return o;
+        }));
+        status.textContent = ms.length ? `${ms.length} models: pick one in the Model box` : "the server lists no models: type the model's name";
+        if (!model.value && ms.length === 1) model.value = ms[0].ID;
+        model.focus();
+      },
+      error(text) {
+        status.textContent = text;
+        status.classList.add("error");
+      },
+    };
+    if (url.value) listBtn.click();
   }
 
   function connect(retry = 0) {

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/cove-sh/cove/agent"
+)
+
+// panelSetup is the agent panel's first run, the browser's side of cove
+// agent --setup: with no model configured, the panel gets a form with
+// what setup would offer, asks the server it names for its models, and
+// saves a choice only once the model has answered a small call. Keys go
+// from the page to this process over the token-guarded WebSocket, and are
+// never sent back.
+//
+//	server → {"type":"setup","text":WHY,"config":{provider,base_url,api_key:"$VAR" or "",model},"found":[…],"saved_key":bool}
+//	client → {"type":"setup_models","config":…}  server → {"type":"setup_models","models":[{ID,Window}]} or an error
+//	client → {"type":"setup_save","config":…}    server → {"type":"setup_done","text":PATH}, then the conversation's events
+type panelSetup struct {
+	path   string   // the user's config file
+	local  []string // local model servers to look for
+	getenv func(string) string
+}
+
+type setupMsg struct {
+	Type     string        `json:"type"`
+	Text     string        `json:"text,omitempty"`
+	Config   agent.Config  `json:"config"`
+	Found    []string      `json:"found,omitempty"`
+	SavedKey bool          `json:"saved_key,omitempty"` // a key is saved: an empty one keeps it
+	Models   []agent.Model `json:"models,omitempty"`
+}
+
+// offer is the form's first content: the saved config or what is found,
+// a key written out in the file left out.
+func (s panelSetup) offer(ctx context.Context, why string) setupMsg {
+	c, found := setupDefaults(ctx, s.getenv, s.path, s.local)
+	m := setupMsg{Type: "setup", Text: why, Config: c, Found: found}
+	if c.APIKey != "" && !strings.HasPrefix(c.APIKey, "$") {
+		m.Config.APIKey, m.SavedKey = "", true
+	}
+	return m
+}
+
+// fill takes the saved key when the form left the key empty.
+func (s panelSetup) fill(c agent.Config) agent.Config {
+	if c.APIKey == "" {
+		if old, err := agent.ReadConfigFile(s.path); err == nil && old.Provider == c.Provider {
+			c.APIKey = old.APIKey
+		}
+	}
+	return c
+}
+
+func (s panelSetup) models(ctx context.Context, c agent.Config) ([]agent.Model, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	use, err := usable(s.fill(c), s.getenv)
+	if err != nil {
+		return nil, err
+	}
+	return use.ListModels(ctx)
+}
+
+// save checks c's model with one small call, then saves c (0600).
+func (s panelSetup) save(ctx context.Context, c agent.Config) error {
+	c = s.fill(c)
+	if c.Provider != "openai" && c.Provider != "anthropic" {
+		return fmt.Errorf("provider %q: openai (any OpenAI-compatible server) or anthropic", c.Provider)
+	}
+	if c.Model == "" {
+		return fmt.Errorf("choose a model")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := checkModel(ctx, c, s.getenv); err != nil {
+		return err
+	}
+	return agent.SaveConfig(s.path, c)
+}
+
+func newPanelSetup() panelSetup {
+	home, _ := os.UserHomeDir()
+	return panelSetup{path: agent.UserConfigPath(home), local: localModelServers(), getenv: os.Getenv}
+}
