@@ -62,12 +62,12 @@ type agentPanel struct {
 type panelMsg struct {
 	Type     string        `json:"type"`
 	Config   *agent.Config `json:"config,omitempty"` // setup_models, setup_save (see panelSetup)
-	Text     string `json:"text,omitempty"`
-	Approval int    `json:"approval,omitempty"`
-	Approve  bool   `json:"approve,omitempty"`
-	Reason   string `json:"reason,omitempty"`
-	Action   string `json:"action,omitempty"`
-	Diff     string `json:"diff,omitempty"`
+	Text     string        `json:"text,omitempty"`
+	Approval int           `json:"approval,omitempty"`
+	Approve  bool          `json:"approve,omitempty"`
+	Reason   string        `json:"reason,omitempty"`
+	Action   string        `json:"action,omitempty"`
+	Diff     string        `json:"diff,omitempty"`
 	// An edit's file and its text before and after, for the panel's
 	// merge view; left out for big files, which show the diff alone.
 	Path   string  `json:"path,omitempty"`
