@@ -142,7 +142,7 @@ func TestAgentPanelConversationOutlivesTheLauncher(t *testing.T) {
 	audited := false
 	for _, l := range logs {
 		b, _ := os.ReadFile(l)
-		audited = audited || strings.Contains(string(b), `"type":"decision","text":"by the panel's mode, edits","action":"write a.txt"`)
+		audited = audited || strings.Contains(string(b), `"type":"decision","text":"by the mode, edits","action":"write a.txt"`)
 	}
 	if !audited {
 		t.Errorf("no decision by the mode in the session logs %v", logs)

@@ -1,0 +1,141 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cove-sh/cove/internal/llmtest"
+)
+
+// events reads a conversation's events after id after until one of type
+// typ, and returns them and the id of the last.
+func events(t *testing.T, cv *Conversation, after int64, typ string) ([]map[string]any, int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var out []map[string]any
+	for {
+		evs, last, err := cv.Events().Since(ctx, after)
+		if err != nil {
+			t.Fatalf("waiting for %q after %v: %v", typ, out, err)
+		}
+		for i, b := range evs {
+			var ev map[string]any
+			json.Unmarshal(b, &ev)
+			out = append(out, ev)
+			if ev["type"] == typ {
+				return out, last - int64(len(evs)-1-i)
+			}
+		}
+		after = last
+	}
+}
+
+func first(evs []map[string]any, typ string) map[string]any {
+	for _, ev := range evs {
+		if ev["type"] == typ {
+			return ev
+		}
+	}
+	return nil
+}
+
+// TestConversationSharedByWindows: two readers see one approval; its
+// answer lets the edit happen; Auto-edit set between turns lets the next
+// through without asking; a later Conversation on the same sessions (a
+// new launcher) shows what was said and can rewind to its first turn.
+func TestConversationSharedByWindows(t *testing.T) {
+	dir := t.TempDir()
+	w, err := OpenWorkspace(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	cp, err := OpenCheckpoints(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := llmtest.New(t)
+	srv.Push(
+		call("c1", "write", map[string]any{"path": "a.txt", "content": "one\n"}), answer("wrote one"),
+		call("c2", "write", map[string]any{"path": "a.txt", "content": "two\n"}), answer("wrote two"),
+	)
+	agentFor := func() *Agent {
+		return &Agent{Provider: &OpenAI{BaseURL: srv.URL(), Backoff: fast}, Model: "m", Tools: []Tool{WriteTool{w}}, Checkpoints: cp}
+	}
+	sessions := filepath.Join(dir, ".cove", "sessions")
+	cv, err := NewConversation(context.Background(), agentFor(), sessions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cv.Prompt("write one"); err != nil {
+		t.Fatal(err)
+	}
+	evs, last := events(t, cv, 0, "approval")
+	ask := first(evs, "approval")
+	if ask["path"] != "a.txt" || ask["after"] != "one\n" || first(evs, "user")["text"] != "write one" {
+		t.Fatalf("the approval: %v", evs)
+	}
+	cp1, _ := first(evs, "checkpoint")["text"].(string)
+	// A second window, joining now, is asked the same.
+	if again, _ := events(t, cv, 0, "approval"); first(again, "approval")["approval"] != ask["approval"] {
+		t.Fatalf("the second window sees %v", again)
+	}
+	if err := cv.Prompt("meanwhile"); err == nil {
+		t.Error("a second prompt was taken while a turn runs")
+	}
+	cv.Decide(int(ask["approval"].(float64)), Decision{Approve: true})
+	evs, last = events(t, cv, last, "done")
+	if first(evs, "decided")["approve"] != true || first(evs, "edited") == nil {
+		t.Fatalf("after the answer: %v", evs)
+	}
+	_, last = events(t, cv, last, "state")
+	if b, _ := os.ReadFile(filepath.Join(dir, "a.txt")); string(b) != "one\n" {
+		t.Fatalf("a.txt = %q", b)
+	}
+
+	if err := cv.SetMode(ModeEdits); err != nil {
+		t.Fatal(err)
+	}
+	if err := cv.SetMode("all"); err == nil {
+		t.Error("an unknown mode was taken")
+	}
+	cv.Prompt("write two")
+	evs, _ = events(t, cv, last, "done")
+	if first(evs, "approval") != nil || first(evs, "mode")["text"] != "edits" {
+		t.Fatalf("in Auto-edit: %v", evs)
+	}
+	events(t, cv, last, "state")
+	cv.Close()
+
+	// A later launcher: the conversation goes on, its first turn rewindable.
+	cv2, err := NewConversation(context.Background(), agentFor(), sessions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cv2.Close()
+	shown, _ := events(t, cv2, 0, "note")
+	var prompts []string
+	rest, _ := events(t, cv2, int64(len(shown)), "done")
+	for _, ev := range append(shown, rest...) {
+		if ev["type"] == "user" {
+			prompts = append(prompts, ev["text"].(string))
+		}
+	}
+	if len(prompts) < 1 || prompts[0] != "write one" {
+		t.Fatalf("the resumed conversation shows %v", prompts)
+	}
+	if err := cv2.Rewind(cp1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a.txt")); !os.IsNotExist(err) {
+		t.Errorf("a.txt after rewinding to before the first prompt: %v", err)
+	}
+	if err := cv2.Rewind("no-such-checkpoint"); err == nil {
+		t.Error("a rewind to a checkpoint not in the conversation went through")
+	}
+}
