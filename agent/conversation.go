@@ -283,3 +283,25 @@ func (cv *Conversation) Rewind(id string) error {
 	cv.events.Add(Notice{Type: "rewound", Text: id})
 	return nil
 }
+
+// Open goes on with session id instead: the windows are told to clear,
+// then shown what was said in it.
+func (cv *Conversation) Open(id string) error {
+	cv.mu.Lock()
+	defer cv.mu.Unlock()
+	if cv.busy {
+		return errors.New("stop the agent before opening another conversation")
+	}
+	s, history, err := ResumeSession(cv.sessions, id)
+	if err != nil {
+		return err
+	}
+	cv.a.Session.Close()
+	cv.a.Session, cv.history, cv.turns = s, history, s.Turns
+	cv.events.Add(Notice{Type: "cleared", Text: s.ID})
+	cv.show(history)
+	return nil
+}
+
+// Sessions lists the conversations kept, the latest first.
+func (cv *Conversation) Sessions() ([]SessionInfo, error) { return ListSessions(cv.sessions, 100) }

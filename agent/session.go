@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -184,4 +185,56 @@ func RestartSession(dir string, old *Session, kept []Message, turns []Turn) (*Se
 	}
 	s.Turns = turns[:next]
 	return s, nil
+}
+
+// SessionInfo describes a session log, for choosing one to go on with.
+type SessionInfo struct {
+	ID       string    `json:"id"`
+	Modified time.Time `json:"modified"`
+	Prompt   string    `json:"prompt"`   // the first, on one line
+	Prompts  int       `json:"prompts"`  // how many the user gave
+	Messages int       `json:"messages"` // lines of the log that are messages
+}
+
+// ListSessions describes the session logs in dir, the latest first, at
+// most max of them (0: all).
+func ListSessions(dir string, max int) ([]SessionInfo, error) {
+	matches, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(matches))) // IDs start with the time
+	if max > 0 && len(matches) > max {
+		matches = matches[:max]
+	}
+	var out []SessionInfo
+	for _, p := range matches {
+		info := SessionInfo{ID: strings.TrimSuffix(filepath.Base(p), ".jsonl")}
+		if fi, err := os.Stat(p); err == nil {
+			info.Modified = fi.ModTime()
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 64<<20)
+		for sc.Scan() {
+			var l sessionLine
+			if json.Unmarshal(sc.Bytes(), &l) != nil || l.Type != "message" || l.Message == nil {
+				continue
+			}
+			info.Messages++
+			if l.Message.Role == "user" {
+				if _, ok := Summary(*l.Message); !ok {
+					if info.Prompts++; info.Prompt == "" {
+						info.Prompt, _, _ = strings.Cut(l.Message.Content, "\n")
+					}
+				}
+			}
+		}
+		f.Close()
+		out = append(out, info)
+	}
+	return out, nil
 }

@@ -29,6 +29,7 @@ import (
 //	         {"type":"stop"}                      (the turn in progress)
 //	         {"type":"rewind","text":CHECKPOINT}  (files and conversation, to before that turn)
 //	         {"type":"new"}                       (a new conversation)
+//	         {"type":"sessions"}, {"type":"open","text":SESSION}  (the kept ones; go on with one)
 //	         {"type":"mode","text":"ask"|"edits"|"yolo"}  (what runs without asking)
 //	server → events, each with an "id" one above the last:
 //	         {"type":"user","text":…} (a prompt, from any window),
@@ -44,7 +45,8 @@ import (
 //	         and without an id, to this window alone: {"type":"live"} once
 //	         what it missed has been sent, {"type":"reset"} when the id it
 //	         gave is from another launcher's conversation (all is sent
-//	         again), {"type":"error",…} for its own requests.
+//	         again), {"type":"sessions","sessions":[…]}, {"type":"error",…} for
+//	         its own requests.
 type agentPanel struct {
 	root string // --root, for cove exec
 	st   *container.State
@@ -225,6 +227,16 @@ func (p *agentPanel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		case "mode":
 			if err := cv.SetMode(agent.Mode(m.Text)); err != nil {
+				say(panelMsg{Type: "error", Text: err.Error()})
+			}
+		case "sessions":
+			if list, err := cv.Sessions(); err != nil {
+				say(panelMsg{Type: "error", Text: err.Error()})
+			} else {
+				send(map[string]any{"type": "sessions", "sessions": list})
+			}
+		case "open":
+			if err := cv.Open(m.Text); err != nil {
 				say(panelMsg{Type: "error", Text: err.Error()})
 			}
 		case "new":

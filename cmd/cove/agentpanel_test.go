@@ -165,6 +165,24 @@ func TestAgentPanelConversationOutlivesTheLauncher(t *testing.T) {
 	// New: the panel is told to clear, and the next launcher starts empty.
 	p.send(map[string]any{"type": "new"})
 	p.until("cleared")
+	// History: the kept conversations, latest first; opening one shows it.
+	p.send(map[string]any{"type": "sessions"})
+	got := p.until("sessions")
+	list, _ := got[len(got)-1]["sessions"].([]any)
+	var firstID string
+	for _, it := range list {
+		if s := it.(map[string]any); s["prompt"] == "first prompt" {
+			firstID = s["id"].(string)
+		}
+	}
+	if len(list) < 3 || list[0].(map[string]any)["prompts"].(float64) != 0 || firstID == "" {
+		t.Fatalf("sessions: %v", list)
+	}
+	p.send(map[string]any{"type": "open", "text": firstID})
+	opened := p.until("done")
+	if ev := find(opened, "cleared"); ev == nil || ev["text"] != firstID || find(opened, "user")["text"] != "first prompt" {
+		t.Errorf("opening %s: %v", firstID, opened)
+	}
 	sessions, _ := filepath.Glob(filepath.Join(project, ".cove", "sessions", "*.jsonl"))
 	if len(sessions) < 3 { // the first, the rewound one, the new one
 		t.Errorf("sessions: %v", sessions)

@@ -59,7 +59,7 @@ const el = (tag, cls, text) => {
   return e;
 };
 
-export function startAgent({ log, input, send, fresh }) {
+export function startAgent({ log, input, send, fresh, history }) {
   let ws;
   let current = null; // the answer being streamed
   let busy = false;
@@ -137,6 +137,9 @@ export function startAgent({ log, input, send, fresh }) {
         break;
       case "setup":
         setupForm(m);
+        break;
+      case "sessions":
+        sessionList(m.sessions || []);
         break;
       case "setup_models":
         if (setup) setup.models(m.models || []);
@@ -306,6 +309,32 @@ export function startAgent({ log, input, send, fresh }) {
         break;
     }
   }
+
+  // sessionList shows the conversations kept, to go on with one.
+  function sessionList(list) {
+    document.getElementById("sessions")?.remove();
+    const box = el("div", "sessions");
+    box.id = "sessions";
+    if (!list.length) box.append(el("div", "note", "no conversations yet"));
+    for (const s of list) {
+      const when = new Date(s.modified).toLocaleString();
+      const row = el("button", "session");
+      row.append(el("span", "prompt", s.prompt || "(no prompt)"), el("span", "when", `${when} · ${s.prompts} prompt${s.prompts === 1 ? "" : "s"}`));
+      row.title = s.id;
+      row.onclick = () => {
+        box.remove();
+        ws.send(JSON.stringify({ type: "open", text: s.id }));
+      };
+      box.append(row);
+    }
+    log.parentNode.insertBefore(box, log);
+    box.querySelector("button")?.focus();
+    box.addEventListener("keydown", (ev) => ev.key === "Escape" && box.remove());
+  }
+  history.onclick = () => {
+    if (document.getElementById("sessions")) return document.getElementById("sessions").remove();
+    if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: "sessions" }));
+  };
 
   // setupForm is the first run: no model is configured, so the panel
   // asks for one, as cove agent --setup does on a terminal. The key goes

@@ -466,4 +466,4 @@ if (saved.length) saved.forEach((id) => newShell(id));
 else newShell();
 setInterval(saveShells, 2000);
 watchFiles();
-startAgent({ log: $("#agent-log"), input: $("#agent-input"), send: $("#agent-send"), fresh: $("#agent-new") });
+startAgent({ log: $("#agent-log"), input: $("#agent-input"), send: $("#agent-send"), fresh: $("#agent-new"), history: $("#agent-history") });

@@ -221,6 +221,13 @@ try {
   await page.waitForFunction(() => !document.querySelector("#agent-log .msg"), null, { timeout: 10000 })
     .catch(async () => fail("New left the conversation shown: " + (await page.textContent("#agent-log"))));
 
+  // History: the earlier conversations; one opens as it was.
+  await page.click("#agent-history");
+  await page.waitForSelector("#sessions .session", { timeout: 10000 }).catch(() => fail("History listed nothing"));
+  await page.click('#sessions .session:has-text("think forever")');
+  await page.waitForFunction(() => document.querySelector("#agent-log .msg.user")?.textContent === "think forever", null, { timeout: 10000 })
+    .catch(async () => fail("the conversation did not open: " + (await page.textContent("#agent-log"))));
+
   // A page that comes back to a shell the workspace no longer has (it
   // restarted) gets a new one instead of waiting for it forever.
   await page.evaluate(() => sessionStorage.setItem("cove-shells", JSON.stringify(["0123456789ab"])));
