@@ -139,3 +139,38 @@ func TestConversationSharedByWindows(t *testing.T) {
 		t.Error("a rewind to a checkpoint not in the conversation went through")
 	}
 }
+
+// TestSessionsLatestFirst: sessions begun in one second keep their order,
+// and one written to again comes first (it is the one to go on with).
+func TestSessionsLatestFirst(t *testing.T) {
+	dir := t.TempDir()
+	var ids []string
+	for range 3 {
+		s, err := NewSession(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Append(LoopEvent{Type: "message", Message: &Message{Role: "user", Content: "prompt " + s.ID}})
+		s.Close()
+		ids = append(ids, s.ID)
+	}
+	list, err := ListSessions(dir, 0)
+	if err != nil || len(list) != 3 || list[0].ID != ids[2] || list[1].ID != ids[1] || list[2].ID != ids[0] {
+		t.Fatalf("begun one after another: %+v (%v), want %v reversed", list, err, ids)
+	}
+	time.Sleep(20 * time.Millisecond) // past the file system's clock tick
+	s, _, err := ResumeSession(dir, ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Append(LoopEvent{Type: "message", Message: &Message{Role: "user", Content: "more"}})
+	s.Close()
+	if list, _ := ListSessions(dir, 0); list[0].ID != ids[0] || list[0].Prompts != 2 {
+		t.Errorf("after writing to the first again: %+v", list)
+	}
+	if s, _, err := ResumeSession(dir, ""); err != nil || s.ID != ids[0] {
+		t.Errorf("the latest to go on with: %v %v", s, err)
+	} else {
+		s.Close()
+	}
+}

@@ -46,7 +46,7 @@ type sessionLine struct {
 func NewSession(dir string) (*Session, error) {
 	b := make([]byte, 4)
 	rand.Read(b)
-	id := time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b)
+	id := time.Now().UTC().Format("20060102-150405.000000") + "-" + hex.EncodeToString(b) // sorts as they began
 	return openSession(dir, id)
 }
 
@@ -85,13 +85,11 @@ func (s *Session) Close() error { return s.f.Close() }
 // results that say it was interrupted, so that resuming never runs it.
 func ResumeSession(dir, id string) (*Session, []Message, error) {
 	if id == "" {
-		matches, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
-		if len(matches) == 0 {
+		logs := sessionLogs(dir)
+		if len(logs) == 0 {
 			return nil, nil, errors.New("no session to continue")
 		}
-		sort.Strings(matches) // IDs start with the time
-		id = filepath.Base(matches[len(matches)-1])
-		id = id[:len(id)-len(".jsonl")]
+		id = strings.TrimSuffix(filepath.Base(logs[0]), ".jsonl")
 	}
 	f, err := os.Open(filepath.Join(dir, id+".jsonl"))
 	if err != nil {
@@ -199,11 +197,7 @@ type SessionInfo struct {
 // ListSessions describes the session logs in dir, the latest first, at
 // most max of them (0: all).
 func ListSessions(dir string, max int) ([]SessionInfo, error) {
-	matches, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
-	if err != nil {
-		return nil, err
-	}
-	sort.Sort(sort.Reverse(sort.StringSlice(matches))) // IDs start with the time
+	matches := sessionLogs(dir)
 	if max > 0 && len(matches) > max {
 		matches = matches[:max]
 	}
@@ -237,4 +231,25 @@ func ListSessions(dir string, max int) ([]SessionInfo, error) {
 		out = append(out, info)
 	}
 	return out, nil
+}
+
+// sessionLogs are the session logs in dir, the one written last first: an
+// ID tells the second a session began, and several may begin in one (a
+// rewind and a new start), or an old one be written to again.
+func sessionLogs(dir string) []string {
+	matches, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	mtime := map[string]time.Time{}
+	for _, p := range matches {
+		if fi, err := os.Stat(p); err == nil {
+			mtime[p] = fi.ModTime()
+		}
+	}
+	sort.SliceStable(matches, func(i, j int) bool {
+		a, b := mtime[matches[i]], mtime[matches[j]]
+		if !a.Equal(b) {
+			return a.After(b)
+		}
+		return matches[i] > matches[j]
+	})
+	return matches
 }
