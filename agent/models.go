@@ -1,11 +1,13 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -80,4 +82,45 @@ func listModels(ctx context.Context, client *http.Client, provider, url string, 
 	}
 	sort.Slice(models, func(i, j int) bool { return models[i].ID < models[j].ID })
 	return models, nil
+}
+
+// ollamaDefaultContext is the context Ollama gives a model whose
+// parameters set none (OLLAMA_CONTEXT_LENGTH, on the server, can raise it;
+// cove cannot see that).
+const ollamaDefaultContext = 4096
+
+// OllamaContext says, for an OpenAI-compatible base URL that is Ollama's,
+// the context the server runs model with: its num_ctx parameter, else
+// Ollama's default. Ollama cuts a longer prompt from the front without a
+// word (the system prompt and the tools go first), so the agent must
+// compact before it. ok is false for a server that is not Ollama.
+func OllamaContext(ctx context.Context, client *http.Client, baseURL, model string) (n int, ok bool) {
+	root := strings.TrimSuffix(strings.TrimSuffix(baseURL, "/"), "/v1")
+	get, _ := http.NewRequestWithContext(ctx, http.MethodGet, root+"/api/version", nil)
+	resp, err := do(client, "ollama", get, nil)
+	if err != nil {
+		return 0, false
+	}
+	var v struct{ Version string }
+	err = json.NewDecoder(resp.Body).Decode(&v)
+	resp.Body.Close()
+	if err != nil || v.Version == "" {
+		return 0, false
+	}
+	body, _ := json.Marshal(map[string]string{"model": model})
+	show, _ := http.NewRequestWithContext(ctx, http.MethodPost, root+"/api/show", bytes.NewReader(body))
+	if resp, err = do(client, "ollama", show, map[string]string{"Content-Type": "application/json"}); err != nil {
+		return ollamaDefaultContext, true
+	}
+	defer resp.Body.Close()
+	var info struct{ Parameters string }
+	json.NewDecoder(resp.Body).Decode(&info)
+	for _, line := range strings.Split(info.Parameters, "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "num_ctx" {
+			if n, err := strconv.Atoi(f[1]); err == nil && n > 0 {
+				return n, true
+			}
+		}
+	}
+	return ollamaDefaultContext, true
 }

@@ -2,6 +2,10 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/cove-sh/cove/internal/llmtest"
@@ -58,5 +62,35 @@ func TestModelWindows(t *testing.T) {
 	}
 	if s := (Model{ID: "m", Window: 131072}).String(); s != "m (131k context)" {
 		t.Errorf("String: %q", s)
+	}
+}
+
+// TestOllamaContext: Ollama is told from its /api/version, and a model's
+// context is its num_ctx parameter, else Ollama's default; another server
+// is not Ollama.
+func TestOllamaContext(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/version", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"version":"0.9.6"}`) })
+	mux.HandleFunc("POST /api/show", func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ Model string }
+		json.NewDecoder(r.Body).Decode(&req)
+		if req.Model == "big" {
+			io.WriteString(w, `{"parameters":"stop \"<|im_end|>\"\nnum_ctx 32768\ntemperature 0.7"}`)
+			return
+		}
+		io.WriteString(w, `{"parameters":"temperature 0.7"}`)
+	})
+	ollama := httptest.NewServer(mux)
+	defer ollama.Close()
+	ctx := context.Background()
+	if n, ok := OllamaContext(ctx, nil, ollama.URL+"/v1", "big"); !ok || n != 32768 {
+		t.Errorf("big: %d %v", n, ok)
+	}
+	if n, ok := OllamaContext(ctx, nil, ollama.URL+"/v1/", "small"); !ok || n != ollamaDefaultContext {
+		t.Errorf("small: %d %v", n, ok)
+	}
+	other := llmtest.New(t) // not found outside the APIs' own paths
+	if _, ok := OllamaContext(ctx, nil, other.URL()+"/v1", "m"); ok {
+		t.Error("a server that is not Ollama was taken for it")
 	}
 }

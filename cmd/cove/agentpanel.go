@@ -196,11 +196,12 @@ func (p *agentPanel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				}
 				continue
 			case m.Type == "setup_save" && m.Config != nil:
-				if err := setup.save(ctx, *m.Config); err != nil {
+				note, err := setup.save(ctx, *m.Config)
+				if err != nil {
 					say(panelMsg{Type: "setup_error", Text: err.Error()})
 					continue
 				}
-				say(panelMsg{Type: "setup_done", Text: setup.path})
+				say(panelMsg{Type: "setup_done", Text: setup.path, Reason: note})
 			}
 			// Set up here, in another window, or with cove agent --setup.
 			if cv, err = p.conversation(); err != nil {

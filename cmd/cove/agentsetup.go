@@ -117,16 +117,11 @@ func setupAgent(ctx context.Context, in io.Reader, out io.Writer, getenv func(st
 		}
 	}
 	c.Model = ask("Model", defModel)
-	// The window, where the server says, so that the agent compacts before
-	// the server refuses a long conversation.
 	if c.Model == old.Model {
 		c.ContextWindow = old.ContextWindow
 	}
-	for _, m := range models {
-		if m.ID == c.Model && m.Window > 0 {
-			c.ContextWindow = m.Window
-		}
-	}
+	var note string
+	c.ContextWindow, note = modelWindow(ctx, use, c.Model, models, c.ContextWindow)
 	fmt.Fprintf(out, "checking %s at %s ... ", c.Model, c.BaseURL)
 	if err := checkModel(ctx, c, getenv); err != nil {
 		fmt.Fprintln(out, "failed")
@@ -135,6 +130,9 @@ func setupAgent(ctx context.Context, in io.Reader, out io.Writer, getenv func(st
 	fmt.Fprintln(out, "ok")
 	if c.ContextWindow > 0 {
 		fmt.Fprintf(out, "context window: %d tokens (the conversation is summarised past 80%%)\n", c.ContextWindow)
+	}
+	if note != "" {
+		fmt.Fprintln(out, note)
 	}
 	if err := agent.SaveConfig(path, c); err != nil {
 		return err
@@ -169,6 +167,29 @@ func setupDefaults(ctx context.Context, getenv func(string) string, path string,
 		old.Provider = "openai"
 	}
 	return old, found
+}
+
+// modelWindow is model's context window: as the server's list says,
+// else as Ollama runs it (which cuts longer prompts without a word), else
+// known (what the config had). note says what the user may want to know.
+func modelWindow(ctx context.Context, use agent.Config, model string, models []agent.Model, known int) (int, string) {
+	for _, m := range models {
+		if m.ID == model && m.Window > 0 {
+			return m.Window, ""
+		}
+	}
+	if use.Provider == "openai" {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if n, ok := agent.OllamaContext(ctx, nil, use.BaseURL, model); ok {
+			note := ""
+			if n < 16384 {
+				note = fmt.Sprintf("note: Ollama runs %s with a %d-token context, little for an agent (its tools and system prompt take ~2k): raise it with OLLAMA_CONTEXT_LENGTH on the server or num_ctx in the model, then set \"context_window\" in the config", model, n)
+			}
+			return n, note
+		}
+	}
+	return known, ""
 }
 
 // usable is c with a "$VAR" key read from the environment, to call the

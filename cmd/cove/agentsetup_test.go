@@ -2,6 +2,11 @@ package main
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,5 +115,33 @@ func TestSetupFindsWhatIsThere(t *testing.T) {
 	c, err := agent.ReadConfigFile(path)
 	if err != nil || c.Provider != "openai" || c.BaseURL != local.URL() || c.Model != "qwen3" || c.APIKey != "" {
 		t.Errorf("saved %+v, %v\n%s", c, err, out.String())
+	}
+}
+
+// TestSetupTellsOllamasContext: Ollama cuts long prompts without a word,
+// so setup saves the context it runs the model with, and says when that
+// is small for an agent.
+func TestSetupTellsOllamasContext(t *testing.T) {
+	llm := llmtest.New(t)
+	llm.Push(llmtest.Response{Body: `{"object":"list","data":[{"id":"qwen3"}]}`},
+		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "OK"})})
+	target, _ := url.Parse(llm.URL())
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/version", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"version":"0.9.6"}`) })
+	mux.HandleFunc("POST /api/show", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"parameters":"temperature 0.7"}`) })
+	mux.Handle("/", httputil.NewSingleHostReverseProxy(target))
+	ollama := httptest.NewServer(mux)
+	defer ollama.Close()
+	path := filepath.Join(t.TempDir(), "config.json")
+	var out strings.Builder
+	in := strings.NewReader("openai\n" + ollama.URL + "/v1\n\nqwen3\n")
+	if err := setupAgent(context.Background(), in, &out, func(string) string { return "" }, path, nil); err != nil {
+		t.Fatalf("setup: %v\n%s", err, out.String())
+	}
+	if c, err := agent.ReadConfigFile(path); err != nil || c.ContextWindow != 4096 {
+		t.Errorf("saved %+v (%v)", c, err)
+	}
+	if !strings.Contains(out.String(), "Ollama runs qwen3 with a 4096-token context") {
+		t.Errorf("no word of the small context:\n%s", out.String())
 	}
 }

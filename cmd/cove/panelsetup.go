@@ -19,7 +19,7 @@ import (
 //
 //	server → {"type":"setup","text":WHY,"config":{provider,base_url,api_key:"$VAR" or "",model},"found":[…],"saved_key":bool}
 //	client → {"type":"setup_models","config":…}  server → {"type":"setup_models","models":[{ID,Window}]} or an error
-//	client → {"type":"setup_save","config":…}    server → {"type":"setup_done","text":PATH}, then the conversation's events
+//	client → {"type":"setup_save","config":…}    server → {"type":"setup_done","text":PATH,"reason":NOTE}, then the conversation's events
 type panelSetup struct {
 	path   string   // the user's config file
 	local  []string // local model servers to look for
@@ -66,21 +66,25 @@ func (s panelSetup) models(ctx context.Context, c agent.Config) ([]agent.Model, 
 	return use.ListModels(ctx)
 }
 
-// save checks c's model with one small call, then saves c (0600).
-func (s panelSetup) save(ctx context.Context, c agent.Config) error {
+// save checks c's model with one small call, then saves c (0600), with
+// its context window where Ollama tells it; note is for the user.
+func (s panelSetup) save(ctx context.Context, c agent.Config) (note string, err error) {
 	c = s.fill(c)
 	if c.Provider != "openai" && c.Provider != "anthropic" {
-		return fmt.Errorf("provider %q: openai (any OpenAI-compatible server) or anthropic", c.Provider)
+		return "", fmt.Errorf("provider %q: openai (any OpenAI-compatible server) or anthropic", c.Provider)
 	}
 	if c.Model == "" {
-		return fmt.Errorf("choose a model")
+		return "", fmt.Errorf("choose a model")
 	}
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	if err := checkModel(ctx, c, s.getenv); err != nil {
-		return err
+		return "", err
 	}
-	return agent.SaveConfig(s.path, c)
+	if use, err := usable(c, s.getenv); err == nil {
+		c.ContextWindow, note = modelWindow(ctx, use, c.Model, nil, c.ContextWindow)
+	}
+	return note, agent.SaveConfig(s.path, c)
 }
 
 func newPanelSetup() panelSetup {

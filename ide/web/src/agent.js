@@ -151,6 +151,7 @@ export function startAgent({ log, input, send, fresh, history }) {
         if (setup) setup.card.remove();
         setup = null;
         add(el("div", "note", `the model is set up (saved in ${m.text}); ask away`));
+        if (m.reason) add(el("div", "msg error", m.reason));
         input.focus();
         break;
       case "user":
