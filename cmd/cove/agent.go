@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/cove-sh/cove/agent"
 	"github.com/cove-sh/cove/container"
@@ -131,7 +133,7 @@ func buildAgent(ctx context.Context, root string, st *container.State, dir strin
 		}
 	}
 	a := &agent.Agent{
-		Provider: provider, Model: cfg.Model, Window: cfg.Window(), System: system, Mode: agent.ModeAsk,
+		Provider: provider, Model: cfg.Model, Window: contextWindow(ctx, cfg), System: system, Mode: agent.ModeAsk,
 		Tools: []agent.Tool{agent.ReadTool{W: w}, agent.WriteTool{W: w}, agent.EditTool{W: w}, agent.SearchTool{W: w}, bash},
 	}
 	// The project's own tools run in the workspace, like its commands.
@@ -151,6 +153,27 @@ func buildAgent(ctx context.Context, root string, st *container.State, dir strin
 		a.Checkpoints = cp
 	}
 	return a, broken, func() { bash.Close(); w.Close() }, nil
+}
+
+// contextWindow is cfg's model's window: as configured, else, for an
+// Ollama server (which cuts long prompts without a word; asked only when
+// it is on this machine or its usual port, so that a remote API costs no
+// extra request), the context Ollama runs the model with.
+func contextWindow(ctx context.Context, cfg agent.Config) int {
+	if w := cfg.Window(); w > 0 || cfg.Provider == "anthropic" {
+		return w
+	}
+	u, err := url.Parse(cfg.BaseURL)
+	if err != nil {
+		return 0
+	}
+	if host := u.Hostname(); host != "127.0.0.1" && host != "localhost" && host != "::1" && u.Port() != "11434" {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	n, _ := agent.OllamaContext(ctx, nil, cfg.BaseURL, cfg.Model)
+	return n
 }
 
 func runAgent(c *cli.Context, e *env, st *container.State, dir string, cfg agent.Config) error {
