@@ -194,6 +194,7 @@ func NewHandler(dir *projectfs.Dir, shell []string) http.Handler {
 	mux.HandleFunc("POST /api/dir", f.mkdir)
 	mux.HandleFunc("POST /api/rename", f.rename)
 	mux.HandleFunc("GET /api/term/{id}", t.serve)
+	mux.HandleFunc("DELETE /api/term/{id}", t.close)
 	mux.HandleFunc("GET /api/watch", f.watch)
 	return mux
 }

@@ -13,6 +13,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -674,5 +675,56 @@ func TestProxyChangesOnlyFromItsOrigin(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(project, "b.txt")); err != nil {
 		t.Fatalf("the IDE's own rename did not happen: %v", err)
+	}
+}
+
+// TestTerminalCloseEndsTheShell: a tab closed ends its shell and what it
+// started, and the id is forgotten.
+func TestTerminalCloseEndsTheShell(t *testing.T) {
+	p, base := stack(t, t.TempDir())
+	c := termConn(t, p, base, "/api/term/new")
+	f := watch(c)
+	nap := strconv.Itoa(int(300000 + time.Now().UnixNano()%100000)) // ours alone
+	input(t, c, "sleep "+nap+" & echo started\n")
+	f.read(5*time.Second, func(f *frames) bool { return strings.Contains(f.out.String(), "started") })
+	if f.id == "" {
+		t.Fatal("no terminal id")
+	}
+	req, _ := http.NewRequest(http.MethodDelete, base+"/api/term/"+f.id, nil)
+	req.Header.Set("Cookie", tokenCookie+"="+p.Token)
+	req.Header.Set("Origin", base)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE: %d", resp.StatusCode)
+	}
+	f.read(5*time.Second, func(f *frames) bool { return f.exit != nil })
+	if f.exit == nil {
+		t.Error("the shell did not exit")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		out, _ := exec.Command("pgrep", "-f", "^sleep "+nap+"$").Output()
+		if len(strings.TrimSpace(string(out))) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the shell's background sleep survived the close: %s", out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	again := termConn(t, p, base, "/api/term/"+f.id+"?offset=0")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for {
+		if _, _, err := again.Read(ctx); err != nil {
+			if websocket.CloseStatus(err) != closeNoTerminal {
+				t.Errorf("the closed terminal's id: %v, want close code %d", err, closeNoTerminal)
+			}
+			break
+		}
 	}
 }

@@ -7,8 +7,11 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"strconv"
 	"sync"
+	"syscall"
 
+	"github.com/cove-sh/cove/internal/procstat"
 	"github.com/creack/pty"
 )
 
@@ -137,8 +140,23 @@ func (t *Terminal) Resize(cols, rows uint16) error {
 
 // Close kills the shell.
 func (t *Terminal) Close() {
-	if t.cmd.Process != nil {
-		t.cmd.Process.Kill()
+	if t.cmd.Process == nil {
+		return
+	}
+	// The shell leads a session of its own (the PTY's). Its background
+	// jobs have process groups of their own and would outlive it, holding
+	// the PTY open, so the whole session goes.
+	sid := t.cmd.Process.Pid
+	t.cmd.Process.Kill()
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil || pid == sid {
+			continue
+		}
+		if f, err := procstat.Fields(pid); err == nil && len(f) > 3 && f[3] == strconv.Itoa(sid) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 // shell, an existing id (with ?offset=N) reattaches to one; an id it does
 // not know (a shell long exited, or from before the workspace restarted)
 // is closed with code closeNoTerminal, so that the page starts a new one.
+// DELETE /api/term/{id} ends a shell and all it runs (a tab closed).
 type terminals struct {
 	dir   string
 	shell []string
@@ -121,4 +122,18 @@ func (s *terminals) forget(t *Terminal) {
 	s.mu.Lock()
 	delete(s.terms, t.ID)
 	s.mu.Unlock()
+}
+
+// close ends terminal id's shell and forgets it.
+func (s *terminals) close(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	t := s.terms[r.PathValue("id")]
+	delete(s.terms, r.PathValue("id"))
+	s.mu.Unlock()
+	if t == nil {
+		http.Error(w, "no such terminal", http.StatusNotFound)
+		return
+	}
+	t.Close()
+	w.WriteHeader(http.StatusNoContent)
 }

@@ -10,7 +10,7 @@ import (
 
 // Fields returns the fields of /proc/PID/stat that follow the command
 // name: Fields[0] is field 3 of proc(5) (the state), Fields[1] the parent
-// PID, Fields[19] the start time.
+// PID, Fields[3] the session, Fields[19] the start time.
 func Fields(pid int) ([]string, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {

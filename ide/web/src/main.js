@@ -340,6 +340,7 @@ function newShell(id = null) {
   $("#terms").append(pane);
   const n = ++shellSeq;
   const tab = el("button", { class: "tab", onclick: () => showShell(entry) }, `shell ${n}`);
+  tab.append(el("span", { class: "close", title: "Close: ends the shell and what it runs", onclick: (ev) => (ev.stopPropagation(), closeShell(entry)) }, "×"));
   $("#term-tabs").insertBefore(tab, $("#new-term"));
   const entry = { pane, tab };
   entry.shell = new Shell(pane, {
@@ -352,6 +353,19 @@ function newShell(id = null) {
   showShell(entry);
   saveShells();
   return entry;
+}
+
+// closeShell ends a terminal for good (the page's tabs are the shells).
+async function closeShell(entry) {
+  const { shell } = entry;
+  if (shell.id && !shell.exited) await fetch(`/api/term/${shell.id}`, { method: "DELETE" }).catch(() => {});
+  shell.dispose();
+  entry.pane.remove();
+  entry.tab.remove();
+  shells.splice(shells.indexOf(entry), 1);
+  saveShells();
+  if (shells.length) showShell(shells[shells.length - 1]);
+  else newShell();
 }
 
 function showShell(entry) {

@@ -228,6 +228,14 @@ try {
   await page.waitForFunction(() => document.querySelector("#agent-log .msg.user")?.textContent === "think forever", null, { timeout: 10000 })
     .catch(async () => fail("the conversation did not open: " + (await page.textContent("#agent-log"))));
 
+  // A second terminal, then closed with its ×: one tab again.
+  await page.click("#new-term");
+  await page.waitForFunction(() => window.cove.shells.length === 2 && window.cove.shells[1].shell.id, null, { timeout: 10000 })
+    .catch(() => fail("no second terminal"));
+  await page.click("#term-tabs .tab.active .close");
+  await page.waitForFunction(() => window.cove.shells.length === 1 && document.querySelectorAll("#term-tabs .tab:not(#new-term)").length === 1, null, { timeout: 10000 })
+    .catch(() => fail("closing a terminal left its tab"));
+
   // A page that comes back to a shell the workspace no longer has (it
   // restarted) gets a new one instead of waiting for it forever.
   await page.evaluate(() => sessionStorage.setItem("cove-shells", JSON.stringify(["0123456789ab"])));
