@@ -728,3 +728,18 @@ func TestTerminalCloseEndsTheShell(t *testing.T) {
 		}
 	}
 }
+
+// TestTerminalExitsWithAJobLeft: a shell that exits leaving a job in the
+// background (which holds the PTY open) is reported as exited all the same.
+func TestTerminalExitsWithAJobLeft(t *testing.T) {
+	p, base := stack(t, t.TempDir())
+	c := termConn(t, p, base, "/api/term/new")
+	f := watch(c)
+	nap := strconv.Itoa(int(400000 + time.Now().UnixNano()%100000))
+	t.Cleanup(func() { exec.Command("pkill", "-f", "^sleep "+nap+"$").Run() })
+	input(t, c, "sleep "+nap+" & exit 7\n")
+	f.read(5*time.Second, func(f *frames) bool { return f.exit != nil })
+	if f.exit == nil || *f.exit != 7 {
+		t.Fatalf("exit: %v (output %q)", f.exit, f.out.String())
+	}
+}

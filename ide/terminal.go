@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/cove-sh/cove/internal/procstat"
 	"github.com/creack/pty"
@@ -67,10 +68,37 @@ func StartTerminal(id string, cmd *exec.Cmd, cols, rows uint16) (*Terminal, erro
 }
 
 func (t *Terminal) read() {
+	// The shell's exit is the end, even if a job it left in the
+	// background holds the PTY open (then no EOF comes): what it wrote is
+	// read for a moment more, then the rest of its session is hung up on,
+	// as closing a terminal window does, and killed if that was not
+	// enough.
+	exited := make(chan int, 1)
+	go func() {
+		code := 0
+		if err := t.cmd.Wait(); err != nil {
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				code = ee.ExitCode()
+			}
+		}
+		exited <- code
+		select {
+		case <-t.gone:
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+		t.signalSession(syscall.SIGHUP)
+		select {
+		case <-t.gone:
+		case <-time.After(2 * time.Second):
+			t.signalSession(syscall.SIGKILL)
+		}
+	}()
 	buf := make([]byte, 32<<10)
 	for {
 		t.mu.Lock()
-		for !t.done && t.behind() {
+		for t.behind() {
 			t.cond.Wait()
 		}
 		t.mu.Unlock()
@@ -84,13 +112,7 @@ func (t *Terminal) read() {
 			break
 		}
 	}
-	code := 0
-	if err := t.cmd.Wait(); err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			code = ee.ExitCode()
-		}
-	}
+	code := <-exited
 	t.mu.Lock()
 	t.done, t.code = true, code
 	t.cond.Broadcast()
@@ -138,24 +160,28 @@ func (t *Terminal) Resize(cols, rows uint16) error {
 	return pty.Setsize(t.pty, &pty.Winsize{Cols: cols, Rows: rows})
 }
 
-// Close kills the shell.
+// Close kills the shell and the rest of its session.
 func (t *Terminal) Close() {
 	if t.cmd.Process == nil {
 		return
 	}
-	// The shell leads a session of its own (the PTY's). Its background
-	// jobs have process groups of their own and would outlive it, holding
-	// the PTY open, so the whole session goes.
-	sid := t.cmd.Process.Pid
 	t.cmd.Process.Kill()
+	t.signalSession(syscall.SIGKILL)
+}
+
+// signalSession sends sig to every process of the shell's session (the
+// PTY's) but the shell: its background jobs have process groups of their
+// own, and hold the PTY open while they live.
+func (t *Terminal) signalSession(sig syscall.Signal) {
+	sid := strconv.Itoa(t.cmd.Process.Pid)
 	dirs, _ := os.ReadDir("/proc")
 	for _, d := range dirs {
 		pid, err := strconv.Atoi(d.Name())
-		if err != nil || pid == sid {
+		if err != nil || d.Name() == sid {
 			continue
 		}
-		if f, err := procstat.Fields(pid); err == nil && len(f) > 3 && f[3] == strconv.Itoa(sid) {
-			syscall.Kill(pid, syscall.SIGKILL)
+		if f, err := procstat.Fields(pid); err == nil && len(f) > 3 && f[3] == sid {
+			syscall.Kill(pid, sig)
 		}
 	}
 }
