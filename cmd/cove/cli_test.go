@@ -673,6 +673,12 @@ func TestAgentOneShotInWorkspace(t *testing.T) {
 	project := t.TempDir()
 	os.WriteFile(filepath.Join(project, "greet.sh"), []byte("echo helo\n"), 0o644)
 	os.WriteFile(filepath.Join(project, "test.sh"), []byte(`[ "$(sh greet.sh)" = hello ] && echo PASS || { echo FAIL; exit 1; }`+"\n"), 0o644)
+	// A user's project, the agent run as root (sudo cove agent): the file
+	// it rewrites stays the user's.
+	const owner = 4242
+	for _, p := range []string{project, filepath.Join(project, "greet.sh"), filepath.Join(project, "test.sh")} {
+		os.Chown(p, owner, owner)
+	}
 	srv := llmtest.New(t)
 	toolCall := func(id, name string, args any) llmtest.Response {
 		b, _ := json.Marshal(args)
@@ -702,6 +708,9 @@ func TestAgentOneShotInWorkspace(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(project, "greet.sh")); string(b) != "echo hello\n" {
 		t.Errorf("greet.sh = %q", b)
+	}
+	if fi, err := os.Stat(filepath.Join(project, "greet.sh")); err != nil || fi.Sys().(*syscall.Stat_t).Uid != owner {
+		t.Errorf("greet.sh after the agent's edit: %v, want owned by %d", fi.Sys(), owner)
 	}
 	reqs := srv.Requests()
 	if len(reqs) != 6 {

@@ -3,11 +3,13 @@
 package projectfs
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // Dir is a project directory whose paths are confined to it: os.Root
@@ -66,19 +68,26 @@ func (w *Dir) WriteFile(p string, data []byte) error {
 		return err
 	}
 	mode := os.FileMode(0o644)
+	uid, gid := -1, -1
 	if fi, err := w.root.Stat(r); err == nil {
 		mode = fi.Mode().Perm()
+		uid, gid = owner(fi)
 	}
-	if dir := filepath.Dir(r); dir != "." {
-		if err := w.root.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
+	if err := w.mkdirAll(filepath.Dir(r)); err != nil {
+		return err
+	}
+	if uid < 0 {
+		uid, gid = w.ownerOf(filepath.Dir(r))
 	}
 	tmp := filepath.Join(filepath.Dir(r), fmt.Sprintf(".%s.cove-%d", filepath.Base(r), os.Getpid()))
 	if err := w.root.WriteFile(tmp, data, mode); err != nil {
 		return err
 	}
 	if err := w.root.Chmod(tmp, mode); err != nil {
+		w.root.Remove(tmp)
+		return err
+	}
+	if err := w.chown(tmp, uid, gid); err != nil {
 		w.root.Remove(tmp)
 		return err
 	}
@@ -108,19 +117,22 @@ func (w *Dir) Create(p string, dir bool) error {
 	if err != nil {
 		return err
 	}
-	if parent := filepath.Dir(r); parent != "." {
-		if err := w.root.MkdirAll(parent, 0o755); err != nil {
+	if err := w.mkdirAll(filepath.Dir(r)); err != nil {
+		return err
+	}
+	uid, gid := w.ownerOf(filepath.Dir(r))
+	if dir {
+		if err := w.root.Mkdir(r, 0o755); err != nil {
 			return err
 		}
-	}
-	if dir {
-		return w.root.Mkdir(r, 0o755)
+		return w.chown(r, uid, gid)
 	}
 	f, err := w.root.OpenFile(r, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}
-	return f.Close()
+	f.Close()
+	return w.chown(r, uid, gid)
 }
 
 // Rename moves a file or directory (a symlink itself, not what it points
@@ -140,10 +152,8 @@ func (w *Dir) Rename(from, to string) error {
 	if _, err := w.root.Lstat(rt); err == nil {
 		return fmt.Errorf("%s: %w", to, fs.ErrExist)
 	}
-	if parent := filepath.Dir(rt); parent != "." {
-		if err := w.root.MkdirAll(parent, 0o755); err != nil {
-			return err
-		}
+	if err := w.mkdirAll(filepath.Dir(rt)); err != nil {
+		return err
 	}
 	return w.root.Rename(rf, rt)
 }
@@ -172,4 +182,57 @@ func (w *Dir) changeable(p string) (string, error) {
 		return "", fmt.Errorf("%s: not a path inside the project", p)
 	}
 	return r, nil
+}
+
+// Files stay the project's owner's: a launcher running as root (sudo
+// cove) writes for the agent, and what it makes or rewrites would be
+// root's otherwise (a rewrite renames a new file over the old one). As
+// anyone else, files are the writer's anyway.
+
+// owner is a file's owner, as ids.
+func owner(fi fs.FileInfo) (int, int) {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return int(st.Uid), int(st.Gid)
+	}
+	return -1, -1
+}
+
+// ownerOf is the owner of the directory dir (relative), or -1s.
+func (w *Dir) ownerOf(dir string) (int, int) {
+	fi, err := w.root.Stat(dir)
+	if err != nil {
+		return -1, -1
+	}
+	return owner(fi)
+}
+
+// chown gives name to uid:gid when running as root and they are known.
+func (w *Dir) chown(name string, uid, gid int) error {
+	if os.Geteuid() != 0 || uid < 0 {
+		return nil
+	}
+	return w.root.Lchown(name, uid, gid)
+}
+
+// mkdirAll makes dir (relative) and what is missing above it, each new
+// directory owned as the one it is made in.
+func (w *Dir) mkdirAll(dir string) error {
+	if dir == "." || dir == "" {
+		return nil
+	}
+	if fi, err := w.root.Stat(dir); err == nil {
+		if !fi.IsDir() {
+			return fmt.Errorf("%s: not a directory", dir)
+		}
+		return nil
+	}
+	parent := filepath.Dir(dir)
+	if err := w.mkdirAll(parent); err != nil {
+		return err
+	}
+	if err := w.root.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	uid, gid := w.ownerOf(parent)
+	return w.chown(dir, uid, gid)
 }
