@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // Checkpoints snapshot the project's files at each prompt, so that a
@@ -19,6 +20,9 @@ import (
 type Checkpoints struct {
 	Dir string // the project
 	git string // the checkpoint repository
+	// as is whom git runs as: the project's owner when cove is root (its
+	// repository, and the files a rewind brings back, are theirs).
+	as *syscall.Credential
 }
 
 const checkpointRef = "refs/cove/checkpoints"
@@ -34,12 +38,17 @@ func keepOutOfGit(dir string) {
 	}
 	os.MkdirAll(filepath.Dir(p), 0o755)
 	os.WriteFile(p, []byte("# cove's own state\n/checkpoints.git/\n/sessions/\n/out/\n/.gitignore\n"), 0o644)
+	handOver(projectOwner(dir), false, filepath.Dir(p), p)
 }
 
 // OpenCheckpoints prepares the checkpoint repository of dir.
 func OpenCheckpoints(ctx context.Context, dir string) (*Checkpoints, error) {
 	keepOutOfGit(dir)
-	cp := &Checkpoints{Dir: dir, git: filepath.Join(dir, ".cove", "checkpoints.git")}
+	cp := &Checkpoints{Dir: dir, git: filepath.Join(dir, ".cove", "checkpoints.git"), as: projectOwner(dir)}
+	// One made by root before is handed over once (git runs as the owner).
+	if fi, err := os.Stat(cp.git); err == nil && cp.as != nil && fi.Sys().(*syscall.Stat_t).Uid != cp.as.Uid {
+		handOver(cp.as, true, cp.git)
+	}
 	if _, err := os.Stat(filepath.Join(cp.git, "HEAD")); err != nil {
 		if _, err := cp.run(ctx, nil, "init", "--quiet", "--bare", cp.git); err != nil {
 			return nil, err
@@ -49,6 +58,7 @@ func OpenCheckpoints(ctx context.Context, dir string) (*Checkpoints, error) {
 		if err := os.WriteFile(exclude, []byte("/.cove/\n/.git/\n"), 0o644); err != nil {
 			return nil, err
 		}
+		handOver(cp.as, false, filepath.Dir(exclude), exclude)
 	}
 	return cp, nil
 }
@@ -62,6 +72,12 @@ func (cp *Checkpoints) run(ctx context.Context, env []string, args ...string) (s
 		cmd.Env = append(cmd.Env, "GIT_DIR="+cp.git, "GIT_WORK_TREE="+cp.Dir)
 	}
 	cmd.Env = append(cmd.Env, env...)
+	if cp.as != nil {
+		// As the owner, not root: root's git configuration is none of
+		// theirs (and git would refuse to read it).
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cp.as}
+		cmd.Env = append(cmd.Env, "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1", "HOME="+cp.Dir)
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {

@@ -4,7 +4,10 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
+	"strconv"
+	"syscall"
 	"testing"
 )
 
@@ -72,5 +75,60 @@ func TestCheckpointsRewindByteForByte(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestStateStaysTheOwners: run as root on a user's project (sudo cove),
+// the agent's own state (.cove: checkpoints, sessions) and the files a
+// rewind brings back are the user's.
+func TestStateStaysTheOwners(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	u, err := user.Lookup("covetest")
+	if err != nil {
+		t.Skip("no covetest user (scripts/test.sh makes it)")
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	project, err := os.MkdirTemp("", "cove-owner-") // t.TempDir's parent is closed to others
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(project) })
+	os.Chmod(project, 0o755)
+	os.WriteFile(filepath.Join(project, "kept.txt"), []byte("kept\n"), 0o644)
+	for _, p := range []string{project, filepath.Join(project, "kept.txt")} {
+		os.Chown(p, uid, gid)
+	}
+	ctx := context.Background()
+	cp, err := OpenCheckpoints(ctx, project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := cp.Save(ctx, "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSession(filepath.Join(project, ".cove", "sessions"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Append(LoopEvent{Type: "message", Message: &Message{Role: "user", Content: "hi"}})
+	s.Close()
+	os.Remove(filepath.Join(project, "kept.txt"))
+	if err := cp.Rewind(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	filepath.Walk(project, func(p string, fi os.FileInfo, err error) error {
+		if err == nil {
+			if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != uid {
+				t.Errorf("%s is owned by %d, want covetest (%d)", p, st.Uid, uid)
+			}
+		}
+		return nil
+	})
+	if b, _ := os.ReadFile(filepath.Join(project, "kept.txt")); string(b) != "kept\n" {
+		t.Errorf("kept.txt after the rewind: %q", b)
 	}
 }

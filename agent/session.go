@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -54,14 +55,18 @@ func openSession(dir, id string) (*Session, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
+	var owner *syscall.Credential
 	if filepath.Base(dir) == "sessions" && filepath.Base(filepath.Dir(dir)) == ".cove" {
-		keepOutOfGit(filepath.Dir(filepath.Dir(dir)))
+		project := filepath.Dir(filepath.Dir(dir))
+		keepOutOfGit(project)
+		owner = projectOwner(project)
 	}
 	p := filepath.Join(dir, id+".jsonl")
 	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}
+	handOver(owner, false, dir, p)
 	return &Session{ID: id, Path: p, f: f}, nil
 }
 

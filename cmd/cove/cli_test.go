@@ -735,6 +735,9 @@ func TestAgentOneShotInWorkspace(t *testing.T) {
 	if left, _ := exec.Command("pgrep", "-f", "^sleep 313[12]$").Output(); len(left) > 0 {
 		t.Errorf("sleeps survived the timeout: %s", left)
 	}
+	if strings.Contains(errb.String(), "without a checkpoint") {
+		t.Errorf("no checkpoint for the user's project:\n%s", errb)
+	}
 	if !strings.Contains(errb.String(), "  ± edit greet.sh +1 −1\n") {
 		t.Errorf("the trace does not show the edit made:\n%s", errb)
 	}
