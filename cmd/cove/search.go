@@ -1,11 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"os/exec"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/cove-sh/cove/agent"
@@ -20,22 +25,30 @@ type projectSearch struct{ dir string }
 
 const maxIDESearchResults = 1000
 
+// searchPattern is what the IDE's search box means: text taken literally
+// unless re, matched whatever its case unless matchCase.
+func searchPattern(q string, re, matchCase bool) (*regexp.Regexp, error) {
+	if q == "" {
+		return nil, errors.New("nothing to search for")
+	}
+	if !re {
+		q = regexp.QuoteMeta(q)
+	}
+	if !matchCase {
+		q = "(?i)" + q
+	}
+	p, err := regexp.Compile(q)
+	if err != nil {
+		return nil, fmt.Errorf("the pattern: %w", err)
+	}
+	return p, nil
+}
+
 func (s projectSearch) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	pattern := q.Get("q")
-	if pattern == "" {
-		http.Error(w, "nothing to search for", http.StatusBadRequest)
-		return
-	}
-	if q.Get("re") != "1" {
-		pattern = regexp.QuoteMeta(pattern)
-	}
-	if q.Get("case") != "1" {
-		pattern = "(?i)" + pattern
-	}
-	re, err := regexp.Compile(pattern)
+	re, err := searchPattern(q.Get("q"), q.Get("re") == "1", q.Get("case") == "1")
 	if err != nil {
-		http.Error(w, "the pattern: "+err.Error(), http.StatusBadRequest)
+		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
 	ws, err := agent.OpenWorkspace(s.dir)
@@ -115,4 +128,123 @@ func (s projectFiles) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(map[string]any{"files": files, "more": more})
+}
+
+// projectReplace serves POST /api/replace, the IDE's replace in files:
+// {"q","re","case"} as for search, "with" (with $1 for a group when re,
+// as an editor has it),
+// and "paths" to keep to some files. Every match in the files search sees
+// (.gitignore honoured, binary files skipped) is replaced, each file
+// written atomically with its mode and owner kept. It answers
+// {"files":N,"replacements":M}.
+type projectReplace struct{ dir string }
+
+func (s projectReplace) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Q     string   `json:"q"`
+		Re    bool     `json:"re"`
+		Case  bool     `json:"case"`
+		With  string   `json:"with"`
+		Paths []string `json:"paths"`
+	}
+	if r.Method != http.MethodPost || json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req) != nil {
+		http.Error(w, "POST a JSON body: q, with, and re, case, paths if wanted", http.StatusBadRequest)
+		return
+	}
+	re, err := searchPattern(req.Q, req.Re, req.Case)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	ws, err := agent.OpenWorkspace(s.dir)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	defer ws.Close()
+	files, err := agent.ProjectFiles(r.Context(), ws, ".")
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	with := []byte(req.With)
+	if req.Re {
+		with = []byte(bracedGroups(req.With))
+	}
+	if req.Paths != nil {
+		files = slices.DeleteFunc(files, func(f string) bool { return !slices.Contains(req.Paths, f) })
+	}
+	var changed, count int
+	for _, f := range files {
+		if fi, err := ws.Stat(f); err != nil || !fi.Mode().IsRegular() || fi.Size() > 8<<20 {
+			continue
+		}
+		b, err := ws.ReadFile(f)
+		if err != nil || bytes.IndexByte(b[:min(len(b), 8000)], 0) >= 0 {
+			continue // unreadable or binary, as search has it
+		}
+		out, n := replaceLines(b, re, with, req.Re)
+		if n == 0 {
+			continue
+		}
+		if err := ws.WriteFile(f, out); err != nil {
+			http.Error(w, fmt.Sprintf("%s: %v (%d files changed before it)", f, err, changed), http.StatusInternalServerError)
+			return
+		}
+		changed, count = changed+1, count+n
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]int{"files": changed, "replacements": count})
+}
+
+// replaceLines replaces re's matches line by line, as search finds them
+// (a pattern never reaches across a line's end), expanding $1 in with
+// when expand; it returns the text and how many it replaced.
+func replaceLines(b []byte, re *regexp.Regexp, with []byte, expand bool) ([]byte, int) {
+	var out []byte
+	n := 0
+	for _, line := range bytes.SplitAfter(b, []byte("\n")) {
+		body := bytes.TrimSuffix(line, []byte("\n"))
+		body = bytes.TrimSuffix(body, []byte("\r"))
+		end := line[len(body):]
+		if m := len(re.FindAllIndex(body, -1)); m > 0 {
+			n += m
+			if expand {
+				body = re.ReplaceAll(body, with)
+			} else {
+				body = re.ReplaceAllLiteral(body, with)
+			}
+		}
+		out = append(append(out, body...), end...)
+	}
+	return out, n
+}
+
+// bracedGroups writes $1 as ${1}: in a replacement typed as in an editor,
+// "$2_$1" means group 2, then _, then group 1, where Go's Expand would
+// read a group named "2_". $$ stays a dollar.
+func bracedGroups(with string) string {
+	var b strings.Builder
+	for i := 0; i < len(with); i++ {
+		if with[i] != '$' || i+1 == len(with) {
+			b.WriteByte(with[i])
+			continue
+		}
+		if with[i+1] == '$' {
+			b.WriteString("$$")
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(with) && with[j] >= '0' && with[j] <= '9' {
+			j++
+		}
+		if j == i+1 {
+			b.WriteByte('$')
+			continue
+		}
+		b.WriteString("${" + with[i+1:j] + "}")
+		i = j - 1
+	}
+	return b.String()
 }

@@ -87,6 +87,7 @@ func upAction(c *cli.Context) error {
 	proxy.Handle("/api/search", projectSearch{dir: dir})
 	proxy.Handle("/api/ignored", ignoredNames{dir: dir})
 	proxy.Handle("/api/files", projectFiles{dir: dir})
+	proxy.Handle("/api/replace", projectReplace{dir: dir})
 	srv := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(l)
 	rec := launcherRecord{URL: proxy.URL()}

@@ -171,6 +171,28 @@ async function dimIgnored(path, into) {
 
 // The project's search runs on the launcher (git there honours
 // .gitignore); results replace the tree until the box is emptied.
+// The search box's options, and what it found last (for replace).
+const searchOpts = { re: false, case: false };
+let lastSearch = null;
+
+// replaceAll replaces what the search found with the replace box's text,
+// in every file, after asking; open editors follow the files on disk.
+async function replaceAll() {
+  const q = $("#search").value.trim();
+  if (!q) return;
+  if (!lastSearch || lastSearch.q !== q) await search(q);
+  const { matches, more } = lastSearch;
+  if (!matches.length) return status("nothing to replace");
+  const files = new Set(matches.map((m) => m.path)).size;
+  const withText = $("#replace").value;
+  if (!confirm(`Replace ${matches.length}${more ? "+" : ""} match${matches.length === 1 ? "" : "es"} in ${files}${more ? "+" : ""} file${files === 1 ? "" : "s"} with "${withText}"?`)) return;
+  const r = await fetch("/api/replace", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ q, re: searchOpts.re, case: searchOpts.case, with: withText }) });
+  if (!r.ok) return status(`replace: ${await r.text()}`);
+  const done = await r.json();
+  status(`replaced ${done.replacements} in ${done.files} file${done.files === 1 ? "" : "s"}`);
+  await search(q);
+}
+
 async function search(q) {
   const box = $("#search-results");
   if (!q) {
@@ -178,12 +200,13 @@ async function search(q) {
     $("#tree").hidden = false;
     return;
   }
-  const r = await fetch(`/api/search?q=${encodeURIComponent(q)}`);
+  const r = await fetch(`/api/search?q=${encodeURIComponent(q)}${searchOpts.re ? "&re=1" : ""}${searchOpts.case ? "&case=1" : ""}`);
   box.replaceChildren();
   box.hidden = false;
   $("#tree").hidden = true;
   if (!r.ok) return box.append(el("div", { class: "search-note" }, await r.text()));
   const { matches, more } = await r.json();
+  lastSearch = { q, matches, more };
   box.append(el("div", { class: "search-note" }, matches.length ? `${matches.length}${more ? "+" : ""} matches` : "no matches"));
   let file = null;
   for (const m of matches) {
@@ -427,6 +450,23 @@ $("#search").addEventListener("keydown", (ev) => {
     ev.target.value = "";
     search("");
   }
+});
+for (const [id, key] of [["#search-case", "case"], ["#search-re", "re"]]) {
+  $(id).addEventListener("click", () => {
+    searchOpts[key] = !searchOpts[key];
+    $(id).setAttribute("aria-pressed", String(searchOpts[key]));
+    search($("#search").value.trim()).catch((e) => status(`search: ${e.message}`));
+  });
+}
+$("#search-replace").addEventListener("click", () => {
+  const row = $("#replace-row");
+  row.hidden = !row.hidden;
+  $("#search-replace").setAttribute("aria-pressed", String(!row.hidden));
+  if (!row.hidden) $("#replace").focus();
+});
+$("#replace-all").addEventListener("click", () => replaceAll().catch((e) => status(`replace: ${e.message}`)));
+$("#replace").addEventListener("keydown", (ev) => {
+  if (ev.key === "Enter") replaceAll().catch((e) => status(`replace: ${e.message}`));
 });
 // Search as you type, once typing pauses; Enter searches at once.
 let searchTimer;

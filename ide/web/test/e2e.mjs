@@ -139,6 +139,19 @@ try {
   await page.click(".search-hit");
   await page.waitForFunction(() => (document.querySelector(".pane:not([hidden]) .cm-activeLine") || {}).textContent === "find needle-77 here", null, { timeout: 10000 })
     .catch(async () => fail("the hit did not open at its line"));
+  // Replace in files: what the search found, after a confirmation; the
+  // ignored file keeps its match.
+  await page.click("#search-replace");
+  await page.fill("#replace", "pin-88");
+  const confirmReplace = answer(true);
+  await page.click("#replace-all");
+  const replaceQuestion = await confirmReplace;
+  if (!replaceQuestion.includes("Replace 1 match in 1 file")) await fail("the replace asked: " + replaceQuestion);
+  await page.waitForFunction(() => document.querySelector("#status").textContent.startsWith("replaced 1 in 1 file"), null, { timeout: 10000 })
+    .catch(async () => fail("replace said: " + (await page.textContent("#status"))));
+  if ((await disk("notes.md")) !== "line one\nfind pin-88 here\n") await fail("notes.md after the replace: " + (await disk("notes.md")));
+  if ((await disk("secret.txt")) !== "needle-77 (ignored)\n") await fail("the ignored file changed: " + (await disk("secret.txt")));
+  await page.click("#search-replace");
   await page.fill("#search", "");
 
   // Quick open (Ctrl+P): a few letters of the name, in order, find it.
