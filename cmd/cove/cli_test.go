@@ -854,6 +854,9 @@ func TestBrowserIDE(t *testing.T) {
 	llm.Push(
 		llmtest.Response{Events: llmtest.OpenAIChunks("tool_calls", map[string]any{"tool_calls": []any{map[string]any{
 			"index": 0, "id": "c1", "type": "function", "function": map[string]any{"name": "edit", "arguments": string(edit)}}}})},
+		// A command, approved in the panel, run in the workspace.
+		llmtest.Response{Events: llmtest.OpenAIChunks("tool_calls", map[string]any{"tool_calls": []any{map[string]any{
+			"index": 0, "id": "c2", "type": "function", "function": map[string]any{"name": "bash", "arguments": `{"command":"echo agent-$((6*7)) in $(hostname)"}`}}}})},
 		// Markdown, in two deltas, with HTML that must stay text.
 		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"reasoning_content": "Checking "}, map[string]any{"reasoning_content": "the edit."},
 			map[string]any{"content": "Made it **friend"}, map[string]any{"content": "lier**.\n\n- `hello.txt` <img src=x onerror=alert(1)>\n"})},
@@ -880,11 +883,15 @@ func TestBrowserIDE(t *testing.T) {
 		t.Errorf("hello.txt after the rewind: %q", b)
 	}
 	reqs := llm.Requests()
-	if len(reqs) != 3 {
-		t.Fatalf("the model got %d requests, want 3", len(reqs))
+	if len(reqs) != 4 {
+		t.Fatalf("the model got %d requests, want 4", len(reqs))
+	}
+	// The command ran in the workspace, and the model saw its output.
+	if b, _ := json.Marshal(reqs[2].JSON(t)["messages"]); !strings.Contains(string(b), "agent-42 in "+workspaceName(project)) {
+		t.Errorf("the command's result the model saw: %s", b)
 	}
 	// The prompt after the rewind went without the rewound turn.
-	if msgs := reqs[2].JSON(t)["messages"].([]any); len(msgs) != 2 {
+	if msgs := reqs[3].JSON(t)["messages"].([]any); len(msgs) != 2 {
 		t.Errorf("after the rewind the model saw %d messages, want system + the new prompt", len(msgs))
 	}
 

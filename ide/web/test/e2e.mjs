@@ -184,6 +184,13 @@ try {
   if (!added.includes("changed by the agent") || !removed.includes("rewritten by the shell")) await fail(`the edit shown: +${added} -${removed}`);
   await page.click(".approval .approve");
   await page.waitForSelector(".approval.approved .verdict", { timeout: 10000 }).catch(() => fail("the card does not say it was approved"));
+  // Then a command: its card shows it; approved, it runs in the workspace
+  // and its output shows in the timeline.
+  await page.waitForSelector('.approval:not(.approved) .action:has-text("run: echo agent-")', { timeout: 15000 })
+    .catch(async () => fail("no approval card for the command: " + (await page.textContent("#agent-log"))));
+  await page.click(".approval:not(.approved) .approve");
+  await page.waitForFunction(() => [...document.querySelectorAll("#agent-log details.result summary")].some((s) => /^agent-42 in /.test(s.textContent)), null, { timeout: 15000 })
+    .catch(async () => fail("the command's output is not shown: " + (await page.textContent("#agent-log"))));
   await page.waitForFunction(() => document.querySelector("#agent-log").textContent.includes("Made it friendlier."), null, { timeout: 15000 })
     .catch(async () => fail("no answer from the agent: " + (await page.textContent("#agent-log"))));
   await page.waitForFunction(() => document.querySelector(".cm-content").textContent.includes("changed by the agent"), null, { timeout: 10000 })
