@@ -660,6 +660,9 @@ func TestDoctor(t *testing.T) {
 	if !strings.Contains(r.stdout, want) {
 		t.Errorf("doctor on this host should say %q:\n%s", want, r.stdout)
 	}
+	if !strings.Contains(r.stdout, "ok       seccomp") {
+		t.Errorf("doctor on this host should find seccomp:\n%s", r.stdout)
+	}
 }
 
 // TestAgentOneShotInWorkspace runs `cove agent -p` against a scripted

@@ -83,6 +83,12 @@ func doctorChecks(layout dirs.Layout) []check {
 		add("cgroup v2", "note", "not here (cgroup v1 or hybrid): --memory, --pids and --cpus work only as root; boot with systemd.unified_cgroup_hierarchy=1 for them rootless")
 	}
 
+	// A kernel with seccomp shows a Seccomp line in every process's status.
+	if strings.Contains(readTrim("/proc/self/status"), "\nSeccomp:") {
+		add("seccomp", "ok", "containers run under cove's filter (--security-opt seccomp=unconfined lifts it)")
+	} else {
+		add("seccomp", "missing", "this kernel has no seccomp filters (CONFIG_SECCOMP_FILTER): containers cannot start with the filter; use --security-opt seccomp=unconfined")
+	}
 	if strings.Contains(readTrim("/proc/filesystems"), "overlay") || fileExists("/lib/modules/"+unix.ByteSliceToString(u.Release[:])+"/kernel/fs/overlayfs") {
 		add("overlayfs", "ok", "containers share the cached image")
 	} else {
