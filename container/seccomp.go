@@ -134,7 +134,7 @@ func installSeccomp() error {
 	runtime.KeepAlive(prog)
 	switch {
 	case errno != 0:
-		return fmt.Errorf("install the seccomp filter: %w", errno)
+		return fmt.Errorf("install the seccomp filter: %w (a kernel without seccomp filters? --security-opt seccomp=unconfined runs without)", errno)
 	case tid != 0: // TSYNC names a thread it could not bring along
 		return fmt.Errorf("install the seccomp filter: thread %d could not take it", tid)
 	}
