@@ -423,7 +423,11 @@ document.addEventListener("keydown", (ev) => {
     ev.preventDefault();
     newShell();
   }
-  if ((ev.ctrlKey || ev.metaKey) && !ev.shiftKey && ev.key.toLowerCase() === "p") {
+  if ((ev.ctrlKey || ev.metaKey) && ev.altKey && ev.key.toLowerCase() === "i") {
+    ev.preventDefault(); // as VS Code's chat: to the agent
+    $("#agent-input").focus();
+  }
+  if ((ev.ctrlKey || ev.metaKey) && !ev.shiftKey && !ev.altKey && ev.key.toLowerCase() === "p") {
     ev.preventDefault();
     quickOpen();
   }

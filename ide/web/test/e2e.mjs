@@ -167,6 +167,8 @@ try {
 
   // The agent panel: a prompt, an edit to approve (its diff shown), the
   // answer; the editor follows the agent's change on disk.
+  await page.keyboard.press("Control+Alt+i");
+  if (!(await page.evaluate(() => document.activeElement.id === "agent-input"))) await fail("Ctrl+Alt+I did not go to the agent");
   await page.fill("#agent-input", "make hello.txt friendlier");
   await page.press("#agent-input", "Enter");
   await page.waitForSelector(".approval .merge .cm-changedLine", { timeout: 15000 })
