@@ -25,6 +25,7 @@ type Conversation struct {
 	mu        sync.Mutex
 	history   []Message
 	turns     []Turn // the prompts with a checkpoint, oldest first
+	compacted bool   // during the turn in progress
 	decisions map[int]chan Decision
 	approvals int                // the last approval's number
 	mode      Mode               // what runs without asking
@@ -76,6 +77,10 @@ func NewConversation(ctx context.Context, a *Agent, sessions string) (*Conversat
 		case "checkpoint":
 			cv.mu.Lock()
 			cv.turns = append(cv.turns, Turn{Checkpoint: ev.Text, Before: len(cv.history)})
+			cv.mu.Unlock()
+		case "compacted":
+			cv.mu.Lock()
+			cv.compacted = true
 			cv.mu.Unlock()
 		case "approval", "decision": // the Conversation sends its own, numbered to answer
 			return
@@ -180,6 +185,9 @@ func (cv *Conversation) Prompt(text string) error {
 		stopped := errors.Is(err, context.Canceled) && cv.ctx.Err() == nil
 		cv.mu.Lock()
 		cv.history = msgs // what was said stays, a stopped step included
+		if cv.compacted {
+			cv.turns, cv.compacted = TurnsAfterCompaction(cv.turns, msgs), false
+		}
 		cv.stopTurn, cv.busy = nil, false
 		cv.mu.Unlock()
 		if stopped {

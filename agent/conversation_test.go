@@ -174,3 +174,50 @@ func TestSessionsLatestFirst(t *testing.T) {
 		s.Close()
 	}
 }
+
+// TestConversationTurnsAfterCompaction: once a turn compacts the
+// conversation, the turns before it are a summary and cannot be rewound
+// to; the turn itself can, its prompt where the compacted history has it.
+func TestConversationTurnsAfterCompaction(t *testing.T) {
+	dir := t.TempDir()
+	w, err := OpenWorkspace(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	cp, err := OpenCheckpoints(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := llmtest.New(t)
+	srv.Push(
+		answer("first done"),
+		withUsage(call("c1", "write", map[string]any{"path": "a.txt", "content": "x\n"}), 900), // past 80% of 1000
+		answer("SUMMARY"),
+		answer("second done"),
+	)
+	a := &Agent{Provider: &OpenAI{BaseURL: srv.URL(), Backoff: fast}, Model: "m", Tools: []Tool{WriteTool{w}}, Checkpoints: cp, Window: 1000}
+	cv, err := NewConversation(context.Background(), a, filepath.Join(dir, ".cove", "sessions"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cv.Close()
+	cv.SetMode(ModeEdits)
+	cv.Prompt("first")
+	evs, last := events(t, cv, 0, "done")
+	cp1 := first(evs, "checkpoint")["text"].(string)
+	_, last = events(t, cv, last, "state")
+	cv.Prompt("second")
+	evs, last = events(t, cv, last, "compacted")
+	cp2 := first(evs, "checkpoint")["text"].(string)
+	events(t, cv, last, "state")
+	if err := cv.Rewind(cp1); err == nil {
+		t.Error("rewound to a turn that is a summary now")
+	}
+	if err := cv.Rewind(cp2); err != nil {
+		t.Fatalf("the compacting turn: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a.txt")); !os.IsNotExist(err) {
+		t.Errorf("a.txt after rewinding the second turn: %v", err)
+	}
+}

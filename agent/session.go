@@ -258,3 +258,18 @@ func sessionLogs(dir string) []string {
 	})
 	return matches
 }
+
+// TurnsAfterCompaction is what is left of turns once a conversation was
+// compacted into msgs: the turns before are a summary now, and only the
+// newest, whose prompt stays word for word, can still be rewound, its
+// prompt now where msgs has it.
+func TurnsAfterCompaction(turns []Turn, msgs []Message) []Turn {
+	if len(turns) == 0 {
+		return nil
+	}
+	last := turns[len(turns)-1]
+	if last.Before = newestUser(msgs); last.Before < 0 {
+		return nil
+	}
+	return []Turn{last}
+}

@@ -31,7 +31,8 @@ type chat struct {
 	cancelTurn context.CancelFunc // set while a turn runs
 	// turns are this chat's checkpoints, with the history length before
 	// each, so that /rewind can take back the conversation too.
-	turns []chatTurn
+	turns     []chatTurn
+	compacted bool // during the turn in progress
 }
 
 type chatTurn struct {
@@ -76,6 +77,9 @@ func (c *chat) run(ctx context.Context) error {
 		case "checkpoint":
 			c.endText(true)
 			c.turns = append(c.turns, chatTurn{Turn: agent.Turn{Checkpoint: ev.Text, Before: len(c.history)}})
+		case "compacted":
+			c.endText(true)
+			c.compacted = true
 		default:
 			c.endText(true) // before the trace shows it
 		}
@@ -140,6 +144,18 @@ func (c *chat) turn(ctx context.Context, prompt string) {
 		c.turns[len(c.turns)-1].label = firstLine(prompt)
 	}
 	c.history = msgs
+	if c.compacted {
+		// The turns before are a summary now: only this one can be rewound.
+		var kept []chatTurn
+		if n := len(c.turns); n > 0 {
+			if t := agent.TurnsAfterCompaction([]agent.Turn{c.turns[n-1].Turn}, msgs); len(t) == 1 {
+				last := c.turns[n-1]
+				last.Turn = t[0]
+				kept = []chatTurn{last}
+			}
+		}
+		c.turns, c.compacted = kept, false
+	}
 	switch {
 	case errors.Is(err, context.Canceled) && ctx.Err() == nil:
 		fmt.Fprintln(c.out, "\n· stopped; what was said so far is kept")
