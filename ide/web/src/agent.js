@@ -299,9 +299,13 @@ export function startAgent({ log, input, send, fresh, history }) {
         current = null;
         add(el("div", "note", "stopped"));
         break;
-      case "compacted":
+      case "compacted": {
         add(el("div", "note", "the conversation was summarised to fit the model"));
+        // The turns before this one are a summary now: no rewinding to them.
+        const notes = [...log.querySelectorAll(".note.checkpoint")];
+        for (const n of notes.slice(0, -1)) n.querySelector(".rewind")?.remove();
         break;
+      }
       case "error":
         add(el("div", "msg error", m.text));
         break;
