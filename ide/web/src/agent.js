@@ -97,6 +97,23 @@ export function startAgent({ log, input, send, fresh, history }) {
   const rerenderAll = () => log.querySelectorAll(".markdown").forEach((n) => n.md != null && render(n));
   let lastUser = null; // the newest prompt's node, which its checkpoint takes back
   const cards = new Map(); // approval number → its card, until decided
+  // waiting shows, in the window's title and on the panel, that the agent
+  // waits for an answer: the card may be scrolled away, or the page in
+  // another tab.
+  const title = document.title;
+  const waiting = () => {
+    const n = cards.size;
+    document.title = n ? `(${n}) ${title} — the agent asks` : title;
+    log.parentNode.classList.toggle("asking", n > 0);
+  };
+  // Up in an empty box brings back the last prompt sent from here.
+  const sent = [];
+  input.addEventListener("keydown", (ev) => {
+    if (ev.key === "ArrowUp" && !input.value && sent.length) {
+      ev.preventDefault();
+      input.value = sent[sent.length - 1];
+    }
+  });
   let output = null; // the running command's live output
   let thinking = null; // the reasoning being streamed
   let approved = null; // the action of the approval just granted, whose edit follows
@@ -130,6 +147,7 @@ export function startAgent({ log, input, send, fresh, history }) {
         log.replaceChildren();
         current = lastUser = output = thinking = null;
         cards.clear();
+        waiting();
         usage.textContent = "";
         break;
       case "note":
@@ -238,6 +256,7 @@ export function startAgent({ log, input, send, fresh, history }) {
           card.controls.push(all);
         }
         cards.set(m.approval, card);
+        waiting();
         if (live) yes.focus();
         break;
       }
@@ -247,6 +266,7 @@ export function startAgent({ log, input, send, fresh, history }) {
         if (!card) break;
         approved = m.approve ? card.action : null;
         cards.delete(m.approval);
+        waiting();
         card.classList.add(m.approve ? "approved" : "rejected");
         for (const b of card.controls) b.remove();
         card.append(el("div", "verdict", m.approve ? "✓ approved" : `✗ rejected${m.reason ? ": " + m.reason : ""}`));
@@ -427,6 +447,7 @@ export function startAgent({ log, input, send, fresh, history }) {
       return;
     }
     if (!text) return;
+    sent.push(text);
     ws.send(JSON.stringify({ type: "prompt", text }));
   }
 

@@ -180,6 +180,7 @@ try {
     .catch(async () => fail("the approval did not come back after a reload: " + (await page.textContent("#agent-log"))));
   if (!(await page.textContent("#agent-log .msg.user")).includes("make hello.txt friendlier")) await fail("the prompt did not come back after a reload");
   if (await page.isDisabled(".approval .approve")) await fail("the pending approval came back answered");
+  if (!(await page.title()).startsWith("(1) ")) await fail("the window's title does not say the agent asks: " + (await page.title()));
   // The edit in a merge view: the new line, and the one it replaces.
   const added = await page.textContent(".approval .merge .cm-changedLine");
   const removed = await page.textContent(".approval .merge .cm-deletedChunk").catch(() => "");
