@@ -290,6 +290,15 @@ func traceEvents(trace io.Writer) func(agent.LoopEvent) {
 		switch ev.Type {
 		case "tool_call":
 			fmt.Fprintf(trace, "· %s %s\n", ev.Call.Name, ev.Call.Args)
+		case "tool_output": // a command's output as it runs
+			for _, line := range strings.SplitAfter(ev.Text, "\n") {
+				if line != "" {
+					fmt.Fprint(trace, "  │ "+line)
+				}
+			}
+			if !strings.HasSuffix(ev.Text, "\n") {
+				fmt.Fprintln(trace)
+			}
 		case "tool_result":
 			first, _, _ := strings.Cut(ev.Text, "\n")
 			mark := "  →"

@@ -738,6 +738,9 @@ func TestAgentOneShotInWorkspace(t *testing.T) {
 	if left, _ := exec.Command("pgrep", "-f", "^sleep 313[12]$").Output(); len(left) > 0 {
 		t.Errorf("sleeps survived the timeout: %s", left)
 	}
+	if !strings.Contains(errb.String(), "  │ PASS\n") {
+		t.Errorf("the trace does not show the command's output as it ran:\n%s", errb)
+	}
 	if strings.Contains(errb.String(), "without a checkpoint") {
 		t.Errorf("no checkpoint for the user's project:\n%s", errb)
 	}
