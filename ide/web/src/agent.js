@@ -109,6 +109,10 @@ export function startAgent({ log, input, send, fresh, history }) {
   // Up in an empty box brings back the last prompt sent from here.
   const sent = [];
   input.addEventListener("keydown", (ev) => {
+    if (ev.key === "Escape" && busy && ws) {
+      ws.send(JSON.stringify({ type: "stop" })); // as in a terminal agent
+      return;
+    }
     if (ev.key === "ArrowUp" && !input.value && sent.length) {
       ev.preventDefault();
       input.value = sent[sent.length - 1];
@@ -240,6 +244,17 @@ export function startAgent({ log, input, send, fresh, history }) {
         };
         yes.onclick = () => decide(true);
         no.onclick = () => decide(false);
+        // By keyboard: y approves, n goes to the reason, whose Enter rejects.
+        yes.title = "Approve (y)";
+        no.title = "Reject (n, then the reason and Enter)";
+        card.addEventListener("keydown", (ev) => {
+          if (ev.target === reason) {
+            if (ev.key === "Enter") (ev.preventDefault(), decide(false));
+            return;
+          }
+          if (ev.key === "y") (ev.preventDefault(), decide(true));
+          if (ev.key === "n") (ev.preventDefault(), reason.focus());
+        });
         card.append(reason, yes, no);
         card.controls = [yes, no, reason];
         card.action = m.action;

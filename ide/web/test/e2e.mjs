@@ -191,7 +191,8 @@ try {
   // and its output shows in the timeline.
   await page.waitForSelector('.approval:not(.approved) .action:has-text("run: echo agent-")', { timeout: 15000 })
     .catch(async () => fail("no approval card for the command: " + (await page.textContent("#agent-log"))));
-  await page.click(".approval:not(.approved) .approve");
+  await page.focus(".approval:not(.approved) .approve");
+  await page.keyboard.press("y"); // approved by keyboard
   await page.waitForFunction(() => [...document.querySelectorAll("#agent-log details.result summary")].some((s) => /^agent-42 in /.test(s.textContent)), null, { timeout: 15000 })
     .catch(async () => fail("the command's output is not shown: " + (await page.textContent("#agent-log"))));
   await page.waitForFunction(() => document.querySelector("#agent-log").textContent.includes("Made it friendlier."), null, { timeout: 15000 })
@@ -236,7 +237,8 @@ try {
   await page.waitForFunction(() => document.querySelector("#agent-send").textContent === "Stop", null, { timeout: 5000 })
     .catch(async () => fail("after a reload the panel does not know the agent is at work"));
   if ((await page.textContent("#agent-log")).includes("Made it friendlier.")) await fail("the rewound turn came back after a reload");
-  await page.click("#agent-send");
+  await page.focus("#agent-input");
+  await page.keyboard.press("Escape"); // Stop, by keyboard
   await page.waitForFunction(() => document.querySelector("#agent-send").textContent === "Send", null, { timeout: 10000 })
     .catch(async () => fail("Stop did not end the turn: " + (await page.textContent("#agent-log"))));
   // New: the panel empties for another conversation.
