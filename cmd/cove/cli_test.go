@@ -848,6 +848,7 @@ func TestBrowserIDE(t *testing.T) {
 	os.WriteFile(filepath.Join(project, "hello.txt"), []byte("hi\n"), 0o644)
 	// For search: a git repository whose .gitignore hides one of two matches.
 	os.WriteFile(filepath.Join(project, "notes.md"), []byte("line one\nfind needle-77 here\n"), 0o644)
+	os.WriteFile(filepath.Join(project, "tool.sh"), []byte("# a comment\necho \"hi\"\n"), 0o755)
 	os.WriteFile(filepath.Join(project, "secret.txt"), []byte("needle-77 (ignored)\n"), 0o644)
 	os.WriteFile(filepath.Join(project, ".gitignore"), []byte("secret.txt\n"), 0o644)
 	if out, err := exec.Command("git", "init", "-q", project).CombinedOutput(); err != nil {

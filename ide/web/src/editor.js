@@ -22,13 +22,43 @@ const byExt = {
   rs: () => import("@codemirror/lang-rust").then((m) => m.rust()),
   yaml: () => import("@codemirror/lang-yaml").then((m) => m.yaml()),
   yml: () => import("@codemirror/lang-yaml").then((m) => m.yaml()),
+  c: () => import("@codemirror/lang-cpp").then((m) => m.cpp()),
+  h: () => import("@codemirror/lang-cpp").then((m) => m.cpp()),
+  cc: () => import("@codemirror/lang-cpp").then((m) => m.cpp()),
+  cpp: () => import("@codemirror/lang-cpp").then((m) => m.cpp()),
+  cxx: () => import("@codemirror/lang-cpp").then((m) => m.cpp()),
+  hpp: () => import("@codemirror/lang-cpp").then((m) => m.cpp()),
+  java: () => import("@codemirror/lang-java").then((m) => m.java()),
+  kt: () => import("@codemirror/lang-java").then((m) => m.java()),
+  sql: () => import("@codemirror/lang-sql").then((m) => m.sql()),
+  php: () => import("@codemirror/lang-php").then((m) => m.php()),
+  // CodeMirror 5's modes, for what has no CodeMirror 6 parser.
+  sh: () => legacy(import("@codemirror/legacy-modes/mode/shell"), "shell"),
+  bash: () => legacy(import("@codemirror/legacy-modes/mode/shell"), "shell"),
+  zsh: () => legacy(import("@codemirror/legacy-modes/mode/shell"), "shell"),
+  toml: () => legacy(import("@codemirror/legacy-modes/mode/toml"), "toml"),
+  rb: () => legacy(import("@codemirror/legacy-modes/mode/ruby"), "ruby"),
+  lua: () => legacy(import("@codemirror/legacy-modes/mode/lua"), "lua"),
+  diff: () => legacy(import("@codemirror/legacy-modes/mode/diff"), "diff"),
+  patch: () => legacy(import("@codemirror/legacy-modes/mode/diff"), "diff"),
+  ini: () => legacy(import("@codemirror/legacy-modes/mode/properties"), "properties"),
+  properties: () => legacy(import("@codemirror/legacy-modes/mode/properties"), "properties"),
+  dockerfile: () => legacy(import("@codemirror/legacy-modes/mode/dockerfile"), "dockerFile"),
 };
+
+// Files known by name rather than extension.
+const byName = { dockerfile: byExt.dockerfile, containerfile: byExt.dockerfile, ".bashrc": byExt.sh, ".profile": byExt.sh };
+
+function legacy(mode, name) {
+  return Promise.all([import("@codemirror/language"), mode]).then(([{ StreamLanguage }, m]) => StreamLanguage.define(m[name]));
+}
 
 // language resolves to the highlighting for path's kind of file (none for
 // one it does not know, or if its parser fails to load).
 export function language(path) {
-  const ext = path.split(".").pop().toLowerCase();
-  return byExt[ext] ? byExt[ext]().catch(() => []) : Promise.resolve([]);
+  const name = path.split("/").pop().toLowerCase();
+  const load = byName[name] || byExt[name.includes(".") ? name.split(".").pop() : ""];
+  return load ? load().catch(() => []) : Promise.resolve([]);
 }
 
 // Doc is one open file: its editor, whether it has unsaved changes, and

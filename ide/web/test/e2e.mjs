@@ -154,6 +154,11 @@ try {
   await page.click("#search-replace");
   await page.fill("#search", "");
 
+  // A shell script is highlighted (its language loads on demand).
+  await page.click('.entry[data-path="tool.sh"]');
+  await page.waitForFunction(() => document.querySelectorAll('.pane:not([hidden]) .cm-line span').length >= 2, null, { timeout: 10000 })
+    .catch(async () => fail("tool.sh is not highlighted: " + (await page.innerHTML(".pane:not([hidden]) .cm-content"))));
+
   // Quick open (Ctrl+P): a few letters of the name, in order, find it.
   await page.keyboard.press("Control+p");
   await page.waitForSelector("#quick input", { timeout: 5000 }).catch(() => fail("Ctrl+P opened no box"));

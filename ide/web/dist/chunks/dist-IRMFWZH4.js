@@ -1,1 +1,0 @@
-import{a,b,c,d,e}from"./chunk-GHV55BTE.js";import"./chunk-KGRDSBCS.js";import"./chunk-A6LEGYRD.js";import"./chunk-CUM6LFLF.js";import"./chunk-M4Z76F4Q.js";import"./chunk-V3FPOMYE.js";export{e as autoCloseTags,d as html,a as htmlCompletionSource,b as htmlCompletionSourceWith,c as htmlLanguage};
