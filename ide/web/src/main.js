@@ -3,17 +3,8 @@ import "./style.css";
 import { Shell } from "./terminal.js";
 import { Doc } from "./editor.js";
 import { startAgent } from "./agent.js";
-
-const $ = (sel) => document.querySelector(sel);
-const el = (tag, attrs = {}, ...kids) => {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
-    else if (v !== false && v != null) e.setAttribute(k, v);
-  }
-  e.append(...kids);
-  return e;
-};
+import { startSearch } from "./search.js";
+import { $, el } from "./dom.js";
 
 const darkQuery = matchMedia("(prefers-color-scheme: dark)");
 const termTheme = () =>
@@ -167,123 +158,6 @@ async function dimIgnored(path, into) {
   }
 }
 
-// ---- search ----------------------------------------------------------------
-
-// The project's search runs on the launcher (git there honours
-// .gitignore); results replace the tree until the box is emptied.
-// The search box's options, and what it found last (for replace).
-const searchOpts = { re: false, case: false };
-let lastSearch = null;
-
-// replaceAll replaces what the search found with the replace box's text,
-// in every file, after asking; open editors follow the files on disk.
-async function replaceAll() {
-  const q = $("#search").value.trim();
-  if (!q) return;
-  if (!lastSearch || lastSearch.q !== q) await search(q);
-  const { matches, more } = lastSearch;
-  if (!matches.length) return status("nothing to replace");
-  const files = new Set(matches.map((m) => m.path)).size;
-  const withText = $("#replace").value;
-  if (!confirm(`Replace ${matches.length}${more ? "+" : ""} match${matches.length === 1 ? "" : "es"} in ${files}${more ? "+" : ""} file${files === 1 ? "" : "s"} with "${withText}"?`)) return;
-  const r = await fetch("/api/replace", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ q, re: searchOpts.re, case: searchOpts.case, with: withText }) });
-  if (!r.ok) return status(`replace: ${await r.text()}`);
-  const done = await r.json();
-  status(`replaced ${done.replacements} in ${done.files} file${done.files === 1 ? "" : "s"}`);
-  await search(q);
-}
-
-async function search(q) {
-  const box = $("#search-results");
-  if (!q) {
-    box.hidden = true;
-    $("#tree").hidden = false;
-    return;
-  }
-  const r = await fetch(`/api/search?q=${encodeURIComponent(q)}${searchOpts.re ? "&re=1" : ""}${searchOpts.case ? "&case=1" : ""}`);
-  box.replaceChildren();
-  box.hidden = false;
-  $("#tree").hidden = true;
-  if (!r.ok) return box.append(el("div", { class: "search-note" }, await r.text()));
-  const { matches, more } = await r.json();
-  lastSearch = { q, matches, more };
-  box.append(el("div", { class: "search-note" }, matches.length ? `${matches.length}${more ? "+" : ""} matches` : "no matches"));
-  let file = null;
-  for (const m of matches) {
-    if (m.path !== file) {
-      file = m.path;
-      box.append(el("div", { class: "search-file", title: m.path }, m.path));
-    }
-    box.append(el("div", { class: "search-hit", "data-path": m.path, "data-line": m.line, onclick: () => openFile(m.path, m.line) },
-      el("span", { class: "ln" }, String(m.line)), m.text.trim().slice(0, 200)));
-  }
-}
-
-// ---- quick open (Ctrl+P) -----------------------------------------------------
-
-// fuzzyScore rates how well query (lower case) matches path: its letters
-// in order, better when they run together, start words, or fall in the
-// file's name; -1 if they are not all there.
-function fuzzyScore(query, path) {
-  const p = path.toLowerCase();
-  const base = p.lastIndexOf("/") + 1;
-  let score = 0;
-  let at = -1;
-  for (const ch of query) {
-    const i = p.indexOf(ch, at + 1);
-    if (i < 0) return -1;
-    score += i === at + 1 ? 5 : 1; // a run
-    if (i === 0 || "/._-".includes(p[i - 1])) score += 3; // a word's start
-    if (i >= base) score += 2; // in the name
-    at = i;
-  }
-  return score - p.length / 100; // shorter paths first among equals
-}
-
-let projectFiles = null; // fetched when the box opens
-async function quickOpen() {
-  document.getElementById("quick")?.remove();
-  const box = el("input", { type: "text", placeholder: "Go to file (type part of its name)", spellcheck: "false" });
-  const list = el("div", { class: "quick-list" });
-  const quick = el("div", { id: "quick" }, box, list);
-  document.body.append(quick);
-  box.focus();
-  const r = await fetch("/api/files").catch(() => null);
-  projectFiles = r && r.ok ? (await r.json()).files : projectFiles || [];
-  let shown = [];
-  let sel = 0;
-  const draw = () => {
-    const q = box.value.trim().toLowerCase().replace(/\s+/g, "");
-    shown = q
-      ? projectFiles.map((f) => [fuzzyScore(q, f), f]).filter(([s]) => s >= 0).sort((a, b) => b[0] - a[0]).slice(0, 50).map(([, f]) => f)
-      : [...docs.keys(), ...projectFiles.filter((f) => !docs.has(f))].slice(0, 50);
-    sel = Math.min(sel, Math.max(0, shown.length - 1));
-    list.replaceChildren(...shown.map((f, i) => {
-      const name = f.slice(f.lastIndexOf("/") + 1);
-      return el("div", { class: `quick-item${i === sel ? " selected" : ""}`, "data-path": f, onmousedown: (ev) => (ev.preventDefault(), pick(f)) },
-        el("span", { class: "name" }, name), el("span", { class: "dir" }, f.slice(0, f.length - name.length)));
-    }));
-    list.querySelector(".selected")?.scrollIntoView({ block: "nearest" });
-  };
-  const close = () => quick.remove();
-  const pick = (f) => (close(), openFile(f));
-  box.addEventListener("input", () => ((sel = 0), draw()));
-  box.addEventListener("keydown", (ev) => {
-    if (ev.key === "ArrowDown" || ev.key === "ArrowUp") {
-      ev.preventDefault();
-      sel = (sel + (ev.key === "ArrowDown" ? 1 : -1) + shown.length) % Math.max(1, shown.length);
-      draw();
-    } else if (ev.key === "Enter") {
-      ev.preventDefault();
-      if (shown[sel]) pick(shown[sel]);
-    } else if (ev.key === "Escape") {
-      close();
-    }
-  });
-  box.addEventListener("blur", () => setTimeout(close, 100));
-  draw();
-}
-
 // ---- editor tabs ----------------------------------------------------------
 
 const docs = new Map(); // path → {doc, tab, pane}
@@ -429,7 +303,7 @@ document.addEventListener("keydown", (ev) => {
   }
   if ((ev.ctrlKey || ev.metaKey) && !ev.shiftKey && !ev.altKey && ev.key.toLowerCase() === "p") {
     ev.preventDefault();
-    quickOpen();
+    finder.quickOpen();
   }
   if (ev.altKey && !ev.ctrlKey && ev.key.toLowerCase() === "n") {
     ev.preventDefault();
@@ -441,43 +315,8 @@ document.addEventListener("keydown", (ev) => {
   }
   if ((ev.ctrlKey || ev.metaKey) && ev.shiftKey && ev.key.toLowerCase() === "f") {
     ev.preventDefault();
-    $("#search").focus();
-    $("#search").select();
+    finder.focus();
   }
-});
-$("#search").addEventListener("keydown", (ev) => {
-  if (ev.key === "Enter") {
-    clearTimeout(searchTimer);
-    search(ev.target.value.trim()).catch((e) => status(`search: ${e.message}`));
-  }
-  if (ev.key === "Escape") {
-    ev.target.value = "";
-    search("");
-  }
-});
-for (const [id, key] of [["#search-case", "case"], ["#search-re", "re"]]) {
-  $(id).addEventListener("click", () => {
-    searchOpts[key] = !searchOpts[key];
-    $(id).setAttribute("aria-pressed", String(searchOpts[key]));
-    search($("#search").value.trim()).catch((e) => status(`search: ${e.message}`));
-  });
-}
-$("#search-replace").addEventListener("click", () => {
-  const row = $("#replace-row");
-  row.hidden = !row.hidden;
-  $("#search-replace").setAttribute("aria-pressed", String(!row.hidden));
-  if (!row.hidden) $("#replace").focus();
-});
-$("#replace-all").addEventListener("click", () => replaceAll().catch((e) => status(`replace: ${e.message}`)));
-$("#replace").addEventListener("keydown", (ev) => {
-  if (ev.key === "Enter") replaceAll().catch((e) => status(`replace: ${e.message}`));
-});
-// Search as you type, once typing pauses; Enter searches at once.
-let searchTimer;
-$("#search").addEventListener("input", (ev) => {
-  clearTimeout(searchTimer);
-  const q = ev.target.value.trim();
-  searchTimer = setTimeout(() => search(q).catch((e) => status(`search: ${e.message}`)), q.length < 3 ? 600 : 250);
 });
 // ---- changes on disk ------------------------------------------------------
 
@@ -512,6 +351,7 @@ function refreshDir(dir) {
 }
 
 // For the browser tests (and the curious): the open shells and files.
+const finder = startSearch({ openFile, status, docs });
 window.cove = { shells, docs };
 renderDir(".", $("#tree")).catch((e) => status(`files: ${e.message}`));
 restoreDocs().catch((e) => status(`files: ${e.message}`));
