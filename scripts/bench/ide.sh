@@ -44,20 +44,14 @@ case $warmup in '' | *[!0-9]*) die "WARMUP must be a non-negative integer, not '
 
 # ------------------------------------------------------------ tools
 
-# need COMMAND PACKAGE: installs the Debian package when COMMAND is missing.
-need() {
-	command -v "$1" >/dev/null 2>&1 && return
-	log "$1 not found: apt-get install $2"
-	apt-get install -y -q "$2" >&2 || die "$1 missing and apt-get install $2 failed"
-	command -v "$1" >/dev/null 2>&1 || die "$1 still not found after installing $2"
-}
+# shellcheck disable=SC1091 # scripts/bench/lib.sh, checked on its own
+. "$here/lib.sh"
 need python3 python3
 need curl curl
 [ -x /usr/bin/docker-registry ] || need docker-registry docker-registry
 [ -x /bin/busybox ] || { apt-get install -y -q busybox-static >&2 || die "apt-get install busybox-static failed"; }
 need go "golang (or a Go toolchain in PATH) to build cove"
-crane=${CRANE:-$(command -v crane || echo "$HOME/go/bin/crane")}
-[ -x "$crane" ] || die "crane not found (looked for ${CRANE:-crane in PATH and $HOME/go/bin/crane}): go install github.com/google/go-containerregistry/cmd/crane@v0.22.1"
+crane=$(find_crane) || exit 1
 
 tmp=$(mktemp -d /tmp/cove-bench-ide.XXXXXX)
 cove=$tmp/cove
@@ -66,14 +60,6 @@ rootfs=$tmp/rootfs
 project=$tmp/project
 registry() { COVE_REGISTRY_STATE=$reg_state "$repo/scripts/registry.sh" "$@"; }
 
-# unmount_under DIR: everything mounted at or below DIR, deepest first.
-unmount_under() {
-	local m
-	awk -v d="$1" '$2 == d || index($2, d "/") == 1 { print $2 }' /proc/self/mounts | sort -r |
-		while read -r m; do
-			umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || log "warning: could not unmount $m"
-		done
-}
 # workspaces: the names of every container under our COVE_ROOT.
 workspaces() {
 	"$cove" ps --all --json 2>/dev/null | python3 -c '
@@ -103,29 +89,13 @@ fi
 # ------------------------------------------------------------ the image
 
 # As start.sh: Debian's static busybox and its applets, one layer.
-log "building the busybox rootfs from $(readlink -f /bin/busybox)"
-mkdir -p "$rootfs/bin" "$rootfs/etc" "$rootfs/proc" "$rootfs/dev" "$rootfs/sys" "$rootfs/tmp" "$rootfs/root"
-cp /bin/busybox "$rootfs/bin/busybox"
-/bin/busybox --list-full | while read -r applet; do
-	if [ -z "$applet" ] || [ -e "$rootfs/$applet" ]; then continue; fi
-	mkdir -p "$rootfs/$(dirname "$applet")"
-	ln -s /bin/busybox "$rootfs/$applet"
-done
-[ -L "$rootfs/bin/sh" ] || die "busybox --list-full has no bin/sh"
-chmod 1777 "$rootfs/tmp"
-echo 'root:x:0:0:root:/root:/bin/sh' >"$rootfs/etc/passwd"
-echo 'root:x:0:' >"$rootfs/etc/group"
-tar -C "$rootfs" --numeric-owner --owner=0 --group=0 -czf "$tmp/layer.tar.gz" .
+busybox_layer "$rootfs" "$tmp/layer.tar.gz"
 
 reg_env=$(registry start) || die "scripts/registry.sh start failed"
 reg=$(printf '%s\n' "$reg_env" | sed -n 's/^COVE_TEST_REGISTRY=//p')
 [ -n "$reg" ] || die "scripts/registry.sh start printed no COVE_TEST_REGISTRY= line"
 ref=$reg/bench/busybox:latest
-log "pushing $ref"
-"$crane" --insecure append --oci-empty-base -f "$tmp/layer.tar.gz" -t "$ref" >/dev/null 2>"$tmp/crane.err" ||
-	die "crane append failed: $(cat "$tmp/crane.err")"
-"$crane" --insecure mutate --set-platform linux/amd64 --env PATH=/usr/sbin:/usr/bin:/sbin:/bin \
-	--cmd /bin/sh -t "$ref" "$ref" >/dev/null 2>"$tmp/crane.err" || die "crane mutate failed: $(cat "$tmp/crane.err")"
+push_layer "$crane" "$tmp/layer.tar.gz" "$ref"
 log "cove pull $ref"
 digest=$("$cove" pull -q "$ref" | tail -n1) || die "cove pull -q $ref failed"
 case $digest in sha256:*) ;; *) die "cove pull printed '$digest', not a digest" ;; esac

@@ -34,35 +34,22 @@ case $rounds in '' | *[!0-9]* | 0) die "ROUNDS must be a positive integer, not '
 
 # ------------------------------------------------------------ tools
 
-need() { # need COMMAND WHAT-TO-DO
-	command -v "$1" >/dev/null 2>&1 || die "$1 not found: $2"
-}
-if [ ! -x /usr/bin/time ]; then
-	log "installing package time (GNU time, for peak RSS)"
-	apt-get install -y -q time >&2 || die "/usr/bin/time missing and apt-get install time failed"
-fi
-crane=${CRANE:-$(command -v crane || echo "$HOME/go/bin/crane")}
-[ -x "$crane" ] || die "crane not found (looked for ${CRANE:-crane in PATH and $HOME/go/bin/crane}): go install github.com/google/go-containerregistry/cmd/crane@v0.22.1"
-need go "install the Go toolchain to build cove"
-need skopeo "apt-get install skopeo"
-need umoci "apt-get install umoci"
-need podman "apt-get install podman"
-need mkfs.ext4 "apt-get install e2fsprogs"
-need tar "apt-get install tar"
-need du "apt-get install coreutils"
-need md5sum "apt-get install coreutils"
+# shellcheck disable=SC1091 # scripts/bench/lib.sh, checked on its own
+. "$here/lib.sh"
+need /usr/bin/time time # GNU time, for peak RSS
+crane=$(find_crane) || exit 1
+need go "golang (or a Go toolchain in PATH) to build cove"
+need skopeo skopeo
+need umoci umoci
+need podman podman
+need mkfs.ext4 e2fsprogs
+need tar tar
+need du coreutils
+need md5sum coreutils
 
 tmp=$(mktemp -d /tmp/cove-bench-pull.XXXXXX)
 mnt=$tmp/mnt
 
-# unmount_under DIR: everything mounted at or below DIR, deepest first.
-unmount_under() {
-	local m
-	awk -v d="$1" '$2 == d || index($2, d "/") == 1 { print $2 }' /proc/self/mounts | sort -r |
-		while read -r m; do
-			umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || log "warning: could not unmount $m"
-		done
-}
 cleanup() {
 	unmount_under "$mnt"
 	rm -rf "$tmp"

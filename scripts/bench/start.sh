@@ -39,13 +39,8 @@ case $rel_runs in '' | *[!0-9]*) die "RETRY_RUNS must be a non-negative integer,
 
 # ------------------------------------------------------------ tools
 
-# need COMMAND PACKAGE: installs the Debian package when COMMAND is missing.
-need() {
-	command -v "$1" >/dev/null 2>&1 && return
-	log "$1 not found: apt-get install $2"
-	apt-get install -y -q "$2" >&2 || die "$1 missing and apt-get install $2 failed"
-	command -v "$1" >/dev/null 2>&1 || die "$1 still not found after installing $2"
-}
+# shellcheck disable=SC1091 # scripts/bench/lib.sh, checked on its own
+. "$here/lib.sh"
 need hyperfine hyperfine
 need bwrap bubblewrap
 need runc runc
@@ -59,8 +54,7 @@ need curl curl
 [ -x /usr/bin/docker-registry ] || need docker-registry docker-registry
 [ -x /bin/busybox ] || { apt-get install -y -q busybox-static >&2 || die "apt-get install busybox-static failed"; }
 need go "golang (or a Go toolchain in PATH) to build cove"
-crane=${CRANE:-$(command -v crane || echo "$HOME/go/bin/crane")}
-[ -x "$crane" ] || die "crane not found (looked for ${CRANE:-crane in PATH and $HOME/go/bin/crane}): go install github.com/google/go-containerregistry/cmd/crane@v0.22.1"
+crane=$(find_crane) || exit 1
 
 tmp=$(mktemp -d /tmp/cove-bench-start.XXXXXX)
 cove=$tmp/cove
@@ -69,14 +63,6 @@ rootfs=$tmp/rootfs
 podman_base=() # podman with its temporary storage, set below
 registry() { COVE_REGISTRY_STATE=$reg_state "$repo/scripts/registry.sh" "$@"; }
 
-# unmount_under DIR: everything mounted at or below DIR, deepest first.
-unmount_under() {
-	local m
-	awk -v d="$1" '$2 == d || index($2, d "/") == 1 { print $2 }' /proc/self/mounts | sort -r |
-		while read -r m; do
-			umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || log "warning: could not unmount $m"
-		done
-}
 cleanup() {
 	if [ -x "$cove" ]; then
 		"$cove" stop --time 1 idle memcheck >/dev/null 2>&1 || true
@@ -101,30 +87,13 @@ fi
 
 # ------------------------------------------------------------ the image
 
-log "building the busybox rootfs from $(readlink -f /bin/busybox)"
-mkdir -p "$rootfs/bin" "$rootfs/etc" "$rootfs/proc" "$rootfs/dev" "$rootfs/sys" "$rootfs/tmp" "$rootfs/root"
-cp /bin/busybox "$rootfs/bin/busybox"
-/bin/busybox --list-full | while read -r applet; do
-	if [ -z "$applet" ] || [ -e "$rootfs/$applet" ]; then continue; fi
-	mkdir -p "$rootfs/$(dirname "$applet")"
-	ln -s /bin/busybox "$rootfs/$applet"
-done
-[ -L "$rootfs/bin/true" ] || die "busybox --list-full has no bin/true"
-chmod 1777 "$rootfs/tmp"
-echo 'root:x:0:0:root:/root:/bin/sh' >"$rootfs/etc/passwd"
-echo 'root:x:0:' >"$rootfs/etc/group"
-echo "$marker" >"$rootfs/etc/bench-marker"
-tar -C "$rootfs" --numeric-owner --owner=0 --group=0 -czf "$tmp/layer.tar.gz" .
+busybox_layer "$rootfs" "$tmp/layer.tar.gz" "$marker"
 
 reg_env=$(registry start) || die "scripts/registry.sh start failed"
 reg=$(printf '%s\n' "$reg_env" | sed -n 's/^COVE_TEST_REGISTRY=//p')
 [ -n "$reg" ] || die "scripts/registry.sh start printed no COVE_TEST_REGISTRY= line"
 ref=$reg/bench/busybox:latest
-log "pushing $ref"
-"$crane" --insecure append --oci-empty-base -f "$tmp/layer.tar.gz" -t "$ref" >/dev/null 2>"$tmp/crane.err" ||
-	die "crane append failed: $(cat "$tmp/crane.err")"
-"$crane" --insecure mutate --set-platform linux/amd64 --env PATH=/usr/sbin:/usr/bin:/sbin:/bin \
-	--cmd /bin/sh -t "$ref" "$ref" >/dev/null 2>"$tmp/crane.err" || die "crane mutate failed: $(cat "$tmp/crane.err")"
+push_layer "$crane" "$tmp/layer.tar.gz" "$ref"
 image_mb=$(awk -v b="$(stat -c %s "$tmp/layer.tar.gz")" 'BEGIN { printf "%.1f", b / 1e6 }')
 image_entries=$(tar -tzf "$tmp/layer.tar.gz" | wc -l)
 
