@@ -44,21 +44,29 @@ func first(evs []map[string]any, typ string) map[string]any {
 	return nil
 }
 
-// TestConversationSharedByWindows: two readers see one approval; its
-// answer lets the edit happen; Auto-edit set between turns lets the next
-// through without asking; a later Conversation on the same sessions (a
-// new launcher) shows what was said and can rewind to its first turn.
-func TestConversationSharedByWindows(t *testing.T) {
+// checkpointedProject is an empty project, open for the tools, with its
+// checkpoints.
+func checkpointedProject(t *testing.T) (string, *Workspace, *Checkpoints) {
+	t.Helper()
 	dir := t.TempDir()
 	w, err := OpenWorkspace(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Close()
+	t.Cleanup(func() { w.Close() })
 	cp, err := OpenCheckpoints(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dir, w, cp
+}
+
+// TestConversationSharedByWindows: two readers see one approval; its
+// answer lets the edit happen; Auto-edit set between turns lets the next
+// through without asking; a later Conversation on the same sessions (a
+// new launcher) shows what was said and can rewind to its first turn.
+func TestConversationSharedByWindows(t *testing.T) {
+	dir, w, cp := checkpointedProject(t)
 	srv := llmtest.New(t)
 	srv.Push(
 		call("c1", "write", map[string]any{"path": "a.txt", "content": "one\n"}), answer("wrote one"),
@@ -179,16 +187,7 @@ func TestSessionsLatestFirst(t *testing.T) {
 // conversation, the turns before it are a summary and cannot be rewound
 // to; the turn itself can, its prompt where the compacted history has it.
 func TestConversationTurnsAfterCompaction(t *testing.T) {
-	dir := t.TempDir()
-	w, err := OpenWorkspace(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	cp, err := OpenCheckpoints(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, w, cp := checkpointedProject(t)
 	srv := llmtest.New(t)
 	srv.Push(
 		answer("first done"),

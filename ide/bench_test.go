@@ -24,7 +24,6 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -66,8 +65,7 @@ const (
 )
 
 // benchStack is ide_test.go's stack for benchmarks: the terminals handler
-// on a Unix socket running program (sh -c) in its terminals, the Proxy
-// on a loopback port in front. The terminals still running at the end
+// running program (sh -c) in its terminals, behind the Proxy. The terminals still running at the end
 // are killed.
 func benchStack(tb testing.TB, program string, args ...string) (*Proxy, string) {
 	tb.Helper()
@@ -85,26 +83,9 @@ func benchStack(tb testing.TB, program string, args ...string) (*Proxy, string) 
 			t.Close()
 		}
 	})
-	sock := filepath.Join(tb.TempDir(), "ide.sock")
-	ul, err := net.Listen("unix", sock)
-	if err != nil {
-		tb.Fatal(err)
-	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/term/{id}", terms.serve) // as NewHandler routes it
-	inner := &http.Server{Handler: mux}
-	go inner.Serve(ul)
-	tb.Cleanup(func() { inner.Close() })
-	tl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	port := tl.Addr().(*net.TCPAddr).Port
-	p := NewProxy(sock, port)
-	outer := &http.Server{Handler: p}
-	go outer.Serve(tl)
-	tb.Cleanup(func() { outer.Close() })
-	return p, "http://127.0.0.1:" + strconv.Itoa(port)
+	return behindProxy(tb, mux)
 }
 
 // webClient is a terminal connection that reads and acknowledges output

@@ -35,11 +35,6 @@ func stack(t *testing.T, project string) (*Proxy, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dir.Close() })
-	sock := filepath.Join(t.TempDir(), "ide.sock")
-	ul, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
 	mux := http.NewServeMux()
 	mux.Handle("/api/", NewHandler(dir, []string{"/bin/sh"}))
 	mux.HandleFunc("/ws", func(w http.ResponseWriter, r *http.Request) {
@@ -53,19 +48,30 @@ func stack(t *testing.T, project string) (*Proxy, string) {
 			c.Write(r.Context(), typ, append([]byte("echo: "), b...))
 		}
 	})
-	inner := &http.Server{Handler: mux}
-	go inner.Serve(ul)
-	t.Cleanup(func() { inner.Close() })
+	return behindProxy(t, mux)
+}
 
+// behindProxy serves h on a Unix socket, as cove ide serve does in a
+// workspace, and the real Proxy on a loopback port in front of it.
+func behindProxy(tb testing.TB, h http.Handler) (*Proxy, string) {
+	tb.Helper()
+	sock := filepath.Join(tb.TempDir(), "ide.sock")
+	ul, err := net.Listen("unix", sock)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	inner := &http.Server{Handler: h}
+	go inner.Serve(ul)
+	tb.Cleanup(func() { inner.Close() })
 	tl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	port := tl.Addr().(*net.TCPAddr).Port
 	p := NewProxy(sock, port)
 	outer := &http.Server{Handler: p}
 	go outer.Serve(tl)
-	t.Cleanup(func() { outer.Close() })
+	tb.Cleanup(func() { outer.Close() })
 	return p, "http://127.0.0.1:" + strconv.Itoa(port)
 }
 

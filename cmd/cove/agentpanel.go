@@ -127,8 +127,8 @@ func (p *agentPanel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer wmu.Unlock()
 		return c.Write(ctx, websocket.MessageText, b)
 	}
-	say := func(m panelMsg) {
-		b, _ := json.Marshal(m)
+	send := func(v any) {
+		b, _ := json.Marshal(v)
 		write(b)
 	}
 	// The stream: what this window missed, then what comes.
@@ -140,12 +140,12 @@ func (p *agentPanel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				live, cursor := cv.Events().Last(), after
 				if cursor > live {
 					// An id from before this launcher: another conversation.
-					say(panelMsg{Type: "reset"})
+					send(panelMsg{Type: "reset"})
 					cursor = 0
 				}
 				for {
 					if cursor >= live {
-						say(panelMsg{Type: "live"})
+						send(panelMsg{Type: "live"})
 						live = 1<<63 - 1
 					}
 					evs, last, err := cv.Events().Since(ctx, cursor)
@@ -161,10 +161,6 @@ func (p *agentPanel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				}
 			}()
 		})
-	}
-	send := func(v any) {
-		b, _ := json.Marshal(v)
-		write(b)
 	}
 	setup := p.setup
 	if setup.path == "" {
@@ -190,7 +186,7 @@ func (p *agentPanel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			switch {
 			case m.Type == "setup_models" && m.Config != nil:
 				if models, err := setup.models(ctx, *m.Config); err != nil {
-					say(panelMsg{Type: "setup_error", Text: err.Error()})
+					send(panelMsg{Type: "setup_error", Text: err.Error()})
 				} else {
 					send(setupMsg{Type: "setup_models", Models: models})
 				}
@@ -198,14 +194,14 @@ func (p *agentPanel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			case m.Type == "setup_save" && m.Config != nil:
 				note, err := setup.save(ctx, *m.Config)
 				if err != nil {
-					say(panelMsg{Type: "setup_error", Text: err.Error()})
+					send(panelMsg{Type: "setup_error", Text: err.Error()})
 					continue
 				}
-				say(panelMsg{Type: "setup_done", Text: setup.path, Reason: note})
+				send(panelMsg{Type: "setup_done", Text: setup.path, Reason: note})
 			}
 			// Set up here, in another window, or with cove agent --setup.
 			if cv, err = p.conversation(); err != nil {
-				say(panelMsg{Type: "error", Text: err.Error()})
+				send(panelMsg{Type: "error", Text: err.Error()})
 				continue
 			}
 			stream(cv)
@@ -224,29 +220,29 @@ func (p *agentPanel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			cv.Stop()
 		case "rewind":
 			if err := cv.Rewind(m.Text); err != nil {
-				say(panelMsg{Type: "error", Text: err.Error()})
+				send(panelMsg{Type: "error", Text: err.Error()})
 			}
 		case "mode":
 			if err := cv.SetMode(agent.Mode(m.Text)); err != nil {
-				say(panelMsg{Type: "error", Text: err.Error()})
+				send(panelMsg{Type: "error", Text: err.Error()})
 			}
 		case "sessions":
 			if list, err := cv.Sessions(); err != nil {
-				say(panelMsg{Type: "error", Text: err.Error()})
+				send(panelMsg{Type: "error", Text: err.Error()})
 			} else {
 				send(map[string]any{"type": "sessions", "sessions": list})
 			}
 		case "open":
 			if err := cv.Open(m.Text); err != nil {
-				say(panelMsg{Type: "error", Text: err.Error()})
+				send(panelMsg{Type: "error", Text: err.Error()})
 			}
 		case "new":
 			if err := cv.Reset(); err != nil {
-				say(panelMsg{Type: "error", Text: err.Error()})
+				send(panelMsg{Type: "error", Text: err.Error()})
 			}
 		case "prompt":
 			if err := cv.Prompt(m.Text); err != nil {
-				say(panelMsg{Type: "error", Text: err.Error()})
+				send(panelMsg{Type: "error", Text: err.Error()})
 			}
 		}
 	}

@@ -189,6 +189,18 @@ func TestAgentPanelConversationOutlivesTheLauncher(t *testing.T) {
 	}
 }
 
+// noModelConfigured leaves the cove started by the test without a model:
+// no settings in the environment, and an empty home of its own, which it
+// returns.
+func noModelConfigured(t *testing.T) string {
+	for _, k := range []string{"COVE_BASE_URL", "COVE_MODEL", "COVE_API_KEY", "COVE_PROVIDER", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY"} {
+		t.Setenv(k, "")
+	}
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	return home
+}
+
 // TestAgentPanelSetsUpTheModel: with no model configured, the panel offers
 // setup (a saved key never sent back, only kept), lists the server's
 // models, and saves the choice only after the model answered; then the
@@ -196,11 +208,7 @@ func TestAgentPanelConversationOutlivesTheLauncher(t *testing.T) {
 func TestAgentPanelSetsUpTheModel(t *testing.T) {
 	needRoot(t)
 	ref := testregistry.Push(t, testregistry.Addr(t), layered(t))
-	home := t.TempDir()
-	for _, k := range []string{"COVE_BASE_URL", "COVE_MODEL", "COVE_API_KEY", "COVE_PROVIDER", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY"} {
-		t.Setenv(k, "")
-	}
-	t.Setenv("HOME", home)
+	home := noModelConfigured(t)
 	llm := llmtest.New(t)
 	llm.Push(
 		llmtest.Response{Body: `{"object":"list","data":[{"id":"test-model","max_model_len":32768},{"id":"other"}]}`},
@@ -250,11 +258,7 @@ func TestBrowserAgentSetup(t *testing.T) {
 	needRoot(t)
 	node := browserTestTools(t)
 	ref := testregistry.Push(t, testregistry.Addr(t), layered(t))
-	home := t.TempDir()
-	for _, k := range []string{"COVE_BASE_URL", "COVE_MODEL", "COVE_API_KEY", "COVE_PROVIDER", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY"} {
-		t.Setenv(k, "")
-	}
-	t.Setenv("HOME", home)
+	home := noModelConfigured(t)
 	llm := llmtest.New(t)
 	llm.Push(
 		llmtest.Response{Body: `{"object":"list","data":[{"id":"test-model"},{"id":"other"}]}`},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -100,6 +101,21 @@ func (s ignoredNames) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(w).Encode(names)
 }
 
+// openProjectFiles opens the project at dir and lists its files as search
+// sees them; the caller closes the workspace.
+func openProjectFiles(ctx context.Context, dir string) (*agent.Workspace, []string, error) {
+	ws, err := agent.OpenWorkspace(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	files, err := agent.ProjectFiles(ctx, ws, ".")
+	if err != nil {
+		ws.Close()
+		return nil, nil, err
+	}
+	return ws, files, nil
+}
+
 // projectFiles serves GET /api/files: the project's files as search sees
 // them (.gitignore honoured), for the IDE's quick open (Ctrl+P):
 // {"files":[…],"more":bool}, at most maxQuickOpenFiles.
@@ -108,17 +124,12 @@ type projectFiles struct{ dir string }
 const maxQuickOpenFiles = 100_000
 
 func (s projectFiles) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	ws, err := agent.OpenWorkspace(s.dir)
+	ws, files, err := openProjectFiles(r.Context(), s.dir)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	defer ws.Close()
-	files, err := agent.ProjectFiles(r.Context(), ws, ".")
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
+	ws.Close()
 	more := len(files) > maxQuickOpenFiles
 	if more {
 		files = files[:maxQuickOpenFiles]
@@ -156,17 +167,12 @@ func (s projectReplace) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	ws, err := agent.OpenWorkspace(s.dir)
+	ws, files, err := openProjectFiles(r.Context(), s.dir)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
 	defer ws.Close()
-	files, err := agent.ProjectFiles(r.Context(), ws, ".")
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
 	with := []byte(req.With)
 	if req.Re {
 		with = []byte(bracedGroups(req.With))
