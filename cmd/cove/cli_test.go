@@ -1228,16 +1228,10 @@ func TestAgentChatCtrlCInTerminal(t *testing.T) {
 	io.WriteString(tty, "are you there?\r")
 	out.waitFor(t, "Still here.")
 	io.WriteString(tty, "/exit\r")
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("cove agent: %v\n%s", err, out.String())
-		}
-	case <-time.After(20 * time.Second):
-		cmd.Process.Kill()
+	if code, ok := waitExit(cmd, 20*time.Second); !ok {
 		t.Fatalf("cove agent did not leave on /exit:\n%s", out.String())
+	} else if code != 0 {
+		t.Fatalf("cove agent: exit status %d\n%s", code, out.String())
 	}
 	var list []psJSON
 	json.Unmarshal([]byte(runProc(t, root, "", "ps", "--json").stdout), &list)
@@ -1266,17 +1260,32 @@ func TestRunCtrlCInTerminal(t *testing.T) {
 	go io.Copy(out, tty)
 	out.waitFor(t, "ready")
 	tty.Write([]byte{3})
+	if code, ok := waitExit(cmd, 10*time.Second); !ok {
+		t.Fatalf("Ctrl-C did not stop the workload:\n%s", out.String())
+	} else if code != 130 {
+		t.Errorf("cove run after Ctrl-C: exit status %d, want 130\n%s", code, out.String())
+	}
+}
+
+// waitExit waits up to within for cmd to end and returns its exit status;
+// ok is false if it had not ended (it is killed then).
+func waitExit(cmd *exec.Cmd, within time.Duration) (code int, ok bool) {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
 	case err := <-done:
 		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 130 {
-			t.Errorf("cove run after Ctrl-C: %v, want exit status 130\n%s", err, out.String())
+		if errors.As(err, &ee) {
+			return ee.ExitCode(), true
 		}
-	case <-time.After(10 * time.Second):
+		if err != nil {
+			return -1, true
+		}
+		return 0, true
+	case <-time.After(within):
 		cmd.Process.Kill()
-		t.Fatalf("Ctrl-C did not stop the workload:\n%s", out.String())
+		<-done
+		return 0, false
 	}
 }
 
@@ -1325,17 +1334,10 @@ func TestAgentChatMarkdownInTerminal(t *testing.T) {
 	out.waitFor(t, "Again.")
 	out.waitForNth(t, "› ", 3)
 	io.WriteString(tty, "not this\x03\x03") // Ctrl-C clears the line, then leaves
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 130 {
-			t.Fatalf("cove agent after Ctrl-C at the prompt: %v, want exit status 130\n%q", err, out.String())
-		}
-	case <-time.After(20 * time.Second):
-		cmd.Process.Kill()
+	if code, ok := waitExit(cmd, 20*time.Second); !ok {
 		t.Fatalf("cove agent did not leave on Ctrl-C:\n%q", out.String())
+	} else if code != 130 {
+		t.Fatalf("cove agent after Ctrl-C at the prompt: exit status %d, want 130\n%q", code, out.String())
 	}
 	out.waitFor(t, "cove agent -r ")
 	reqs := srv.Requests()

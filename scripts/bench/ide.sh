@@ -79,12 +79,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-log "building a static cove"
-(cd "$repo" && CGO_ENABLED=0 go build -o "$cove" ./cmd/cove) || die "CGO_ENABLED=0 go build ./cmd/cove failed"
-cove_rev=$(cd "$repo" && git rev-parse --short HEAD 2>/dev/null || echo unknown)
-if [ -n "$(cd "$repo" && git status --porcelain --untracked-files=no -- . ':!scripts' 2>/dev/null)" ]; then
-	cove_rev="$cove_rev (+ uncommitted changes)"
-fi
+cove_rev=$(build_cove "$repo" "$cove") || exit 1
 
 # ------------------------------------------------------------ the image
 

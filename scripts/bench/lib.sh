@@ -17,6 +17,20 @@ find_crane() {
 	echo "$c"
 }
 
+# build_cove REPO PATH: a static cove from the working tree at REPO
+# (containers run it as their init); prints the commit, marked if the tree
+# differs (cove_rev=$(build_cove "$repo" "$cove") || exit 1).
+build_cove() {
+	local rev
+	log "building a static cove"
+	(cd "$1" && CGO_ENABLED=0 go build -o "$2" ./cmd/cove) >&2 || die "CGO_ENABLED=0 go build ./cmd/cove failed"
+	rev=$(cd "$1" && git rev-parse --short HEAD 2>/dev/null || echo unknown)
+	if [ -n "$(cd "$1" && git status --porcelain --untracked-files=no -- . ':!scripts' 2>/dev/null)" ]; then
+		rev="$rev (+ uncommitted changes)"
+	fi
+	echo "$rev"
+}
+
 # unmount_under DIR: everything mounted at or below DIR, deepest first.
 unmount_under() {
 	local m
