@@ -1,22 +1,47 @@
-// Package projectfs reads and writes the files of a project directory
-// without ever leaving it, for the agent's tools and the IDE's file API.
+// Package projectfs is the one way the host side touches a project
+// directory: the agent's tools, the IDE's host routes and rewinds read and
+// write through it. The project is the workspace's to write, so every path
+// is resolved beneath the root (os.Root: no symlink, .. or race leads out),
+// only regular files are read, opened without blocking (a FIFO planted in
+// the project cannot hang the launcher) and up to a size cap, and a
+// launcher running as root acts as the project's owner rather than as
+// root.
 package projectfs
 
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
+
+// MaxReadSize is the most ReadFile reads: a file planted in the project
+// (a 2 GiB sparse one) must not make the launcher hold it all.
+const MaxReadSize = 32 << 20
+
+// ErrTooLarge is returned for a file over the size read whole.
+var ErrTooLarge = errors.New("file too large to read whole")
+
+// ErrNotRegular is returned for a FIFO, socket, device or directory where
+// a file's contents were asked for.
+var ErrNotRegular = errors.New("not a regular file")
 
 // Dir is a project directory whose paths are confined to it: os.Root
 // refuses any path, symlinks included, that leads outside.
 type Dir struct {
 	Root string
 	root *os.Root
+	// uid and gid are the owner's the launcher acts as (its file system
+	// identity, setfsuid) when it runs as root for someone else's
+	// project (sudo cove); -1 otherwise.
+	uid, gid int
 }
 
 // Open opens dir. Close it when done.
@@ -29,7 +54,15 @@ func Open(dir string) (*Dir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workspace %s: %w", dir, err)
 	}
-	return &Dir{Root: abs, root: r}, nil
+	d := &Dir{Root: abs, root: r, uid: -1, gid: -1}
+	if os.Geteuid() == 0 {
+		if fi, err := r.Stat("."); err == nil {
+			if uid, gid := owner(fi); uid > 0 {
+				d.uid, d.gid = uid, gid
+			}
+		}
+	}
+	return d, nil
 }
 
 // Close releases the directory.
@@ -51,51 +84,109 @@ func (w *Dir) Rel(p string) (string, error) {
 	return filepath.Clean(p), nil
 }
 
-// ReadFile reads a file inside the workspace.
-func (w *Dir) ReadFile(p string) ([]byte, error) {
+// ReadFile reads a regular file inside the directory, at most MaxReadSize
+// bytes.
+func (w *Dir) ReadFile(p string) ([]byte, error) { return w.ReadFileLimit(p, MaxReadSize) }
+
+// ReadFileLimit reads a regular file inside the directory, refusing one
+// over limit bytes with ErrTooLarge and anything else (a FIFO, a device)
+// with ErrNotRegular, without ever blocking on it.
+func (w *Dir) ReadFileLimit(p string, limit int64) ([]byte, error) {
 	r, err := w.Rel(p)
 	if err != nil {
 		return nil, err
 	}
-	return w.root.ReadFile(r)
+	var b []byte
+	err = w.asOwner(func() error {
+		f, err := w.root.OpenFile(r, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		if !fi.Mode().IsRegular() {
+			return &fs.PathError{Op: "read", Path: p, Err: ErrNotRegular}
+		}
+		if fi.Size() > limit {
+			return &fs.PathError{Op: "read", Path: p, Err: fmt.Errorf("%w (%d bytes, the limit is %d)", ErrTooLarge, fi.Size(), limit)}
+		}
+		// The file may grow while it is read: the limit holds anyway.
+		b, err = io.ReadAll(io.LimitReader(f, limit+1))
+		if err == nil && int64(len(b)) > limit {
+			return &fs.PathError{Op: "read", Path: p, Err: ErrTooLarge}
+		}
+		return err
+	})
+	return b, err
 }
 
 // WriteFile replaces a file inside the workspace atomically, keeping its
-// permissions (0644 for a new one).
+// permissions (0644 for a new one) and its owner.
 func (w *Dir) WriteFile(p string, data []byte) error {
 	r, err := w.Rel(p)
 	if err != nil {
 		return err
 	}
-	mode := os.FileMode(0o644)
-	uid, gid := -1, -1
-	if fi, err := w.root.Stat(r); err == nil {
-		mode = fi.Mode().Perm()
-		uid, gid = owner(fi)
-	}
-	if err := w.mkdirAll(filepath.Dir(r)); err != nil {
+	return w.asOwner(func() error {
+		mode := os.FileMode(0o644)
+		uid, gid := -1, -1
+		if fi, err := w.root.Stat(r); err == nil {
+			if !fi.Mode().IsRegular() {
+				return &fs.PathError{Op: "write", Path: p, Err: ErrNotRegular}
+			}
+			mode = fi.Mode().Perm()
+			uid, gid = owner(fi)
+		}
+		if err := w.mkdirAll(filepath.Dir(r)); err != nil {
+			return err
+		}
+		tmp := filepath.Join(filepath.Dir(r), fmt.Sprintf(".%s.cove-%d", filepath.Base(r), os.Getpid()))
+		w.root.Remove(tmp) // one a crash left
+		f, err := w.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, mode)
+		if err != nil {
+			return err
+		}
+		err = writeAll(f, data, mode)
+		if err == nil && uid >= 0 {
+			err = w.keepOwner(f, uid, gid)
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = w.root.Rename(tmp, r)
+		}
+		if err != nil {
+			w.root.Remove(tmp)
+		}
+		return err
+	})
+}
+
+func writeAll(f *os.File, data []byte, mode os.FileMode) error {
+	if _, err := f.Write(data); err != nil {
 		return err
 	}
-	if uid < 0 {
-		uid, gid = w.ownerOf(filepath.Dir(r))
-	}
-	tmp := filepath.Join(filepath.Dir(r), fmt.Sprintf(".%s.cove-%d", filepath.Base(r), os.Getpid()))
-	if err := w.root.WriteFile(tmp, data, mode); err != nil {
+	return f.Chmod(mode) // the umask may have taken bits away
+}
+
+// keepOwner gives the new file f, by its descriptor, the owner the file
+// it replaces had (a rewrite is a new file renamed over the old one).
+func (w *Dir) keepOwner(f *os.File, uid, gid int) error {
+	fi, err := f.Stat()
+	if err != nil {
 		return err
 	}
-	if err := w.root.Chmod(tmp, mode); err != nil {
-		w.root.Remove(tmp)
-		return err
+	if u, g := owner(fi); u == uid && g == gid {
+		return nil
 	}
-	if err := w.chown(tmp, uid, gid); err != nil {
-		w.root.Remove(tmp)
-		return err
+	if os.Geteuid() != 0 {
+		return nil // ours, as anything we write
 	}
-	if err := w.root.Rename(tmp, r); err != nil {
-		w.root.Remove(tmp)
-		return err
-	}
-	return nil
+	return w.asRoot(func() error { return f.Chown(uid, gid) })
 }
 
 // FS is the directory as an fs.FS (for walking).
@@ -110,6 +201,15 @@ func (w *Dir) Stat(p string) (fs.FileInfo, error) {
 	return w.root.Stat(r)
 }
 
+// Lstat describes a path inside the directory, a symlink itself.
+func (w *Dir) Lstat(p string) (fs.FileInfo, error) {
+	r, err := w.Rel(p)
+	if err != nil {
+		return nil, err
+	}
+	return w.root.Lstat(r)
+}
+
 // Create makes a new empty file (0644), or a directory (0755) if dir, and
 // the directories above it; it fails if something is there already.
 func (w *Dir) Create(p string, dir bool) error {
@@ -117,22 +217,19 @@ func (w *Dir) Create(p string, dir bool) error {
 	if err != nil {
 		return err
 	}
-	if err := w.mkdirAll(filepath.Dir(r)); err != nil {
-		return err
-	}
-	uid, gid := w.ownerOf(filepath.Dir(r))
-	if dir {
-		if err := w.root.Mkdir(r, 0o755); err != nil {
+	return w.asOwner(func() error {
+		if err := w.mkdirAll(filepath.Dir(r)); err != nil {
 			return err
 		}
-		return w.chown(r, uid, gid)
-	}
-	f, err := w.root.OpenFile(r, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	f.Close()
-	return w.chown(r, uid, gid)
+		if dir {
+			return w.root.Mkdir(r, 0o755)
+		}
+		f, err := w.root.OpenFile(r, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+		if err != nil {
+			return err
+		}
+		return f.Close()
+	})
 }
 
 // Rename moves a file or directory (a symlink itself, not what it points
@@ -146,16 +243,18 @@ func (w *Dir) Rename(from, to string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := w.root.Lstat(rf); err != nil {
-		return err
-	}
-	if _, err := w.root.Lstat(rt); err == nil {
-		return fmt.Errorf("%s: %w", to, fs.ErrExist)
-	}
-	if err := w.mkdirAll(filepath.Dir(rt)); err != nil {
-		return err
-	}
-	return w.root.Rename(rf, rt)
+	return w.asOwner(func() error {
+		if _, err := w.root.Lstat(rf); err != nil {
+			return err
+		}
+		if _, err := w.root.Lstat(rt); err == nil {
+			return fmt.Errorf("%s: %w", to, fs.ErrExist)
+		}
+		if err := w.mkdirAll(filepath.Dir(rt)); err != nil {
+			return err
+		}
+		return w.root.Rename(rf, rt)
+	})
 }
 
 // Remove deletes a file, or a directory and all it holds (a symlink
@@ -165,10 +264,37 @@ func (w *Dir) Remove(p string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := w.root.Lstat(r); err != nil {
+	return w.asOwner(func() error {
+		if _, err := w.root.Lstat(r); err != nil {
+			return err
+		}
+		return w.root.RemoveAll(r)
+	})
+}
+
+// Symlink makes a symlink at p holding target as written (it is never
+// followed here), for a rewind bringing one back.
+func (w *Dir) Symlink(target, p string) error {
+	r, err := w.changeable(p)
+	if err != nil {
 		return err
 	}
-	return w.root.RemoveAll(r)
+	return w.asOwner(func() error {
+		if err := w.mkdirAll(filepath.Dir(r)); err != nil {
+			return err
+		}
+		return w.root.Symlink(target, r)
+	})
+}
+
+// Chmod sets the permissions of a file inside the directory (a symlink's
+// target inside it).
+func (w *Dir) Chmod(p string, mode os.FileMode) error {
+	r, err := w.changeable(p)
+	if err != nil {
+		return err
+	}
+	return w.asOwner(func() error { return w.root.Chmod(r, mode) })
 }
 
 // changeable is Rel for a path that may be created, moved or removed: not
@@ -184,11 +310,6 @@ func (w *Dir) changeable(p string) (string, error) {
 	return r, nil
 }
 
-// Files stay the project's owner's: a launcher running as root (sudo
-// cove) writes for the agent, and what it makes or rewrites would be
-// root's otherwise (a rewrite renames a new file over the old one). As
-// anyone else, files are the writer's anyway.
-
 // owner is a file's owner, as ids.
 func owner(fi fs.FileInfo) (int, int) {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
@@ -197,25 +318,7 @@ func owner(fi fs.FileInfo) (int, int) {
 	return -1, -1
 }
 
-// ownerOf is the owner of the directory dir (relative), or -1s.
-func (w *Dir) ownerOf(dir string) (int, int) {
-	fi, err := w.root.Stat(dir)
-	if err != nil {
-		return -1, -1
-	}
-	return owner(fi)
-}
-
-// chown gives name to uid:gid when running as root and they are known.
-func (w *Dir) chown(name string, uid, gid int) error {
-	if os.Geteuid() != 0 || uid < 0 {
-		return nil
-	}
-	return w.root.Lchown(name, uid, gid)
-}
-
-// mkdirAll makes dir (relative) and what is missing above it, each new
-// directory owned as the one it is made in.
+// mkdirAll makes dir (relative) and what is missing above it.
 func (w *Dir) mkdirAll(dir string) error {
 	if dir == "." || dir == "" {
 		return nil
@@ -226,13 +329,65 @@ func (w *Dir) mkdirAll(dir string) error {
 		}
 		return nil
 	}
-	parent := filepath.Dir(dir)
-	if err := w.mkdirAll(parent); err != nil {
+	if err := w.mkdirAll(filepath.Dir(dir)); err != nil {
 		return err
 	}
 	if err := w.root.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
-	uid, gid := w.ownerOf(parent)
-	return w.chown(dir, uid, gid)
+	return nil
+}
+
+// What the launcher makes or changes in a project stays the owner's, and
+// what the owner could not do, the launcher does not do for the
+// workspace: a launcher running as root (sudo cove) does its file work
+// with the owner's file system identity (setfsuid), so permission checks
+// are theirs and new files are theirs from the start, with nothing
+// chowned by path afterwards. The identity is per thread, so the
+// goroutine is locked to its thread meanwhile.
+
+// asOwner runs fn as the project's owner, if that is someone else.
+func (w *Dir) asOwner(fn func() error) error {
+	if w.uid < 0 {
+		return fn()
+	}
+	runtime.LockOSThread()
+	if !setFSIDs(w.uid, w.gid) {
+		// An owner this namespace cannot name (the in-container server
+		// with an unmapped owner): as before, as ourselves.
+		if setFSIDs(0, 0) {
+			runtime.UnlockOSThread()
+		}
+		return fn()
+	}
+	err := fn()
+	if setFSIDs(0, 0) {
+		runtime.UnlockOSThread()
+	} // else the thread stays locked and ends with the goroutine
+	return err
+}
+
+// asRoot runs fn with root's file system identity again, inside asOwner
+// (to give a file we hold open its former owner).
+func (w *Dir) asRoot(fn func() error) error {
+	if w.uid < 0 {
+		return fn()
+	}
+	if !setFSIDs(0, 0) {
+		return errors.New("cannot act as root again")
+	}
+	err := fn()
+	if !setFSIDs(w.uid, w.gid) {
+		return errors.New("cannot act as the project's owner again")
+	}
+	return err
+}
+
+// setFSIDs sets this thread's file system ids and says whether both took.
+func setFSIDs(uid, gid int) bool {
+	unix.SetfsgidRetGid(gid)
+	unix.SetfsuidRetUid(uid)
+	u, _ := unix.SetfsuidRetUid(-1)
+	g, _ := unix.SetfsgidRetGid(-1)
+	return u == uid && g == gid
 }
