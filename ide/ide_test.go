@@ -37,7 +37,7 @@ func stack(t *testing.T, project string) (*Proxy, string) {
 	t.Cleanup(func() { dir.Close() })
 	mux := http.NewServeMux()
 	mux.Handle("/api/", NewHandler(dir, []string{"/bin/sh"}))
-	mux.HandleFunc("/ws", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/api/ws", func(w http.ResponseWriter, r *http.Request) {
 		c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true}) // the proxy checked the origin
 		if err != nil {
 			return
@@ -153,7 +153,7 @@ func TestProxyWebSocketsOnlyFromItsOrigin(t *testing.T) {
 	} {
 		h := hdr.Clone()
 		h.Set("Origin", origin)
-		c, resp, err := websocket.Dial(ctx, strings.Replace(base, "http", "ws", 1)+"/ws", &websocket.DialOptions{HTTPHeader: h})
+		c, resp, err := websocket.Dial(ctx, strings.Replace(base, "http", "ws", 1)+"/api/ws", &websocket.DialOptions{HTTPHeader: h})
 		if ok {
 			if err != nil {
 				t.Errorf("origin %s refused: %v", origin, err)
@@ -375,9 +375,22 @@ func TestProtocolMatchesTheWebUI(t *testing.T) {
 	}
 }
 
-// TestServeServesTheUIAndTheAPI runs Serve as the workspace does and asks
-// it for the page, the bundle and the API over its socket.
-func TestServeServesTheUIAndTheAPI(t *testing.T) {
+// authed is a client holding the proxy's token cookie, as a window does.
+func authed(t *testing.T, p *Proxy) *http.Client {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	resp, err := c.Get(p.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return c
+}
+
+// TestServeServesOnlyTheAPI runs Serve as the workspace does: over its
+// socket it answers the API, and no page: the UI is the launcher's.
+func TestServeServesOnlyTheAPI(t *testing.T) {
 	project := t.TempDir()
 	os.WriteFile(filepath.Join(project, "a.txt"), []byte("a"), 0o644)
 	sock := filepath.Join(t.TempDir(), "ide.sock")
@@ -391,7 +404,7 @@ func TestServeServesTheUIAndTheAPI(t *testing.T) {
 	var err error
 	for i := 0; i < 100; i++ {
 		var resp *http.Response
-		if resp, err = c.Get("http://ide/"); err == nil {
+		if resp, err = c.Get("http://ide/api/file?path=a.txt"); err == nil {
 			resp.Body.Close()
 			break
 		}
@@ -400,16 +413,58 @@ func TestServeServesTheUIAndTheAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for path, want := range map[string]string{"/": "<title>Cove</title>", "/app.js": "xterm", "/app.css": ".xterm", "/api/file?path=a.txt": "a"} {
-		code, body := get(t, c, "http://ide"+path, nil)
-		if code != 200 || !strings.Contains(body, want) {
+	if code, body := get(t, c, "http://ide/api/file?path=a.txt", nil); code != 200 || body != "a" {
+		t.Errorf("/api/file: %d, %.80q", code, body)
+	}
+	for _, path := range []string{"/", "/app.js", "/index.html"} {
+		if code, _ := get(t, c, "http://ide"+path, nil); code != 404 {
+			t.Errorf("the workspace's server answers %s: %d, want 404", path, code)
+		}
+	}
+}
+
+// TestProxyServesTheUIItself: the page, the bundle and its chunks come
+// from the launcher's binary, with a strict policy, whatever the server
+// in the workspace would answer; what the workspace answers for the API
+// is data (never a page, a script or a cookie).
+func TestProxyServesTheUIItself(t *testing.T) {
+	hostile := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Header().Set("Set-Cookie", "cove_token=forged; Path=/")
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		w.Write([]byte("<title>Cove</title><script>steal()</script>"))
+	})
+	p, base := behindProxy(t, hostile)
+	c := authed(t, p)
+	for path, want := range map[string]string{"/": "<title>Cove</title>", "/app.js": "xterm", "/app.css": ".xterm"} {
+		code, body := get(t, c, base+path, nil)
+		if code != 200 || !strings.Contains(body, want) || strings.Contains(body, "steal()") {
 			t.Errorf("%s: %d, %.80q", path, code, body)
 		}
 	}
+	resp, err := c.Get(base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-eval") ||
+		!strings.Contains(csp, "frame-ancestors 'none'") || resp.Header.Get("X-Content-Type-Options") != "nosniff" {
+		t.Errorf("the page's policy: %q, nosniff %q", csp, resp.Header.Get("X-Content-Type-Options"))
+	}
+	resp, err = c.Get(base + "/api/anything")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	h := resp.Header
+	if h.Get("Content-Type") != "application/octet-stream" || !strings.Contains(h.Get("Content-Security-Policy"), "sandbox") ||
+		h.Get("X-Content-Type-Options") != "nosniff" || h.Get("Set-Cookie") != "" || h.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("the workspace's HTML answer reached the browser as: %v", h)
+	}
 	// Browsers get the bundle gzipped (Go's client asks for and undoes it).
-	req, _ := http.NewRequest("GET", "http://ide/app.js", nil)
+	req, _ := http.NewRequest("GET", base+"/app.js", nil)
 	req.Header.Set("Accept-Encoding", "gzip")
-	resp, err := c.Do(req)
+	resp, err = c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,12 +488,69 @@ func TestServeServesTheUIAndTheAPI(t *testing.T) {
 		t.Fatalf("app.js imports %d chunks; languages, the merge view and markdown should load on demand", len(chunks))
 	}
 	for _, m := range chunks {
-		if code, body := get(t, c, "http://ide/chunks/"+m[1], nil); code != 200 || len(body) == 0 {
+		if code, body := get(t, c, base+"/chunks/"+m[1], nil); code != 200 || len(body) == 0 || strings.Contains(body, "steal()") {
 			t.Errorf("chunk %s: %d", m[1], code)
 		}
 	}
-	if code, _ := get(t, c, "http://ide/app.js.gz", nil); code != 404 {
+	if code, _ := get(t, c, base+"/app.js.gz", nil); code != 404 {
 		t.Errorf("app.js.gz itself: %d, want 404", code)
+	}
+}
+
+// TestProxyNeverDialsASwappedSocket: the workspace can write the socket's
+// directory; a symlink it puts in the socket's place (to a host daemon's
+// socket) is never dialled, and the server started again is.
+func TestProxyNeverDialsASwappedSocket(t *testing.T) {
+	hostSock := filepath.Join(t.TempDir(), "daemon.sock")
+	hl, err := net.Listen("unix", hostSock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dialled := make(chan bool, 10)
+	go func() {
+		for {
+			c, err := hl.Accept()
+			if err != nil {
+				return
+			}
+			dialled <- true
+			c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 17\r\n\r\nhost daemon speaks"))
+			c.Close()
+		}
+	}()
+	defer hl.Close()
+	p, base := behindProxy(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("workspace")) }))
+	c := authed(t, p)
+	sock := p.socket
+	if code, body := get(t, c, base+"/api/x", nil); code != 200 || body != "workspace" {
+		t.Fatalf("before: %d %q", code, body)
+	}
+	os.Remove(sock)
+	if err := os.Symlink(hostSock, sock); err != nil {
+		t.Fatal(err)
+	}
+	// As if the server in the workspace had gone: new connections.
+	p.rp.Transport.(*http.Transport).CloseIdleConnections()
+	if code, body := get(t, c, base+"/api/x", nil); code == 200 || strings.Contains(body, "host daemon") {
+		t.Errorf("through the swapped socket: %d %q", code, body)
+	}
+	select {
+	case <-dialled:
+		t.Error("the host daemon's socket was dialled")
+	default:
+	}
+	// A server started again on the path is found.
+	os.Remove(sock)
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("again")) })}
+	go srv.Serve(l)
+	defer srv.Close()
+	p.rp.Transport.(*http.Transport).CloseIdleConnections()
+	if code, body := get(t, c, base+"/api/x", nil); code != 200 || body != "again" {
+		t.Errorf("after a restart: %d %q", code, body)
 	}
 }
 

@@ -5,31 +5,42 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"fmt"
+	"mime"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Proxy is the host side of the IDE: it listens on loopback, lets in only
 // requests that carry the launch's token, name the host as 127.0.0.1 or
 // localhost with its port (DNS rebinding), and, for WebSockets and
-// changes (POST, PUT, DELETE), come from its own origin; and forwards them to the in-container server's Unix
-// socket. Its zero value is not usable: use NewProxy. A Proxy is safe for
-// concurrent use.
+// changes (POST, PUT, DELETE), come from its own origin. It serves the UI
+// itself, from this binary, and forwards only the API (/api/…) to the
+// in-container server's Unix socket, whose answers are data: the
+// workspace can never put a page or a script on the trusted origin. Its
+// zero value is not usable: use NewProxy. A Proxy is safe for concurrent
+// use.
 type Proxy struct {
 	// Token is the per-launch secret. It is accepted once in the URL
 	// (?token=…), which sets an HttpOnly, SameSite=Strict cookie, and
 	// from the cookie afterwards.
-	Token string
-	port  int
-	rp    *httputil.ReverseProxy
+	Token  string
+	port   int
+	socket string
+	rp     *httputil.ReverseProxy
 
 	local map[string]http.Handler // paths served on this side
+	ui    http.Handler
 
 	mu      sync.Mutex
 	sockets int       // WebSockets open through the proxy: windows on the workspace
@@ -47,12 +58,64 @@ func NewProxy(socket string, port int) *Proxy {
 	target, _ := url.Parse("http://cove-ide")
 	rp := httputil.NewSingleHostReverseProxy(target)
 	rp.Transport = &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", socket)
-		},
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return DialSocket(ctx, socket) },
 	}
-	return &Proxy{Token: hex.EncodeToString(b), port: port, rp: rp}
+	rp.ModifyResponse = dataOnly
+	return &Proxy{Token: hex.EncodeToString(b), port: port, socket: socket, rp: rp, ui: newStatic()}
+}
+
+// DialSocket connects to the Unix socket at path, which lies in a
+// directory the workspace can write: the socket itself is opened first,
+// without following a symlink, checked to be a socket, and dialled by
+// that handle, so a path swapped inside the container (a symlink to a
+// host daemon's socket) is never dialled. Each call opens it anew: a
+// server that was started again is found, a stale one is not kept.
+func DialSocket(ctx context.Context, path string) (net.Conn, error) {
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &net.OpError{Op: "dial", Net: "unix", Err: &os.PathError{Op: "open", Path: path, Err: err}}
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		return nil, fmt.Errorf("dial %s: not a socket: the workspace replaced it", path)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "unix", fmt.Sprintf("/proc/self/fd/%d", fd))
+}
+
+// uiPolicy is the UI's Content-Security-Policy: its own scripts only,
+// nothing inline, no frames, no plugins, connections to itself.
+const uiPolicy = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; " +
+	"font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; manifest-src 'self'; base-uri 'none'; " +
+	"form-action 'none'; frame-ancestors 'none'; object-src 'none'"
+
+// dataPolicy is every forwarded answer's: opened as a page, it runs
+// nothing and can reach nothing.
+const dataPolicy = "default-src 'none'; sandbox; frame-ancestors 'none'"
+
+// dataTypes are the content types the in-container API answers with;
+// any other (text/html, an SVG, none) is sent as opaque bytes.
+var dataTypes = []string{"application/json", "text/plain", "application/octet-stream", "text/event-stream"}
+
+// dataOnly makes an answer from the workspace data: whatever the server
+// in the container says, the browser neither renders it as a page nor
+// runs it as a script.
+func dataOnly(resp *http.Response) error {
+	h := resp.Header
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", dataPolicy)
+	h.Del("Set-Cookie")
+	h.Del("Access-Control-Allow-Origin")
+	h.Del("Access-Control-Allow-Credentials")
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		return nil
+	}
+	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
+	if !slices.Contains(dataTypes, mt) {
+		h.Set("Content-Type", "application/octet-stream")
+	}
+	return nil
 }
 
 // Handle serves path on the host side instead of forwarding it, behind
@@ -106,8 +169,16 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	r.Header.Del("Cookie") // the token stays on this side
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Referrer-Policy", "no-referrer")
 	if h, ok := p.local[r.URL.Path]; ok {
+		w.Header().Set("Content-Security-Policy", dataPolicy)
 		h.ServeHTTP(w, r)
+		return
+	}
+	if !strings.HasPrefix(r.URL.Path, "/api/") {
+		w.Header().Set("Content-Security-Policy", uiPolicy)
+		p.ui.ServeHTTP(w, r)
 		return
 	}
 	if isWebSocket(r) {

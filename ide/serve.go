@@ -31,10 +31,8 @@ func Serve(ctx context.Context, socket, dir string) error {
 		return err
 	}
 	os.Chmod(socket, 0o600) // the host side (the same user) is the only client
-	mux := http.NewServeMux()
-	mux.Handle("/api/", NewHandler(d, shell))
-	mux.Handle("/", newStatic())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// Only the API: the UI is the launcher's to serve, from its own binary.
+	srv := &http.Server{Handler: NewHandler(d, shell), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

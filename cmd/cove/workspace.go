@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -98,18 +97,24 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 	if dc != nil && len(dc.ForwardPorts) > 0 {
 		fmt.Fprintln(c.App.ErrWriter, "cove: note: forwardPorts in devcontainer.json is not needed: the workspace shares the host's network, so its ports are already there")
 	}
-	run := workspaceRunDir(e, name)
-	if err := os.MkdirAll(run, 0o700); err != nil {
+	sockDir := workspaceSocketDir(e, name)
+	// A fresh directory each start: nothing the last workspace left there
+	// (it could write it all) is kept.
+	if err := os.RemoveAll(sockDir); err != nil {
 		return nil, err
 	}
-	os.Remove(filepath.Join(run, "ide.sock"))
+	if err := os.MkdirAll(sockDir, 0o700); err != nil {
+		return nil, err
+	}
 	l := launch{
 		Ref: ref, Policy: image.PullMissing, Name: name,
 		// The workload is the IDE server, on a socket in a directory bound
-		// from the host's runtime dir: the only way in, through the proxy.
+		// from the host's runtime dir that holds nothing else (the
+		// launcher's record, log and token stay out of the workspace's
+		// sight): the only way in, through the proxy.
 		Args:    []string{"/.cove/cove", "ide", "serve", "--socket", "/.cove/run/ide.sock", "--dir", "/workspace"},
 		Workdir: "/workspace", Env: dc.Env(),
-		Binds:  []container.Bind{{Source: abs, Target: "/workspace"}, {Source: run, Target: "/.cove/run"}},
+		Binds:  []container.Bind{{Source: abs, Target: "/workspace"}, {Source: sockDir, Target: "/.cove/run"}},
 		Limits: limits, Net: conf.Net, NoSeccomp: conf.NoSeccomp, Detach: true, Quiet: true,
 		Dir: filepath.Join(e.layout.Data, "workspaces", name),
 	}
@@ -122,9 +127,9 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 	}
 	// The server is usually up within tens of milliseconds: ask often at
 	// first (the wait is most of a warm start), then less.
-	sock := filepath.Join(run, "ide.sock")
+	sock := workspaceSocket(e, name)
 	for start := time.Now(); ; {
-		if conn, err := net.Dial("unix", sock); err == nil {
+		if conn, err := ide.DialSocket(c.Context, sock); err == nil {
 			conn.Close()
 			return st, postCreate(c, e, st, dc, l.Dir)
 		}
@@ -179,10 +184,22 @@ func dirArg(c *cli.Context) (string, error) {
 	return filepath.Abs(dir)
 }
 
-// workspaceRunDir holds a workspace's runtime files: the IDE socket (bound
-// into it at /.cove/run) and the launcher's record.
+// workspaceRunDir holds a workspace's runtime files on the host side: the
+// launcher's record and log, never bound into the workspace.
 func workspaceRunDir(e *env, name string) string {
 	return filepath.Join(e.layout.Runtime, "workspaces", name)
+}
+
+// workspaceSocketDir is the one directory of the host's the workspace
+// sees (at /.cove/run): it holds the IDE server's socket and nothing
+// else, and the workspace may write anything there.
+func workspaceSocketDir(e *env, name string) string {
+	return filepath.Join(workspaceRunDir(e, name), "sock")
+}
+
+// workspaceSocket is the IDE server's socket on the host side.
+func workspaceSocket(e *env, name string) string {
+	return filepath.Join(workspaceSocketDir(e, name), "ide.sock")
 }
 
 func shellCommand() *cli.Command {
