@@ -2,15 +2,20 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/cove-sh/cove/internal/atomicfile"
+	"github.com/cove-sh/cove/internal/projectfs"
 )
 
 // Config is the agent's provider settings. Layers, later winning: the
@@ -18,6 +23,11 @@ import (
 // the environment (COVE_*, then OPENAI_* and ANTHROPIC_API_KEY), flags.
 // A key may be written "$VAR": it is read from the environment when used
 // and never stored expanded.
+//
+// The project's layer is the workspace's to write, so it may choose only
+// what sends nothing anywhere (the model, the context window) unless the
+// user trusted that very content on the host (cove agent --trust); and a
+// key saved in the user's file goes only to the base URL saved with it.
 type Config struct {
 	Provider string `json:"provider,omitempty"` // openai or anthropic
 	BaseURL  string `json:"base_url,omitempty"`
@@ -26,6 +36,29 @@ type Config struct {
 	// ContextWindow is the model's context window in tokens, for
 	// compacting before the server refuses a request.
 	ContextWindow int `json:"context_window,omitempty"`
+
+	// Ignored names what the project's config asked for and did not get,
+	// for the user to hear about; empty when nothing was.
+	Ignored []string `json:"-"`
+}
+
+// untrusted keeps of a project's layer what cannot send anything
+// anywhere, and names the rest.
+func (c Config) untrusted() (Config, []string) {
+	var ignored []string
+	for name, set := range map[string]bool{"provider": c.Provider != "", "base_url": c.BaseURL != "", "api_key": c.APIKey != ""} {
+		if set {
+			ignored = append(ignored, name)
+		}
+	}
+	slices.Sort(ignored)
+	return Config{Model: c.Model, ContextWindow: c.ContextWindow}, ignored
+}
+
+// sameURL says whether two base URLs name one server ("" is the
+// provider's default).
+func sameURL(a, b string) bool {
+	return strings.TrimRight(a, "/") == strings.TrimRight(b, "/")
 }
 
 // merge lays o over c.
@@ -106,20 +139,52 @@ func SaveConfig(path string, c Config) error {
 	return nil
 }
 
-// LoadConfig resolves the layers for the project in dir; getenv reads the
-// environment (os.Getenv, or a test's map), flags wins over all.
-func LoadConfig(home, dir string, getenv func(string) string, flags Config) (Config, error) {
-	c := Config{Provider: "openai"}
-	for _, p := range []string{UserConfigPath(home), filepath.Join(dir, ".cove", "config.json")} {
-		if p == "" {
-			continue
-		}
-		layer, err := ReadConfigFile(p)
-		if err != nil {
-			return c, err
-		}
-		c = c.merge(layer)
+// ProjectConfigPath is a project's own config file, relative to it.
+const ProjectConfigPath = ".cove/config.json"
+
+// ReadProjectConfig reads the project's layer through the confined
+// project (no symlink out of it, no FIFO, bounded), and its raw bytes,
+// which trust is bound to; a missing file is an empty layer.
+func ReadProjectConfig(dir string) (Config, []byte, error) {
+	var c Config
+	d, err := projectfs.Open(dir)
+	if err != nil {
+		return c, nil, err
 	}
+	defer d.Close()
+	b, err := d.ReadFileLimit(ProjectConfigPath, 1<<20)
+	if errors.Is(err, fs.ErrNotExist) {
+		return c, nil, nil
+	}
+	if err != nil {
+		return c, nil, fmt.Errorf("%s: %w", filepath.Join(dir, ProjectConfigPath), err)
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		return c, nil, fmt.Errorf("%s: %w", filepath.Join(dir, ProjectConfigPath), err)
+	}
+	return c, b, nil
+}
+
+// LoadConfig resolves the layers for the project in dir; getenv reads the
+// environment (os.Getenv, or a test's map), flags wins over all. What the
+// project's layer asked for and was not given is in Ignored.
+func LoadConfig(home, dir string, getenv func(string) string, flags Config) (c Config, err error) {
+	c = Config{Provider: "openai"}
+	saved, err := ReadConfigFile(UserConfigPath(home))
+	if err != nil {
+		return c, err
+	}
+	c = c.merge(saved)
+	project, raw, err := ReadProjectConfig(dir)
+	if err != nil {
+		return c, err
+	}
+	var ignored []string
+	if !Trusted(home, dir, raw) {
+		project, ignored = project.untrusted()
+	}
+	defer func() { c.Ignored = ignored }()
+	c = c.merge(project)
 	first := func(keys ...string) string {
 		for _, k := range keys {
 			if v := getenv(k); v != "" {
@@ -145,6 +210,15 @@ func LoadConfig(home, dir string, getenv func(string) string, flags Config) (Con
 	}
 	if c.Provider == "anthropic" && c.APIKey == "" {
 		c.APIKey = first("ANTHROPIC_API_KEY")
+	}
+	// The saved key goes where it was saved for, and nowhere else.
+	if saved.APIKey != "" && c.APIKey == saved.APIKey && (!sameURL(c.BaseURL, saved.BaseURL) || c.Provider != saved.Provider && saved.Provider != "") {
+		where := saved.BaseURL
+		if where == "" {
+			where = "the provider's default URL"
+		}
+		return c, fmt.Errorf("the key saved in %s is for %s, not %s: give the key for that server in $COVE_API_KEY, or run cove agent --setup",
+			UserConfigPath(home), where, c.BaseURL)
 	}
 	// "$VAR" keys are read now, and only kept in memory.
 	if name, ok := strings.CutPrefix(c.APIKey, "$"); ok {
@@ -187,4 +261,51 @@ func (c Config) client() (Provider, error) {
 		return &Anthropic{BaseURL: c.BaseURL, APIKey: c.APIKey}, nil
 	}
 	return nil, fmt.Errorf("provider %q: use openai or anthropic", c.Provider)
+}
+
+// The user trusts a project's config on the host (cove agent --trust):
+// the record lives in the user's own config directory, beside their
+// config, keyed by the project's path and bound to the config's content,
+// so a change the workspace makes afterwards is untrusted again.
+
+// trustPath is the record of trusted project configs.
+func trustPath(home string) string {
+	return filepath.Join(home, ".config", "cove", "trusted.json")
+}
+
+func readTrust(home string) map[string]string {
+	m := map[string]string{}
+	if b, err := os.ReadFile(trustPath(home)); err == nil {
+		json.Unmarshal(b, &m)
+	}
+	return m
+}
+
+func contentHash(b []byte) string {
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// Trusted says whether the user trusted the project config raw of dir.
+func Trusted(home, dir string, raw []byte) bool {
+	return raw != nil && readTrust(home)[dir] == contentHash(raw)
+}
+
+// Trust records that the user trusts dir's project config as it is now,
+// and returns it; a project without one has nothing to trust.
+func Trust(home, dir string) (Config, error) {
+	c, raw, err := ReadProjectConfig(dir)
+	if err != nil {
+		return c, err
+	}
+	if raw == nil {
+		return c, fmt.Errorf("%s has no %s to trust", dir, ProjectConfigPath)
+	}
+	m := readTrust(home)
+	m[dir] = contentHash(raw)
+	if err := os.MkdirAll(filepath.Dir(trustPath(home)), 0o700); err != nil {
+		return c, err
+	}
+	b, _ := json.MarshalIndent(m, "", "  ")
+	return c, atomicfile.WriteFile(trustPath(home), append(b, '\n'))
 }

@@ -30,11 +30,13 @@ func agentCommand() *cli.Command {
 		ArgsUsage: "[DIR]",
 		Description: `The model is called from here; its tools work on DIR and run commands inside the
 workspace, so API keys never enter the container. Settings, later winning:
-~/.config/cove/config.json, DIR/.cove/config.json ({"provider", "base_url", "api_key",
-"model", "context_window"}; a key may be "$VAR"), COVE_PROVIDER (openai|anthropic),
-COVE_BASE_URL, COVE_API_KEY, COVE_MODEL, COVE_CONTEXT_WINDOW (else OPENAI_BASE_URL,
-OPENAI_API_KEY, ANTHROPIC_API_KEY), -m. Past 80% of the context window (when known),
-the conversation is summarised before the next call.
+~/.config/cove/config.json ({"provider", "base_url", "api_key", "model",
+"context_window"}; a key may be "$VAR"), DIR/.cove/config.json (only "model" and
+"context_window": the workspace can write it; --trust lets its content as it is now choose
+the rest), COVE_PROVIDER (openai|anthropic), COVE_BASE_URL, COVE_API_KEY, COVE_MODEL,
+COVE_CONTEXT_WINDOW (else OPENAI_BASE_URL, OPENAI_API_KEY, ANTHROPIC_API_KEY), -m. A key
+saved in the file is sent only to the base URL saved with it. Past 80% of the context
+window (when known), the conversation is summarised before the next call.
 
 Without -p it is a conversation on the terminal: answers render as markdown while they
 stream, the prompt edits as a shell's (Up for earlier requests; a trailing \ goes on),
@@ -47,6 +49,7 @@ Ctrl-C stops a turn, /help lists the commands (/new, /compact, /rewind, /mode, /
 			&cli.BoolFlag{Name: "setup", Usage: "choose the provider, model and key; they are checked, then saved to ~/.config/cove/config.json (0600)"},
 			&cli.StringFlag{Name: "mode", Value: "ask", Usage: "what runs without asking: ask (nothing), edits (file edits), yolo (everything)"},
 			&cli.BoolFlag{Name: "yes", Usage: "run edits and commands without asking (--mode yolo)"},
+			&cli.BoolFlag{Name: "trust", Usage: "let DIR's .cove/config.json, as it is now, choose the provider, base URL and key (by default a project chooses only the model)"},
 		}, workspaceFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.Bool("setup") {
@@ -70,9 +73,20 @@ Ctrl-C stops a turn, /help lists the commands (/new, /compact, /rewind, /mode, /
 				return err
 			}
 			home, _ := os.UserHomeDir()
+			if c.Bool("trust") {
+				t, err := agent.Trust(home, dir)
+				if err != nil {
+					return fmt.Errorf("--trust: %w", err)
+				}
+				fmt.Fprintf(c.App.ErrWriter, "cove: trusting %s as it is now: provider %q, base URL %q, key %s\n",
+					filepath.Join(dir, agent.ProjectConfigPath), t.Provider, t.BaseURL, keyKind(t.APIKey))
+			}
 			cfg, err := agent.LoadConfig(home, dir, os.Getenv, agent.Config{Model: c.String("model")})
 			if err != nil {
 				return err
+			}
+			if n := ignoredNote(cfg); n != "" {
+				fmt.Fprintln(c.App.ErrWriter, "cove: note: "+n)
 			}
 			if _, err := cfg.NewProvider(); err != nil {
 				return err // before a workspace is started for nothing
@@ -348,4 +362,24 @@ func approveOnTerminal(w io.Writer) func(context.Context, *agent.Action) agent.D
 		}
 		return agent.Decision{Reason: line}
 	}
+}
+
+// ignoredNote says what the project's config asked for and did not get.
+func ignoredNote(cfg agent.Config) string {
+	if len(cfg.Ignored) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the project's %s sets %s, which a project may not choose (the workspace can write it); ignored. "+
+		"If you wrote it, read it and run cove agent --trust", agent.ProjectConfigPath, strings.Join(cfg.Ignored, ", "))
+}
+
+// keyKind describes a key without showing it.
+func keyKind(key string) string {
+	switch {
+	case key == "":
+		return "none"
+	case strings.HasPrefix(key, "$"):
+		return "from $" + strings.TrimPrefix(key, "$")
+	}
+	return "written in the file"
 }

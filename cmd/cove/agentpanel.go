@@ -98,6 +98,9 @@ func (p *agentPanel) conversation() (*agent.Conversation, error) {
 	for _, b := range broken {
 		cv.Events().Add(agent.Notice{Type: "error", Text: fmt.Sprintf("tool %s is broken: %v", b.Path, b.Err)})
 	}
+	if n := ignoredNote(cfg); n != "" {
+		cv.Events().Add(agent.Notice{Type: "note", Text: n})
+	}
 	p.conv, p.closeAgent = cv, closeAgent
 	return cv, nil
 }

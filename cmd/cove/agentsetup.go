@@ -83,8 +83,8 @@ func setupAgent(ctx context.Context, in io.Reader, out io.Writer, getenv func(st
 		line, _ := r.ReadString('\n')
 		key = strings.TrimSpace(line)
 	}
-	if key == "" {
-		key = old.APIKey
+	if key == "" && (strings.HasPrefix(old.APIKey, "$") || strings.TrimRight(old.BaseURL, "/") == strings.TrimRight(c.BaseURL, "/")) {
+		key = old.APIKey // a saved key only for the server it was saved for
 	}
 	c.APIKey = key
 

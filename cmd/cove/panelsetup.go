@@ -49,7 +49,9 @@ func (s panelSetup) offer(ctx context.Context, why string) setupMsg {
 // fill takes the saved key when the form left the key empty.
 func (s panelSetup) fill(c agent.Config) agent.Config {
 	if c.APIKey == "" {
-		if old, err := agent.ReadConfigFile(s.path); err == nil && old.Provider == c.Provider {
+		// A saved key only for the server it was saved for.
+		if old, err := agent.ReadConfigFile(s.path); err == nil && old.Provider == c.Provider &&
+			strings.TrimRight(old.BaseURL, "/") == strings.TrimRight(c.BaseURL, "/") {
 			c.APIKey = old.APIKey
 		}
 	}
