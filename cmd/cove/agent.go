@@ -19,6 +19,7 @@ import (
 	"github.com/cove-sh/cove/agent"
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/internal/mdterm"
+	"github.com/cove-sh/cove/internal/termtext"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 )
@@ -213,7 +214,9 @@ func runAgent(c *cli.Context, e *env, st *container.State, dir string, cfg agent
 	if c.Bool("yes") {
 		a.Mode = agent.ModeYolo
 	}
-	trace := c.App.ErrWriter
+	// What the workspace answers (commands' output, tools' errors) is
+	// shown, never obeyed by the terminal.
+	trace := termtext.NewWriter(c.App.ErrWriter)
 	for _, b := range broken {
 		fmt.Fprintf(trace, "! tool %s is broken: %v\n", b.Path, b.Err)
 	}
@@ -232,7 +235,11 @@ func runAgent(c *cli.Context, e *env, st *container.State, dir string, cfg agent
 	if err != nil {
 		return fmt.Errorf("agent: %w (session %s)", err, a.Session.ID)
 	}
-	fmt.Fprintln(c.App.Writer, msgs[len(msgs)-1].Content)
+	answer := msgs[len(msgs)-1].Content
+	if f, ok := c.App.Writer.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		answer = termtext.Visible(answer) // piped, it stays byte for byte
+	}
+	fmt.Fprintln(c.App.Writer, answer)
 	fmt.Fprintf(trace, "· session %s (cove agent -r %s to continue)\n", a.Session.ID, a.Session.ID)
 	return nil
 }
@@ -352,9 +359,9 @@ func approveOnTerminal(w io.Writer) func(context.Context, *agent.Action) agent.D
 		}
 		defer tty.Close()
 		if act.Diff != "" {
-			fmt.Fprint(tty, act.Diff)
+			fmt.Fprint(tty, termtext.Visible(act.Diff))
 		}
-		fmt.Fprintf(tty, "%s — allow? [y/N, or say why not] ", act.Summary)
+		fmt.Fprintf(tty, "%s — allow? [y/N, or say why not] ", termtext.Visible(act.Summary))
 		line, _ := bufio.NewReader(tty).ReadString('\n')
 		line = strings.TrimSpace(line)
 		if strings.EqualFold(line, "y") || strings.EqualFold(line, "yes") {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cove-sh/cove/agent"
 	"github.com/cove-sh/cove/internal/mdterm"
+	"github.com/cove-sh/cove/internal/termtext"
 )
 
 // chat is the agent's terminal conversation: a request at the prompt,
@@ -92,9 +93,9 @@ func (c *chat) run(ctx context.Context) error {
 	c.a.Approve = func(ctx context.Context, act *agent.Action) agent.Decision {
 		c.endText(true)
 		if act.Diff != "" {
-			fmt.Fprint(c.out, act.Diff)
+			fmt.Fprint(c.out, termtext.Visible(act.Diff))
 		}
-		line, err := c.lines.answer(act.Summary + " — allow? [y/N, or say why not] ")
+		line, err := c.lines.answer(termtext.Visible(act.Summary) + " — allow? [y/N, or say why not] ")
 		if errors.Is(err, errInterrupted) {
 			c.interrupt() // Ctrl-C stops the turn, as it does while the model writes
 			return agent.Decision{Reason: "the user stopped this turn"}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cove-sh/cove/image"
 	"github.com/cove-sh/cove/internal/dirs"
+	"github.com/cove-sh/cove/internal/termtext"
 	"github.com/urfave/cli/v2"
 )
 
@@ -88,7 +89,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "cove: interrupted")
 		return 130
 	}
-	msg := strings.ReplaceAll(err.Error(), "\n", " ")
+	// An error may carry the workspace's words (a log, a tool's stderr):
+	// shown, never obeyed by the terminal.
+	msg := termtext.Visible(strings.ReplaceAll(err.Error(), "\n", " "))
 	fmt.Fprintf(stderr, "cove: %s\n", msg)
 	return code
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cove-sh/cove/internal/devcontainer"
+	"github.com/cove-sh/cove/internal/termtext"
 
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/ide"
@@ -158,15 +160,32 @@ func postCreate(c *cli.Context, e *env, st *container.State, dc *devcontainer.Co
 	if _, err := os.Stat(marker); err == nil {
 		return nil
 	}
-	fmt.Fprintf(c.App.ErrWriter, "cove: postCreateCommand: %s\n", strings.Join(argv, " "))
-	out := os.NewFile(uintptr(syscall.Stderr), "stderr")
+	fmt.Fprintf(c.App.ErrWriter, "cove: postCreateCommand: %s\n", termtext.Visible(strings.Join(argv, " ")))
+	// Pipes, never the host's terminal: the command is the workspace's,
+	// and its output is shown, never obeyed by the terminal.
 	null, err := os.Open(os.DevNull)
 	if err != nil {
 		return err
 	}
 	defer null.Close()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	copied := make(chan struct{})
+	go func() {
+		io.Copy(termtext.NewWriter(c.App.ErrWriter), pr)
+		pr.Close()
+		close(copied)
+	}()
 	code, err := container.Exec(filepath.Join(e.states().Dir(st.Name), "ctl.sock"),
-		container.ExecRequest{Args: argv, Cwd: "/workspace"}, [3]*os.File{null, out, out}, nil)
+		container.ExecRequest{Args: argv, Cwd: "/workspace"}, [3]*os.File{null, pw, pw}, nil)
+	pw.Close()
+	select {
+	case <-copied:
+	case <-time.After(time.Second):
+		pr.Close() // a job it left in the background keeps the pipe: no more of it is shown
+	}
 	if err != nil || code != 0 {
 		fmt.Fprintf(c.App.ErrWriter, "cove: warning: postCreateCommand failed (%v, status %d); it runs again next start\n", err, code)
 		return nil
