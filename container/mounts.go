@@ -1,6 +1,7 @@
 package container
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -50,7 +51,7 @@ func setupRootfs(spec *Spec) error {
 	}
 	defer root.Close()
 	r := &rootfs{spec: spec, root: root}
-	steps := []func() error{r.mountCove, r.mountProc, r.mountDev, r.mountSys, r.mountTmp, r.mountEtc, r.mountBinds}
+	steps := []func() error{r.mountCove, r.mountProc, r.mountDev, r.mountSys, r.maskKernel, r.mountTmp, r.mountEtc, r.mountBinds}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return err
@@ -209,6 +210,166 @@ func (r *rootfs) mountSys() error {
 		return err
 	}
 	return r.remountReadOnly("sys")
+}
+
+// readonlyPaths are the parts of /proc through which root writes the
+// host's kernel: sysctls (most of them global: kernel.core_pattern runs a
+// program of the writer's choice as the host's root; with the host's
+// network, net.* are the host's too), IRQ affinities, the filesystems'
+// and buses' knobs, and the SysRq trigger. They are Docker's (moby
+// oci/defaults.go) and the OCI runtime spec's readonlyPaths; with a
+// network namespace of its own the container gets them read-only too, as
+// Docker does: its own net.* settings are not worth a writable window
+// onto the rest.
+var readonlyPaths = []string{"proc/bus", "proc/fs", "proc/irq", "proc/sys", "proc/sysrq-trigger"}
+
+// ownSysctls stay writable inside the read-only /proc/sys: they are the
+// writer's UTS namespace's, and every container has its own, so root can
+// set the container's hostname (sethostname(2) needs CAP_SYS_ADMIN, which
+// the workload never has) and never the host's.
+var ownSysctls = []string{"proc/sys/kernel/hostname", "proc/sys/kernel/domainname"}
+
+// maskedPaths show the host's kernel memory (kcore), the keyring keys of
+// the host uid that the container's root is (keys are not namespaced),
+// timers and scheduling with the host's tasks (timer_list, sched_debug:
+// what other containers and the launcher run, and when), interrupt counts
+// (a side channel), firmware tables and power meters (powercap's energy
+// counters leak what other processes compute, the PLATYPUS attack):
+// Docker's maskedPaths. A file gets /dev/null bound over it, a directory
+// an empty read-only tmpfs.
+var maskedPaths = []string{
+	"proc/acpi", "proc/asound", "proc/interrupts", "proc/kcore", "proc/keys", "proc/latency_stats",
+	"proc/sched_debug", "proc/scsi", "proc/timer_list", "proc/timer_stats",
+	"sys/devices/virtual/powercap", "sys/firmware",
+}
+
+// Mount attributes of the read-only /proc paths, as runc sets them.
+const readonlyAttrs = unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOEXEC
+
+// maskKernel makes readonlyPaths read-only and masks maskedPaths in the
+// container's fresh /proc and /sys; a path this kernel lacks is skipped.
+// The workload cannot undo it: it has no CAP_SYS_ADMIN to unmount with,
+// and seccomp keeps it from making a user namespace that would give it one.
+func (r *rootfs) maskKernel() error {
+	k, err := r.openKernelFS()
+	if err != nil {
+		return err
+	}
+	defer k.close()
+	for _, p := range readonlyPaths {
+		if err := k.rebind(p, readonlyAttrs, 0); err != nil {
+			return err
+		}
+	}
+	for _, p := range ownSysctls {
+		if err := k.rebind(p, 0, unix.MOUNT_ATTR_RDONLY); err != nil {
+			return err
+		}
+	}
+	for _, p := range maskedPaths {
+		if err := k.mask(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// kernelFS holds the container's /proc and /sys, which init has just
+// mounted (mountProc; mountSys: a fresh sysfs or a bind of the host's), so
+// nothing in them comes from the image.
+type kernelFS struct {
+	proc, sys *os.File
+}
+
+// openKernelFS opens /proc and /sys inside the root once (a resolution
+// that must not leave it, as for every target); the paths below them are
+// then opened relative to these, which costs a few microseconds a path
+// instead of tens.
+func (r *rootfs) openKernelFS() (*kernelFS, error) {
+	proc, err := pathrs.OpenatInRoot(r.root, "proc")
+	if err != nil {
+		return nil, fmt.Errorf("mask /proc: %w", err)
+	}
+	sys, err := pathrs.OpenatInRoot(r.root, "sys")
+	if err != nil {
+		proc.Close()
+		return nil, fmt.Errorf("mask /sys: %w", err)
+	}
+	return &kernelFS{proc: proc, sys: sys}, nil
+}
+
+func (k *kernelFS) close() {
+	k.proc.Close()
+	k.sys.Close()
+}
+
+// open opens rel ("proc/…" or "sys/…") as an O_PATH handle, following no
+// symlink and staying beneath its file system's root; nil without an
+// error when this kernel has no such path.
+func (k *kernelFS) open(rel string) (*os.File, error) {
+	dir, sub := k.proc, strings.TrimPrefix(rel, "proc/")
+	if s, ok := strings.CutPrefix(rel, "sys/"); ok {
+		dir, sub = k.sys, s
+	}
+	how := &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS}
+	fd, err := unix.Openat2(int(dir.Fd()), sub, how)
+	if errors.Is(err, unix.ENOENT) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open /%s: %w", rel, err)
+	}
+	return os.NewFile(uintptr(fd), "/"+rel), nil
+}
+
+// rebind mounts a copy of the mount at rel (and those below it) over rel,
+// with the attributes set and clr set and cleared. The copy is changed
+// while it is still detached (open_tree, mount_setattr, move_mount), so it
+// has them from the moment it appears at rel.
+func (k *kernelFS) rebind(rel string, set, clr uint64) error {
+	t, err := k.open(rel)
+	if t == nil {
+		return err
+	}
+	defer t.Close()
+	tree, err := unix.OpenTree(int(t.Fd()), "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH|unix.AT_RECURSIVE)
+	if err != nil {
+		return fmt.Errorf("remount /%s: %w", rel, err)
+	}
+	defer unix.Close(tree)
+	attr := &unix.MountAttr{Attr_set: set, Attr_clr: clr}
+	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, attr); err != nil {
+		return fmt.Errorf("remount /%s: %w", rel, err)
+	}
+	if err := unix.MoveMount(tree, "", int(t.Fd()), "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+		return fmt.Errorf("remount /%s: %w", rel, err)
+	}
+	return nil
+}
+
+// mask hides rel as runc's maskPath does: /dev/null over a file (it reads
+// empty), an empty read-only tmpfs over a directory. The host's /dev/null
+// is the source, as for the container's own /dev/null (see mountDev); a
+// user namespace may bind it too.
+func (k *kernelFS) mask(rel string) error {
+	t, err := k.open(rel)
+	if t == nil {
+		return err
+	}
+	defer t.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(t.Fd()), &st); err != nil {
+		return fmt.Errorf("mask /%s: %w", rel, err)
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		err = unix.Mount("tmpfs", fdPath(t), "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=555,size=4k,nr_inodes=1")
+	} else {
+		err = unix.Mount("/dev/null", fdPath(t), "", unix.MS_BIND, "")
+	}
+	if err != nil {
+		return fmt.Errorf("mask /%s: %w", rel, err)
+	}
+	return nil
 }
 
 func (r *rootfs) mountTmp() error {
