@@ -573,3 +573,15 @@ func TestCommandOutputFloodIsBatchedAndCapped(t *testing.T) {
 		t.Errorf("the result is %d bytes, not clipped", len(result))
 	}
 }
+
+// TestProjectToolsNotListedFromTheHost: a .cove/tools the workspace made a
+// symlink to a host directory lists none of the host's programs.
+func TestProjectToolsNotListedFromTheHost(t *testing.T) {
+	dir, host := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(host, "hostprog"), []byte("#!/bin/sh\necho '{\"schema\":{}}'\n"), 0o755)
+	os.Mkdir(filepath.Join(dir, ".cove"), 0o755)
+	os.Symlink(host, filepath.Join(dir, ".cove", "tools"))
+	if loaded, broken := LoadProjectTools(context.Background(), dir, LocalRunner(dir)); len(loaded)+len(broken) > 0 {
+		t.Errorf("tools listed from a host directory: %v %v", loaded, broken)
+	}
+}

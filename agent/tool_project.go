@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
+	"io/fs"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/cove-sh/cove/internal/projectfs"
 )
 
 // Runner runs a program of the project with stdin and returns its
@@ -67,7 +69,14 @@ type BrokenTool struct {
 // its schema through run. A tool that fails to answer is returned as
 // broken, with its error, and left out.
 func LoadProjectTools(ctx context.Context, dir string, run Runner) ([]Tool, []BrokenTool) {
-	entries, err := os.ReadDir(filepath.Join(dir, ".cove", "tools"))
+	// Listed through the confined project: a .cove or tools symlinked to
+	// a host directory lists nothing of the host's.
+	d, err := projectfs.Open(dir)
+	if err != nil {
+		return nil, nil
+	}
+	entries, err := fs.ReadDir(d.FS(), ".cove/tools")
+	d.Close()
 	if err != nil {
 		return nil, nil
 	}
