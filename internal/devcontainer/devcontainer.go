@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/cove-sh/cove/internal/projectfs"
 	"github.com/tailscale/hujson"
 )
 
@@ -30,13 +31,21 @@ type Config struct {
 // Load reads DIR/.devcontainer/devcontainer.json or DIR/.devcontainer.json
 // (JSON with comments and trailing commas). No file is a nil Config.
 func Load(dir string) (*Config, error) {
-	for _, p := range []string{filepath.Join(dir, ".devcontainer", "devcontainer.json"), filepath.Join(dir, ".devcontainer.json")} {
-		b, err := os.ReadFile(p)
+	// The workspace can write the project: read through the confined
+	// project (no symlink out, no FIFO, at most 1 MiB).
+	d, err := projectfs.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	for _, rel := range []string{filepath.Join(".devcontainer", "devcontainer.json"), ".devcontainer.json"} {
+		p := filepath.Join(dir, rel)
+		b, err := d.ReadFileLimit(rel, 1<<20)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s: %w", p, err)
 		}
 		std, err := hujson.Standardize(b)
 		if err != nil {

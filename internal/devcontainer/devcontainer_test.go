@@ -5,7 +5,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestLoad(t *testing.T) {
@@ -37,5 +39,31 @@ func TestLoad(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, ".devcontainer", "devcontainer.json"), []byte(`{"build": {"dockerfile": "Dockerfile"}}`), 0o644)
 	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "Dockerfile") {
 		t.Fatalf("a build config: %v", err)
+	}
+}
+
+// TestLoadConfinedToTheProject: a devcontainer.json that is a FIFO does
+// not hang cove up, and one symlinked to a host file is not read.
+func TestLoadConfinedToTheProject(t *testing.T) {
+	dir, host := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(host, "secret.json"), []byte(`{"image": "from-the-host"}`), 0o644)
+	os.Mkdir(filepath.Join(dir, ".devcontainer"), 0o755)
+	os.Symlink(filepath.Join(host, "secret.json"), filepath.Join(dir, ".devcontainer", "devcontainer.json"))
+	if c, err := Load(dir); err == nil && c != nil && c.Image == "from-the-host" {
+		t.Error("read a host file through a symlink")
+	}
+	other := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(other, ".devcontainer.json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := Load(other); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("a FIFO loaded as a config")
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("a FIFO as .devcontainer.json hangs")
 	}
 }
