@@ -18,6 +18,9 @@ try {
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   const errors = [];
   page.on("pageerror", (e) => errors.push(e.message));
+  // The page runs under the launcher's Content-Security-Policy: anything
+  // it blocks (a style, a worker, a connection) is a broken feature.
+  page.on("console", (m) => { if (/Content Security Policy|Refused to/.test(m.text())) errors.push(m.text()); });
   await page.goto(url);
   if (page.url().includes("token")) await fail("the token stayed in the address bar: " + page.url());
   await page.waitForSelector(".xterm", { timeout: 15000 });

@@ -18,6 +18,9 @@ try {
   const page = await browser.newPage();
   const errors = [];
   page.on("pageerror", (e) => errors.push(e.message));
+  // The page runs under the launcher's Content-Security-Policy: anything
+  // it blocks (a style, a worker, a connection) is a broken feature.
+  page.on("console", (m) => { if (/Content Security Policy|Refused to/.test(m.text())) errors.push(m.text()); });
   await page.goto(url);
   await page.waitForSelector("#agent-log .setup", { timeout: 15000 }).catch(async () => fail("no setup form: " + (await page.textContent("#agent-log"))));
   const field = (label) => page.locator("#agent-log .setup label", { hasText: label }).locator("input, select");
