@@ -28,23 +28,34 @@ func (t *Tree) ReadFile(rel string) ([]byte, error) {
 	if err != nil || len(comps) == 0 {
 		return nil, fmt.Errorf("read %s: %w", rel, errOutside)
 	}
-	return readBounded(t.root, filepath.Join(comps...), MaxFileSize)
+	return readBounded(t.root, comps, MaxFileSize)
 }
 
-// readBounded opens name beneath root without following a symlink in its
-// last component (os.Root follows one that stays inside; the parent is
-// opened through it, the file by openat with O_NOFOLLOW), without
+// readBounded opens the file comps beneath the directory d, one
+// component at a time, following no symlink (O_NOFOLLOW), without
 // blocking on a FIFO (O_NONBLOCK), and reads it if it is a regular file
 // of at most max bytes.
-func readBounded(root *os.Root, name string, max int64) ([]byte, error) {
-	dir, err := root.Open(filepath.Dir(name))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", name, err)
+func readBounded(d *os.File, comps []string, max int64) ([]byte, error) {
+	if len(comps) == 0 {
+		return nil, fmt.Errorf("read %s: %w", d.Name(), errNotRegular)
 	}
-	defer dir.Close()
-	fd, err := unix.Openat(int(dir.Fd()), filepath.Base(name), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", name, err)
+	name := filepath.Join(comps...)
+	fd := int(d.Fd())
+	for i, c := range comps {
+		flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+		if i < len(comps)-1 {
+			flags |= unix.O_DIRECTORY
+		} else {
+			flags |= unix.O_NONBLOCK
+		}
+		next, err := unix.Openat(fd, c, flags, 0)
+		if i > 0 {
+			unix.Close(fd)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", name, err)
+		}
+		fd = next
 	}
 	return readOpened(os.NewFile(uintptr(fd), name), max)
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"regexp"
+	"strings"
 )
 
 // Match is one line that matched a search.
@@ -33,7 +34,7 @@ func (t *Tree) Search(ctx context.Context, re *regexp.Regexp, under string, limi
 		if !f.regular {
 			continue
 		}
-		b, err := readBounded(t.root, f.path, MaxFileSize)
+		b, err := readBounded(t.root, strings.Split(f.path, "/"), MaxFileSize)
 		if err != nil || Binary(b) {
 			continue
 		}

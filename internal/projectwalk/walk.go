@@ -33,6 +33,7 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+	"golang.org/x/sys/unix"
 )
 
 // Options are what the host, never the project, adds to the rules. The
@@ -59,24 +60,27 @@ func UserExcludesFile(home, xdgConfigHome string) string {
 }
 
 // Tree is a project directory opened for walking. Every path it takes
-// and gives is relative to the root (slash-separated); none leads
-// outside it (os.Root refuses). A Tree is safe for concurrent use; close
-// it when done.
+// and gives is relative to the root (slash-separated). Each is opened
+// from the root's descriptor one component at a time with O_NOFOLLOW, so
+// none leads outside the root nor through a symlink inside it. A Tree is
+// safe for concurrent use; close it when done.
 type Tree struct {
-	root *os.Root
+	root *os.File            // the project directory
 	git  bool                // .git at the root: git's ignore rules apply
 	base []gitignore.Pattern // the host user's global excludes
 }
 
-// Open opens the project at dir. A global excludes file that cannot be
+// Open opens the project at dir (which may itself be reached through a
+// symlink: the host named it). A global excludes file that cannot be
 // read (missing, not a regular file, over MaxRulesSize) is left out.
 func Open(dir string, opts *Options) (*Tree, error) {
-	root, err := os.OpenRoot(dir)
+	root, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open project %s: %w", dir, err)
 	}
 	t := &Tree{root: root}
-	if _, err := root.Lstat(".git"); err == nil {
+	var st unix.Stat_t
+	if unix.Fstatat(int(root.Fd()), ".git", &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
 		t.git = true
 	}
 	if t.git && opts != nil && opts.ExcludesFile != "" {
@@ -87,7 +91,7 @@ func Open(dir string, opts *Options) (*Tree, error) {
 	return t, nil
 }
 
-// Close releases the root.
+// Close releases the root's descriptor.
 func (t *Tree) Close() error { return t.root.Close() }
 
 // entry is a file a walk found: a regular file, or a symlink (listed,
@@ -125,12 +129,17 @@ func (t *Tree) Ignored(ctx context.Context, dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	entries, err := t.readDir(comps)
+	d, err := t.openDir(comps)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", dir, err)
+	}
+	defer d.Close()
+	entries, err := readDir(d)
 	if err != nil {
 		return nil, err
 	}
 	if !hidden {
-		ps = t.rulesIn(comps, entries, ps)
+		ps = t.rulesIn(d, comps, entries, ps)
 	}
 	names := []string{}
 	for _, e := range entries {
@@ -154,45 +163,55 @@ func (t *Tree) walk(ctx context.Context, under string) ([]entry, error) {
 	if err != nil || hidden {
 		return nil, err
 	}
-	if len(comps) > 0 {
-		fi, err := t.root.Lstat(strings.Join(comps, "/"))
+	d, err := t.openDir(comps)
+	if errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
+		// A file (or a symlink, not followed): itself, if listed.
+		m, err := t.lstatMode(comps)
 		if err != nil {
 			return nil, fmt.Errorf("list %s: %w", under, err)
 		}
-		if !fi.IsDir() {
-			if listed(fi.Mode()) {
-				return []entry{{path: strings.Join(comps, "/"), regular: fi.Mode().IsRegular()}}, nil
-			}
-			return nil, nil
+		if listed(m) {
+			return []entry{{path: strings.Join(comps, "/"), regular: m.IsRegular()}}, nil
 		}
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", under, err)
 	}
 	var out []entry
-	if err := t.walkDir(ctx, comps, ps, &out); err != nil {
+	err = t.walkDir(ctx, d, comps, ps, &out)
+	if err != nil {
 		return nil, err
 	}
 	slices.SortFunc(out, func(a, b entry) int { return strings.Compare(a.path, b.path) })
 	return out, nil
 }
 
-// walkDir adds the files in the directory comps, whose parents' rules are
-// ps, and in its subdirectories, to out. A directory that cannot be read
-// is left out, as a walk that ignores errors does.
-func (t *Tree) walkDir(ctx context.Context, comps []string, ps []gitignore.Pattern, out *[]entry) error {
+// walkDir adds the files in the directory d (at comps; walkDir closes
+// it), whose parents' rules are ps, and in its subdirectories, to out. A
+// directory that cannot be read is left out, as a walk that ignores
+// errors does.
+func (t *Tree) walkDir(ctx context.Context, d *os.File, comps []string, ps []gitignore.Pattern, out *[]entry) error {
+	defer d.Close()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	entries, err := t.readDir(comps)
+	entries, err := readDir(d)
 	if err != nil {
 		return nil
 	}
-	ps = t.rulesIn(comps, entries, ps)
+	ps = t.rulesIn(d, comps, entries, ps)
 	for _, e := range entries {
 		p := append(slices.Clip(comps), e.Name())
 		if t.hides(ps, p, e.IsDir()) {
 			continue
 		}
 		if e.IsDir() {
-			if err := t.walkDir(ctx, p, ps, out); err != nil {
+			sub, err := openAt(d, e.Name())
+			if err != nil {
+				continue
+			}
+			if err := t.walkDir(ctx, sub, p, ps, out); err != nil {
 				return err
 			}
 		} else if listed(e.Type()) {
@@ -230,11 +249,18 @@ func (t *Tree) hides(ps []gitignore.Pattern, p []string, isDir bool) bool {
 func (t *Tree) rulesDown(comps []string) ([]gitignore.Pattern, bool, error) {
 	ps := t.base
 	for i := range comps {
-		entries, err := t.readDir(comps[:i])
+		d, err := t.openDir(comps[:i])
+		if err != nil {
+			return nil, false, fmt.Errorf("list %s: %w", strings.Join(comps[:i], "/"), err)
+		}
+		entries, err := readDir(d)
+		if err == nil {
+			ps = t.rulesIn(d, comps[:i], entries, ps)
+		}
+		d.Close()
 		if err != nil {
 			return nil, false, err
 		}
-		ps = t.rulesIn(comps[:i], entries, ps)
 		if t.hides(ps, comps[:i+1], true) {
 			return nil, true, nil
 		}
@@ -247,21 +273,21 @@ func (t *Tree) rulesDown(comps []string) ([]gitignore.Pattern, bool, error) {
 // or a repository nested in it), then its .gitignore, which comes later
 // and so wins. Rule files that are not regular files, or over
 // MaxRulesSize, are skipped.
-func (t *Tree) rulesIn(comps []string, entries []fs.DirEntry, ps []gitignore.Pattern) []gitignore.Pattern {
+func (t *Tree) rulesIn(d *os.File, comps []string, entries []fs.DirEntry, ps []gitignore.Pattern) []gitignore.Pattern {
 	if !t.git {
 		return ps
 	}
 	for _, e := range entries {
-		var name string
+		var b []byte
+		var err error
 		switch {
 		case e.Name() == ".git" && e.IsDir():
-			name = ".git/info/exclude"
+			b, err = readBounded(d, []string{".git", "info", "exclude"}, MaxRulesSize)
 		case e.Name() == ".gitignore" && e.Type().IsRegular():
-			name = ".gitignore"
+			b, err = readBounded(d, []string{".gitignore"}, MaxRulesSize)
 		default:
 			continue
 		}
-		b, err := readBounded(t.root, strings.Join(append(slices.Clip(comps), name), "/"), MaxRulesSize)
 		if err != nil {
 			continue
 		}
@@ -272,17 +298,62 @@ func (t *Tree) rulesIn(comps []string, entries []fs.DirEntry, ps []gitignore.Pat
 	return ps
 }
 
-// readDir reads the directory comps, sorted by name.
-func (t *Tree) readDir(comps []string) ([]fs.DirEntry, error) {
-	name := "."
-	if len(comps) > 0 {
-		name = strings.Join(comps, "/")
-	}
-	entries, err := fs.ReadDir(t.root.FS(), name)
+// readDir reads the directory d, sorted by name. The entries' types come
+// from the directory itself (d_type), with no stat of each.
+func readDir(d *os.File) ([]fs.DirEntry, error) {
+	entries, err := d.ReadDir(-1)
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", name, err)
+		return nil, fmt.Errorf("list %s: %w", d.Name(), err)
 	}
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries, nil
+}
+
+// openDir opens the directory comps beneath the root, one component at a
+// time, following no symlink; the caller closes it.
+func (t *Tree) openDir(comps []string) (*os.File, error) {
+	d, err := openAt(t.root, ".")
+	for _, c := range comps {
+		if err != nil {
+			return nil, err
+		}
+		var sub *os.File
+		sub, err = openAt(d, c)
+		d.Close()
+		d = sub
+	}
+	return d, err
+}
+
+// openAt opens the directory name in d, not through a symlink.
+func openAt(d *os.File, name string) (*os.File, error) {
+	fd, err := unix.Openat(int(d.Fd()), name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), filepath.Join(d.Name(), name)), nil
+}
+
+// lstatMode is the type of what is at comps (not followed).
+func (t *Tree) lstatMode(comps []string) (fs.FileMode, error) {
+	d, err := t.openDir(comps[:len(comps)-1])
+	if err != nil {
+		return 0, err
+	}
+	defer d.Close()
+	var st unix.Stat_t
+	if err := unix.Fstatat(int(d.Fd()), comps[len(comps)-1], &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return 0, err
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return 0, nil
+	case unix.S_IFDIR:
+		return fs.ModeDir, nil
+	case unix.S_IFLNK:
+		return fs.ModeSymlink, nil
+	}
+	return fs.ModeIrregular, nil
 }
 
 // split turns a relative path into its components: none for the root;
