@@ -71,7 +71,7 @@ func newAgent(t *testing.T, srv *llmtest.Server, dir string, mode Mode) (*Agent,
 	t.Cleanup(bash.Close)
 	return &Agent{
 		Provider: &OpenAI{BaseURL: srv.URL(), Backoff: fast}, Model: "m", Mode: mode,
-		Tools: []Tool{ReadTool{w}, WriteTool{w}, EditTool{w}, SearchTool{w}, bash},
+		Tools: []Tool{ReadTool{w}, WriteTool{w}, EditTool{w}, SearchTool{W: w}, bash},
 	}, bash
 }
 
@@ -231,7 +231,7 @@ func TestSearchHonoursGitignore(t *testing.T) {
 	}
 	w, _ := OpenWorkspace(dir)
 	defer w.Close()
-	act, err := SearchTool{w}.Plan(context.Background(), json.RawMessage(`{"pattern":"hidden|Add\\("}`))
+	act, err := SearchTool{W: w}.Plan(context.Background(), json.RawMessage(`{"pattern":"hidden|Add\\("}`))
 	if err != nil {
 		t.Fatal(err)
 	}

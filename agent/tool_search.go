@@ -1,22 +1,26 @@
 package agent
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io/fs"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/cove-sh/cove/internal/projectwalk"
 )
 
-// SearchTool finds a regular expression in the project's files: in a git
-// repository the files git knows or would add (so .gitignore counts),
-// elsewhere every file but .git and node_modules.
-type SearchTool struct{ W *Workspace }
+// SearchTool finds a regular expression in the project's files, as
+// projectwalk lists them: in a git project .gitignore counts (matched
+// in-process: no git runs on the host), elsewhere every file but .git and
+// node_modules. Binary files and those over projectwalk.MaxFileSize are
+// skipped.
+type SearchTool struct {
+	W *Workspace
+	// Walk holds what the host adds to the project's ignore rules (the
+	// host user's global excludes); nil adds nothing.
+	Walk *projectwalk.Options
+}
 
 var _ Tool = SearchTool{}
 
@@ -45,7 +49,12 @@ func (t SearchTool) Plan(ctx context.Context, raw json.RawMessage) (*Action, err
 		}
 	}
 	return &Action{Kind: "read", Summary: "search " + a.Pattern, Do: func(ctx context.Context) (string, error) {
-		matches, more, err := Search(ctx, t.W, re, under, maxSearchResults)
+		tree, err := projectwalk.Open(t.W.Root, t.Walk)
+		if err != nil {
+			return "", err
+		}
+		defer tree.Close()
+		matches, more, err := tree.Search(ctx, re, under, maxSearchResults)
 		if err != nil {
 			return "", err
 		}
@@ -61,78 +70,4 @@ func (t SearchTool) Plan(ctx context.Context, raw json.RawMessage) (*Action, err
 		}
 		return out.String(), nil
 	}}, nil
-}
-
-// Match is one line that matched a search.
-type Match struct {
-	Path string `json:"path"` // relative to the project
-	Line int    `json:"line"` // from 1
-	Text string `json:"text"`
-}
-
-// Search finds re in the project's files under the relative path under
-// (the files SearchTool describes), skipping binary ones; more says it
-// stopped at limit matches.
-func Search(ctx context.Context, w *Workspace, re *regexp.Regexp, under string, limit int) (matches []Match, more bool, err error) {
-	files, err := SearchTool{W: w}.files(ctx, under)
-	if err != nil {
-		return nil, false, err
-	}
-	for _, f := range files {
-		if err := ctx.Err(); err != nil {
-			return matches, false, err
-		}
-		b, err := w.ReadFile(f)
-		if err != nil || bytes.IndexByte(b[:min(len(b), 8000)], 0) >= 0 {
-			continue // unreadable or binary
-		}
-		sc := bufio.NewScanner(bytes.NewReader(b))
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for line := 1; sc.Scan(); line++ {
-			if re.Match(sc.Bytes()) {
-				if len(matches) == limit {
-					return matches, true, nil
-				}
-				matches = append(matches, Match{Path: f, Line: line, Text: sc.Text()})
-			}
-		}
-	}
-	return matches, false, nil
-}
-
-// ProjectFiles lists the project's files under the relative path under,
-// as search sees them: in a git repository those git knows or would add
-// (so .gitignore counts), elsewhere every file but .git and node_modules.
-func ProjectFiles(ctx context.Context, w *Workspace, under string) ([]string, error) {
-	return SearchTool{W: w}.files(ctx, under)
-}
-
-func (t SearchTool) files(ctx context.Context, under string) ([]string, error) {
-	// safe.directory: listing is harmless, and a root launcher on a
-	// user's repository would be refused otherwise (and ignore .gitignore).
-	cmd := exec.CommandContext(ctx, "git", "-c", "safe.directory=*", "ls-files", "--cached", "--others", "--exclude-standard", "-z", "--", under)
-	cmd.Dir = t.W.Root
-	if out, err := cmd.Output(); err == nil {
-		var files []string
-		for _, f := range strings.Split(string(out), "\x00") {
-			if f != "" {
-				files = append(files, f)
-			}
-		}
-		return files, nil
-	}
-	var files []string
-	err := fs.WalkDir(t.W.FS(), under, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") {
-			return filepath.SkipDir
-		}
-		if d.Type().IsRegular() {
-			files = append(files, p)
-		}
-		return nil
-	})
-	return files, err
 }

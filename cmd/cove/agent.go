@@ -149,7 +149,7 @@ func buildAgent(ctx context.Context, root string, st *container.State, dir strin
 	}
 	a := &agent.Agent{
 		Provider: provider, Model: cfg.Model, Window: contextWindow(ctx, cfg), System: system, Mode: agent.ModeAsk,
-		Tools: []agent.Tool{agent.ReadTool{W: w}, agent.WriteTool{W: w}, agent.EditTool{W: w}, agent.SearchTool{W: w}, bash},
+		Tools: []agent.Tool{agent.ReadTool{W: w}, agent.WriteTool{W: w}, agent.EditTool{W: w}, agent.SearchTool{W: w, Walk: hostWalkOptions()}, bash},
 	}
 	// The project's own tools run in the workspace, like its commands.
 	inWorkspace := func(ctx context.Context, path string, args []string, stdin []byte) ([]byte, error) {

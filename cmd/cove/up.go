@@ -21,6 +21,7 @@ import (
 	"github.com/cove-sh/cove/ide"
 	"github.com/cove-sh/cove/internal/atomicfile"
 	"github.com/cove-sh/cove/internal/procstat"
+	"github.com/cove-sh/cove/internal/projectwalk"
 	"github.com/urfave/cli/v2"
 )
 
@@ -84,10 +85,11 @@ func upAction(c *cli.Context) error {
 	panel := &agentPanel{root: c.String("root"), st: st, dir: dir, ctx: c.Context}
 	defer panel.Close()
 	proxy.Handle("/api/agent", panel)
-	proxy.Handle("/api/search", projectSearch{dir: dir})
-	proxy.Handle("/api/ignored", ignoredNames{dir: dir})
-	proxy.Handle("/api/files", projectFiles{dir: dir})
-	proxy.Handle("/api/replace", projectReplace{dir: dir})
+	routes := ide.ProjectRoutes{Dir: dir, Walk: hostWalkOptions()}
+	proxy.Handle("/api/search", routes.Search())
+	proxy.Handle("/api/ignored", routes.Ignored())
+	proxy.Handle("/api/files", routes.Files())
+	proxy.Handle("/api/replace", routes.Replace())
 	srv := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(l)
 	rec := launcherRecord{URL: proxy.URL()}
@@ -328,4 +330,13 @@ func detachUp(c *cli.Context, e *env, dir, recPath string) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// hostWalkOptions is what the host user adds to a project's ignore rules
+// for search, quick open and dimming: git's default global excludes file
+// in the host user's config (never a file the project's .git/config
+// names: that config is the workspace's to write).
+func hostWalkOptions() *projectwalk.Options {
+	home, _ := os.UserHomeDir()
+	return &projectwalk.Options{ExcludesFile: projectwalk.UserExcludesFile(home, os.Getenv("XDG_CONFIG_HOME"))}
 }

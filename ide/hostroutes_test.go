@@ -1,4 +1,4 @@
-package main
+package ide
 
 import (
 	"encoding/json"
@@ -6,10 +6,16 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/cove-sh/cove/internal/hostilerepo"
 )
 
 // TestProjectSearchQueries: plain text is literal and case-blind unless
@@ -21,7 +27,7 @@ func TestProjectSearchQueries(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "blob.bin"), []byte("Hello\x00binary"), 0o644)
 	get := func(query string) (int, []string) {
 		rec := httptest.NewRecorder()
-		projectSearch{dir: dir}.ServeHTTP(rec, httptest.NewRequest("GET", "/api/search?"+query, nil))
+		ProjectRoutes{Dir: dir}.Search().ServeHTTP(rec, httptest.NewRequest("GET", "/api/search?"+query, nil))
 		if rec.Code != http.StatusOK {
 			return rec.Code, []string{rec.Body.String()}
 		}
@@ -67,7 +73,7 @@ func TestProjectFilesHonoursGitignore(t *testing.T) {
 		t.Fatalf("git init: %v %s", err, out)
 	}
 	rec := httptest.NewRecorder()
-	projectFiles{dir: dir}.ServeHTTP(rec, httptest.NewRequest("GET", "/api/files", nil))
+	ProjectRoutes{Dir: dir}.Files().ServeHTTP(rec, httptest.NewRequest("GET", "/api/files", nil))
 	var r struct {
 		Files []string
 		More  bool
@@ -99,7 +105,7 @@ func TestProjectReplace(t *testing.T) {
 	}
 	replace := func(body string) (int, map[string]int) {
 		rec := httptest.NewRecorder()
-		projectReplace{dir: dir}.ServeHTTP(rec, httptest.NewRequest("POST", "/api/replace", strings.NewReader(body)))
+		ProjectRoutes{Dir: dir}.Replace().ServeHTTP(rec, httptest.NewRequest("POST", "/api/replace", strings.NewReader(body)))
 		var got map[string]int
 		json.Unmarshal(rec.Body.Bytes(), &got)
 		return rec.Code, got
@@ -139,5 +145,111 @@ func TestBracedGroups(t *testing.T) {
 		if got := bracedGroups(in); got != want {
 			t.Errorf("%q: %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestHostRoutesRunNothingOfTheProject: the four host-side routes, on a
+// repository whose .git/config and .gitattributes name programs for git
+// (fsmonitor, hooks, ssh, pager, external diff, filters), start none of
+// them, and still honour .gitignore (nested, negation, anchored,
+// directory rules, **, .git/info/exclude). Against the code that ran
+// git ls-files here, core.fsmonitor's program ran, as root.
+func TestHostRoutesRunNothingOfTheProject(t *testing.T) {
+	r := hostilerepo.New(t)
+	routes := ProjectRoutes{Dir: r.Dir}
+	serve := func(h http.Handler, method, target, body string) []byte {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(method, target, strings.NewReader(body)))
+		if rec.Code != http.StatusOK {
+			t.Errorf("%s %s: %d %s", method, target, rec.Code, rec.Body)
+		}
+		return rec.Body.Bytes()
+	}
+	var files struct{ Files []string }
+	json.Unmarshal(serve(routes.Files(), "GET", "/api/files", ""), &files)
+	if !slices.Equal(files.Files, hostilerepo.Want) {
+		t.Errorf("files %q, want %q", files.Files, hostilerepo.Want)
+	}
+	var found struct{ Matches []struct{ Path string } }
+	json.Unmarshal(serve(routes.Search(), "GET", "/api/search?q=needle", ""), &found)
+	var paths []string
+	for _, m := range found.Matches {
+		paths = append(paths, m.Path)
+	}
+	if want := slices.DeleteFunc(slices.Clone(hostilerepo.Want), func(f string) bool { return strings.HasPrefix(path.Base(f), ".git") }); !slices.Equal(paths, want) {
+		t.Errorf("search found in %q, want %q", paths, want)
+	}
+	var dimmed []string
+	json.Unmarshal(serve(routes.Ignored(), "GET", "/api/ignored?path=sub", ""), &dimmed)
+	if want := []string{"local.txt", "vendor"}; !slices.Equal(dimmed, want) {
+		t.Errorf("ignored in sub %q, want %q", dimmed, want)
+	}
+	var replaced map[string]int
+	json.Unmarshal(serve(routes.Replace(), "POST", "/api/replace", `{"q":"needle","with":"pin"}`), &replaced)
+	if replaced["files"] != len(paths) {
+		t.Errorf("replace changed %v, want the %d files search finds", replaced, len(paths))
+	}
+	if b, _ := os.ReadFile(filepath.Join(r.Dir, "app.log")); !strings.Contains(string(b), "needle") {
+		t.Errorf("replace changed an ignored file: %q", b)
+	}
+	if ran := r.Ran(t); len(ran) > 0 {
+		t.Errorf("the host ran the project's programs: %q", ran)
+	}
+}
+
+// TestHostRoutesBounded: a .gitignore that is a FIFO does not block quick
+// open (against git ls-files it hung past the 2 s), one that is a
+// symlink to a host file is not read, and a 2 GiB sparse file does not
+// become 2 GiB of memory in search (it did: 2048 MiB allocated).
+func TestHostRoutesBounded(t *testing.T) {
+	dir, host := t.TempDir(), t.TempDir()
+	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	os.WriteFile(filepath.Join(host, "rules"), []byte("*.go\n"), 0o644)
+	for _, d := range []string{"fifo", "link"} {
+		os.MkdirAll(filepath.Join(dir, d), 0o755)
+		os.WriteFile(filepath.Join(dir, d, "a.go"), []byte("needle\n"), 0o644)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo/.gitignore"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(filepath.Join(host, "rules"), filepath.Join(dir, "link/.gitignore"))
+	f, err := os.Create(filepath.Join(dir, "huge.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Truncate(2 << 30)
+	f.WriteAt([]byte("needle\n"), 2<<30-7)
+	f.Close()
+	routes := ProjectRoutes{Dir: dir}
+	done := make(chan []string, 1)
+	go func() {
+		rec := httptest.NewRecorder()
+		routes.Files().ServeHTTP(rec, httptest.NewRequest("GET", "/api/files", nil))
+		var r struct{ Files []string }
+		json.Unmarshal(rec.Body.Bytes(), &r)
+		done <- r.Files
+	}()
+	select {
+	case got := <-done:
+		if want := []string{"fifo/a.go", "huge.txt", "link/.gitignore", "link/a.go"}; !slices.Equal(got, want) {
+			t.Errorf("files %q, want %q", got, want)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("/api/files still busy after 2 s with a FIFO for a .gitignore")
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	rec := httptest.NewRecorder()
+	routes.Search().ServeHTTP(rec, httptest.NewRequest("GET", "/api/search?q=needle", nil))
+	runtime.ReadMemStats(&after)
+	if a := after.TotalAlloc - before.TotalAlloc; rec.Code != http.StatusOK || a > 64<<20 {
+		t.Errorf("search: %d, allocated %d MiB", rec.Code, a>>20)
+	}
+	var found struct{ Matches []struct{ Path string } }
+	json.Unmarshal(rec.Body.Bytes(), &found)
+	if len(found.Matches) != 2 {
+		t.Errorf("search found %v, want fifo/a.go and link/a.go", found.Matches)
 	}
 }
