@@ -258,6 +258,10 @@ func Exec(ctl string, req ExecRequest, stdio [3]*os.File, started func(console *
 			return *r.Exit, nil
 		case r.PID != 0:
 			if len(fds) == 1 {
+				// Non-blocking, so that the runtime polls it and a Close
+				// (a hangup) ends a Read blocked on it instead of waiting
+				// for the program's next output.
+				unix.SetNonblock(fds[0], true)
 				console = os.NewFile(uintptr(fds[0]), "console")
 			}
 			if started != nil {

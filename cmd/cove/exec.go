@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 
 	"github.com/cove-sh/cove/container"
 	"github.com/urfave/cli/v2"
@@ -41,6 +43,11 @@ func execCommand() *cli.Command {
 				return fmt.Errorf("container %s is not running (cove ps --all)", name)
 			}
 			req := container.ExecRequest{Args: c.Args().Tail(), Env: envFlags(c), Cwd: c.String("workdir"), User: c.String("user"), Terminal: c.Bool("tty")}
+			if req.Terminal {
+				// The terminal is relayed alone: a second reader of our
+				// stdin (the pipe below) took the keys meant for it.
+				return e.exec(name, req, [3]*os.File{})
+			}
 			stdio, closeStdio, err := execStdio(c)
 			if err != nil {
 				return err
@@ -56,9 +63,21 @@ func execCommand() *cli.Command {
 func (e *env) exec(name string, req container.ExecRequest, stdio [3]*os.File) error {
 	rs := &runStdio{copying: make(chan struct{}), tty: req.Terminal, restore: func() {}}
 	var console *os.File
+	// SIGTERM or SIGHUP ends a terminal session as closing a terminal
+	// window does: its master closes, and the shell in it gets SIGHUP.
+	hangup := make(chan os.Signal, 1)
+	signal.Notify(hangup, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(hangup)
 	code, err := container.Exec(filepath.Join(e.states().Dir(name), "ctl.sock"), req, stdio, func(con *os.File) {
 		console = con
 		rs.start(con)
+		if con != nil {
+			go func() {
+				if _, ok := <-hangup; ok {
+					con.Close()
+				}
+			}()
+		}
 	})
 	if console != nil {
 		rs.wait(console)

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"io"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cove-sh/cove/internal/testregistry"
+	"github.com/creack/pty"
+)
+
+// TestExecInteractiveTerminal: `cove exec -it NAME sh` in a terminal gets
+// what is typed (a command, then Ctrl-D ends it), and a second one ends on
+// SIGTERM, as podman exec does.
+func TestExecInteractiveTerminal(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	ref := testregistry.Push(t, addr, layered(t))
+	root := t.TempDir()
+	if r := runProc(t, root, "", "run", "-d", "--name", "box", ref, "sleep", "300"); r.code != 0 {
+		t.Fatalf("run -d: %+v", r)
+	}
+	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", "box") })
+	start := func() (*watchedBuffer, func([]byte), func(time.Duration) (int, bool), func(syscall.Signal)) {
+		cmd, _, _ := coveProc(root, "exec", "-it", "box", "sh")
+		cmd.Stdout, cmd.Stderr = nil, nil
+		tty, err := pty.Start(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { tty.Close() })
+		out := &watchedBuffer{new: make(chan struct{}, 1)}
+		go io.Copy(out, tty)
+		return out, func(b []byte) { tty.Write(b) }, func(d time.Duration) (int, bool) { return waitExit(cmd, d) },
+			func(s syscall.Signal) { cmd.Process.Signal(s) }
+	}
+	out, typ, wait, _ := start()
+	typ([]byte("echo typed-$((40+2))\n"))
+	out.waitFor(t, "typed-42")
+	typ([]byte{4}) // Ctrl-D
+	if code, ok := wait(10 * time.Second); !ok || code != 0 {
+		t.Fatalf("Ctrl-D did not end the shell (exited %v, status %d):\n%s", ok, code, out.String())
+	}
+	out, typ, wait, signal := start()
+	typ([]byte("echo ready-$((1+1))\n"))
+	out.waitFor(t, "ready-2")
+	signal(syscall.SIGTERM)
+	if _, ok := wait(10 * time.Second); !ok {
+		t.Fatalf("SIGTERM did not end cove exec -it:\n%s", out.String())
+	}
+}
