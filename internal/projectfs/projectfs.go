@@ -236,3 +236,33 @@ func (w *Dir) mkdirAll(dir string) error {
 	uid, gid := w.ownerOf(parent)
 	return w.chown(dir, uid, gid)
 }
+
+// Chmod sets the permission bits (mode.Perm(); never setuid, setgid or
+// sticky) of a file or directory inside the directory, as a checkpoint's
+// rewind gives a file its mode back.
+func (w *Dir) Chmod(p string, mode fs.FileMode) error {
+	r, err := w.changeable(p)
+	if err != nil {
+		return err
+	}
+	return w.root.Chmod(r, mode.Perm())
+}
+
+// Symlink makes p a symbolic link to target, which is stored as given and
+// never followed here (a link pointing out of the project is refused by
+// every other method of Dir when used). The link, and directories made
+// above it, are owned as the directory they are in.
+func (w *Dir) Symlink(target, p string) error {
+	r, err := w.changeable(p)
+	if err != nil {
+		return err
+	}
+	if err := w.mkdirAll(filepath.Dir(r)); err != nil {
+		return err
+	}
+	uid, gid := w.ownerOf(filepath.Dir(r))
+	if err := w.root.Symlink(target, r); err != nil {
+		return err
+	}
+	return w.chown(r, uid, gid)
+}
