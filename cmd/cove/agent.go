@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -92,9 +91,10 @@ and check your work. When you are done, answer briefly with what you changed and
 
 // buildAgent assembles the agent for DIR's workspace with the model cfg
 // names: its tools work on the project's files here and run commands (and
-// the project's own tools) in the workspace through cove exec. Close
-// releases the shell.
-func buildAgent(ctx context.Context, root string, st *container.State, dir string, cfg agent.Config) (*agent.Agent, []agent.BrokenTool, func(), error) {
+// the project's own tools) in the workspace through cove exec; its
+// checkpoints and saved output go to the project's host-only state.
+// Close releases the shell.
+func buildAgent(ctx context.Context, root string, st *container.State, dir string, state agentState, cfg agent.Config) (*agent.Agent, []agent.BrokenTool, func(), error) {
 	provider, err := cfg.NewProvider()
 	if err != nil {
 		return nil, nil, nil, err
@@ -114,7 +114,7 @@ func buildAgent(ctx context.Context, root string, st *container.State, dir strin
 		}
 		return args
 	}
-	bash := &agent.BashTool{W: w, Shell: func(cwd string) *exec.Cmd {
+	bash := &agent.BashTool{W: w, Out: state.Out, Shell: func(cwd string) *exec.Cmd {
 		if cwd == dir || cwd == "" {
 			cwd = "/workspace"
 		}
@@ -134,7 +134,7 @@ func buildAgent(ctx context.Context, root string, st *container.State, dir strin
 	}
 	a := &agent.Agent{
 		Provider: provider, Model: cfg.Model, Window: contextWindow(ctx, cfg), System: system, Mode: agent.ModeAsk,
-		Tools: []agent.Tool{agent.ReadTool{W: w}, agent.WriteTool{W: w}, agent.EditTool{W: w}, agent.SearchTool{W: w}, bash},
+		Tools: []agent.Tool{agent.ReadTool{W: w, Out: state.Out}, agent.WriteTool{W: w}, agent.EditTool{W: w}, agent.SearchTool{W: w}, bash},
 	}
 	// The project's own tools run in the workspace, like its commands.
 	inWorkspace := func(ctx context.Context, path string, args []string, stdin []byte) ([]byte, error) {
@@ -149,7 +149,7 @@ func buildAgent(ctx context.Context, root string, st *container.State, dir strin
 	}
 	tools, broken := agent.LoadProjectTools(ctx, dir, inWorkspace)
 	a.Tools = append(a.Tools, tools...)
-	if cp, err := agent.OpenCheckpoints(ctx, dir); err == nil {
+	if cp, err := agent.OpenCheckpoints(ctx, dir, state.Checkpoints); err == nil {
 		a.Checkpoints = cp
 	}
 	return a, broken, func() { bash.Close(); w.Close() }, nil
@@ -177,12 +177,20 @@ func contextWindow(ctx context.Context, cfg agent.Config) int {
 }
 
 func runAgent(c *cli.Context, e *env, st *container.State, dir string, cfg agent.Config) error {
-	a, broken, closeAgent, err := buildAgent(c.Context, c.String("root"), st, dir, cfg)
+	state, err := projectAgentState(e.layout, dir)
+	if err != nil {
+		return err
+	}
+	home, _ := os.UserHomeDir()
+	if note := legacyStateNote(dir, state, home); note != "" {
+		fmt.Fprintln(c.App.ErrWriter, "cove: note: "+note)
+	}
+	a, broken, closeAgent, err := buildAgent(c.Context, c.String("root"), st, dir, state, cfg)
 	if err != nil {
 		return err
 	}
 	defer closeAgent()
-	sessions := filepath.Join(dir, ".cove", "sessions")
+	sessions := state.Sessions
 	var history []agent.Message
 	switch {
 	case c.Bool("continue") || c.String("resume") != "":

@@ -81,7 +81,7 @@ func upAction(c *cli.Context) error {
 		return fmt.Errorf("listen on 127.0.0.1:%d: %w (choose another --port)", c.Int("port"), err)
 	}
 	proxy := ide.NewProxy(filepath.Join(workspaceRunDir(e, name), "ide.sock"), l.Addr().(*net.TCPAddr).Port)
-	panel := &agentPanel{root: c.String("root"), st: st, dir: dir, ctx: c.Context}
+	panel := &agentPanel{root: c.String("root"), layout: e.layout, st: st, dir: dir, ctx: c.Context}
 	defer panel.Close()
 	proxy.Handle("/api/agent", panel)
 	proxy.Handle("/api/search", projectSearch{dir: dir})
