@@ -37,7 +37,11 @@ the conversation is summarised before the next call.
 
 Without -p it is a conversation on the terminal: answers render as markdown while they
 stream, the prompt edits as a shell's (Up for earlier requests; a trailing \ goes on),
-Ctrl-C stops a turn, /help lists the commands (/new, /compact, /rewind, /mode, /exit).`,
+Ctrl-C stops a turn, /help lists the commands (/new, /compact, /rewind, /mode, /exit).
+
+Sessions (-c, -r), checkpoints (/rewind) and long command output are kept on the host,
+in ${XDG_STATE_HOME:-~/.local/state}/cove/projects/NAME (the invoking user's under sudo),
+never in DIR: the workspace can neither forge nor arm them.`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "prompt", Aliases: []string{"p"}, Usage: "one-shot: answer `PROMPT` on stdout, trace on stderr (standard input, if piped, is added)"},
 			&cli.BoolFlag{Name: "continue", Aliases: []string{"c"}, Usage: "continue the latest session"},
