@@ -32,14 +32,14 @@ func BenchmarkAgentStep(b *testing.B) {
 	idx := 0
 	callResp := llmtest.Response{Events: llmtest.OpenAIChunks("tool_calls", map[string]any{"tool_calls": []any{map[string]any{
 		"index": idx, "id": "c1", "type": "function", "function": map[string]any{"name": "read", "arguments": string(args)}}}})}
-	session, err := NewSession(dir + "/.cove/sessions")
+	session, err := NewSession(b.TempDir() + "/sessions")
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer session.Close()
 	events := NewEventLog(1 << 16)
 	a := &Agent{Provider: &OpenAI{BaseURL: srv.URL()}, Model: "m", Mode: ModeYolo,
-		Tools: []Tool{ReadTool{w}}, Session: session, Emit: func(ev LoopEvent) { events.Add(ev) }}
+		Tools: []Tool{ReadTool{W: w}}, Session: session, Emit: func(ev LoopEvent) { events.Add(ev) }}
 	perStep := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for range b.N {

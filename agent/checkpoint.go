@@ -1,128 +1,95 @@
 package agent
 
 import (
+	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
-	"os/exec"
+	"path"
 	"path/filepath"
-	"strings"
-	"syscall"
+	"regexp"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/cove-sh/cove/internal/projectfs"
+	"golang.org/x/sys/unix"
 )
 
 // Checkpoints snapshot the project's files at each prompt, so that a
-// rewind can put them back. They live in a git repository of their own
-// (DIR/.cove/checkpoints.git) whose work tree is the project: the user's
-// repository, its history, index and refs are never touched, and it works
-// where there is no repository at all. The project's .gitignore is
-// honoured; .cove/ itself is left out.
+// rewind can put them back. They are kept in Store, a host-only directory
+// of the user's (the project's agent state), never in the project, and
+// made in process: no git runs on the host, so nothing the workspace
+// writes (a repository's config, hooks, attributes) is ever run or
+// applied, and the bytes a rewind brings back are the bytes saved.
+//
+// The store is content-addressed: per checkpoint a manifest (path → mode,
+// size and sha256, or a symlink's target), and each file's content once,
+// by its hash, however many checkpoints hold it. A save hashes only what
+// changed since the last one: a file whose size, mtime, ctime and inode
+// are those the previous manifest recorded keeps its hash.
+//
+// Left out, and left alone by a rewind: .git, cove's old state in .cove
+// (sessions, checkpoints.git, out), what Ignore says, files over MaxFile
+// (recorded as skipped) and what is not a regular file, a directory or a
+// symlink (FIFOs, devices, sockets). Methods may be called concurrently;
+// several processes may share a store.
 type Checkpoints struct {
-	Dir string // the project
-	git string // the checkpoint repository
-	// as is whom git runs as: the project's owner when cove is root (its
-	// repository, and the files a rewind brings back, are theirs).
-	as *syscall.Credential
+	Dir   string // the project
+	Store string // where checkpoints are kept; host-only, cove's alone
+	// Ignore tells whether a path (relative to Dir, slash-separated) is
+	// ignored; nil means DefaultIgnore. (The project's ignore rules come
+	// from an in-process matcher, never from git on the host.)
+	Ignore func(rel string, isDir bool) bool
+	// NewIgnore, when set, makes the Ignore of each walk anew (rules
+	// read once per walk, and again for the next, as they change); it
+	// takes precedence over Ignore.
+	NewIgnore func() func(rel string, isDir bool) bool
+	// MaxFile is the largest file stored, in bytes; 0 means 64 MiB.
+	MaxFile int64
+
+	mu   sync.Mutex
+	last *manifest // the latest checkpoint, for its stat cache
+	// racy is racyWindow unless a test sets it; hashed counts the files
+	// the last walk read, for tests of the stat cache.
+	racy   time.Duration
+	hashed int
 }
 
-const checkpointRef = "refs/cove/checkpoints"
+// defaultMaxFile is MaxFile's default: bigger files are build output or
+// data more often than work a rewind should bring back.
+const defaultMaxFile = 64 << 20
 
-// keepOutOfGit writes DIR/.cove/.gitignore for the state the agent keeps
-// there (checkpoints, sessions, saved output), so that the user's git
-// status stays clean; .cove/config.json and .cove/tools/ stay visible,
-// as the project may want to commit them.
-func keepOutOfGit(dir string) {
-	p := filepath.Join(dir, ".cove", ".gitignore")
-	if _, err := os.Stat(p); err == nil {
-		return
-	}
-	os.MkdirAll(filepath.Dir(p), 0o755)
-	os.WriteFile(p, []byte("# cove's own state\n/checkpoints.git/\n/sessions/\n/out/\n/.gitignore\n"), 0o644)
-	handOver(projectOwner(dir), false, filepath.Dir(p), p)
+// DefaultIgnore leaves out node_modules directories, until the project's
+// own ignore rules are read (by an in-process gitignore matcher).
+func DefaultIgnore(rel string, isDir bool) bool {
+	return isDir && path.Base(rel) == "node_modules"
 }
 
-// OpenCheckpoints prepares the checkpoint repository of dir.
-func OpenCheckpoints(ctx context.Context, dir string) (*Checkpoints, error) {
-	keepOutOfGit(dir)
-	cp := &Checkpoints{Dir: dir, git: filepath.Join(dir, ".cove", "checkpoints.git"), as: projectOwner(dir)}
-	// One made by root before is handed over once (git runs as the owner).
-	if fi, err := os.Stat(cp.git); err == nil && cp.as != nil && fi.Sys().(*syscall.Stat_t).Uid != cp.as.Uid {
-		handOver(cp.as, true, cp.git)
+// alwaysLeftOut are never checkpointed nor touched by a rewind, whatever
+// Ignore says: the user's repository, and what older cove kept in the
+// project (no longer read; see the package cmd/cove's note).
+func alwaysLeftOut(rel string) bool {
+	switch rel {
+	case ".cove/sessions", ".cove/checkpoints.git", ".cove/out":
+		return true
 	}
-	if _, err := os.Stat(filepath.Join(cp.git, "HEAD")); err != nil {
-		if _, err := cp.run(ctx, nil, "init", "--quiet", "--bare", cp.git); err != nil {
-			return nil, err
-		}
-		exclude := filepath.Join(cp.git, "info", "exclude")
-		os.MkdirAll(filepath.Dir(exclude), 0o755)
-		if err := os.WriteFile(exclude, []byte("/.cove/\n/.git/\n"), 0o644); err != nil {
-			return nil, err
-		}
-		handOver(cp.as, false, filepath.Dir(exclude), exclude)
-	}
-	return cp, nil
+	return path.Base(rel) == ".git"
 }
 
-func (cp *Checkpoints) run(ctx context.Context, env []string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = cp.Dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=cove", "GIT_AUTHOR_EMAIL=cove@localhost",
-		"GIT_COMMITTER_NAME=cove", "GIT_COMMITTER_EMAIL=cove@localhost")
-	if args[0] != "init" {
-		cmd.Env = append(cmd.Env, "GIT_DIR="+cp.git, "GIT_WORK_TREE="+cp.Dir)
-	}
-	cmd.Env = append(cmd.Env, env...)
-	if cp.as != nil {
-		// As the owner, not root: root's git configuration is none of
-		// theirs (and git would refuse to read it).
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cp.as}
-		cmd.Env = append(cmd.Env, "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1", "HOME="+cp.Dir)
-	}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("checkpoint: git %s: %v: %s", args[0], err, strings.TrimSpace(errb.String()))
-	}
-	return strings.TrimSpace(out.String()), nil
-}
-
-// withIndex runs fn with a temporary index file, removed after.
-func (cp *Checkpoints) withIndex(fn func(env []string) error) error {
-	f, err := os.CreateTemp(cp.git, "index-*")
-	if err != nil {
-		return err
-	}
-	name := f.Name()
-	f.Close()
-	os.Remove(name) // git wants to create it
-	defer os.Remove(name)
-	return fn([]string{"GIT_INDEX_FILE=" + name})
-}
-
-// Save records the project's files now, labelled, and returns the
-// checkpoint's id.
-func (cp *Checkpoints) Save(ctx context.Context, label string) (string, error) {
-	var commit string
-	err := cp.withIndex(func(env []string) error {
-		if _, err := cp.run(ctx, env, "add", "--all", "."); err != nil {
-			return err
-		}
-		tree, err := cp.run(ctx, env, "write-tree")
-		if err != nil {
-			return err
-		}
-		args := []string{"commit-tree", tree, "-m", label}
-		if parent, err := cp.run(ctx, nil, "rev-parse", "--verify", "--quiet", checkpointRef); err == nil && parent != "" {
-			args = append(args, "-p", parent)
-		}
-		if commit, err = cp.run(ctx, nil, args...); err != nil {
-			return err
-		}
-		_, err = cp.run(ctx, nil, "update-ref", checkpointRef, commit)
-		return err
-	})
-	return commit, err
-}
+// checkpointID is what a checkpoint's id looks like: the sha256 of its
+// manifest, so that an id from a session log or a window names nothing
+// but a manifest in the store.
+var checkpointID = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 // Checkpoint is one saved state.
 type Checkpoint struct {
@@ -130,32 +97,545 @@ type Checkpoint struct {
 	Label string
 }
 
-// List returns the checkpoints, oldest first.
-func (cp *Checkpoints) List(ctx context.Context) ([]Checkpoint, error) {
-	out, err := cp.run(ctx, nil, "log", "--reverse", "--format=%H %s", checkpointRef)
-	if err != nil {
-		return nil, nil // none yet
-	}
-	var list []Checkpoint
-	for _, line := range strings.Split(out, "\n") {
-		if id, label, ok := strings.Cut(line, " "); ok {
-			list = append(list, Checkpoint{ID: id, Label: label})
-		}
-	}
-	return list, nil
+// manifest is one checkpoint: every path kept, sorted as the walk found
+// them (a directory before what it holds).
+type manifest struct {
+	Label   string    `json:"label"`
+	Time    time.Time `json:"time"`
+	Entries []entry   `json:"entries"`
 }
 
-// Rewind puts the project's files back as they were at checkpoint id:
-// changed files get their content back, removed ones return, and files
-// made since go. Ignored files are left alone.
+// entry is a path in a manifest. Mode has fs.FileMode's type bits and the
+// permission bits (never setuid, setgid or sticky).
+type entry struct {
+	Path string      `json:"p"`
+	Mode fs.FileMode `json:"m"`
+	Size int64       `json:"s,omitempty"`
+	Hash string      `json:"h,omitempty"` // a regular file's sha256, hex
+	Link string      `json:"l,omitempty"` // a symlink's target
+	// Skipped: a regular file over MaxFile, not stored; a rewind leaves
+	// whatever is at its path alone.
+	Skipped bool `json:"x,omitempty"`
+	// The stat cache: unchanged (and not changed just before the save,
+	// when a later change could keep them), the file keeps its Hash.
+	MTime int64  `json:"t,omitempty"`
+	CTime int64  `json:"c,omitempty"`
+	Ino   uint64 `json:"i,omitempty"`
+}
+
+// logLine is a line of the store's log: the checkpoints in order.
+type logLine struct {
+	ID    string    `json:"id"`
+	Label string    `json:"label"`
+	Time  time.Time `json:"time"`
+}
+
+// OpenCheckpoints opens the checkpoints of the project dir kept in store
+// (made 0700 if missing).
+func OpenCheckpoints(ctx context.Context, dir, store string) (*Checkpoints, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoints: %w", err)
+	}
+	for _, d := range []string{store, filepath.Join(store, "blobs"), filepath.Join(store, "manifests")} {
+		if err := mkdirState(d); err != nil {
+			return nil, fmt.Errorf("checkpoints: %w", err)
+		}
+	}
+	cp := &Checkpoints{Dir: abs, Store: store}
+	if list, err := cp.List(ctx); err == nil && len(list) > 0 {
+		cp.last, _ = cp.load(list[len(list)-1].ID) // no cache: every file is hashed once
+	}
+	return cp, nil
+}
+
+// Save records the project's files now, labelled, and returns the
+// checkpoint's id.
+func (cp *Checkpoints) Save(ctx context.Context, label string) (string, error) {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	m := &manifest{Label: label, Time: time.Now().UTC()}
+	var err error
+	if m.Entries, err = cp.scan(ctx, true); err != nil {
+		return "", fmt.Errorf("checkpoint: %w", err)
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "", fmt.Errorf("checkpoint: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	id := hex.EncodeToString(sum[:])
+	var z bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&z, gzip.BestSpeed)
+	zw.Write(b)
+	zw.Close()
+	if err := cp.writeNew(filepath.Join(cp.Store, "manifests", id+".json.gz"), z.Bytes()); err != nil {
+		return "", fmt.Errorf("checkpoint: %w", err)
+	}
+	line, _ := json.Marshal(logLine{ID: id, Label: label, Time: m.Time})
+	f, err := openState(filepath.Join(cp.Store, "log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND)
+	if err != nil {
+		return "", fmt.Errorf("checkpoint: %w", err)
+	}
+	_, err = f.Write(append(line, '\n')) // one write: lines of two processes never interleave
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", fmt.Errorf("checkpoint: %w", err)
+	}
+	cp.last = m
+	return id, nil
+}
+
+// List returns the checkpoints, oldest first.
+func (cp *Checkpoints) List(ctx context.Context) ([]Checkpoint, error) {
+	f, err := openState(filepath.Join(cp.Store, "log"), os.O_RDONLY)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // none yet
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpoints: %w", err)
+	}
+	defer f.Close()
+	var list []Checkpoint
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var l logLine
+		if json.Unmarshal(sc.Bytes(), &l) == nil && checkpointID.MatchString(l.ID) {
+			list = append(list, Checkpoint{ID: l.ID, Label: l.Label})
+		}
+	}
+	return list, sc.Err()
+}
+
+// Rewind puts the project's files back as they were at checkpoint id,
+// through projectfs (confined to the project, no symlink followed out of
+// it, new files the owner's): changed files get their content and mode
+// back, removed ones return, and files made since go. What a checkpoint
+// leaves out (ignored files, .git, files too big) is left alone.
 func (cp *Checkpoints) Rewind(ctx context.Context, id string) error {
-	return cp.withIndex(func(env []string) error {
-		// The index describes the files now, so that read-tree knows what
-		// to remove; then it makes the work tree match the checkpoint.
-		if _, err := cp.run(ctx, env, "add", "--all", "."); err != nil {
+	if !checkpointID.MatchString(id) {
+		return fmt.Errorf("rewind: %q is not a checkpoint id", id)
+	}
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	target, err := cp.load(id)
+	if err != nil {
+		return fmt.Errorf("rewind: %w", err)
+	}
+	// Every file it needs is there before anything changes.
+	for _, t := range target.Entries {
+		if t.Mode.IsRegular() && !t.Skipped {
+			if fi, err := os.Lstat(cp.blobPath(t.Hash)); err != nil || fi.Size() != t.Size {
+				return fmt.Errorf("rewind: the content of %s is missing from the checkpoints", t.Path)
+			}
+		}
+	}
+	now, err := cp.scan(ctx, false)
+	if err != nil {
+		return fmt.Errorf("rewind: %w", err)
+	}
+	w, err := projectfs.Open(cp.Dir)
+	if err != nil {
+		return fmt.Errorf("rewind: %w", err)
+	}
+	defer w.Close()
+	want := map[string]*entry{}
+	for i := range target.Entries {
+		want[target.Entries[i].Path] = &target.Entries[i]
+	}
+	have := map[string]*entry{}
+	// What is not in the checkpoint, or is something else there, goes:
+	// deepest first, so that a directory is empty when its turn comes.
+	for i := len(now) - 1; i >= 0; i-- {
+		e := &now[i]
+		t := want[e.Path]
+		switch {
+		case e.Skipped || t != nil && t.Skipped:
+			continue // too big to keep: left alone
+		case t != nil && t.Mode.Type() == e.Mode.Type():
+			have[e.Path] = e
+			continue
+		case e.Mode.IsDir() && t == nil:
+			// Made since: removed once empty; what it holds that the
+			// checkpoint leaves out (ignored files) keeps it.
+			if left, err := fs.ReadDir(w.FS(), e.Path); err != nil || len(left) > 0 {
+				continue
+			}
+		}
+		if err := w.Remove(e.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("rewind: remove %s: %w", e.Path, err)
+		}
+	}
+	for _, t := range target.Entries {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("rewind: %w", err)
+		}
+		if t.Skipped {
+			continue
+		}
+		e := have[t.Path]
+		if err := cp.restore(w, t, e); err != nil {
+			return fmt.Errorf("rewind: %s: %w", t.Path, err)
+		}
+	}
+	return nil
+}
+
+// restore makes t so in the project, where e is what is there now of the
+// same type (nil: nothing).
+func (cp *Checkpoints) restore(w *projectfs.Dir, t entry, e *entry) error {
+	perm := fs.FileMode(0o644) // what WriteFile gives a new file
+	switch {
+	case t.Mode.IsDir():
+		if e == nil {
+			if err := w.Create(t.Path, true); err != nil && !errors.Is(err, fs.ErrExist) {
+				return err
+			}
+			perm = 0o755
+		} else {
+			perm = e.Mode.Perm()
+		}
+	case t.Mode.Type() == fs.ModeSymlink:
+		if e != nil && e.Link == t.Link {
+			return nil
+		}
+		if e != nil {
+			if err := w.Remove(t.Path); err != nil {
+				return err
+			}
+		}
+		return w.Symlink(t.Link, t.Path)
+	default:
+		if e != nil {
+			perm = e.Mode.Perm()
+		}
+		if e == nil || e.Hash != t.Hash {
+			data, err := cp.readBlob(t.Hash)
+			if err != nil {
+				return err
+			}
+			if err := w.WriteFile(t.Path, data); err != nil {
+				return err
+			}
+		}
+	}
+	if perm != t.Mode.Perm() {
+		return w.Chmod(t.Path, t.Mode.Perm())
+	}
+	return nil
+}
+
+// load reads checkpoint id's manifest.
+func (cp *Checkpoints) load(id string) (*manifest, error) {
+	f, err := openState(filepath.Join(cp.Store, "manifests", id+".json.gz"), os.O_RDONLY)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %.12s: %w", id, err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %.12s: %w", id, err)
+	}
+	var m manifest
+	if err := json.NewDecoder(zr).Decode(&m); err != nil {
+		return nil, fmt.Errorf("checkpoint %.12s: %w", id, err)
+	}
+	return &m, nil
+}
+
+func (cp *Checkpoints) blobPath(hash string) string {
+	return filepath.Join(cp.Store, "blobs", hash[:2], hash[2:])
+}
+
+// readBlob reads the content of hash, checked against it.
+func (cp *Checkpoints) readBlob(hash string) ([]byte, error) {
+	f, err := openState(cp.blobPath(hash), os.O_RDONLY)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, cp.maxFile()+1))
+	if err != nil {
+		return nil, err
+	}
+	if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != hash {
+		return nil, fmt.Errorf("the checkpoint's copy is damaged (sha256 %.12s…)", hash)
+	}
+	return data, nil
+}
+
+// putBlob stores data as hash, unless it is there.
+func (cp *Checkpoints) putBlob(hash string, data []byte, made map[string]bool) error {
+	p := cp.blobPath(hash)
+	if _, err := os.Lstat(p); err == nil {
+		return nil
+	}
+	if dir := filepath.Dir(p); !made[dir] {
+		if err := mkdirState(dir); err != nil {
 			return err
 		}
-		_, err := cp.run(ctx, env, "read-tree", "--reset", "-u", id)
+		made[dir] = true
+	}
+	return cp.writeNew(p, data)
+}
+
+// writeNew writes a file of the store whole: under a temporary name, then
+// renamed, so that a reader never sees part of it.
+func (cp *Checkpoints) writeNew(p string, data []byte) error {
+	b := make([]byte, 6)
+	rand.Read(b)
+	tmp := p + ".tmp-" + hex.EncodeToString(b)
+	f, err := openState(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY)
+	if err != nil {
 		return err
-	})
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, p)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
+
+func (cp *Checkpoints) maxFile() int64 {
+	if cp.MaxFile > 0 {
+		return cp.MaxFile
+	}
+	return defaultMaxFile
+}
+
+// ignorer is the ignore predicate for one walk.
+func (cp *Checkpoints) ignorer() func(rel string, isDir bool) bool {
+	ignore := cp.Ignore
+	if cp.NewIgnore != nil {
+		ignore = cp.NewIgnore()
+	}
+	if ignore == nil {
+		ignore = DefaultIgnore
+	}
+	return func(rel string, isDir bool) bool { return alwaysLeftOut(rel) || ignore(rel, isDir) }
+}
+
+// racyWindow: a file changed this close to a save may change again
+// within the file system's clock tick and keep its mtime, so its stat is
+// not trusted next time (git's "racily clean" entries).
+const racyWindow = 2 * time.Second
+
+// scanner walks the project for a save (store set: the content of what
+// changed goes to the store) or a rewind (what is there now).
+type scanner struct {
+	cp      *Checkpoints
+	ctx     context.Context
+	prev    map[string]*entry
+	racy    int64 // ns: stat times from here on are not cached
+	store   bool
+	ignored func(rel string, isDir bool) bool
+	made    map[string]bool // blob directories known to exist
+	buf     []byte
+	entries []entry
+	hashed  int
+}
+
+// scan walks the project beneath its root by directory descriptors: no
+// symlink is followed, so nothing outside it is read, whatever is
+// swapped in while it walks.
+func (cp *Checkpoints) scan(ctx context.Context, store bool) ([]entry, error) {
+	window := racyWindow
+	if cp.racy != 0 {
+		window = cp.racy
+	}
+	s := &scanner{cp: cp, ctx: ctx, prev: map[string]*entry{}, store: store, made: map[string]bool{}, ignored: cp.ignorer(),
+		racy: time.Now().Add(-window).UnixNano()}
+	defer func() { cp.hashed = s.hashed }()
+	if cp.last != nil {
+		for i := range cp.last.Entries {
+			s.prev[cp.last.Entries[i].Path] = &cp.last.Entries[i]
+		}
+	}
+	fd, err := unix.Open(cp.Dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", cp.Dir, err)
+	}
+	if err := s.dir(fd, ""); err != nil {
+		return nil, err
+	}
+	return s.entries, nil
+}
+
+// gone is whether err says an entry went or changed type while the walk
+// looked at it: it is then left out, as if the walk came a moment later.
+func gone(err error) bool {
+	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR)
+}
+
+// dir walks the directory open as fd (closed when done), rel its path.
+func (s *scanner) dir(fd int, rel string) error {
+	d := os.NewFile(uintptr(fd), rel)
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", rel, err)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if err := s.ctx.Err(); err != nil {
+			return err
+		}
+		p := name
+		if rel != "" {
+			p = rel + "/" + name
+		}
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if gone(err) {
+				continue
+			}
+			return fmt.Errorf("stat %s: %w", p, err)
+		}
+		kind := st.Mode & unix.S_IFMT
+		if s.ignored(p, kind == unix.S_IFDIR) {
+			continue
+		}
+		perm := fs.FileMode(st.Mode & 0o777)
+		switch kind {
+		case unix.S_IFDIR:
+			s.entries = append(s.entries, entry{Path: p, Mode: fs.ModeDir | perm})
+			sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if err != nil {
+				if gone(err) {
+					s.entries = s.entries[:len(s.entries)-1]
+					continue
+				}
+				return fmt.Errorf("open %s: %w", p, err)
+			}
+			if err := s.dir(sub, p); err != nil {
+				return err
+			}
+		case unix.S_IFLNK:
+			target, err := readlinkat(fd, name)
+			if err != nil {
+				if gone(err) || errors.Is(err, unix.EINVAL) {
+					continue
+				}
+				return fmt.Errorf("readlink %s: %w", p, err)
+			}
+			s.entries = append(s.entries, entry{Path: p, Mode: fs.ModeSymlink | 0o777, Link: target})
+		case unix.S_IFREG:
+			if err := s.file(fd, name, p, &st); err != nil {
+				return err
+			}
+		default:
+			// FIFOs, devices, sockets: nothing to keep, never opened.
+		}
+	}
+	return nil
+}
+
+// file records the regular file name (path p) in the directory fd, whose
+// stat is st, hashing it unless the stat cache says it is unchanged.
+func (s *scanner) file(dirfd int, name, p string, st *unix.Stat_t) error {
+	e := entry{Path: p, Mode: fs.FileMode(st.Mode & 0o777), Size: st.Size,
+		MTime: st.Mtim.Nano(), CTime: st.Ctim.Nano(), Ino: st.Ino}
+	if e.Size > s.cp.maxFile() {
+		e.Skipped, e.MTime, e.CTime, e.Ino = true, 0, 0, 0
+		s.entries = append(s.entries, e)
+		return nil
+	}
+	if old := s.prev[p]; old != nil && old.Hash != "" && old.Ino != 0 && old.Ino == e.Ino &&
+		old.Size == e.Size && old.MTime == e.MTime && old.CTime == e.CTime && old.Mode == e.Mode {
+		e.Hash = old.Hash
+	} else {
+		s.hashed++
+		fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err != nil {
+			if gone(err) {
+				return nil
+			}
+			return fmt.Errorf("open %s: %w", p, err)
+		}
+		f := os.NewFile(uintptr(fd), p)
+		defer f.Close()
+		var now unix.Stat_t
+		if err := unix.Fstat(fd, &now); err != nil {
+			return fmt.Errorf("stat %s: %w", p, err)
+		}
+		if now.Mode&unix.S_IFMT != unix.S_IFREG {
+			return nil // swapped for something else meanwhile
+		}
+		data, err := s.read(f, now.Size)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", p, err)
+		}
+		if int64(len(data)) > s.cp.maxFile() {
+			e.Skipped, e.MTime, e.CTime, e.Ino, e.Size = true, 0, 0, 0, int64(len(data))
+			s.entries = append(s.entries, e)
+			return nil
+		}
+		sum := sha256.Sum256(data)
+		e.Hash = hex.EncodeToString(sum[:])
+		e.Size, e.Mode = int64(len(data)), fs.FileMode(now.Mode&0o777)
+		e.MTime, e.CTime, e.Ino = now.Mtim.Nano(), now.Ctim.Nano(), now.Ino
+		if s.store {
+			if err := s.cp.putBlob(e.Hash, data, s.made); err != nil {
+				return fmt.Errorf("store %s: %w", p, err)
+			}
+		}
+	}
+	if e.MTime >= s.racy || e.CTime >= s.racy {
+		e.MTime, e.CTime, e.Ino = 0, 0, 0 // hashed again next time
+	}
+	s.entries = append(s.entries, e)
+	return nil
+}
+
+// read reads f whole, at most MaxFile+1 bytes (it may have grown since
+// its stat), into the scanner's buffer when it fits.
+func (s *scanner) read(f *os.File, size int64) ([]byte, error) {
+	limit := s.cp.maxFile() + 1
+	want := min(max(size+1, 4<<10), limit)
+	if want > int64(cap(s.buf)) && want <= 1<<20 {
+		s.buf = make([]byte, max(want, 64<<10))
+	}
+	buf := s.buf
+	if want > int64(cap(buf)) {
+		buf = make([]byte, want)
+	}
+	buf = buf[:cap(buf)]
+	n := 0
+	for int64(n) < limit {
+		if n == len(buf) {
+			buf = append(buf, make([]byte, min(int64(len(buf)), limit-int64(n)))...)
+		}
+		m, err := f.Read(buf[n:])
+		n += m
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return buf[:n], nil
+}
+
+// readlinkat is readlink(2) on name in the directory dirfd.
+func readlinkat(dirfd int, name string) (string, error) {
+	for size := 256; ; size *= 2 {
+		b := make([]byte, size)
+		n, err := unix.Readlinkat(dirfd, name, b)
+		if err != nil {
+			return "", err
+		}
+		if n < size {
+			return string(b[:n]), nil
+		}
+	}
 }

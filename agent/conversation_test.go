@@ -54,7 +54,7 @@ func checkpointedProject(t *testing.T) (string, *Workspace, *Checkpoints) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.Close() })
-	cp, err := OpenCheckpoints(context.Background(), dir)
+	cp, err := OpenCheckpoints(context.Background(), dir, filepath.Join(t.TempDir(), "checkpoints"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestConversationSharedByWindows(t *testing.T) {
 	agentFor := func() *Agent {
 		return &Agent{Provider: &OpenAI{BaseURL: srv.URL(), Backoff: fast}, Model: "m", Tools: []Tool{WriteTool{w}}, Checkpoints: cp}
 	}
-	sessions := filepath.Join(dir, ".cove", "sessions")
+	sessions := filepath.Join(t.TempDir(), "sessions")
 	cv, err := NewConversation(context.Background(), agentFor(), sessions)
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +196,7 @@ func TestConversationTurnsAfterCompaction(t *testing.T) {
 		answer("second done"),
 	)
 	a := &Agent{Provider: &OpenAI{BaseURL: srv.URL(), Backoff: fast}, Model: "m", Tools: []Tool{WriteTool{w}}, Checkpoints: cp, Window: 1000}
-	cv, err := NewConversation(context.Background(), a, filepath.Join(dir, ".cove", "sessions"))
+	cv, err := NewConversation(context.Background(), a, filepath.Join(t.TempDir(), "sessions"))
 	if err != nil {
 		t.Fatal(err)
 	}

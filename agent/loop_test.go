@@ -71,7 +71,7 @@ func newAgent(t *testing.T, srv *llmtest.Server, dir string, mode Mode) (*Agent,
 	t.Cleanup(bash.Close)
 	return &Agent{
 		Provider: &OpenAI{BaseURL: srv.URL(), Backoff: fast}, Model: "m", Mode: mode,
-		Tools: []Tool{ReadTool{w}, WriteTool{w}, EditTool{w}, SearchTool{W: w}, bash},
+		Tools: []Tool{ReadTool{W: w}, WriteTool{w}, EditTool{w}, SearchTool{W: w}, bash},
 	}, bash
 }
 
@@ -295,7 +295,7 @@ func TestAgentCompactsWhenTooLong(t *testing.T) {
 // a command is resumed with that command marked as not run.
 func TestSessionResumeDoesNotRerun(t *testing.T) {
 	dir := project(t)
-	sessions := filepath.Join(dir, ".cove", "sessions")
+	sessions := filepath.Join(t.TempDir(), "sessions") // host-only, as the project's agent state
 	s, err := NewSession(sessions)
 	if err != nil {
 		t.Fatal(err)
@@ -478,7 +478,8 @@ func TestAgentCompactsNearTheWindow(t *testing.T) {
 	)
 	a, _ := newAgent(t, srv, dir, ModeYolo)
 	a.Window = 1000
-	session, err := NewSession(filepath.Join(dir, ".cove", "sessions"))
+	sessions := filepath.Join(t.TempDir(), "sessions")
+	session, err := NewSession(sessions)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -524,7 +525,7 @@ func TestAgentCompactsNearTheWindow(t *testing.T) {
 		t.Errorf("the request after compaction is ~%d tokens, over 80%% of the %d window", n, a.Window)
 	}
 	// Resumed, the conversation is the one the model saw.
-	s, resumed, err := ResumeSession(filepath.Join(dir, ".cove", "sessions"), session.ID)
+	s, resumed, err := ResumeSession(sessions, session.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

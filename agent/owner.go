@@ -1,25 +1,29 @@
 package agent
 
 import (
+	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
 )
 
-// The agent's own state in a project (.cove/: sessions, checkpoints, the
-// output it saves) is the project owner's, like the project's files: a
-// launcher running as root (sudo cove) writes it for a user, who must be
-// able to read and remove it. (Edits go through projectfs, which does the
-// same.)
+// The agent's own state (sessions, checkpoints, saved output) lives in a
+// host-only directory of the user's (dirs.Layout.ProjectState), never in
+// the project: the workspace can write the project, so anything kept
+// there could be forged, or made a symlink to write through. Below that
+// directory cove alone writes; still, files are opened with O_NOFOLLOW and
+// directories checked, and what a root launcher (sudo cove) makes there
+// takes the owner of the directory it is made in, the user's.
 
-// projectOwner is the owner of project when this process is root and the
-// owner is someone else; nil when there is nothing to hand over.
-func projectOwner(project string) *syscall.Credential {
+// stateOwner is whom a new entry in dir should belong to: dir's owner,
+// when this process is root and dir is someone else's; nil otherwise.
+func stateOwner(dir string) *syscall.Credential {
 	if os.Geteuid() != 0 {
 		return nil
 	}
-	fi, err := os.Stat(project)
+	fi, err := os.Lstat(dir)
 	if err != nil {
 		return nil
 	}
@@ -30,30 +34,53 @@ func projectOwner(project string) *syscall.Credential {
 	return &syscall.Credential{Uid: st.Uid, Gid: st.Gid}
 }
 
-// handOver gives paths, and with tree set everything under them, to
-// owner (nil: nothing to do). Entries that are the owner's already are
-// left alone; symlinks themselves change, never what they point to.
-func handOver(owner *syscall.Credential, tree bool, paths ...string) {
-	if owner == nil {
-		return
+// mkdirState makes dir (0700) if it is missing, owned as its parent;
+// a dir that is there must be a directory, not a symlink to one.
+func mkdirState(dir string) error {
+	fi, err := os.Lstat(dir)
+	switch {
+	case err == nil && fi.IsDir():
+		return nil
+	case err == nil:
+		return fmt.Errorf("%s: not a directory", dir)
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
 	}
-	give := func(p string, fi fs.FileInfo) {
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok && (st.Uid != owner.Uid || st.Gid != owner.Gid) {
-			os.Lchown(p, int(owner.Uid), int(owner.Gid))
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	if o := stateOwner(filepath.Dir(dir)); o != nil {
+		return os.Lchown(dir, int(o.Uid), int(o.Gid))
+	}
+	return nil
+}
+
+// openState opens a file of the agent's state with flag (O_NOFOLLOW
+// added: a symlink there is refused, never followed); one it creates
+// (0600) takes the owner of its directory. It must be a regular file.
+func openState(path string, flag int) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
+	if flag&os.O_CREATE != 0 {
+		if o := stateOwner(filepath.Dir(path)); o != nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != o.Uid {
+				if err := f.Chown(int(o.Uid), int(o.Gid)); err != nil {
+					f.Close()
+					return nil, err
+				}
+			}
 		}
 	}
-	for _, p := range paths {
-		if !tree {
-			if fi, err := os.Lstat(p); err == nil {
-				give(p, fi)
-			}
-			continue
-		}
-		filepath.Walk(p, func(q string, fi fs.FileInfo, err error) error {
-			if err == nil {
-				give(q, fi)
-			}
-			return nil
-		})
-	}
+	return f, nil
 }

@@ -9,17 +9,19 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
-// Session is an append-only JSONL log of one conversation under the
-// workspace (.cove/sessions/ID.jsonl): every message, decision and
-// compaction, one JSON object a line, written as it happens. The full
-// transcript stays there even when compaction shortens what the model sees.
+// Session is an append-only JSONL log of one conversation (ID.jsonl in a
+// sessions directory, the project's host-only state: the workspace can
+// neither forge nor read it): every message, decision and compaction, one
+// JSON object a line, written as it happens. It is the audit log, and what
+// -c, -r and the panel go on with. The full transcript stays there even
+// when compaction shortens what the model sees.
 type Session struct {
 	ID   string
 	Path string
@@ -51,22 +53,31 @@ func NewSession(dir string) (*Session, error) {
 	return openSession(dir, id)
 }
 
+// sessionID is what a session's id looks like (NewSession makes them):
+// a plain name, so that one given by a user or a window (-r ID, the
+// panel's open) can only name a log in the sessions directory.
+var sessionID = regexp.MustCompile(`^[0-9]{8}-[0-9]{6}\.[0-9]{6}-[0-9a-f]{8}$`)
+
+// checkSessionID refuses an id that is not one NewSession makes.
+func checkSessionID(id string) error {
+	if !sessionID.MatchString(id) {
+		return fmt.Errorf("session %q: not a session id (cove agent lists them as 20250102-150405.000000-1a2b3c4d)", id)
+	}
+	return nil
+}
+
 func openSession(dir, id string) (*Session, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := checkSessionID(id); err != nil {
 		return nil, err
 	}
-	var owner *syscall.Credential
-	if filepath.Base(dir) == "sessions" && filepath.Base(filepath.Dir(dir)) == ".cove" {
-		project := filepath.Dir(filepath.Dir(dir))
-		keepOutOfGit(project)
-		owner = projectOwner(project)
+	if err := mkdirState(dir); err != nil {
+		return nil, fmt.Errorf("sessions: %w", err)
 	}
 	p := filepath.Join(dir, id+".jsonl")
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := openState(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("session %s: %w", id, err)
 	}
-	handOver(owner, false, dir, p)
 	return &Session{ID: id, Path: p, f: f}, nil
 }
 
@@ -96,7 +107,10 @@ func ResumeSession(dir, id string) (*Session, []Message, error) {
 		}
 		id = strings.TrimSuffix(filepath.Base(logs[0]), ".jsonl")
 	}
-	f, err := os.Open(filepath.Join(dir, id+".jsonl"))
+	if err := checkSessionID(id); err != nil {
+		return nil, nil, err
+	}
+	f, err := openState(filepath.Join(dir, id+".jsonl"), os.O_RDONLY)
 	if err != nil {
 		return nil, nil, fmt.Errorf("session %s: %w", id, err)
 	}
@@ -209,12 +223,12 @@ func ListSessions(dir string, max int) ([]SessionInfo, error) {
 	var out []SessionInfo
 	for _, p := range matches {
 		info := SessionInfo{ID: strings.TrimSuffix(filepath.Base(p), ".jsonl")}
-		if fi, err := os.Stat(p); err == nil {
-			info.Modified = fi.ModTime()
-		}
-		f, err := os.Open(p)
+		f, err := openState(p, os.O_RDONLY)
 		if err != nil {
 			continue
+		}
+		if fi, err := f.Stat(); err == nil {
+			info.Modified = fi.ModTime()
 		}
 		sc := bufio.NewScanner(f)
 		sc.Buffer(make([]byte, 1<<20), 64<<20)
@@ -238,14 +252,22 @@ func ListSessions(dir string, max int) ([]SessionInfo, error) {
 	return out, nil
 }
 
-// sessionLogs are the session logs in dir, the one written last first: an
-// ID tells the second a session began, and several may begin in one (a
-// rewind and a new start), or an old one be written to again.
+// sessionLogs are the session logs in dir (regular files named by a
+// session id), the one written last first: an ID tells the second a
+// session began, and several may begin in one (a rewind and a new
+// start), or an old one be written to again.
 func sessionLogs(dir string) []string {
-	matches, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	entries, _ := os.ReadDir(dir)
+	var matches []string
 	mtime := map[string]time.Time{}
-	for _, p := range matches {
-		if fi, err := os.Stat(p); err == nil {
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".jsonl")
+		if !ok || !e.Type().IsRegular() || !sessionID.MatchString(id) {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		matches = append(matches, p)
+		if fi, err := e.Info(); err == nil {
 			mtime[p] = fi.ModTime()
 		}
 	}

@@ -6,8 +6,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,12 +24,16 @@ import (
 // and exported variables carry over between calls. Standard input is
 // closed, pagers are off, each command has a timeout that kills the whole
 // process group (the shell is then started again where it was), and long
-// output is clipped to its head and tail with the whole of it saved under
-// .cove/out/ for the model to read.
+// output is clipped to its head and tail with the whole of it saved in Out
+// for the model to read (the read tool's cove-out: paths).
 type BashTool struct {
 	W       *Workspace
 	Timeout time.Duration // per command; default 120 s
 	Env     []string      // added to the environment
+	// Out is where long output is saved whole: a host-only directory of
+	// the project's agent state, never the project (the workspace must
+	// not be able to forge or redirect it); "" saves none.
+	Out string
 	// Shell, if set, makes the shell process, started in dir (for one in
 	// a container: cove exec). The default is bash on this machine.
 	Shell func(dir string) *exec.Cmd
@@ -217,12 +223,37 @@ func (t *BashTool) clip(out string) string {
 	if len(out) <= clipAt {
 		return out
 	}
-	t.seq++
-	name := filepath.Join(".cove", "out", fmt.Sprintf("%d-%d.txt", time.Now().Unix(), t.seq))
 	saved := ""
-	if err := t.W.WriteFile(name, []byte(out)); err == nil {
-		saved = fmt.Sprintf(" (all of it is in %s)", name)
+	if name, err := t.save(out); err == nil {
+		saved = fmt.Sprintf(" (all of it is saved: read %s%s)", savedOutputPrefix, name)
 	}
 	head, tail := out[:clipAt/2], out[len(out)-clipAt/2:]
 	return fmt.Sprintf("%s\n[… %d bytes left out%s …]\n%s", head, len(out)-clipAt, saved, tail)
+}
+
+// save writes out to a new file in Out and returns its name.
+func (t *BashTool) save(out string) (string, error) {
+	if t.Out == "" {
+		return "", errors.New("no directory for saved output")
+	}
+	if err := mkdirState(t.Out); err != nil {
+		return "", err
+	}
+	for range 100 { // another cove on this project may save in the same second
+		t.seq++
+		name := fmt.Sprintf("%d-%d.txt", time.Now().Unix(), t.seq)
+		f, err := openState(filepath.Join(t.Out, name), os.O_CREATE|os.O_EXCL|os.O_WRONLY)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		_, err = f.WriteString(out)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return name, err
+	}
+	return "", errors.New("no free name for saved output")
 }

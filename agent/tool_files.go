@@ -5,18 +5,54 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 )
 
-// ReadTool reads a file with line numbers, optionally a range of lines.
-type ReadTool struct{ W *Workspace }
+// ReadTool reads a file with line numbers, optionally a range of lines: a
+// file of the project, or a command's output the bash tool saved
+// (cove-out:NAME, read from Out, the host-only directory it saves in).
+type ReadTool struct {
+	W   *Workspace
+	Out string // the bash tool's Out; "" reads no saved output
+}
+
+// savedOutputPrefix marks a path the read tool takes from the saved
+// output, not the project: a name in a host-only directory the workspace
+// cannot write, so it can neither plant nor redirect what is read there.
+const savedOutputPrefix = "cove-out:"
+
+// savedOutputName is what the names of saved output look like.
+var savedOutputName = regexp.MustCompile(`^[0-9]+-[0-9]+\.txt$`)
+
+// savedOutputMax bounds what is read of saved output.
+const savedOutputMax = 64 << 20
+
+func (t ReadTool) read(p string) ([]byte, error) {
+	name, ok := strings.CutPrefix(p, savedOutputPrefix)
+	if !ok {
+		return t.W.ReadFile(p)
+	}
+	if !savedOutputName.MatchString(name) || t.Out == "" {
+		return nil, fmt.Errorf("%s: no such saved output", p)
+	}
+	f, err := openState(filepath.Join(t.Out, name), os.O_RDONLY)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, savedOutputMax))
+}
 
 var _ Tool = ReadTool{}
 
 // Spec implements Tool.
 func (t ReadTool) Spec() ToolSpec {
-	return ToolSpec{Name: "read", Description: "Read a file of the project, with line numbers. Use offset and limit (lines) for big files.",
+	return ToolSpec{Name: "read", Description: "Read a file of the project, or a command's saved output (cove-out:NAME, as the bash tool names it), with line numbers. Use offset and limit (lines) for big files.",
 		Schema: schema(`{"type":"object","properties":{"path":{"type":"string"},"offset":{"type":"integer","description":"first line, 1-based"},"limit":{"type":"integer"}},"required":["path"]}`)}
 }
 
@@ -29,7 +65,7 @@ func (t ReadTool) Plan(ctx context.Context, raw json.RawMessage) (*Action, error
 	if err := decodeArgs(raw, &a); err != nil {
 		return nil, err
 	}
-	b, err := t.W.ReadFile(a.Path)
+	b, err := t.read(a.Path)
 	if err != nil {
 		return nil, err
 	}

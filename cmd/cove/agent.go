@@ -19,6 +19,7 @@ import (
 	"github.com/cove-sh/cove/agent"
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/internal/mdterm"
+	"github.com/cove-sh/cove/internal/projectwalk"
 	"github.com/cove-sh/cove/internal/termtext"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
@@ -41,7 +42,11 @@ window (when known), the conversation is summarised before the next call.
 
 Without -p it is a conversation on the terminal: answers render as markdown while they
 stream, the prompt edits as a shell's (Up for earlier requests; a trailing \ goes on),
-Ctrl-C stops a turn, /help lists the commands (/new, /compact, /rewind, /mode, /exit).`,
+Ctrl-C stops a turn, /help lists the commands (/new, /compact, /rewind, /mode, /exit).
+
+Sessions (-c, -r), checkpoints (/rewind) and long command output are kept on the host,
+in ${XDG_STATE_HOME:-~/.local/state}/cove/projects/NAME (the invoking user's under sudo),
+never in DIR: the workspace can neither forge nor arm them.`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "prompt", Aliases: []string{"p"}, Usage: "one-shot: answer `PROMPT` on stdout, trace on stderr (standard input, if piped, is added)"},
 			&cli.BoolFlag{Name: "continue", Aliases: []string{"c"}, Usage: "continue the latest session"},
@@ -107,9 +112,10 @@ and check your work. When you are done, answer briefly with what you changed and
 
 // buildAgent assembles the agent for DIR's workspace with the model cfg
 // names: its tools work on the project's files here and run commands (and
-// the project's own tools) in the workspace through cove exec. Close
-// releases the shell.
-func buildAgent(ctx context.Context, root string, st *container.State, dir string, cfg agent.Config) (*agent.Agent, []agent.BrokenTool, func(), error) {
+// the project's own tools) in the workspace through cove exec; its
+// checkpoints and saved output go to the project's host-only state.
+// Close releases the shell.
+func buildAgent(ctx context.Context, root string, st *container.State, dir string, state agentState, cfg agent.Config) (*agent.Agent, []agent.BrokenTool, func(), error) {
 	provider, err := cfg.NewProvider()
 	if err != nil {
 		return nil, nil, nil, err
@@ -129,7 +135,7 @@ func buildAgent(ctx context.Context, root string, st *container.State, dir strin
 		}
 		return args
 	}
-	bash := &agent.BashTool{W: w, Shell: func(cwd string) *exec.Cmd {
+	bash := &agent.BashTool{W: w, Out: state.Out, Shell: func(cwd string) *exec.Cmd {
 		if cwd == dir || cwd == "" {
 			cwd = "/workspace"
 		}
@@ -149,7 +155,7 @@ func buildAgent(ctx context.Context, root string, st *container.State, dir strin
 	}
 	a := &agent.Agent{
 		Provider: provider, Model: cfg.Model, Window: contextWindow(ctx, cfg), System: system, Mode: agent.ModeAsk,
-		Tools: []agent.Tool{agent.ReadTool{W: w}, agent.WriteTool{W: w}, agent.EditTool{W: w}, agent.SearchTool{W: w, Walk: hostWalkOptions()}, bash},
+		Tools: []agent.Tool{agent.ReadTool{W: w, Out: state.Out}, agent.WriteTool{W: w}, agent.EditTool{W: w}, agent.SearchTool{W: w, Walk: hostWalkOptions()}, bash},
 	}
 	// The project's own tools run in the workspace, like its commands.
 	inWorkspace := func(ctx context.Context, path string, args []string, stdin []byte) ([]byte, error) {
@@ -164,10 +170,17 @@ func buildAgent(ctx context.Context, root string, st *container.State, dir strin
 	}
 	tools, broken := agent.LoadProjectTools(ctx, dir, inWorkspace)
 	a.Tools = append(a.Tools, tools...)
-	if cp, err := agent.OpenCheckpoints(ctx, dir); err == nil {
+	closeAll := func() { bash.Close(); w.Close() }
+	if cp, err := agent.OpenCheckpoints(ctx, dir, state.Checkpoints); err == nil {
 		a.Checkpoints = cp
+		// The project's .gitignore, read in-process for each checkpoint:
+		// what it hides is neither saved nor touched by a rewind.
+		if tree, err := projectwalk.Open(dir, hostWalkOptions()); err == nil {
+			cp.NewIgnore = tree.Ignorer
+			closeAll = func() { bash.Close(); w.Close(); tree.Close() }
+		}
 	}
-	return a, broken, func() { bash.Close(); w.Close() }, nil
+	return a, broken, closeAll, nil
 }
 
 // contextWindow is cfg's model's window: as configured, else, for an
@@ -192,12 +205,20 @@ func contextWindow(ctx context.Context, cfg agent.Config) int {
 }
 
 func runAgent(c *cli.Context, e *env, st *container.State, dir string, cfg agent.Config) error {
-	a, broken, closeAgent, err := buildAgent(c.Context, c.String("root"), st, dir, cfg)
+	state, err := projectAgentState(e.layout, dir)
+	if err != nil {
+		return err
+	}
+	home, _ := os.UserHomeDir()
+	if note := legacyStateNote(dir, state, home); note != "" {
+		fmt.Fprintln(c.App.ErrWriter, "cove: note: "+note)
+	}
+	a, broken, closeAgent, err := buildAgent(c.Context, c.String("root"), st, dir, state, cfg)
 	if err != nil {
 		return err
 	}
 	defer closeAgent()
-	sessions := filepath.Join(dir, ".cove", "sessions")
+	sessions := state.Sessions
 	var history []agent.Message
 	switch {
 	case c.Bool("continue") || c.String("resume") != "":

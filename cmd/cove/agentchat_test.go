@@ -72,7 +72,8 @@ func TestChatApproveInterruptRewind(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	cp, err := agent.OpenCheckpoints(context.Background(), dir)
+	state := t.TempDir() // the project's agent state, host-only
+	cp, err := agent.OpenCheckpoints(context.Background(), dir, filepath.Join(state, "checkpoints"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestChatApproveInterruptRewind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sessions := filepath.Join(dir, ".cove", "sessions")
+	sessions := filepath.Join(state, "sessions")
 	s, err := agent.NewSession(sessions)
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +183,7 @@ func TestChatRendersAnswers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sessions := filepath.Join(dir, ".cove", "sessions")
+		sessions := filepath.Join(t.TempDir(), "sessions")
 		s, err := agent.NewSession(sessions)
 		if err != nil {
 			t.Fatal(err)

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 
 	"github.com/coder/websocket"
 	"github.com/cove-sh/cove/agent"
 	"github.com/cove-sh/cove/container"
+	"github.com/cove-sh/cove/internal/dirs"
 )
 
 // agentPanel serves the IDE's agent panel on the launcher's side of the
@@ -48,10 +48,11 @@ import (
 //	         again), {"type":"sessions","sessions":[…]}, {"type":"error",…} for
 //	         its own requests.
 type agentPanel struct {
-	root string // --root, for cove exec
-	st   *container.State
-	dir  string
-	ctx  context.Context // the launcher's: the conversation ends with it
+	root   string      // --root, for cove exec
+	layout dirs.Layout // where the project's agent state is kept
+	st     *container.State
+	dir    string
+	ctx    context.Context // the launcher's: the conversation ends with it
 	// setup is the first-run form's back end; the zero value means the
 	// user's config file and the usual local servers.
 	setup panelSetup
@@ -86,14 +87,21 @@ func (p *agentPanel) conversation() (*agent.Conversation, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, broken, closeAgent, err := buildAgent(p.ctx, p.root, p.st, p.dir, cfg)
+	state, err := projectAgentState(p.layout, p.dir)
 	if err != nil {
 		return nil, err
 	}
-	cv, err := agent.NewConversation(p.ctx, a, filepath.Join(p.dir, ".cove", "sessions"))
+	a, broken, closeAgent, err := buildAgent(p.ctx, p.root, p.st, p.dir, state, cfg)
+	if err != nil {
+		return nil, err
+	}
+	cv, err := agent.NewConversation(p.ctx, a, state.Sessions)
 	if err != nil {
 		closeAgent()
 		return nil, err
+	}
+	if note := legacyStateNote(p.dir, state, home); note != "" {
+		cv.Events().Add(agent.Notice{Type: "note", Text: note})
 	}
 	for _, b := range broken {
 		cv.Events().Add(agent.Notice{Type: "error", Text: fmt.Sprintf("tool %s is broken: %v", b.Path, b.Err)})

@@ -138,7 +138,8 @@ func TestAgentPanelConversationOutlivesTheLauncher(t *testing.T) {
 	}
 	p.until("state")
 	// The audit log (the session) says who let it run.
-	logs, _ := filepath.Glob(filepath.Join(project, ".cove", "sessions", "*.jsonl"))
+	sessionsDir := filepath.Join(root, "state", "projects", workspaceName(project), "sessions")
+	logs, _ := filepath.Glob(filepath.Join(sessionsDir, "*.jsonl"))
 	audited := false
 	for _, l := range logs {
 		b, _ := os.ReadFile(l)
@@ -183,9 +184,12 @@ func TestAgentPanelConversationOutlivesTheLauncher(t *testing.T) {
 	if ev := find(opened, "cleared"); ev == nil || ev["text"] != firstID || find(opened, "user")["text"] != "first prompt" {
 		t.Errorf("opening %s: %v", firstID, opened)
 	}
-	sessions, _ := filepath.Glob(filepath.Join(project, ".cove", "sessions", "*.jsonl"))
+	sessions, _ := filepath.Glob(filepath.Join(sessionsDir, "*.jsonl"))
 	if len(sessions) < 3 { // the first, the rewound one, the new one
 		t.Errorf("sessions: %v", sessions)
+	}
+	if _, err := os.Lstat(filepath.Join(project, ".cove")); !os.IsNotExist(err) {
+		t.Errorf("the agent wrote into the project's .cove: %v", err)
 	}
 }
 

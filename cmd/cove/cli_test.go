@@ -756,8 +756,16 @@ func TestAgentOneShotInWorkspace(t *testing.T) {
 	if len(list) != 1 || list[0].Name != workspaceName(project) || list[0].Dir != project {
 		t.Errorf("ps after the agent: %+v", list)
 	}
-	if s, _ := filepath.Glob(filepath.Join(project, ".cove", "sessions", "*.jsonl")); len(s) != 1 {
+	// In the user's host-only state, not the project (COVE_ROOT/state here).
+	state := filepath.Join(root, "state", "projects", workspaceName(project))
+	if s, _ := filepath.Glob(filepath.Join(state, "sessions", "*.jsonl")); len(s) != 1 {
 		t.Errorf("sessions: %v", s)
+	}
+	if m, _ := filepath.Glob(filepath.Join(state, "checkpoints", "manifests", "*.json.gz")); len(m) != 1 {
+		t.Errorf("checkpoints: %v", m)
+	}
+	if _, err := os.Lstat(filepath.Join(project, ".cove")); !os.IsNotExist(err) {
+		t.Errorf("the agent wrote into the project's .cove: %v", err)
 	}
 }
 

@@ -82,7 +82,7 @@ func upAction(c *cli.Context) error {
 		return fmt.Errorf("listen on 127.0.0.1:%d: %w (choose another --port)", c.Int("port"), err)
 	}
 	proxy := ide.NewProxy(workspaceSocket(e, name), l.Addr().(*net.TCPAddr).Port)
-	panel := &agentPanel{root: c.String("root"), st: st, dir: dir, ctx: c.Context}
+	panel := &agentPanel{root: c.String("root"), layout: e.layout, st: st, dir: dir, ctx: c.Context}
 	defer panel.Close()
 	proxy.Handle("/api/agent", panel)
 	routes := ide.ProjectRoutes{Dir: dir, Walk: hostWalkOptions()}

@@ -2,10 +2,14 @@
 package dirs
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
+	"syscall"
 )
 
 // Layout is where cove keeps its state.
@@ -13,6 +17,15 @@ type Layout struct {
 	Images  string // the image store (blobs and flattened root filesystems)
 	Data    string // workspaces' persistent layers and settings
 	Runtime string // state of running containers, sockets
+	// State is the invoking user's own state directory for cove
+	// (${XDG_STATE_HOME:-~/.local/state}/cove), host-only: the agent keeps
+	// each project's sessions, checkpoints and saved output below it (see
+	// ProjectState), never in the project, which the workspace can write.
+	State string
+	// StateUID and StateGID own what cove makes below State: the user who
+	// ran sudo when cove runs as root through it (the state is theirs),
+	// else -1 (whoever makes it).
+	StateUID, StateGID int
 }
 
 // Env is the part of the environment the layout depends on; cmd/cove reads
@@ -24,6 +37,13 @@ type Env struct {
 	XDGCacheHome  string
 	XDGDataHome   string
 	XDGRuntimeDir string
+	XDGStateHome  string
+	// SudoUID and SudoGID are the invoking user's ids when cove runs as
+	// root through sudo (SUDO_UID, SUDO_GID), else -1; SudoHome is their
+	// home directory (from the user database, not the environment, which
+	// sudo may have left as root's).
+	SudoUID, SudoGID int
+	SudoHome         string
 }
 
 // FromOS reads Env from the process environment. rootFlag, if set, wins
@@ -36,9 +56,23 @@ func FromOS(rootFlag string) Env {
 		XDGCacheHome:  os.Getenv("XDG_CACHE_HOME"),
 		XDGDataHome:   os.Getenv("XDG_DATA_HOME"),
 		XDGRuntimeDir: os.Getenv("XDG_RUNTIME_DIR"),
+		XDGStateHome:  os.Getenv("XDG_STATE_HOME"),
+		SudoUID:       -1,
+		SudoGID:       -1,
 	}
 	if rootFlag != "" {
 		e.Root = rootFlag
+	}
+	if e.UID == 0 {
+		// Only root can have been made by sudo; anyone else setting
+		// SUDO_UID gains nothing from it.
+		uid, errU := strconv.Atoi(os.Getenv("SUDO_UID"))
+		gid, errG := strconv.Atoi(os.Getenv("SUDO_GID"))
+		if errU == nil && errG == nil && uid > 0 {
+			if u, err := user.LookupId(strconv.Itoa(uid)); err == nil && filepath.IsAbs(u.HomeDir) {
+				e.SudoUID, e.SudoGID, e.SudoHome = uid, gid, u.HomeDir
+			}
+		}
 	}
 	return e
 }
@@ -46,6 +80,18 @@ func FromOS(rootFlag string) Env {
 // Resolve returns the layout for e: all under Root when it is set; for
 // root /var/lib/cove and /run/cove; for others the XDG directories.
 func Resolve(e Env) (Layout, error) {
+	l, err := resolve(e)
+	if err != nil {
+		return Layout{}, err
+	}
+	l.StateUID, l.StateGID = -1, -1
+	if e.UID == 0 && e.SudoUID > 0 {
+		l.StateUID, l.StateGID = e.SudoUID, e.SudoGID
+	}
+	return l, nil
+}
+
+func resolve(e Env) (Layout, error) {
 	if e.Root != "" {
 		r, err := filepath.Abs(e.Root)
 		if err != nil {
@@ -55,10 +101,11 @@ func Resolve(e Env) (Layout, error) {
 			Images:  filepath.Join(r, "images"),
 			Data:    filepath.Join(r, "data"),
 			Runtime: filepath.Join(r, "run"),
+			State:   filepath.Join(r, "state"),
 		}, nil
 	}
 	if e.UID == 0 {
-		return Layout{Images: "/var/lib/cove/images", Data: "/var/lib/cove", Runtime: "/run/cove"}, nil
+		return Layout{Images: "/var/lib/cove/images", Data: "/var/lib/cove", Runtime: "/run/cove", State: stateHome(e)}, nil
 	}
 	if e.Home == "" && (e.XDGCacheHome == "" || e.XDGDataHome == "") {
 		return Layout{}, fmt.Errorf("neither HOME nor XDG_CACHE_HOME and XDG_DATA_HOME are set: set COVE_ROOT")
@@ -79,5 +126,91 @@ func Resolve(e Env) (Layout, error) {
 		Images:  filepath.Join(cache, "cove", "images"),
 		Data:    filepath.Join(data, "cove"),
 		Runtime: filepath.Join(run, "cove"),
+		State:   stateHome(e),
 	}, nil
+}
+
+// stateHome is cove's directory in the invoking user's state directory:
+// under sudo the user's (~user/.local/state/cove; the environment may be
+// root's), else $XDG_STATE_HOME/cove (an absolute one, as the XDG spec
+// says) or ~/.local/state/cove; with no home at all, a directory beside
+// cove's other data.
+func stateHome(e Env) string {
+	switch {
+	case e.UID == 0 && e.SudoUID > 0:
+		return filepath.Join(e.SudoHome, ".local", "state", "cove")
+	case filepath.IsAbs(e.XDGStateHome):
+		return filepath.Join(e.XDGStateHome, "cove")
+	case filepath.IsAbs(e.Home):
+		return filepath.Join(e.Home, ".local", "state", "cove")
+	case e.UID == 0:
+		return "/var/lib/cove/state"
+	case filepath.IsAbs(e.XDGDataHome):
+		return filepath.Join(e.XDGDataHome, "cove", "state")
+	}
+	return filepath.Join(os.TempDir(), "cove-state-"+strconv.Itoa(e.UID))
+}
+
+// ProjectState makes (if need be) and returns the agent's state directory
+// for the project named name (a workspace's name: the directory's base
+// name and a hash of its path), State/projects/NAME: mode 0700, and with
+// every directory cove makes on the way owned by StateUID (the user's,
+// under sudo). It refuses a path whose last part is a symlink or is not
+// the owner's, so that nothing is written where someone else pointed it.
+func (l Layout) ProjectState(name string) (string, error) {
+	if name == "" || name == "." || name == ".." || filepath.Base(name) != name {
+		return "", fmt.Errorf("agent state: %q is not a project name", name)
+	}
+	if l.State == "" {
+		return "", errors.New("agent state: no state directory (set HOME, XDG_STATE_HOME or COVE_ROOT)")
+	}
+	dir := filepath.Join(l.State, "projects", name)
+	if err := l.mkdirOwned(dir); err != nil {
+		return "", fmt.Errorf("agent state %s: %w", dir, err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return "", fmt.Errorf("agent state: %w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	want := uint32(os.Geteuid())
+	if l.StateUID >= 0 {
+		want = uint32(l.StateUID)
+	}
+	if !fi.IsDir() || !ok || st.Uid != want {
+		return "", fmt.Errorf("agent state %s: not a directory of uid %d; move it away", dir, want)
+	}
+	if fi.Mode().Perm() != 0o700 {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return "", fmt.Errorf("agent state: %w", err)
+		}
+	}
+	return dir, nil
+}
+
+// mkdirOwned is os.MkdirAll(dir, 0o700), each directory it makes given
+// to StateUID.
+func (l Layout) mkdirOwned(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err == nil {
+		if !fi.IsDir() {
+			return fmt.Errorf("%s: not a directory", dir)
+		}
+		return nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if parent := filepath.Dir(dir); parent != dir {
+		if err := l.mkdirOwned(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	if l.StateUID >= 0 {
+		return os.Lchown(dir, l.StateUID, l.StateGID)
+	}
+	return nil
 }

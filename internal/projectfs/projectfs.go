@@ -287,14 +287,15 @@ func (w *Dir) Symlink(target, p string) error {
 	})
 }
 
-// Chmod sets the permissions of a file inside the directory (a symlink's
-// target inside it).
+// Chmod sets the permission bits (mode.Perm(): never setuid, setgid or
+// sticky) of a file inside the directory, as a rewind gives a file its
+// mode back.
 func (w *Dir) Chmod(p string, mode os.FileMode) error {
 	r, err := w.changeable(p)
 	if err != nil {
 		return err
 	}
-	return w.asOwner(func() error { return w.root.Chmod(r, mode) })
+	return w.asOwner(func() error { return w.root.Chmod(r, mode.Perm()) })
 }
 
 // changeable is Rel for a path that may be created, moved or removed: not

@@ -370,3 +370,47 @@ func split(rel string) ([]string, error) {
 }
 
 var errOutside = errors.New("not a path inside the project")
+
+// Ignorer returns a predicate saying whether the rules hide the path rel
+// (relative, slash-separated; isDir for a directory), for a walk of the
+// caller's own (the agent's checkpoints). It reads each directory's rules
+// once and keeps them: make a new one for each walk, as rules change.
+// It is not safe for concurrent use.
+func (t *Tree) Ignorer() func(rel string, isDir bool) bool {
+	type dirRules struct {
+		ps     []gitignore.Pattern
+		hidden bool
+	}
+	cache := map[string]dirRules{}
+	var rulesOf func(comps []string) dirRules
+	rulesOf = func(comps []string) dirRules {
+		key := strings.Join(comps, "/")
+		if r, ok := cache[key]; ok {
+			return r
+		}
+		r := dirRules{ps: t.base}
+		if len(comps) > 0 {
+			parent := rulesOf(comps[:len(comps)-1])
+			r.ps = parent.ps
+			r.hidden = parent.hidden || t.hides(parent.ps, comps, true)
+		}
+		if !r.hidden {
+			if d, err := t.openDir(comps); err == nil {
+				if entries, err := readDir(d); err == nil {
+					r.ps = t.rulesIn(d, comps, entries, r.ps)
+				}
+				d.Close()
+			}
+		}
+		cache[key] = r
+		return r
+	}
+	return func(rel string, isDir bool) bool {
+		comps, err := split(rel)
+		if err != nil || len(comps) == 0 {
+			return false
+		}
+		parent := rulesOf(comps[:len(comps)-1])
+		return parent.hidden || t.hides(parent.ps, comps, isDir)
+	}
+}

@@ -2,6 +2,7 @@ package projectwalk
 
 import (
 	"context"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -102,6 +103,26 @@ func TestFilesAsGitListsThem(t *testing.T) {
 			if got := files(t, dir, nil, "."); !slices.Equal(got, want) {
 				t.Errorf("walk lists %q\n git lists %q", got, want)
 			}
+			// The per-path predicate (the checkpoints' walk) agrees.
+			tr, err := Open(dir, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tr.Close()
+			ignored := tr.Ignorer()
+			filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+				rel, _ := filepath.Rel(dir, p)
+				if err != nil || rel == "." || d.IsDir() {
+					if d != nil && d.Name() == ".git" {
+						return filepath.SkipDir
+					}
+					return nil
+				}
+				if listed := slices.Contains(want, rel); ignored(rel, false) == listed {
+					t.Errorf("Ignorer says %s is ignored: %v; git lists it: %v", rel, !listed, listed)
+				}
+				return nil
+			})
 		})
 	}
 }
