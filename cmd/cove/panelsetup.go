@@ -10,16 +10,10 @@ import (
 	"github.com/cove-sh/cove/agent"
 )
 
-// panelSetup is the agent panel's first run, the browser's side of cove
-// agent --setup: with no model configured, the panel gets a form with
-// what setup would offer, asks the server it names for its models, and
-// saves a choice only once the model has answered a small call. Keys go
-// from the page to this process over the token-guarded WebSocket, and are
-// never sent back.
+// panelSetup is the agent panel's first run (ide.AgentSetup), the
+// browser's side of cove agent --setup, on the user's config file:
 //
 //	server → {"type":"setup","text":WHY,"config":{provider,base_url,api_key:"$VAR" or "",model},"found":[…],"saved_key":bool}
-//	client → {"type":"setup_models","config":…}  server → {"type":"setup_models","models":[{ID,Window}]} or an error
-//	client → {"type":"setup_save","config":…}    server → {"type":"setup_done","text":PATH,"reason":NOTE}, then the conversation's events
 type panelSetup struct {
 	path   string   // the user's config file
 	local  []string // local model servers to look for
@@ -35,9 +29,9 @@ type setupMsg struct {
 	Models   []agent.Model `json:"models,omitempty"`
 }
 
-// offer is the form's first content: the saved config or what is found,
-// a key written out in the file left out.
-func (s panelSetup) offer(ctx context.Context, why string) setupMsg {
+// Offer implements ide.AgentSetup: the saved config or what is found, a
+// key written out in the file left out.
+func (s panelSetup) Offer(ctx context.Context, why string) any {
 	c, found := setupDefaults(ctx, s.getenv, s.path, s.local)
 	m := setupMsg{Type: "setup", Text: why, Config: c, Found: found}
 	if c.APIKey != "" && !strings.HasPrefix(c.APIKey, "$") {
@@ -58,7 +52,8 @@ func (s panelSetup) fill(c agent.Config) agent.Config {
 	return c
 }
 
-func (s panelSetup) models(ctx context.Context, c agent.Config) ([]agent.Model, error) {
+// Models implements ide.AgentSetup.
+func (s panelSetup) Models(ctx context.Context, c agent.Config) ([]agent.Model, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	use, err := usable(s.fill(c), s.getenv)
@@ -68,25 +63,26 @@ func (s panelSetup) models(ctx context.Context, c agent.Config) ([]agent.Model, 
 	return use.ListModels(ctx)
 }
 
-// save checks c's model with one small call, then saves c (0600), with
-// its context window where Ollama tells it; note is for the user.
-func (s panelSetup) save(ctx context.Context, c agent.Config) (note string, err error) {
+// Save implements ide.AgentSetup: it checks c's model with one small
+// call, then saves c (0600), with its context window where Ollama tells
+// it; note is for the user.
+func (s panelSetup) Save(ctx context.Context, c agent.Config) (note, path string, err error) {
 	c = s.fill(c)
 	if c.Provider != "openai" && c.Provider != "anthropic" {
-		return "", fmt.Errorf("provider %q: openai (any OpenAI-compatible server) or anthropic", c.Provider)
+		return "", "", fmt.Errorf("provider %q: openai (any OpenAI-compatible server) or anthropic", c.Provider)
 	}
 	if c.Model == "" {
-		return "", fmt.Errorf("choose a model")
+		return "", "", fmt.Errorf("choose a model")
 	}
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	if err := checkModel(ctx, c, s.getenv); err != nil {
-		return "", err
+		return "", "", err
 	}
 	if use, err := usable(c, s.getenv); err == nil {
 		c.ContextWindow, note = modelWindow(ctx, use, c.Model, nil, c.ContextWindow)
 	}
-	return note, agent.SaveConfig(s.path, c)
+	return note, s.path, agent.SaveConfig(s.path, c)
 }
 
 func newPanelSetup() panelSetup {

@@ -84,7 +84,7 @@ func upAction(c *cli.Context) error {
 	proxy := ide.NewProxy(workspaceSocket(e, name), l.Addr().(*net.TCPAddr).Port)
 	panel := &agentPanel{root: c.String("root"), layout: e.layout, st: st, dir: dir, ctx: c.Context}
 	defer panel.Close()
-	proxy.Handle("/api/agent", panel)
+	proxy.Handle("/api/agent", ide.AgentPanel{Backend: panel})
 	routes := ide.ProjectRoutes{Dir: dir, Walk: hostWalkOptions()}
 	proxy.Handle("/api/search", routes.Search())
 	proxy.Handle("/api/ignored", routes.Ignored())
