@@ -31,7 +31,7 @@ func (e *exitError) Unwrap() error { return e.err }
 // newApp builds the command tree. Output goes to stdout and stderr so that
 // tests can run the CLI in-process.
 func newApp(stdout, stderr io.Writer) *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:                   "cove",
 		Usage:                  "a safe, instant container workspace for you and your coding agent",
 		UsageText:              "cove [global options] command [command options] [arguments...]",
@@ -66,6 +66,23 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			doctorCommand(),
 			versionCommand(),
 		},
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return fmt.Errorf("%w (cove --help lists them)", err)
+		},
+	}
+	quietUsageErrors(app.Commands)
+	return app
+}
+
+// quietUsageErrors makes a mistyped flag say what is wrong in one line,
+// last, where it is seen, instead of under a screenful of help.
+func quietUsageErrors(cmds []*cli.Command) {
+	for _, cmd := range cmds {
+		name := cmd.Name
+		cmd.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
+			return fmt.Errorf("%w (cove %s --help lists them)", err, name)
+		}
+		quietUsageErrors(cmd.Subcommands)
 	}
 }
 

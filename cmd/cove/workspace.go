@@ -3,8 +3,10 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -61,7 +63,7 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 		return nil, err
 	}
 	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("workspace %s: not a directory", dir)
+		return nil, fmt.Errorf("%s: no such directory", dir)
 	}
 	name := workspaceName(abs)
 	states := e.states()
@@ -200,7 +202,62 @@ func dirArg(c *cli.Context) (string, error) {
 	if dir == "" {
 		dir = "."
 	}
-	return filepath.Abs(dir)
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// cove upp: a command mistyped reads as a directory.
+		if c.Command.Name == c.App.Name && !strings.ContainsRune(dir, '/') {
+			if near := nearestCommand(c.App, dir); near != "" {
+				return "", fmt.Errorf("unknown command %s (did you mean %s?)", dir, near)
+			}
+		}
+		return "", fmt.Errorf("%s: no such directory", dir)
+	case err != nil:
+		return "", err
+	case !fi.IsDir():
+		return "", fmt.Errorf("%s: not a directory (cove works on a project directory)", dir)
+	}
+	return abs, nil
+}
+
+// nearestCommand is the command whose name is within two edits of name,
+// "" if none is.
+func nearestCommand(app *cli.App, name string) string {
+	best, bestDist := "", 3
+	for _, cmd := range app.Commands {
+		if cmd.Hidden {
+			continue
+		}
+		if d := editDistance(name, cmd.Name); d < bestDist {
+			best, bestDist = cmd.Name, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // workspaceRunDir holds a workspace's runtime files on the host side: the
