@@ -97,10 +97,12 @@ never in DIR: the workspace can neither forge nor arm them.`,
 			if _, err := cfg.NewProvider(); err != nil {
 				return err // before a workspace is started for nothing
 			}
+			started := !workspaceRunning(e, dir)
 			st, err := ensureWorkspace(c, e, dir)
 			if err != nil {
 				return err
 			}
+			defer keptRunningNote(c, e, st, started)
 			return runAgent(c, e, st, dir, cfg)
 		},
 	}

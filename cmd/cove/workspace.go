@@ -16,6 +16,7 @@ import (
 
 	"github.com/cove-sh/cove/internal/devcontainer"
 	"github.com/cove-sh/cove/internal/termtext"
+	"golang.org/x/term"
 
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/ide"
@@ -293,9 +294,22 @@ func shellCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			started := !workspaceRunning(e, dir)
 			st, err := ensureWorkspace(c, e, dir)
 			if err != nil {
 				return err
+			}
+			defer keptRunningNote(c, e, st, started)
+			if !term.IsTerminal(int(os.Stdin.Fd())) {
+				// Commands on stdin (echo make | cove shell): a shell
+				// reading them, as sh -s does, with no terminal.
+				req := container.ExecRequest{Args: []string{"/bin/sh", "-c", "command -v bash >/dev/null && exec bash -s; exec sh -s"}, Cwd: "/workspace"}
+				stdio, closeStdio, err := execStdio(c)
+				if err != nil {
+					return err
+				}
+				defer closeStdio()
+				return e.exec(st.Name, req, stdio)
 			}
 			req := container.ExecRequest{Args: []string{"/bin/sh", "-c", "command -v bash >/dev/null && exec bash -l; exec sh -l"}, Cwd: "/workspace", Terminal: true}
 			return e.exec(st.Name, req, [3]*os.File{})
@@ -338,5 +352,20 @@ func idleCommand() *cli.Command {
 			<-sigs
 			return nil
 		},
+	}
+}
+
+// workspaceRunning says whether DIR's workspace runs now.
+func workspaceRunning(e *env, dir string) bool {
+	st, err := e.states().Load(workspaceName(dir))
+	return err == nil && st.Status() == container.Running
+}
+
+// keptRunningNote says, when a command that is not the workspace's
+// launcher (cove shell, cove agent) started the workspace, that it goes
+// on running, and how to stop it.
+func keptRunningNote(c *cli.Context, e *env, st *container.State, started bool) {
+	if started && st.Status() == container.Running {
+		fmt.Fprintf(c.App.ErrWriter, "cove: the workspace %s keeps running (cove stop %s stops it; cove up opens it)\n", st.Name, st.Name)
 	}
 }
