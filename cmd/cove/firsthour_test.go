@@ -1,10 +1,15 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cove-sh/cove/internal/testregistry"
 )
@@ -54,5 +59,54 @@ func TestShellReadsCommandsFromStdin(t *testing.T) {
 	}
 	if r := runProc(t, root, "true\n", "shell", project); r.code != 0 || strings.Contains(r.stderr, "keeps running") {
 		t.Errorf("a shell in a running workspace: %+v", r)
+	}
+}
+
+// TestTwoUpsAtOnce: two cove up at once in one directory give one
+// workspace and one launcher; the second waits for the first and prints
+// its URL.
+func TestTwoUpsAtOnce(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	ref := testregistry.Push(t, addr, layered(t))
+	root, project := t.TempDir(), t.TempDir()
+	type up struct {
+		cmd *exec.Cmd
+		url chan string
+		err *bytes.Buffer
+	}
+	start := func() up {
+		cmd, _, errb := coveProc(root, "up", "--no-browser", "--image", ref, project)
+		cmd.Stdout = nil
+		stdout, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		url := make(chan string, 1)
+		go func() {
+			line, _ := bufio.NewReader(stdout).ReadString('\n')
+			url <- strings.TrimSpace(line)
+		}()
+		t.Cleanup(func() { cmd.Process.Signal(syscall.SIGINT); cmd.Wait() })
+		return up{cmd, url, errb}
+	}
+	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", workspaceName(project)) })
+	a, b := start(), start()
+	var urls []string
+	for _, u := range []up{a, b} {
+		select {
+		case url := <-u.url:
+			urls = append(urls, url)
+		case <-time.After(60 * time.Second):
+			t.Fatalf("no URL; stderr %s", u.err)
+		}
+	}
+	if urls[0] == "" || urls[0] != urls[1] {
+		t.Errorf("two cove up gave %q and %q; stderr %s / %s", urls[0], urls[1], a.err, b.err)
+	}
+	for _, u := range []up{a, b} {
+		if strings.Contains(u.err.String(), "in use") {
+			t.Errorf("stderr: %s", u.err)
+		}
 	}
 }

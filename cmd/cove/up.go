@@ -73,6 +73,16 @@ func upAction(c *cli.Context) error {
 	if c.Bool("detach") && !c.Bool("serve") {
 		return detachUp(c, e, dir, recPath)
 	}
+	// One launcher a workspace: a second cove up while the first starts
+	// waits for it and opens a window on it.
+	lock, err := lockFile(filepath.Join(workspaceRunDir(e, name), "launcher.lock"), 0)
+	if errors.Is(err, errLocked) {
+		return waitForLauncher(c, e, name, recPath)
+	}
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
 	st, err := ensureWorkspace(c, e, dir)
 	if err != nil {
 		return err
@@ -325,6 +335,11 @@ func detachUp(c *cli.Context, e *env, dir, recPath string) error {
 		}
 		select {
 		case <-exited:
+			// It found another launcher serving the workspace, and left.
+			if rec, ok := readLauncher(recPath); ok {
+				fmt.Fprintln(c.App.Writer, rec.URL)
+				return nil
+			}
 			b, _ := os.ReadFile(logPath)
 			return errors.New("the background server stopped: " + string(b))
 		case <-time.After(50 * time.Millisecond):
@@ -339,4 +354,29 @@ func detachUp(c *cli.Context, e *env, dir, recPath string) error {
 func hostWalkOptions() *projectwalk.Options {
 	home, _ := os.UserHomeDir()
 	return &projectwalk.Options{ExcludesFile: projectwalk.UserExcludesFile(home, os.Getenv("XDG_CONFIG_HOME"))}
+}
+
+// waitForLauncher waits for the launcher that holds the workspace's lock
+// to serve it, then shows its URL; if that launcher gives up, so do we,
+// with its reason left to it.
+func waitForLauncher(c *cli.Context, e *env, name, recPath string) error {
+	fmt.Fprintf(c.App.ErrWriter, "cove: another cove is starting the workspace %s; waiting for it\n", name)
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); {
+		if rec, ok := readLauncher(recPath); ok {
+			if st, err := e.states().Load(name); err == nil && st.Status() == container.Running {
+				return showURL(c, rec.URL)
+			}
+		}
+		lock, err := lockFile(filepath.Join(workspaceRunDir(e, name), "launcher.lock"), 0)
+		if err == nil {
+			lock.Close()
+			return fmt.Errorf("the other cove stopped before it served the workspace %s: run cove again", name)
+		}
+		select {
+		case <-c.Context.Done():
+			return c.Context.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("the other cove starting the workspace %s has not served it for 2 minutes", name)
 }

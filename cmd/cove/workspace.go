@@ -67,6 +67,16 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 		return nil, fmt.Errorf("%s: no such directory", dir)
 	}
 	name := workspaceName(abs)
+	// One start at a time: a cove shell or agent while cove up starts the
+	// workspace waits for it, then finds it running.
+	if err := os.MkdirAll(workspaceRunDir(e, name), 0o700); err != nil {
+		return nil, err
+	}
+	lock, err := lockFile(filepath.Join(workspaceRunDir(e, name), "start.lock"), 2*time.Minute)
+	if err != nil {
+		return nil, fmt.Errorf("start the workspace of %s: %w", abs, err)
+	}
+	defer lock.Close()
 	states := e.states()
 	if st, err := states.Load(name); err == nil {
 		if st.Status() == container.Running {
@@ -367,5 +377,36 @@ func workspaceRunning(e *env, dir string) bool {
 func keptRunningNote(c *cli.Context, e *env, st *container.State, started bool) {
 	if started && st.Status() == container.Running {
 		fmt.Fprintf(c.App.ErrWriter, "cove: the workspace %s keeps running (cove stop %s stops it; cove up opens it)\n", st.Name, st.Name)
+	}
+}
+
+// errLocked says another cove holds a lock.
+var errLocked = errors.New("another cove holds the lock")
+
+// lockFile takes an exclusive lock on the file at path (made if need
+// be), waiting up to wait for another cove to let go; close the file to
+// release it. The kernel releases it when the process ends, however.
+func lockFile(path string, wait time.Duration) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	for deadline := time.Now().Add(wait); ; {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		if time.Now().After(deadline) {
+			f.Close()
+			return nil, errLocked
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
