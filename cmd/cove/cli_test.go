@@ -1103,6 +1103,24 @@ func TestWorkspaceKeepsItsLayerUntilFresh(t *testing.T) {
 	if r := runProc(t, root, "", "exec", name, "cat", "/etc/tool"); r.stdout != "installed\n" {
 		t.Fatalf("after a restart: %+v", r)
 	}
+	// Another image: on the running workspace a note, on the stopped one
+	// a refusal naming --fresh, and the layer kept.
+	other, err := mutate.Config(layered(t), v1.Config{Env: []string{"OTHER=1"}, Cmd: []string{"sh"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref2 := testregistry.Push(t, addr, other)
+	if r := runProc(t, root, "", "shell", "--image", ref2, project); !strings.Contains(r.stderr, "--image "+ref2+" takes effect with --fresh") {
+		t.Errorf("--image on a running workspace: %+v", r)
+	}
+	runProc(t, root, "", "stop", "--time", "2", name)
+	if r := runProc(t, root, "", "shell", "--image", ref2, project); r.code == 0 || !strings.Contains(r.stderr, "was made from "+ref) || !strings.Contains(r.stderr, "--fresh") {
+		t.Errorf("--image on a stopped workspace: %+v", r)
+	}
+	up()
+	if r := runProc(t, root, "", "exec", name, "cat", "/etc/tool"); r.stdout != "installed\n" {
+		t.Fatalf("the refused --image lost the layer: %+v", r)
+	}
 	up("--fresh")
 	if r := runProc(t, root, "", "exec", name, "cat", "/etc/tool"); r.code == 0 {
 		t.Fatalf("after --fresh the file is still there: %+v", r)

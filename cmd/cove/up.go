@@ -75,12 +75,12 @@ func upAction(c *cli.Context) error {
 	}
 	// One launcher a workspace: a second cove up while the first starts
 	// waits for it and opens a window on it.
-	lock, err := lockFile(filepath.Join(workspaceRunDir(e, name), "launcher.lock"), 0)
-	if errors.Is(err, errLocked) {
-		return waitForLauncher(c, e, name, recPath)
-	}
+	lock, url, err := lockOrWait(c, e, name, recPath)
 	if err != nil {
 		return err
+	}
+	if lock == nil {
+		return showURL(c, url)
 	}
 	defer lock.Close()
 	st, err := ensureWorkspace(c, e, dir)
@@ -311,7 +311,8 @@ func detachUp(c *cli.Context, e *env, dir, recPath string) error {
 		return err
 	}
 	logPath := filepath.Join(filepath.Dir(recPath), "launcher.log")
-	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	// O_APPEND: a launcher on its way out may still write its last line.
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
@@ -356,27 +357,37 @@ func hostWalkOptions() *projectwalk.Options {
 	return &projectwalk.Options{ExcludesFile: projectwalk.UserExcludesFile(home, os.Getenv("XDG_CONFIG_HOME"))}
 }
 
-// waitForLauncher waits for the launcher that holds the workspace's lock
-// to serve it, then shows its URL; if that launcher gives up, so do we,
-// with its reason left to it.
-func waitForLauncher(c *cli.Context, e *env, name, recPath string) error {
-	fmt.Fprintf(c.App.ErrWriter, "cove: another cove is starting the workspace %s; waiting for it\n", name)
+// lockOrWait takes the workspace's launcher lock; while another cove
+// holds it (starting the workspace, or a launcher on its way out), it
+// waits: for that cove to serve (then it returns no lock and its URL), or
+// to let go (then the lock is ours).
+func lockOrWait(c *cli.Context, e *env, name, recPath string) (*os.File, string, error) {
+	said := false
 	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); {
+		lock, err := lockFile(filepath.Join(workspaceRunDir(e, name), "launcher.lock"), 0)
+		if !errors.Is(err, errLocked) {
+			return lock, "", err
+		}
 		if rec, ok := readLauncher(recPath); ok {
 			if st, err := e.states().Load(name); err == nil && st.Status() == container.Running {
-				return showURL(c, rec.URL)
+				if !c.Bool("fresh") {
+					return nil, rec.URL, nil
+				}
+				// --fresh: that launcher leaves once its workspace stops.
+				if err := st.Stop(10 * time.Second); err != nil {
+					return nil, "", fmt.Errorf("--fresh: stop the workspace %s: %w", name, err)
+				}
 			}
 		}
-		lock, err := lockFile(filepath.Join(workspaceRunDir(e, name), "launcher.lock"), 0)
-		if err == nil {
-			lock.Close()
-			return fmt.Errorf("the other cove stopped before it served the workspace %s: run cove again", name)
+		if !said {
+			fmt.Fprintf(c.App.ErrWriter, "cove: another cove is starting the workspace %s; waiting for it\n", name)
+			said = true
 		}
 		select {
 		case <-c.Context.Done():
-			return c.Context.Err()
+			return nil, "", c.Context.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("the other cove starting the workspace %s has not served it for 2 minutes", name)
+	return nil, "", fmt.Errorf("another cove has held the workspace %s for 2 minutes without serving it; if none runs (cove ps), try again", name)
 }

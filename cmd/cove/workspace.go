@@ -81,6 +81,10 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 	if st, err := states.Load(name); err == nil {
 		if st.Status() == container.Running {
 			if !c.Bool("fresh") {
+				if img := c.String("image"); img != "" && img != st.Image {
+					fmt.Fprintf(c.App.ErrWriter, "cove: note: the workspace %s runs %s; --image %s takes effect with --fresh (what was installed in it goes)\n",
+						st.Name, st.Image, img)
+				}
 				return st, nil
 			}
 			if err := st.Stop(10 * time.Second); err != nil {
@@ -108,6 +112,13 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 	}
 	if ref == "" {
 		ref = DefaultImage
+	}
+	// The kept layer was made on an image: put on another, what it holds
+	// (installed packages, their files) would be mixed with the new one.
+	layerDir := filepath.Join(e.layout.Data, "workspaces", name)
+	if prev, err := os.ReadFile(filepath.Join(layerDir, "image-ref")); err == nil && string(prev) != ref {
+		return nil, fmt.Errorf("the workspace %s was made from %s, not %s: cove up --fresh starts it anew from %s (what was installed in it goes), or leave the image as it was",
+			name, prev, ref, ref)
 	}
 	if dc != nil && len(dc.ForwardPorts) > 0 {
 		fmt.Fprintln(c.App.ErrWriter, "cove: note: forwardPorts in devcontainer.json is not needed: the workspace shares the host's network, so its ports are already there")
@@ -140,6 +151,7 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 	if err != nil {
 		return nil, err
 	}
+	os.WriteFile(filepath.Join(layerDir, "image-ref"), []byte(ref), 0o600)
 	// The server is usually up within tens of milliseconds: ask often at
 	// first (the wait is most of a warm start), then less.
 	sock := workspaceSocket(e, name)
