@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -57,7 +59,13 @@ func newCgroup(id string, l Limits, warn func(string)) (*cgroup, error) {
 	if l.any() {
 		return nil, fmt.Errorf("cannot enforce limits on this host (no writable cgroup v2, and cgroup v1: %v); run as root or on a cgroup v2 host with delegation", err)
 	}
-	warn(fmt.Sprintf("no cgroup (%v): the container runs without limits or accounting", err))
+	// One sentence that says what the host lacks and what it means, the
+	// same each time (the error names whichever controller failed first).
+	if os.Geteuid() != 0 {
+		warn("this host's cgroups are v1 (or hybrid) and root's: the container runs without limits or accounting (cove doctor explains; a cgroup v2 host with delegation gives them to you)")
+	} else {
+		warn(fmt.Sprintf("no cgroup (%v): the container runs without limits or accounting (cove doctor explains)", err))
+	}
 	return nil, nil
 }
 
@@ -201,7 +209,8 @@ func newCgroupV1(id string, l Limits) (*cgroup, error) {
 	}
 	need := map[string]bool{"memory": l.Memory > 0, "pids": l.PIDs > 0, "cpu": l.CPUs > 0}
 	cg := &cgroup{paths: map[string]string{}, limit: l}
-	for ctrl, mnt := range mounts {
+	for _, ctrl := range slices.Sorted(maps.Keys(mounts)) {
+		mnt := mounts[ctrl]
 		parent := filepath.Join(mnt, cgroupParent)
 		if err := os.Mkdir(parent, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			if need[ctrl] {

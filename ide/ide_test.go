@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"io"
 	"io/fs"
+	"log"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
@@ -859,5 +860,24 @@ func TestTerminalExitsWithAJobLeft(t *testing.T) {
 	f.read(5*time.Second, func(f *frames) bool { return f.exit != nil })
 	if f.exit == nil || *f.exit != 7 {
 		t.Fatalf("exit: %v (output %q)", f.exit, f.out.String())
+	}
+}
+
+// TestProxySaysTheWorkspaceStopped: with the workspace's server gone, the
+// window gets a 502 that says so, and no Go log line reaches the
+// launcher's terminal.
+func TestProxySaysTheWorkspaceStopped(t *testing.T) {
+	p, base := behindProxy(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	c := authed(t, p)
+	os.Remove(p.socket)
+	var logged bytes.Buffer
+	log.SetOutput(&logged)
+	defer log.SetOutput(os.Stderr)
+	code, body := get(t, c, base+"/api/tree", nil)
+	if code != http.StatusBadGateway || !strings.Contains(body, "does not answer") {
+		t.Errorf("%d %q", code, body)
+	}
+	if logged.Len() > 0 {
+		t.Errorf("logged: %s", logged.String())
 	}
 }

@@ -61,6 +61,11 @@ func NewProxy(socket string, port int) *Proxy {
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return DialSocket(ctx, socket) },
 	}
 	rp.ModifyResponse = dataOnly
+	// The window hears it; Go's log line would land on the user's
+	// terminal, where cove up runs.
+	rp.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
+		http.Error(w, "cove: the workspace's server does not answer (has the workspace stopped?)", http.StatusBadGateway)
+	}
 	return &Proxy{Token: hex.EncodeToString(b), port: port, socket: socket, rp: rp, ui: newStatic()}
 }
 

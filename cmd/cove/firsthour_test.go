@@ -110,3 +110,47 @@ func TestTwoUpsAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestRootlessCgroupWarningIsOneSentence: on a host whose cgroups a user
+// cannot use, every start says the same thing, what it means and where to
+// read more (it named a different controller each time).
+func TestRootlessCgroupWarningIsOneSentence(t *testing.T) {
+	needRoot(t)
+	if cgroup2Delegated() {
+		t.Skip("this host gives users cgroups")
+	}
+	addr := testregistry.Addr(t)
+	u, uid, gid := testUser(t)
+	ref := testregistry.Push(t, addr, layered(t))
+	base, err := os.MkdirTemp("", "cove-cgroup-warning-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	os.Chmod(base, 0o755)
+	os.Chown(base, uid, gid)
+	var seen []string
+	for range 4 {
+		cmd, _, errb := coveProc(base, "run", "--rm", ref, "true")
+		cmd.Env = append(cmd.Env, "HOME="+u.HomeDir)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("rootless run: %v %s", err, errb)
+		}
+		var warning string
+		for _, line := range strings.Split(errb.String(), "\n") {
+			if strings.Contains(line, "cgroup") {
+				warning = line
+			}
+		}
+		seen = append(seen, warning)
+	}
+	if !strings.Contains(seen[0], "cove doctor") || !strings.Contains(seen[0], "without limits") {
+		t.Errorf("the warning: %q", seen[0])
+	}
+	for _, w := range seen[1:] {
+		if w != seen[0] {
+			t.Errorf("the warning changed between starts: %q, then %q", seen[0], w)
+		}
+	}
+}

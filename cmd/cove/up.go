@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"os"
@@ -100,7 +102,7 @@ func upAction(c *cli.Context) error {
 	proxy.Handle("/api/ignored", routes.Ignored())
 	proxy.Handle("/api/files", routes.Files())
 	proxy.Handle("/api/replace", routes.Replace())
-	srv := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
 	go srv.Serve(l)
 	rec := launcherRecord{URL: proxy.URL()}
 	if err := rec.Launcher.Track(os.Getpid()); err != nil {
