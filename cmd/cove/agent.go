@@ -253,7 +253,8 @@ func runAgent(c *cli.Context, e *env, st *container.State, dir string, cfg agent
 			prompt += "\n\n" + string(in)
 		}
 	}
-	a.Approve = approveOnTerminal(trace)
+	unapproved := 0
+	a.Approve = approveOnTerminal(trace, &unapproved)
 	msgs, err := a.Run(c.Context, history, prompt)
 	if err != nil {
 		return fmt.Errorf("agent: %w (session %s)", err, a.Session.ID)
@@ -264,6 +265,10 @@ func runAgent(c *cli.Context, e *env, st *container.State, dir string, cfg agent
 	}
 	fmt.Fprintln(c.App.Writer, answer)
 	fmt.Fprintf(trace, "· session %s (cove agent -r %s to continue)\n", a.Session.ID, a.Session.ID)
+	if unapproved > 0 {
+		// The answer may read as done; what it needed was refused.
+		return fmt.Errorf("%d of the agent's actions were refused: there is no terminal to approve them (run cove agent in one, or give --yes or --mode edits)", unapproved)
+	}
 	return nil
 }
 
@@ -373,11 +378,12 @@ func traceEvents(trace io.Writer) func(agent.LoopEvent) {
 }
 
 // approveOnTerminal asks on the controlling terminal; with none, it
-// refuses, telling the model why.
-func approveOnTerminal(w io.Writer) func(context.Context, *agent.Action) agent.Decision {
+// refuses, telling the model why, and counts it in unapproved.
+func approveOnTerminal(w io.Writer, unapproved *int) func(context.Context, *agent.Action) agent.Decision {
 	return func(ctx context.Context, act *agent.Action) agent.Decision {
 		tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
 		if err != nil {
+			*unapproved++
 			return agent.Decision{Reason: "no one can approve it here (run cove agent in a terminal, or with --yes)"}
 		}
 		defer tty.Close()

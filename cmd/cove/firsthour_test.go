@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cove-sh/cove/internal/llmtest"
 	"github.com/cove-sh/cove/internal/testregistry"
 )
 
@@ -152,5 +154,35 @@ func TestRootlessCgroupWarningIsOneSentence(t *testing.T) {
 		if w != seen[0] {
 			t.Errorf("the warning changed between starts: %q, then %q", seen[0], w)
 		}
+	}
+}
+
+// TestAgentWithNoOneToApprove: cove agent -p without a terminal and
+// without --yes cannot have its actions approved: it says so and exits
+// non-zero, instead of 0 with nothing done.
+func TestAgentWithNoOneToApprove(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	ref := testregistry.Push(t, addr, layered(t))
+	project := t.TempDir()
+	srv := llmtest.New(t)
+	args, _ := json.Marshal(map[string]any{"command": "touch /workspace/made"})
+	srv.Push(
+		llmtest.Response{Events: llmtest.OpenAIChunks("tool_calls", map[string]any{"tool_calls": []any{map[string]any{
+			"index": 0, "id": "c1", "type": "function", "function": map[string]any{"name": "bash", "arguments": string(args)}}}})},
+		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "I could not."})},
+	)
+	root := t.TempDir()
+	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", workspaceName(project)) })
+	cmd, _, errb := coveProc(root, "agent", "--image", ref, "-p", "make a file", project)
+	cmd.Env = append(cmd.Env, "COVE_BASE_URL="+srv.URL(), "COVE_MODEL=test-model", "COVE_API_KEY=sk-test-key")
+	cmd.Stdin = strings.NewReader("")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // no controlling terminal
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(errb.String(), "no terminal to approve them") {
+		t.Errorf("exit %v; stderr %s", err, errb)
+	}
+	if _, err := os.Stat(filepath.Join(project, "made")); err == nil {
+		t.Error("the unapproved command ran")
 	}
 }
