@@ -71,6 +71,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		},
 	}
 	quietUsageErrors(app.Commands)
+	cli.FlagStringer = flagLine // urfave/cli's hook for how help shows a flag
 	return app
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cove-sh/cove/internal/llmtest"
 	"github.com/cove-sh/cove/internal/testregistry"
+	"github.com/urfave/cli/v2"
 )
 
 // TestNewcomerErrors: a mistyped command, a path that does not exist, a
@@ -184,5 +185,28 @@ func TestAgentWithNoOneToApprove(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(project, "made")); err == nil {
 		t.Error("the unapproved command ran")
+	}
+}
+
+// TestHelpReadsWell: every command's help shows a default only where it
+// says something, once, and keeps descriptions in a readable column.
+func TestHelpReadsWell(t *testing.T) {
+	app := newApp(nil, nil)
+	for _, c := range append(app.Commands, &cli.Command{Name: ""}) {
+		args := []string{"--help"}
+		if c.Name != "" {
+			args = []string{c.Name, "--help"}
+		}
+		r := cove(t, t.TempDir(), args...)
+		for _, line := range strings.Split(r.stdout, "\n") {
+			if strings.Contains(line, "(default: false)") || strings.Contains(line, "(default: 0)") || strings.Count(line, "(default:") > 1 {
+				t.Errorf("cove %s: %q", strings.Join(args, " "), line)
+			}
+			if f, _, ok := strings.Cut(strings.TrimSpace(line), "  "); ok && strings.HasPrefix(f, "-") {
+				if col := strings.Index(line, strings.TrimSpace(line[len(f)+3:])); col > 45 {
+					t.Errorf("cove %s: the description starts at column %d: %q", strings.Join(args, " "), col, line)
+				}
+			}
+		}
 	}
 }
