@@ -3,7 +3,7 @@
 #
 # Environment:
 #   COVE_VERSION       the version to install (default: the latest release)
-#   COVE_DOWNLOAD_URL  where the release files are (default: the GitHub releases)
+#   COVE_DOWNLOAD_URL  a directory holding one release's files (default: the GitHub releases)
 #   COVE_INSTALL_DIR   where cove goes (default: /usr/local/bin as root, else ~/.local/bin)
 # Options:
 #   --dry-run          say what would be done, change nothing
@@ -18,7 +18,19 @@ main() {
 		case $arg in
 		--dry-run) dry_run=1 ;;
 		-h | --help)
-			sed -n '2,10p' "$0" 2>/dev/null || true
+			# Not read from "$0": piped into sh, that is the shell.
+			cat <<'EOF'
+Installs cove: curl -fsSL https://github.com/cove-sh/cove/releases/latest/download/install.sh | sh
+(options after: ... | sh -s -- --dry-run)
+
+Environment:
+  COVE_VERSION       the version to install (default: the latest release)
+  COVE_DOWNLOAD_URL  a directory holding one release's files (default: the GitHub releases)
+  COVE_INSTALL_DIR   where cove goes (default: /usr/local/bin as root, else ~/.local/bin)
+Options:
+  --dry-run          say what would be done, change nothing
+  -h, --help         this
+EOF
 			return 0
 			;;
 		*) die "unknown option $arg (try --dry-run)" ;;
@@ -55,7 +67,9 @@ main() {
 
 	base=${COVE_DOWNLOAD_URL:-https://github.com/cove-sh/cove/releases}
 	version=${COVE_VERSION:-latest}
-	if [ -n "${COVE_DOWNLOAD_URL:-}" ]; then
+	if [ -n "${COVE_DOWNLOAD_URL:-}" ] && [ "$version" != latest ]; then
+		die "COVE_VERSION=$version and COVE_DOWNLOAD_URL together: COVE_DOWNLOAD_URL names one release's files; point it at version $version's (or unset COVE_VERSION)"
+	elif [ -n "${COVE_DOWNLOAD_URL:-}" ]; then
 		url=$base
 	elif [ "$version" = latest ]; then
 		url=$base/latest/download

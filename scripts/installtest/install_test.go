@@ -295,3 +295,24 @@ func sum(t *testing.T, path string) string {
 	io.Copy(h, f)
 	return fmt.Sprintf("%x", h.Sum(nil))
 }
+
+// TestInstallHelpAndVersionWithURL: --help through the pipe prints the
+// usage (it printed nothing: it read "$0", which is the shell), and
+// COVE_VERSION with COVE_DOWNLOAD_URL is an error that says why, not
+// silently the files at the URL.
+func TestInstallHelpAndVersionWithURL(t *testing.T) {
+	base := server(t)
+	out, err := install(t, []string{"dash"}, base, "", nil, "--help")
+	if err != nil || !strings.Contains(out, "COVE_VERSION") || !strings.Contains(out, "--dry-run") {
+		t.Errorf("--help: %v\n%s", err, out)
+	}
+	dir := filepath.Join(t.TempDir(), "bin")
+	script := fmt.Sprintf(`curl -fsSL %s/ok/install.sh | COVE_VERSION=0.0.1 COVE_DOWNLOAD_URL=%s/ok COVE_INSTALL_DIR=%s sh`, base, base, dir)
+	b, err := exec.Command("/bin/sh", "-c", script).CombinedOutput()
+	if err == nil || !strings.Contains(string(b), "COVE_VERSION=0.0.1 and COVE_DOWNLOAD_URL together") {
+		t.Errorf("COVE_VERSION with COVE_DOWNLOAD_URL: %v\n%s", err, b)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Errorf("%s was made", dir)
+	}
+}
