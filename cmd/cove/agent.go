@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -335,11 +336,14 @@ func chatOnTerminal(c *cli.Context, a *agent.Agent, sessions string, history []a
 
 // traceEvents reports tool calls, results and the loop's notes on w.
 func traceEvents(trace io.Writer) func(agent.LoopEvent) {
+	streamed := false // the running call's output was shown as it came
 	return func(ev agent.LoopEvent) {
 		switch ev.Type {
 		case "tool_call":
-			fmt.Fprintf(trace, "· %s %s\n", ev.Call.Name, ev.Call.Args)
+			streamed = false
+			fmt.Fprintf(trace, "· %s\n", callLine(ev.Call))
 		case "tool_output": // a command's output as it runs
+			streamed = true
 			for _, line := range strings.SplitAfter(ev.Text, "\n") {
 				if line != "" {
 					fmt.Fprint(trace, "  │ "+line)
@@ -350,6 +354,13 @@ func traceEvents(trace io.Writer) func(agent.LoopEvent) {
 			}
 		case "tool_result":
 			first, _, _ := strings.Cut(ev.Text, "\n")
+			if streamed {
+				// The output is above already: only how it ended.
+				lines := strings.Split(strings.TrimRight(ev.Text, "\n"), "\n")
+				if first = lines[len(lines)-1]; !strings.HasPrefix(first, "[") {
+					first = "done"
+				}
+			}
 			mark := "  →"
 			if ev.IsError {
 				mark = "  ✗"
@@ -388,7 +399,7 @@ func approveOnTerminal(w io.Writer, unapproved *int) func(context.Context, *agen
 		}
 		defer tty.Close()
 		if act.Diff != "" {
-			fmt.Fprint(tty, termtext.Visible(act.Diff))
+			fmt.Fprint(tty, colourDiff(termtext.Visible(act.Diff), os.Getenv("NO_COLOR") == ""))
 		}
 		fmt.Fprintf(tty, "%s — allow? [y/N, or say why not] ", termtext.Visible(act.Summary))
 		line, _ := bufio.NewReader(tty).ReadString('\n')
@@ -418,4 +429,57 @@ func keyKind(key string) string {
 		return "from $" + strings.TrimPrefix(key, "$")
 	}
 	return "written in the file"
+}
+
+// callLine is a tool call as the trace shows it: what it does, in a few
+// words, not its JSON (an edit's diff follows when it asks).
+func callLine(call *agent.ToolCall) string {
+	var args struct {
+		Path    string `json:"path"`
+		Command string `json:"command"`
+		Pattern string `json:"pattern"`
+	}
+	json.Unmarshal(call.Args, &args)
+	switch {
+	case args.Command != "":
+		cmd, _, more := strings.Cut(args.Command, "\n")
+		if more {
+			cmd += " …"
+		}
+		return call.Name + ": " + termtext.Visible(cmd)
+	case args.Path != "":
+		return call.Name + " " + termtext.Visible(args.Path)
+	case args.Pattern != "":
+		return call.Name + " " + termtext.Visible(args.Pattern)
+	}
+	return call.Name + " " + termtext.Visible(string(call.Args))
+}
+
+// colourDiff colours a unified diff's lines, as git diff does on a
+// terminal: additions green, removals red, hunks cyan.
+func colourDiff(diff string, colour bool) string {
+	if !colour {
+		return diff
+	}
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(diff, "\n") {
+		body := strings.TrimSuffix(line, "\n")
+		code := ""
+		switch {
+		case strings.HasPrefix(body, "+++"), strings.HasPrefix(body, "---"):
+			code = "1"
+		case strings.HasPrefix(body, "+"):
+			code = "32"
+		case strings.HasPrefix(body, "-"):
+			code = "31"
+		case strings.HasPrefix(body, "@@"):
+			code = "36"
+		}
+		if code == "" || body == "" {
+			b.WriteString(line)
+			continue
+		}
+		b.WriteString("\x1b[" + code + "m" + body + "\x1b[m" + line[len(body):])
+	}
+	return b.String()
 }

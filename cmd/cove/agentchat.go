@@ -93,7 +93,7 @@ func (c *chat) run(ctx context.Context) error {
 	c.a.Approve = func(ctx context.Context, act *agent.Action) agent.Decision {
 		c.endText(true)
 		if act.Diff != "" {
-			fmt.Fprint(c.out, termtext.Visible(act.Diff))
+			fmt.Fprint(c.out, colourDiff(termtext.Visible(act.Diff), c.md != nil))
 		}
 		line, err := c.lines.answer(termtext.Visible(act.Summary) + " — allow? [y/N, or say why not] ")
 		if errors.Is(err, errInterrupted) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cove-sh/cove/agent"
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 )
@@ -103,5 +105,28 @@ func TestTTYLines(t *testing.T) {
 	}
 	if _, err := lines.prompt(); err == nil {
 		t.Error("a prompt after restore")
+	}
+}
+
+// TestTraceShowsCallsBriefly: the trace names a call in a few words (not
+// its JSON), shows a command's output once (as it runs, then only how it
+// ended), and a diff on a terminal is coloured.
+func TestTraceShowsCallsBriefly(t *testing.T) {
+	var out strings.Builder
+	emit := traceEvents(&out)
+	emit(agent.LoopEvent{Type: "tool_call", Call: &agent.ToolCall{Name: "bash", Args: json.RawMessage(`{"command":"make test\nmake lint"}`)}})
+	emit(agent.LoopEvent{Type: "tool_output", Text: "ok 1\nok 2\n"})
+	emit(agent.LoopEvent{Type: "tool_result", Text: "ok 1\nok 2\n[exit status 0]"})
+	emit(agent.LoopEvent{Type: "tool_call", Call: &agent.ToolCall{Name: "edit", Args: json.RawMessage(`{"path":"a.go","edits":[{"old":"x","new":"y"}]}`)}})
+	emit(agent.LoopEvent{Type: "tool_result", Text: "edited a.go"})
+	want := "· bash: make test …\n  │ ok 1\n  │ ok 2\n  → [exit status 0]\n· edit a.go\n  → edited a.go\n"
+	if out.String() != want {
+		t.Errorf("trace:\n%s\nwant:\n%s", out.String(), want)
+	}
+	if got := colourDiff("--- a\n+++ b\n@@ -1 +1 @@\n-x\n+y\n", true); !strings.Contains(got, "\x1b[31m-x\x1b[m\n") || !strings.Contains(got, "\x1b[32m+y\x1b[m\n") {
+		t.Errorf("coloured diff: %q", got)
+	}
+	if got := colourDiff("-x\n", false); got != "-x\n" {
+		t.Errorf("without colour: %q", got)
 	}
 }
