@@ -334,7 +334,7 @@ func TestRootlessPull(t *testing.T) {
 	if !digestLine.MatchString(out.String()) {
 		t.Fatalf("stdout %q", out)
 	}
-	if !strings.Contains(errb.String(), "belong to you instead of their owner") {
+	if !strings.Contains(errb.String(), "other users own in the image are stored as yours") {
 		t.Errorf("no note on dropped owners: %q", errb)
 	}
 	rootfs := filepath.Join(root, "images", "images", strings.TrimPrefix(strings.TrimSpace(out.String()), "sha256:"), "rootfs")

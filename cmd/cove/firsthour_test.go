@@ -210,3 +210,18 @@ func TestHelpReadsWell(t *testing.T) {
 		}
 	}
 }
+
+// TestPullNamesTheImage: a pull says what it pulls, once, above its
+// layers; an image already stored pulls silently.
+func TestPullNamesTheImage(t *testing.T) {
+	addr := testregistry.Addr(t)
+	ref := testregistry.Push(t, addr, layered(t))
+	root := t.TempDir()
+	r := cove(t, root, "pull", ref)
+	if r.code != 0 || !strings.HasPrefix(r.stderr, "pulling "+ref+" (3 layers)\n") || strings.Count(r.stderr, "pulling") != 1 {
+		t.Errorf("pull: %+v", r)
+	}
+	if r := cove(t, root, "pull", ref); r.code != 0 || strings.Contains(r.stderr, "pulling") {
+		t.Errorf("pull again: %+v", r)
+	}
+}

@@ -18,6 +18,8 @@ import (
 type progress struct {
 	w     io.Writer
 	quiet bool
+	ref   string // named once, when the first layer is reported
+	named bool
 	p     *mpb.Progress
 	bars  map[int]*layerBar
 }
@@ -27,8 +29,8 @@ type layerBar struct {
 	phase atomic.Value // string
 }
 
-func newProgress(w io.Writer, quiet bool) *progress {
-	pr := &progress{w: w, quiet: quiet, bars: map[int]*layerBar{}}
+func newProgress(w io.Writer, ref string, quiet bool) *progress {
+	pr := &progress{w: w, ref: ref, quiet: quiet, bars: map[int]*layerBar{}}
 	if f, ok := w.(*os.File); ok && !quiet && term.IsTerminal(int(f.Fd())) {
 		// A terminal that reports no size (some ptys) cannot hold bars.
 		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
@@ -49,6 +51,11 @@ func (pr *progress) update(ev image.Progress) {
 	if pr.quiet {
 		return
 	}
+	if !pr.named {
+		// What is being pulled, once, above its layers.
+		pr.named = true
+		fmt.Fprintf(pr.w, "pulling %s (%d layers)\n", pr.ref, ev.Count)
+	}
 	if pr.p == nil {
 		pr.line(ev)
 		return
@@ -63,7 +70,13 @@ func (pr *progress) update(ev image.Progress) {
 		lb.bar = pr.p.New(0, mpb.BarStyle(), mpb.BarPriority(ev.Index),
 			mpb.PrependDecorators(decor.Name(name+" ", decor.WCSyncSpaceR)),
 			mpb.AppendDecorators(
-				decor.CountersKibiByte("% .1f / % .1f ", decor.WCSyncSpace),
+				// A layer already here has no size to count: no "0 b / 0 b".
+				decor.Any(func(st decor.Statistics) string {
+					if st.Total <= 0 && st.Current == 0 {
+						return ""
+					}
+					return fmt.Sprintf("% .1f / % .1f ", decor.SizeB1024(st.Current), decor.SizeB1024(st.Total))
+				}, decor.WCSyncSpace),
 				decor.Any(func(decor.Statistics) string { return lb.phase.Load().(string) }),
 			))
 		pr.bars[ev.Index] = lb
@@ -76,7 +89,7 @@ func (pr *progress) update(ev image.Progress) {
 	case image.PhaseRetrying:
 		lb.phase.Store("retrying: " + ev.Err.Error())
 	case image.PhaseCached:
-		lb.phase.Store("cached")
+		lb.phase.Store("already here")
 	case image.PhaseDownloaded:
 		lb.phase.Store("downloaded")
 		lb.bar.SetTotal(ev.Total, false)

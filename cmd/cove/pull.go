@@ -38,7 +38,7 @@ or oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE[:REF].`,
 			if err != nil {
 				return err
 			}
-			bars := newProgress(c.App.ErrWriter, c.Bool("quiet") || c.Bool("debug"))
+			bars := newProgress(c.App.ErrWriter, c.Args().First(), c.Bool("quiet") || c.Bool("debug"))
 			opts = append(opts, image.WithProgress(func(p image.Progress) {
 				if p.Phase != image.PhaseDownloading {
 					e.log.Debug("layer", "index", p.Index, "digest", p.Layer, "phase", p.Phase, "bytes", p.Total, "err", p.Err)
@@ -52,7 +52,7 @@ or oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE[:REF].`,
 			}
 			e.log.Debug("pulled", "digest", img.Digest, "rootfs", img.RootFS, "files", img.Stats.Files, "bytes", img.Stats.Bytes)
 			if img.Stats.DroppedOwner > 0 && !c.Bool("quiet") {
-				fmt.Fprintf(c.App.ErrWriter, "note: %d files belong to you instead of their owner in the image (unprivileged pull)\n", img.Stats.DroppedOwner)
+				fmt.Fprintf(c.App.ErrWriter, "note: pulled as a user, so the %d files other users own in the image are stored as yours (as every rootless store does; pull as root to keep their owners)\n", img.Stats.DroppedOwner)
 			}
 			if img.Stats.SkippedDev > 0 && !c.Bool("quiet") {
 				fmt.Fprintf(c.App.ErrWriter, "note: %d device nodes skipped (unprivileged pull)\n", img.Stats.SkippedDev)

@@ -205,7 +205,7 @@ func (e *env) launch(c *cli.Context, l launch) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	bars := newProgress(c.App.ErrWriter, false)
+	bars := newProgress(c.App.ErrWriter, l.Ref, false)
 	img, err := image.Pull(c.Context, store, l.Ref, image.WithPolicy(l.Policy), image.WithProgress(bars.update))
 	bars.wait()
 	if err != nil {
