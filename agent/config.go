@@ -230,10 +230,13 @@ func LoadConfig(home, dir string, getenv func(string) string, flags Config) (c C
 	return c, nil
 }
 
+// ErrNoModel is NewProvider's error when no model is configured.
+var ErrNoModel = errors.New("no model")
+
 // NewProvider makes the provider client the config describes.
 func (c Config) NewProvider() (Provider, error) {
 	if c.Model == "" {
-		return nil, errors.New("no model: set COVE_MODEL, give -m, or add \"model\" to ~/.config/cove/config.json")
+		return nil, fmt.Errorf("%w: set COVE_MODEL, give -m, or add \"model\" to ~/.config/cove/config.json", ErrNoModel)
 	}
 	return c.client()
 }

@@ -28,9 +28,10 @@ type AgentBackend interface {
 // a choice only once the model answered. Keys go from the page to the
 // launcher over the token-guarded WebSocket and are never sent back.
 type AgentSetup interface {
-	// Offer is the form's first content (why: what is missing); a key
-	// written out in the user's file is left out of it.
-	Offer(ctx context.Context, why string) any
+	// Offer is the form's first content (why: what kept the conversation
+	// from starting); a key written out in the user's file is left out of
+	// it.
+	Offer(ctx context.Context, why error) any
 	// Models lists what the server c names serves.
 	Models(ctx context.Context, c agent.Config) ([]agent.Model, error)
 	// Save checks c's model, then saves c; note is for the user, path
@@ -141,7 +142,7 @@ func (p AgentPanel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	cv, err := p.Backend.Conversation()
 	if err != nil {
 		// No model yet: the panel sets one up.
-		send(setup.Offer(ctx, err.Error()))
+		send(setup.Offer(ctx, err))
 	} else {
 		stream(cv)
 	}

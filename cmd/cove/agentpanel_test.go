@@ -228,7 +228,7 @@ func TestAgentPanelSetsUpTheModel(t *testing.T) {
 	p := openPanel(t, url, 0)
 	offer := p.until("setup")[0]
 	cfg, _ := offer["config"].(map[string]any)
-	if !strings.Contains(offer["text"].(string), "no model") || cfg["api_key"] != nil || offer["saved_key"] != true || cfg["base_url"] != llm.URL() {
+	if offer["text"] != "No model is set up yet: choose a provider and a model." || cfg["api_key"] != nil || offer["saved_key"] != true || cfg["base_url"] != llm.URL() {
 		t.Fatalf("the setup offered: %v", offer)
 	}
 	form := map[string]any{"provider": "openai", "base_url": llm.URL(), "api_key": ""}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -31,9 +32,13 @@ type setupMsg struct {
 
 // Offer implements ide.AgentSetup: the saved config or what is found, a
 // key written out in the file left out.
-func (s panelSetup) Offer(ctx context.Context, why string) any {
+func (s panelSetup) Offer(ctx context.Context, why error) any {
 	c, found := setupDefaults(ctx, s.getenv, s.path, s.local)
-	m := setupMsg{Type: "setup", Text: why, Config: c, Found: found}
+	text := why.Error()
+	if errors.Is(why, agent.ErrNoModel) {
+		text = "No model is set up yet: choose a provider and a model." // the CLI's -m means nothing here
+	}
+	m := setupMsg{Type: "setup", Text: text, Config: c, Found: found}
 	if c.APIKey != "" && !strings.HasPrefix(c.APIKey, "$") {
 		m.Config.APIKey, m.SavedKey = "", true
 	}
