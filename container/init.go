@@ -51,6 +51,7 @@ const InitArg = "init"
 // syncMsg is one line on the sync pipe.
 type syncMsg struct {
 	Error string `json:"error,omitempty"`
+	Code  int    `json:"code,omitempty"` // with Error: see StartError.Code
 	PID   int    `json:"pid,omitempty"`
 }
 
@@ -67,7 +68,7 @@ func Init(args []string) {
 	stage2 := len(args) > 0 && args[0] == "--stage2"
 	sync := os.NewFile(syncFd, "sync")
 	fail := func(err error) {
-		json.NewEncoder(sync).Encode(syncMsg{Error: err.Error()})
+		json.NewEncoder(sync).Encode(syncMsg{Error: err.Error(), Code: startCode(err)})
 		os.Exit(125)
 	}
 	// Whatever the caller of the launcher leaked stays out.

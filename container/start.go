@@ -39,8 +39,14 @@ type Container struct {
 	cgroup   *cgroup
 }
 
-// StartError is a failure before the workload ran (exit status 125).
-type StartError struct{ Err error }
+// StartError is a failure before the workload ran. Code is the exit
+// status shells, podman and Docker give when it is the command itself
+// that could not start: 127 not found, 126 not runnable; else 0 (then
+// cove run says 125).
+type StartError struct {
+	Err  error
+	Code int
+}
 
 func (e *StartError) Error() string { return e.Err.Error() }
 func (e *StartError) Unwrap() error { return e.Err }
@@ -184,7 +190,7 @@ func Start(spec *Spec, stdio Stdio, limits Limits, warn func(string)) (c *Contai
 	}
 	if msg.Error != "" {
 		cmd.Wait()
-		return nil, errors.New(msg.Error)
+		return nil, &StartError{Err: errors.New(msg.Error), Code: msg.Code}
 	}
 	if spec.Process.Terminal {
 		if len(fds) != 1 {

@@ -397,12 +397,24 @@ func TestRunContract(t *testing.T) {
 	if r := runProc(t, root, "", "run", "--rm", ref, "sh", "-c", "exit 5"); r.code != 5 {
 		t.Errorf("exit 5: %+v", r)
 	}
-	if r := runProc(t, root, "piped\n", "run", "--rm", ref, "cat"); r.code != 0 || r.stdout != "piped\n" {
-		t.Errorf("stdin through: %+v", r)
+	if r := runProc(t, root, "piped\n", "run", "--rm", "-i", ref, "cat"); r.code != 0 || r.stdout != "piped\n" {
+		t.Errorf("stdin through with -i: %+v", r)
 	}
+	// As podman and Docker: without -i the command's stdin is empty.
+	if r := runProc(t, root, "piped\n", "run", "--rm", ref, "cat"); r.code != 0 || r.stdout != "" {
+		t.Errorf("stdin without -i: %+v", r)
+	}
+	// A command not found is 127, one that cannot run 126, as the peers say.
 	r := runProc(t, root, "", "run", "--rm", ref, "no-such-command")
-	if r.code != 125 || !strings.HasPrefix(r.stderr, "cove: ") || !strings.Contains(r.stderr, "no-such-command") {
-		t.Errorf("a missing command: %+v, want 125 and one line naming it", r)
+	if r.code != 127 || !strings.HasPrefix(r.stderr, "cove: ") || !strings.Contains(r.stderr, "no-such-command") {
+		t.Errorf("a missing command: %+v, want 127 and one line naming it", r)
+	}
+	if r := runProc(t, root, "", "run", "--rm", ref, "/etc/passwd"); r.code != 126 {
+		t.Errorf("a command that cannot run: %+v, want 126", r)
+	}
+	// -e VAR with VAR unset here leaves it out, as the peers do.
+	if r := runProc(t, root, "", "run", "--rm", "-e", "COVE_SURELY_UNSET_VAR", ref, "sh", "-c", "echo ${COVE_SURELY_UNSET_VAR-unset}"); r.stdout != "unset\n" {
+		t.Errorf("-e of an unset variable: %+v", r)
 	}
 	if r := runProc(t, root, "", "run", "--rm", "--memory", "lots", ref, "true"); r.code != 125 || !strings.Contains(r.stderr, "--memory") {
 		t.Errorf("a bad --memory: %+v", r)

@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -35,8 +36,9 @@ func runCommand() *cli.Command {
 		Name:      "run",
 		Usage:     "run a command in a new container",
 		ArgsUsage: "REF [CMD [ARG...]]",
-		Description: `The exit status is the command's (128+signal when it was killed), or 125
-when cove could not start it.`,
+		Description: `The exit status is the command's (128+signal when it was killed); 127 when
+the command is not found and 126 when it cannot be run (as podman and Docker say); 125
+when cove could not start the container.`,
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "rm", Usage: "remove the container (and what it wrote) when it exits"},
 			&cli.StringFlag{Name: "name", Usage: "the container's `NAME` (default: generated)"},
@@ -55,6 +57,10 @@ when cove could not start it.`,
 				return fmt.Errorf("run takes an image reference (see cove run --help)")
 			}
 			code, err := runContainer(c)
+			var se *container.StartError
+			if errors.As(err, &se) && se.Code != 0 {
+				return &exitError{code: se.Code, err: err} // as podman and Docker: 127, 126
+			}
 			if err != nil {
 				return &exitError{code: 125, err: err}
 			}
@@ -191,7 +197,11 @@ func envFlags(c *cli.Context) []string {
 	var env []string
 	for _, kv := range c.StringSlice("env") {
 		if !strings.Contains(kv, "=") {
-			kv += "=" + os.Getenv(kv)
+			v, ok := os.LookupEnv(kv)
+			if !ok {
+				continue // unset here: left out, as podman and Docker do
+			}
+			kv += "=" + v
 		}
 		env = append(env, kv)
 	}
@@ -386,8 +396,8 @@ func setupStdio(tty, interactive bool, stdout, stderr io.Writer) (*runStdio, fun
 		// Wrapping in plain readers and writers makes os/exec give the
 		// container pipes and copy, instead of our descriptors.
 		switch {
-		case !interactive && isTTY(os.Stdin):
-			rs.Stdin = nil // /dev/null
+		case !interactive:
+			rs.Stdin = nil // /dev/null: without -i, as podman and Docker, nothing
 		case isTTY(os.Stdin):
 			rs.Stdin = struct{ io.Reader }{os.Stdin}
 		default:
