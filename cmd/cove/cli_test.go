@@ -326,8 +326,7 @@ func TestRootlessPull(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd, out, errb := coveProc(root, "pull", ref)
-	cmd.Env = append(cmd.Env, "HOME="+u.HomeDir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	asTestUser(cmd, u, uid, gid)
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("rootless pull: %v\n%s", err, errb)
 	}
@@ -541,12 +540,7 @@ func TestRootlessRunKeepsOwnership(t *testing.T) {
 	addr := testregistry.Addr(t)
 	u, uid, gid := testUser(t)
 	ref := testregistry.Push(t, addr, layered(t))
-	base, err := os.MkdirTemp("", "cove-rootless-run-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	os.Chmod(base, 0o755)
+	base := rootlessBase(t, "cove-rootless-run-")
 	project := filepath.Join(base, "project")
 	for _, d := range []string{project, filepath.Join(base, "root")} {
 		os.Mkdir(d, 0o755)
@@ -554,8 +548,7 @@ func TestRootlessRunKeepsOwnership(t *testing.T) {
 	}
 	cmd, out, errb := coveProc(filepath.Join(base, "root"), "run", "--rm", "-v", project+":/work", ref,
 		"sh", "-c", "id -u; mkdir /work/dir && echo hi > /work/dir/file; touch /work/u1000 && chown 1000:1000 /work/u1000")
-	cmd.Env = append(cmd.Env, "HOME="+u.HomeDir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	asTestUser(cmd, u, uid, gid)
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("rootless run: %v\n%s", err, errb)
 	}
@@ -566,8 +559,7 @@ func TestRootlessRunKeepsOwnership(t *testing.T) {
 	// for a user, and cove says so instead of running without it.
 	if !cgroup2Delegated() {
 		cmd, _, errb := coveProc(filepath.Join(base, "root"), "run", "--rm", "--memory", "64m", ref, "true")
-		cmd.Env = append(cmd.Env, "HOME="+u.HomeDir)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+		asTestUser(cmd, u, uid, gid)
 		err := cmd.Run()
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 125 || !strings.Contains(errb.String(), "cannot enforce limits") {
 			t.Errorf("a rootless --memory on a host without delegated cgroups: %v %q", err, errb)
@@ -635,6 +627,25 @@ func TestRootRunKeepsTheOwnersFiles(t *testing.T) {
 func cgroup2Delegated() bool {
 	var st syscall.Statfs_t
 	return syscall.Statfs("/sys/fs/cgroup", &st) == nil && st.Type == 0x63677270
+}
+
+// rootlessBase makes a directory covetest can enter, removed after the
+// test, for a COVE_ROOT or project of that user's.
+func rootlessBase(t *testing.T, pattern string) string {
+	t.Helper()
+	base, err := os.MkdirTemp("", pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	os.Chmod(base, 0o755)
+	return base
+}
+
+// asTestUser makes cmd run as covetest (u, from testUser), with its home.
+func asTestUser(cmd *exec.Cmd, u *user.User, uid, gid int) {
+	cmd.Env = append(cmd.Env, "HOME="+u.HomeDir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
 }
 
 // testUser returns the unprivileged user scripts/test.sh creates.

@@ -125,18 +125,12 @@ func TestRootlessCgroupWarningIsOneSentence(t *testing.T) {
 	addr := testregistry.Addr(t)
 	u, uid, gid := testUser(t)
 	ref := testregistry.Push(t, addr, layered(t))
-	base, err := os.MkdirTemp("", "cove-cgroup-warning-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	os.Chmod(base, 0o755)
+	base := rootlessBase(t, "cove-cgroup-warning-")
 	os.Chown(base, uid, gid)
 	var seen []string
 	for range 4 {
 		cmd, _, errb := coveProc(base, "run", "--rm", ref, "true")
-		cmd.Env = append(cmd.Env, "HOME="+u.HomeDir)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+		asTestUser(cmd, u, uid, gid)
 		if err := cmd.Run(); err != nil {
 			t.Fatalf("rootless run: %v %s", err, errb)
 		}

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/cove-sh/cove/internal/testregistry"
@@ -24,12 +23,7 @@ func TestRootlessRunMasksTheKernel(t *testing.T) {
 	addr := testregistry.Addr(t)
 	u, uid, gid := testUser(t)
 	ref := testregistry.Push(t, addr, layered(t))
-	base, err := os.MkdirTemp("", "cove-rootless-mask-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	os.Chmod(base, 0o755)
+	base := rootlessBase(t, "cove-rootless-mask-")
 	root := filepath.Join(base, "root")
 	os.Mkdir(root, 0o755)
 	os.Chown(root, uid, gid)
@@ -82,8 +76,7 @@ func TestRootlessRunMasksTheKernel(t *testing.T) {
 		t.Run("net-"+net, func(t *testing.T) {
 			defer restore()
 			cmd, out, errb := coveProc(root, "run", "--rm", "--net", net, "--hostname", "masked", ref, "sh", "-c", script.String())
-			cmd.Env = append(cmd.Env, "HOME="+u.HomeDir)
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+			asTestUser(cmd, u, uid, gid)
 			if err := cmd.Run(); err != nil {
 				t.Fatalf("rootless run: %v\n%s", err, errb)
 			}
