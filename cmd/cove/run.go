@@ -16,6 +16,7 @@ import (
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/image"
 	"github.com/creack/pty"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 )
@@ -153,6 +154,10 @@ type launch struct {
 	// stops (a workspace's installed packages survive); by default each
 	// container gets a fresh one under DATA/containers.
 	Dir string
+	// Prepare, if set, sees the image's config and may change the
+	// process made from it (a workspace's devcontainer.json: its user,
+	// its environment) before anything starts; its error stops the launch.
+	Prepare func(cfg *v1.ConfigFile, proc *container.Process) error
 }
 
 func runContainer(c *cli.Context) (int, error) {
@@ -220,6 +225,11 @@ func (e *env) launch(c *cli.Context, l launch) (int, error) {
 		return 0, err
 	}
 	proc.Terminal = l.TTY
+	if l.Prepare != nil {
+		if err := l.Prepare(cfg, &proc); err != nil {
+			return 0, err
+		}
+	}
 	for i, b := range l.Binds {
 		// Root working on a user's files: they stay the user's.
 		if fi, err := os.Stat(b.Source); err == nil && os.Geteuid() == 0 {

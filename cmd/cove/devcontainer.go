@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cove-sh/cove/container"
+	"github.com/cove-sh/cove/internal/devcontainer"
+	"github.com/cove-sh/cove/internal/termtext"
+	"github.com/urfave/cli/v2"
+)
+
+// devcontainerOptions are where cove finds the project's devcontainer.json
+// and what the host gives it: the user's trust record, and the host's
+// environment for a trusted file's ${localEnv:…}.
+func devcontainerOptions(c *cli.Context) devcontainer.Options {
+	home, _ := os.UserHomeDir()
+	return devcontainer.Options{ConfigPath: c.String("config"), Home: home, Getenv: os.Getenv}
+}
+
+// loadDevcontainer reads the project's devcontainer.json, trusting it
+// first when --trust says so, and says once on stderr what of it is not
+// applied.
+func loadDevcontainer(c *cli.Context, dir string) (*devcontainer.Config, error) {
+	opts := devcontainerOptions(c)
+	if c.Bool("trust") {
+		path, err := devcontainer.Trust(dir, opts)
+		if err != nil {
+			return nil, fmt.Errorf("--trust: %w", err)
+		}
+		fmt.Fprintf(c.App.ErrWriter, "cove: trusting %s as it is now (recorded in %s): its initializeCommand runs on this host, and its host mounts, runArgs, capAdd, securityOpt and ${localEnv:…} apply\n",
+			path, devcontainer.TrustPath(opts.Home))
+	}
+	dc, err := devcontainer.Load(dir, opts)
+	if err != nil || dc == nil {
+		return dc, err
+	}
+	for _, n := range dc.Notes {
+		fmt.Fprintf(c.App.ErrWriter, "cove: note: devcontainer.json: %s\n", termtext.Visible(n))
+	}
+	if n := dc.UntrustedNote(); n != "" {
+		fmt.Fprintf(c.App.ErrWriter, "cove: note: %s\n", termtext.Visible(n))
+	}
+	return dc, nil
+}
+
+// initializeCommand runs a trusted file's initializeCommand on the host,
+// in the project, with pipes (never the terminal); an untrusted file's
+// was dropped when it was read.
+func initializeCommand(c *cli.Context, dc *devcontainer.Config, dir string) error {
+	steps := dc.Steps("initializeCommand", os.Environ())
+	if len(steps) == 0 {
+		return nil
+	}
+	fmt.Fprintf(c.App.ErrWriter, "cove: initializeCommand (on this host, as you trusted it): %s\n", termtext.Visible(stepsString(steps)))
+	out := &lockedWriter{w: termtext.NewWriter(c.App.ErrWriter)}
+	return runParallel(steps, "initializeCommand", func(s devcontainer.Step) (int, error) {
+		cmd := exec.CommandContext(c.Context, s.Argv[0], s.Argv[1:]...)
+		cmd.Dir, cmd.Stdout, cmd.Stderr = dir, out, out
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode(), nil
+		}
+		return 0, err
+	})
+}
+
+func stepsString(steps []devcontainer.Step) string {
+	var parts []string
+	for _, s := range steps {
+		parts = append(parts, s.String())
+	}
+	return strings.Join(parts, "; ")
+}
+
+// lockedWriter serialises the writes of commands run in parallel.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// runParallel runs steps at once (the object form; one step otherwise)
+// and says which failed, with its exit status.
+func runParallel(steps []devcontainer.Step, key string, run func(devcontainer.Step) (int, error)) error {
+	errs := make([]error, len(steps))
+	var wg sync.WaitGroup
+	for i, s := range steps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, err := run(s)
+			switch {
+			case err != nil:
+				errs[i] = fmt.Errorf("%s (%s): %w", key, termtext.Visible(s.String()), err)
+			case code != 0:
+				errs[i] = fmt.Errorf("%s (%s) failed with exit status %d", key, termtext.Visible(s.String()), code)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// lifecycle runs the lifecycle commands of the workspace st as the spec
+// orders them: on its first start onCreateCommand, updateContentCommand
+// and postCreateCommand (a marker beside its layer says they ran: cove rm
+// or --fresh runs them again), on every start postStartCommand, and
+// postAttachCommand where a user attaches (cove up, cove shell). Each runs
+// in the workspace folder as the workspace's user, with pipes; its output
+// is shown with control characters made visible.
+func lifecycle(c *cli.Context, e *env, st *container.State, dc *devcontainer.Config, layerDir string, env []string, started, attach bool) error {
+	if dc == nil {
+		return nil
+	}
+	marker := filepath.Join(layerDir, "created-done")
+	_, err := os.Stat(marker)
+	created := err == nil
+	if _, err := os.Stat(filepath.Join(layerDir, "post-create-done")); err == nil {
+		created = true // the marker of cove before onCreateCommand
+	}
+	var keys []string
+	if started && !created {
+		keys = append(keys, devcontainer.OnCreate, devcontainer.UpdateContent, devcontainer.PostCreate)
+	}
+	if started {
+		keys = append(keys, devcontainer.PostStart)
+	}
+	if attach {
+		keys = append(keys, devcontainer.PostAttach)
+	}
+	for _, key := range keys {
+		steps := dc.Steps(key, env)
+		if len(steps) == 0 {
+			continue
+		}
+		if err := runInWorkspace(c, e, st, key, steps, dc.Folder()); err != nil {
+			if key == devcontainer.PostStart || key == devcontainer.PostAttach {
+				fmt.Fprintf(c.App.ErrWriter, "cove: warning: %v\n", err)
+				continue
+			}
+			return err
+		}
+	}
+	if started && !created {
+		return os.WriteFile(marker, nil, 0o600)
+	}
+	return nil
+}
+
+// runInWorkspace runs steps in the workspace, in parallel, in dir.
+func runInWorkspace(c *cli.Context, e *env, st *container.State, key string, steps []devcontainer.Step, dir string) error {
+	fmt.Fprintf(c.App.ErrWriter, "cove: %s: %s\n", key, termtext.Visible(stepsString(steps)))
+	out := &lockedWriter{w: termtext.NewWriter(c.App.ErrWriter)}
+	return runParallel(steps, key, func(s devcontainer.Step) (int, error) {
+		return execPiped(c.Context, e, st, container.ExecRequest{Args: s.Argv, Cwd: dir}, out)
+	})
+}
+
+// execPiped runs req in the workspace with /dev/null for input and a pipe
+// to out for its output: the command is the workspace's, and never gets
+// the host's terminal.
+func execPiped(ctx context.Context, e *env, st *container.State, req container.ExecRequest, out io.Writer) (int, error) {
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		return 0, err
+	}
+	defer null.Close()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
+	copied := make(chan struct{})
+	go func() {
+		io.Copy(out, pr)
+		pr.Close()
+		close(copied)
+	}()
+	code, err := container.Exec(filepath.Join(e.states().Dir(st.Name), "ctl.sock"), req, [3]*os.File{null, pw, pw}, nil)
+	pw.Close()
+	select {
+	case <-copied:
+	case <-time.After(time.Second):
+		pr.Close() // a job it left in the background keeps the pipe: no more of it is shown
+	case <-ctx.Done():
+	}
+	return code, err
+}
+
+// workspaceEnv applies devcontainer.json's containerEnv and remoteEnv to
+// env (the image's): values set, and names remoteEnv unsets (null) gone.
+func workspaceEnv(dc *devcontainer.Config, env []string) []string {
+	set, unset := dc.Env(env)
+	out := make([]string, 0, len(env)+len(set))
+	seen := map[string]int{}
+	for _, kv := range append(append([]string{}, env...), set...) {
+		k, _, _ := strings.Cut(kv, "=")
+		if i, ok := seen[k]; ok {
+			out[i] = kv
+			continue
+		}
+		seen[k] = len(out)
+		out = append(out, kv)
+	}
+	return slices.DeleteFunc(out, func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(unset, k)
+	})
+}
