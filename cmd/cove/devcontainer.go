@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cove-sh/cove/container"
@@ -145,16 +146,14 @@ func lifecycle(c *cli.Context, e *env, st *container.State, dc *devcontainer.Con
 		keys = append(keys, devcontainer.PostAttach)
 	}
 	for _, key := range keys {
-		steps := dc.Steps(key, env)
-		if len(steps) == 0 {
-			continue
-		}
-		if err := runInWorkspace(c, e, st, key, steps, dc.Folder()); err != nil {
-			if key == devcontainer.PostStart || key == devcontainer.PostAttach {
-				fmt.Fprintf(c.App.ErrWriter, "cove: warning: %v\n", err)
-				continue
+		for _, steps := range dc.Lifecycle(key, env) {
+			if err := runInWorkspace(c, e, st, key, steps, dc.Folder()); err != nil {
+				if key == devcontainer.PostStart || key == devcontainer.PostAttach {
+					fmt.Fprintf(c.App.ErrWriter, "cove: warning: %v\n", err)
+					continue
+				}
+				return err
 			}
-			return err
 		}
 	}
 	if started && !created {
@@ -200,6 +199,58 @@ func execPiped(ctx context.Context, e *env, st *container.State, req container.E
 	case <-ctx.Done():
 	}
 	return code, err
+}
+
+// workspaceUser makes the workspace run as devcontainer.json's user
+// (remoteUser, else containerUser, the file's over the image's metadata):
+// the IDE server, so its terminals and its writes are that user's, and
+// with it cove exec, cove shell and the lifecycle commands (they default
+// to the workload's user), with the user's HOME. As root, the project
+// stays its owner's on the host and is that user's inside (the ID-mapped
+// bind maps its owner to the user's ids): devcontainer.json's
+// updateRemoteUserUID, without changing the image's /etc/passwd.
+func workspaceUser(dc *devcontainer.Config, rootfs, upper, sockDir, project string, proc *container.Process, binds []container.Bind) error {
+	name := dc.User()
+	if name == "" {
+		return nil
+	}
+	proc.User = name
+	// The user's HOME from /etc/passwd, unless the file sets one.
+	if _, set := dc.ContainerEnv["HOME"]; !set {
+		if _, set := dc.RemoteEnv["HOME"]; !set {
+			proc.Env = slices.DeleteFunc(proc.Env, func(kv string) bool { return strings.HasPrefix(kv, "HOME=") })
+		}
+	}
+	etc := rootfs
+	if _, err := os.Stat(filepath.Join(upper, "etc", "passwd")); err == nil {
+		etc = upper // the kept layer's accounts (an onCreateCommand's adduser)
+	}
+	u, err := container.LookupUser(name, filepath.Join(etc, "etc", "passwd"), filepath.Join(etc, "etc", "group"))
+	if err != nil {
+		return fmt.Errorf("devcontainer.json: remoteUser/containerUser %q: %w; add the user to the image, or name one it has", name, err)
+	}
+	if u.UID == 0 {
+		return nil
+	}
+	// The server, as that user, makes its socket here; the directory is
+	// the workspace's to write anyway, and its parent (0700) keeps the
+	// host's other users out.
+	if err := os.Chmod(sockDir, 0o777); err != nil {
+		return err
+	}
+	if os.Geteuid() != 0 {
+		return nil // rootless: the user namespace maps the ids
+	}
+	if fi, err := os.Stat(project); err == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 && (dc.UpdateRemoteUserUID == nil || *dc.UpdateRemoteUserUID) {
+			for i := range binds {
+				if binds[i].Source == project {
+					binds[i].MapOwner, binds[i].OwnerUID, binds[i].OwnerGID = true, int(u.UID), int(u.GID)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // workspaceEnv applies devcontainer.json's containerEnv and remoteEnv to

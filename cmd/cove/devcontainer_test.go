@@ -5,9 +5,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/cove-sh/cove/internal/testimage"
 	"github.com/cove-sh/cove/internal/testregistry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -205,5 +207,60 @@ func TestDevcontainerTrust(t *testing.T) {
 	}
 	if _, err := os.Stat(canary); err == nil {
 		t.Error("a changed file's initializeCommand ran on the host")
+	}
+}
+
+// TestDevcontainerRemoteUser: the user named only in the image's
+// devcontainer.metadata label (as the devcontainers images do) runs the
+// lifecycle commands (the label's first, then the file's), cove exec and
+// the IDE server, with its HOME; a file it makes in the project belongs
+// to the project's owner on the host (updateRemoteUserUID), and -u
+// still chooses another. Before, everything ran as root.
+func TestDevcontainerRemoteUser(t *testing.T) {
+	needRoot(t)
+	_, uid, gid := testUser(t)
+	addr := testregistry.Addr(t)
+	home := testimage.Dir("home/vscode", 0o755)
+	home.UID, home.GID = 1234, 1234
+	accounts, err := testimage.Layer(testimage.Dir("home", 0o755), home,
+		testimage.File("etc/passwd", "root:x:0:0:root:/root:/bin/sh\nvscode:x:1234:1234::/home/vscode:/bin/sh\n", 0o644),
+		testimage.File("etc/group", "root:x:0:\nvscode:x:1234:\n", 0o644))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := mutate.AppendLayers(layered(t), accounts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err = mutate.Config(img, v1.Config{Cmd: []string{"sh"}, Env: []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"},
+		Labels: map[string]string{"devcontainer.metadata": `[{"id": "base"}, {"remoteUser": "vscode", "containerEnv": {"FROM_LABEL": "1"},
+			"postCreateCommand": "id -u > label.txt", "capAdd": ["SYS_PTRACE"]}]`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := testregistry.Push(t, addr, img)
+	project, root := devcontainerProject(t, `{"image": "`+ref+`", "postCreateCommand": "echo $HOME $FROM_LABEL > made.txt"}`)
+	os.Chown(project, uid, gid)
+	name := workspaceName(project)
+	r := runProc(t, root, "", "up", "--detach", project)
+	if r.code != 0 || !strings.Contains(r.stderr, "devcontainer.metadata asks for capAdd") {
+		t.Fatalf("up: %+v", r)
+	}
+	for file, want := range map[string]string{"label.txt": "1234\n", "made.txt": "/home/vscode 1\n"} {
+		b, _ := os.ReadFile(filepath.Join(project, file))
+		fi, err := os.Stat(filepath.Join(project, file))
+		if err != nil || string(b) != want {
+			t.Errorf("%s = %q (%v), want %q", file, b, err, want)
+			continue
+		}
+		if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != uid || int(st.Gid) != gid {
+			t.Errorf("%s belongs to %d:%d on the host, want the project's owner %d:%d", file, st.Uid, st.Gid, uid, gid)
+		}
+	}
+	if r := runProc(t, root, "", "exec", name, "sh", "-c", "id -u; echo $HOME; stat -c %u /workspace/made.txt; for p in /proc/[0-9]*; do grep -q serve $p/cmdline && grep ^Uid $p/status; done"); !strings.HasPrefix(r.stdout, "1234\n/home/vscode\n1234\nUid:\t1234") {
+		t.Errorf("exec: %+v", r)
+	}
+	if r := runProc(t, root, "", "exec", "-u", "0", name, "id", "-u"); r.stdout != "0\n" {
+		t.Errorf("exec -u 0: %+v", r)
 	}
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/ide"
 	"github.com/cove-sh/cove/image"
+	"github.com/cove-sh/cove/internal/devcontainer"
+	"github.com/cove-sh/cove/internal/termtext"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/urfave/cli/v2"
 )
@@ -160,14 +162,26 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 		Binds:   binds,
 		Limits:  limits, Net: conf.Net, NoSeccomp: conf.NoSeccomp, Detach: true, Quiet: true,
 		Dir: layerDir,
-		Prepare: func(cfg *v1.ConfigFile, proc *container.Process) error {
+		Prepare: func(cfg *v1.ConfigFile, rootfs string, proc *container.Process, binds []container.Bind) error {
 			// The server is the workload: the image's ENTRYPOINT is not
 			// put in front of it (devcontainer.json's overrideCommand,
 			// true for an image).
 			proc.Args = []string{"/.cove/cove", "ide", "serve", "--socket", "/.cove/run/ide.sock", "--dir", folder}
+			said := 0
+			if dc != nil {
+				said = len(dc.Notes)
+			}
+			md, err := dc.MergeMetadata(cfg.Config.Labels[devcontainer.MetadataLabel])
+			if err != nil {
+				return err
+			}
+			for _, n := range md.Notes[said:] {
+				fmt.Fprintf(c.App.ErrWriter, "cove: note: %s\n", termtext.Visible(n))
+			}
+			dc = md
 			proc.Env = workspaceEnv(dc, proc.Env)
 			wsEnv = proc.Env
-			return nil
+			return workspaceUser(dc, rootfs, filepath.Join(layerDir, "upper"), sockDir, abs, proc, binds)
 		},
 	}
 	if _, err := e.launch(c, l); err != nil {

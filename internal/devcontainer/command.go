@@ -106,7 +106,8 @@ const (
 
 // Steps are the processes of the lifecycle command key (OnCreate…
 // PostAttach, or "initializeCommand"), with ${containerEnv:…} resolved
-// against env (the container's, K=V); several run in parallel.
+// against env (the container's, K=V); several run in parallel. The
+// image's metadata's commands are not among them: see Lifecycle.
 func (c *Config) Steps(key string, env []string) []Step {
 	if c == nil {
 		return nil
@@ -121,6 +122,30 @@ func (c *Config) Steps(key string, env []string) []Step {
 		PostCreate: c.PostCreateCommand, PostStart: c.PostStartCommand, PostAttach: c.PostAttachCommand,
 	}[key]
 	return cmd.steps(c.vars, m)
+}
+
+// Lifecycle is the lifecycle command key as groups run one after the
+// other: the image's metadata's commands first, then the file's; the
+// steps of a group run in parallel.
+func (c *Config) Lifecycle(key string, env []string) [][]Step {
+	if c == nil {
+		return nil
+	}
+	m := map[string]string{}
+	for _, kv := range env {
+		k, val, _ := strings.Cut(kv, "=")
+		m[k] = val
+	}
+	var groups [][]Step
+	for _, cmds := range c.imageCommands {
+		if s := cmds[key].steps(c.vars, m); len(s) > 0 {
+			groups = append(groups, s)
+		}
+	}
+	if s := c.Steps(key, env); len(s) > 0 {
+		groups = append(groups, s)
+	}
+	return groups
 }
 
 // Folder is the workspace folder inside the container: workspaceFolder,

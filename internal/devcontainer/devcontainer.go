@@ -70,6 +70,9 @@ type Config struct {
 	// once the user trusts it (empty when Trusted).
 	Untrusted []string `json:"-"`
 
+	// imageCommands are the lifecycle commands of the image's metadata,
+	// run before the file's.
+	imageCommands []map[string]*Command
 	// vars resolves what is left, ${containerEnv:…}, once the
 	// container's environment is known.
 	vars *vars
