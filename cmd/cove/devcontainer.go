@@ -253,6 +253,37 @@ func workspaceUser(dc *devcontainer.Config, rootfs, upper, sockDir, project stri
 	return nil
 }
 
+// workspaceMounts are devcontainer.json's mounts as binds: a volume is a
+// directory cove keeps beside the workspace's layer (volumes/NAME, gone
+// with cove rm or --fresh); a bind of a host path is there only when the
+// user trusted the file (an untrusted one's were dropped when it was read).
+func workspaceMounts(dc *devcontainer.Config, layerDir string) ([]container.Bind, error) {
+	if dc == nil {
+		return nil, nil
+	}
+	var binds []container.Bind
+	for _, m := range dc.Mounts {
+		switch m.Type {
+		case "volume":
+			name := m.Source
+			if name == "" || strings.ContainsAny(name, "/\x00") || name == "." || name == ".." {
+				name = "anon-" + strings.ReplaceAll(strings.Trim(m.Target, "/"), "/", "-")
+			}
+			dir := filepath.Join(layerDir, "volumes", name)
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, fmt.Errorf("devcontainer.json: mounts: volume %s: %w", m.Source, err)
+			}
+			binds = append(binds, container.Bind{Source: dir, Target: m.Target, ReadOnly: m.ReadOnly})
+		case "bind":
+			if !dc.Trusted {
+				continue
+			}
+			binds = append(binds, container.Bind{Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
+		}
+	}
+	return binds, nil
+}
+
 // workspaceEnv applies devcontainer.json's containerEnv and remoteEnv to
 // env (the image's): values set, and names remoteEnv unsets (null) gone.
 func workspaceEnv(dc *devcontainer.Config, env []string) []string {

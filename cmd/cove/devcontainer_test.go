@@ -103,7 +103,8 @@ func TestDevcontainerLifecycle(t *testing.T) {
 		"onCreateCommand": ["./setup.sh", "on-create"],
 		"updateContentCommand": "echo update-content >> order.txt",
 		"postCreateCommand": {"a": "echo post-create-a >> a.txt", "b": ["sh", "-c", "echo post-create-b >> b.txt"]},
-		"postStartCommand": "echo post-start >> order.txt",
+		"postStartCommand": "echo post-start >> order.txt; echo start >> /cache/starts",
+		"mounts": ["source=cache,target=/cache,type=volume"],
 		"postAttachCommand": "echo post-attach >> order.txt",
 	}`)
 	os.WriteFile(filepath.Join(project, "setup.sh"), []byte("#!/bin/sh\necho \"$1 $PWD\" >> order.txt\n"), 0o755)
@@ -129,6 +130,9 @@ func TestDevcontainerLifecycle(t *testing.T) {
 	r := runProc(t, root, "", "exec", name, "sh", "-c", `echo "$PORT|${FOO-unset}|$PATH|$PWD"`)
 	if want := "8080|unset|/src/app/bin:/usr/sbin:/usr/bin:/sbin:/bin|/src/app\n"; r.stdout != want {
 		t.Errorf("env: %+v, want %q", r, want)
+	}
+	if r := runProc(t, root, "", "exec", name, "cat", "/cache/starts"); r.stdout != "start\nstart\nstart\n" {
+		t.Errorf("the volume is not kept across starts: %+v", r)
 	}
 	if r := runProc(t, root, "", "exec", "-w", "/src/app", name, "./setup.sh", "exec"); r.code != 0 {
 		t.Errorf("cove exec ./script in -w: %+v", r)
@@ -173,7 +177,8 @@ func TestDevcontainerTrust(t *testing.T) {
 	canary := filepath.Join(canaryDir, "initialize-ran")
 	body := `{"image": "` + ref + `",
 		"containerEnv": {"LEAK": "${localEnv:COVE_TEST_SECRET}", "DEF": "${localEnv:COVE_TEST_SECRET:none}"},
-		"initializeCommand": "touch ` + canary + `"}`
+		"initializeCommand": "touch ` + canary + `",
+		"mounts": ["source=` + canaryDir + `,target=/host-dir,type=bind"]}`
 	project, root := devcontainerProject(t, body)
 	name := workspaceName(project)
 	env := []string{"HOME=" + t.TempDir(), "COVE_TEST_SECRET=s3cr3t"}
@@ -188,6 +193,9 @@ func TestDevcontainerTrust(t *testing.T) {
 	if _, err := os.Stat(canary); err == nil {
 		t.Error("untrusted: initializeCommand ran on the host")
 	}
+	if r := runProc(t, root, "", "exec", name, "ls", "/host-dir"); r.code == 0 {
+		t.Errorf("untrusted: a host path was bound in: %+v", r)
+	}
 	runProc(t, root, "", "stop", "--time", "2", name)
 	r = runEnv(t, root, env, "up", "--detach", "--trust", project)
 	if r.code != 0 || !strings.Contains(r.stderr, "trusting "+filepath.Join(project, ".devcontainer", "devcontainer.json")) {
@@ -198,6 +206,9 @@ func TestDevcontainerTrust(t *testing.T) {
 	}
 	if _, err := os.Stat(canary); err != nil {
 		t.Error("trusted: initializeCommand did not run on the host")
+	}
+	if r := runProc(t, root, "", "exec", name, "ls", "/host-dir"); r.stdout != "initialize-ran\n" {
+		t.Errorf("trusted: the bind mount is not there: %+v", r)
 	}
 	runProc(t, root, "", "stop", "--time", "2", name)
 	os.Remove(canary)

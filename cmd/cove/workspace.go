@@ -150,6 +150,11 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 	if folder != "/workspace" {
 		binds = append(binds, container.Bind{Source: abs, Target: folder})
 	}
+	mounts, err := workspaceMounts(dc, layerDir)
+	if err != nil {
+		return nil, err
+	}
+	binds = append(binds, mounts...)
 	var wsEnv []string // the workspace's environment, for the lifecycle commands' ${containerEnv:…}
 	l := launch{
 		Ref: ref, Policy: image.PullMissing, Name: name,

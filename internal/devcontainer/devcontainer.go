@@ -254,6 +254,12 @@ func Parse(dir, path string, b []byte, opts Options) (*Config, error) {
 		}
 	}
 	c.Notes = append(c.Notes, v.notes...)
+	// Read, and held back when untrusted, but not applied yet.
+	for _, k := range []string{"workspaceMount", "runArgs", "capAdd", "securityOpt", "init", "overrideCommand"} {
+		if _, ok := tree[k]; ok {
+			c.Notes = append(c.Notes, fmt.Sprintf("%s is not applied yet (cove runs the workspace with its own defaults)", k))
+		}
+	}
 	if !c.Trusted {
 		c.holdBack(dir, v)
 	}
@@ -318,7 +324,9 @@ func (c *Config) holdBack(dir string, v *vars) {
 	}
 	var kept []Mount
 	for _, m := range c.Mounts {
-		if m.Type == "bind" && !m.InProject(dir) {
+		// Even a path in the project: the workspace can make it a
+		// symlink to any host path before the bind follows it.
+		if m.Type == "bind" {
 			c.Untrusted = append(c.Untrusted, fmt.Sprintf("mounts: the host path %s", m.Source))
 			continue
 		}
