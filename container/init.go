@@ -302,7 +302,12 @@ func spawn(p Process, hostname string, stdio []*os.File) (*os.Process, *os.File,
 	if err := checkDir(p.Cwd, u); err != nil {
 		return nil, nil, err
 	}
-	bin, err := lookPath(p.Args[0], getEnv(env, "PATH"))
+	bin := p.Args[0]
+	if strings.Contains(bin, "/") && !path.IsAbs(bin) {
+		// ./script is the working directory's, not init's.
+		bin = path.Join(p.Cwd, bin)
+	}
+	bin, err = lookPath(bin, getEnv(env, "PATH"))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -437,8 +437,8 @@ func (r *rootfs) mountIDMapped(b Bind, fi os.FileInfo) error {
 	holder := exec.Command("/proc/self/exe", InitArg, "--hold-userns")
 	holder.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags:  unix.CLONE_NEWUSER,
-		UidMappings: []syscall.SysProcIDMap{{ContainerID: int(st.Uid), HostID: 0, Size: 1}},
-		GidMappings: []syscall.SysProcIDMap{{ContainerID: int(st.Gid), HostID: 0, Size: 1}},
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: int(st.Uid), HostID: b.OwnerUID, Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: int(st.Gid), HostID: b.OwnerGID, Size: 1}},
 	}
 	stdin, err := holder.StdinPipe()
 	if err != nil {

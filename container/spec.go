@@ -48,6 +48,10 @@ type Bind struct {
 	// MapOwner makes the source's owner root inside (an ID-mapped mount):
 	// for root running containers on a user's files, which stay theirs.
 	MapOwner bool `json:"map_owner,omitempty"`
+	// OwnerUID and OwnerGID are the ids the source's owner has inside
+	// with MapOwner: root (0) by default, or a workspace's remoteUser.
+	OwnerUID int `json:"owner_uid,omitempty"`
+	OwnerGID int `json:"owner_gid,omitempty"`
 }
 
 // Process is the workload.

@@ -25,6 +25,13 @@ const (
 	maxAccountLine = 64 << 10
 )
 
+// LookupUser resolves spec ("", "name", "uid", "name:group", "uid:gid")
+// against an image's passwd and group files, as a process of the
+// container started as spec would run.
+func LookupUser(spec, passwdPath, groupPath string) (User, error) {
+	return lookupUser(spec, passwdPath, groupPath)
+}
+
 // lookupUser resolves spec ("", "name", "uid", "name:group", "uid:gid")
 // against passwd and group files of the container.
 func lookupUser(spec, passwdPath, groupPath string) (User, error) {

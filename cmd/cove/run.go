@@ -17,6 +17,7 @@ import (
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/image"
 	"github.com/creack/pty"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 )
@@ -159,6 +160,11 @@ type launch struct {
 	// stops (a workspace's installed packages survive); by default each
 	// container gets a fresh one under DATA/containers.
 	Dir string
+	// Prepare, if set, sees the image's config and root filesystem and
+	// may change the process made from it and the binds (a workspace's
+	// devcontainer.json: its user, its environment) before anything
+	// starts; its error stops the launch.
+	Prepare func(cfg *v1.ConfigFile, rootfs string, proc *container.Process, binds []container.Bind) error
 }
 
 func runContainer(c *cli.Context) (int, error) {
@@ -230,9 +236,14 @@ func (e *env) launch(c *cli.Context, l launch) (int, error) {
 		return 0, err
 	}
 	proc.Terminal = l.TTY
+	if l.Prepare != nil {
+		if err := l.Prepare(cfg, img.RootFS, &proc, l.Binds); err != nil {
+			return 0, err
+		}
+	}
 	for i, b := range l.Binds {
 		// Root working on a user's files: they stay the user's.
-		if fi, err := os.Stat(b.Source); err == nil && os.Geteuid() == 0 {
+		if fi, err := os.Stat(b.Source); err == nil && os.Geteuid() == 0 && !b.MapOwner {
 			if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 {
 				l.Binds[i].MapOwner = true
 			}

@@ -33,6 +33,14 @@ import (
 type launcherRecord struct {
 	URL      string          `json:"url"`
 	Launcher container.State `json:"launcher"`
+	// Workspace is the ID of the workspace it serves: a launcher on its
+	// way out (its workspace stopped) does not serve the next one.
+	Workspace string `json:"workspace,omitempty"`
+}
+
+// serves says whether the launcher of rec serves the workspace st.
+func (rec launcherRecord) serves(st *container.State) bool {
+	return st.Status() == container.Running && rec.Workspace == st.ID
 }
 
 func upFlags() []cli.Flag {
@@ -41,6 +49,7 @@ func upFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "detach", Aliases: []string{"d"}, Usage: "keep the workspace and its server running in the background; print the URL"},
 		&cli.IntFlag{Name: "port", Usage: "serve on 127.0.0.1:`PORT` (default: a free one)"},
 		&cli.DurationFlag{Name: "grace", Value: 30 * time.Second, Usage: "stop the workspace when no window has been open for `DURATION` (a reload does not count); 0: never"},
+		trustFlag(),
 	}, workspaceFlags()...)
 }
 
@@ -68,7 +77,7 @@ func upAction(c *cli.Context) error {
 	if rec, ok := readLauncher(recPath); ok && !c.Bool("fresh") {
 		// Another cove serves this workspace: a new window on it (unless
 		// the workspace was stopped and that launcher is on its way out).
-		if st, err := e.states().Load(name); err == nil && st.Status() == container.Running {
+		if st, err := e.states().Load(name); err == nil && rec.serves(st) {
 			return showURL(c, rec.URL)
 		}
 	}
@@ -104,7 +113,7 @@ func upAction(c *cli.Context) error {
 	proxy.Handle("/api/replace", routes.Replace())
 	srv := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
 	go srv.Serve(l)
-	rec := launcherRecord{URL: proxy.URL()}
+	rec := launcherRecord{URL: proxy.URL(), Workspace: st.ID}
 	if err := rec.Launcher.Track(os.Getpid()); err != nil {
 		return err
 	}
@@ -293,12 +302,18 @@ func detachUp(c *cli.Context, e *env, dir, recPath string) error {
 	if err != nil {
 		return err
 	}
+	// The workspace starts here, where the user is: its notes, the pull's
+	// progress and the lifecycle commands' output go to this stderr, not
+	// only to the background server's log; the server finds it running.
+	if _, err := ensureWorkspace(c, e, dir); err != nil {
+		return err
+	}
 	args := []string{"up", "--serve", "--detach", "--port", fmt.Sprint(c.Int("port"))}
 	if img := c.String("image"); img != "" {
 		args = append(args, "--image", img)
 	}
-	if c.Bool("fresh") {
-		args = append(args, "--fresh")
+	if cfg := c.String("config"); cfg != "" {
+		args = append(args, "--config", cfg)
 	}
 	for _, f := range []string{"memory", "pids", "cpus", "net"} {
 		if c.IsSet(f) {
@@ -371,7 +386,7 @@ func lockOrWait(c *cli.Context, e *env, name, recPath string) (*os.File, string,
 			return lock, "", err
 		}
 		if rec, ok := readLauncher(recPath); ok {
-			if st, err := e.states().Load(name); err == nil && st.Status() == container.Running {
+			if st, err := e.states().Load(name); err == nil && rec.serves(st) {
 				if !c.Bool("fresh") {
 					return nil, rec.URL, nil
 				}

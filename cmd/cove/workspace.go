@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/signal"
@@ -14,13 +13,14 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cove-sh/cove/internal/devcontainer"
-	"github.com/cove-sh/cove/internal/termtext"
 	"golang.org/x/term"
 
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/ide"
 	"github.com/cove-sh/cove/image"
+	"github.com/cove-sh/cove/internal/devcontainer"
+	"github.com/cove-sh/cove/internal/termtext"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/urfave/cli/v2"
 )
 
@@ -52,7 +52,14 @@ func workspaceFlags() []cli.Flag {
 	return append([]cli.Flag{
 		&cli.StringFlag{Name: "image", Usage: "workspace image `REF` (default: devcontainer.json's, else " + DefaultImage + ")"},
 		&cli.BoolFlag{Name: "fresh", Usage: "start the workspace from the image again, dropping what was installed in it"},
+		&cli.StringFlag{Name: "config", Usage: "the project's devcontainer.json at `PATH`, when it has several"},
 	}, limitFlags()...)
+}
+
+// trustFlag is cove up's and cove shell's --trust (cove agent's trusts its
+// own project config).
+func trustFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "trust", Usage: "trust the project's devcontainer.json as it is now: its initializeCommand runs on this host, its host mounts, runArgs and ${localEnv:…} apply"}
 }
 
 // ensureWorkspace returns the state of DIR's running workspace, starting
@@ -78,15 +85,22 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 	}
 	defer lock.Close()
 	states := e.states()
-	if st, err := states.Load(name); err == nil {
-		if st.Status() == container.Running {
-			if !c.Bool("fresh") {
-				if img := c.String("image"); img != "" && img != st.Image {
-					fmt.Fprintf(c.App.ErrWriter, "cove: note: the workspace %s runs %s; --image %s takes effect with --fresh (what was installed in it goes)\n",
-						st.Name, st.Image, img)
-				}
-				return st, nil
-			}
+	st, loadErr := states.Load(name)
+	if loadErr == nil && st.Status() == container.Running && !c.Bool("fresh") {
+		if img := c.String("image"); img != "" && img != st.Image {
+			fmt.Fprintf(c.App.ErrWriter, "cove: note: the workspace %s runs %s; --image %s takes effect with --fresh (what was installed in it goes)\n",
+				st.Name, st.Image, img)
+		}
+		return st, nil
+	}
+	// Read before anything stops or starts: a config cove refuses leaves
+	// the workspace as it is.
+	dc, err := loadDevcontainer(c, abs)
+	if err != nil {
+		return nil, err
+	}
+	if loadErr == nil {
+		if st.Status() == container.Running { // --fresh
 			if err := st.Stop(10 * time.Second); err != nil {
 				return nil, err
 			}
@@ -99,10 +113,6 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 		}
 	}
 	limits, conf, err := limitsFrom(c)
-	if err != nil {
-		return nil, err
-	}
-	dc, err := devcontainer.Load(abs)
 	if err != nil {
 		return nil, err
 	}
@@ -123,6 +133,9 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 	if dc != nil && len(dc.ForwardPorts) > 0 {
 		fmt.Fprintln(c.App.ErrWriter, "cove: note: forwardPorts in devcontainer.json is not needed: the workspace shares the host's network, so its ports are already there")
 	}
+	if err := initializeCommand(c, dc, abs); err != nil {
+		return nil, err
+	}
 	sockDir := workspaceSocketDir(e, name)
 	// A fresh directory each start: nothing the last workspace left there
 	// (it could write it all) is kept.
@@ -132,22 +145,54 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 	if err := os.MkdirAll(sockDir, 0o700); err != nil {
 		return nil, err
 	}
+	folder := dc.Folder()
+	binds := []container.Bind{{Source: abs, Target: "/workspace"}, {Source: sockDir, Target: "/.cove/run"}}
+	if folder != "/workspace" {
+		binds = append(binds, container.Bind{Source: abs, Target: folder})
+	}
+	mounts, err := workspaceMounts(dc, layerDir)
+	if err != nil {
+		return nil, err
+	}
+	binds = append(binds, mounts...)
+	var wsEnv []string // the workspace's environment, for the lifecycle commands' ${containerEnv:…}
 	l := launch{
 		Ref: ref, Policy: image.PullMissing, Name: name,
 		// The workload is the IDE server, on a socket in a directory bound
 		// from the host's runtime dir that holds nothing else (the
 		// launcher's record, log and token stay out of the workspace's
 		// sight): the only way in, through the proxy.
-		Args:    []string{"/.cove/cove", "ide", "serve", "--socket", "/.cove/run/ide.sock", "--dir", "/workspace"},
-		Workdir: "/workspace", Env: dc.Env(),
-		Binds:  []container.Bind{{Source: abs, Target: "/workspace"}, {Source: sockDir, Target: "/.cove/run"}},
-		Limits: limits, Net: conf.Net, NoSeccomp: conf.NoSeccomp, Detach: true, Quiet: true,
-		Dir: filepath.Join(e.layout.Data, "workspaces", name),
+		Args:    []string{"/.cove/cove", "ide", "serve", "--socket", "/.cove/run/ide.sock", "--dir", folder},
+		Workdir: folder,
+		Binds:   binds,
+		Limits:  limits, Net: conf.Net, NoSeccomp: conf.NoSeccomp, Detach: true, Quiet: true,
+		Dir: layerDir,
+		Prepare: func(cfg *v1.ConfigFile, rootfs string, proc *container.Process, binds []container.Bind) error {
+			// The server is the workload: the image's ENTRYPOINT is not
+			// put in front of it (devcontainer.json's overrideCommand,
+			// true for an image).
+			proc.Args = []string{"/.cove/cove", "ide", "serve", "--socket", "/.cove/run/ide.sock", "--dir", folder}
+			said := 0
+			if dc != nil {
+				said = len(dc.Notes)
+			}
+			md, err := dc.MergeMetadata(cfg.Config.Labels[devcontainer.MetadataLabel])
+			if err != nil {
+				return err
+			}
+			for _, n := range md.Notes[said:] {
+				fmt.Fprintf(c.App.ErrWriter, "cove: note: %s\n", termtext.Visible(n))
+			}
+			dc = md
+			proc.Env = workspaceEnv(dc, proc.Env)
+			wsEnv = proc.Env
+			return workspaceUser(dc, rootfs, filepath.Join(layerDir, "upper"), sockDir, abs, proc, binds)
+		},
 	}
 	if _, err := e.launch(c, l); err != nil {
 		return nil, fmt.Errorf("start the workspace of %s: %w", abs, err)
 	}
-	st, err := states.Load(name)
+	st, err = states.Load(name)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +203,7 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 	for start := time.Now(); ; {
 		if conn, err := ide.DialSocket(c.Context, sock); err == nil {
 			conn.Close()
-			return st, postCreate(c, e, st, dc, l.Dir)
+			break
 		}
 		waited := time.Since(start)
 		if waited > 10*time.Second || st.Status() != container.Running {
@@ -171,51 +216,20 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+	if err := lifecycle(c, e, st, dc, layerDir, wsEnv, true, attaches(c)); err != nil {
+		// Never a workspace left running by a failed start; its layer
+		// stays, and the commands run again next time.
+		st.Stop(10 * time.Second)
+		return nil, fmt.Errorf("%w; the workspace %s is stopped (its layer is kept: cove up runs the create commands again, --fresh starts from the image)", err, name)
+	}
+	return st, nil
 }
 
-// postCreate runs devcontainer.json's postCreateCommand in the workspace,
-// once: a marker in the workspace's own files says it ran (cove rm, or a
-// new layer, runs it again).
-func postCreate(c *cli.Context, e *env, st *container.State, dc *devcontainer.Config, dir string) error {
-	argv, err := dc.PostCreate()
-	if err != nil || argv == nil {
-		return err
-	}
-	marker := filepath.Join(dir, "post-create-done")
-	if _, err := os.Stat(marker); err == nil {
-		return nil
-	}
-	fmt.Fprintf(c.App.ErrWriter, "cove: postCreateCommand: %s\n", termtext.Visible(strings.Join(argv, " ")))
-	// Pipes, never the host's terminal: the command is the workspace's,
-	// and its output is shown, never obeyed by the terminal.
-	null, err := os.Open(os.DevNull)
-	if err != nil {
-		return err
-	}
-	defer null.Close()
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return err
-	}
-	copied := make(chan struct{})
-	go func() {
-		io.Copy(termtext.NewWriter(c.App.ErrWriter), pr)
-		pr.Close()
-		close(copied)
-	}()
-	code, err := container.Exec(filepath.Join(e.states().Dir(st.Name), "ctl.sock"),
-		container.ExecRequest{Args: argv, Cwd: "/workspace"}, [3]*os.File{null, pw, pw}, nil)
-	pw.Close()
-	select {
-	case <-copied:
-	case <-time.After(time.Second):
-		pr.Close() // a job it left in the background keeps the pipe: no more of it is shown
-	}
-	if err != nil || code != 0 {
-		fmt.Fprintf(c.App.ErrWriter, "cove: warning: postCreateCommand failed (%v, status %d); it runs again next start\n", err, code)
-		return nil
-	}
-	return os.WriteFile(marker, nil, 0o600)
+// attaches says whether the command attaches a user to the workspace (the
+// spec's postAttachCommand runs then): cove up and cove shell.
+func attaches(c *cli.Context) bool {
+	name := c.Command.Name
+	return (name == "up" || name == "shell" || name == c.App.Name) && !c.Bool("serve")
 }
 
 // dirArg is the command's DIR argument, absolute; the current directory
@@ -306,7 +320,7 @@ func shellCommand() *cli.Command {
 		Name:      "shell",
 		Usage:     "a shell in DIR's workspace (started if needed)",
 		ArgsUsage: "[DIR]",
-		Flags:     workspaceFlags(),
+		Flags:     append(workspaceFlags(), trustFlag()),
 		Action: func(c *cli.Context) error {
 			e, err := globalEnv(c)
 			if err != nil {

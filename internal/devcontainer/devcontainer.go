@@ -1,103 +1,456 @@
-// Package devcontainer reads the parts of a project's devcontainer.json
-// (https://containers.dev) that cove honours: the image, environment
-// variables and the post-create command.
+// Package devcontainer reads a project's devcontainer.json
+// (https://containers.dev) and says what of it cove honours, what it
+// refuses and what it ignores.
+//
+// The file is in the project, which the workspace can write: it is hostile
+// input. What it may ask for without more is what stays inside the
+// workspace (the image, the users, environment variables, commands run in
+// the container, the workspace folder). What would reach outside (a
+// command run on the host, a host path bound in, more privilege, a host
+// environment variable read in) takes effect only when the user trusted
+// the file's exact content on the host (Trust).
 package devcontainer
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
 
 	"github.com/cove-sh/cove/internal/projectfs"
 	"github.com/tailscale/hujson"
 )
 
-// Config is what cove takes from devcontainer.json.
+// Config is what cove takes from devcontainer.json, with the local
+// variables (${localEnv:…}, ${localWorkspaceFolder}, …) substituted.
 type Config struct {
-	Path         string            `json:"-"` // where it was read from
-	Image        string            `json:"image"`
-	ContainerEnv map[string]string `json:"containerEnv"`
-	RemoteEnv    map[string]string `json:"remoteEnv"`
-	// PostCreateCommand runs once per workspace: a shell command line,
-	// or an argv.
-	PostCreateCommand json.RawMessage `json:"postCreateCommand"`
-	ForwardPorts      []any           `json:"forwardPorts"`
-	Build             json.RawMessage `json:"build"`
-	DockerFile        string          `json:"dockerFile"`
+	Path string `json:"-"` // where it was read from, on the host
+	// Raw is the file as read: trust is bound to its hash.
+	Raw []byte `json:"-"`
+	// Trusted says the user trusted Raw on the host (Trust).
+	Trusted bool `json:"-"`
+
+	Image         string `json:"image"`
+	ContainerEnv  EnvMap `json:"containerEnv"`
+	RemoteEnv     EnvMap `json:"remoteEnv"`
+	ContainerUser string `json:"containerUser"`
+	RemoteUser    string `json:"remoteUser"`
+	// UpdateRemoteUserUID is nil when the file does not say.
+	UpdateRemoteUserUID *bool `json:"updateRemoteUserUID"`
+
+	WorkspaceFolder string          `json:"workspaceFolder"`
+	WorkspaceMount  string          `json:"workspaceMount"`
+	Mounts          []Mount         `json:"mounts"`
+	RunArgs         []string        `json:"runArgs"`
+	CapAdd          []string        `json:"capAdd"`
+	SecurityOpt     []string        `json:"securityOpt"`
+	Init            *bool           `json:"init"`
+	Privileged      *bool           `json:"privileged"`
+	OverrideCommand *bool           `json:"overrideCommand"`
+	ForwardPorts    []any           `json:"forwardPorts"`
+	Build           json.RawMessage `json:"build"`
+	DockerFile      string          `json:"dockerFile"`
+
+	InitializeCommand    *Command `json:"initializeCommand"`
+	OnCreateCommand      *Command `json:"onCreateCommand"`
+	UpdateContentCommand *Command `json:"updateContentCommand"`
+	PostCreateCommand    *Command `json:"postCreateCommand"`
+	PostStartCommand     *Command `json:"postStartCommand"`
+	PostAttachCommand    *Command `json:"postAttachCommand"`
+
+	// Notes say, once each, what of the file cove did not apply and why:
+	// a key it does not support, or one it held back for want of trust.
+	Notes []string `json:"-"`
+	// Untrusted names what the file asked for that takes effect only
+	// once the user trusts it (empty when Trusted).
+	Untrusted []string `json:"-"`
+
+	// imageCommands are the lifecycle commands of the image's metadata,
+	// run before the file's.
+	imageCommands []map[string]*Command
+	// vars resolves what is left, ${containerEnv:…}, once the
+	// container's environment is known.
+	vars *vars
 }
 
-// Load reads DIR/.devcontainer/devcontainer.json or DIR/.devcontainer.json
-// (JSON with comments and trailing commas). No file is a nil Config.
-func Load(dir string) (*Config, error) {
-	// The workspace can write the project: read through the confined
-	// project (no symlink out, no FIFO, at most 1 MiB).
+// Options says where to look and what the host may give the file.
+type Options struct {
+	// ConfigPath chooses one file (relative to the project, or absolute
+	// inside it) when the project has several; "" finds the only one.
+	ConfigPath string
+	// Home is the user's home on the host, where the trust record is.
+	Home string
+	// Getenv reads the host's environment for ${localEnv:…}; it is
+	// called only for a trusted file. Nil reads nothing.
+	Getenv func(string) string
+}
+
+// candidates are the places the spec looks, in its order; the named
+// sub-folders (.devcontainer/NAME/devcontainer.json) come after.
+var candidates = []string{filepath.Join(".devcontainer", "devcontainer.json"), ".devcontainer.json"}
+
+// Find lists the devcontainer.json files of the project in dir, relative
+// to it: .devcontainer/devcontainer.json, .devcontainer.json and
+// .devcontainer/NAME/devcontainer.json.
+func Find(dir string) ([]string, error) {
 	d, err := projectfs.Open(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer d.Close()
-	for _, rel := range []string{filepath.Join(".devcontainer", "devcontainer.json"), ".devcontainer.json"} {
-		p := filepath.Join(dir, rel)
-		b, err := d.ReadFileLimit(rel, 1<<20)
-		if errors.Is(err, os.ErrNotExist) {
+	var found []string
+	for _, rel := range candidates {
+		if fi, err := d.Lstat(rel); err == nil && !fi.IsDir() {
+			found = append(found, rel)
+		}
+	}
+	entries, err := fs.ReadDir(d.FS(), ".devcontainer")
+	if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+		return nil, err
+	}
+	for _, e := range entries { // sorted by name
+		if !e.IsDir() {
 			continue
 		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
+		rel := filepath.Join(".devcontainer", e.Name(), "devcontainer.json")
+		if fi, err := d.Lstat(rel); err == nil && !fi.IsDir() {
+			found = append(found, rel)
 		}
-		std, err := hujson.Standardize(b)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
-		}
-		c := &Config{Path: p}
-		if err := json.Unmarshal(std, c); err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
-		}
-		if c.Image == "" && (len(c.Build) > 0 || c.DockerFile != "") {
-			return nil, fmt.Errorf("%s builds its image from a Dockerfile; cove runs images: build and push it, and set \"image\" (or use cove --image)", p)
-		}
-		return c, nil
 	}
-	return nil, nil
+	return found, nil
 }
 
-// Env is containerEnv and remoteEnv as K=V, remoteEnv winning.
-func (c *Config) Env() []string {
+// Load reads the project's devcontainer.json (JSON with comments and
+// trailing commas) through the confined project (no symlink out, no
+// FIFO, at most 1 MiB). No file is a nil Config. A config cove cannot run
+// as written (compose, a Dockerfile, privileged) is an error that names
+// the key and what to do, before anything starts.
+func Load(dir string, opts Options) (*Config, error) {
+	rel, err := choose(dir, opts.ConfigPath)
+	if err != nil || rel == "" {
+		return nil, err
+	}
+	d, err := projectfs.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	p := filepath.Join(dir, rel)
+	b, err := d.ReadFileLimit(rel, 1<<20)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	return Parse(dir, p, b, opts)
+}
+
+// choose picks the config file: the one asked for, else the only one.
+func choose(dir, asked string) (string, error) {
+	found, err := Find(dir)
+	if err != nil {
+		return "", err
+	}
+	if asked != "" {
+		rel := asked
+		if filepath.IsAbs(asked) {
+			if rel, err = filepath.Rel(dir, asked); err != nil {
+				return "", err
+			}
+		}
+		rel = filepath.Clean(rel)
+		if !slices.Contains(found, rel) {
+			return "", fmt.Errorf("--config %s: not a devcontainer.json of %s (there: %s)", asked, dir, listOrNone(found))
+		}
+		return rel, nil
+	}
+	switch {
+	case len(found) == 0:
+		return "", nil
+	case len(found) == 1:
+		return found[0], nil
+	case found[0] == candidates[0] || found[0] == candidates[1]:
+		// The spec's default file wins over the named ones, as the
+		// devcontainers CLI has it.
+		return found[0], nil
+	}
+	return "", fmt.Errorf("%s has several devcontainer.json: %s; choose one with --config PATH", dir, strings.Join(found, ", "))
+}
+
+func listOrNone(l []string) string {
+	if len(l) == 0 {
+		return "none"
+	}
+	return strings.Join(l, ", ")
+}
+
+// supported are the keys cove applies (some only when trusted).
+var supported = map[string]bool{
+	"image": true, "containerEnv": true, "remoteEnv": true, "containerUser": true, "remoteUser": true,
+	"updateRemoteUserUID": true, "workspaceFolder": true, "workspaceMount": true, "mounts": true,
+	"runArgs": true, "capAdd": true, "securityOpt": true, "init": true, "privileged": true,
+	"overrideCommand": true, "initializeCommand": true, "onCreateCommand": true,
+	"updateContentCommand": true, "postCreateCommand": true, "postStartCommand": true,
+	"postAttachCommand": true,
+	// Another part of cove handles these (the network): not noted here.
+	"forwardPorts": true, "appPort": true, "portsAttributes": true, "otherPortsAttributes": true,
+	// Descriptive only.
+	"name": true, "$schema": true,
+}
+
+// ignoredWhy says, for keys cove knows and does not apply, why.
+var ignoredWhy = map[string]string{
+	"features":                    "cove does not install Features yet; the workspace starts from the image without them",
+	"overrideFeatureInstallOrder": "cove does not install Features yet",
+	"customizations":              "it holds settings for other tools",
+	"shutdownAction":              "cove stops the workspace when its last window closes (or with cove stop)",
+	"waitFor":                     "cove runs every create command before it opens the workspace",
+	"userEnvProbe":                "cove takes the environment from the image and the file, not from a login shell",
+	"hostRequirements":            "cove does not check the host's resources",
+	"secrets":                     "cove passes no secrets into a workspace",
+}
+
+// Parse reads the bytes b of the config at path for the project in dir.
+func Parse(dir, path string, b []byte, opts Options) (*Config, error) {
+	std, err := hujson.Standardize(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var tree map[string]any
+	if err := json.Unmarshal(std, &tree); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := refuse(path, tree); err != nil {
+		return nil, err
+	}
+	c := &Config{Path: path, Raw: b}
+	c.Trusted = opts.Home != "" && Trusted(opts.Home, path, b)
+	v := newVars(dir, path, c.Trusted, opts.Getenv)
+	// workspaceFolder first: ${containerWorkspaceFolder} is what it says.
+	if wf, ok := tree["workspaceFolder"].(string); ok {
+		v.containerFolder = v.local(wf, "workspaceFolder")
+	}
+	substituted := v.walk(tree, "").(map[string]any)
+	std, _ = json.Marshal(substituted)
+	if err := json.Unmarshal(std, c); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	c.vars = v
+	var keys []string
+	for k := range tree {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		switch why, known := ignoredWhy[k]; {
+		case supported[k]:
+		case known:
+			c.Notes = append(c.Notes, fmt.Sprintf("%s is not supported: %s", k, why))
+		default:
+			c.Notes = append(c.Notes, fmt.Sprintf("%s is not supported by cove; it is ignored", k))
+		}
+	}
+	c.Notes = append(c.Notes, v.notes...)
+	// Read, and held back when untrusted, but not applied yet.
+	for _, k := range []string{"workspaceMount", "runArgs", "capAdd", "securityOpt", "init", "overrideCommand"} {
+		if _, ok := tree[k]; ok {
+			c.Notes = append(c.Notes, fmt.Sprintf("%s is not applied yet (cove runs the workspace with its own defaults)", k))
+		}
+	}
+	if !c.Trusted {
+		c.holdBack(dir, v)
+	}
+	return c, nil
+}
+
+// refuse is the error for a config cove cannot run as written.
+func refuse(path string, tree map[string]any) error {
+	if compose, ok := tree["dockerComposeFile"]; ok {
+		files := strings.Join(stringList(compose), ", ")
+		service, _ := tree["service"].(string)
+		services := stringList(tree["runServices"])
+		what := "service " + quoteOr(service, "(none named)")
+		if len(services) > 0 {
+			what += ", with " + strings.Join(services, ", ")
+		}
+		return fmt.Errorf("%s: dockerComposeFile (%s): cove does not run Docker Compose (%s); start those services yourself, and give the workspace an \"image\" (the image of %s) in a devcontainer.json without dockerComposeFile, or use cove --image REF",
+			path, files, what, quoteOr(service, "the service you work in"))
+	}
+	if _, hasImage := tree["image"]; !hasImage {
+		if _, build := tree["build"]; build {
+			return fmt.Errorf("%s: build: it builds its image from a Dockerfile; cove runs images: build and push it, and set \"image\" (or use cove --image)", path)
+		}
+		if _, df := tree["dockerFile"]; df {
+			return fmt.Errorf("%s: dockerFile: it builds its image from a Dockerfile; cove runs images: build and push it, and set \"image\" (or use cove --image)", path)
+		}
+	}
+	if p, _ := tree["privileged"].(bool); p {
+		return fmt.Errorf("%s: privileged: cove does not run privileged workspaces (every capability and device of the host, and no filter: the workspace would be the host's); remove it, and name what the tools need in capAdd", path)
+	}
+	return nil
+}
+
+func stringList(v any) []string {
+	switch v := v.(type) {
+	case string:
+		return []string{v}
+	case []any:
+		var out []string
+		for _, e := range v {
+			if s, ok := e.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+func quoteOr(s, or string) string {
+	if s == "" {
+		return or
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+// holdBack drops what an untrusted file may not have, and names it.
+func (c *Config) holdBack(dir string, v *vars) {
+	if c.InitializeCommand != nil {
+		c.Untrusted = append(c.Untrusted, "initializeCommand (it runs on this host)")
+		c.InitializeCommand = nil
+	}
+	var kept []Mount
+	for _, m := range c.Mounts {
+		// Even a path in the project: the workspace can make it a
+		// symlink to any host path before the bind follows it.
+		if m.Type == "bind" {
+			c.Untrusted = append(c.Untrusted, fmt.Sprintf("mounts: the host path %s", m.Source))
+			continue
+		}
+		kept = append(kept, m)
+	}
+	c.Mounts = kept
+	if c.WorkspaceMount != "" {
+		if m, err := ParseMount(c.WorkspaceMount); err == nil && m.Type == "bind" && !m.InProject(dir) {
+			c.Untrusted = append(c.Untrusted, fmt.Sprintf("workspaceMount: the host path %s", m.Source))
+			c.WorkspaceMount = ""
+		}
+	}
+	if len(c.CapAdd) > 0 {
+		c.Untrusted = append(c.Untrusted, "capAdd "+strings.Join(c.CapAdd, ", "))
+		c.CapAdd = nil
+	}
+	if len(c.SecurityOpt) > 0 {
+		c.Untrusted = append(c.Untrusted, "securityOpt "+strings.Join(c.SecurityOpt, ", "))
+		c.SecurityOpt = nil
+	}
+	if len(c.RunArgs) > 0 {
+		c.Untrusted = append(c.Untrusted, "runArgs "+strings.Join(c.RunArgs, " "))
+		c.RunArgs = nil
+	}
+	if len(v.heldEnv) > 0 {
+		c.Untrusted = append(c.Untrusted, "${localEnv:…} ("+strings.Join(v.heldEnv, ", ")+": the host's environment; left empty or its default)")
+	}
+}
+
+// UntrustedNote is the one line that says what an untrusted file asked
+// for and did not get, and how to trust it; "" when there is nothing.
+func (c *Config) UntrustedNote() string {
+	if c == nil || len(c.Untrusted) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s asks for what reaches outside the workspace, not applied: %s. The file is the workspace's to write; if you trust it as it is now, cove up --trust (a change to it is untrusted again)",
+		c.Path, strings.Join(c.Untrusted, "; "))
+}
+
+// EnvMap is an environment map of devcontainer.json: a value is a string,
+// a number or boolean (taken as its JSON text), or null (unset).
+type EnvMap map[string]*string
+
+// UnmarshalJSON accepts strings, numbers, booleans and null.
+func (m *EnvMap) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return fmt.Errorf("want an object of names to values")
+	}
+	*m = EnvMap{}
+	for k, v := range raw {
+		var s string
+		switch {
+		case string(v) == "null":
+			(*m)[k] = nil
+			continue
+		case json.Unmarshal(v, &s) == nil:
+		case len(v) > 0 && (v[0] == '-' || v[0] >= '0' && v[0] <= '9' || v[0] == 't' || v[0] == 'f'):
+			s = string(v)
+		default:
+			return fmt.Errorf("%s: want a string, a number or null", k)
+		}
+		(*m)[k] = &s
+	}
+	return nil
+}
+
+// Env is containerEnv and remoteEnv as K=V, remoteEnv winning, with
+// ${containerEnv:…} resolved against base (the image's environment), and
+// the names remoteEnv unsets (null). It is what every process of the
+// workspace gets on top of the image's environment.
+func (c *Config) Env(base []string) (set, unset []string) {
 	if c == nil {
-		return nil
-	}
-	m := map[string]string{}
-	for k, v := range c.ContainerEnv {
-		m[k] = v
-	}
-	for k, v := range c.RemoteEnv {
-		m[k] = v
-	}
-	var out []string
-	for k, v := range m {
-		out = append(out, k+"="+v)
-	}
-	return out
-}
-
-// PostCreate is the post-create command as an argv (a string runs
-// through sh -c), or nil.
-func (c *Config) PostCreate() ([]string, error) {
-	if c == nil || len(c.PostCreateCommand) == 0 || string(c.PostCreateCommand) == "null" {
 		return nil, nil
 	}
-	var s string
-	if json.Unmarshal(c.PostCreateCommand, &s) == nil {
-		if s == "" {
-			return nil, nil
+	cur := map[string]string{}
+	var order []string
+	put := func(k, v string) {
+		if _, ok := cur[k]; !ok {
+			order = append(order, k)
 		}
-		return []string{"/bin/sh", "-c", s}, nil
+		cur[k] = v
 	}
-	var argv []string
-	if err := json.Unmarshal(c.PostCreateCommand, &argv); err != nil {
-		return nil, fmt.Errorf("%s: postCreateCommand: want a string or an array of strings", c.Path)
+	for _, kv := range base {
+		k, v, _ := strings.Cut(kv, "=")
+		put(k, v)
 	}
-	return argv, nil
+	changed := map[string]bool{}
+	for _, k := range sortedKeys(c.ContainerEnv) {
+		if v := c.ContainerEnv[k]; v != nil {
+			put(k, c.vars.container(*v, cur))
+			changed[k] = true
+		}
+	}
+	// remoteEnv sees the container's environment: the image's and
+	// containerEnv.
+	containerView := map[string]string{}
+	for k, v := range cur {
+		containerView[k] = v
+	}
+	for _, k := range sortedKeys(c.RemoteEnv) {
+		v := c.RemoteEnv[k]
+		if v == nil {
+			delete(cur, k)
+			delete(changed, k)
+			unset = append(unset, k)
+			continue
+		}
+		put(k, c.vars.container(*v, containerView))
+		changed[k] = true
+	}
+	for _, k := range order {
+		if v, ok := cur[k]; ok && changed[k] {
+			set = append(set, k+"="+v)
+		}
+	}
+	return set, unset
+}
+
+func sortedKeys(m EnvMap) []string {
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

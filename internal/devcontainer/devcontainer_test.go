@@ -10,35 +10,208 @@ import (
 	"time"
 )
 
+func write(t *testing.T, dir, rel, body string) {
+	t.Helper()
+	p := filepath.Join(dir, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestLoad(t *testing.T) {
 	dir := t.TempDir()
-	if c, err := Load(dir); c != nil || err != nil {
+	if c, err := Load(dir, Options{}); c != nil || err != nil {
 		t.Fatalf("no file: %v %v", c, err)
 	}
-	os.Mkdir(filepath.Join(dir, ".devcontainer"), 0o755)
-	os.WriteFile(filepath.Join(dir, ".devcontainer", "devcontainer.json"), []byte(`{
+	write(t, dir, ".devcontainer/devcontainer.json", `{
 		// comments and trailing commas, as VS Code writes them
 		"image": "debian:bookworm",
 		"containerEnv": {"A": "1", "B": "2"},
 		"remoteEnv": {"B": "3"},
 		"postCreateCommand": "make deps",
 		"forwardPorts": [3000,],
-	}`), 0o644)
-	c, err := Load(dir)
+	}`)
+	c, err := Load(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := c.Env()
-	sort.Strings(env)
-	if c.Image != "debian:bookworm" || strings.Join(env, " ") != "A=1 B=3" || len(c.ForwardPorts) != 1 {
-		t.Fatalf("%+v %v", c, env)
+	set, _ := c.Env(nil)
+	sort.Strings(set)
+	if c.Image != "debian:bookworm" || strings.Join(set, " ") != "A=1 B=3" || len(c.ForwardPorts) != 1 {
+		t.Fatalf("%+v %v", c, set)
 	}
-	if argv, _ := c.PostCreate(); strings.Join(argv, " ") != "/bin/sh -c make deps" {
-		t.Fatalf("post create %q", argv)
+	if steps := c.Steps(PostCreate, nil); len(steps) != 1 || strings.Join(steps[0].Argv, " ") != "/bin/sh -c make deps" {
+		t.Fatalf("post create %q", steps)
 	}
-	os.WriteFile(filepath.Join(dir, ".devcontainer", "devcontainer.json"), []byte(`{"build": {"dockerfile": "Dockerfile"}}`), 0o644)
-	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "Dockerfile") {
+	write(t, dir, ".devcontainer/devcontainer.json", `{"build": {"dockerfile": "Dockerfile"}}`)
+	if _, err := Load(dir, Options{}); err == nil || !strings.Contains(err.Error(), "Dockerfile") || !strings.Contains(err.Error(), "build") {
 		t.Fatalf("a build config: %v", err)
+	}
+}
+
+// TestRefusals: a config cove cannot run as written is an error naming
+// the key and what to do (it used to start debian:bookworm for compose).
+func TestRefusals(t *testing.T) {
+	for _, tc := range []struct{ body, want string }{
+		{`{"dockerComposeFile": ["../docker-compose.yml"], "service": "app", "runServices": ["app", "db"], "workspaceFolder": "/workspaces/x"}`,
+			`dockerComposeFile (../docker-compose.yml): cove does not run Docker Compose (service "app", with app, db)`},
+		{`{"dockerComposeFile": "compose.yml"}`, "give the workspace an \"image\""},
+		{`{"image": "x", "privileged": true}`, "privileged: cove does not run privileged workspaces"},
+		{`{"dockerFile": "Dockerfile"}`, "dockerFile: it builds its image"},
+	} {
+		dir := t.TempDir()
+		write(t, dir, ".devcontainer.json", tc.body)
+		if _, err := Load(dir, Options{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.body, err, tc.want)
+		}
+	}
+}
+
+// TestSeveralConfigs: .devcontainer/NAME/devcontainer.json is found;
+// with several, --config chooses and the error lists them.
+func TestSeveralConfigs(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, ".devcontainer/python/devcontainer.json", `{"image": "py"}`)
+	c, err := Load(dir, Options{})
+	if err != nil || c == nil || c.Image != "py" {
+		t.Fatalf("one named config: %+v %v", c, err)
+	}
+	write(t, dir, ".devcontainer/go/devcontainer.json", `{"image": "go"}`)
+	_, err = Load(dir, Options{})
+	if err == nil || !strings.Contains(err.Error(), ".devcontainer/go/devcontainer.json, .devcontainer/python/devcontainer.json") || !strings.Contains(err.Error(), "--config") {
+		t.Fatalf("several: %v", err)
+	}
+	for _, p := range []string{".devcontainer/go/devcontainer.json", filepath.Join(dir, ".devcontainer/go/devcontainer.json")} {
+		if c, err := Load(dir, Options{ConfigPath: p}); err != nil || c.Image != "go" {
+			t.Fatalf("--config %s: %+v %v", p, c, err)
+		}
+	}
+	if _, err := Load(dir, Options{ConfigPath: "/etc/passwd"}); err == nil || !strings.Contains(err.Error(), "not a devcontainer.json") {
+		t.Fatalf("--config outside: %v", err)
+	}
+	write(t, dir, ".devcontainer/devcontainer.json", `{"image": "default"}`)
+	if c, err := Load(dir, Options{}); err != nil || c.Image != "default" {
+		t.Fatalf("the default file wins: %+v %v", c, err)
+	}
+}
+
+// TestNotes: every key cove does not apply is named once.
+func TestNotes(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, ".devcontainer.json", `{"image": "x", "name": "n", "features": {"ghcr.io/devcontainers/features/go:1": {}},
+		"customizations": {"vscode": {}}, "hostRequirements": {"cpus": 2}, "somethingNew": 1, "appPort": 3000}`)
+	c, err := Load(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(c.Notes, "\n")
+	for _, want := range []string{"features is not supported: cove does not install Features yet", "customizations is not supported",
+		"hostRequirements is not supported", "somethingNew is not supported by cove; it is ignored"} {
+		if strings.Count(got, want) != 1 {
+			t.Errorf("notes %q: want %q once", got, want)
+		}
+	}
+	if strings.Contains(got, "name") || strings.Contains(got, "appPort") {
+		t.Errorf("notes %q name a key that is applied (or another's)", got)
+	}
+}
+
+// TestEnvMaps: a number is its text (it used to reject the whole file),
+// null in remoteEnv unsets (it used to set FOO=), ${containerEnv:…}
+// resolves against the container's environment (it used to be literal).
+func TestEnvMaps(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, ".devcontainer.json", `{"image": "x", "workspaceFolder": "/src/${localWorkspaceFolderBasename}",
+		"containerEnv": {"PORT": 8080, "DEBUG": true, "TOOLS": "${containerWorkspaceFolder}/tools"},
+		"remoteEnv": {"PATH": "${containerWorkspaceFolder}/.dotnet:${containerEnv:PATH}", "FOO": null, "UNSET_DEFAULT": "${containerEnv:NOPE:fallback}",
+			"SEES": "${containerEnv:TOOLS}"}}`)
+	c, err := Load(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, unset := c.Env([]string{"PATH=/usr/bin:/bin", "FOO=image"})
+	sort.Strings(set)
+	folder := "/src/" + filepath.Base(dir)
+	want := []string{"DEBUG=true", "PATH=" + folder + "/.dotnet:/usr/bin:/bin", "PORT=8080", "SEES=" + folder + "/tools", "TOOLS=" + folder + "/tools", "UNSET_DEFAULT=fallback"}
+	if strings.Join(set, " ") != strings.Join(want, " ") || strings.Join(unset, " ") != "FOO" {
+		t.Errorf("set %q unset %q\nwant %q and FOO", set, unset, want)
+	}
+	if c.Folder() != folder {
+		t.Errorf("workspaceFolder %q, want %q", c.Folder(), folder)
+	}
+}
+
+// TestLocalEnvNeedsTrust: a project's file cannot read the host's
+// environment into the workspace (an API key, say) unless the user
+// trusted that file's content; a change to it is untrusted again.
+func TestLocalEnvNeedsTrust(t *testing.T) {
+	dir, home := t.TempDir(), t.TempDir()
+	body := `{"image": "x", "containerEnv": {"KEY": "${localEnv:SECRET}", "D": "${localEnv:SECRET:dflt}", "U": "${localEnv:UNSET_VAR:dflt}"},
+		"initializeCommand": "touch /tmp/canary", "capAdd": ["SYS_PTRACE"], "runArgs": ["--privileged"],
+		"mounts": ["source=/etc,target=/host-etc,type=bind", "source=${localWorkspaceFolder}/cache,target=/cache,type=bind", "source=vol,target=/v,type=volume"]}`
+	write(t, dir, ".devcontainer.json", body)
+	getenv := func(k string) string { return map[string]string{"SECRET": "s3cr3t"}[k] }
+	opts := Options{Home: home, Getenv: getenv}
+	c, err := Load(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, _ := c.Env(nil)
+	sort.Strings(set)
+	if strings.Join(set, " ") != "D=dflt KEY= U=dflt" {
+		t.Errorf("untrusted env %q: the host's SECRET read in", set)
+	}
+	if c.InitializeCommand != nil || len(c.CapAdd) > 0 || len(c.RunArgs) > 0 || len(c.Mounts) != 1 || c.Mounts[0].Type != "volume" {
+		t.Errorf("untrusted: %+v", c)
+	}
+	note := c.UntrustedNote()
+	for _, want := range []string{"initializeCommand (it runs on this host)", "the host path /etc", "the host path " + dir + "/cache", "capAdd SYS_PTRACE", "runArgs --privileged", "SECRET in containerEnv.KEY", "cove up --trust"} {
+		if !strings.Contains(note, want) {
+			t.Errorf("note %q lacks %q", note, want)
+		}
+	}
+	if _, err := Trust(dir, opts); err != nil {
+		t.Fatal(err)
+	}
+	c, err = Load(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, _ = c.Env(nil)
+	sort.Strings(set)
+	if !c.Trusted || strings.Join(set, " ") != "D=s3cr3t KEY=s3cr3t U=dflt" || c.InitializeCommand == nil || len(c.Mounts) != 3 || c.UntrustedNote() != "" {
+		t.Errorf("trusted: %v %q %+v", c.Trusted, set, c)
+	}
+	write(t, dir, ".devcontainer.json", strings.Replace(body, "SYS_PTRACE", "SYS_ADMIN", 1))
+	if c, _ := Load(dir, opts); c.Trusted || c.InitializeCommand != nil {
+		t.Errorf("a changed file is still trusted")
+	}
+}
+
+// TestCommandForms: string, array and object (parallel) forms.
+func TestCommandForms(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, ".devcontainer.json", `{"image": "x", "onCreateCommand": ["./setup.sh", "${containerEnv:HOME}"],
+		"postCreateCommand": {"a": "echo a", "b": ["echo", "b"]}, "postStartCommand": "", "postAttachCommand": null}`)
+	c, err := Load(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Steps(OnCreate, []string{"HOME=/home/u"}); len(s) != 1 || strings.Join(s[0].Argv, " ") != "./setup.sh /home/u" {
+		t.Errorf("array form: %q", s)
+	}
+	s := c.Steps(PostCreate, nil)
+	if len(s) != 2 || s[0].String() != "a: echo a" || s[1].String() != "b: echo b" {
+		t.Errorf("object form: %q", s)
+	}
+	if s := c.Steps(PostStart, nil); s != nil {
+		t.Errorf("empty string: %q", s)
+	}
+	if s := c.Steps(PostAttach, nil); s != nil {
+		t.Errorf("null: %q", s)
 	}
 }
 
@@ -49,7 +222,7 @@ func TestLoadConfinedToTheProject(t *testing.T) {
 	os.WriteFile(filepath.Join(host, "secret.json"), []byte(`{"image": "from-the-host"}`), 0o644)
 	os.Mkdir(filepath.Join(dir, ".devcontainer"), 0o755)
 	os.Symlink(filepath.Join(host, "secret.json"), filepath.Join(dir, ".devcontainer", "devcontainer.json"))
-	if c, err := Load(dir); err == nil && c != nil && c.Image == "from-the-host" {
+	if c, err := Load(dir, Options{}); err == nil && c != nil && c.Image == "from-the-host" {
 		t.Error("read a host file through a symlink")
 	}
 	other := t.TempDir()
@@ -57,7 +230,7 @@ func TestLoadConfinedToTheProject(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { _, err := Load(other); done <- err }()
+	go func() { _, err := Load(other, Options{}); done <- err }()
 	select {
 	case err := <-done:
 		if err == nil {

@@ -1,0 +1,306 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/cove-sh/cove/container"
+	"github.com/cove-sh/cove/internal/devcontainer"
+	"github.com/cove-sh/cove/internal/termtext"
+	"github.com/urfave/cli/v2"
+)
+
+// devcontainerOptions are where cove finds the project's devcontainer.json
+// and what the host gives it: the user's trust record, and the host's
+// environment for a trusted file's ${localEnv:…}.
+func devcontainerOptions(c *cli.Context) devcontainer.Options {
+	home, _ := os.UserHomeDir()
+	return devcontainer.Options{ConfigPath: c.String("config"), Home: home, Getenv: os.Getenv}
+}
+
+// loadDevcontainer reads the project's devcontainer.json, trusting it
+// first when --trust says so, and says once on stderr what of it is not
+// applied.
+func loadDevcontainer(c *cli.Context, dir string) (*devcontainer.Config, error) {
+	opts := devcontainerOptions(c)
+	if c.Bool("trust") {
+		path, err := devcontainer.Trust(dir, opts)
+		if err != nil {
+			return nil, fmt.Errorf("--trust: %w", err)
+		}
+		fmt.Fprintf(c.App.ErrWriter, "cove: trusting %s as it is now (recorded in %s): its initializeCommand runs on this host, and its host mounts, runArgs, capAdd, securityOpt and ${localEnv:…} apply\n",
+			path, devcontainer.TrustPath(opts.Home))
+	}
+	dc, err := devcontainer.Load(dir, opts)
+	if err != nil || dc == nil {
+		return dc, err
+	}
+	for _, n := range dc.Notes {
+		fmt.Fprintf(c.App.ErrWriter, "cove: note: devcontainer.json: %s\n", termtext.Visible(n))
+	}
+	if n := dc.UntrustedNote(); n != "" {
+		fmt.Fprintf(c.App.ErrWriter, "cove: note: %s\n", termtext.Visible(n))
+	}
+	return dc, nil
+}
+
+// initializeCommand runs a trusted file's initializeCommand on the host,
+// in the project, with pipes (never the terminal); an untrusted file's
+// was dropped when it was read.
+func initializeCommand(c *cli.Context, dc *devcontainer.Config, dir string) error {
+	steps := dc.Steps("initializeCommand", os.Environ())
+	if len(steps) == 0 {
+		return nil
+	}
+	fmt.Fprintf(c.App.ErrWriter, "cove: initializeCommand (on this host, as you trusted it): %s\n", termtext.Visible(stepsString(steps)))
+	out := &lockedWriter{w: termtext.NewWriter(c.App.ErrWriter)}
+	return runParallel(steps, "initializeCommand", func(s devcontainer.Step) (int, error) {
+		cmd := exec.CommandContext(c.Context, s.Argv[0], s.Argv[1:]...)
+		cmd.Dir, cmd.Stdout, cmd.Stderr = dir, out, out
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode(), nil
+		}
+		return 0, err
+	})
+}
+
+func stepsString(steps []devcontainer.Step) string {
+	var parts []string
+	for _, s := range steps {
+		parts = append(parts, s.String())
+	}
+	return strings.Join(parts, "; ")
+}
+
+// lockedWriter serialises the writes of commands run in parallel.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// runParallel runs steps at once (the object form; one step otherwise)
+// and says which failed, with its exit status.
+func runParallel(steps []devcontainer.Step, key string, run func(devcontainer.Step) (int, error)) error {
+	errs := make([]error, len(steps))
+	var wg sync.WaitGroup
+	for i, s := range steps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, err := run(s)
+			switch {
+			case err != nil:
+				errs[i] = fmt.Errorf("%s (%s): %w", key, termtext.Visible(s.String()), err)
+			case code != 0:
+				errs[i] = fmt.Errorf("%s (%s) failed with exit status %d", key, termtext.Visible(s.String()), code)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// lifecycle runs the lifecycle commands of the workspace st as the spec
+// orders them: on its first start onCreateCommand, updateContentCommand
+// and postCreateCommand (a marker beside its layer says they ran: cove rm
+// or --fresh runs them again), on every start postStartCommand, and
+// postAttachCommand where a user attaches (cove up, cove shell). Each runs
+// in the workspace folder as the workspace's user, with pipes; its output
+// is shown with control characters made visible.
+func lifecycle(c *cli.Context, e *env, st *container.State, dc *devcontainer.Config, layerDir string, env []string, started, attach bool) error {
+	if dc == nil {
+		return nil
+	}
+	marker := filepath.Join(layerDir, "created-done")
+	_, err := os.Stat(marker)
+	created := err == nil
+	if _, err := os.Stat(filepath.Join(layerDir, "post-create-done")); err == nil {
+		created = true // the marker of cove before onCreateCommand
+	}
+	var keys []string
+	if started && !created {
+		keys = append(keys, devcontainer.OnCreate, devcontainer.UpdateContent, devcontainer.PostCreate)
+	}
+	if started {
+		keys = append(keys, devcontainer.PostStart)
+	}
+	if attach {
+		keys = append(keys, devcontainer.PostAttach)
+	}
+	for _, key := range keys {
+		for _, steps := range dc.Lifecycle(key, env) {
+			if err := runInWorkspace(c, e, st, key, steps, dc.Folder()); err != nil {
+				if key == devcontainer.PostStart || key == devcontainer.PostAttach {
+					fmt.Fprintf(c.App.ErrWriter, "cove: warning: %v\n", err)
+					continue
+				}
+				return err
+			}
+		}
+	}
+	if started && !created {
+		return os.WriteFile(marker, nil, 0o600)
+	}
+	return nil
+}
+
+// runInWorkspace runs steps in the workspace, in parallel, in dir.
+func runInWorkspace(c *cli.Context, e *env, st *container.State, key string, steps []devcontainer.Step, dir string) error {
+	fmt.Fprintf(c.App.ErrWriter, "cove: %s: %s\n", key, termtext.Visible(stepsString(steps)))
+	out := &lockedWriter{w: termtext.NewWriter(c.App.ErrWriter)}
+	return runParallel(steps, key, func(s devcontainer.Step) (int, error) {
+		return execPiped(c.Context, e, st, container.ExecRequest{Args: s.Argv, Cwd: dir}, out)
+	})
+}
+
+// execPiped runs req in the workspace with /dev/null for input and a pipe
+// to out for its output: the command is the workspace's, and never gets
+// the host's terminal.
+func execPiped(ctx context.Context, e *env, st *container.State, req container.ExecRequest, out io.Writer) (int, error) {
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		return 0, err
+	}
+	defer null.Close()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
+	copied := make(chan struct{})
+	go func() {
+		io.Copy(out, pr)
+		pr.Close()
+		close(copied)
+	}()
+	code, err := container.Exec(filepath.Join(e.states().Dir(st.Name), "ctl.sock"), req, [3]*os.File{null, pw, pw}, nil)
+	pw.Close()
+	select {
+	case <-copied:
+	case <-time.After(time.Second):
+		pr.Close() // a job it left in the background keeps the pipe: no more of it is shown
+	case <-ctx.Done():
+	}
+	return code, err
+}
+
+// workspaceUser makes the workspace run as devcontainer.json's user
+// (remoteUser, else containerUser, the file's over the image's metadata):
+// the IDE server, so its terminals and its writes are that user's, and
+// with it cove exec, cove shell and the lifecycle commands (they default
+// to the workload's user), with the user's HOME. As root, the project
+// stays its owner's on the host and is that user's inside (the ID-mapped
+// bind maps its owner to the user's ids): devcontainer.json's
+// updateRemoteUserUID, without changing the image's /etc/passwd.
+func workspaceUser(dc *devcontainer.Config, rootfs, upper, sockDir, project string, proc *container.Process, binds []container.Bind) error {
+	name := dc.User()
+	if name == "" {
+		return nil
+	}
+	proc.User = name
+	// The user's HOME from /etc/passwd, unless the file sets one.
+	if _, set := dc.ContainerEnv["HOME"]; !set {
+		if _, set := dc.RemoteEnv["HOME"]; !set {
+			proc.Env = slices.DeleteFunc(proc.Env, func(kv string) bool { return strings.HasPrefix(kv, "HOME=") })
+		}
+	}
+	etc := rootfs
+	if _, err := os.Stat(filepath.Join(upper, "etc", "passwd")); err == nil {
+		etc = upper // the kept layer's accounts (an onCreateCommand's adduser)
+	}
+	u, err := container.LookupUser(name, filepath.Join(etc, "etc", "passwd"), filepath.Join(etc, "etc", "group"))
+	if err != nil {
+		return fmt.Errorf("devcontainer.json: remoteUser/containerUser %q: %w; add the user to the image, or name one it has", name, err)
+	}
+	if u.UID == 0 {
+		return nil
+	}
+	// The server, as that user, makes its socket here; the directory is
+	// the workspace's to write anyway, and its parent (0700) keeps the
+	// host's other users out.
+	if err := os.Chmod(sockDir, 0o777); err != nil {
+		return err
+	}
+	if os.Geteuid() != 0 {
+		return nil // rootless: the user namespace maps the ids
+	}
+	if fi, err := os.Stat(project); err == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 && (dc.UpdateRemoteUserUID == nil || *dc.UpdateRemoteUserUID) {
+			for i := range binds {
+				if binds[i].Source == project {
+					binds[i].MapOwner, binds[i].OwnerUID, binds[i].OwnerGID = true, int(u.UID), int(u.GID)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// workspaceMounts are devcontainer.json's mounts as binds: a volume is a
+// directory cove keeps beside the workspace's layer (volumes/NAME, gone
+// with cove rm or --fresh); a bind of a host path is there only when the
+// user trusted the file (an untrusted one's were dropped when it was read).
+func workspaceMounts(dc *devcontainer.Config, layerDir string) ([]container.Bind, error) {
+	if dc == nil {
+		return nil, nil
+	}
+	var binds []container.Bind
+	for _, m := range dc.Mounts {
+		switch m.Type {
+		case "volume":
+			name := m.Source
+			if name == "" || strings.ContainsAny(name, "/\x00") || name == "." || name == ".." {
+				name = "anon-" + strings.ReplaceAll(strings.Trim(m.Target, "/"), "/", "-")
+			}
+			dir := filepath.Join(layerDir, "volumes", name)
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, fmt.Errorf("devcontainer.json: mounts: volume %s: %w", m.Source, err)
+			}
+			binds = append(binds, container.Bind{Source: dir, Target: m.Target, ReadOnly: m.ReadOnly})
+		case "bind":
+			if !dc.Trusted {
+				continue
+			}
+			binds = append(binds, container.Bind{Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
+		}
+	}
+	return binds, nil
+}
+
+// workspaceEnv applies devcontainer.json's containerEnv and remoteEnv to
+// env (the image's): values set, and names remoteEnv unsets (null) gone.
+func workspaceEnv(dc *devcontainer.Config, env []string) []string {
+	set, unset := dc.Env(env)
+	out := make([]string, 0, len(env)+len(set))
+	seen := map[string]int{}
+	for _, kv := range append(append([]string{}, env...), set...) {
+		k, _, _ := strings.Cut(kv, "=")
+		if i, ok := seen[k]; ok {
+			out[i] = kv
+			continue
+		}
+		seen[k] = len(out)
+		out = append(out, kv)
+	}
+	return slices.DeleteFunc(out, func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(unset, k)
+	})
+}

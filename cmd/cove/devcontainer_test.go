@@ -1,0 +1,277 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cove-sh/cove/internal/testimage"
+	"github.com/cove-sh/cove/internal/testregistry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+)
+
+// runEnv is runProc with extra environment (HOME, a host variable).
+func runEnv(t *testing.T, root string, env []string, args ...string) result {
+	t.Helper()
+	cmd, out, errb := coveProc(root, args...)
+	cmd.Env = append(cmd.Env, env...)
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return result{out.String(), errb.String(), code}
+	case <-time.After(2 * time.Minute):
+		cmd.Process.Kill()
+		t.Fatalf("cove %v hung; stderr: %s", args, errb)
+	}
+	return result{}
+}
+
+// devcontainerProject writes body as the project's devcontainer.json
+// and returns the project and a COVE_ROOT; the workspace goes at the end.
+func devcontainerProject(t *testing.T, body string) (project, root string) {
+	t.Helper()
+	project, root = t.TempDir(), t.TempDir()
+	os.Mkdir(filepath.Join(project, ".devcontainer"), 0o755)
+	if err := os.WriteFile(filepath.Join(project, ".devcontainer", "devcontainer.json"), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", workspaceName(project)) })
+	return project, root
+}
+
+func running(t *testing.T, root, name string) bool {
+	t.Helper()
+	r := runProc(t, root, "", "ps")
+	return strings.Contains(r.stdout, name)
+}
+
+// TestDevcontainerComposeRefused: a compose-based config is refused
+// before anything starts, naming the services and what to do (it used
+// to start debian:bookworm without a word), and no container is left.
+func TestDevcontainerComposeRefused(t *testing.T) {
+	needRoot(t)
+	project, root := devcontainerProject(t, `{"name": "app", "dockerComposeFile": ["../docker-compose.yml"], "service": "app",
+		"runServices": ["app", "db"], "workspaceFolder": "/workspaces/app"}`)
+	r := runProc(t, root, "", "up", "--detach", project)
+	if r.code == 0 || !strings.Contains(r.stderr, `dockerComposeFile (../docker-compose.yml): cove does not run Docker Compose (service "app", with app, db)`) ||
+		!strings.Contains(r.stderr, "cove --image REF") {
+		t.Fatalf("compose: %+v", r)
+	}
+	if running(t, root, workspaceName(project)) {
+		t.Fatal("a refused config left a container")
+	}
+	if _, err := os.Stat(filepath.Join(root, "data", "workspaces", workspaceName(project), "upper")); err == nil {
+		t.Error("a refused config made a layer")
+	}
+}
+
+// TestDevcontainerLifecycle: the lifecycle commands in the spec's order
+// and frequency, in their three forms, in the workspace folder (an array
+// with ./script is the folder's, not init's), and the environment as the
+// spec says: a number accepted, null unsets, ${containerEnv:PATH} and
+// ${containerWorkspaceFolder} resolved. The image's ENTRYPOINT is not
+// put in front of cove's server. Each of those was wrong before.
+func TestDevcontainerLifecycle(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	img, err := mutate.Config(layered(t), v1.Config{Entrypoint: []string{"/bin/false"}, Cmd: []string{"sh"},
+		Env: []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "FOO=from-image"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := testregistry.Push(t, addr, img)
+	project, root := devcontainerProject(t, `{
+		"image": "`+ref+`",
+		"workspaceFolder": "/src/app",
+		"containerEnv": {"PORT": 8080},
+		"remoteEnv": {"FOO": null, "PATH": "${containerWorkspaceFolder}/bin:${containerEnv:PATH}"},
+		"onCreateCommand": ["./setup.sh", "on-create"],
+		"updateContentCommand": "echo update-content >> order.txt",
+		"postCreateCommand": {"a": "echo post-create-a >> a.txt", "b": ["sh", "-c", "echo post-create-b >> b.txt"]},
+		"postStartCommand": "echo post-start >> order.txt; echo start >> /cache/starts",
+		"mounts": ["source=cache,target=/cache,type=volume"],
+		"postAttachCommand": "echo post-attach >> order.txt",
+	}`)
+	os.WriteFile(filepath.Join(project, "setup.sh"), []byte("#!/bin/sh\necho \"$1 $PWD\" >> order.txt\n"), 0o755)
+	name := workspaceName(project)
+	for i := 0; i < 2; i++ {
+		if r := runProc(t, root, "", "up", "--detach", project); r.code != 0 {
+			t.Fatalf("up: %+v", r)
+		}
+		runProc(t, root, "", "stop", "--time", "2", name)
+	}
+	b, _ := os.ReadFile(filepath.Join(project, "order.txt"))
+	if want := "on-create /src/app\nupdate-content\npost-start\npost-attach\npost-start\npost-attach\n"; string(b) != want {
+		t.Errorf("order.txt:\n%s\nwant\n%s", b, want)
+	}
+	for _, f := range []string{"a.txt", "b.txt"} {
+		if b, _ := os.ReadFile(filepath.Join(project, f)); !strings.HasPrefix(string(b), "post-create-") || strings.Count(string(b), "\n") != 1 {
+			t.Errorf("%s = %q: the parallel postCreateCommand should have run once", f, b)
+		}
+	}
+	if r := runProc(t, root, "", "up", "--detach", project); r.code != 0 {
+		t.Fatalf("up: %+v", r)
+	}
+	r := runProc(t, root, "", "exec", name, "sh", "-c", `echo "$PORT|${FOO-unset}|$PATH|$PWD"`)
+	if want := "8080|unset|/src/app/bin:/usr/sbin:/usr/bin:/sbin:/bin|/src/app\n"; r.stdout != want {
+		t.Errorf("env: %+v, want %q", r, want)
+	}
+	if r := runProc(t, root, "", "exec", name, "cat", "/cache/starts"); r.stdout != "start\nstart\nstart\n" {
+		t.Errorf("the volume is not kept across starts: %+v", r)
+	}
+	if r := runProc(t, root, "", "exec", "-w", "/src/app", name, "./setup.sh", "exec"); r.code != 0 {
+		t.Errorf("cove exec ./script in -w: %+v", r)
+	}
+}
+
+// TestDevcontainerFailedCreateStops: a create-time command that fails
+// says which and its status, and leaves no container running (it used
+// to warn and keep it); the layer stays and the next up runs it again.
+func TestDevcontainerFailedCreateStops(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	ref := testregistry.Push(t, addr, layered(t))
+	project, root := devcontainerProject(t, `{"image": "`+ref+`",
+		"postCreateCommand": {"ok": "echo ok >> ok.txt", "bad": "echo bad >&2; exit 3"}}`)
+	name := workspaceName(project)
+	r := runProc(t, root, "", "up", "--detach", project)
+	if r.code == 0 || !strings.Contains(r.stderr, "postCreateCommand (bad: echo bad >&2; exit 3) failed with exit status 3") ||
+		!strings.Contains(r.stderr, "is stopped") {
+		t.Fatalf("a failing postCreateCommand: %+v", r)
+	}
+	if running(t, root, name) {
+		t.Error("a failed create left the workspace running")
+	}
+	if _, err := os.Stat(filepath.Join(root, "data", "workspaces", name, "upper")); err != nil {
+		t.Errorf("the layer is gone: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "data", "workspaces", name, "created-done")); err == nil {
+		t.Error("a failed create marked as done")
+	}
+}
+
+// TestDevcontainerTrust: an untrusted devcontainer.json cannot read a
+// host variable into the workspace or run its initializeCommand on the
+// host; cove up --trust lets that content do both, and a change to the
+// file is untrusted again.
+func TestDevcontainerTrust(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	ref := testregistry.Push(t, addr, layered(t))
+	canaryDir := t.TempDir()
+	canary := filepath.Join(canaryDir, "initialize-ran")
+	body := `{"image": "` + ref + `",
+		"containerEnv": {"LEAK": "${localEnv:COVE_TEST_SECRET}", "DEF": "${localEnv:COVE_TEST_SECRET:none}"},
+		"initializeCommand": "touch ` + canary + `",
+		"mounts": ["source=` + canaryDir + `,target=/host-dir,type=bind"]}`
+	project, root := devcontainerProject(t, body)
+	name := workspaceName(project)
+	env := []string{"HOME=" + t.TempDir(), "COVE_TEST_SECRET=s3cr3t"}
+	r := runEnv(t, root, env, "up", "--detach", project)
+	if r.code != 0 || !strings.Contains(r.stderr, "initializeCommand (it runs on this host)") || !strings.Contains(r.stderr, "COVE_TEST_SECRET in containerEnv.LEAK") ||
+		!strings.Contains(r.stderr, "cove up --trust") {
+		t.Fatalf("untrusted up: %+v", r)
+	}
+	if r := runProc(t, root, "", "exec", name, "sh", "-c", "echo $LEAK/$DEF"); r.stdout != "/none\n" {
+		t.Errorf("untrusted: the host's variable reached the workspace: %+v", r)
+	}
+	if _, err := os.Stat(canary); err == nil {
+		t.Error("untrusted: initializeCommand ran on the host")
+	}
+	if r := runProc(t, root, "", "exec", name, "ls", "/host-dir"); r.code == 0 {
+		t.Errorf("untrusted: a host path was bound in: %+v", r)
+	}
+	runProc(t, root, "", "stop", "--time", "2", name)
+	r = runEnv(t, root, env, "up", "--detach", "--trust", project)
+	if r.code != 0 || !strings.Contains(r.stderr, "trusting "+filepath.Join(project, ".devcontainer", "devcontainer.json")) {
+		t.Fatalf("up --trust: %+v", r)
+	}
+	if r := runProc(t, root, "", "exec", name, "sh", "-c", "echo $LEAK/$DEF"); r.stdout != "s3cr3t/s3cr3t\n" {
+		t.Errorf("trusted: %+v", r)
+	}
+	if _, err := os.Stat(canary); err != nil {
+		t.Error("trusted: initializeCommand did not run on the host")
+	}
+	if r := runProc(t, root, "", "exec", name, "ls", "/host-dir"); r.stdout != "initialize-ran\n" {
+		t.Errorf("trusted: the bind mount is not there: %+v", r)
+	}
+	runProc(t, root, "", "stop", "--time", "2", name)
+	os.Remove(canary)
+	os.WriteFile(filepath.Join(project, ".devcontainer", "devcontainer.json"), []byte(strings.Replace(body, "none", "other", 1)), 0o644)
+	if r := runEnv(t, root, env, "up", "--detach", project); r.code != 0 || !strings.Contains(r.stderr, "cove up --trust") {
+		t.Fatalf("changed file: %+v", r)
+	}
+	if _, err := os.Stat(canary); err == nil {
+		t.Error("a changed file's initializeCommand ran on the host")
+	}
+}
+
+// TestDevcontainerRemoteUser: the user named only in the image's
+// devcontainer.metadata label (as the devcontainers images do) runs the
+// lifecycle commands (the label's first, then the file's), cove exec and
+// the IDE server, with its HOME; a file it makes in the project belongs
+// to the project's owner on the host (updateRemoteUserUID), and -u
+// still chooses another. Before, everything ran as root.
+func TestDevcontainerRemoteUser(t *testing.T) {
+	needRoot(t)
+	_, uid, gid := testUser(t)
+	addr := testregistry.Addr(t)
+	home := testimage.Dir("home/vscode", 0o755)
+	home.UID, home.GID = 1234, 1234
+	accounts, err := testimage.Layer(testimage.Dir("home", 0o755), home,
+		testimage.File("etc/passwd", "root:x:0:0:root:/root:/bin/sh\nvscode:x:1234:1234::/home/vscode:/bin/sh\n", 0o644),
+		testimage.File("etc/group", "root:x:0:\nvscode:x:1234:\n", 0o644))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := mutate.AppendLayers(layered(t), accounts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err = mutate.Config(img, v1.Config{Cmd: []string{"sh"}, Env: []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"},
+		Labels: map[string]string{"devcontainer.metadata": `[{"id": "base"}, {"remoteUser": "vscode", "containerEnv": {"FROM_LABEL": "1"},
+			"postCreateCommand": "id -u > label.txt", "capAdd": ["SYS_PTRACE"]}]`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := testregistry.Push(t, addr, img)
+	project, root := devcontainerProject(t, `{"image": "`+ref+`", "postCreateCommand": "echo $HOME $FROM_LABEL > made.txt"}`)
+	os.Chown(project, uid, gid)
+	name := workspaceName(project)
+	r := runProc(t, root, "", "up", "--detach", project)
+	if r.code != 0 || !strings.Contains(r.stderr, "devcontainer.metadata asks for capAdd") {
+		t.Fatalf("up: %+v", r)
+	}
+	for file, want := range map[string]string{"label.txt": "1234\n", "made.txt": "/home/vscode 1\n"} {
+		b, _ := os.ReadFile(filepath.Join(project, file))
+		fi, err := os.Stat(filepath.Join(project, file))
+		if err != nil || string(b) != want {
+			t.Errorf("%s = %q (%v), want %q", file, b, err, want)
+			continue
+		}
+		if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != uid || int(st.Gid) != gid {
+			t.Errorf("%s belongs to %d:%d on the host, want the project's owner %d:%d", file, st.Uid, st.Gid, uid, gid)
+		}
+	}
+	if r := runProc(t, root, "", "exec", name, "sh", "-c", "id -u; echo $HOME; stat -c %u /workspace/made.txt; for p in /proc/[0-9]*; do grep -q serve $p/cmdline && grep ^Uid $p/status; done"); !strings.HasPrefix(r.stdout, "1234\n/home/vscode\n1234\nUid:\t1234") {
+		t.Errorf("exec: %+v", r)
+	}
+	if r := runProc(t, root, "", "exec", "-u", "0", name, "id", "-u"); r.stdout != "0\n" {
+		t.Errorf("exec -u 0: %+v", r)
+	}
+}
