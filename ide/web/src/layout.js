@@ -16,7 +16,7 @@ const panels = {
   agent: { def: 340, min: 200, squeeze: 220 },
   bottom: { min: 60 },
 };
-const editorMin = { w: 320, h: 120 };
+const editorMin = { w: 360, h: 120 };
 
 export function startLayout(app, { onResize = () => {} } = {}) {
   let saved = {};
@@ -48,16 +48,24 @@ export function startLayout(app, { onResize = () => {} } = {}) {
     const H = app.clientHeight - STATUS;
     let side = state.hidden.side ? 0 : clamp(state.side, panels.side.min, W * 0.5);
     let agent = state.hidden.agent ? 0 : clamp(state.agent, panels.agent.min, W * 0.6);
-    const room = W - Math.min(editorMin.w, W * 0.4);
+    const room = W - Math.min(editorMin.w, W * 0.45);
     if (side + agent > room) {
-      if (first === "side" && agent) agent = Math.max(Math.min(agent, panels.agent.squeeze), room - side);
-      if (first === "agent" && side) side = Math.max(Math.min(side, panels.side.squeeze), room - agent);
-      // Shrink both, each down to what it needs; then fold the agent's.
-      const scale = Math.min(1, room / (side + agent));
-      side = side && Math.max(Math.min(side, panels.side.squeeze), side * scale);
-      agent = agent && Math.max(Math.min(agent, panels.agent.squeeze), agent * scale);
+      const squeeze = (v, p) => Math.min(v, panels[p].squeeze);
+      if (first === "side" && agent) {
+        agent = Math.max(squeeze(agent, "agent"), room - side);
+        side = Math.max(squeeze(side, "side"), Math.min(side, room - agent));
+      } else if (first === "agent" && side) {
+        side = Math.max(squeeze(side, "side"), room - agent);
+        agent = Math.max(squeeze(agent, "agent"), Math.min(agent, room - side));
+      } else {
+        // Shrink both alike, each down to what it needs.
+        const scale = room / (side + agent);
+        side = side && Math.max(squeeze(side, "side"), side * scale);
+        agent = agent && Math.max(squeeze(agent, "agent"), agent * scale);
+      }
     }
-    folded = agent > 0 && side + agent > room;
+    // Still too wide: the agent's folds away.
+    folded = agent > 0 && side + agent > room + 0.5;
     if (folded) agent = 0;
     const bottom = state.hidden.bottom ? 0 : clamp(state.bottom ?? H * 0.38, panels.bottom.min, H - editorMin.h);
     Object.assign(shown, { side: Math.round(side), agent: Math.round(agent), bottom: Math.round(bottom) });

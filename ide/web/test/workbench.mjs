@@ -140,7 +140,7 @@ async function workbench(page, size) {
     if (!(await box(page, p)).visible) await fail(`${p} is not shown by default`);
   }
 
-  // 5. Drag the side bar's edge 40px right and the terminals' 50px up;
+  // 5. Drag the side bar's edge 30px right and the terminals' 50px up;
   // a reload keeps both.
   const drag = async (sel, dx, dy) => {
     const g = await box(page, sel);
@@ -152,11 +152,11 @@ async function workbench(page, size) {
   };
   const side0 = (await box(page, "#side")).w;
   const bottom0 = (await box(page, "#bottom")).h;
-  await drag(".gutter-side", 40, 0);
+  await drag(".gutter-side", 30, 0);
   await drag(".gutter-bottom", 0, -50);
   const side1 = (await box(page, "#side")).w;
   const bottom1 = (await box(page, "#bottom")).h;
-  if (Math.abs(side1 - side0 - 40) > 2) await fail(`dragged 40px, the side bar went from ${side0} to ${side1}`);
+  if (Math.abs(side1 - side0 - 30) > 2) await fail(`dragged 30px, the side bar went from ${side0} to ${side1}`);
   if (Math.abs(bottom1 - bottom0 - 50) > 2) await fail(`dragged 50px, the terminals went from ${bottom0} to ${bottom1}`);
   await page.reload();
   await page.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 15000 });
