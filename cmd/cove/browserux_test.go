@@ -24,7 +24,8 @@ import (
 // readable ANSI colours and inputs on the light theme. Then the launcher
 // is stopped with Ctrl-C: the app window closes, the other windows say
 // the workspace stopped and keep their unsaved changes. A second launcher
-// is killed outright: its windows find out by themselves.
+// is killed outright: its windows find out by themselves. A third one's
+// workspace is stopped with cove stop: every window stays and says so.
 // COVE_SCREENSHOTS=DIR saves the IDE at both sizes there (docs/).
 func TestBrowserIDEWorkbench(t *testing.T) {
 	needRoot(t)
@@ -72,6 +73,20 @@ func TestBrowserIDEWorkbench(t *testing.T) {
 		}
 	})
 	waitExit(up2, 20*time.Second)
+
+	// The workspace stopped from elsewhere (cove stop): the launcher says
+	// so and ends; its windows stay, app windows too, saying why.
+	up3, url3 := startUp(t, root, ref, bare)
+	runWorkbench(t, node, []string{url3, "stopped", bare}, func(what string) {
+		if what == "stop" {
+			if r := runProc(t, root, "", "stop", workspaceName(bare)); r.code != 0 {
+				t.Errorf("cove stop: %+v", r)
+			}
+		}
+	})
+	if _, ok := waitExit(up3, 20*time.Second); !ok {
+		t.Fatalf("the launcher did not end after cove stop: %s", upErr(t))
+	}
 }
 
 // runWorkbench runs workbench.mjs with args; a line "cove-test: WHAT" it

@@ -1,12 +1,14 @@
 // The IDE as a VS Code user works in it, in Debian's Chromium at 1280×800
 // and at 800×600 (driven by TestBrowserIDEWorkbench in cmd/cove).
-// Usage: node workbench.mjs URL main|killed PROJECT_DIR
+// Usage: node workbench.mjs URL main|killed|stopped PROJECT_DIR
 //   main:   keys from the terminal, panels, search, highlighting, the
 //           preview, the status bar, colours; then it prints
 //           "cove-test: interrupt" for the test to Ctrl-C the launcher,
 //           and checks what each window does.
 //   killed: prints "cove-test: kill" for the test to kill the launcher
 //           (no word to the windows), and checks they find out.
+//   stopped: prints "cove-test: stop" for the test to run cove stop, and
+//           checks that every window stays, saying why.
 // COVE_SCREENSHOTS=DIR saves the IDE at each size (ide-WxH.png) there;
 // COVE_FAIL_SHOT=PREFIX saves every page as PREFIX-N.png on a failure.
 // It prints "ok" last when every check passed.
@@ -335,6 +337,22 @@ try {
     await stopped(wide, "cove up was stopped", null);
     await stopped(narrow, "cove up was stopped", "hello.txt");
     await stopped(dirtyApp, "cove up was stopped", "notes.md");
+  } else if (mode === "stopped") {
+    // cove stop: the launcher says the workspace stopped; no window
+    // closes, an app window included.
+    const pages = [];
+    for (const size of sizes) {
+      where = `${size.width}x${size.height}`;
+      pages.push(await open(size));
+    }
+    where = "after cove stop";
+    const app = await Promise.all([pages[1].context().waitForEvent("page"), pages[1].evaluate(() => window.open("/?window=app", "_blank", "popup"))]).then(([p]) => p);
+    app.errors = [];
+    await app.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 15000 });
+    console.log("cove-test: stop");
+    for (const page of [...pages, app]) await stopped(page, "the workspace was stopped", null);
+    await app.waitForTimeout(1000);
+    if (app.isClosed()) await fail("cove stop closed the app window");
   } else {
     // Killed: no word from the launcher; the windows see it gone.
     const pages = [];
