@@ -242,7 +242,9 @@ async function togglePreview(path = activeDoc) {
     if (path === activeDoc) showDoc(path);
     return;
   }
-  const { renderMarkdown } = await import("./markdown.js");
+  const md = await import("./markdown.js").catch((e) => status(`no preview: ${e.message}`));
+  if (!md) return;
+  const { renderMarkdown } = md;
   if (d.preview || !docs.has(path)) return;
   const box = el("div", { class: "md-preview markdown", tabindex: "0", "aria-label": `Preview of ${path}` });
   const draw = () => box.replaceChildren(renderMarkdown(d.doc.text(), { headings: 0 }));

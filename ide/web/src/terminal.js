@@ -46,7 +46,7 @@ export class Shell {
       } catch {
         // no WebGL: xterm's DOM renderer does the work
       }
-    }), { timeout: 1000 });
+    }).catch(() => {}), { timeout: 1000 }); // not loaded (the launcher went): the same
     this.findBar(host);
     this.term.onTitleChange((t) => onTitle && onTitle(t));
     this.term.onData((d) => this.send(OP.input, enc.encode(d)));
