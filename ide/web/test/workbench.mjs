@@ -332,6 +332,21 @@ try {
     await dirtyApp.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 15000 });
     await edit(narrow, "hello.txt");
     await edit(dirtyApp, "notes.md");
+    // A window that lost its launcher for a while (offline here): it says
+    // so; Reconnect, once the launcher answers, reloads the page with the
+    // unsaved changes brought back.
+    where = "offline";
+    await narrow.context().setOffline(true);
+    await narrow.evaluate(() => fetch("/api/tree?path=.").catch(() => {}));
+    await narrow.waitForSelector("#stopped", { timeout: 15000 }).catch(() => fail("a failed request showed no stopped state"));
+    if (!(await narrow.textContent("#stopped")).includes("its launcher is gone")) await fail("offline: " + (await narrow.textContent("#stopped")));
+    await narrow.context().setOffline(false);
+    await narrow.click("#stopped .reconnect");
+    await narrow.waitForFunction(() => !document.querySelector("#stopped") && window.cove?.shells[0]?.shell.id, null, { timeout: 15000 })
+      .catch(() => fail("Reconnect did not reload the page"));
+    await wait(narrow, () => document.querySelector('.tab.dirty[title="hello.txt"]') && window.cove.docs.get("hello.txt").doc.text().endsWith("unsaved line"), null,
+      "the unsaved change did not come back after the reconnect");
+    where = "after Ctrl-C";
     console.log("cove-test: interrupt");
     if (!(await Promise.race([appClosed, new Promise((res) => setTimeout(() => res(false), 15000))]))) await fail("the app window did not close");
     await stopped(wide, "cove up was stopped", null);
