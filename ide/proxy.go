@@ -34,13 +34,18 @@ type Proxy struct {
 	// Token is the per-launch secret. It is accepted once in the URL
 	// (?token=…), which sets an HttpOnly, SameSite=Strict cookie, and
 	// from the cookie afterwards.
-	Token  string
+	Token string
+	// Dir is the project's directory on the host, which the page shows in
+	// the command that starts the workspace again once it stopped; set it
+	// before serving.
+	Dir    string
 	port   int
 	socket string
 	rp     *httputil.ReverseProxy
 
 	local map[string]http.Handler // paths served on this side
 	ui    http.Handler
+	life  lifeline // the windows' line to the launcher (lifeline.go)
 
 	mu      sync.Mutex
 	sockets int       // WebSockets open through the proxy: windows on the workspace
@@ -176,6 +181,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Del("Cookie") // the token stays on this side
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Referrer-Policy", "no-referrer")
+	if r.URL.Path == lifelinePath {
+		w.Header().Set("Content-Security-Policy", dataPolicy)
+		p.serveLifeline(w, r)
+		return
+	}
 	if h, ok := p.local[r.URL.Path]; ok {
 		w.Header().Set("Content-Security-Policy", dataPolicy)
 		h.ServeHTTP(w, r)

@@ -103,6 +103,7 @@ func upAction(c *cli.Context) error {
 		return fmt.Errorf("listen on 127.0.0.1:%d: %w (choose another --port)", c.Int("port"), err)
 	}
 	proxy := ide.NewProxy(workspaceSocket(e, name), l.Addr().(*net.TCPAddr).Port)
+	proxy.Dir = dir
 	panel := &agentPanel{root: c.String("root"), layout: e.layout, st: st, dir: dir, ctx: c.Context}
 	defer panel.Close()
 	proxy.Handle("/api/agent", ide.AgentPanel{Backend: panel})
@@ -148,6 +149,8 @@ func upAction(c *cli.Context) error {
 				continue
 			}
 			if st.Status() != container.Running {
+				// The windows say so, and keep what is unsaved in them.
+				farewell(proxy, ide.Farewell{Reason: "the workspace was stopped"})
 				srv.Close()
 				fmt.Fprintf(c.App.ErrWriter, "cove: the workspace %s stopped\n", st.Name)
 				return nil
@@ -155,6 +158,13 @@ func upAction(c *cli.Context) error {
 		}
 	}
 	fmt.Fprintln(c.App.ErrWriter, "cove: stopping the workspace")
+	// Ended by its user: app windows close themselves (those with unsaved
+	// changes stay, saying the workspace stopped).
+	bye := ide.Farewell{Reason: "cove up was stopped", Close: true}
+	if c.Bool("detach") {
+		bye = ide.Farewell{Reason: "its launcher was stopped", Close: true, Running: true}
+	}
+	farewell(proxy, bye)
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	srv.Shutdown(sctx)
@@ -162,6 +172,14 @@ func upAction(c *cli.Context) error {
 		return st.Stop(10 * time.Second)
 	}
 	return nil
+}
+
+// farewell tells the launcher's windows that it ends, waiting a little
+// for them to hear it.
+func farewell(proxy *ide.Proxy, bye ide.Farewell) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	proxy.Stopping(ctx, bye)
 }
 
 func readLauncher(path string) (launcherRecord, bool) {
@@ -229,7 +247,9 @@ func browserCommand(browser, url string, getenv func(string) string) (*exec.Cmd,
 		}
 	}
 	profile := filepath.Join(os.TempDir(), fmt.Sprintf("cove-browser-%d", uid))
-	args := []string{"--app=" + url, "--user-data-dir=" + profile, "--no-first-run", "--no-default-browser-check"}
+	// window=app tells the page it is an app window, which it may close
+	// when its launcher ends (a tab in the user's browser stays).
+	args := []string{"--app=" + url + "&window=app", "--user-data-dir=" + profile, "--no-first-run", "--no-default-browser-check"}
 	if uid == 0 {
 		args = append(args, "--no-sandbox") // Chromium refuses to run as root otherwise
 	}

@@ -6,13 +6,19 @@ import (
 	"context"
 	"regexp"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
-// Match is one line that matched a search.
+// Match is one line that matched a search, and where its first match is
+// in it. Col and Len count UTF-16 code units, as a browser's strings do,
+// so that the IDE selects exactly the match.
 type Match struct {
 	Path string `json:"path"` // relative to the project
 	Line int    `json:"line"` // from 1
 	Text string `json:"text"`
+	Col  int    `json:"col"` // from 0
+	Len  int    `json:"len"`
 }
 
 // maxLine is the longest line search reads; a file with a longer one is
@@ -41,13 +47,27 @@ func (t *Tree) Search(ctx context.Context, re *regexp.Regexp, under string, limi
 		sc := bufio.NewScanner(bytes.NewReader(b))
 		sc.Buffer(make([]byte, 64<<10), maxLine)
 		for line := 1; sc.Scan(); line++ {
-			if re.Match(sc.Bytes()) {
+			if at := re.FindIndex(sc.Bytes()); at != nil {
 				if len(matches) == limit {
 					return matches, true, nil
 				}
-				matches = append(matches, Match{Path: f.path, Line: line, Text: sc.Text()})
+				b := sc.Bytes()
+				matches = append(matches, Match{Path: f.path, Line: line, Text: string(b),
+					Col: utf16Len(b[:at[0]]), Len: utf16Len(b[at[0]:at[1]])})
 			}
 		}
 	}
 	return matches, false, nil
+}
+
+// utf16Len is how many UTF-16 code units b's text is (invalid bytes count
+// one each, as the browser's decoder makes each a U+FFFD).
+func utf16Len(b []byte) int {
+	n := 0
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		b = b[size:]
+		n += max(1, utf16.RuneLen(r))
+	}
+	return n
 }

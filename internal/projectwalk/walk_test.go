@@ -247,7 +247,7 @@ func TestSearchBounded(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	ms, more, err := tree.Search(context.Background(), regexp.MustCompile("needle"), "", 10)
 	runtime.ReadMemStats(&after)
-	if err != nil || more || len(ms) != 1 || ms[0] != (Match{Path: "a.txt", Line: 2, Text: "needle"}) {
+	if err != nil || more || len(ms) != 1 || ms[0] != (Match{Path: "a.txt", Line: 2, Text: "needle", Len: 6}) {
 		t.Errorf("search: %v %v %v", ms, more, err)
 	}
 	if a := after.TotalAlloc - before.TotalAlloc; a > 16<<20 {
@@ -257,5 +257,19 @@ func TestSearchBounded(t *testing.T) {
 		if _, err := tree.ReadFile(name); err == nil {
 			t.Errorf("ReadFile(%s) read it", name)
 		}
+	}
+}
+
+// TestSearchSaysWhereTheMatchIs: a hit says where its first match starts
+// and how long it is, in UTF-16 units (a browser's), so the IDE selects
+// the match itself: é is one unit, 😀 two, an invalid byte one.
+func TestSearchSaysWhereTheMatchIs(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, map[string]string{"a.txt": "é😀\xff Needle-7 and needle-8\n"})
+	tree, _ := Open(dir, nil)
+	defer tree.Close()
+	ms, _, err := tree.Search(context.Background(), regexp.MustCompile("(?i)needle-[0-9]"), "", 10)
+	if err != nil || len(ms) != 1 || ms[0].Col != 5 || ms[0].Len != 8 {
+		t.Errorf("search: %+v %v", ms, err)
 	}
 }

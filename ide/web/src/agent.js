@@ -41,7 +41,8 @@ async function mergeView(host, { path, before, after }) {
 // load otherwise); until then an answer shows as text.
 let markdown = null;
 let markdownReady = null;
-const loadMarkdown = () => (markdownReady ??= import("./markdown.js").then((m) => (markdown = m)));
+// A renderer that cannot load (the launcher went) leaves the text as it is.
+const loadMarkdown = () => (markdownReady ??= import("./markdown.js").then((m) => (markdown = m), () => {}));
 
 // callLine says in one line what a tool call does (the arguments in full
 // are its tooltip).
@@ -80,7 +81,7 @@ export function startAgent({ log, input, send, fresh, history }) {
   // An answer is rendered again as its deltas come, once a frame at most.
   const pending = new Set();
   const render = (node) => {
-    if (!markdown) loadMarkdown().then(rerenderAll);
+    if (!markdown) loadMarkdown().then((m) => m && rerenderAll());
     if (!pending.size) {
       requestAnimationFrame(() => {
         for (const n of pending) {
@@ -434,7 +435,7 @@ export function startAgent({ log, input, send, fresh, history }) {
           o.value = x.ID;
           return o;
         }));
-        status.textContent = ms.length ? `${ms.length} models: pick one in the Model box` : "the server lists no models: type the model's name";
+        status.textContent = ms.length ? `${ms.length} ${ms.length === 1 ? "model" : "models"}: pick one in the Model box` : "the server lists no models: type the model's name";
         if (!model.value && ms.length === 1) model.value = ms[0].ID;
         model.focus();
       },

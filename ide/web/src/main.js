@@ -2,15 +2,28 @@ import "@xterm/xterm/css/xterm.css";
 import "./style.css";
 import { Shell } from "./terminal.js";
 import { Doc } from "./editor.js";
+import { gotoLine } from "@codemirror/search";
 import { startAgent } from "./agent.js";
 import { startSearch } from "./search.js";
+import { Commands } from "./commands.js";
+import { startLayout } from "./layout.js";
+import { startLifeline } from "./lifeline.js";
+import { startStatusBar } from "./statusbar.js";
 import { $, el } from "./dom.js";
 
 const darkQuery = matchMedia("(prefers-color-scheme: dark)");
+// On the light background xterm's own colours are faint (its cyan, the
+// colour of ls's links, is 3.4:1; its yellow 2.4:1): these are 4.5:1 or
+// more, as text needs.
+const lightANSI = {
+  black: "#383a42", red: "#c8372d", green: "#3d7f3a", yellow: "#8d6300", blue: "#2f63d6", magenta: "#9a2a98", cyan: "#0a6f8f", white: "#6b6e76",
+  brightBlack: "#5c5f66", brightRed: "#a8261f", brightGreen: "#2e6b2c", brightYellow: "#765300", brightBlue: "#2152be", brightMagenta: "#82207f",
+  brightCyan: "#075a75", brightWhite: "#7d8088",
+};
 const termTheme = () =>
   darkQuery.matches
     ? { background: "#1e2127", foreground: "#d7dae0", cursor: "#d7dae0" }
-    : { background: "#fafafa", foreground: "#383a42", cursor: "#383a42", selectionBackground: "#d0d0d0" };
+    : { background: "#fafafa", foreground: "#383a42", cursor: "#383a42", selectionBackground: "#d0d0d0", ...lightANSI };
 
 // ---- files -------------------------------------------------------------
 
@@ -163,12 +176,13 @@ async function dimIgnored(path, into) {
 const docs = new Map(); // path → {doc, tab, pane}
 
 // openFile shows path in the editor (opening it if needed), at line if
-// given; focus false leaves the keyboard where it is (a click in the tree,
-// as in VS Code, so that F2 or Delete act on the file next).
-async function openFile(path, line, focus = true) {
+// given (with at: {col, len}, that part of it selected); focus false
+// leaves the keyboard where it is (a click in the tree, as in VS Code, so
+// that F2 or Delete act on the file next).
+async function openFile(path, line, focus = true, at = {}) {
   if (docs.has(path)) {
     showDoc(path, focus);
-    if (line) docs.get(path).doc.goto(line);
+    if (line) docs.get(path).doc.goto(line, at.col, at.len);
     return;
   }
   const r = await fetch(`/api/file?path=${encodeURIComponent(path)}`);
@@ -177,21 +191,22 @@ async function openFile(path, line, focus = true) {
   if (docs.has(path)) return showDoc(path, focus); // opened meanwhile
   const pane = el("div", { class: "pane" });
   $("#editors").append(pane);
-  const tab = el("button", { class: "tab", title: path, onclick: () => showDoc(path) }, path.split("/").pop());
-  const close = el("span", { class: "close", title: "Close", onclick: (ev) => (ev.stopPropagation(), closeDoc(path)) }, "×");
+  const tab = el("button", { class: "tab", title: path, onclick: () => showDoc(tab.title) }, path.split("/").pop());
+  const close = el("span", { class: "close", title: "Close", onclick: (ev) => (ev.stopPropagation(), closeDoc(tab.title)) }, "×");
   tab.append(close);
-  $("#editor-tabs").append(tab);
+  $("#editor-tabs").insertBefore(tab, $("#md-preview"));
   const doc = new Doc(pane, path, text, {
     dark: darkQuery.matches,
     etag: r.headers.get("ETag"),
     onDirty: (dirty) => tab.classList.toggle("dirty", dirty),
     onStatus: status,
+    onCursor: (d) => d.path === activeDoc && statusBar.doc(d),
   });
   docs.set(path, { doc, tab, pane });
   $("#welcome").hidden = true;
   showDoc(path, focus);
   saveDocs();
-  if (line) doc.goto(line);
+  if (line) doc.goto(line, at.col, at.len);
 }
 
 function showDoc(path, focus = true) {
@@ -199,9 +214,48 @@ function showDoc(path, focus = true) {
     d.pane.hidden = p !== path;
     d.tab.classList.toggle("active", p === path);
   }
-  if (focus) docs.get(path).doc.view.focus();
+  const d = docs.get(path);
+  if (focus) (d.preview || d.doc.view).focus();
   activeDoc = path;
+  statusBar.doc(d.doc);
+  $("#md-preview").hidden = !isMarkdown(path);
+  $("#md-preview").textContent = d.preview ? "Edit" : "Preview";
   saveDocs();
+}
+
+// ---- Markdown preview -------------------------------------------------------
+
+const isMarkdown = (path) => /\.(md|markdown)$/i.test(path);
+
+// togglePreview shows a Markdown file rendered in place of its editor (as
+// the agent's answers are: its HTML as text, only web and mail links),
+// following the text as it changes; again, the editor comes back.
+async function togglePreview(path = activeDoc) {
+  const d = docs.get(path);
+  if (!d) return;
+  if (!isMarkdown(path)) return status(`${path} is not Markdown: nothing to preview`);
+  if (d.preview) {
+    d.doc.changed.delete(d.redraw);
+    d.preview.remove();
+    d.preview = null;
+    d.pane.classList.remove("previewing");
+    if (path === activeDoc) showDoc(path);
+    return;
+  }
+  const md = await import("./markdown.js").catch((e) => status(`no preview: ${e.message}`));
+  if (!md) return;
+  const { renderMarkdown } = md;
+  if (d.preview || !docs.has(path)) return;
+  const box = el("div", { class: "md-preview markdown", tabindex: "0", "aria-label": `Preview of ${path}` });
+  const draw = () => box.replaceChildren(renderMarkdown(d.doc.text(), { headings: 0 }));
+  let timer;
+  d.redraw = () => (clearTimeout(timer), (timer = setTimeout(draw, 150)));
+  d.doc.changed.add(d.redraw);
+  draw();
+  d.pane.append(box);
+  d.preview = box;
+  d.pane.classList.add("previewing");
+  if (path === activeDoc) showDoc(path);
 }
 
 // The open files come back after a reload, the one shown last in front.
@@ -213,6 +267,18 @@ async function restoreDocs() {
   const { paths = [], active = null } = JSON.parse(sessionStorage.getItem("cove-docs") || "{}");
   for (const p of paths) await openFile(p, 0, false);
   if (active && docs.has(active)) showDoc(active, false);
+  // Unsaved changes stashed by a reconnect come back, unsaved.
+  const stashed = JSON.parse(sessionStorage.getItem("cove-unsaved") || "{}");
+  sessionStorage.removeItem("cove-unsaved");
+  for (const [p, text] of Object.entries(stashed)) {
+    if (!docs.has(p)) await openFile(p, 0, false);
+    if (docs.has(p)) docs.get(p).doc.edit(text);
+    else status(`${p}: your unsaved changes could not be brought back (the file is gone)`);
+  }
+}
+const unsaved = () => [...docs].filter(([, d]) => d.doc.dirty()).map(([p]) => p);
+function stashUnsaved() {
+  sessionStorage.setItem("cove-unsaved", JSON.stringify(Object.fromEntries(unsaved().map((p) => [p, docs.get(p).doc.text()]))));
 }
 
 function closeDoc(path) {
@@ -223,7 +289,12 @@ function closeDoc(path) {
   docs.delete(path);
   const next = [...docs.keys()].pop();
   if (next) showDoc(next);
-  else $("#welcome").hidden = false;
+  else {
+    $("#welcome").hidden = false;
+    $("#md-preview").hidden = true;
+    activeDoc = null;
+    statusBar.doc(null);
+  }
   saveDocs();
 }
 
@@ -243,6 +314,7 @@ function newShell(id = null) {
   entry.shell = new Shell(pane, {
     id,
     theme: termTheme(),
+    passKey: (ev) => commands.passKey(ev),
     onTitle: (t) => (tab.firstChild.textContent = t || `shell ${n}`),
     onExit: () => tab.classList.add("exited"),
   });
@@ -270,6 +342,7 @@ function showShell(entry) {
     s.pane.hidden = s !== entry;
     s.tab.classList.toggle("active", s === entry);
   }
+  if (!layout.shown("bottom")) layout.toggle("bottom", true);
   entry.shell.resize();
   entry.shell.focus();
 }
@@ -292,32 +365,71 @@ darkQuery.addEventListener("change", () => {
 $("#new-term").addEventListener("click", () => newShell());
 $("#new-file").addEventListener("click", () => newEntry(false));
 $("#new-folder").addEventListener("click", () => newEntry(true));
-document.addEventListener("keydown", (ev) => {
-  if ((ev.ctrlKey || ev.metaKey) && ev.shiftKey && ev.key === "`") {
-    ev.preventDefault();
-    newShell();
-  }
-  if ((ev.ctrlKey || ev.metaKey) && ev.altKey && ev.key.toLowerCase() === "i") {
-    ev.preventDefault(); // as VS Code's chat: to the agent
-    $("#agent-input").focus();
-  }
-  if ((ev.ctrlKey || ev.metaKey) && !ev.shiftKey && !ev.altKey && ev.key.toLowerCase() === "p") {
-    ev.preventDefault();
-    finder.quickOpen();
-  }
-  if (ev.altKey && !ev.ctrlKey && ev.key.toLowerCase() === "n") {
-    ev.preventDefault();
-    newEntry(false);
-  }
-  if ((ev.ctrlKey || ev.metaKey) && ev.shiftKey && ev.key.toLowerCase() === "e") {
-    ev.preventDefault();
+$("#md-preview").addEventListener("click", () => togglePreview());
+
+// ---- commands and keys --------------------------------------------------------
+
+const layout = startLayout($("#app"));
+const activeShell = () => shells.find((s) => !s.pane.hidden);
+const inTerminal = () => !!document.activeElement?.closest("#bottom");
+// focusEditor gives the keys to the file in front, else to the page.
+const focusEditor = () => {
+  const d = docs.get(activeDoc);
+  if (d) (d.preview || d.doc.view).focus();
+  else document.activeElement?.blur();
+};
+// togglePanel hides or shows a panel, moving the keys out of one that
+// goes and into one that comes.
+function togglePanel(panel, into) {
+  const had = document.activeElement?.closest(`#${panel === "bottom" ? "bottom" : panel === "side" ? "side" : "agent"}`);
+  const visible = layout.toggle(panel);
+  if (!visible && had) focusEditor();
+  if (visible && into) into();
+}
+const commands = new Commands()
+  .add("palette", "Show all commands", () => commands.palette(), { keys: ["Ctrl+Shift+P", "F1"] })
+  .add("quickOpen", "Go to file…", () => finder.quickOpen(), { key: "Ctrl+P" })
+  .add("save", "File: Save", () => docs.get(activeDoc)?.doc.trySave(), { key: "Ctrl+S", inTerminal: false })
+  .add("saveAll", "File: Save all", () => Promise.all(unsaved().map((p) => docs.get(p).doc.trySave())))
+  .add("newFile", "File: New file…", () => newEntry(false), { key: "Alt+N", inTerminal: false })
+  .add("newFolder", "File: New folder…", () => newEntry(true))
+  .add("closeEditor", "File: Close the file in front", () => activeDoc && closeDoc(activeDoc))
+  .add("preview", "Markdown: Preview (again: back to the editor)", () => togglePreview(), { key: "Ctrl+Shift+V" })
+  .add("gotoLine", "Go to line…", () => docs.get(activeDoc) && gotoLine(docs.get(activeDoc).doc.view), { key: "Ctrl+Alt+G" })
+  .add("files", "View: Files", () => {
+    if (!layout.shown("side")) layout.toggle("side", true);
     (document.querySelector("#tree .entry.selected") || document.querySelector("#tree .entry"))?.focus();
-  }
-  if ((ev.ctrlKey || ev.metaKey) && ev.shiftKey && ev.key.toLowerCase() === "f") {
-    ev.preventDefault();
+  }, { key: "Ctrl+Shift+E" })
+  .add("search", "Search: Find in files", () => {
+    if (!layout.shown("side")) layout.toggle("side", true);
     finder.focus();
-  }
-});
+  }, { key: "Ctrl+Shift+F" })
+  .add("replace", "Search: Replace in files", () => {
+    if (!layout.shown("side")) layout.toggle("side", true);
+    if ($("#replace-row").hidden) $("#search-replace").click();
+    else $("#replace").focus();
+  }, { key: "Ctrl+Shift+H" })
+  .add("toggleSide", "View: Show or hide the side bar", () => togglePanel("side"), { key: "Ctrl+B" })
+  .add("togglePanel", "View: Show or hide the terminals", () => togglePanel("bottom", () => activeShell()?.shell.focus()), { key: "Ctrl+J" })
+  .add("toggleAgent", "View: Show or hide the agent", () => togglePanel("agent"), { key: "Ctrl+Alt+B" })
+  .add("resetLayout", "View: Reset the panels' sizes", () => layout.reset())
+  .add("newTerminal", "Terminal: New terminal", () => newShell(), { key: "Ctrl+Shift+`" })
+  .add("terminal", "Terminal: Go to the terminal (again: back to the editor)", () => {
+    if (inTerminal() && layout.shown("bottom")) return focusEditor();
+    const s = activeShell();
+    if (s) showShell(s);
+  }, { key: "Ctrl+`" })
+  .add("closeTerminal", "Terminal: Close the terminal (ends its shell)", () => activeShell() && closeShell(activeShell()))
+  .add("agent", "Agent: Ask the agent", () => {
+    if (!layout.shown("agent")) layout.toggle("agent", true);
+    $("#agent-input").focus(); // as VS Code's chat
+  }, { key: "Ctrl+Alt+I" })
+  .add("agentNew", "Agent: New conversation", () => $("#agent-new").click())
+  .add("agentHistory", "Agent: Earlier conversations", () => $("#agent-history").click())
+  .add("branch", "Git: Show the branch again (read .git/HEAD)", () => statusBar.refreshBranch());
+document.addEventListener("keydown", (ev) => commands.handle(ev));
+const statusBar = startStatusBar();
+
 // ---- changes on disk ------------------------------------------------------
 
 // Files change under the editor: the agent edits, a terminal runs a
@@ -341,7 +453,7 @@ function watchFiles(retry = 0) {
     }
     if (op !== "write") refreshDir(path.includes("/") ? path.slice(0, path.lastIndexOf("/")) : ".");
   };
-  ws.onclose = () => setTimeout(() => watchFiles(retry + 1), Math.min(5000, 250 * 2 ** retry));
+  ws.onclose = () => lifeline.stopped() || setTimeout(() => watchFiles(retry + 1), Math.min(5000, 250 * 2 ** retry));
 }
 
 function refreshDir(dir) {
@@ -351,12 +463,21 @@ function refreshDir(dir) {
 }
 
 // For the browser tests (and the curious): the open shells and files.
-const finder = startSearch({ openFile, status, docs });
-window.cove = { shells, docs };
+const finder = startSearch({ openFile, status, docs, palette: (q) => commands.palette(q) });
+const lifeline = startLifeline({
+  unsaved,
+  stash: stashUnsaved,
+  onStopped: (why) => {
+    for (const s of shells) s.shell.halt(why.reason);
+    status(`the workspace stopped: ${why.reason}`);
+  },
+});
+window.cove = { shells, docs, layout, commands };
 renderDir(".", $("#tree")).catch((e) => status(`files: ${e.message}`));
 restoreDocs().catch((e) => status(`files: ${e.message}`));
 // Unsaved edits live only in this page: the browser asks before it goes.
 addEventListener("beforeunload", (ev) => {
+  if (sessionStorage.getItem("cove-unsaved")) return; // stashed for the reload (a reconnect)
   if ([...docs.values()].some((d) => d.doc.dirty())) ev.preventDefault();
 });
 const saved = JSON.parse(sessionStorage.getItem("cove-shells") || "[]");

@@ -1,7 +1,8 @@
-// Markdown for the agent's answers, built as DOM nodes from marked's
-// tokens, text always as text: what the model writes can never become
-// markup or script in the page (raw HTML shows as written, and links
-// work only for http, https and mailto).
+// Markdown for the agent's answers and the preview of a Markdown file,
+// built as DOM nodes from marked's tokens, text always as text: what the
+// model or the file says can never become markup or script in the page
+// (raw HTML shows as written, images as their text, and links work only
+// for http, https and mailto).
 import { Lexer } from "marked";
 
 const node = (tag, text) => {
@@ -54,14 +55,14 @@ function inline(tokens = [], into) {
   }
 }
 
-function blocks(tokens = [], into) {
+function blocks(tokens = [], into, o) {
   for (const t of tokens) {
     switch (t.type) {
       case "paragraph":
         inline(t.tokens, into.appendChild(node("p")));
         break;
       case "heading":
-        inline(t.tokens, into.appendChild(node(`h${Math.min(6, t.depth + 2)}`)));
+        inline(t.tokens, into.appendChild(node(`h${Math.min(6, t.depth + o.headings)}`)));
         break;
       case "code": {
         const pre = into.appendChild(node("pre"));
@@ -70,12 +71,12 @@ function blocks(tokens = [], into) {
         break;
       }
       case "blockquote":
-        blocks(t.tokens, into.appendChild(node("blockquote")));
+        blocks(t.tokens, into.appendChild(node("blockquote")), o);
         break;
       case "list": {
         const list = into.appendChild(node(t.ordered ? "ol" : "ul"));
         if (t.ordered && t.start !== "" && t.start !== 1) list.start = t.start;
-        for (const item of t.items) blocks(item.tokens, list.appendChild(node("li")));
+        for (const item of t.items) blocks(item.tokens, list.appendChild(node("li")), o);
         break;
       }
       case "table": {
@@ -104,8 +105,10 @@ function blocks(tokens = [], into) {
 
 // renderMarkdown returns the nodes for text; a half-streamed answer
 // renders as far as it goes (an open code fence runs to the end).
-export function renderMarkdown(text) {
+// headings is added to a heading's level: # is an h3 in the agent's
+// panel (2, the default), an h1 in a file's preview (0).
+export function renderMarkdown(text, { headings = 2 } = {}) {
   const frag = document.createDocumentFragment();
-  blocks(Lexer.lex(text, { gfm: true }), frag);
+  blocks(Lexer.lex(text, { gfm: true }), frag, { headings });
   return frag;
 }

@@ -2,10 +2,11 @@
 // expressions, replace in files) and quick open (Ctrl+P). Both run on the
 // launcher, where git is sure to be, so .gitignore counts.
 import { $, el } from "./dom.js";
+import { fuzzyScore } from "./commands.js";
 
 // startSearch wires the search box; openFile shows a hit, status says
 // what happened, docs are the open files (quick open offers them first).
-export function startSearch({ openFile, status, docs }) {
+export function startSearch({ openFile, status, docs, palette }) {
   // The search box's options, and what it found last (for replace).
   const searchOpts = { re: false, case: false };
   let lastSearch = null;
@@ -51,31 +52,26 @@ export function startSearch({ openFile, status, docs }) {
         file = m.path;
         box.append(el("div", { class: "search-file", title: m.path }, m.path));
       }
-      box.append(el("div", { class: "search-hit", "data-path": m.path, "data-line": m.line, onclick: () => openFile(m.path, m.line) },
-        el("span", { class: "ln" }, String(m.line)), m.text.trim().slice(0, 200)));
+      box.append(el("div", { class: "search-hit", "data-path": m.path, "data-line": m.line, onclick: () => openFile(m.path, m.line, true, m) },
+        el("span", { class: "ln" }, String(m.line)), ...hitText(m)));
     }
   }
 
-  // Quick open (Ctrl+P).
-
-  // fuzzyScore rates how well query (lower case) matches path: its letters
-  // in order, better when they run together, start words, or fall in the
-  // file's name; -1 if they are not all there.
-  function fuzzyScore(query, path) {
-    const p = path.toLowerCase();
-    const base = p.lastIndexOf("/") + 1;
-    let score = 0;
-    let at = -1;
-    for (const ch of query) {
-      const i = p.indexOf(ch, at + 1);
-      if (i < 0) return -1;
-      score += i === at + 1 ? 5 : 1; // a run
-      if (i === 0 || "/._-".includes(p[i - 1])) score += 3; // a word's start
-      if (i >= base) score += 2; // in the name
-      at = i;
-    }
-    return score - p.length / 100; // shorter paths first among equals
+  // hitText is a hit's line as shown, its match marked: the line without
+  // its indentation, the match kept in sight.
+  function hitText({ text, col = 0, len = 0 }) {
+    const lead = text.length - text.trimStart().length;
+    let from = Math.max(0, col - lead);
+    const line = text.trim();
+    const cut = from > 60 ? from - 20 : 0; // a match far along the line
+    from -= cut;
+    const shown = (cut ? "…" : "") + line.slice(cut, cut + 200);
+    from += cut ? 1 : 0;
+    if (!len || from >= shown.length) return [shown];
+    return [shown.slice(0, from), el("mark", {}, shown.slice(from, from + len)), shown.slice(from + len)];
   }
+
+  // Quick open (Ctrl+P); ">" first turns it into the command palette.
 
   let projectFiles = null; // fetched when the box opens
   async function quickOpen() {
@@ -104,7 +100,11 @@ export function startSearch({ openFile, status, docs }) {
     };
     const close = () => quick.remove();
     const pick = (f) => (close(), openFile(f));
-    box.addEventListener("input", () => ((sel = 0), draw()));
+    box.addEventListener("input", () => {
+      if (box.value.startsWith(">") && palette) return close(), palette(box.value);
+      sel = 0;
+      draw();
+    });
     box.addEventListener("keydown", (ev) => {
       if (ev.key === "ArrowDown" || ev.key === "ArrowUp") {
         ev.preventDefault();

@@ -11,7 +11,8 @@ const ACK_EVERY = 32 * 1024;
 // Shell is one terminal tab: a PTY in the workspace that outlives this
 // page; after a reload or a dropped connection it replays what was missed.
 export class Shell {
-  constructor(host, { id = null, theme, onTitle, onExit } = {}) {
+  constructor(host, { id = null, theme, onTitle, onExit, passKey = () => false } = {}) {
+    this.passKey = passKey;
     this.id = id;
     this.shown = 0; // output offset written to the screen
     this.acked = 0;
@@ -45,7 +46,7 @@ export class Shell {
       } catch {
         // no WebGL: xterm's DOM renderer does the work
       }
-    }), { timeout: 1000 });
+    }).catch(() => {}), { timeout: 1000 }); // not loaded (the launcher went): the same
     this.findBar(host);
     this.term.onTitleChange((t) => onTitle && onTitle(t));
     this.term.onData((d) => this.send(OP.input, enc.encode(d)));
@@ -65,6 +66,9 @@ export class Shell {
     box.hidden = true;
     host.append(box);
     this.term.attachCustomKeyEventHandler((ev) => {
+      // The IDE's keys (Ctrl+P, Ctrl+B, Ctrl+Shift+`…) are not the
+      // shell's: xterm lets them go up to the page.
+      if (this.passKey(ev)) return false;
       if (ev.type === "keydown" && (ev.ctrlKey || ev.metaKey) && !ev.shiftKey && ev.key === "f") {
         ev.preventDefault();
         box.hidden = false;
@@ -95,6 +99,7 @@ export class Shell {
   }
 
   connect() {
+    if (this.halted) return;
     const path = this.id ? `${this.id}?offset=${this.shown}` : "new";
     const ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/api/term/${path}`);
     ws.binaryType = "arraybuffer";
@@ -107,7 +112,7 @@ export class Shell {
     };
     ws.onmessage = (ev) => this.frame(new Uint8Array(ev.data));
     ws.onclose = (ev) => {
-      if (this.exited || this.closed) return;
+      if (this.exited || this.closed || this.halted) return;
       if (ev.code === 4404) {
         // The workspace no longer has that shell (it restarted): a new one.
         this.term.write("\r\n\x1b[2m[that shell is gone (the workspace restarted); here is a new one]\x1b[0m\r\n");
@@ -188,6 +193,18 @@ export class Shell {
 
   focus() {
     this.term.focus();
+  }
+
+  // halt is for a workspace that stopped: no more reconnecting, and no
+  // keys taken that would go nowhere; what is on the screen stays.
+  halt(why) {
+    if (this.halted) return;
+    this.halted = true;
+    clearTimeout(this.ackTimer);
+    if (this.ws) this.ws.close();
+    this.term.options.disableStdin = true;
+    this.term.options.cursorBlink = false;
+    this.term.write(`\r\n\x1b[2m[the workspace stopped: ${why}]\x1b[0m\r\n`);
   }
 
   dispose() {
