@@ -120,6 +120,8 @@ export function startAgent({ log, input, send, fresh, history }) {
     }
   });
   let output = null; // the running command's live output
+  let toolLine = null; // the last call's line, which its approval card replaces
+  let edited = false; // the running call made an edit (its diff is shown)
   let thinking = null; // the reasoning being streamed
   let approved = null; // the action of the approval just granted, whose edit follows
   const usage = fresh.parentNode.insertBefore(el("span", "usage", ""), fresh);
@@ -210,7 +212,9 @@ export function startAgent({ log, input, send, fresh, history }) {
       }
       case "tool_call":
         current = thinking = null;
-        add(el("div", "tool", callLine(m.call))).title = JSON.stringify(m.call.args, null, 2);
+        edited = false;
+        toolLine = add(el("div", "tool", callLine(m.call)));
+        toolLine.title = JSON.stringify(m.call.args, null, 2);
         break;
       case "tool_output":
         if (!output) {
@@ -223,11 +227,17 @@ export function startAgent({ log, input, send, fresh, history }) {
       case "tool_result": {
         if (output) output.remove();
         output = null;
+        // An edit's result says what its diff (shown) says already.
+        if (edited && !m.is_error) break;
         const d = add(el("details", m.is_error ? "result error" : "result"));
         d.append(el("summary", null, (m.text || "").split("\n")[0].slice(0, 120) || "(no output)"), el("pre", null, m.text));
+        // A command's output is what one wants to see: open unless long.
+        d.open = (m.text || "").split("\n").length <= 30;
         break;
       }
       case "approval": {
+        // The card names the call: its line above would say it twice.
+        if (toolLine && toolLine === log.lastElementChild) toolLine.remove();
         const card = add(el("div", "approval"));
         card.append(el("div", "action", m.action));
         if (m.after != null) {
@@ -289,6 +299,7 @@ export function startAgent({ log, input, send, fresh, history }) {
         break;
       }
       case "edited": {
+        edited = true;
         // A change made: its diff, open unless it was just approved from its card.
         const d = add(el("details", "edited"));
         d.open = approved !== m.action;
@@ -314,7 +325,10 @@ export function startAgent({ log, input, send, fresh, history }) {
         const back = el("button", "rewind", "Rewind to here");
         back.title = "put the files and the conversation back as they were before this prompt";
         back.onclick = () => {
-          if (!busy) ws.send(JSON.stringify({ type: "rewind", text: m.text }));
+          if (busy) return;
+          // It changes files on disk: asked first, as VS Code's chat does.
+          if (!confirm("Put the files and the conversation back as they were before this prompt? What changed since is lost.")) return;
+          ws.send(JSON.stringify({ type: "rewind", text: m.text }));
         };
         note.append(back);
         break;

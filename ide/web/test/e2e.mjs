@@ -217,6 +217,11 @@ try {
   const edited = await page.$eval("#agent-log details.edited", (d) => ({ open: d.open, summary: d.querySelector("summary").textContent, add: d.querySelector(".add")?.textContent }))
     .catch(() => null);
   if (!edited || edited.open || edited.summary !== "edit hello.txt  +1 −1" || !edited.add.includes("+changed by the agent")) await fail("the edit made: " + JSON.stringify(edited));
+  // Listed once: its card (the call's line gives way to it) and its diff, no result repeating them.
+  const mentions = await page.$$eval("#agent-log > *", (es) => es.filter((e) => /hello\.txt/.test(e.textContent) && !e.classList.contains("user") && !e.classList.contains("markdown")).map((e) => e.className));
+  if (mentions.join(",") !== "approval approved,edited") await fail("the edit is listed as: " + mentions.join(","));
+  // The command's output is shown open, not folded away.
+  if (!(await page.$eval("#agent-log details.result", (d) => d.open))) await fail("the command's output is folded away");
   // Its reasoning, streamed in pieces, reads as one block; the tokens of the last call show.
   const thought = await page.$$eval("#agent-log .thinking", (ts) => ts.map((t) => t.textContent));
   if (thought.join("|") !== "Checking the edit.") await fail("the reasoning shown: " + JSON.stringify(thought));
@@ -225,6 +230,12 @@ try {
 
   // Rewind that turn: the file goes back (the editor follows), the
   // conversation is cut, and the prompt returns to the box.
+  // It asks first: dismissed, nothing happens; confirmed, it rewinds.
+  answer(false);
+  await page.click(".note.checkpoint .rewind");
+  await page.waitForTimeout(300);
+  if (!(await page.textContent("#agent-log")).includes("Made it friendlier.")) await fail("a dismissed rewind rewound");
+  answer(true);
   await page.click(".note.checkpoint .rewind");
   await page.waitForFunction(() => document.querySelector(".cm-content").textContent.includes("rewritten by the shell"), null, { timeout: 10000 })
     .catch(async () => fail("the editor did not follow the rewind: " + (await page.textContent("#agent-log"))));
