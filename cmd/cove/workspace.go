@@ -96,8 +96,31 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 	if ref == "" {
 		ref = DefaultImage
 	}
-	if dc != nil && len(dc.ForwardPorts) > 0 {
-		fmt.Fprintln(c.App.ErrWriter, "cove: note: forwardPorts in devcontainer.json is not needed: the workspace shares the host's network, so its ports are already there")
+	specs, notes, err := dc.PortSpecs()
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range notes {
+		fmt.Fprintf(c.App.ErrWriter, "cove: note: %s\n", termtext.Visible(n))
+	}
+	var ports []container.Port
+	for _, s := range specs {
+		p, err := container.ParsePort(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", dc.Path, err)
+		}
+		if p.HostIP != "127.0.0.1" {
+			// The project is the workspace's to write: it may ask for a
+			// port, never to open one to the network.
+			fmt.Fprintf(c.App.ErrWriter, "cove: note: %s asks for host port %s; the project's ports are forwarded on 127.0.0.1 only\n", dc.Path, termtext.Visible(p.String()))
+			p.HostIP = "127.0.0.1"
+		}
+		ports = append(ports, p)
+	}
+	if len(ports) > 0 && conf.Net != container.NetPrivate {
+		// The workspace shares the host's network (or has none): its
+		// ports need no forwarding, or cannot have it.
+		ports = nil
 	}
 	sockDir := workspaceSocketDir(e, name)
 	// A fresh directory each start: nothing the last workspace left there
@@ -117,7 +140,7 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 		Args:    []string{"/.cove/cove", "ide", "serve", "--socket", "/.cove/run/ide.sock", "--dir", "/workspace"},
 		Workdir: "/workspace", Env: dc.Env(),
 		Binds:  []container.Bind{{Source: abs, Target: "/workspace"}, {Source: sockDir, Target: "/.cove/run"}},
-		Limits: limits, Net: conf.Net, NoSeccomp: conf.NoSeccomp, Detach: true, Quiet: true,
+		Limits: limits, Net: conf.Net, Ports: ports, NoSeccomp: conf.NoSeccomp, Detach: true, Quiet: true,
 		Dir: filepath.Join(e.layout.Data, "workspaces", name),
 	}
 	if _, err := e.launch(c, l); err != nil {
