@@ -432,3 +432,59 @@ func TestNetLauncherKilled(t *testing.T) {
 		}
 	})
 }
+
+// TestNetWorkspaceForwardPorts: a workspace forwards devcontainer.json's
+// forwardPorts from the host's 127.0.0.1 to a server started in it; a
+// second workspace asking for the same port is refused, naming the first;
+// the port closes when the workspace stops.
+func TestNetWorkspaceForwardPorts(t *testing.T) {
+	netModes(t, func(t *testing.T, h *fakeHost, u netUser, ref string) {
+		port := 20000 + rand.IntN(20000)
+		var projects []string
+		base, err := os.MkdirTemp("", "cove-net-projects-")
+		must(t, err)
+		t.Cleanup(func() { os.RemoveAll(base) })
+		os.Chmod(base, 0o755) // covetest's projects are in it
+		for i := 0; i < 2; i++ {
+			p := filepath.Join(base, fmt.Sprintf("proj%d", i))
+			must(t, os.MkdirAll(filepath.Join(p, ".devcontainer"), 0o755))
+			must(t, os.WriteFile(filepath.Join(p, ".devcontainer", "devcontainer.json"),
+				[]byte(fmt.Sprintf(`{"image": %q, "forwardPorts": [%d]}`, ref, port)), 0o644))
+			if u.rootless {
+				_, uid, gid := testUser(t)
+				for _, d := range []string{p, filepath.Join(p, ".devcontainer"), filepath.Join(p, ".devcontainer", "devcontainer.json")} {
+					must(t, os.Chown(d, uid, gid))
+				}
+			}
+			projects = append(projects, p)
+		}
+		first := workspaceName(projects[0])
+		t.Cleanup(func() { u.cove(t, h.ns, "rm", "-f", first) })
+		if r := u.cove(t, h.ns, "up", "--detach", projects[0]); r.code != 0 {
+			t.Fatalf("up --detach: %+v", r)
+		}
+		script := strings.Replace(serverScript, "8080", strconv.Itoa(port), 1)
+		if r := u.cove(t, h.ns, "exec", first, "sh", "-c", "("+script+") >/dev/null 2>&1 &"); r.code != 0 {
+			t.Fatalf("exec the server: %+v", r)
+		}
+		hostPort := fmt.Sprintf("127.0.0.1:%d", port)
+		var line string
+		for i := 0; i < 50 && line == ""; i++ {
+			line, _ = h.dial(hostPort)
+			time.Sleep(50 * time.Millisecond)
+		}
+		if line != "hello from the container\n" {
+			t.Fatalf("forwardPorts %d: %q", port, line)
+		}
+		r := u.cove(t, h.ns, "up", "--detach", projects[1])
+		if r.code == 0 || !strings.Contains(r.stderr, fmt.Sprintf("host port 127.0.0.1:%d:%d/tcp: container %s forwards it already", port, port, first)) {
+			t.Errorf("a second workspace on the same port: %+v", r)
+		}
+		if r := u.cove(t, h.ns, "stop", "--time", "1", first); r.code != 0 {
+			t.Fatalf("stop: %+v", r)
+		}
+		if line, err := h.dial(hostPort); err == nil {
+			t.Errorf("after stop the forwarded port still answers: %q", line)
+		}
+	})
+}
