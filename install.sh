@@ -165,6 +165,11 @@ check_runtime() {
 	else
 		say "note: no newuidmap/newgidmap (package uidmap): rootless containers get one id only"
 	fi
+	if command -v pasta >/dev/null 2>&1; then
+		say "ok: pasta (containers get a network of their own)"
+	else
+		say "missing: pasta (package passt: sudo apt install passt, or dnf install passt): containers' own network needs it; without it only --net host (your network, loopback included) or --net none work"
+	fi
 	for b in chromium chromium-browser google-chrome google-chrome-stable microsoft-edge brave-browser; do
 		if command -v "$b" >/dev/null 2>&1; then
 			say "ok: browser for the app window: $b"

@@ -19,11 +19,18 @@ var keptCaps = []uintptr{
 
 // dropBoundingCaps removes every other capability from init's bounding
 // set. Init keeps what it holds now; whatever it starts (the workload,
-// cove exec's processes) can never gain more than keptCaps.
-func dropBoundingCaps() error {
+// cove exec's processes) can never gain more than keptCaps. In a network
+// of its own (NetPrivate) CAP_NET_RAW goes too, as podman drops it: a
+// packet written raw onto the interface would skip the routes that keep
+// the host's addresses out of reach, and pasta would send it on as the
+// host (to its loopback too). Ping works without it (ping_group_range).
+func dropBoundingCaps(noRaw bool) error {
 	keep := map[uintptr]bool{}
 	for _, c := range keptCaps {
 		keep[c] = true
+	}
+	if noRaw {
+		keep[unix.CAP_NET_RAW] = false
 	}
 	for c := uintptr(0); c <= unix.CAP_LAST_CAP; c++ {
 		if keep[c] {

@@ -65,6 +65,9 @@ func Init(args []string) {
 		os.Exit(0)
 	}
 	runtime.LockOSThread()
+	if len(args) > 0 && args[0] == netHelperArg {
+		runNetHelper()
+	}
 	stage2 := len(args) > 0 && args[0] == "--stage2"
 	sync := os.NewFile(syncFd, "sync")
 	fail := func(err error) {
@@ -107,13 +110,18 @@ func initStage1(spec *Spec, again bool) error {
 	if err := unix.Sethostname([]byte(spec.Hostname)); err != nil {
 		return fmt.Errorf("set hostname: %w", err)
 	}
-	if spec.Net == "none" {
+	switch spec.Net {
+	case NetNone:
 		lo, err := netlink.LinkByName("lo")
 		if err == nil {
 			err = netlink.LinkSetUp(lo)
 		}
 		if err != nil {
 			return fmt.Errorf("bring up loopback: %w", err)
+		}
+	case NetPrivate:
+		if err := setupPrivateNet(spec.Blocked); err != nil {
+			return err
 		}
 	}
 	if err := setupRootfs(spec); err != nil {
@@ -183,7 +191,7 @@ var forwarded = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT
 func initStage2(spec *Spec, sync *os.File) (int, error) {
 	unix.CloseOnExec(syncFd)
 	unix.CloseOnExec(ctlFd)
-	if err := dropBoundingCaps(); err != nil {
+	if err := dropBoundingCaps(spec.Net == NetPrivate); err != nil {
 		return 0, err
 	}
 	if !spec.NoSeccomp {

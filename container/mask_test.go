@@ -26,7 +26,7 @@ func hostFile(t *testing.T, p string) string {
 // netModes runs f for a container sharing the host's network namespace
 // (where /proc/sys/net is the host's) and for one with its own.
 func netModes(t *testing.T, f func(t *testing.T, net string)) {
-	for _, net := range []string{"host", "none"} {
+	for _, net := range []string{"private", "host", "none"} {
 		t.Run("net-"+net, func(t *testing.T) { f(t, net) })
 	}
 }

@@ -32,8 +32,13 @@ type Spec struct {
 	// Control is the host path of the socket cove exec talks to init on.
 	Control string `json:"-"`
 	Binds   []Bind `json:"binds,omitempty"`
-	Net     string `json:"net"` // "host" or "none"
-	UserNS  bool   `json:"userns,omitempty"`
+	Net     string `json:"net"` // NetPrivate, NetHost or NetNone
+	// Ports are forwarded from the host into the container (NetPrivate).
+	Ports []Port `json:"ports,omitempty"`
+	// Blocked are the host's own addresses (NetPrivate), unreachable from
+	// inside: Start fills them in.
+	Blocked []string `json:"blocked,omitempty"`
+	UserNS  bool     `json:"userns,omitempty"`
 	// NoSeccomp leaves out the seccomp filter (see deniedSyscalls), for
 	// containers in the container, perf, bpf tools.
 	NoSeccomp bool    `json:"no_seccomp,omitempty"`

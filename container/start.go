@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -35,8 +36,12 @@ type Container struct {
 	// Identity is init's start time, boot and binary, taken while it
 	// surely runs (the workload may be done before Start returns).
 	Identity State
-	cmd      *exec.Cmd
-	cgroup   *cgroup
+	// NetHelper is the identity of the process that keeps pasta
+	// (NetPrivate only; see nethelper.go).
+	NetHelper *State
+	cmd       *exec.Cmd
+	netHelper *exec.Cmd
+	cgroup    *cgroup
 }
 
 // StartError is a failure before the workload ran. Code is the exit
@@ -77,6 +82,15 @@ func Start(spec *Spec, stdio Stdio, limits Limits, warn func(string)) (c *Contai
 	}
 	if spec.Copy {
 		if err := copyTree(spec.Lower, spec.Merged); err != nil {
+			return nil, err
+		}
+	}
+	if spec.Net == NetPrivate {
+		// Before anything starts: a missing pasta is one clear line.
+		if _, err := PastaPath(); err != nil {
+			return nil, err
+		}
+		if spec.Blocked, err = HostAddresses(); err != nil {
 			return nil, err
 		}
 	}
@@ -125,7 +139,7 @@ func Start(spec *Spec, stdio Stdio, limits Limits, warn func(string)) (c *Contai
 			Setsid: true,
 		},
 	}
-	if spec.Net == "none" {
+	if spec.Net == NetNone || spec.Net == NetPrivate {
 		cmd.SysProcAttr.Cloneflags |= unix.CLONE_NEWNET
 	}
 	ranged, useRanges := rangedMapping()
@@ -156,6 +170,7 @@ func Start(spec *Spec, stdio Stdio, limits Limits, warn func(string)) (c *Contai
 	fail := func(err error) (*Container, error) {
 		cmd.Process.Kill()
 		cmd.Wait()
+		c.waitNetHelper()
 		return nil, err
 	}
 	// Init waits for the spec, so it is alive now; its exe is the same file
@@ -180,16 +195,32 @@ func Start(spec *Spec, stdio Stdio, limits Limits, warn func(string)) (c *Contai
 	if err := cg.join(c.Pid); err != nil {
 		return fail(err)
 	}
+	if spec.Net == NetPrivate {
+		// pasta sets the interface up while init builds the root; the
+		// workload starts only once it has (the byte below).
+		helper, err := startNetHelper(spec, c.Pid)
+		if err != nil {
+			return fail(err)
+		}
+		c.netHelper, c.NetHelper = helper, &State{}
+		if err := c.NetHelper.Track(helper.Process.Pid); err != nil {
+			c.netHelper.Process.Kill()
+			c.netHelper.Wait()
+			return fail(fmt.Errorf("track the network helper: %w", err))
+		}
+	}
 	// An init that failed meanwhile is not written to: its reason is read
 	// below.
 	syncR.Write([]byte{1})
 	msg, fds, err := readSyncMsg(syncR)
 	if err != nil {
 		cmd.Wait()
+		c.waitNetHelper()
 		return nil, fmt.Errorf("init died during setup (%v): %s", cmd.ProcessState, err)
 	}
 	if msg.Error != "" {
 		cmd.Wait()
+		c.waitNetHelper()
 		return nil, &StartError{Err: errors.New(msg.Error), Code: msg.Code}
 	}
 	if spec.Process.Terminal {
@@ -232,6 +263,9 @@ func readSyncMsg(f *os.File) (syncMsg, []int, error) {
 func (c *Container) Wait() (code int, oom bool, err error) {
 	err = c.cmd.Wait()
 	defer c.cgroup.remove()
+	// The forwarded ports close with the container: the helper kills
+	// pasta as soon as init is gone.
+	c.waitNetHelper()
 	ps := c.cmd.ProcessState
 	if ps == nil {
 		return 0, false, err
@@ -255,7 +289,24 @@ func (c *Container) Kill() {
 }
 
 // Release lets the container run on without this process (detach).
-func (c *Container) Release() error { return c.cmd.Process.Release() }
+func (c *Container) Release() error {
+	if c.netHelper != nil {
+		c.netHelper.Process.Release()
+	}
+	return c.cmd.Process.Release()
+}
+
+// waitNetHelper waits for the network helper, which ends with init; it is
+// killed if it has not within a few seconds.
+func (c *Container) waitNetHelper() {
+	if c.netHelper == nil {
+		return
+	}
+	t := time.AfterFunc(5*time.Second, func() { c.netHelper.Process.Kill() })
+	c.netHelper.Wait()
+	t.Stop()
+	c.netHelper = nil
+}
 
 // MemoryLimit is the memory limit the container runs under (0: none).
 func (c *Container) MemoryLimit() int64 {

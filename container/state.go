@@ -37,6 +37,11 @@ type State struct {
 	Remove    bool      `json:"remove,omitempty"` // --rm
 	Keep      bool      `json:"keep,omitempty"`   // Dir outlives the container (a workspace's layer)
 	ExitCode  *int      `json:"exit_code,omitempty"`
+	// Ports are the host ports forwarded into it (NetPrivate).
+	Ports []Port `json:"ports,omitempty"`
+	// NetHelper is the process that keeps its pasta (NetPrivate): it
+	// ends with init, and Stop makes sure it has.
+	NetHelper *State `json:"net_helper,omitempty"`
 }
 
 // Status is a container's state as seen now.
@@ -139,6 +144,8 @@ func (d StateDir) Delete(name string) error {
 // SetIdentity copies the identity of a started container's init.
 func (st *State) SetIdentity(c *Container) {
 	st.Pid, st.StartTime, st.BootID, st.ExeDev, st.ExeIno = c.Pid, c.Identity.StartTime, c.Identity.BootID, c.Identity.ExeDev, c.Identity.ExeIno
+	st.NetHelper = c.NetHelper
+	st.Ports = c.Spec.Ports
 }
 
 // Track fills in the identity of the process pid: its start time, the
@@ -225,7 +232,38 @@ func (st *State) Stop(timeout time.Duration) error {
 	// Whoever started it may be gone (-d): the cgroup is ours to remove.
 	cg.kill()
 	cg.remove()
+	st.stopNetHelper()
 	return nil
+}
+
+// stopNetHelper makes sure the network helper (and so pasta, and the
+// forwarded ports) is gone once init is: it leaves by itself when init
+// does, and is killed if it has not within two seconds.
+func (st *State) stopNetHelper() {
+	h := st.NetHelper
+	if h == nil {
+		return
+	}
+	for i := 0; i < 200 && h.Status() == Running; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if h.Status() == Running {
+		unix.Kill(h.Pid, unix.SIGKILL)
+	}
+}
+
+// PortUser returns the name of a running container in d that forwards a
+// host port overlapping p, or "".
+func (d StateDir) PortUser(p Port) string {
+	list, _ := d.List()
+	for _, st := range list {
+		for _, q := range st.Ports {
+			if q.Overlaps(p) && st.Status() == Running {
+				return st.Name
+			}
+		}
+	}
+	return ""
 }
 
 func (st *State) cgroup() *cgroup {

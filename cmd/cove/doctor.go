@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"strings"
 
+	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/internal/dirs"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
@@ -101,6 +102,12 @@ func doctorChecks(layout dirs.Layout) []check {
 		add("newuidmap", "ok", "rootless containers get your /etc/subuid and /etc/subgid ranges")
 	} else {
 		add("newuidmap", "note", "missing (apt-get install uidmap): rootless containers get one id only")
+	}
+
+	if p, err := container.PastaPath(); err == nil {
+		add("network", "ok", "pasta ("+p+"): containers get a network of their own; only -p ports come in")
+	} else {
+		add("network", "missing", "pasta is missing: apt install passt (or dnf install passt); until then only --net host (your network, loopback included) or --net none work")
 	}
 
 	if b := findBrowser(); b != "" {

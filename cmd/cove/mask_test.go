@@ -72,7 +72,7 @@ func TestRootlessRunMasksTheKernel(t *testing.T) {
 			grep -q " $p [^ ]* ro," /proc/self/mounts && echo ro $p || echo rw $p
 		done
 		[ "$(cat /proc/sys/kernel/hostname)" = "$(hostname)" ] && echo hostname $(hostname)`)
-	for _, net := range []string{"host", "none"} {
+	for _, net := range []string{"private", "host", "none"} {
 		t.Run("net-"+net, func(t *testing.T) {
 			defer restore()
 			cmd, out, errb := coveProc(root, "run", "--rm", "--net", net, "--hostname", "masked", ref, "sh", "-c", script.String())

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -27,7 +28,8 @@ func limitFlags() []cli.Flag {
 		&cli.StringFlag{Name: "memory", Usage: "memory limit, e.g. `512m` or 2g (swap off)"},
 		&cli.Int64Flag{Name: "pids", Usage: "at most `N` processes and threads"},
 		&cli.Float64Flag{Name: "cpus", Usage: "at most `F` CPUs of time"},
-		&cli.StringFlag{Name: "net", Value: "host", Usage: "`host` (share the host's network) or none (loopback only)"},
+		&cli.StringFlag{Name: "net", Value: container.NetPrivate, Usage: "`private`: a network of its own through pasta (apt install passt): outbound TCP, UDP and DNS, nothing on your loopback or your own addresses, only -p ports in; " +
+			"host: YOUR network, so every service on your loopback (databases, dev servers, Docker's and other APIs bound to 127.0.0.1) is reachable from inside; none: loopback only"},
 		&cli.StringSliceFlag{Name: "security-opt", Usage: "`seccomp=unconfined`: without the seccomp filter (for containers, perf or bpf tools inside)"},
 	}
 }
@@ -52,6 +54,7 @@ when cove could not start the container.`,
 			&cli.StringFlag{Name: "user", Aliases: []string{"u"}, Usage: "`UID[:GID]` or name[:group] inside"},
 			&cli.StringFlag{Name: "hostname", Usage: "host `NAME` inside (default: the container name)"},
 			&cli.StringFlag{Name: "pull", Value: "missing", Usage: "`POLICY`: missing, always or never"},
+			&cli.StringSliceFlag{Name: "publish", Aliases: []string{"p"}, Usage: "forward `[ADDR:]HOSTPORT:CONTAINERPORT[/udp]` from the host (on 127.0.0.1 unless ADDR is given; --net private)"},
 		}, limitFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() < 1 {
@@ -100,7 +103,7 @@ func parseSize(s string) (int64, error) {
 
 // confinement is what limitFlags say beyond the limits.
 type confinement struct {
-	Net       string // host or none
+	Net       string // container.NetPrivate, NetHost or NetNone
 	NoSeccomp bool
 }
 
@@ -110,8 +113,8 @@ func limitsFrom(c *cli.Context) (container.Limits, confinement, error) {
 		return container.Limits{}, confinement{}, fmt.Errorf("--memory: %w", err)
 	}
 	conf := confinement{Net: c.String("net")}
-	if conf.Net != "host" && conf.Net != "none" {
-		return container.Limits{}, confinement{}, fmt.Errorf("--net %q: use host or none", conf.Net)
+	if conf.Net != container.NetPrivate && conf.Net != container.NetHost && conf.Net != container.NetNone {
+		return container.Limits{}, confinement{}, fmt.Errorf("--net %q: use private, host or none", conf.Net)
 	}
 	for _, opt := range c.StringSlice("security-opt") {
 		if opt != "seccomp=unconfined" {
@@ -150,6 +153,7 @@ type launch struct {
 	Binds       []container.Bind
 	Limits      container.Limits
 	Net         string
+	Ports       []container.Port // forwarded from the host (Net private)
 	NoSeccomp   bool
 	Remove      bool // --rm
 	Detach      bool
@@ -185,6 +189,13 @@ func runContainer(c *cli.Context) (int, error) {
 		Args: c.Args().Tail(), Env: envFlags(c), Workdir: c.String("workdir"), User: c.String("user"),
 		Limits: limits, Net: conf.Net, NoSeccomp: conf.NoSeccomp, Remove: c.Bool("rm"), Detach: c.Bool("detach"),
 		TTY: c.Bool("tty"), Interactive: c.Bool("interactive"),
+	}
+	for _, v := range c.StringSlice("publish") {
+		p, err := container.ParsePort(v)
+		if err != nil {
+			return 0, fmt.Errorf("-p: %w", err)
+		}
+		l.Ports = append(l.Ports, p)
 	}
 	for _, v := range c.StringSlice("volume") {
 		b, err := container.ParseBind(v)
@@ -260,6 +271,9 @@ func (e *env) launch(c *cli.Context, l launch) (int, error) {
 		name = "cove-" + id[:8]
 	}
 	states := e.states()
+	if err := checkPorts(states, l.Net, l.Ports); err != nil {
+		return 0, err
+	}
 	if err := states.Create(name); err != nil {
 		return 0, err
 	}
@@ -280,7 +294,7 @@ func (e *env) launch(c *cli.Context, l launch) (int, error) {
 	if hostname == "" {
 		hostname = name
 	}
-	resolv, hosts, err := etcFiles(dir, hostname)
+	resolv, hosts, err := etcFiles(dir, hostname, l.Net)
 	if err != nil {
 		return 0, err
 	}
@@ -289,7 +303,7 @@ func (e *env) launch(c *cli.Context, l launch) (int, error) {
 		ID: id, Name: name, Hostname: hostname,
 		Lower: img.RootFS, Upper: filepath.Join(dir, "upper"), Work: filepath.Join(dir, "work"), Merged: filepath.Join(dir, "merged"),
 		Binary: bin, ResolvConf: resolv, Hosts: hosts,
-		Binds: l.Binds, Net: l.Net, NoSeccomp: l.NoSeccomp, UserNS: os.Geteuid() != 0, Process: proc,
+		Binds: l.Binds, Net: l.Net, Ports: l.Ports, NoSeccomp: l.NoSeccomp, UserNS: os.Geteuid() != 0, Process: proc,
 		Control: filepath.Join(states.Dir(name), "ctl.sock"),
 	}
 
@@ -369,14 +383,58 @@ func (e *env) launch(c *cli.Context, l launch) (int, error) {
 	return code, nil
 }
 
+// checkPorts refuses, before anything starts, host ports that another
+// container forwards or another program holds, naming who has them.
+func checkPorts(states container.StateDir, net string, ports []container.Port) error {
+	if len(ports) > 0 && net != container.NetPrivate {
+		return fmt.Errorf("-p forwards ports into a network of the container's own (--net private); with --net %s there is none", net)
+	}
+	for i, p := range ports {
+		for _, q := range ports[:i] {
+			if p.Overlaps(q) {
+				return fmt.Errorf("host port %s is asked for twice", p)
+			}
+		}
+		if who := states.PortUser(p); who != "" {
+			return fmt.Errorf("host port %s: container %s forwards it already: cove stop %s, or choose another host port", p, who, who)
+		}
+		if err := probePort(p); err != nil {
+			return fmt.Errorf("host port %s: %v: another program has it; choose another host port", p, err)
+		}
+	}
+	return nil
+}
+
+// probePort binds p's host side for a moment, so that a port in use is
+// said plainly rather than as pasta's refusal.
+func probePort(p container.Port) error {
+	addr := net.JoinHostPort(p.HostIP, strconv.Itoa(int(p.HostPort)))
+	if p.Proto == "udp" {
+		c, err := net.ListenPacket("udp", addr)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	return l.Close()
+}
+
 // etcFiles writes the container's resolv.conf and hosts: the host's, plus
-// the container's own name.
-func etcFiles(dir, hostname string) (resolv, hosts string, err error) {
+// the container's own name. In a network of its own the resolver is
+// pasta's forwarder (the host's may be on its loopback).
+func etcFiles(dir, hostname, network string) (resolv, hosts string, err error) {
 	etc := filepath.Join(dir, "etc")
 	if err := os.MkdirAll(etc, 0o755); err != nil {
 		return "", "", err
 	}
 	r, _ := os.ReadFile("/etc/resolv.conf")
+	if network == container.NetPrivate {
+		r = container.ResolvConf(r)
+	}
 	h, err := os.ReadFile("/etc/hosts")
 	if err != nil {
 		h = []byte("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")

@@ -130,8 +130,31 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 		return nil, fmt.Errorf("the workspace %s was made from %s, not %s: cove up --fresh starts it anew from %s (what was installed in it goes), or leave the image as it was",
 			name, prev, ref, ref)
 	}
-	if dc != nil && len(dc.ForwardPorts) > 0 {
-		fmt.Fprintln(c.App.ErrWriter, "cove: note: forwardPorts in devcontainer.json is not needed: the workspace shares the host's network, so its ports are already there")
+	specs, notes, err := dc.PortSpecs()
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range notes {
+		fmt.Fprintf(c.App.ErrWriter, "cove: note: %s\n", termtext.Visible(n))
+	}
+	var ports []container.Port
+	for _, s := range specs {
+		p, err := container.ParsePort(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", dc.Path, err)
+		}
+		if p.HostIP != "127.0.0.1" {
+			// The project is the workspace's to write: it may ask for a
+			// port, never to open one to the network.
+			fmt.Fprintf(c.App.ErrWriter, "cove: note: %s asks for host port %s; the project's ports are forwarded on 127.0.0.1 only\n", dc.Path, termtext.Visible(p.String()))
+			p.HostIP = "127.0.0.1"
+		}
+		ports = append(ports, p)
+	}
+	if len(ports) > 0 && conf.Net != container.NetPrivate {
+		// The workspace shares the host's network (or has none): its
+		// ports need no forwarding, or cannot have it.
+		ports = nil
 	}
 	if err := initializeCommand(c, dc, abs); err != nil {
 		return nil, err
@@ -165,7 +188,7 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 		Args:    []string{"/.cove/cove", "ide", "serve", "--socket", "/.cove/run/ide.sock", "--dir", folder},
 		Workdir: folder,
 		Binds:   binds,
-		Limits:  limits, Net: conf.Net, NoSeccomp: conf.NoSeccomp, Detach: true, Quiet: true,
+		Limits:  limits, Net: conf.Net, Ports: ports, NoSeccomp: conf.NoSeccomp, Detach: true, Quiet: true,
 		Dir: layerDir,
 		Prepare: func(cfg *v1.ConfigFile, rootfs string, proc *container.Process, binds []container.Bind) error {
 			// The server is the workload: the image's ENTRYPOINT is not

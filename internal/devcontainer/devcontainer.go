@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -43,18 +44,21 @@ type Config struct {
 	// UpdateRemoteUserUID is nil when the file does not say.
 	UpdateRemoteUserUID *bool `json:"updateRemoteUserUID"`
 
-	WorkspaceFolder string          `json:"workspaceFolder"`
-	WorkspaceMount  string          `json:"workspaceMount"`
-	Mounts          []Mount         `json:"mounts"`
-	RunArgs         []string        `json:"runArgs"`
-	CapAdd          []string        `json:"capAdd"`
-	SecurityOpt     []string        `json:"securityOpt"`
-	Init            *bool           `json:"init"`
-	Privileged      *bool           `json:"privileged"`
-	OverrideCommand *bool           `json:"overrideCommand"`
-	ForwardPorts    []any           `json:"forwardPorts"`
-	Build           json.RawMessage `json:"build"`
-	DockerFile      string          `json:"dockerFile"`
+	WorkspaceFolder string   `json:"workspaceFolder"`
+	WorkspaceMount  string   `json:"workspaceMount"`
+	Mounts          []Mount  `json:"mounts"`
+	RunArgs         []string `json:"runArgs"`
+	CapAdd          []string `json:"capAdd"`
+	SecurityOpt     []string `json:"securityOpt"`
+	Init            *bool    `json:"init"`
+	Privileged      *bool    `json:"privileged"`
+	OverrideCommand *bool    `json:"overrideCommand"`
+	// ForwardPorts are ports (3000) or "host:port" strings; AppPort is a
+	// port, a "HOST:CONTAINER" string, or a list of either.
+	ForwardPorts []any           `json:"forwardPorts"`
+	AppPort      json.RawMessage `json:"appPort"`
+	Build        json.RawMessage `json:"build"`
+	DockerFile   string          `json:"dockerFile"`
 
 	InitializeCommand    *Command `json:"initializeCommand"`
 	OnCreateCommand      *Command `json:"onCreateCommand"`
@@ -453,4 +457,61 @@ func sortedKeys(m EnvMap) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// PortSpecs are the ports to forward from the host's 127.0.0.1, in cove
+// run's -p syntax (HOSTPORT:CONTAINERPORT): forwardPorts' numbers and
+// "localhost:N", and appPort. Notes say what was left out: a forwardPorts
+// "service:port" names another container of a compose setup, which cove
+// does not run.
+func (c *Config) PortSpecs() (specs, notes []string, err error) {
+	if c == nil {
+		return nil, nil, nil
+	}
+	for _, v := range c.ForwardPorts {
+		switch v := v.(type) {
+		case float64:
+			if v != float64(int(v)) {
+				return nil, nil, fmt.Errorf("%s: forwardPorts: %v is not a port", c.Path, v)
+			}
+			specs = append(specs, fmt.Sprintf("%d:%d", int(v), int(v)))
+		case string:
+			host, port, ok := strings.Cut(v, ":")
+			if _, err := strconv.Atoi(port); !ok || err != nil {
+				return nil, nil, fmt.Errorf("%s: forwardPorts: %q: want a port or \"host:port\"", c.Path, v)
+			}
+			if host != "localhost" && host != "127.0.0.1" {
+				notes = append(notes, fmt.Sprintf("forwardPorts %q names another container; cove forwards only the workspace's own ports", v))
+				continue
+			}
+			specs = append(specs, port+":"+port)
+		default:
+			return nil, nil, fmt.Errorf("%s: forwardPorts: %v: want a port or \"host:port\"", c.Path, v)
+		}
+	}
+	if len(c.AppPort) == 0 || string(c.AppPort) == "null" {
+		return specs, notes, nil
+	}
+	var list []any
+	if json.Unmarshal(c.AppPort, &list) != nil {
+		var one any
+		if err := json.Unmarshal(c.AppPort, &one); err != nil {
+			return nil, nil, fmt.Errorf("%s: appPort: %w", c.Path, err)
+		}
+		list = []any{one}
+	}
+	for _, v := range list {
+		switch v := v.(type) {
+		case float64:
+			specs = append(specs, fmt.Sprintf("%d:%d", int(v), int(v)))
+		case string:
+			if !strings.Contains(v, ":") {
+				v += ":" + v
+			}
+			specs = append(specs, v)
+		default:
+			return nil, nil, fmt.Errorf("%s: appPort: %v: want a port or \"HOST:CONTAINER\"", c.Path, v)
+		}
+	}
+	return specs, notes, nil
 }

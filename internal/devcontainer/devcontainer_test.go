@@ -240,3 +240,33 @@ func TestLoadConfinedToTheProject(t *testing.T) {
 		t.Fatal("a FIFO as .devcontainer.json hangs")
 	}
 }
+
+func TestPortSpecs(t *testing.T) {
+	cases := []struct {
+		json, want, notes string
+	}{
+		{`{"forwardPorts": [3000, "localhost:5432"]}`, "3000:3000 5432:5432", ""},
+		{`{"forwardPorts": ["db:5432"], "appPort": 8080}`, "8080:8080", "another container"},
+		{`{"appPort": ["8000:80", 9000]}`, "8000:80 9000:9000", ""},
+		{`{"appPort": "127.0.0.1:8000:80"}`, "127.0.0.1:8000:80", ""},
+	}
+	for _, tc := range cases {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, ".devcontainer.json"), []byte(tc.json), 0o644)
+		c, err := Load(dir, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		specs, notes, err := c.PortSpecs()
+		if err != nil || strings.Join(specs, " ") != tc.want || !strings.Contains(strings.Join(notes, " "), tc.notes) {
+			t.Errorf("%s: PortSpecs = %q %q %v, want %q", tc.json, specs, notes, err, tc.want)
+		}
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, ".devcontainer.json"), []byte(`{"forwardPorts": [{"port": 1}]}`), 0o644)
+	if c, _ := Load(dir, Options{}); c != nil {
+		if _, _, err := c.PortSpecs(); err == nil {
+			t.Error("forwardPorts with an object: want an error")
+		}
+	}
+}

@@ -162,8 +162,8 @@ cmdline() {
 	crun) printf '%q ' crun --root "$tmp/state-crun" run --bundle "$(bundle crun "$p")" && printf %s "$id" ;;
 	crun-nocg) printf '%q ' crun --cgroup-manager=disabled --root "$tmp/state-crun" run --bundle "$(bundle crun "$p")" && printf %s "$id" ;;
 	podman) printf '%q ' "${podman_base[@]}" "${podman_global[@]}" run "${podman_flags[@]}" --rm --pull=never --network host "$ref" "${args[@]}" ;;
-	cove) printf '%q ' "$cove" run --rm "$ref" "${args[@]}" ;;
-	cove-mem) printf '%q ' "$cove" run --rm --memory 64m "$ref" "${args[@]}" ;;
+	cove) printf '%q ' "$cove" run --rm --net host "$ref" "${args[@]}" ;;
+	cove-mem) printf '%q ' "$cove" run --rm --net host --memory 64m "$ref" "${args[@]}" ;;
 	*) die "cmdline: unknown tool $t" ;;
 	esac
 }
@@ -176,8 +176,8 @@ declare -A label=(
 	[crun]="crun run"
 	[crun-nocg]="crun --cgroup-manager=disabled run"
 	[podman]="podman run --rm"
-	[cove]="cove run --rm"
-	[cove-mem]="cove run --rm --memory 64m"
+	[cove]="cove run --rm --net host"
+	[cove-mem]="cove run --rm --net host --memory 64m"
 )
 declare -A failed=() checked=() med=() mean=() sd=() lo=() hi=() bad=() all_med=()
 notes=()

@@ -1,0 +1,243 @@
+package container
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// The network modes of Spec.Net.
+const (
+	// NetPrivate is a network namespace of the container's own, joined to
+	// the outside by pasta (Debian's passt package): outbound TCP, UDP and
+	// DNS work, nothing on the host's loopback or its own addresses is
+	// reachable, and only Spec.Ports are forwarded in. The default.
+	NetPrivate = "private"
+	// NetHost shares the host's network: every service on its loopback
+	// is reachable from inside.
+	NetHost = "host"
+	// NetNone is a network namespace with its loopback only.
+	NetNone = "none"
+)
+
+// DNSForward is the address the container's resolv.conf names under
+// NetPrivate: pasta answers there by asking the host's resolver, so a
+// resolver on the host's loopback (systemd-resolved's 127.0.0.53) works
+// without the container reaching that loopback. 169.254.1.1 is what
+// podman uses for the same.
+const DNSForward = "169.254.1.1"
+
+// Port is a host port forwarded into the container (cove run -p).
+type Port struct {
+	HostIP        string `json:"host_ip"` // 127.0.0.1 unless the user gave one
+	HostPort      uint16 `json:"host_port"`
+	ContainerPort uint16 `json:"container_port"`
+	Proto         string `json:"proto"` // tcp or udp
+}
+
+// String is the port as -p takes it: ADDR:HOSTPORT:CONTAINERPORT/PROTO.
+func (p Port) String() string {
+	return fmt.Sprintf("%s:%d/%s", net.JoinHostPort(p.HostIP, strconv.Itoa(int(p.HostPort))), p.ContainerPort, p.Proto)
+}
+
+// Overlaps says whether p and q ask for the same host port: one protocol
+// and port, and one address or an unspecified one (0.0.0.0, ::) on
+// either side.
+func (p Port) Overlaps(q Port) bool {
+	if p.Proto != q.Proto || p.HostPort != q.HostPort {
+		return false
+	}
+	a, errA := netip.ParseAddr(p.HostIP)
+	b, errB := netip.ParseAddr(q.HostIP)
+	if errA != nil || errB != nil {
+		return true
+	}
+	return a == b || a.IsUnspecified() || b.IsUnspecified()
+}
+
+// ParsePort reads podman's -p syntax: [ADDR:]HOSTPORT:CONTAINERPORT[/tcp|udp]
+// (an IPv6 ADDR in brackets). Without ADDR the port is bound to 127.0.0.1
+// only: a port reachable from the network is asked for by giving 0.0.0.0.
+func ParsePort(s string) (Port, error) {
+	p := Port{HostIP: "127.0.0.1", Proto: "tcp"}
+	bad := func(why string) (Port, error) {
+		return Port{}, fmt.Errorf("port %q: %s (want [ADDR:]HOSTPORT:CONTAINERPORT[/tcp|udp], e.g. 8080:80)", s, why)
+	}
+	rest := s
+	if i := strings.LastIndexByte(rest, '/'); i >= 0 {
+		p.Proto, rest = rest[i+1:], rest[:i]
+		if p.Proto != "tcp" && p.Proto != "udp" {
+			return bad("the protocol is tcp or udp")
+		}
+	}
+	i := strings.LastIndexByte(rest, ':')
+	if i < 0 {
+		return bad("no container port")
+	}
+	ctr, rest := rest[i+1:], rest[:i]
+	host := rest
+	if j := strings.LastIndexByte(rest, ':'); j >= 0 {
+		addr := strings.TrimSuffix(strings.TrimPrefix(rest[:j], "["), "]")
+		host = rest[j+1:]
+		ip, err := netip.ParseAddr(addr)
+		if err != nil || ip.Zone() != "" {
+			return bad("the address is not an IP address")
+		}
+		p.HostIP = ip.String()
+	}
+	hp, err1 := strconv.ParseUint(host, 10, 16)
+	cp, err2 := strconv.ParseUint(ctr, 10, 16)
+	if err1 != nil || err2 != nil || hp == 0 || cp == 0 {
+		return bad("ports are numbers from 1 to 65535")
+	}
+	p.HostPort, p.ContainerPort = uint16(hp), uint16(cp)
+	return p, nil
+}
+
+// PastaPath finds pasta, which NetPrivate needs; the error says how to
+// get it.
+func PastaPath() (string, error) {
+	p, err := exec.LookPath("pasta")
+	if err != nil {
+		return "", errors.New("pasta is missing: a container's own network needs it (apt install passt, or dnf install passt); or choose --net host (shares your network) or --net none")
+	}
+	return p, nil
+}
+
+// HostAddresses lists the host's own addresses beyond its loopback, as
+// single-address prefixes: under NetPrivate each becomes a prohibit route
+// in the container's namespace. pasta connects as the host, so a packet
+// to one of them would reach the host's services bound to 0.0.0.0.
+func HostAddresses() ([]string, error) {
+	addrs, err := netlink.AddrList(nil, netlink.FAMILY_ALL)
+	if err != nil {
+		return nil, fmt.Errorf("list the host's addresses: %w", err)
+	}
+	var out []string
+	for _, a := range addrs {
+		ip, ok := netip.AddrFromSlice(a.IP)
+		if !ok || ip.Unmap().IsLoopback() {
+			continue // the container's loopback is its own
+		}
+		ip = ip.Unmap()
+		out = append(out, netip.PrefixFrom(ip, ip.BitLen()).String())
+	}
+	return out, nil
+}
+
+// ResolvConf is the container's resolv.conf under NetPrivate: pasta's DNS
+// forwarder as the one nameserver, and the host's search and options.
+func ResolvConf(host []byte) []byte {
+	var b bytes.Buffer
+	b.WriteString("nameserver " + DNSForward + "\n")
+	for _, line := range strings.Split(string(host), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 0 && (f[0] == "search" || f[0] == "domain" || f[0] == "options") {
+			b.WriteString(line + "\n")
+		}
+	}
+	return b.Bytes()
+}
+
+// pastaArgs are pasta's options for a container's namespace. The helper
+// hands pasta the namespaces as its fds 3 (network) and 4 (user, when the
+// container has one), and a pipe on fd 5 where pasta writes its pid once
+// it is set up.
+//
+//   - -T none -U none: nothing in the namespace is forwarded to the host
+//     (pasta's default, auto, makes the host's loopback ports reachable
+//     from the container's loopback).
+//   - -t/-u: only the ports asked for come in (the default, auto, forwards
+//     every port the container listens on).
+//   - --no-map-gw: the gateway's address is not the host's loopback.
+//   - --dns-forward: DNS through the host's resolver (see DNSForward).
+//   - --runas 0: as root pasta would become nobody before it opens the
+//     namespace it is given; it keeps only the capabilities it needs and
+//     runs under its own seccomp filter.
+func pastaArgs(ports []Port, userns, root bool) []string {
+	args := []string{"--foreground", "--quiet", "--config-net", "--no-map-gw", "--no-netns-quit",
+		"-T", "none", "-U", "none", "--dns-forward", DNSForward,
+		"--netns", "/proc/self/fd/3", "--pid", "/proc/self/fd/5"}
+	if userns {
+		args = append(args, "--userns", "/proc/self/fd/4")
+	}
+	if root {
+		args = append(args, "--runas", "0")
+	}
+	for _, proto := range []string{"tcp", "udp"} {
+		flag, n := "-"+proto[:1], 0
+		for _, p := range ports {
+			if p.Proto == proto {
+				spec := fmt.Sprintf("%s/%d:%d", p.HostIP, p.HostPort, p.ContainerPort)
+				args, n = append(args, flag, spec), n+1
+			}
+		}
+		if n == 0 {
+			args = append(args, flag, "none")
+		}
+	}
+	return args
+}
+
+// setupPrivateNet runs in init's stage 1, in the container's namespaces,
+// before pasta may have configured the interface: the loopback comes up,
+// each host address gets a prohibit route (the workload has neither
+// CAP_NET_ADMIN to remove them nor CAP_NET_RAW to send around them), and
+// ICMP echo sockets are allowed to every group, so that ping works
+// without CAP_NET_RAW.
+func setupPrivateNet(blocked []string) error {
+	lo, err := netlink.LinkByName("lo")
+	if err == nil {
+		err = netlink.LinkSetUp(lo)
+	}
+	if err != nil {
+		return fmt.Errorf("bring up loopback: %w", err)
+	}
+	for _, s := range blocked {
+		_, dst, err := net.ParseCIDR(s)
+		if err != nil {
+			return fmt.Errorf("block host address %s: %w", s, err)
+		}
+		r := &netlink.Route{Dst: dst, Type: unix.RTN_PROHIBIT}
+		if err := netlink.RouteAdd(r); err != nil && !errors.Is(err, unix.EEXIST) {
+			return fmt.Errorf("block host address %s: %w", s, err)
+		}
+	}
+	// Best effort: a mapping without group 0 refuses the range, and ping
+	// is a convenience.
+	_ = os.WriteFile("/proc/sys/net/ipv4/ping_group_range", []byte("0 "+strconv.Itoa(maxMappedGID())), 0)
+	return nil
+}
+
+// maxMappedGID is the highest group id of init's user namespace.
+func maxMappedGID() int {
+	b, err := os.ReadFile("/proc/self/gid_map")
+	if err != nil {
+		return 0
+	}
+	max := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			continue
+		}
+		start, _ := strconv.Atoi(f[0])
+		n, _ := strconv.Atoi(f[2])
+		if start+n-1 > max {
+			max = start + n - 1
+		}
+	}
+	if max > 2147483647 {
+		max = 2147483647
+	}
+	return max
+}

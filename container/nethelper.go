@@ -1,0 +1,221 @@
+package container
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The network helper keeps pasta for one container under NetPrivate. pasta
+// (as Debian ships it) does not exit when the namespace it serves loses its
+// last process: it holds the namespace itself. So a small process of ours,
+// `cove init --net-helper` in its own session, is pasta's parent: it
+// watches the container's init through a pidfd and kills pasta when init
+// is gone, and pasta gets SIGKILL as its parent-death signal, so a helper
+// killed (kill -9 included) takes pasta with it. Neither depends on the
+// launcher, which may be gone (-d, or killed).
+//
+// The launcher hands it, inherited:
+//
+//	fd 3  the config, as JSON, then EOF
+//	fd 4  the report pipe: the helper writes "ok\n" once pasta has set the
+//	      namespace up, or one line saying why it could not
+//	fd 5  a pidfd of the container's init
+//	fd 6  the container's network namespace
+//	fd 7  its user namespace (rootless), else /dev/null
+//
+// The namespaces go to pasta as descriptors (its --netns /proc/self/fd/N):
+// a pasta started by root keeps few capabilities and may not open another
+// root process's /proc/PID/ns files itself.
+const netHelperArg = "--net-helper"
+
+// netHelperConfig is what the launcher tells the helper.
+type netHelperConfig struct {
+	Pasta string   `json:"pasta"`
+	Args  []string `json:"args"`
+}
+
+// netHelperTimeout bounds pasta's setup.
+const netHelperTimeout = 10 * time.Second
+
+// startNetHelper starts the helper for the container whose init is pid and
+// returns once pasta has set its network up.
+func startNetHelper(spec *Spec, pid int) (*exec.Cmd, error) {
+	pasta, err := PastaPath()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := json.Marshal(netHelperConfig{Pasta: pasta, Args: pastaArgs(spec.Ports, spec.UserNS, os.Geteuid() == 0)})
+	if err != nil {
+		return nil, err
+	}
+	var files []*os.File
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	keep := func(f *os.File) *os.File { files = append(files, f); return f }
+	cfgR, cfgW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	keep(cfgR)
+	keep(cfgW)
+	repR, repW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	keep(repR)
+	keep(repW)
+	pfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return nil, fmt.Errorf("watch init: %w", err)
+	}
+	pidfd := keep(os.NewFile(uintptr(pfd), "pidfd"))
+	netns, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
+	if err != nil {
+		return nil, fmt.Errorf("open the container's network namespace: %w", err)
+	}
+	keep(netns)
+	userns, err := os.Open(os.DevNull)
+	if spec.UserNS {
+		userns, err = os.Open(fmt.Sprintf("/proc/%d/ns/user", pid))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open the container's user namespace: %w", err)
+	}
+	keep(userns)
+	cmd := &exec.Cmd{
+		Path:        spec.Binary,
+		Args:        []string{"cove", InitArg, netHelperArg},
+		Env:         []string{},
+		ExtraFiles:  []*os.File{cfgR, repW, pidfd, netns, userns},
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start the network helper: %w", err)
+	}
+	repW.Close()
+	cfgW.Write(cfg) // a pipe's buffer holds it: the helper reads it when it can
+	cfgW.Close()
+	line := make(chan string, 1)
+	go func() {
+		s, _ := bufio.NewReader(io.LimitReader(repR, 4096)).ReadString('\n')
+		line <- strings.TrimSpace(s)
+	}()
+	var msg string
+	select {
+	case msg = <-line:
+	case <-time.After(netHelperTimeout):
+		msg = fmt.Sprintf("pasta did not set the network up within %s", netHelperTimeout)
+	}
+	if msg != "ok" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if msg == "" {
+			msg = fmt.Sprintf("the network helper died (%v)", cmd.ProcessState)
+		}
+		return nil, fmt.Errorf("network: %s", msg)
+	}
+	return cmd, nil
+}
+
+// runNetHelper is the helper's body; it never returns.
+func runNetHelper() {
+	report := os.NewFile(4, "report")
+	fail := func(err error) {
+		fmt.Fprintln(report, strings.ReplaceAll(err.Error(), "\n", "; "))
+		os.Exit(1)
+	}
+	var cfg netHelperConfig
+	if err := json.NewDecoder(io.LimitReader(os.NewFile(3, "config"), 1<<20)).Decode(&cfg); err != nil {
+		fail(fmt.Errorf("read the network helper's config: %w", err))
+	}
+	pidfd := os.NewFile(5, "pidfd")
+	readyR, readyW, err := os.Pipe()
+	if err != nil {
+		fail(err)
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(cfg.Pasta, cfg.Args...)
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
+	cmd.Stderr = &limitedBuffer{buf: &stderr, max: 4096}
+	cmd.ExtraFiles = []*os.File{os.NewFile(6, "netns"), os.NewFile(7, "userns"), readyW}
+	// The calling thread is locked (Init locks it) and lives as long as
+	// the helper, so the parent-death signal fires only when we are gone.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: unix.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		fail(fmt.Errorf("start pasta: %w", err))
+	}
+	readyW.Close()
+	for _, fd := range []uintptr{6, 7} {
+		unix.Close(int(fd))
+	}
+	// pasta writes its pid (--pid) once the namespace is set up; EOF
+	// without it means it exited.
+	pidLine, _ := bufio.NewReader(readyR).ReadString('\n')
+	readyR.Close()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	if strings.TrimSpace(pidLine) == "" {
+		<-exited
+		fail(fmt.Errorf("pasta: %s (%v)", pastaErrors(stderr.String()), cmd.ProcessState))
+	}
+	fmt.Fprintln(report, "ok")
+	report.Close()
+	initGone := make(chan struct{})
+	go func() {
+		fds := []unix.PollFd{{Fd: int32(pidfd.Fd()), Events: unix.POLLIN}}
+		for {
+			if _, err := unix.Poll(fds, -1); err == nil || !errors.Is(err, unix.EINTR) {
+				close(initGone)
+				return
+			}
+		}
+	}()
+	select {
+	case <-initGone:
+		cmd.Process.Kill()
+		<-exited
+		os.Exit(0)
+	case <-exited:
+		// pasta died under a running container: it has no network now.
+		os.Exit(1)
+	}
+}
+
+// limitedBuffer keeps the first max bytes written to it.
+type limitedBuffer struct {
+	buf *bytes.Buffer
+	max int
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if room := l.max - l.buf.Len(); room > 0 {
+		l.buf.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
+// pastaErrors is what pasta said, less its complaints that there is no
+// syslog to write to.
+func pastaErrors(s string) string {
+	var keep []string
+	for _, line := range strings.Split(s, "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.Contains(line, "to syslog") {
+			keep = append(keep, line)
+		}
+	}
+	return strings.Join(keep, "; ")
+}
