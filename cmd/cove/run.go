@@ -25,10 +25,10 @@ import (
 
 func limitFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "memory", Usage: "memory limit, e.g. `512m` or 2g (swap off)"},
+		&cli.StringFlag{Name: "memory", Usage: "at most `SIZE` of memory, e.g. 512m or 2g (swap off)"},
 		&cli.Int64Flag{Name: "pids", Usage: "at most `N` processes and threads"},
 		&cli.Float64Flag{Name: "cpus", Usage: "at most `F` CPUs of time"},
-		&cli.StringFlag{Name: "net", Value: container.NetPrivate, Usage: "`private`: a network of its own through pasta (apt install passt): outbound TCP, UDP and DNS, nothing on your loopback or your own addresses, only -p ports in; " +
+		&cli.StringFlag{Name: "net", Value: container.NetPrivate, Usage: "the network, `MODE`: private, a network of its own through pasta (apt install passt): outbound TCP, UDP and DNS, nothing on your loopback or your own addresses, only -p ports in; " +
 			"host: YOUR network, so every service on your loopback (databases, dev servers, Docker's and other APIs bound to 127.0.0.1) is reachable from inside; none: loopback only"},
 		&cli.StringSliceFlag{Name: "security-opt", Usage: "`seccomp=unconfined`: without the seccomp filter (for containers, perf or bpf tools inside)"},
 	}
@@ -54,7 +54,7 @@ when cove could not start the container.`,
 			&cli.StringFlag{Name: "user", Aliases: []string{"u"}, Usage: "`UID[:GID]` or name[:group] inside"},
 			&cli.StringFlag{Name: "hostname", Usage: "host `NAME` inside (default: the container name)"},
 			&cli.StringFlag{Name: "pull", Value: "missing", Usage: "`POLICY`: missing, always or never"},
-			&cli.StringSliceFlag{Name: "publish", Aliases: []string{"p"}, Usage: "forward `[ADDR:]HOSTPORT:CONTAINERPORT[/udp]` from the host (on 127.0.0.1 unless ADDR is given; --net private)"},
+			&cli.StringSliceFlag{Name: "publish", Aliases: []string{"p"}, Usage: "forward `PORTS` from the host: [ADDR:]HOSTPORT:CONTAINERPORT[/udp] (on 127.0.0.1 unless ADDR is given; --net private)"},
 		}, limitFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() < 1 {
