@@ -1,0 +1,337 @@
+package build
+
+import (
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/moby/patternmatcher"
+	"github.com/moby/patternmatcher/ignorefile"
+	"golang.org/x/sys/unix"
+)
+
+// ErrOutsideContext is returned for a COPY or ADD source that leads out of
+// the build context: a path with .. or a symlink pointing outside.
+var ErrOutsideContext = errors.New("leads out of the build context")
+
+// source is a tree COPY reads from: the build context (with its
+// .dockerignore) or a stage's files staged in a directory.
+type source struct {
+	root   *os.Root
+	ignore *patternmatcher.PatternMatcher // nil: nothing ignored
+}
+
+func openContext(dir string) (*source, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("build context: %w", err)
+	}
+	src := &source{root: root}
+	f, err := root.Open(".dockerignore")
+	if errors.Is(err, os.ErrNotExist) {
+		return src, nil
+	}
+	if err != nil {
+		root.Close()
+		return nil, fmt.Errorf(".dockerignore: %w", err)
+	}
+	defer f.Close()
+	patterns, err := ignorefile.ReadAll(f)
+	if err == nil {
+		src.ignore, err = patternmatcher.New(patterns)
+	}
+	if err != nil {
+		root.Close()
+		return nil, fmt.Errorf(".dockerignore: %w", err)
+	}
+	return src, nil
+}
+
+func (s *source) ignored(rel string) bool {
+	if s.ignore == nil || rel == "." {
+		return false
+	}
+	m, err := s.ignore.MatchesOrParentMatches(filepath.ToSlash(rel))
+	return err == nil && m
+}
+
+// copySpec is one COPY's destination and ownership.
+type copySpec struct {
+	dest     string // absolute, in the image
+	destDir  bool   // dest names a directory (trailing slash, or several sources)
+	uid, gid int
+	mode     os.FileMode // 0: keep
+}
+
+// copyInto copies the sources matching patterns from src into layer (the
+// new layer's directory), as they will land in the image, and returns a
+// hash of what it wrote: names, modes, owners, link targets and contents,
+// not times, so that a touched but unchanged file still hits the cache.
+func copyInto(src *source, patterns []string, spec copySpec, layer string, h hash.Hash) error {
+	var matches []string
+	for _, p := range patterns {
+		clean := path.Clean("/" + p)[1:]
+		if clean == "" {
+			clean = "."
+		}
+		if strings.HasPrefix(p, "..") || strings.Contains(p, "/../") || !filepath.IsLocal(strings.TrimPrefix(p, "/")) && clean != "." {
+			return fmt.Errorf("%s: %w (copy it into the context first)", p, ErrOutsideContext)
+		}
+		if strings.ContainsAny(clean, "*?[") {
+			found, err := fs.Glob(src.root.FS(), clean)
+			if err != nil {
+				return fmt.Errorf("%s: %w", p, err)
+			}
+			n := 0
+			for _, f := range found {
+				if !src.ignored(f) {
+					matches = append(matches, f)
+					n++
+				}
+			}
+			if n == 0 {
+				return fmt.Errorf("%s: no file in the build context matches", p)
+			}
+			continue
+		}
+		if src.ignored(clean) {
+			return fmt.Errorf("%s: excluded by .dockerignore", p)
+		}
+		matches = append(matches, clean)
+	}
+	destDir := spec.destDir || len(matches) > 1
+	for _, m := range matches {
+		fi, err := src.root.Stat(m) // a named source's symlinks are followed, inside the root only
+		if err != nil {
+			if strings.Contains(err.Error(), "escapes") {
+				return fmt.Errorf("%s: a symlink that %w (copy its target into the context instead)", m, ErrOutsideContext)
+			}
+			return fmt.Errorf("%s: %w", m, err)
+		}
+		target := spec.dest
+		switch {
+		case fi.IsDir():
+		case destDir:
+			target = path.Join(spec.dest, path.Base(m))
+		}
+		if err := copyEntry(src, m, target, fi, true, spec, layer, h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copyEntry copies one source entry (and a directory's contents) to target
+// in the layer. Entries below a named source are not followed: symlinks are
+// copied as written.
+func copyEntry(src *source, rel, target string, fi fs.FileInfo, top bool, spec copySpec, layer string, h hash.Hash) error {
+	if !top && src.ignored(rel) {
+		return nil
+	}
+	out := filepath.Join(layer, filepath.FromSlash(target))
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	mode := fi.Mode()
+	perm := mode.Perm() | mode&(os.ModeSetuid|os.ModeSetgid|os.ModeSticky)
+	if spec.mode != 0 {
+		perm = spec.mode
+	}
+	fmt.Fprintf(h, "%s\x00%v\x00%o\x00%d:%d\x00", target, mode.Type(), perm, spec.uid, spec.gid)
+	switch {
+	case mode.IsDir():
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			return err
+		}
+		d, err := src.root.Open(rel)
+		if err != nil {
+			return err
+		}
+		names, err := d.Readdirnames(-1)
+		d.Close()
+		if err != nil {
+			return err
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			crel := path.Join(rel, n)
+			cfi, err := src.root.Lstat(crel)
+			if err != nil {
+				return err
+			}
+			if err := copyEntry(src, crel, path.Join(target, n), cfi, false, spec, layer, h); err != nil {
+				return err
+			}
+		}
+	case mode&os.ModeSymlink != 0:
+		link, err := src.root.Readlink(rel)
+		if err != nil {
+			return err
+		}
+		io.WriteString(h, link)
+		os.Remove(out)
+		if err := os.Symlink(link, out); err != nil {
+			return err
+		}
+		return lchown(out, spec)
+	case mode.IsRegular():
+		in, err := src.root.Open(rel)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		os.Remove(out)
+		f, err := os.OpenFile(out, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(io.MultiWriter(f, h), in)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", rel, err)
+		}
+	default:
+		return nil // sockets, devices, pipes: not copied
+	}
+	if err := lchown(out, spec); err != nil {
+		return err
+	}
+	if err := os.Chmod(out, perm); err != nil { // after chown, which clears setuid
+		return err
+	}
+	return os.Chtimes(out, fi.ModTime(), fi.ModTime())
+}
+
+func lchown(p string, spec copySpec) error {
+	if os.Geteuid() != 0 {
+		return nil // unprivileged: the layer records our ids as root's (idMap)
+	}
+	return os.Lchown(p, spec.uid, spec.gid)
+}
+
+// parseChown reads --chown: numeric ids, or names looked up in the stage's
+// /etc/passwd and /etc/group (read through lookup).
+func parseChown(s string, lookup func(string) []byte) (uid, gid int, err error) {
+	if s == "" {
+		return 0, 0, nil
+	}
+	u, g, hasGroup := strings.Cut(s, ":")
+	uid, ugid, err := resolveID(u, lookup("/etc/passwd"))
+	if err != nil {
+		return 0, 0, fmt.Errorf("--chown=%s: user %w", s, err)
+	}
+	gid = ugid
+	if !hasGroup {
+		if _, convErr := strconv.Atoi(u); convErr == nil {
+			gid = uid
+		}
+		return uid, gid, nil
+	}
+	gid, _, err = resolveID(g, lookup("/etc/group"))
+	if err != nil {
+		return 0, 0, fmt.Errorf("--chown=%s: group %w", s, err)
+	}
+	return uid, gid, nil
+}
+
+// resolveID returns a number as is, or a name's id (and, from passwd, its
+// primary group) from an /etc/passwd or /etc/group file.
+func resolveID(name string, file []byte) (id, group int, err error) {
+	if n, err := strconv.Atoi(name); err == nil && n >= 0 {
+		return n, n, nil
+	}
+	for _, line := range strings.Split(string(file), "\n") {
+		f := strings.Split(line, ":")
+		if len(f) >= 3 && f[0] == name {
+			id, err := strconv.Atoi(f[2])
+			if err != nil {
+				break
+			}
+			group = id
+			if len(f) >= 4 {
+				if g, err := strconv.Atoi(f[3]); err == nil {
+					group = g
+				}
+			}
+			return id, group, nil
+		}
+	}
+	return 0, 0, fmt.Errorf("%q is not in the image: give a number or add it first", name)
+}
+
+func parseChmod(s string) (os.FileMode, error) {
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(s, 8, 32)
+	if err != nil || n > 0o7777 {
+		return 0, fmt.Errorf("--chmod=%s: give an octal mode such as 0755", s)
+	}
+	m := os.FileMode(n & 0o777)
+	if n&0o4000 != 0 {
+		m |= os.ModeSetuid
+	}
+	if n&0o2000 != 0 {
+		m |= os.ModeSetgid
+	}
+	if n&0o1000 != 0 {
+		m |= os.ModeSticky
+	}
+	return m, nil
+}
+
+// stageTree copies a stage's files (its base rootfs, then each of its
+// layers with their whiteouts applied) into dir, for COPY --from.
+func stageTree(lowers []string, dir string) error {
+	for i := len(lowers) - 1; i >= 0; i-- {
+		if err := overlayCopy(lowers[i], dir); err != nil {
+			return fmt.Errorf("stage files: %w", err)
+		}
+	}
+	return nil
+}
+
+// overlayCopy applies one overlay layer directory onto dst with cp -a, then
+// removes what its whiteouts hide.
+func overlayCopy(layer, dst string) error {
+	var hidden []string
+	err := filepath.WalkDir(layer, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		var st unix.Stat_t
+		if unix.Lstat(p, &st) != nil {
+			return nil
+		}
+		rel, _ := filepath.Rel(layer, p)
+		if isWhiteout(p, &st) {
+			hidden = append(hidden, rel)
+		} else if d.IsDir() && rel != "." && opaque(p) {
+			os.RemoveAll(filepath.Join(dst, rel))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, h := range hidden {
+		os.RemoveAll(filepath.Join(dst, h))
+	}
+	if err := runCp(layer, dst); err != nil {
+		return err
+	}
+	for _, h := range hidden {
+		os.Remove(filepath.Join(dst, h)) // cp brought the whiteout device itself
+	}
+	return nil
+}

@@ -1,0 +1,87 @@
+package build
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/cove-sh/cove/container"
+)
+
+// runStep runs args in a container whose root is the stage so far (lowers,
+// top first) with a fresh upper directory, upper, which then holds what the
+// command changed. The build context is not in it. The network is the
+// host's, as docker build's default.
+func (b *builder) runStep(ctx context.Context, lowers []string, proc container.Process, upper string) error {
+	id := newID()
+	dir := filepath.Join(b.tmp, "run-"+id[:12])
+	if err := os.MkdirAll(filepath.Join(dir, "etc"), 0o755); err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	resolv, hosts := filepath.Join(dir, "etc", "resolv.conf"), filepath.Join(dir, "etc", "hosts")
+	r, _ := os.ReadFile("/etc/resolv.conf")
+	if err := os.WriteFile(resolv, r, 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(hosts, []byte("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"), 0o644); err != nil {
+		return err
+	}
+	spec := &container.Spec{
+		ID: id, Name: "cove-build-" + id[:8], Hostname: "cove-build",
+		Lower: strings.Join(lowers, ":"), Upper: upper, Work: filepath.Join(dir, "work"), Merged: filepath.Join(dir, "merged"),
+		Binary: b.opts.Binary, ResolvConf: resolv, Hosts: hosts,
+		Net: "host", UserNS: os.Geteuid() != 0, Process: proc,
+	}
+	out := b.opts.Output
+	if out == nil {
+		out = io.Discard
+	}
+	ctr, err := container.Start(spec, container.Stdio{Stdout: out, Stderr: out}, container.Limits{}, func(msg string) {
+		fmt.Fprintf(out, "warning: %s\n", msg)
+	})
+	if err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, ctr.Kill)
+	defer stop()
+	code, oom, err := ctr.Wait()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil {
+		return err
+	}
+	if oom {
+		return fmt.Errorf("killed: out of memory")
+	}
+	if code != 0 {
+		return fmt.Errorf("the command exited with status %d", code)
+	}
+	return nil
+}
+
+func newID() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// runCp copies a tree onto another, keeping modes, owners, links, times
+// and xattrs.
+func runCp(src, dst string) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	out, err := exec.Command("cp", "-a", "--no-dereference", src+"/.", dst).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("copy %s: %v: %s", src, err, out)
+	}
+	return nil
+}

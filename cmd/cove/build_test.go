@@ -1,0 +1,200 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cove-sh/cove/internal/testimage"
+	"github.com/cove-sh/cove/internal/testregistry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+// busyboxRef pushes the busybox test image and returns its reference.
+func busyboxRef(t *testing.T) string {
+	t.Helper()
+	img, err := testimage.Busybox()
+	if err != nil {
+		t.Skip(err)
+	}
+	return testregistry.Push(t, testregistry.Addr(t), img)
+}
+
+// buildContext writes files (name → content; a name ending in "@" is a
+// symlink to the content) into a fresh context directory.
+func buildContext(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range files {
+		p := filepath.Join(dir, strings.TrimSuffix(name, "@"))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if strings.HasSuffix(name, "@") {
+			err = os.Symlink(body, p)
+		} else {
+			err = os.WriteFile(p, []byte(body), 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// imageConfig reads the stored image's config through cove's store.
+func imageConfig(t *testing.T, root, ref string) v1.Config {
+	t.Helper()
+	r := runProc(t, root, "", "images", "--json")
+	var list []struct{ Ref, Digest string }
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil {
+		t.Fatalf("images --json: %v: %q", err, r.stdout)
+	}
+	for _, e := range list {
+		if strings.HasSuffix(e.Ref, ref) {
+			b, err := os.ReadFile(filepath.Join(root, "images", "images", strings.TrimPrefix(e.Digest, "sha256:"), "config.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cf v1.ConfigFile
+			if err := json.Unmarshal(b, &cf); err != nil {
+				t.Fatal(err)
+			}
+			return cf.Config
+		}
+	}
+	t.Fatalf("%s is not in cove images: %s", ref, r.stdout)
+	return v1.Config{}
+}
+
+func TestBuildFeatures(t *testing.T) {
+	needRoot(t)
+	base := busyboxRef(t)
+	root := t.TempDir()
+	tests := []struct {
+		name       string
+		dockerfile string
+		files      map[string]string
+		args       []string // extra cove build flags
+		run        string   // shell command run in the built image
+		want       string   // its output
+		check      func(t *testing.T, cfg v1.Config)
+	}{
+		{name: "run-shell", dockerfile: "FROM BASE\nRUN echo hi > /greeting && mkdir -p /a/b\n",
+			run: "cat /greeting; ls -d /a/b", want: "hi\n/a/b\n"},
+		{name: "run-exec", dockerfile: "FROM BASE\nRUN [\"/bin/sh\", \"-c\", \"echo $0 > /out\", \"exec\"]\n",
+			run: "cat /out", want: "exec\n"},
+		{name: "run-delete-is-whiteout", dockerfile: "FROM BASE\nRUN rm /etc/group && rm -r /root && mkdir /root && echo x > /root/new\n",
+			run: "ls /etc/group 2>&1; ls /root", want: "ls: /etc/group: No such file or directory\nnew\n"},
+		{name: "shell", dockerfile: "FROM BASE\nSHELL [\"/bin/sh\", \"-xc\"]\nRUN echo shell > /s\n", run: "cat /s", want: "shell\n"},
+		{name: "env", dockerfile: "FROM BASE\nENV GREETING=hello WHO=world\nENV BOTH=\"$GREETING $WHO\"\nRUN echo $BOTH > /env\n",
+			run: "cat /env; echo $BOTH", want: "hello world\nhello world\n",
+			check: func(t *testing.T, cfg v1.Config) {
+				if !contains(cfg.Env, "BOTH=hello world") {
+					t.Errorf("Env = %q", cfg.Env)
+				}
+			}},
+		{name: "arg", dockerfile: "ARG TAGGED=BASE\nFROM $TAGGED\nARG WHO=nobody\nARG UNSET\nRUN echo \"$WHO${UNSET}\" > /who\n",
+			args: []string{"--build-arg", "WHO=me"}, run: "cat /who; echo \"[$WHO]\"", want: "me\n[]\n"},
+		{name: "workdir", dockerfile: "FROM BASE\nWORKDIR /srv/app\nWORKDIR sub\nRUN pwd > here\n",
+			run: "pwd; cat here", want: "/srv/app/sub\n/srv/app/sub\n",
+			check: func(t *testing.T, cfg v1.Config) {
+				if cfg.WorkingDir != "/srv/app/sub" {
+					t.Errorf("WorkingDir = %q", cfg.WorkingDir)
+				}
+			}},
+		{name: "user", dockerfile: "FROM BASE\nRUN echo 'app:x:1000:1000::/home/app:/bin/sh' >> /etc/passwd && mkdir -p /home/app && chown 1000 /home/app\nUSER app\nRUN id -u > /home/app/uid\n",
+			run: "id -u; cat /home/app/uid; stat -c %u /home/app/uid", want: "1000\n1000\n1000\n",
+			check: func(t *testing.T, cfg v1.Config) {
+				if cfg.User != "app" {
+					t.Errorf("User = %q", cfg.User)
+				}
+			}},
+		{name: "copy", dockerfile: "FROM BASE\nCOPY a.txt /dst/\nCOPY dir /tree\nCOPY *.sh /scripts/\n",
+			files: map[string]string{"a.txt": "A\n", "dir/x": "X\n", "dir/sub/y": "Y\n", "one.sh": "1", "two.sh": "2", "no.txt": "n"},
+			run:   "cat /dst/a.txt /tree/x /tree/sub/y; ls /scripts; stat -c '%a %u' /tmp", want: "A\nX\nY\none.sh\ntwo.sh\n1777 0\n"},
+		{name: "copy-chown-chmod", dockerfile: "FROM BASE\nCOPY --chown=1234:5678 --chmod=0751 a /a\nCOPY --chown=nobody a /b\n",
+			files: map[string]string{"a": "a\n"},
+			run:   "stat -c '%u:%g %a' /a /b", want: "1234:5678 751\n65534:65534 644\n"},
+		{name: "copy-symlink-inside", dockerfile: "FROM BASE\nCOPY link /via-link\nCOPY d /d\n",
+			files: map[string]string{"target": "T\n", "link@": "target", "d/rel@": "../target"},
+			run:   "cat /via-link; readlink /d/rel", want: "T\n../target\n"},
+		{name: "dockerignore", dockerfile: "FROM BASE\nCOPY . /ctx\n",
+			files: map[string]string{"keep": "k", "secret.key": "s", "logs/a.log": "l", ".dockerignore": "*.key\nlogs\n"},
+			run:   "ls -A /ctx", want: ".dockerignore\nDockerfile\nkeep\n"},
+		{name: "add-local", dockerfile: "FROM BASE\nADD a /added\n", files: map[string]string{"a": "added\n"},
+			run: "cat /added", want: "added\n"},
+		{name: "config", dockerfile: "FROM BASE\nLABEL devcontainer.metadata='[{\"remoteUser\":\"root\"}]' team=cove\nEXPOSE 8080 53/udp\nENTRYPOINT [\"/bin/echo\", \"entry\"]\nCMD [\"default\"]\n",
+			check: func(t *testing.T, cfg v1.Config) {
+				if cfg.Labels["devcontainer.metadata"] != `[{"remoteUser":"root"}]` || cfg.Labels["team"] != "cove" {
+					t.Errorf("Labels = %q", cfg.Labels)
+				}
+				if _, ok := cfg.ExposedPorts["8080/tcp"]; !ok || len(cfg.ExposedPorts) != 2 {
+					t.Errorf("ExposedPorts = %v", cfg.ExposedPorts)
+				}
+				if strings.Join(cfg.Entrypoint, " ") != "/bin/echo entry" || strings.Join(cfg.Cmd, " ") != "default" {
+					t.Errorf("Entrypoint %q Cmd %q", cfg.Entrypoint, cfg.Cmd)
+				}
+			}},
+		{name: "cmd-shell-form", dockerfile: "FROM BASE\nCMD echo from cmd\n",
+			check: func(t *testing.T, cfg v1.Config) {
+				if strings.Join(cfg.Cmd, "|") != "/bin/sh|-c|echo from cmd" {
+					t.Errorf("Cmd = %q", cfg.Cmd)
+				}
+			}},
+		{name: "multi-stage", dockerfile: "FROM BASE AS builder\nRUN mkdir /out && echo built > /out/artifact && rm /etc/passwd\n" +
+			"FROM BASE AS unused\nRUN exit 1\n" +
+			"FROM BASE\nCOPY --from=builder /out/artifact /artifact\nCOPY --from=0 /etc/group /g\n",
+			run: "cat /artifact; cat /g | head -1", want: "built\nroot:x:0:\n"},
+		{name: "from-stage", dockerfile: "FROM BASE AS one\nENV STAGE=one\nRUN echo 1 > /one\nFROM one\nRUN echo 2 > /two\n",
+			run: "cat /one /two; echo $STAGE", want: "1\n2\none\n"},
+		{name: "target", dockerfile: "FROM BASE AS first\nRUN echo first > /f\nFROM BASE\nRUN exit 3\n",
+			args: []string{"--target", "first"}, run: "cat /f", want: "first\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			files := map[string]string{"Dockerfile": strings.ReplaceAll(tc.dockerfile, "BASE", base)}
+			if strings.Contains(tc.dockerfile, "ARG TAGGED=BASE") {
+				files["Dockerfile"] = strings.Replace(tc.dockerfile, "BASE", base, 1)
+			}
+			for k, v := range tc.files {
+				files[k] = v
+			}
+			dir := buildContext(t, files)
+			ref := "built/" + tc.name + ":test"
+			r := runProc(t, root, "", append(append([]string{"build", "-t", ref}, tc.args...), dir)...)
+			if r.code != 0 {
+				t.Fatalf("build: %+v", r)
+			}
+			if !digestLine.MatchString(r.stdout) {
+				t.Errorf("build's stdout should be the digest alone: %q", r.stdout)
+			}
+			if tc.run != "" {
+				got := runProc(t, root, "", "run", "--rm", ref, "/bin/sh", "-c", tc.run)
+				if got.code != 0 || got.stdout != tc.want {
+					t.Errorf("run %q: got %q (code %d, stderr %q), want %q", tc.run, got.stdout, got.code, got.stderr, tc.want)
+				}
+			}
+			if tc.check != nil {
+				tc.check(t, imageConfig(t, root, ref))
+			}
+		})
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, e := range list {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
+
+var _ = regexp.MustCompile
+var _ = time.Second
