@@ -261,7 +261,11 @@ func (b *builder) runStage(ctx context.Context, lex *shell.Lex, s *instructions.
 	} else {
 		img, err := image.Pull(ctx, b.store, from, b.opts.Pull...)
 		if err != nil {
-			return nil, fmt.Errorf("FROM %s: %w", from, err)
+			line := 0
+			if len(s.Location) > 0 {
+				line = s.Location[0].Start.Line
+			}
+			return nil, fmt.Errorf("line %d: FROM %s: %w", line, from, err)
 		}
 		cfg, err := b.store.ConfigFile(img)
 		if err != nil {

@@ -196,5 +196,105 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-var _ = regexp.MustCompile
-var _ = time.Second
+var cachedLine = regexp.MustCompile(`stored \S+ \((\d+) of (\d+) layer steps cached\)`)
+
+// buildCached builds dir and returns the digest and "HITS/STEPS".
+func buildCached(t *testing.T, root, dir, ref string, extra ...string) (digest, hits string) {
+	t.Helper()
+	r := runProc(t, root, "", append(append([]string{"build", "-t", ref}, extra...), dir)...)
+	m := cachedLine.FindStringSubmatch(r.stderr)
+	if r.code != 0 || m == nil {
+		t.Fatalf("build: %+v", r)
+	}
+	return strings.TrimSpace(r.stdout), m[1] + "/" + m[2]
+}
+
+func TestBuildCache(t *testing.T) {
+	needRoot(t)
+	base := busyboxRef(t)
+	root := t.TempDir()
+	dir := buildContext(t, map[string]string{
+		"Dockerfile": "FROM " + base + "\nRUN echo one > /one\nENV X=1\nCOPY a /a\nRUN cat /a > /b\nCMD [\"cat\", \"/b\"]\n",
+		"a":          "first\n",
+	})
+	cold := time.Now()
+	d1, hits := buildCached(t, root, dir, "cache:test")
+	coldTime := time.Since(cold)
+	if hits != "0/3" {
+		t.Errorf("first build: %s layer steps cached, want 0/3", hits)
+	}
+	warm := time.Now()
+	d2, hits := buildCached(t, root, dir, "cache:test")
+	warmTime := time.Since(warm)
+	if hits != "3/3" || d2 != d1 {
+		t.Errorf("unchanged rebuild: %s cached, digest %s then %s; want 3/3 and the same image", hits, d1, d2)
+	}
+	t.Logf("cold build %v, warm (fully cached) build %v", coldTime.Round(time.Millisecond), warmTime.Round(time.Millisecond))
+
+	// A touched but unchanged file still hits; a changed one reruns from
+	// its COPY on, and the RUN before it stays cached.
+	later := time.Now().Add(time.Hour)
+	os.Chtimes(filepath.Join(dir, "a"), later, later)
+	if _, hits := buildCached(t, root, dir, "cache:test"); hits != "3/3" {
+		t.Errorf("after touching a: %s cached, want 3/3", hits)
+	}
+	os.WriteFile(filepath.Join(dir, "a"), []byte("second\n"), 0o644)
+	d3, hits := buildCached(t, root, dir, "cache:test")
+	if hits != "1/3" || d3 == d1 {
+		t.Errorf("after changing a: %s cached (want 1/3), digest %s (want a new one)", hits, d3)
+	}
+	if r := runProc(t, root, "", "run", "--rm", "cache:test"); r.stdout != "second\n" {
+		t.Errorf("the rebuilt image's CMD printed %q, want second", r.stdout)
+	}
+	if _, hits := buildCached(t, root, dir, "cache:test", "--no-cache"); hits != "0/3" {
+		t.Errorf("--no-cache: %s cached, want 0/3", hits)
+	}
+	// A build arg the RUN sees is part of its key.
+	os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte("FROM "+base+"\nARG V\nRUN echo $V > /v\n"), 0o644)
+	buildCached(t, root, dir, "cache:arg", "--build-arg", "V=1")
+	if _, hits := buildCached(t, root, dir, "cache:arg", "--build-arg", "V=2"); hits != "0/1" {
+		t.Errorf("a changed build arg: %s cached, want 0/1", hits)
+	}
+	if r := runProc(t, root, "", "run", "--rm", "cache:arg", "cat", "/v"); r.stdout != "2\n" {
+		t.Errorf("with V=2 the image has %q", r.stdout)
+	}
+}
+
+func TestBuildRefusals(t *testing.T) {
+	needRoot(t)
+	base := busyboxRef(t)
+	root := t.TempDir()
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "secret"), []byte("host secret\n"), 0o600)
+	tests := []struct {
+		name, dockerfile string
+		files            map[string]string
+		want             string // in the one error line
+	}{
+		{"copy-dotdot", "FROM BASE\nCOPY ../secret /s\n", nil, "line 2: COPY: ../secret: leads out of the build context"},
+		{"symlink-out", "FROM BASE\nCOPY link /s\n", map[string]string{"link@": filepath.Join(outside, "secret")}, "line 2: COPY: link: a symlink that leads out of the build context"},
+		{"symlink-dir-out", "FROM BASE\nCOPY d/secret /s\n", map[string]string{"d@": outside}, "leads out of the build context"},
+		{"ignored-everything", "FROM BASE\nCOPY a /a\n", map[string]string{"a": "a", ".dockerignore": "*\n"}, "line 2: COPY: a: excluded by .dockerignore"},
+		{"unsupported", "FROM BASE\nENV A=1\nHEALTHCHECK CMD true\n", nil, "line 3: HEALTHCHECK: not supported by cove build yet"},
+		{"unknown", "FROM BASE\nFROBNICATE x\n", nil, "line 2: unknown instruction FROBNICATE"},
+		{"run-fails", "FROM BASE\nRUN exit 7\n", nil, "line 2: RUN: the command exited with status 7"},
+		{"heredoc", "FROM BASE\nRUN <<EOF\necho hi\nEOF\n", nil, "line 2: RUN: heredocs are not supported yet"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			files := map[string]string{"Dockerfile": strings.ReplaceAll(tc.dockerfile, "BASE", base)}
+			for k, v := range tc.files {
+				files[k] = v
+			}
+			r := runProc(t, root, "", "build", "-t", "refused:"+tc.name, buildContext(t, files))
+			lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+			last := lines[len(lines)-1]
+			if r.code != 1 || !strings.Contains(last, tc.want) || !strings.HasPrefix(last, "cove: build ") {
+				t.Errorf("got code %d, last line %q; want 1 and %q", r.code, last, tc.want)
+			}
+			if strings.Contains(r.stderr+r.stdout, "host secret") {
+				t.Errorf("the secret outside the context leaked: %q", r.stderr)
+			}
+		})
+	}
+}
