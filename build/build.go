@@ -701,7 +701,10 @@ func (b *builder) copyInstruction(ctx context.Context, st *stage, text, from str
 		return err
 	}
 	return b.layerStep(ctx, st, text, hex.EncodeToString(h.Sum(nil)), func(diff string) error {
-		return runCp(staged, diff)
+		if err := os.Remove(diff); err != nil {
+			return err
+		}
+		return os.Rename(staged, diff) // both under CacheDir: one file system
 	})
 }
 
@@ -713,7 +716,7 @@ func (b *builder) keepParents(st *stage, staged, dest string) error {
 		p, fi := b.lookup(st, d)
 		if fi != nil && fi.IsDir() {
 			out := filepath.Join(staged, d)
-			if _, err := os.Lstat(out); err == nil {
+			if ofi, err := os.Lstat(out); err == nil && ofi.IsDir() {
 				if err := copyMeta(p, out, fi); err != nil {
 					return err
 				}

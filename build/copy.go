@@ -75,14 +75,21 @@ type copySpec struct {
 // new layer's directory), as they will land in the image, and returns a
 // hash of what it wrote: names, modes, owners, link targets and contents,
 // not times, so that a touched but unchanged file still hits the cache.
+// Everything is written through an os.Root on layer: a symlink the copy
+// itself put there is never written through to the host.
 func copyInto(src *source, patterns []string, spec copySpec, layer string, h hash.Hash) error {
+	dst, err := os.OpenRoot(layer)
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
 	var matches []string
 	for _, p := range patterns {
 		clean := path.Clean("/" + p)[1:]
 		if clean == "" {
 			clean = "."
 		}
-		if strings.HasPrefix(p, "..") || strings.Contains(p, "/../") || !filepath.IsLocal(strings.TrimPrefix(p, "/")) && clean != "." {
+		if rel := strings.TrimLeft(p, "/"); rel != "" && !filepath.IsLocal(rel) {
 			return fmt.Errorf("%s: %w (copy it into the context first)", p, ErrOutsideContext)
 		}
 		if strings.ContainsAny(clean, "*?[") {
@@ -117,28 +124,35 @@ func copyInto(src *source, patterns []string, spec copySpec, layer string, h has
 			return fmt.Errorf("%s: %w", m, err)
 		}
 		target := spec.dest
-		switch {
-		case fi.IsDir():
-		case destDir:
+		if !fi.IsDir() && destDir {
 			target = path.Join(spec.dest, path.Base(m))
 		}
-		if err := copyEntry(src, m, target, fi, true, spec, layer, h); err != nil {
+		if err := copyEntry(src, m, target, fi, true, spec, dst, h); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// inRoot is an image path as a name relative to a root.
+func inRoot(p string) string {
+	rel := strings.TrimPrefix(path.Clean("/"+p), "/")
+	if rel == "" {
+		return "."
+	}
+	return rel
+}
+
 // copyEntry copies one source entry (and a directory's contents) to target
-// in the layer. Entries below a named source are not followed: symlinks are
+// in dst. Entries below a named source are not followed: symlinks are
 // copied as written.
-func copyEntry(src *source, rel, target string, fi fs.FileInfo, top bool, spec copySpec, layer string, h hash.Hash) error {
+func copyEntry(src *source, rel, target string, fi fs.FileInfo, top bool, spec copySpec, dst *os.Root, h hash.Hash) error {
 	if !top && src.ignored(rel) {
 		return nil
 	}
-	out := filepath.Join(layer, filepath.FromSlash(target))
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		return err
+	out := inRoot(target)
+	if err := dst.MkdirAll(path.Dir(out), 0o755); err != nil {
+		return fmt.Errorf("%s: %w", target, err)
 	}
 	mode := fi.Mode()
 	perm := mode.Perm() | mode&(os.ModeSetuid|os.ModeSetgid|os.ModeSticky)
@@ -148,8 +162,13 @@ func copyEntry(src *source, rel, target string, fi fs.FileInfo, top bool, spec c
 	fmt.Fprintf(h, "%s\x00%v\x00%o\x00%d:%d\x00", target, mode.Type(), perm, spec.uid, spec.gid)
 	switch {
 	case mode.IsDir():
-		if err := os.MkdirAll(out, 0o755); err != nil {
-			return err
+		if cur, err := dst.Lstat(out); err == nil && !cur.IsDir() {
+			if err := dst.Remove(out); err != nil {
+				return err
+			}
+		}
+		if err := dst.MkdirAll(out, 0o755); err != nil {
+			return fmt.Errorf("%s: %w", target, err)
 		}
 		d, err := src.root.Open(rel)
 		if err != nil {
@@ -167,7 +186,7 @@ func copyEntry(src *source, rel, target string, fi fs.FileInfo, top bool, spec c
 			if err != nil {
 				return err
 			}
-			if err := copyEntry(src, crel, path.Join(target, n), cfi, false, spec, layer, h); err != nil {
+			if err := copyEntry(src, crel, path.Join(target, n), cfi, false, spec, dst, h); err != nil {
 				return err
 			}
 		}
@@ -177,21 +196,25 @@ func copyEntry(src *source, rel, target string, fi fs.FileInfo, top bool, spec c
 			return err
 		}
 		io.WriteString(h, link)
-		os.Remove(out)
-		if err := os.Symlink(link, out); err != nil {
+		if err := removeNonDir(dst, out); err != nil {
 			return err
 		}
-		return lchown(out, spec)
+		if err := dst.Symlink(link, out); err != nil {
+			return fmt.Errorf("%s: %w", target, err)
+		}
+		return lchown(dst, out, spec)
 	case mode.IsRegular():
 		in, err := src.root.Open(rel)
 		if err != nil {
 			return err
 		}
 		defer in.Close()
-		os.Remove(out)
-		f, err := os.OpenFile(out, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-		if err != nil {
+		if err := removeNonDir(dst, out); err != nil {
 			return err
+		}
+		f, err := dst.OpenFile(out, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if err != nil {
+			return fmt.Errorf("%s: %w", target, err)
 		}
 		_, err = io.Copy(io.MultiWriter(f, h), in)
 		if cerr := f.Close(); err == nil {
@@ -203,20 +226,36 @@ func copyEntry(src *source, rel, target string, fi fs.FileInfo, top bool, spec c
 	default:
 		return nil // sockets, devices, pipes: not copied
 	}
-	if err := lchown(out, spec); err != nil {
+	if err := lchown(dst, out, spec); err != nil {
 		return err
 	}
-	if err := os.Chmod(out, perm); err != nil { // after chown, which clears setuid
+	if err := dst.Chmod(out, perm); err != nil { // after chown, which clears setuid
 		return err
 	}
-	return os.Chtimes(out, fi.ModTime(), fi.ModTime())
+	return dst.Chtimes(out, fi.ModTime(), fi.ModTime())
 }
 
-func lchown(p string, spec copySpec) error {
+// removeNonDir clears the way for a file or symlink: what an earlier
+// source put there goes, unless it is a directory.
+func removeNonDir(dst *os.Root, name string) error {
+	fi, err := dst.Lstat(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		return fmt.Errorf("%s: a directory is in the way of a file", name)
+	}
+	return dst.Remove(name)
+}
+
+func lchown(dst *os.Root, name string, spec copySpec) error {
 	if os.Geteuid() != 0 {
 		return nil // unprivileged: the layer records our ids as root's (idMap)
 	}
-	return os.Lchown(p, spec.uid, spec.gid)
+	return dst.Lchown(name, spec.uid, spec.gid)
 }
 
 // parseChown reads --chown: numeric ids, or names looked up in the stage's
