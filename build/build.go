@@ -677,7 +677,14 @@ func (b *builder) copyInstruction(ctx context.Context, st *stage, text, from str
 			return err
 		}
 		tree := filepath.Join(b.tmp, "from-"+newID()[:12])
-		if err := stageTree(lowers, tree); err != nil {
+		if err := os.Mkdir(tree, 0o755); err != nil {
+			return err
+		}
+		var prefixes []string
+		for _, p := range srcs {
+			prefixes = append(prefixes, treePrefix(p))
+		}
+		if err := stageTree(lowers, prefixes, tree); err != nil {
 			return err
 		}
 		defer os.RemoveAll(tree)
@@ -686,7 +693,7 @@ func (b *builder) copyInstruction(ctx context.Context, st *stage, text, from str
 			return err
 		}
 		defer root.Close()
-		src = &source{root: root}
+		src = &source{name: "--from=" + from, root: root}
 	}
 	staged, err := os.MkdirTemp(b.tmp, "copy-")
 	if err != nil {

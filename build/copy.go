@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/moby/patternmatcher"
 	"github.com/moby/patternmatcher/ignorefile"
@@ -25,6 +26,7 @@ var ErrOutsideContext = errors.New("leads out of the build context")
 // source is a tree COPY reads from: the build context (with its
 // .dockerignore) or a stage's files staged in a directory.
 type source struct {
+	name   string // "the build context", "stage NAME"
 	root   *os.Root
 	ignore *patternmatcher.PatternMatcher // nil: nothing ignored
 }
@@ -34,7 +36,7 @@ func openContext(dir string) (*source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build context: %w", err)
 	}
-	src := &source{root: root}
+	src := &source{name: "the build context", root: root}
 	f, err := root.Open(".dockerignore")
 	if errors.Is(err, os.ErrNotExist) {
 		return src, nil
@@ -105,7 +107,7 @@ func copyInto(src *source, patterns []string, spec copySpec, layer string, h has
 				}
 			}
 			if n == 0 {
-				return fmt.Errorf("%s: no file in the build context matches", p)
+				return fmt.Errorf("%s: nothing in %s matches", p, src.name)
 			}
 			continue
 		}
@@ -120,6 +122,9 @@ func copyInto(src *source, patterns []string, spec copySpec, layer string, h has
 		if err != nil {
 			if strings.Contains(err.Error(), "escapes") {
 				return fmt.Errorf("%s: a symlink that %w (copy its target into the context instead)", m, ErrOutsideContext)
+			}
+			if errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("%s: not found in %s", m, src.name)
 			}
 			return fmt.Errorf("%s: %w", m, err)
 		}
@@ -329,48 +334,197 @@ func parseChmod(s string) (os.FileMode, error) {
 	return m, nil
 }
 
-// stageTree copies a stage's files (its base rootfs, then each of its
-// layers with their whiteouts applied) into dir, for COPY --from.
-func stageTree(lowers []string, dir string) error {
+// stageTree merges what a stage holds under each of paths (its base
+// rootfs, then each of its layers with their whiteouts and opaque
+// directories applied) into dir, for COPY --from. The stage's files come
+// from images and are hostile: both sides are read and written through
+// os.Root, so no symlink among them leads anywhere else.
+func stageTree(lowers, paths []string, dir string) error {
+	dst, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
 	for i := len(lowers) - 1; i >= 0; i-- {
-		if err := overlayCopy(lowers[i], dir); err != nil {
+		lr, err := os.OpenRoot(lowers[i])
+		if err != nil {
+			return fmt.Errorf("stage files: %w", err)
+		}
+		for _, p := range paths {
+			err = mergeLayer(lr, dst, p)
+			if err != nil {
+				break
+			}
+		}
+		lr.Close()
+		if err != nil {
 			return fmt.Errorf("stage files: %w", err)
 		}
 	}
 	return nil
 }
 
-// overlayCopy applies one overlay layer directory onto dst with cp -a, then
-// removes what its whiteouts hide.
-func overlayCopy(layer, dst string) error {
-	var hidden []string
-	err := filepath.WalkDir(layer, func(p string, d fs.DirEntry, err error) error {
+// treePrefix is the directory a COPY source reads below: the pattern up to
+// its first component with a glob character.
+func treePrefix(pattern string) string {
+	var keep []string
+	for _, c := range strings.Split(inRoot(pattern), "/") {
+		if strings.ContainsAny(c, "*?[") {
+			break
+		}
+		keep = append(keep, c)
+	}
+	if len(keep) == 0 {
+		return "."
+	}
+	return path.Join(keep...)
+}
+
+// mergeLayer applies what one layer has at rel (and below) onto dst.
+func mergeLayer(lr, dst *os.Root, rel string) error {
+	// A whiteout or an opaque directory above rel hides what lower layers
+	// had there.
+	if rel != "." {
+		parts := strings.Split(rel, "/")
+		for i := range parts {
+			q := path.Join(parts[:i+1]...)
+			fi, err := lr.Lstat(q)
+			if err != nil {
+				return nil // this layer has nothing at rel
+			}
+			if rootWhiteout(lr, q, fi) {
+				return dst.RemoveAll(q)
+			}
+			if fi.IsDir() && rootOpaque(lr, q) {
+				if err := dst.RemoveAll(q); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return mergeEntry(lr, dst, rel)
+}
+
+func mergeEntry(lr, dst *os.Root, rel string) error {
+	fi, err := lr.Lstat(rel)
+	if err != nil {
+		return nil
+	}
+	if rootWhiteout(lr, rel, fi) {
+		return dst.RemoveAll(rel)
+	}
+	if rel != "." {
+		if err := dst.MkdirAll(path.Dir(rel), 0o755); err != nil {
+			return err
+		}
+		if cur, err := dst.Lstat(rel); err == nil && (!cur.IsDir() || !fi.IsDir()) {
+			if err := dst.RemoveAll(rel); err != nil {
+				return err
+			}
+		}
+	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case fi.IsDir():
+		if err := dst.MkdirAll(rel, 0o755); err != nil {
+			return err
+		}
+		d, err := lr.Open(rel)
 		if err != nil {
 			return err
 		}
-		var st unix.Stat_t
-		if unix.Lstat(p, &st) != nil {
-			return nil
+		names, err := d.Readdirnames(-1)
+		d.Close()
+		if err != nil {
+			return err
 		}
-		rel, _ := filepath.Rel(layer, p)
-		if isWhiteout(p, &st) {
-			hidden = append(hidden, rel)
-		} else if d.IsDir() && rel != "." && opaque(p) {
-			os.RemoveAll(filepath.Join(dst, rel))
+		for _, n := range names {
+			if err := mergeEntry(lr, dst, path.Join(rel, n)); err != nil {
+				return err
+			}
+		}
+	case fi.Mode()&os.ModeSymlink != 0:
+		link, err := lr.Readlink(rel)
+		if err != nil {
+			return err
+		}
+		if err := dst.Symlink(link, rel); err != nil {
+			return err
+		}
+		if os.Geteuid() == 0 && st != nil {
+			return dst.Lchown(rel, int(st.Uid), int(st.Gid))
 		}
 		return nil
-	})
+	case fi.Mode().IsRegular():
+		in, err := lr.Open(rel)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := dst.OpenFile(rel, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(out, in)
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	default:
+		return nil // devices, sockets, pipes: not copied
+	}
+	if os.Geteuid() == 0 && st != nil {
+		if err := dst.Lchown(rel, int(st.Uid), int(st.Gid)); err != nil {
+			return err
+		}
+	}
+	if err := dst.Chmod(rel, fi.Mode()&(os.ModePerm|os.ModeSetuid|os.ModeSetgid|os.ModeSticky)); err != nil {
+		return err
+	}
+	return dst.Chtimes(rel, fi.ModTime(), fi.ModTime())
+}
+
+func rootWhiteout(r *os.Root, name string, fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return false
+	}
+	if st.Mode&syscall.S_IFMT == syscall.S_IFCHR && st.Rdev == 0 {
+		return true
+	}
+	if !fi.Mode().IsRegular() || fi.Size() != 0 {
+		return false
+	}
+	return hasXattr(r, name, "trusted.overlay.whiteout", "user.overlay.whiteout")
+}
+
+func rootOpaque(r *os.Root, name string) bool {
+	f, err := r.Open(name)
 	if err != nil {
-		return err
+		return false
 	}
-	for _, h := range hidden {
-		os.RemoveAll(filepath.Join(dst, h))
+	defer f.Close()
+	for _, x := range []string{"trusted.overlay.opaque", "user.overlay.opaque"} {
+		buf := make([]byte, 8)
+		if n, err := unix.Fgetxattr(int(f.Fd()), x, buf); err == nil && n == 1 && buf[0] == 'y' {
+			return true
+		}
 	}
-	if err := runCp(layer, dst); err != nil {
-		return err
+	return false
+}
+
+func hasXattr(r *os.Root, name string, attrs ...string) bool {
+	f, err := r.Open(name)
+	if err != nil {
+		return false
 	}
-	for _, h := range hidden {
-		os.Remove(filepath.Join(dst, h)) // cp brought the whiteout device itself
+	defer f.Close()
+	for _, x := range attrs {
+		if _, err := unix.Fgetxattr(int(f.Fd()), x, nil); err == nil {
+			return true
+		}
 	}
-	return nil
+	return false
 }

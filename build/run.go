@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -71,17 +70,4 @@ func newID() string {
 	b := make([]byte, 16)
 	rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// runCp copies a tree onto another, keeping modes, owners, links, times
-// and xattrs.
-func runCp(src, dst string) error {
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		return err
-	}
-	out, err := exec.Command("cp", "-a", "--no-dereference", src+"/.", dst).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("copy %s: %v: %s", src, err, out)
-	}
-	return nil
 }

@@ -151,6 +151,10 @@ func TestBuildFeatures(t *testing.T) {
 			"FROM BASE AS unused\nRUN exit 1\n" +
 			"FROM BASE\nCOPY --from=builder /out/artifact /artifact\nCOPY --from=0 /etc/group /g\n",
 			run: "cat /artifact; cat /g | head -1", want: "built\nroot:x:0:\n"},
+		{name: "copy-from-glob-and-opaque", dockerfile: "FROM BASE AS b\nRUN mkdir -p /out/d && echo 1 > /out/one.txt && echo 2 > /out/two.txt && echo old > /out/d/old\n" +
+			"RUN rm -r /out/d && mkdir /out/d && echo new > /out/d/new\n" +
+			"FROM BASE\nCOPY --from=b /out/*.txt /txt/\nCOPY --from=b /out/d /d\n",
+			run: "ls /txt /d", want: "/d:\nnew\n\n/txt:\none.txt\ntwo.txt\n"},
 		{name: "from-stage", dockerfile: "FROM BASE AS one\nENV STAGE=one\nRUN echo 1 > /one\nFROM one\nRUN echo 2 > /two\n",
 			run: "cat /one /two; echo $STAGE", want: "1\n2\none\n"},
 		{name: "target", dockerfile: "FROM BASE AS first\nRUN echo first > /f\nFROM BASE\nRUN exit 3\n",
@@ -283,6 +287,10 @@ func TestBuildRefusals(t *testing.T) {
 		// replaces it ("" = the build succeeds; nothing lands outside).
 		{"write-through-copied-symlink", "FROM BASE\nCOPY a b /x/\n",
 			map[string]string{"a/sub@": outside, "b/sub/evil": "pwned"}, ""},
+		{"copy-from-deleted", "FROM BASE AS b\nRUN rm /etc/passwd\nFROM BASE\nCOPY --from=b /etc/passwd /p\n", nil,
+			"line 4: COPY: etc/passwd: not found in --from=b"},
+		{"copy-from-absolute-symlink", "FROM BASE AS b\nRUN ln -s / /escape\nFROM BASE\nCOPY --from=b /escape/etc/passwd /p\n", nil,
+			"line 4: COPY: "},
 		{"heredoc", "FROM BASE\nRUN <<EOF\necho hi\nEOF\n", nil, "line 2: RUN: heredocs are not supported yet"},
 	}
 	for _, tc := range tests {
@@ -294,6 +302,7 @@ func TestBuildRefusals(t *testing.T) {
 			r := runProc(t, root, "", "build", "-t", "refused:"+tc.name, buildContext(t, files))
 			lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
 			last := lines[len(lines)-1]
+			t.Log(last)
 			if tc.want == "" {
 				if r.code != 0 {
 					t.Errorf("build: %+v", r)
