@@ -680,10 +680,20 @@ func (b *builder) copyInstruction(ctx context.Context, st *stage, text, from str
 		if err := os.Mkdir(tree, 0o755); err != nil {
 			return err
 		}
+		// Each source is read where the stage's symlinks lead (an
+		// absolute one from the stage's root), not where the host's would.
 		var prefixes []string
-		for _, p := range srcs {
-			prefixes = append(prefixes, treePrefix(p))
+		resolved := make([]string, len(srcs))
+		for i, p := range srcs {
+			prefix := treePrefix(p)
+			real, err := resolveInStage(lowers, prefix)
+			if err != nil {
+				return err
+			}
+			resolved[i] = path.Join(real, strings.TrimPrefix(inRoot(p), prefix))
+			prefixes = append(prefixes, real)
 		}
+		srcs = resolved
 		if err := stageTree(lowers, prefixes, tree); err != nil {
 			return err
 		}

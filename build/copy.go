@@ -364,6 +364,68 @@ func stageTree(lowers, paths []string, dir string) error {
 	return nil
 }
 
+// resolveInStage resolves the symlinks in rel as the stage's own processes
+// would see them (an absolute target from the stage's root, .. never above
+// it), looking each component up in the topmost layer that has it. What it
+// returns is a path inside the stage with no symlink in it.
+func resolveInStage(lowers []string, rel string) (string, error) {
+	var done []string
+	todo := strings.Split(inRoot(rel), "/")
+	for hops := 0; len(todo) > 0; {
+		c := todo[0]
+		todo = todo[1:]
+		switch c {
+		case ".", "":
+			continue
+		case "..":
+			if len(done) > 0 {
+				done = done[:len(done)-1]
+			}
+			continue
+		}
+		cur := path.Join(append(append([]string{}, done...), c)...)
+		link, isLink := topLink(lowers, cur)
+		if !isLink {
+			done = append(done, c)
+			continue
+		}
+		if hops++; hops > 40 {
+			return "", fmt.Errorf("%s: too many levels of symlinks", rel)
+		}
+		if path.IsAbs(link) {
+			done = nil
+		}
+		todo = append(strings.Split(link, "/"), todo...)
+	}
+	if len(done) == 0 {
+		return ".", nil
+	}
+	return path.Join(done...), nil
+}
+
+// topLink says whether the topmost layer with name (no symlinks in its
+// directories) has a symlink there, and its target.
+func topLink(lowers []string, name string) (string, bool) {
+	for _, l := range lowers {
+		r, err := os.OpenRoot(l) // a layer's own symlinks never lead out of it
+		if err != nil {
+			continue
+		}
+		fi, err := r.Lstat(name)
+		if err != nil {
+			r.Close()
+			continue
+		}
+		var target string
+		if fi.Mode()&os.ModeSymlink != 0 {
+			target, err = r.Readlink(name)
+		}
+		r.Close()
+		return target, fi.Mode()&os.ModeSymlink != 0 && err == nil
+	}
+	return "", false
+}
+
 // treePrefix is the directory a COPY source reads below: the pattern up to
 // its first component with a glob character.
 func treePrefix(pattern string) string {
