@@ -36,8 +36,12 @@ type Spec struct {
 	UserNS  bool   `json:"userns,omitempty"`
 	// NoSeccomp leaves out the seccomp filter (see deniedSyscalls), for
 	// containers in the container, perf, bpf tools.
-	NoSeccomp bool    `json:"no_seccomp,omitempty"`
-	Process   Process `json:"process"`
+	NoSeccomp bool `json:"no_seccomp,omitempty"`
+	// KeepTmp leaves the image's /tmp as it is instead of mounting a fresh
+	// tmpfs there: a build's RUN keeps what it writes in /tmp in its
+	// layer, as docker build does.
+	KeepTmp bool    `json:"keep_tmp,omitempty"`
+	Process Process `json:"process"`
 }
 
 // Bind is a host path mounted into the container.
