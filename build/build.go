@@ -120,6 +120,9 @@ func newBuilder(store *image.Store, o Options) (*builder, error) {
 	if o.Tag == "" {
 		o.Tag = "cove-build/" + strings.ToLower(filepath.Base(abs)) + ":latest"
 	}
+	if _, err := image.ParseReference(o.Tag); err != nil {
+		return nil, fmt.Errorf("-t: %w (give a name such as myapp:dev)", err)
+	}
 	if o.CacheDir == "" {
 		return nil, errors.New("no cache directory")
 	}
@@ -577,7 +580,7 @@ func (b *builder) layerStep(ctx context.Context, st *stage, text, inputs string,
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	lf, err := writeLayer(diff, filepath.Join(tmp, "layer.tar.gz"), idMap{os.Geteuid(), os.Getegid()})
+	lf, err := writeLayer(diff, filepath.Join(tmp, "layer.tar.gz"), hostIDs())
 	if err != nil {
 		return err
 	}
@@ -621,8 +624,17 @@ func (b *builder) runInstruction(ctx context.Context, st *stage, text string, ar
 			proc.Env = append(proc.Env, kv)
 		}
 	}
+	var missing []string
+	for _, m := range mountPoints {
+		if !b.exists(st, m) {
+			missing = append(missing, m)
+		}
+	}
 	return b.layerStep(ctx, st, text, strings.Join(argEnv, "\x00"), func(diff string) error {
-		return b.runStep(ctx, st.lowers(), proc, diff)
+		if err := b.runStep(ctx, st.lowers(), proc, diff); err != nil {
+			return err
+		}
+		return dropMountPoints(diff, missing)
 	})
 }
 

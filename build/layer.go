@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cove-sh/cove/container"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/klauspost/compress/gzip"
@@ -33,20 +34,26 @@ type layerFile struct {
 }
 
 // idMap turns a host owner into the owner root inside the build's
-// containers sees: identity as root, our own ids as 0 when unprivileged.
-type idMap struct{ uid, gid int }
+// containers sees: identity as root; unprivileged, the user namespace's
+// mapping (our ids are 0, subordinate ids 1…N).
+type idMap struct {
+	root bool
+	m    container.IDMap
+}
+
+// hostIDs is the mapping for this process.
+func hostIDs() idMap {
+	if os.Geteuid() == 0 {
+		return idMap{root: true}
+	}
+	return idMap{m: container.RootlessIDMap()}
+}
 
 func (m idMap) owner(uid, gid int) (int, int) {
-	if m.uid == 0 {
+	if m.root {
 		return uid, gid
 	}
-	if uid == m.uid {
-		uid = 0
-	}
-	if gid == m.gid {
-		gid = 0
-	}
-	return uid, gid
+	return m.m.ToContainer(uid, gid)
 }
 
 // writeLayer turns dir (a RUN's upper directory, or a tree COPY made) into

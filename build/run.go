@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -36,7 +37,7 @@ func (b *builder) runStep(ctx context.Context, lowers []string, proc container.P
 		ID: id, Name: "cove-build-" + id[:8], Hostname: "cove-build",
 		Lower: strings.Join(lowers, ":"), Upper: upper, Work: filepath.Join(dir, "work"), Merged: filepath.Join(dir, "merged"),
 		Binary: b.opts.Binary, ResolvConf: resolv, Hosts: hosts,
-		Net: "host", UserNS: os.Geteuid() != 0, Process: proc,
+		Net: "host", UserNS: os.Geteuid() != 0, Process: proc, KeepTmp: true,
 	}
 	out := b.opts.Output
 	if out == nil {
@@ -62,6 +63,38 @@ func (b *builder) runStep(ctx context.Context, lowers []string, proc container.P
 	}
 	if code != 0 {
 		return fmt.Errorf("the command exited with status %d", code)
+	}
+	return nil
+}
+
+// mountPoints are where the runtime mounts over the container's root; the
+// ones the stage lacks are made in the upper directory, empty, and are no
+// part of what the RUN changed.
+var mountPoints = []string{".cove", "proc", "sys", "dev", "etc/resolv.conf", "etc/hosts"}
+
+// dropMountPoints removes from upper the mount points the runtime made
+// there (missing names the ones the stage did not have), and then a
+// directory left empty that only held them.
+func dropMountPoints(upper string, missing []string) error {
+	for _, m := range missing {
+		p := filepath.Join(upper, m)
+		fi, err := os.Lstat(p)
+		if err != nil {
+			continue
+		}
+		if fi.IsDir() {
+			// Empty unless the command made files under the mount (it
+			// cannot: they went to the mounted file system).
+			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+		} else if fi.Mode().IsRegular() && fi.Size() == 0 {
+			os.Remove(p)
+		}
+	}
+	etc := filepath.Join(upper, "etc")
+	if names, err := os.ReadDir(etc); err == nil && len(names) == 0 && !opaque(etc) {
+		os.Remove(etc) // copied up only to hold resolv.conf or hosts
 	}
 	return nil
 }

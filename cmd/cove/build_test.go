@@ -1,8 +1,12 @@
 package main
 
 import (
+	"archive/tar"
+	"compress/gzip"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -91,6 +95,8 @@ func TestBuildFeatures(t *testing.T) {
 			run: "cat /out", want: "exec\n"},
 		{name: "run-delete-is-whiteout", dockerfile: "FROM BASE\nRUN rm /etc/group && rm -r /root && mkdir /root && echo x > /root/new\n",
 			run: "ls /etc/group 2>&1; ls /root", want: "ls: /etc/group: No such file or directory\nnew\n"},
+		{name: "tmp-kept", dockerfile: "FROM BASE\nRUN echo kept > /tmp/f\nRUN cat /tmp/f > /g\n",
+			run: "cat /g", want: "kept\n"},
 		{name: "shell", dockerfile: "FROM BASE\nSHELL [\"/bin/sh\", \"-xc\"]\nRUN echo shell > /s\n", run: "cat /s", want: "shell\n"},
 		{name: "env", dockerfile: "FROM BASE\nENV GREETING=hello WHO=world\nENV BOTH=\"$GREETING $WHO\"\nRUN echo $BOTH > /env\n",
 			run: "cat /env; echo $BOTH", want: "hello world\nhello world\n",
@@ -292,6 +298,7 @@ func TestBuildRefusals(t *testing.T) {
 			map[string]string{"a/sub@": outside, "b/sub/evil": "pwned"}, ""},
 		{"copy-from-deleted", "FROM BASE AS b\nRUN rm /etc/passwd\nFROM BASE\nCOPY --from=b /etc/passwd /p\n", nil,
 			"line 4: COPY: etc/passwd: not found in --from=b"},
+		{"bad-tag", "FROM BASE\n", nil, "-t: parse reference"},
 		{"heredoc", "FROM BASE\nRUN <<EOF\necho hi\nEOF\n", nil, "line 2: RUN: heredocs are not supported yet"},
 	}
 	for _, tc := range tests {
@@ -300,7 +307,11 @@ func TestBuildRefusals(t *testing.T) {
 			for k, v := range tc.files {
 				files[k] = v
 			}
-			r := runProc(t, root, "", "build", "-t", "refused:"+tc.name, buildContext(t, files))
+			tag := "refused:" + tc.name
+			if tc.name == "bad-tag" {
+				tag = "Not A Tag"
+			}
+			r := runProc(t, root, "", "build", "-t", tag, buildContext(t, files))
 			lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
 			last := lines[len(lines)-1]
 			t.Log(last)
@@ -318,5 +329,75 @@ func TestBuildRefusals(t *testing.T) {
 				t.Errorf("the build wrote outside its context and layer: %v", names)
 			}
 		})
+	}
+}
+
+// TestBuildRootless builds as covetest: RUN runs in a user namespace, and
+// the layer records owners as root inside saw them (the user's own ids as
+// 0, subordinate ids as 1…N), not the host's ids.
+func TestBuildRootless(t *testing.T) {
+	needRoot(t)
+	u, uid, gid := testUser(t)
+	ref := busyboxRef(t)
+	base := rootlessBase(t, "cove-rootless-build-")
+	ctx, root := filepath.Join(base, "ctx"), filepath.Join(base, "root")
+	os.Mkdir(ctx, 0o755)
+	os.Mkdir(root, 0o755)
+	os.Chown(root, uid, gid)
+	os.WriteFile(filepath.Join(ctx, "Dockerfile"), []byte("FROM "+ref+"\nCOPY f /f\n"+
+		"RUN echo made > /made && mkdir /home && touch /home/u1000 && chown 1000:1001 /home/u1000 && rm /etc/group\n"), 0o644)
+	os.WriteFile(filepath.Join(ctx, "f"), []byte("copied\n"), 0o644)
+	as := func(args ...string) result {
+		cmd, out, errb := coveProc(root, args...)
+		asTestUser(cmd, u, uid, gid)
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return result{out.String(), errb.String(), code}
+	}
+	if r := as("build", "-t", "rootless:test", ctx); r.code != 0 {
+		t.Fatalf("rootless build: %+v", r)
+	}
+	r := as("run", "--rm", "rootless:test", "sh", "-c", "cat /f /made; ls /etc/group 2>&1; true")
+	want := "copied\nmade\nls: /etc/group: No such file or directory\n"
+	if r.code != 0 || r.stdout != want {
+		t.Errorf("rootless image: got %q (%+v), want %q", r.stdout, r, want)
+	}
+	// A rootless store flattens every file as the user's, so the owners
+	// are checked where they are kept: in the layers.
+	owners := map[string]string{}
+	blobs, _ := filepath.Glob(filepath.Join(root, "*", "build", "steps", "*", "layer.tar.gz"))
+	for _, b := range blobs {
+		f, err := os.Open(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := tar.NewReader(zr)
+		for {
+			hdr, err := tr.Next()
+			if err != nil {
+				break
+			}
+			owners[hdr.Name] = fmt.Sprintf("%d:%d", hdr.Uid, hdr.Gid)
+		}
+		f.Close()
+	}
+	for _, n := range []string{".cove/", "proc/", "sys/", "dev/", "etc/resolv.conf", "etc/hosts"} {
+		if _, ok := owners[n]; ok {
+			t.Errorf("the RUN's layer holds the runtime's mount point %s", n)
+		}
+	}
+	for name, want := range map[string]string{"f": "0:0", "made": "0:0", "home/u1000": "1000:1001", "etc/.wh.group": "0:0"} {
+		if owners[name] != want {
+			t.Errorf("in the layers, %s is owned by %q, want %s (all: %v)", name, owners[name], want, owners)
+		}
 	}
 }
