@@ -660,15 +660,6 @@ func sortedKeys(m map[string]string) []string {
 // out as in the image, keyed by a hash of its content; the cache decides
 // whether that becomes a new layer.
 func (b *builder) copyInstruction(ctx context.Context, st *stage, text, from string, srcs []string, dest, chown, chmod string, add bool) error {
-	if add {
-		for _, p := range srcs {
-			for _, ext := range []string{".tar", ".tar.gz", ".tgz", ".tar.xz", ".tar.bz2", ".tar.zst"} {
-				if strings.HasSuffix(p, ext) {
-					return fmt.Errorf("%s: ADD of a local tar (unpacked) is not supported yet: COPY it and unpack it in a RUN", p)
-				}
-			}
-		}
-	}
 	uid, gid, err := parseChown(chown, func(p string) []byte { return b.readFile(st, p) })
 	if err != nil {
 		return err
@@ -723,8 +714,25 @@ func (b *builder) copyInstruction(ctx context.Context, st *stage, text, from str
 	}
 	defer os.RemoveAll(staged)
 	h := sha256.New()
-	if err := copyInto(src, srcs, spec, staged, h); err != nil {
-		return err
+	if add {
+		// ADD unpacks a local tar archive (plain, gzip, zstd) into dest;
+		// anything else it copies as COPY does.
+		var plain []string
+		for _, p := range srcs {
+			ok, err := addArchive(src, p, spec, staged, h)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				plain = append(plain, p)
+			}
+		}
+		srcs = plain
+	}
+	if len(srcs) > 0 {
+		if err := copyInto(src, srcs, spec, staged, h); err != nil {
+			return err
+		}
 	}
 	if err := b.keepParents(st, staged, spec.dest); err != nil {
 		return err

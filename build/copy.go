@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/cove-sh/cove/image"
 	"github.com/moby/patternmatcher"
 	"github.com/moby/patternmatcher/ignorefile"
 	"golang.org/x/sys/unix"
@@ -137,6 +138,44 @@ func copyInto(src *source, patterns []string, spec copySpec, layer string, h has
 		}
 	}
 	return nil
+}
+
+// addArchive unpacks the source p into dest in the layer if it is a local
+// tar archive (by its content) and says whether it was one. The archive's
+// bytes go into the cache key.
+func addArchive(src *source, p string, spec copySpec, layer string, h hash.Hash) (bool, error) {
+	rel := inRoot(p)
+	if strings.ContainsAny(rel, "*?[") || src.ignored(rel) {
+		return false, nil
+	}
+	if r := strings.TrimLeft(p, "/"); r != "" && !filepath.IsLocal(r) {
+		return false, nil // copyInto says why not
+	}
+	f, err := src.root.Open(rel)
+	if err != nil {
+		return false, nil
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || !image.IsArchive(f) {
+		return false, nil
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return false, err
+	}
+	dst, err := os.OpenRoot(layer)
+	if err != nil {
+		return false, err
+	}
+	defer dst.Close()
+	target := inRoot(spec.dest)
+	if err := dst.MkdirAll(target, 0o755); err != nil {
+		return false, fmt.Errorf("%s: %w", spec.dest, err)
+	}
+	fmt.Fprintf(h, "add-archive\x00%s\x00%s\x00", rel, spec.dest)
+	if _, err := image.Unpack(io.TeeReader(f, h), filepath.Join(layer, target), 0); err != nil {
+		return false, fmt.Errorf("%s: %w", p, err)
+	}
+	return true, nil
 }
 
 // inRoot is an image path as a name relative to a root.

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -135,6 +136,10 @@ func TestBuildFeatures(t *testing.T) {
 			run:   "ls -A /ctx", want: ".dockerignore\nDockerfile\nkeep\n"},
 		{name: "add-local", dockerfile: "FROM BASE\nADD a /added\n", files: map[string]string{"a": "added\n"},
 			run: "cat /added", want: "added\n"},
+		{name: "add-tar-unpacked", dockerfile: "FROM BASE\nADD app.tar.gz /opt/\nADD plain.tar /plain\nADD notatar.tgz /n.tgz\n",
+			files: map[string]string{"app.tar.gz": tarball(true, "app/", "app/run.sh=echo run", "app/l->run.sh"),
+				"plain.tar": tarball(false, "p=plain"), "notatar.tgz": "just text"},
+			run: "cat /opt/app/run.sh; echo; readlink /opt/app/l; cat /plain/p; echo; cat /n.tgz", want: "echo run\nrun.sh\nplain\njust text"},
 		{name: "config", dockerfile: "FROM BASE\nLABEL devcontainer.metadata='[{\"remoteUser\":\"root\"}]' team=cove\nEXPOSE 8080 53/udp\nENTRYPOINT [\"/bin/echo\", \"entry\"]\nCMD [\"default\"]\n",
 			check: func(t *testing.T, cfg v1.Config) {
 				if cfg.Labels["devcontainer.metadata"] != `[{"remoteUser":"root"}]` || cfg.Labels["team"] != "cove" {
@@ -198,6 +203,37 @@ func TestBuildFeatures(t *testing.T) {
 			}
 		})
 	}
+}
+
+// tarball makes a tar archive (gzip'd if zipped) of entries: "dir/",
+// "name=content" or "name->target".
+func tarball(zipped bool, entries ...string) string {
+	var buf strings.Builder
+	var w io.Writer = &buf
+	var zw *gzip.Writer
+	if zipped {
+		zw = gzip.NewWriter(&buf)
+		w = zw
+	}
+	tw := tar.NewWriter(w)
+	for _, e := range entries {
+		hdr := &tar.Header{Name: e, Mode: 0o755, Typeflag: tar.TypeDir, ModTime: time.Unix(1700000000, 0)}
+		if name, body, ok := strings.Cut(e, "="); ok {
+			hdr.Name, hdr.Typeflag, hdr.Size, hdr.Mode = name, tar.TypeReg, int64(len(body)), 0o644
+			tw.WriteHeader(hdr)
+			tw.Write([]byte(body))
+			continue
+		}
+		if name, target, ok := strings.Cut(e, "->"); ok {
+			hdr.Name, hdr.Typeflag, hdr.Linkname = name, tar.TypeSymlink, target
+		}
+		tw.WriteHeader(hdr)
+	}
+	tw.Close()
+	if zw != nil {
+		zw.Close()
+	}
+	return buf.String()
 }
 
 func contains(list []string, s string) bool {
@@ -298,6 +334,8 @@ func TestBuildRefusals(t *testing.T) {
 			map[string]string{"a/sub@": outside, "b/sub/evil": "pwned"}, ""},
 		{"copy-from-deleted", "FROM BASE AS b\nRUN rm /etc/passwd\nFROM BASE\nCOPY --from=b /etc/passwd /p\n", nil,
 			"line 4: COPY: etc/passwd: not found in --from=b"},
+		{"add-tar-dotdot", "FROM BASE\nADD evil.tar /x/\n", map[string]string{"evil.tar": tarball(false, "../../evil=x")},
+			"line 2: ADD: evil.tar: unpack: entry \"../../evil\""},
 		{"bad-tag", "FROM BASE\n", nil, "-t: parse reference"},
 		{"heredoc", "FROM BASE\nRUN <<EOF\necho hi\nEOF\n", nil, "line 2: RUN: heredocs are not supported yet"},
 	}
