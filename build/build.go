@@ -103,6 +103,7 @@ type stage struct {
 	args    map[string]string
 	key     string
 	created time.Time
+	history []v1.History // this build's entries, one per instruction
 }
 
 func newBuilder(store *image.Store, o Options) (*builder, error) {
@@ -258,6 +259,7 @@ func (b *builder) runStage(ctx context.Context, lex *shell.Lex, s *instructions.
 		st.base, st.baseCfg, st.layers, st.created = prev.base, prev.baseCfg, append([]layerFile{}, prev.layers...), prev.created
 		st.cfg = *prev.cfg.DeepCopy()
 		st.key = prev.key
+		st.history = append([]v1.History{}, prev.history...)
 	} else if strings.EqualFold(from, "scratch") {
 		st.cfg = v1.ConfigFile{OS: "linux", Architecture: "amd64"}
 		st.key = digestOf("scratch")
@@ -353,6 +355,11 @@ func (b *builder) dispatch(ctx context.Context, lex *shell.Lex, st *stage, c ins
 	}
 	text := fmt.Sprint(c) // the instruction as written: with the chain of keys before it, it fixes what expansion gives
 	b.logf("%s", text)
+	layers := len(st.layers)
+	defer func() {
+		st.history = append(st.history, v1.History{Created: v1.Time{Time: st.created}, CreatedBy: text,
+			Comment: "cove build", EmptyLayer: len(st.layers) == layers})
+	}()
 	cfg := &st.cfg.Config
 	st.key = digestOf(st.key, text)
 	switch c := c.(type) {
@@ -791,8 +798,8 @@ func (b *builder) assemble(st *stage) (v1.Image, error) {
 	}
 	for _, l := range st.layers {
 		layers = append(layers, &storedLayer{digest: l.Digest, diffID: l.DiffID, size: l.Size, blob: l.Blob})
-		history = append(history, v1.History{Created: v1.Time{Time: st.created}, CreatedBy: l.CreatedBy, Comment: "cove build"})
 	}
+	history = append(history, st.history...)
 	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), layers...)
 	if err != nil {
 		return nil, err

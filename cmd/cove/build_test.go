@@ -53,7 +53,7 @@ func buildContext(t *testing.T, files map[string]string) string {
 }
 
 // imageConfig reads the stored image's config through cove's store.
-func imageConfig(t *testing.T, root, ref string) v1.Config {
+func imageConfig(t *testing.T, root, ref string) *v1.ConfigFile {
 	t.Helper()
 	r := runProc(t, root, "", "images", "--json")
 	var list []struct{ Ref, Digest string }
@@ -70,11 +70,11 @@ func imageConfig(t *testing.T, root, ref string) v1.Config {
 			if err := json.Unmarshal(b, &cf); err != nil {
 				t.Fatal(err)
 			}
-			return cf.Config
+			return &cf
 		}
 	}
 	t.Fatalf("%s is not in cove images: %s", ref, r.stdout)
-	return v1.Config{}
+	return nil
 }
 
 func TestBuildFeatures(t *testing.T) {
@@ -88,7 +88,7 @@ func TestBuildFeatures(t *testing.T) {
 		args       []string // extra cove build flags
 		run        string   // shell command run in the built image
 		want       string   // its output
-		check      func(t *testing.T, cfg v1.Config)
+		check      func(t *testing.T, cf *v1.ConfigFile)
 	}{
 		{name: "run-shell", dockerfile: "FROM BASE\nRUN echo hi > /greeting && mkdir -p /a/b\n",
 			run: "cat /greeting; ls -d /a/b", want: "hi\n/a/b\n"},
@@ -101,7 +101,8 @@ func TestBuildFeatures(t *testing.T) {
 		{name: "shell", dockerfile: "FROM BASE\nSHELL [\"/bin/sh\", \"-xc\"]\nRUN echo shell > /s\n", run: "cat /s", want: "shell\n"},
 		{name: "env", dockerfile: "FROM BASE\nENV GREETING=hello WHO=world\nENV BOTH=\"$GREETING $WHO\"\nRUN echo $BOTH > /env\n",
 			run: "cat /env; echo $BOTH", want: "hello world\nhello world\n",
-			check: func(t *testing.T, cfg v1.Config) {
+			check: func(t *testing.T, cf *v1.ConfigFile) {
+				cfg := cf.Config
 				if !contains(cfg.Env, "BOTH=hello world") {
 					t.Errorf("Env = %q", cfg.Env)
 				}
@@ -110,14 +111,26 @@ func TestBuildFeatures(t *testing.T) {
 			args: []string{"--build-arg", "WHO=me"}, run: "cat /who; echo \"[$WHO]\"", want: "me\n[]\n"},
 		{name: "workdir", dockerfile: "FROM BASE\nWORKDIR /srv/app\nWORKDIR sub\nRUN pwd > here\n",
 			run: "pwd; cat here", want: "/srv/app/sub\n/srv/app/sub\n",
-			check: func(t *testing.T, cfg v1.Config) {
+			check: func(t *testing.T, cf *v1.ConfigFile) {
+				cfg := cf.Config
 				if cfg.WorkingDir != "/srv/app/sub" {
 					t.Errorf("WorkingDir = %q", cfg.WorkingDir)
+				}
+				// WORKDIR makes a directory the stage lacks: a layer each, and the RUN's.
+				var layers []string
+				for _, h := range cf.History {
+					if !h.EmptyLayer {
+						layers = append(layers, strings.Fields(h.CreatedBy + " -")[0])
+					}
+				}
+				if strings.Join(layers, " ") != "- WORKDIR WORKDIR RUN" || len(cf.RootFS.DiffIDs) != 4 {
+					t.Errorf("layers from %q, %d diff ids; want WORKDIR WORKDIR RUN on the base's one", layers, len(cf.RootFS.DiffIDs))
 				}
 			}},
 		{name: "user", dockerfile: "FROM BASE\nRUN echo 'app:x:1000:1000::/home/app:/bin/sh' >> /etc/passwd && mkdir -p /home/app && chown 1000 /home/app\nUSER app\nRUN id -u > /home/app/uid\n",
 			run: "id -u; cat /home/app/uid; stat -c %u /home/app/uid", want: "1000\n1000\n1000\n",
-			check: func(t *testing.T, cfg v1.Config) {
+			check: func(t *testing.T, cf *v1.ConfigFile) {
+				cfg := cf.Config
 				if cfg.User != "app" {
 					t.Errorf("User = %q", cfg.User)
 				}
@@ -141,7 +154,8 @@ func TestBuildFeatures(t *testing.T) {
 				"plain.tar": tarball(false, "p=plain"), "notatar.tgz": "just text"},
 			run: "cat /opt/app/run.sh; echo; readlink /opt/app/l; cat /plain/p; echo; cat /n.tgz", want: "echo run\nrun.sh\nplain\njust text"},
 		{name: "config", dockerfile: "FROM BASE\nLABEL devcontainer.metadata='[{\"remoteUser\":\"root\"}]' team=cove\nEXPOSE 8080 53/udp\nENTRYPOINT [\"/bin/echo\", \"entry\"]\nCMD [\"default\"]\n",
-			check: func(t *testing.T, cfg v1.Config) {
+			check: func(t *testing.T, cf *v1.ConfigFile) {
+				cfg := cf.Config
 				if cfg.Labels["devcontainer.metadata"] != `[{"remoteUser":"root"}]` || cfg.Labels["team"] != "cove" {
 					t.Errorf("Labels = %q", cfg.Labels)
 				}
@@ -151,9 +165,18 @@ func TestBuildFeatures(t *testing.T) {
 				if strings.Join(cfg.Entrypoint, " ") != "/bin/echo entry" || strings.Join(cfg.Cmd, " ") != "default" {
 					t.Errorf("Entrypoint %q Cmd %q", cfg.Entrypoint, cfg.Cmd)
 				}
+				// One history entry per instruction, none with a layer.
+				var got []string
+				for _, h := range cf.History {
+					got = append(got, fmt.Sprintf("%s %v", strings.Fields(h.CreatedBy + " -")[0], h.EmptyLayer))
+				}
+				if want := "LABEL true|EXPOSE true|ENTRYPOINT true|CMD true"; !strings.HasSuffix(strings.Join(got, "|"), want) || len(cf.RootFS.DiffIDs) != 1 {
+					t.Errorf("history %q (want it to end %q), %d layers (want 1)", got, want, len(cf.RootFS.DiffIDs))
+				}
 			}},
 		{name: "cmd-shell-form", dockerfile: "FROM BASE\nCMD echo from cmd\n",
-			check: func(t *testing.T, cfg v1.Config) {
+			check: func(t *testing.T, cf *v1.ConfigFile) {
+				cfg := cf.Config
 				if strings.Join(cfg.Cmd, "|") != "/bin/sh|-c|echo from cmd" {
 					t.Errorf("Cmd = %q", cfg.Cmd)
 				}
