@@ -19,6 +19,10 @@ import (
 // command changed. The build context is not in it. The network is the
 // host's, as docker build's default.
 func (b *builder) runStep(ctx context.Context, lowers []string, proc container.Process, upper string) error {
+	// The overlay mount's options must fit in a page, with upper and work.
+	if lower := strings.Join(lowers, ":"); len(lower)+2*len(upper)+64 > 4096 {
+		return fmt.Errorf("the stage has %d layers, more than one overlay mount can stack under %s: join RUN, COPY and WORKDIR steps (RUN a && b)", len(lowers), b.opts.CacheDir)
+	}
 	id := newID()
 	dir := filepath.Join(b.tmp, "run-"+id[:12])
 	if err := os.MkdirAll(filepath.Join(dir, "etc"), 0o755); err != nil {

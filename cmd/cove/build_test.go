@@ -359,6 +359,8 @@ func TestBuildRefusals(t *testing.T) {
 			"line 4: COPY: etc/passwd: not found in --from=b"},
 		{"add-tar-dotdot", "FROM BASE\nADD evil.tar /x/\n", map[string]string{"evil.tar": tarball(false, "../../evil=x")},
 			"line 2: ADD: evil.tar: unpack: entry \"../../evil\""},
+		{"too-many-layers", "FROM BASE\n" + strings.Repeat("RUN touch /$RANDOM\n", 80), nil,
+			"RUN: the stage has"},
 		{"bad-tag", "FROM BASE\n", nil, "-t: parse reference"},
 		{"heredoc", "FROM BASE\nRUN <<EOF\necho hi\nEOF\n", nil, "line 2: RUN: heredocs are not supported yet"},
 	}
