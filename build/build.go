@@ -741,7 +741,7 @@ func (b *builder) copyInstruction(ctx context.Context, st *stage, text, from str
 			return err
 		}
 	}
-	if err := b.keepParents(st, staged, spec.dest); err != nil {
+	if err := b.keepParents(st, staged, spec.dest, spec); err != nil {
 		return err
 	}
 	return b.layerStep(ctx, st, text, hex.EncodeToString(h.Sum(nil)), func(diff string) error {
@@ -754,14 +754,18 @@ func (b *builder) copyInstruction(ctx context.Context, st *stage, text, from str
 
 // keepParents gives the directories above dest that the stage already has
 // their owner and mode there: the layer's entries for them must not change
-// /tmp's sticky bit or a user's home.
-func (b *builder) keepParents(st *stage, staged, dest string) error {
+// /tmp's sticky bit or a user's home. The ones the COPY creates belong to
+// its --chown owner, as in BuildKit and buildah.
+func (b *builder) keepParents(st *stage, staged, dest string, spec copySpec) error {
 	for d := path.Dir(dest); ; d = path.Dir(d) {
-		p, fi := b.lookup(st, d)
-		if fi != nil && fi.IsDir() {
-			out := filepath.Join(staged, d)
-			if ofi, err := os.Lstat(out); err == nil && ofi.IsDir() {
+		out := filepath.Join(staged, d)
+		if ofi, err := os.Lstat(out); err == nil && ofi.IsDir() {
+			if p, fi := b.lookup(st, d); fi != nil && fi.IsDir() {
 				if err := copyMeta(p, out, fi); err != nil {
+					return err
+				}
+			} else if os.Geteuid() == 0 && d != "/" {
+				if err := os.Lchown(out, spec.uid, spec.gid); err != nil {
 					return err
 				}
 			}
