@@ -600,9 +600,18 @@ func (b *builder) layerStep(ctx context.Context, st *stage, text, inputs string,
 	if err := os.WriteFile(filepath.Join(tmp, "entry.json"), raw, 0o600); err != nil {
 		return err
 	}
-	os.RemoveAll(dir) // a --no-cache rebuild replaces the entry
+	// An entry is never replaced: another build may be using it as a
+	// lower layer right now. A --no-cache rebuild's fresh layer goes
+	// beside it; a concurrent build that got there first wins the name.
+	if _, err := os.Stat(dir); err == nil {
+		dir += "-" + newID()[:8]
+	}
 	if err := os.Rename(tmp, dir); err != nil {
-		return fmt.Errorf("build cache: %w", err)
+		if raw, rerr := os.ReadFile(filepath.Join(dir, "entry.json")); rerr == nil && json.Unmarshal(raw, &e) == nil {
+			lf = e.Layer // made meanwhile by another build: use that one
+		} else {
+			return fmt.Errorf("build cache: %w", err)
+		}
 	}
 	lf.Dir, lf.Blob = filepath.Join(dir, "diff"), filepath.Join(dir, "layer.tar.gz")
 	st.layers = append(st.layers, lf)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"archive/tar"
+	"bytes"
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
@@ -329,6 +330,44 @@ func TestBuildCache(t *testing.T) {
 	}
 	if r := runProc(t, root, "", "run", "--rm", "cache:arg", "cat", "/v"); r.stdout != "2\n" {
 		t.Errorf("with V=2 the image has %q", r.stdout)
+	}
+}
+
+// TestBuildConcurrent runs two builds of one Dockerfile at once on a cold
+// cache, then a --no-cache one while a cached one runs: all succeed, and
+// the images run.
+func TestBuildConcurrent(t *testing.T) {
+	needRoot(t)
+	base := busyboxRef(t)
+	root := t.TempDir()
+	dir := buildContext(t, map[string]string{
+		"Dockerfile": "FROM " + base + "\nRUN sleep 0.5 && echo one > /one\nCOPY a /a\nRUN sleep 0.5 && cat /a /one > /b\n",
+		"a":          "a\n",
+	})
+	for round, flags := range [][2]string{{"", ""}, {"--no-cache", ""}} {
+		var cmds []*exec.Cmd
+		var errs []*bytes.Buffer
+		for i, f := range flags {
+			args := []string{"build", "-t", fmt.Sprintf("conc:%d", i)}
+			if f != "" {
+				args = append(args, f)
+			}
+			cmd, _, errb := coveProc(root, append(args, dir)...)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			cmds, errs = append(cmds, cmd), append(errs, errb)
+		}
+		for i, cmd := range cmds {
+			if err := cmd.Wait(); err != nil {
+				t.Errorf("round %d: build %d: %v: %s", round, i, err, errs[i])
+			}
+		}
+		for i := range cmds {
+			if r := runProc(t, root, "", "run", "--rm", fmt.Sprintf("conc:%d", i), "cat", "/b"); r.stdout != "a\none\n" {
+				t.Errorf("round %d: image %d: %+v", round, i, r)
+			}
+		}
 	}
 }
 
