@@ -22,6 +22,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -184,6 +185,8 @@ func (b *builder) build(ctx context.Context) (*Result, error) {
 		for _, kv := range a.Args {
 			if v, ok := b.opts.BuildArgs[kv.Key]; ok {
 				global[kv.Key] = v
+			} else if v, ok := platformArgs[kv.Key]; ok && kv.Value == nil {
+				global[kv.Key] = v
 			} else if kv.Value != nil {
 				v, _, err := lex.ProcessWord(*kv.Value, envGetter(nil, global))
 				if err != nil {
@@ -237,6 +240,14 @@ func (b *builder) build(ctx context.Context) (*Result, error) {
 	}
 	b.res.Image, b.res.Ref = stored, b.opts.Tag
 	return &b.res, nil
+}
+
+// platformArgs are the build args BuildKit predefines for the platform,
+// given to an ARG that names one without a value. Cove builds for the
+// machine it runs on.
+var platformArgs = map[string]string{
+	"TARGETPLATFORM": "linux/" + runtime.GOARCH, "TARGETOS": "linux", "TARGETARCH": runtime.GOARCH, "TARGETVARIANT": "",
+	"BUILDPLATFORM": "linux/" + runtime.GOARCH, "BUILDOS": "linux", "BUILDARCH": runtime.GOARCH, "BUILDVARIANT": "",
 }
 
 // envGetter lets the shell lexer see the stage's ENV over its ARGs.
@@ -368,6 +379,8 @@ func (b *builder) dispatch(ctx context.Context, lex *shell.Lex, st *stage, c ins
 			v, ok := b.opts.BuildArgs[kv.Key]
 			if !ok && kv.Value != nil {
 				v = *kv.Value
+			} else if !ok {
+				v = platformArgs[kv.Key]
 			}
 			st.args[kv.Key] = v
 			st.key = digestOf(st.key, kv.Key+"="+v)

@@ -110,6 +110,8 @@ func TestBuildFeatures(t *testing.T) {
 			}},
 		{name: "arg", dockerfile: "ARG TAGGED=BASE\nFROM $TAGGED\nARG WHO=nobody\nARG UNSET\nRUN echo \"$WHO${UNSET}\" > /who\n",
 			args: []string{"--build-arg", "WHO=me"}, run: "cat /who; echo \"[$WHO]\"", want: "me\n[]\n"},
+		{name: "platform-args", dockerfile: "ARG TARGETARCH\nFROM BASE\nARG TARGETOS\nARG TARGETARCH\nRUN echo $TARGETOS/$TARGETARCH > /p\n",
+			run: "cat /p", want: "linux/amd64\n"},
 		{name: "workdir", dockerfile: "FROM BASE\nWORKDIR /srv/app\nWORKDIR sub\nRUN pwd > here\n",
 			run: "pwd; cat here", want: "/srv/app/sub\n/srv/app/sub\n",
 			check: func(t *testing.T, cf *v1.ConfigFile) {
