@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
@@ -99,13 +100,22 @@ func TestBuildSameAsPodman(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := buildContext(t, merge(files, map[string]string{"Dockerfile": strings.ReplaceAll(df, "BASE", base)}))
 			ref := "same/" + name + ":test"
+			var times []string
+			for _, pass := range []string{"cold", "warm"} {
+				start := time.Now()
+				r := runProc(t, root, "", "build", "-t", ref, ctx)
+				if r.code != 0 {
+					t.Fatalf("cove build: %+v", r)
+				}
+				coveTime := time.Since(start)
+				start = time.Now()
+				if _, err := podman("build", "--tls-verify=false", "--network", "host", "-t", "localhost/same-"+name, ctx); err != nil {
+					t.Fatal(err)
+				}
+				times = append(times, fmt.Sprintf("%s: cove %v, podman %v", pass, coveTime.Round(time.Millisecond), time.Since(start).Round(time.Millisecond)))
+			}
+			t.Log(strings.Join(times, "; "))
 			r := runProc(t, root, "", "build", "-t", ref, ctx)
-			if r.code != 0 {
-				t.Fatalf("cove build: %+v", r)
-			}
-			if _, err := podman("build", "--tls-verify=false", "--network", "host", "-t", "localhost/same-"+name, ctx); err != nil {
-				t.Fatal(err)
-			}
 			mnt, err := podman("image", "mount", "localhost/same-"+name)
 			if err != nil {
 				t.Fatal(err)
