@@ -505,3 +505,20 @@ func TestBuildRootless(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildThenUp: cove up --image finds a built image by its tag, with
+// no registry, and the workspace runs it.
+func TestBuildThenUp(t *testing.T) {
+	needRoot(t)
+	base := busyboxRef(t)
+	root := t.TempDir()
+	dir := buildContext(t, map[string]string{"Dockerfile": "FROM " + base + "\nRUN echo built > /built\n"})
+	if r := runProc(t, root, "", "build", "-t", "workspace:built", dir); r.code != 0 {
+		t.Fatalf("build: %+v", r)
+	}
+	project := t.TempDir()
+	startUp(t, root, "workspace:built", project)
+	if r := runProc(t, root, "", "exec", workspaceName(project), "cat", "/built"); r.code != 0 || r.stdout != "built\n" {
+		t.Errorf("exec in the workspace: %+v", r)
+	}
+}
