@@ -50,6 +50,3 @@ func (s *Store) Import(ctx context.Context, img v1.Image, ref string, opts ...Op
 	s.releaseBlobs(pulls, stored)
 	return stored, nil
 }
-
-// ByDigest returns the stored image with manifest digest h.
-func (s *Store) ByDigest(h v1.Hash) (*Image, error) { return s.byDigest(h) }

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/cove-sh/cove/build"
-	"github.com/cove-sh/cove/image"
 	"github.com/urfave/cli/v2"
 )
 
@@ -53,7 +52,6 @@ digest on stdout; the steps and RUN's output go to stderr.`,
 				Context: c.Args().First(), Dockerfile: c.String("file"), Tag: c.String("tag"),
 				BuildArgs: args, Target: c.String("target"), NoCache: c.Bool("no-cache"),
 				Binary: bin, CacheDir: filepath.Join(e.layout.Data, "build"), Output: c.App.ErrWriter,
-				Pull: []image.Option{},
 			})
 			if err != nil {
 				return err
