@@ -4,10 +4,13 @@
 // becomes the step's layer. Dockerfiles are read with BuildKit's parser
 // and instructions packages.
 //
-// Supported: FROM (an image, or an earlier stage with AS), ARG, ENV,
-// WORKDIR, RUN (shell and exec form, SHELL), USER, COPY (--from, --chown,
-// --chmod, globs, .dockerignore), ADD of local files and tars, LABEL,
-// EXPOSE, ENTRYPOINT, CMD. Anything else fails with its line number.
+// Supported: FROM (an image, or an earlier stage with AS), ARG (with the
+// platform ones predefined), ENV, WORKDIR, RUN (shell and exec form,
+// SHELL), USER, COPY (--from, --chown, --chmod, globs, .dockerignore), ADD
+// of local files and tar archives, LABEL, EXPOSE, ENTRYPOINT, CMD; VOLUME,
+// STOPSIGNAL, HEALTHCHECK, MAINTAINER and ONBUILD are recorded in the
+// config. Anything else (heredocs, RUN --mount, ADD of a URL) fails with
+// its line number.
 package build
 
 import (
@@ -412,6 +415,22 @@ func (b *builder) dispatch(ctx context.Context, lex *shell.Lex, st *stage, c ins
 		}
 	case *instructions.UserCommand:
 		cfg.User = c.User
+	case *instructions.VolumeCommand:
+		if cfg.Volumes == nil {
+			cfg.Volumes = map[string]struct{}{}
+		}
+		for _, v := range c.Volumes {
+			cfg.Volumes[v] = struct{}{} // recorded; cove run does not make volumes of them
+		}
+	case *instructions.StopSignalCommand:
+		cfg.StopSignal = c.Signal
+	case *instructions.HealthCheckCommand:
+		cfg.Healthcheck = &v1.HealthConfig{Test: c.Health.Test, Interval: c.Health.Interval,
+			Timeout: c.Health.Timeout, StartPeriod: c.Health.StartPeriod, Retries: c.Health.Retries} // recorded, not run
+	case *instructions.MaintainerCommand:
+		st.cfg.Author = c.Maintainer
+	case *instructions.OnbuildCommand:
+		cfg.OnBuild = append(cfg.OnBuild, c.Expression) // recorded for images built FROM this one
 	case *instructions.ShellCommand:
 		cfg.Shell = c.Shell
 	case *instructions.CmdCommand:

@@ -177,6 +177,15 @@ func TestBuildFeatures(t *testing.T) {
 					t.Errorf("history %q (want it to end %q), %d layers (want 1)", got, want, len(cf.RootFS.DiffIDs))
 				}
 			}},
+		{name: "recorded", dockerfile: "FROM BASE\nMAINTAINER me\nVOLUME /data\nSTOPSIGNAL SIGINT\nHEALTHCHECK --interval=5s --retries=2 CMD true\nONBUILD RUN echo child\n",
+			check: func(t *testing.T, cf *v1.ConfigFile) {
+				cfg := cf.Config
+				if _, ok := cfg.Volumes["/data"]; !ok || cfg.StopSignal != "SIGINT" || cf.Author != "me" ||
+					cfg.Healthcheck == nil || strings.Join(cfg.Healthcheck.Test, " ") != "CMD-SHELL true" || cfg.Healthcheck.Interval != 5*time.Second ||
+					cfg.Healthcheck.Retries != 2 || strings.Join(cfg.OnBuild, "|") != "RUN echo child" {
+					t.Errorf("volumes %v stopsignal %q author %q healthcheck %+v onbuild %q", cfg.Volumes, cfg.StopSignal, cf.Author, cfg.Healthcheck, cfg.OnBuild)
+				}
+			}},
 		{name: "cmd-shell-form", dockerfile: "FROM BASE\nCMD echo from cmd\n",
 			check: func(t *testing.T, cf *v1.ConfigFile) {
 				cfg := cf.Config
@@ -388,7 +397,7 @@ func TestBuildRefusals(t *testing.T) {
 		{"symlink-out", "FROM BASE\nCOPY link /s\n", map[string]string{"link@": filepath.Join(outside, "secret")}, "line 2: COPY: link: a symlink that leads out of the build context"},
 		{"symlink-dir-out", "FROM BASE\nCOPY d/secret /s\n", map[string]string{"d@": outside}, "leads out of the build context"},
 		{"ignored-everything", "FROM BASE\nCOPY a /a\n", map[string]string{"a": "a", ".dockerignore": "*\n"}, "line 2: COPY: a: excluded by .dockerignore"},
-		{"unsupported", "FROM BASE\nENV A=1\nHEALTHCHECK CMD true\n", nil, "line 3: HEALTHCHECK: not supported by cove build yet"},
+		{"unsupported", "FROM BASE\nENV A=1\nRUN --mount=type=cache,target=/c true\n", nil, "line 3: RUN: RUN --mount is not supported yet"},
 		{"unknown", "FROM BASE\nFROBNICATE x\n", nil, "line 2: unknown instruction FROBNICATE"},
 		{"run-fails", "FROM BASE\nRUN exit 7\n", nil, "line 2: RUN: the command exited with status 7"},
 		// A symlink the COPY itself puts in the layer is not written
