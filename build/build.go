@@ -93,6 +93,8 @@ type builder struct {
 	stages []*stage
 	ctxSrc *source
 	res    Result
+	step   int // progress: this instruction's number, of steps
+	steps  int
 }
 
 // stage is a stage's state as its instructions run: the stored base image
@@ -222,6 +224,11 @@ func (b *builder) build(ctx context.Context) (*Result, error) {
 		return v
 	})
 	for i := 0; i <= last; i++ {
+		if needed[i] {
+			b.steps += 1 + len(stages[i].Commands)
+		}
+	}
+	for i := 0; i <= last; i++ {
 		if !needed[i] {
 			b.stages = append(b.stages, nil) // as BuildKit: a stage the target does not use is not built
 			continue
@@ -268,7 +275,8 @@ func (b *builder) runStage(ctx context.Context, lex *shell.Lex, s *instructions.
 		return nil, fmt.Errorf("FROM %s: %w", s.BaseName, err)
 	}
 	st := &stage{name: s.Name, args: map[string]string{}}
-	b.logf("[stage %d/%d] FROM %s", index+1, last+1, from)
+	b.step++
+	b.logf("STEP %d/%d: FROM %s", b.step, b.steps, from)
 	if prev := b.stageNamed(from); prev != nil {
 		st.base, st.baseCfg, st.layers, st.created = prev.base, prev.baseCfg, append([]layerFile{}, prev.layers...), prev.created
 		st.cfg = *prev.cfg.DeepCopy()
@@ -368,7 +376,8 @@ func (b *builder) dispatch(ctx context.Context, lex *shell.Lex, st *stage, c ins
 		}
 	}
 	text := fmt.Sprint(c) // the instruction as written: with the chain of keys before it, it fixes what expansion gives
-	b.logf("%s", text)
+	b.step++
+	b.logf("STEP %d/%d: %s", b.step, b.steps, text)
 	layers := len(st.layers)
 	defer func() {
 		st.history = append(st.history, v1.History{Created: v1.Time{Time: st.created}, CreatedBy: text,
@@ -599,7 +608,7 @@ func (b *builder) layerStep(ctx context.Context, st *stage, text, inputs string,
 				st.layers = append(st.layers, e.Layer)
 				st.created = e.Created
 				b.res.Hits++
-				b.logf(" ---> cached")
+				b.logf("--> cached")
 				return nil
 			}
 		}

@@ -204,6 +204,8 @@ func TestBuildFeatures(t *testing.T) {
 		{name: "copy-from-through-stage-symlinks", dockerfile: "FROM BASE AS b\nRUN ln -s / /escape && mkdir -p /usr/lib/x && echo lib > /usr/lib/x/f && ln -s usr/lib /lib2\n" +
 			"FROM BASE\nCOPY --from=b /escape/etc/group /g\nCOPY --from=b /lib2/x /x\n",
 			run: "head -1 /g; cat /x/f", want: "root:x:0:\nlib\n"},
+		{name: "from-scratch", dockerfile: "FROM BASE AS tools\nFROM scratch\nCOPY --from=tools /bin/busybox /bin/busybox\nCOPY --from=tools /bin/sh /bin/sh\nENV PATH=/bin\n",
+			run: "busybox ls /bin", want: "busybox\nsh\n"},
 		{name: "from-stage", dockerfile: "FROM BASE AS one\nENV STAGE=one\nRUN echo 1 > /one\nFROM one\nRUN echo 2 > /two\n",
 			run: "cat /one /two; echo $STAGE", want: "1\n2\none\n"},
 		{name: "target", dockerfile: "FROM BASE AS first\nRUN echo first > /f\nFROM BASE\nRUN exit 3\n",
