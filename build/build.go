@@ -284,7 +284,7 @@ func (b *builder) runStage(ctx context.Context, lex *shell.Lex, s *instructions.
 		st.history = append([]v1.History{}, prev.history...)
 	} else if strings.EqualFold(from, "scratch") {
 		st.cfg = v1.ConfigFile{OS: "linux", Architecture: "amd64"}
-		st.key = digestOf("scratch")
+		st.key = digestOf(cacheFormat, "scratch")
 	} else {
 		img, err := image.Pull(ctx, b.store, from, b.opts.Pull...)
 		if err != nil {
@@ -299,7 +299,7 @@ func (b *builder) runStage(ctx context.Context, lex *shell.Lex, s *instructions.
 			return nil, fmt.Errorf("FROM %s: config: %w", from, err)
 		}
 		st.base, st.baseCfg, st.cfg, st.created = img, cfg, *cfg.DeepCopy(), cfg.Created.Time
-		st.key = img.Digest.String()
+		st.key = digestOf(cacheFormat, img.Digest.String())
 	}
 	for _, c := range s.Commands {
 		if err := b.dispatch(ctx, lex, st, c); err != nil {
@@ -354,6 +354,12 @@ func (b *builder) stageNamed(name string) *stage {
 	return nil
 }
 
+// cacheFormat starts every cache key: a change to how steps make their
+// layers changes it, so that entries made the old way are not taken.
+const cacheFormat = "cove-build-1"
+
+// digestOf hashes parts, each length-prefixed so that none can run into
+// the next.
 func digestOf(parts ...string) string {
 	h := sha256.New()
 	for _, p := range parts {
