@@ -6,11 +6,11 @@
 //
 // Supported: FROM (an image, or an earlier stage with AS), ARG (with the
 // platform ones predefined), ENV, WORKDIR, RUN (shell and exec form,
-// SHELL), USER, COPY (--from, --chown, --chmod, globs, .dockerignore), ADD
-// of local files and tar archives, LABEL, EXPOSE, ENTRYPOINT, CMD; VOLUME,
-// STOPSIGNAL, HEALTHCHECK, MAINTAINER and ONBUILD are recorded in the
-// config. Anything else (heredocs, RUN --mount, ADD of a URL) fails with
-// its line number.
+// SHELL, heredocs), USER, COPY (--from, --chown, --chmod, globs,
+// .dockerignore, heredocs), ADD of local files and tar archives, LABEL,
+// EXPOSE, ENTRYPOINT, CMD; VOLUME, STOPSIGNAL, HEALTHCHECK, MAINTAINER and
+// ONBUILD are recorded in the config. Anything else (RUN --mount, ADD of a
+// URL, a #! heredoc script) fails with its line number.
 package build
 
 import (
@@ -467,19 +467,20 @@ func (b *builder) dispatch(ctx context.Context, lex *shell.Lex, st *stage, c ins
 			}))
 		}
 	case *instructions.RunCommand:
-		if len(c.Files) > 0 {
-			return fail(errors.New("heredocs are not supported yet: put the script in a file and COPY it"))
-		}
 		if len(c.FlagsUsed) > 0 {
 			return fail(fmt.Errorf("RUN --%s is not supported yet", c.FlagsUsed[0]))
 		}
-		args := b.cmdLine(st, c.ShellDependantCmdLine)
-		return wrapFail(fail, b.runInstruction(ctx, st, text, args))
-	case *instructions.CopyCommand:
-		if c.Link || c.Parents || len(c.ExcludePatterns) > 0 || len(c.SourceContents) > 0 {
-			return fail(errors.New("--link, --parents, --exclude and heredocs are not supported yet"))
+		cmd, heredocs, err := heredocCmdLine(c.ShellDependantCmdLine)
+		if err != nil {
+			return fail(err)
 		}
-		return wrapFail(fail, b.copyInstruction(ctx, st, text, c.From, c.SourcePaths, c.DestPath, c.Chown, c.Chmod, false))
+		args := b.cmdLine(st, cmd)
+		return wrapFail(fail, b.runInstruction(ctx, st, text, args, heredocs))
+	case *instructions.CopyCommand:
+		if c.Link || c.Parents || len(c.ExcludePatterns) > 0 {
+			return fail(errors.New("--link, --parents and --exclude are not supported yet"))
+		}
+		return wrapFail(fail, b.copyInstruction(ctx, st, text, c.From, c.SourcePaths, c.SourceContents, c.DestPath, c.Chown, c.Chmod, false))
 	case *instructions.AddCommand:
 		if c.Link || len(c.ExcludePatterns) > 0 || c.Checksum != "" || len(c.SourceContents) > 0 {
 			return fail(errors.New("--link, --exclude, --checksum and heredocs are not supported yet"))
@@ -489,7 +490,7 @@ func (b *builder) dispatch(ctx context.Context, lex *shell.Lex, st *stage, c ins
 				return fail(fmt.Errorf("%s: ADD from a URL is not supported yet: download it in a RUN", p))
 			}
 		}
-		return wrapFail(fail, b.copyInstruction(ctx, st, text, "", c.SourcePaths, c.DestPath, c.Chown, c.Chmod, true))
+		return wrapFail(fail, b.copyInstruction(ctx, st, text, "", c.SourcePaths, nil, c.DestPath, c.Chown, c.Chmod, true))
 	default:
 		return fail(errors.New("not supported by cove build yet"))
 	}
@@ -666,7 +667,45 @@ func (b *builder) layerStep(ctx context.Context, st *stage, text, inputs string,
 	return nil
 }
 
-func (b *builder) runInstruction(ctx context.Context, st *stage, text string, args []string) error {
+// heredocCmdLine turns a RUN with heredocs into the command the shell
+// runs, as BuildKit does: a lone heredoc is the script itself; heredocs
+// feeding a command are put back after it for the shell to read. It also
+// returns their text, which the instruction's own text does not hold and
+// the cache key must.
+func heredocCmdLine(c instructions.ShellDependantCmdLine) (instructions.ShellDependantCmdLine, string, error) {
+	if len(c.Files) == 0 {
+		return c, "", nil
+	}
+	if len(c.CmdLine) != 1 || !c.PrependShell {
+		return c, "", errors.New("a heredoc needs the shell form of RUN")
+	}
+	var all strings.Builder
+	for _, f := range c.Files {
+		fmt.Fprintf(&all, "%s\x00%s\x00", f.Name, f.Data)
+	}
+	out := c
+	out.Files = nil
+	if parser.MustParseHeredoc(c.CmdLine[0]) != nil {
+		data := c.Files[0].Data
+		if c.Files[0].Chomp {
+			data = parser.ChompHeredocContent(data)
+		}
+		if strings.HasPrefix(data, "#!") {
+			return c, "", errors.New("a heredoc script with #! is not supported yet: COPY it in and RUN it")
+		}
+		out.CmdLine = []string{data}
+		return out, all.String(), nil
+	}
+	var b strings.Builder
+	b.WriteString(c.CmdLine[0])
+	for _, f := range c.Files {
+		b.WriteString("\n" + f.Data + f.Name)
+	}
+	out.CmdLine = []string{b.String()}
+	return out, all.String(), nil
+}
+
+func (b *builder) runInstruction(ctx context.Context, st *stage, text string, args []string, heredocs string) error {
 	if len(st.lowers()) == 0 {
 		return errors.New("RUN needs a base image with a shell (FROM scratch has none)")
 	}
@@ -693,7 +732,7 @@ func (b *builder) runInstruction(ctx context.Context, st *stage, text string, ar
 			missing = append(missing, m)
 		}
 	}
-	return b.layerStep(ctx, st, text, strings.Join(argEnv, "\x00"), func(diff string) error {
+	return b.layerStep(ctx, st, text, strings.Join(argEnv, "\x00")+"\x00"+heredocs, func(diff string) error {
 		if err := b.runStep(ctx, st.lowers(), proc, diff); err != nil {
 			return err
 		}
@@ -722,7 +761,7 @@ func sortedKeys(m map[string]string) []string {
 // copyInstruction stages what COPY (or ADD) reads into a directory laid
 // out as in the image, keyed by a hash of its content; the cache decides
 // whether that becomes a new layer.
-func (b *builder) copyInstruction(ctx context.Context, st *stage, text, from string, srcs []string, dest, chown, chmod string, add bool) error {
+func (b *builder) copyInstruction(ctx context.Context, st *stage, text, from string, srcs []string, docs []instructions.SourceContent, dest, chown, chmod string, add bool) error {
 	uid, gid, err := parseChown(chown, func(p string) []byte { return b.readFile(st, p) })
 	if err != nil {
 		return err
@@ -796,6 +835,9 @@ func (b *builder) copyInstruction(ctx context.Context, st *stage, text, from str
 		if err := copyInto(src, srcs, spec, staged, h); err != nil {
 			return err
 		}
+	}
+	if err := writeHeredocs(docs, spec, len(srcs)+len(docs) > 1, staged, h); err != nil {
+		return err
 	}
 	if err := b.keepParents(st, staged, spec.dest, spec); err != nil {
 		return err

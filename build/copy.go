@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/cove-sh/cove/image"
+	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 	"github.com/moby/patternmatcher"
 	"github.com/moby/patternmatcher/ignorefile"
 	"golang.org/x/sys/unix"
@@ -176,6 +177,47 @@ func addArchive(src *source, p string, spec copySpec, layer string, h hash.Hash)
 		return false, fmt.Errorf("%s: %w", p, err)
 	}
 	return true, nil
+}
+
+// writeHeredocs writes COPY's heredoc sources (COPY <<EOF /path) as files:
+// at dest, or in it when dest is a directory.
+func writeHeredocs(docs []instructions.SourceContent, spec copySpec, several bool, layer string, h hash.Hash) error {
+	if len(docs) == 0 {
+		return nil
+	}
+	dst, err := os.OpenRoot(layer)
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	for _, d := range docs {
+		target := spec.dest
+		if spec.destDir || several {
+			target = path.Join(spec.dest, d.Path)
+		}
+		out := inRoot(target)
+		fmt.Fprintf(h, "heredoc\x00%s\x00%s\x00", target, d.Data)
+		if err := dst.MkdirAll(path.Dir(out), 0o755); err != nil {
+			return fmt.Errorf("%s: %w", target, err)
+		}
+		if err := removeNonDir(dst, out); err != nil {
+			return err
+		}
+		perm := spec.mode
+		if perm == 0 {
+			perm = 0o644
+		}
+		if err := dst.WriteFile(out, []byte(d.Data), 0o600); err != nil {
+			return fmt.Errorf("%s: %w", target, err)
+		}
+		if err := lchown(dst, out, spec); err != nil {
+			return err
+		}
+		if err := dst.Chmod(out, perm); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // inRoot is an image path as a name relative to a root.

@@ -99,6 +99,8 @@ func TestBuildFeatures(t *testing.T) {
 			run: "ls /etc/group 2>&1; ls /root", want: "ls: /etc/group: No such file or directory\nnew\n"},
 		{name: "tmp-kept", dockerfile: "FROM BASE\nRUN echo kept > /tmp/f\nRUN cat /tmp/f > /g\n",
 			run: "cat /g", want: "kept\n"},
+		{name: "heredocs", dockerfile: "FROM BASE\nRUN <<EOF\necho one > /h1\necho two >> /h1\nEOF\nRUN cat > /h2 <<EOF\nfed $((1+1))\nEOF\nCOPY <<EOF /etc/motd\nhello\nEOF\n",
+			run: "cat /h1 /h2 /etc/motd; stat -c %a /etc/motd", want: "one\ntwo\nfed 2\nhello\n644\n"},
 		{name: "shell", dockerfile: "FROM BASE\nSHELL [\"/bin/sh\", \"-xc\"]\nRUN echo shell > /s\n", run: "cat /s", want: "shell\n"},
 		{name: "env", dockerfile: "FROM BASE\nENV GREETING=hello WHO=world\nENV BOTH=\"$GREETING $WHO\"\nRUN echo $BOTH > /env\n",
 			run: "cat /env; echo $BOTH", want: "hello world\nhello world\n",
@@ -335,6 +337,16 @@ func TestBuildCache(t *testing.T) {
 	if _, hits := buildCached(t, root, dir, "cache:test", "--no-cache"); hits != "0/3" {
 		t.Errorf("--no-cache: %s cached, want 0/3", hits)
 	}
+	// A heredoc's text is part of its RUN's key.
+	os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte("FROM "+base+"\nRUN <<EOF\necho 1 > /h\nEOF\n"), 0o644)
+	buildCached(t, root, dir, "cache:heredoc")
+	os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte("FROM "+base+"\nRUN <<EOF\necho 2 > /h\nEOF\n"), 0o644)
+	if _, hits := buildCached(t, root, dir, "cache:heredoc"); hits != "0/1" {
+		t.Errorf("a changed heredoc: %s cached, want 0/1", hits)
+	}
+	if r := runProc(t, root, "", "run", "--rm", "cache:heredoc", "cat", "/h"); r.stdout != "2\n" {
+		t.Errorf("after the heredoc changed the image has %q", r.stdout)
+	}
 	// A build arg the RUN sees is part of its key.
 	os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte("FROM "+base+"\nARG V\nRUN echo $V > /v\n"), 0o644)
 	buildCached(t, root, dir, "cache:arg", "--build-arg", "V=1")
@@ -414,7 +426,7 @@ func TestBuildRefusals(t *testing.T) {
 		{"too-many-layers", "FROM BASE\n" + strings.Repeat("RUN touch /$RANDOM\n", 80), nil,
 			"RUN: the stage has"},
 		{"bad-tag", "FROM BASE\n", nil, "-t: parse reference"},
-		{"heredoc", "FROM BASE\nRUN <<EOF\necho hi\nEOF\n", nil, "line 2: RUN: heredocs are not supported yet"},
+		{"heredoc-shebang", "FROM BASE\nRUN <<EOF\n#!/bin/sh\necho hi\nEOF\n", nil, "line 2: RUN: a heredoc script with #! is not supported yet"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
