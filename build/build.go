@@ -136,11 +136,30 @@ func newBuilder(store *image.Store, o Options) (*builder, error) {
 	if err := os.MkdirAll(filepath.Join(o.CacheDir, "steps"), 0o700); err != nil {
 		return nil, fmt.Errorf("build cache: %w", err)
 	}
+	removeStale(o.CacheDir)
+	removeStale(filepath.Join(o.CacheDir, "steps"))
 	tmp, err := os.MkdirTemp(o.CacheDir, ".tmp-")
 	if err != nil {
 		return nil, fmt.Errorf("build cache: %w", err)
 	}
 	return &builder{store: store, opts: o, tmp: tmp}, nil
+}
+
+// staleAfter is how old a scratch directory of a build that was killed
+// must be before another build removes it: far longer than any build runs.
+const staleAfter = 24 * time.Hour
+
+// removeStale removes the .tmp-* directories killed builds left in dir.
+func removeStale(dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), ".tmp-") {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > staleAfter {
+			os.RemoveAll(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 func (b *builder) logf(format string, args ...any) {
