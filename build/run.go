@@ -19,8 +19,18 @@ import (
 // command changed. The build context is not in it. The network is the
 // host's, as docker build's default.
 func (b *builder) runStep(ctx context.Context, lowers []string, proc container.Process, upper string) error {
-	// The overlay mount's options must fit in a page, with upper and work.
-	if lower := strings.Join(lowers, ":"); len(lower)+2*len(upper)+64 > 4096 {
+	// The overlay mount's options must fit in a page, with upper and work:
+	// the lowers are named relative to the step cache, where init starts.
+	steps := filepath.Join(b.opts.CacheDir, "steps")
+	rel := make([]string, len(lowers))
+	for i, l := range lowers {
+		r, err := filepath.Rel(steps, l)
+		if err != nil || strings.Contains(r, ":") {
+			r = l
+		}
+		rel[i] = r
+	}
+	if lower := strings.Join(rel, ":"); len(lower)+2*len(upper)+64 > 4096 {
 		return fmt.Errorf("the stage has %d layers, more than one overlay mount can stack under %s: join RUN, COPY and WORKDIR steps (RUN a && b)", len(lowers), b.opts.CacheDir)
 	}
 	id := newID()
@@ -39,7 +49,7 @@ func (b *builder) runStep(ctx context.Context, lowers []string, proc container.P
 	}
 	spec := &container.Spec{
 		ID: id, Name: "cove-build-" + id[:8], Hostname: "cove-build",
-		Lower: strings.Join(lowers, ":"), Upper: upper, Work: filepath.Join(dir, "work"), Merged: filepath.Join(dir, "merged"),
+		Lower: strings.Join(rel, ":"), LowerBase: steps, Upper: upper, Work: filepath.Join(dir, "work"), Merged: filepath.Join(dir, "merged"),
 		Binary: b.opts.Binary, ResolvConf: resolv, Hosts: hosts,
 		Net: "host", UserNS: os.Geteuid() != 0, Process: proc, KeepTmp: true,
 	}
