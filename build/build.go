@@ -881,8 +881,14 @@ func (b *builder) keepParents(st *stage, staged, dest string, spec copySpec) err
 				if err := copyMeta(p, out, fi); err != nil {
 					return err
 				}
-			} else if os.Geteuid() == 0 && d != "/" {
-				if err := os.Lchown(out, spec.uid, spec.gid); err != nil {
+			} else if d != "/" {
+				root, err := os.OpenRoot(staged)
+				if err != nil {
+					return err
+				}
+				err = lchown(root, inRoot(d), spec)
+				root.Close()
+				if err != nil {
 					return err
 				}
 			}

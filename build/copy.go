@@ -338,10 +338,48 @@ func removeNonDir(dst *os.Root, name string) error {
 }
 
 func lchown(dst *os.Root, name string, spec copySpec) error {
-	if os.Geteuid() != 0 {
-		return nil // unprivileged: the layer records our ids as root's (idMap)
+	if os.Geteuid() == 0 {
+		return dst.Lchown(name, spec.uid, spec.gid)
 	}
-	return dst.Lchown(name, spec.uid, spec.gid)
+	if spec.uid == 0 && spec.gid == 0 {
+		return nil // our own ids are root's in the layer (idMap)
+	}
+	// Unprivileged, we cannot give a file another owner: the owner the
+	// layer must record goes in an xattr beside it (not on a symlink,
+	// which cannot carry one: it stays root's).
+	if fi, err := dst.Lstat(name); err != nil || fi.Mode()&os.ModeSymlink != 0 {
+		return err
+	}
+	f, err := dst.Open(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return setOwnerXattr(f, spec.uid, spec.gid)
+}
+
+// ownerXattr holds the owner a rootless COPY gave a file, which the layer
+// records in place of the file's own (see lchown, layerWriter.entry).
+const ownerXattr = "user.cove.owner"
+
+func setOwnerXattr(f *os.File, uid, gid int) error {
+	if err := unix.Fsetxattr(int(f.Fd()), ownerXattr, []byte(fmt.Sprintf("%d:%d", uid, gid)), 0); err != nil {
+		return fmt.Errorf("record the owner of %s: %w (the file system needs user xattrs for a rootless COPY --chown)", f.Name(), err)
+	}
+	return nil
+}
+
+// ownerFromXattr reads the owner a rootless COPY recorded on full.
+func ownerFromXattr(full string) (uid, gid int, ok bool) {
+	buf := make([]byte, 32)
+	n, err := unix.Lgetxattr(full, ownerXattr, buf)
+	if err != nil {
+		return 0, 0, false
+	}
+	u, g, found := strings.Cut(string(buf[:n]), ":")
+	uid, err1 := strconv.Atoi(u)
+	gid, err2 := strconv.Atoi(g)
+	return uid, gid, found && err1 == nil && err2 == nil
 }
 
 // parseChown reads --chown: numeric ids, or names looked up in the stage's

@@ -157,6 +157,13 @@ func (w *layerWriter) entry(rel string) error {
 		hdr.Name += "/"
 	}
 	hdr.Uid, hdr.Gid = w.ids.owner(int(st.Uid), int(st.Gid))
+	if !w.ids.root && int(st.Uid) == w.ids.m.UID {
+		// A rootless COPY --chown's owner, unless a RUN has since
+		// given the file another.
+		if uid, gid, ok := ownerFromXattr(full); ok {
+			hdr.Uid, hdr.Gid = uid, gid
+		}
+	}
 	hdr.Uname, hdr.Gname = "", ""
 	hdr.Format = tar.FormatPAX
 	hdr.AccessTime, hdr.ChangeTime = time.Time{}, time.Time{} // not part of the layer: equal trees, equal layers
@@ -234,7 +241,7 @@ func xattrRecords(full string) map[string]string {
 	}
 	var out map[string]string
 	for _, name := range strings.Split(strings.TrimRight(string(buf[:size]), "\x00"), "\x00") {
-		if name == "" || strings.HasPrefix(name, "trusted.overlay.") || strings.HasPrefix(name, "user.overlay.") || name == "security.selinux" {
+		if name == "" || strings.HasPrefix(name, "trusted.overlay.") || strings.HasPrefix(name, "user.overlay.") || name == "security.selinux" || name == ownerXattr {
 			continue
 		}
 		vs, err := unix.Lgetxattr(full, name, nil)

@@ -471,8 +471,8 @@ func TestBuildRootless(t *testing.T) {
 	os.Mkdir(ctx, 0o755)
 	os.Mkdir(root, 0o755)
 	os.Chown(root, uid, gid)
-	os.WriteFile(filepath.Join(ctx, "Dockerfile"), []byte("FROM "+ref+"\nCOPY f /f\n"+
-		"RUN echo made > /made && mkdir /home && touch /home/u1000 && chown 1000:1001 /home/u1000 && rm /etc/group\n"), 0o644)
+	os.WriteFile(filepath.Join(ctx, "Dockerfile"), []byte("FROM "+ref+"\nCOPY f /f\nCOPY --chown=1234:5678 f /owned/g\nCOPY --chown=7:7 f /h\n"+
+		"RUN echo made > /made && mkdir /home && touch /home/u1000 && chown 1000:1001 /home/u1000 && rm /etc/group && chown 9:9 /h\n"), 0o644)
 	os.WriteFile(filepath.Join(ctx, "f"), []byte("copied\n"), 0o644)
 	as := func(args ...string) result {
 		cmd, out, errb := coveProc(root, args...)
@@ -496,7 +496,7 @@ func TestBuildRootless(t *testing.T) {
 	}
 	// A rootless store flattens every file as the user's, so the owners
 	// are checked where they are kept: in the layers.
-	owners := map[string]string{}
+	owners := map[string]string{} // name → its owners in the layers that have it
 	blobs, _ := filepath.Glob(filepath.Join(root, "*", "build", "steps", "*", "layer.tar.gz"))
 	for _, b := range blobs {
 		f, err := os.Open(b)
@@ -513,7 +513,10 @@ func TestBuildRootless(t *testing.T) {
 			if err != nil {
 				break
 			}
-			owners[hdr.Name] = fmt.Sprintf("%d:%d", hdr.Uid, hdr.Gid)
+			if owners[hdr.Name] != "" {
+				owners[hdr.Name] += " "
+			}
+			owners[hdr.Name] += fmt.Sprintf("%d:%d", hdr.Uid, hdr.Gid)
 		}
 		f.Close()
 	}
@@ -522,10 +525,15 @@ func TestBuildRootless(t *testing.T) {
 			t.Errorf("the RUN's layer holds the runtime's mount point %s", n)
 		}
 	}
-	for name, want := range map[string]string{"f": "0:0", "made": "0:0", "home/u1000": "1000:1001", "etc/.wh.group": "0:0"} {
+	for name, want := range map[string]string{"f": "0:0", "made": "0:0", "home/u1000": "1000:1001", "etc/.wh.group": "0:0",
+		"owned/": "1234:5678", "owned/g": "1234:5678"} {
 		if owners[name] != want {
 			t.Errorf("in the layers, %s is owned by %q, want %s (all: %v)", name, owners[name], want, owners)
 		}
+	}
+	// COPY --chown=7:7 /h, then a RUN's chown 9:9: each layer says its own.
+	if h := owners["h"]; h != "7:7 9:9" && h != "9:9 7:7" {
+		t.Errorf("/h in the layers: %q, want 7:7 (the COPY's) and 9:9 (the RUN's)", h)
 	}
 }
 
