@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/cove-sh/cove/build"
+	"github.com/cove-sh/cove/image"
 	"github.com/urfave/cli/v2"
 )
 
@@ -23,6 +24,7 @@ digest on stdout; the steps and RUN's output go to stderr.`,
 			&cli.StringSliceFlag{Name: "build-arg", Usage: "set the build argument `K=V`"},
 			&cli.StringFlag{Name: "target", Usage: "build the `STAGE` named so, not the last"},
 			&cli.BoolFlag{Name: "no-cache", Usage: "run every step, whatever the cache holds"},
+			&cli.BoolFlag{Name: "pull", Usage: "ask the registry for newer FROM images even when they are stored"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
@@ -48,10 +50,14 @@ digest on stdout; the steps and RUN's output go to stderr.`,
 				}
 				args[k] = v
 			}
+			var pull []image.Option
+			if c.Bool("pull") {
+				pull = append(pull, image.WithPolicy(image.PullAlways))
+			}
 			res, err := build.Build(c.Context, store, build.Options{
 				Context: c.Args().First(), Dockerfile: c.String("file"), Tag: c.String("tag"),
 				BuildArgs: args, Target: c.String("target"), NoCache: c.Bool("no-cache"),
-				Binary: bin, CacheDir: filepath.Join(e.layout.Data, "build"), Output: c.App.ErrWriter,
+				Binary: bin, CacheDir: filepath.Join(e.layout.Data, "build"), Output: c.App.ErrWriter, Pull: pull,
 			})
 			if err != nil {
 				return err

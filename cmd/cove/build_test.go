@@ -17,7 +17,10 @@ import (
 
 	"github.com/cove-sh/cove/internal/testimage"
 	"github.com/cove-sh/cove/internal/testregistry"
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
 // busyboxRef pushes the busybox test image and returns its reference.
@@ -395,6 +398,42 @@ func TestBuildConcurrent(t *testing.T) {
 				t.Errorf("round %d: image %d: %+v", round, i, r)
 			}
 		}
+	}
+}
+
+// TestBuildPull: FROM uses the stored image of its name; --pull asks the
+// registry, and a new base reruns every step.
+func TestBuildPull(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	bb, err := testimage.Busybox()
+	if err != nil {
+		t.Skip(err)
+	}
+	ref := testregistry.Push(t, addr, bb)
+	root := t.TempDir()
+	dir := buildContext(t, map[string]string{"Dockerfile": "FROM " + ref + "\nRUN cat /base 2>/dev/null > /seen; true\n"})
+	buildCached(t, root, dir, "pull:test")
+	l, err := testimage.Layer(testimage.File("base", "second\n", 0o644))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer, err := mutate.AppendLayers(bb, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := name.ParseReference(ref)
+	if err := remote.Write(r, newer); err != nil {
+		t.Fatal(err)
+	}
+	if _, hits := buildCached(t, root, dir, "pull:test"); hits != "1/1" {
+		t.Errorf("without --pull: %s cached, want 1/1 (the stored base)", hits)
+	}
+	if _, hits := buildCached(t, root, dir, "pull:test", "--pull"); hits != "0/1" {
+		t.Errorf("--pull with a new base: %s cached, want 0/1", hits)
+	}
+	if r := runProc(t, root, "", "run", "--rm", "pull:test", "cat", "/seen"); r.stdout != "second\n" {
+		t.Errorf("the image built on the new base: %+v", r)
 	}
 }
 
