@@ -64,10 +64,10 @@ type Options struct {
 
 // Result is a finished build.
 type Result struct {
-	Image *image.Image
-	Ref   string
-	Steps int // layer steps (RUN, COPY, ADD, WORKDIR)
-	Hits  int // of those, taken from the cache
+	Image *image.Image // the stored image; its RootFS is read-only
+	Ref   string       // the name it is stored under (Options.Tag or the default)
+	Steps int          // layer steps run or cached (RUN, COPY, ADD, and WORKDIR where it made a directory)
+	Hits  int          // of those, taken from the cache
 }
 
 // Build builds o.Dockerfile in o.Context and stores the image in store
