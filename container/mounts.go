@@ -373,6 +373,9 @@ func (k *kernelFS) mask(rel string) error {
 }
 
 func (r *rootfs) mountTmp() error {
+	if r.spec.KeepTmp {
+		return nil
+	}
 	return r.mountAt("tmp", false, "tmpfs", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777")
 }
 

@@ -17,10 +17,15 @@ type Spec struct {
 
 	// Lower is the flattened image (read-only, shared). Upper, Work and
 	// Merged are the container's own overlay directories, under Dir.
-	Lower  string `json:"lower"`
-	Upper  string `json:"upper"`
-	Work   string `json:"work"`
-	Merged string `json:"merged"`
+	Lower string `json:"lower"`
+	// LowerBase, if set, is the directory init starts in, so that Lower
+	// may name its directories (a:b:c, top first) relative to it:
+	// overlayfs takes its options in one page, and short relative names
+	// let a build stack a hundred layers where absolute ones allow forty.
+	LowerBase string `json:"lower_base,omitempty"`
+	Upper     string `json:"upper"`
+	Work      string `json:"work"`
+	Merged    string `json:"merged"`
 	// Copy is set where overlayfs is missing (Start sets it, or a caller
 	// to force it): Merged is then a private copy of Lower, bound as root.
 	Copy bool `json:"copy,omitempty"`
@@ -41,8 +46,12 @@ type Spec struct {
 	UserNS  bool     `json:"userns,omitempty"`
 	// NoSeccomp leaves out the seccomp filter (see deniedSyscalls), for
 	// containers in the container, perf, bpf tools.
-	NoSeccomp bool    `json:"no_seccomp,omitempty"`
-	Process   Process `json:"process"`
+	NoSeccomp bool `json:"no_seccomp,omitempty"`
+	// KeepTmp leaves the image's /tmp as it is instead of mounting a fresh
+	// tmpfs there: a build's RUN keeps what it writes in /tmp in its
+	// layer, as docker build does.
+	KeepTmp bool    `json:"keep_tmp,omitempty"`
+	Process Process `json:"process"`
 }
 
 // Bind is a host path mounted into the container.

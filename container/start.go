@@ -142,6 +142,7 @@ func Start(spec *Spec, stdio Stdio, limits Limits, warn func(string)) (c *Contai
 	if spec.Net == NetNone || spec.Net == NetPrivate {
 		cmd.SysProcAttr.Cloneflags |= unix.CLONE_NEWNET
 	}
+	cmd.Dir = spec.LowerBase // "": ours
 	ranged, useRanges := rangedMapping()
 	if spec.UserNS {
 		cmd.SysProcAttr.Cloneflags |= unix.CLONE_NEWUSER

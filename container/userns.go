@@ -80,3 +80,35 @@ func (m subIDMapping) apply(pid int) error {
 	}
 	return nil
 }
+
+// IDMap is how the ids of a container started with Spec.UserNS map to the
+// host's: the user is root inside and, when Ranged, ids 1…Count inside are
+// the user's subordinate ranges from Start on.
+type IDMap struct {
+	UID, GID       int
+	Ranged         bool
+	UIDSub, GIDSub IDRange
+}
+
+// RootlessIDMap returns the mapping Start gives a container with UserNS
+// when run by this process's user.
+func RootlessIDMap() IDMap {
+	m, ok := rangedMapping()
+	return IDMap{UID: m.uid, GID: m.gid, Ranged: ok, UIDSub: m.uidSub, GIDSub: m.gidSub}
+}
+
+// ToContainer returns the owner a file with host owner uid:gid has inside
+// such a container; ids the mapping does not cover are returned as they are.
+func (m IDMap) ToContainer(uid, gid int) (int, int) {
+	return inside(uid, m.UID, m.Ranged, m.UIDSub), inside(gid, m.GID, m.Ranged, m.GIDSub)
+}
+
+func inside(id, own int, ranged bool, sub IDRange) int {
+	if id == own {
+		return 0
+	}
+	if ranged && id >= sub.Start && id < sub.Start+sub.Count {
+		return id - sub.Start + 1
+	}
+	return id
+}

@@ -60,6 +60,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			stopCommand(),
 			rmCommand(),
 			pullCommand(),
+			buildCommand(),
 			imagesCommand(),
 			rmiCommand(),
 			pruneCommand(),

@@ -1,0 +1,964 @@
+// Package build builds a Dockerfile into an image in Cove's store, with no
+// daemon: each RUN runs in a container of the stage so far (Cove's own
+// runtime, overlayfs over the stored base image), and its upper directory
+// becomes the step's layer. Dockerfiles are read with BuildKit's parser
+// and instructions packages.
+//
+// Supported: FROM (an image, or an earlier stage with AS), ARG (with the
+// platform ones predefined), ENV, WORKDIR, RUN (shell and exec form,
+// SHELL, heredocs), USER, COPY (--from, --chown, --chmod, globs,
+// .dockerignore, heredocs), ADD of local files and tar archives, LABEL,
+// EXPOSE, ENTRYPOINT, CMD; VOLUME, STOPSIGNAL, HEALTHCHECK, MAINTAINER and
+// ONBUILD are recorded in the config. Anything else (RUN --mount, ADD of a
+// URL, a #! heredoc script) fails with its line number.
+package build
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cove-sh/cove/container"
+	"github.com/cove-sh/cove/image"
+	securejoin "github.com/cyphar/filepath-securejoin"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/moby/buildkit/frontend/dockerfile/instructions"
+	"github.com/moby/buildkit/frontend/dockerfile/parser"
+	"github.com/moby/buildkit/frontend/dockerfile/shell"
+	"golang.org/x/sys/unix"
+)
+
+// Options says what to build. The zero value of each optional field is
+// the docker build default.
+type Options struct {
+	Context    string            // the build context directory (required)
+	Dockerfile string            // default: CONTEXT/Dockerfile
+	Tag        string            // the name to store the image under; default: cove-build/<context dir>:latest
+	BuildArgs  map[string]string // --build-arg
+	Target     string            // the stage to build; default: the last
+	NoCache    bool              // run every step even when the cache has it
+	// Binary is the static cove binary that RUN's containers run as init.
+	Binary string
+	// CacheDir holds the step cache and scratch space (created if needed).
+	CacheDir string
+	// Output receives progress lines and RUN's output; nil discards them.
+	Output io.Writer
+	// Pull are the options FROM's image pulls use (progress, keychain…).
+	Pull []image.Option
+}
+
+// Result is a finished build.
+type Result struct {
+	Image *image.Image // the stored image; its RootFS is read-only
+	Ref   string       // the name it is stored under (Options.Tag or the default)
+	Steps int          // layer steps run or cached (RUN, COPY, ADD, and WORKDIR where it made a directory)
+	Hits  int          // of those, taken from the cache
+}
+
+// Build builds o.Dockerfile in o.Context and stores the image in store
+// under o.Tag. It blocks until done or ctx ends.
+func Build(ctx context.Context, store *image.Store, o Options) (res *Result, err error) {
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("build %s: %w", o.Context, err)
+		}
+	}()
+	b, err := newBuilder(store, o)
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(b.tmp)
+	return b.build(ctx)
+}
+
+type builder struct {
+	store  *image.Store
+	opts   Options
+	tmp    string
+	stages []*stage
+	ctxSrc *source
+	res    Result
+	step   int // progress: this instruction's number, of steps
+	steps  int
+}
+
+// stage is a stage's state as its instructions run: the stored base image
+// (nil for scratch), the layers on it, its config, and the cache key of
+// everything so far.
+type stage struct {
+	name    string
+	base    *image.Image
+	baseCfg *v1.ConfigFile
+	cfg     v1.ConfigFile
+	layers  []layerFile
+	args    map[string]string
+	key     string
+	created time.Time
+	history []v1.History // this build's entries, one per instruction
+}
+
+func newBuilder(store *image.Store, o Options) (*builder, error) {
+	if o.Context == "" {
+		return nil, errors.New("no build context: give a directory")
+	}
+	abs, err := filepath.Abs(o.Context)
+	if err != nil {
+		return nil, err
+	}
+	o.Context = abs
+	if o.Dockerfile == "" {
+		o.Dockerfile = filepath.Join(abs, "Dockerfile")
+	}
+	if o.Tag == "" {
+		o.Tag = "cove-build/" + strings.ToLower(filepath.Base(abs)) + ":latest"
+	}
+	if _, err := image.ParseReference(o.Tag); err != nil {
+		return nil, fmt.Errorf("-t: %w (give a name such as myapp:dev)", err)
+	}
+	if o.CacheDir == "" {
+		return nil, errors.New("no cache directory")
+	}
+	if err := os.MkdirAll(filepath.Join(o.CacheDir, "steps"), 0o700); err != nil {
+		return nil, fmt.Errorf("build cache: %w", err)
+	}
+	removeStale(o.CacheDir)
+	removeStale(filepath.Join(o.CacheDir, "steps"))
+	tmp, err := os.MkdirTemp(o.CacheDir, ".tmp-")
+	if err != nil {
+		return nil, fmt.Errorf("build cache: %w", err)
+	}
+	return &builder{store: store, opts: o, tmp: tmp}, nil
+}
+
+// staleAfter is how old a scratch directory of a build that was killed
+// must be before another build removes it: far longer than any build runs.
+const staleAfter = 24 * time.Hour
+
+// removeStale removes the .tmp-* directories killed builds left in dir.
+func removeStale(dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), ".tmp-") {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > staleAfter {
+			os.RemoveAll(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
+func (b *builder) logf(format string, args ...any) {
+	if b.opts.Output != nil {
+		fmt.Fprintf(b.opts.Output, format+"\n", args...)
+	}
+}
+
+// located is an instruction that knows its place in the Dockerfile.
+type located interface {
+	Name() string
+	Location() []parser.Range
+}
+
+// lineError names the Dockerfile line an instruction failed on.
+func lineError(cmd located, err error) error {
+	line := 0
+	if loc := cmd.Location(); len(loc) > 0 {
+		line = loc[0].Start.Line
+	}
+	return fmt.Errorf("line %d: %s: %w", line, strings.ToUpper(cmd.Name()), err)
+}
+
+func (b *builder) build(ctx context.Context) (*Result, error) {
+	df, err := os.ReadFile(b.opts.Dockerfile)
+	if err != nil {
+		return nil, fmt.Errorf("read the Dockerfile: %w (give one with -f)", err)
+	}
+	ast, err := parser.Parse(bytes.NewReader(df))
+	if err != nil {
+		return nil, fmt.Errorf("parse the Dockerfile: %w", err)
+	}
+	stages, metaArgs, err := instructions.Parse(ast.AST, nil)
+	if err != nil {
+		var ue *instructions.UnknownInstructionError
+		if errors.As(err, &ue) {
+			return nil, fmt.Errorf("line %d: unknown instruction %s", ue.Line, ue.Instruction)
+		}
+		return nil, fmt.Errorf("parse the Dockerfile: %w", err)
+	}
+	if len(stages) == 0 {
+		return nil, errors.New("the Dockerfile has no FROM")
+	}
+	lex := shell.NewLex(ast.EscapeToken)
+	global := map[string]string{}
+	for _, a := range metaArgs {
+		for _, kv := range a.Args {
+			if v, ok := b.opts.BuildArgs[kv.Key]; ok {
+				global[kv.Key] = v
+			} else if v, ok := platformArgs[kv.Key]; ok && kv.Value == nil {
+				global[kv.Key] = v
+			} else if kv.Value != nil {
+				v, _, err := lex.ProcessWord(*kv.Value, envGetter(nil, global))
+				if err != nil {
+					return nil, lineError(&a, err)
+				}
+				global[kv.Key] = v
+			} else {
+				global[kv.Key] = ""
+			}
+		}
+	}
+	last := len(stages) - 1
+	if b.opts.Target != "" {
+		i, ok := instructions.HasStage(stages, b.opts.Target)
+		if !ok {
+			return nil, fmt.Errorf("--target %s: no stage has that name", b.opts.Target)
+		}
+		last = i
+	}
+	b.ctxSrc, err = openContext(b.opts.Context)
+	if err != nil {
+		return nil, err
+	}
+	defer b.ctxSrc.root.Close()
+	needed := neededStages(stages, last, func(w string) string {
+		v, _, err := lex.ProcessWord(w, envGetter(nil, global))
+		if err != nil {
+			return w
+		}
+		return v
+	})
+	for i := 0; i <= last; i++ {
+		if needed[i] {
+			b.steps += 1 + len(stages[i].Commands)
+		}
+	}
+	for i := 0; i <= last; i++ {
+		if !needed[i] {
+			b.stages = append(b.stages, nil) // as BuildKit: a stage the target does not use is not built
+			continue
+		}
+		st, err := b.runStage(ctx, lex, &stages[i], global, i, last)
+		if err != nil {
+			return nil, err
+		}
+		b.stages = append(b.stages, st)
+	}
+	final := b.stages[last]
+	img, err := b.assemble(final)
+	if err != nil {
+		return nil, err
+	}
+	stored, err := b.store.Import(ctx, img, b.opts.Tag)
+	if err != nil {
+		return nil, err
+	}
+	b.res.Image, b.res.Ref = stored, b.opts.Tag
+	return &b.res, nil
+}
+
+// platformArgs are the build args BuildKit predefines for the platform,
+// given to an ARG that names one without a value. Cove builds for the
+// machine it runs on.
+var platformArgs = map[string]string{
+	"TARGETPLATFORM": "linux/" + runtime.GOARCH, "TARGETOS": "linux", "TARGETARCH": runtime.GOARCH, "TARGETVARIANT": "",
+	"BUILDPLATFORM": "linux/" + runtime.GOARCH, "BUILDOS": "linux", "BUILDARCH": runtime.GOARCH, "BUILDVARIANT": "",
+}
+
+// envGetter lets the shell lexer see the stage's ENV over its ARGs.
+func envGetter(env []string, args map[string]string) shell.EnvGetter {
+	all := []string{}
+	for k, v := range args {
+		all = append(all, k+"="+v)
+	}
+	return shell.EnvsFromSlice(append(all, env...))
+}
+
+func (b *builder) runStage(ctx context.Context, lex *shell.Lex, s *instructions.Stage, global map[string]string, index, last int) (*stage, error) {
+	from, _, err := lex.ProcessWord(s.BaseName, envGetter(nil, global))
+	if err != nil {
+		return nil, fmt.Errorf("FROM %s: %w", s.BaseName, err)
+	}
+	st := &stage{name: s.Name, args: map[string]string{}}
+	b.step++
+	b.logf("STEP %d/%d: FROM %s", b.step, b.steps, from)
+	if prev := b.stageNamed(from); prev != nil {
+		st.base, st.baseCfg, st.layers, st.created = prev.base, prev.baseCfg, append([]layerFile{}, prev.layers...), prev.created
+		st.cfg = *prev.cfg.DeepCopy()
+		st.key = prev.key
+		st.history = append([]v1.History{}, prev.history...)
+	} else if strings.EqualFold(from, "scratch") {
+		st.cfg = v1.ConfigFile{OS: "linux", Architecture: "amd64"}
+		st.key = digestOf(cacheFormat, "scratch")
+	} else {
+		img, err := image.Pull(ctx, b.store, from, b.opts.Pull...)
+		if err != nil {
+			line := 0
+			if len(s.Location) > 0 {
+				line = s.Location[0].Start.Line
+			}
+			return nil, fmt.Errorf("line %d: FROM %s: %w", line, from, err)
+		}
+		cfg, err := b.store.ConfigFile(img)
+		if err != nil {
+			return nil, fmt.Errorf("FROM %s: config: %w", from, err)
+		}
+		st.base, st.baseCfg, st.cfg, st.created = img, cfg, *cfg.DeepCopy(), cfg.Created.Time
+		st.key = digestOf(cacheFormat, img.Digest.String())
+	}
+	for _, c := range s.Commands {
+		if err := b.dispatch(ctx, lex, st, c); err != nil {
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+// neededStages marks the stages the target stage uses: its base stage and
+// those it COPYs --from, and theirs.
+func neededStages(stages []instructions.Stage, target int, expand func(string) string) map[int]bool {
+	needed := map[int]bool{}
+	index := func(name string, before int) (int, bool) {
+		for i := 0; i < before; i++ {
+			if (stages[i].Name != "" && strings.EqualFold(stages[i].Name, name)) || fmt.Sprint(i) == name {
+				return i, true
+			}
+		}
+		return 0, false
+	}
+	var mark func(i int)
+	mark = func(i int) {
+		if needed[i] {
+			return
+		}
+		needed[i] = true
+		if j, ok := index(expand(stages[i].BaseName), i); ok {
+			mark(j)
+		}
+		for _, c := range stages[i].Commands {
+			if cp, ok := c.(*instructions.CopyCommand); ok && cp.From != "" {
+				if j, ok := index(cp.From, i); ok {
+					mark(j)
+				}
+			}
+		}
+	}
+	mark(target)
+	return needed
+}
+
+func (b *builder) stageNamed(name string) *stage {
+	for i, s := range b.stages {
+		if s == nil {
+			continue
+		}
+		if (s.name != "" && strings.EqualFold(s.name, name)) || fmt.Sprint(i) == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// cacheFormat starts every cache key: a change to how steps make their
+// layers changes it, so that entries made the old way are not taken.
+const cacheFormat = "cove-build-1"
+
+// digestOf hashes parts, each length-prefixed so that none can run into
+// the next.
+func digestOf(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		fmt.Fprintf(h, "%d:%s\x00", len(p), p)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// dispatch runs one instruction on the stage.
+func (b *builder) dispatch(ctx context.Context, lex *shell.Lex, st *stage, c instructions.Command) error {
+	fail := func(err error) error { return lineError(c.(located), err) }
+	if e, ok := c.(instructions.SupportsSingleWordExpansion); ok {
+		getter := envGetter(st.cfg.Config.Env, st.args)
+		err := e.Expand(func(word string) (string, error) {
+			v, _, err := lex.ProcessWord(word, getter)
+			return v, err
+		})
+		if err != nil {
+			return fail(err)
+		}
+	}
+	text := fmt.Sprint(c) // the instruction as written: with the chain of keys before it, it fixes what expansion gives
+	b.step++
+	b.logf("STEP %d/%d: %s", b.step, b.steps, text)
+	layers := len(st.layers)
+	defer func() {
+		st.history = append(st.history, v1.History{Created: v1.Time{Time: st.created}, CreatedBy: text,
+			Comment: "cove build", EmptyLayer: len(st.layers) == layers})
+	}()
+	cfg := &st.cfg.Config
+	st.key = digestOf(st.key, text)
+	switch c := c.(type) {
+	case *instructions.ArgCommand:
+		for _, kv := range c.Args {
+			v, ok := b.opts.BuildArgs[kv.Key]
+			if !ok && kv.Value != nil {
+				v = *kv.Value
+			} else if !ok {
+				v = platformArgs[kv.Key]
+			}
+			st.args[kv.Key] = v
+			st.key = digestOf(st.key, kv.Key+"="+v)
+		}
+	case *instructions.EnvCommand:
+		for _, kv := range c.Env {
+			cfg.Env = setEnv(cfg.Env, kv.Key, kv.Value)
+		}
+	case *instructions.LabelCommand:
+		if cfg.Labels == nil {
+			cfg.Labels = map[string]string{}
+		}
+		for _, kv := range c.Labels {
+			cfg.Labels[kv.Key] = kv.Value
+		}
+	case *instructions.ExposeCommand:
+		if cfg.ExposedPorts == nil {
+			cfg.ExposedPorts = map[string]struct{}{}
+		}
+		for _, p := range c.Ports {
+			p, _, err := lex.ProcessWord(p, envGetter(cfg.Env, st.args))
+			if err != nil {
+				return fail(err)
+			}
+			if !strings.Contains(p, "/") {
+				p += "/tcp"
+			}
+			cfg.ExposedPorts[p] = struct{}{}
+		}
+	case *instructions.UserCommand:
+		cfg.User = c.User
+	case *instructions.VolumeCommand:
+		if cfg.Volumes == nil {
+			cfg.Volumes = map[string]struct{}{}
+		}
+		for _, v := range c.Volumes {
+			cfg.Volumes[v] = struct{}{} // recorded; cove run does not make volumes of them
+		}
+	case *instructions.StopSignalCommand:
+		cfg.StopSignal = c.Signal
+	case *instructions.HealthCheckCommand:
+		cfg.Healthcheck = &v1.HealthConfig{Test: c.Health.Test, Interval: c.Health.Interval,
+			Timeout: c.Health.Timeout, StartPeriod: c.Health.StartPeriod, Retries: c.Health.Retries} // recorded, not run
+	case *instructions.MaintainerCommand:
+		st.cfg.Author = c.Maintainer
+	case *instructions.OnbuildCommand:
+		cfg.OnBuild = append(cfg.OnBuild, c.Expression) // recorded for images built FROM this one
+	case *instructions.ShellCommand:
+		cfg.Shell = c.Shell
+	case *instructions.CmdCommand:
+		cfg.Cmd = b.cmdLine(st, c.ShellDependantCmdLine)
+	case *instructions.EntrypointCommand:
+		cfg.Entrypoint = b.cmdLine(st, c.ShellDependantCmdLine)
+		if !st.cmdSet() {
+			cfg.Cmd = nil // as docker: a new ENTRYPOINT drops the base image's CMD
+		}
+	case *instructions.WorkdirCommand:
+		wd := c.Path
+		if !path.IsAbs(wd) {
+			wd = path.Join("/", cfg.WorkingDir, wd)
+		}
+		cfg.WorkingDir = path.Clean(wd)
+		if !b.exists(st, cfg.WorkingDir) {
+			return wrapFail(fail, b.layerStep(ctx, st, text, "", func(dir string) error {
+				return os.MkdirAll(filepath.Join(dir, cfg.WorkingDir), 0o755)
+			}))
+		}
+	case *instructions.RunCommand:
+		if len(c.FlagsUsed) > 0 {
+			return fail(fmt.Errorf("RUN --%s is not supported yet", c.FlagsUsed[0]))
+		}
+		cmd, heredocs, err := heredocCmdLine(c.ShellDependantCmdLine)
+		if err != nil {
+			return fail(err)
+		}
+		args := b.cmdLine(st, cmd)
+		return wrapFail(fail, b.runInstruction(ctx, st, text, args, heredocs))
+	case *instructions.CopyCommand:
+		if c.Link || c.Parents || len(c.ExcludePatterns) > 0 {
+			return fail(errors.New("--link, --parents and --exclude are not supported yet"))
+		}
+		return wrapFail(fail, b.copyInstruction(ctx, st, text, c.From, c.SourcePaths, c.SourceContents, c.DestPath, c.Chown, c.Chmod, false))
+	case *instructions.AddCommand:
+		if c.Link || len(c.ExcludePatterns) > 0 || c.Checksum != "" || len(c.SourceContents) > 0 {
+			return fail(errors.New("--link, --exclude, --checksum and heredocs are not supported yet"))
+		}
+		for _, p := range c.SourcePaths {
+			if strings.Contains(p, "://") || strings.HasPrefix(p, "git@") {
+				return fail(fmt.Errorf("%s: ADD from a URL is not supported yet: download it in a RUN", p))
+			}
+		}
+		return wrapFail(fail, b.copyInstruction(ctx, st, text, "", c.SourcePaths, nil, c.DestPath, c.Chown, c.Chmod, true))
+	default:
+		return fail(errors.New("not supported by cove build yet"))
+	}
+	return nil
+}
+
+func wrapFail(fail func(error) error, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fail(err)
+}
+
+// cmdSet says whether this stage's own instructions set CMD already.
+func (st *stage) cmdSet() bool {
+	return st.baseCfg == nil || !equalStrings(st.cfg.Config.Cmd, st.baseCfg.Config.Cmd)
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// cmdLine is the argv of a shell-form (through SHELL, default /bin/sh -c)
+// or exec-form command.
+func (b *builder) cmdLine(st *stage, c instructions.ShellDependantCmdLine) []string {
+	if !c.PrependShell {
+		return append([]string{}, c.CmdLine...)
+	}
+	sh := st.cfg.Config.Shell
+	if len(sh) == 0 {
+		sh = []string{"/bin/sh", "-c"}
+	}
+	return append(append([]string{}, sh...), strings.Join(c.CmdLine, " "))
+}
+
+func setEnv(env []string, k, v string) []string {
+	for i, e := range env {
+		if ek, _, _ := strings.Cut(e, "="); ek == k {
+			env[i] = k + "=" + v
+			return env
+		}
+	}
+	return append(env, k+"="+v)
+}
+
+// lowers is the stage's file system for overlayfs, top layer first.
+func (st *stage) lowers() []string {
+	var out []string
+	for i := len(st.layers) - 1; i >= 0; i-- {
+		out = append(out, st.layers[i].Dir)
+	}
+	if st.base != nil {
+		out = append(out, st.base.RootFS)
+	}
+	return out
+}
+
+// lookup finds rel in the stage's layers, top first, resolved inside each.
+func (b *builder) lookup(st *stage, rel string) (string, os.FileInfo) {
+	for _, root := range st.lowers() {
+		p, err := securejoin.SecureJoin(root, rel)
+		if err != nil {
+			continue
+		}
+		if fi, err := os.Lstat(p); err == nil {
+			var sys unix.Stat_t
+			if unix.Lstat(p, &sys) == nil && isWhiteout(p, &sys) {
+				return "", nil // removed by a later layer
+			}
+			return p, fi
+		}
+	}
+	return "", nil
+}
+
+func (b *builder) exists(st *stage, rel string) bool {
+	_, fi := b.lookup(st, rel)
+	return fi != nil
+}
+
+func (b *builder) readFile(st *stage, rel string) []byte {
+	p, fi := b.lookup(st, rel)
+	if fi == nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	data, _ := os.ReadFile(p)
+	return data
+}
+
+// cacheEntry is a layer step's record in the cache, under its key.
+type cacheEntry struct {
+	Layer   layerFile `json:"layer"`
+	Created time.Time `json:"created"`
+}
+
+func (b *builder) stepDir(key string) string {
+	return filepath.Join(b.opts.CacheDir, "steps", strings.TrimPrefix(key, "sha256:")[:32])
+}
+
+// layerStep runs a step that makes a layer, or takes it from the cache by
+// st.key (extended with inputs, a hash of what it reads). make fills the
+// layer's directory.
+func (b *builder) layerStep(ctx context.Context, st *stage, text, inputs string, make func(dir string) error) error {
+	b.res.Steps++
+	if inputs != "" {
+		st.key = digestOf(st.key, inputs)
+	}
+	dir := b.stepDir(st.key)
+	if !b.opts.NoCache {
+		if raw, err := os.ReadFile(filepath.Join(dir, "entry.json")); err == nil {
+			var e cacheEntry
+			if json.Unmarshal(raw, &e) == nil {
+				e.Layer.Dir, e.Layer.Blob = filepath.Join(dir, "diff"), filepath.Join(dir, "layer.tar.gz")
+				st.layers = append(st.layers, e.Layer)
+				st.created = e.Created
+				b.res.Hits++
+				b.logf("--> cached")
+				return nil
+			}
+		}
+	}
+	tmp, err := os.MkdirTemp(filepath.Join(b.opts.CacheDir, "steps"), ".tmp-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	diff := filepath.Join(tmp, "diff")
+	if err := os.Mkdir(diff, 0o755); err != nil {
+		return err
+	}
+	if err := make(diff); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	lf, err := writeLayer(diff, filepath.Join(tmp, "layer.tar.gz"), hostIDs())
+	if err != nil {
+		return err
+	}
+	lf.CreatedBy = text
+	e := cacheEntry{Layer: lf, Created: time.Now().UTC().Truncate(time.Second)}
+	raw, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "entry.json"), raw, 0o600); err != nil {
+		return err
+	}
+	// An entry is never replaced: another build may be using it as a
+	// lower layer right now. A --no-cache rebuild's fresh layer goes
+	// beside it; a concurrent build that got there first wins the name.
+	if _, err := os.Stat(dir); err == nil {
+		dir += "-" + newID()[:8]
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if raw, rerr := os.ReadFile(filepath.Join(dir, "entry.json")); rerr == nil && json.Unmarshal(raw, &e) == nil {
+			lf = e.Layer // made meanwhile by another build: use that one
+		} else {
+			return fmt.Errorf("build cache: %w", err)
+		}
+	}
+	lf.Dir, lf.Blob = filepath.Join(dir, "diff"), filepath.Join(dir, "layer.tar.gz")
+	st.layers = append(st.layers, lf)
+	st.created = e.Created
+	return nil
+}
+
+// heredocCmdLine turns a RUN with heredocs into the command the shell
+// runs, as BuildKit does: a lone heredoc is the script itself; heredocs
+// feeding a command are put back after it for the shell to read. It also
+// returns their text, which the instruction's own text does not hold and
+// the cache key must.
+func heredocCmdLine(c instructions.ShellDependantCmdLine) (instructions.ShellDependantCmdLine, string, error) {
+	if len(c.Files) == 0 {
+		return c, "", nil
+	}
+	if len(c.CmdLine) != 1 || !c.PrependShell {
+		return c, "", errors.New("a heredoc needs the shell form of RUN")
+	}
+	var all strings.Builder
+	for _, f := range c.Files {
+		fmt.Fprintf(&all, "%s\x00%s\x00", f.Name, f.Data)
+	}
+	out := c
+	out.Files = nil
+	if parser.MustParseHeredoc(c.CmdLine[0]) != nil {
+		data := c.Files[0].Data
+		if c.Files[0].Chomp {
+			data = parser.ChompHeredocContent(data)
+		}
+		if strings.HasPrefix(data, "#!") {
+			return c, "", errors.New("a heredoc script with #! is not supported yet: COPY it in and RUN it")
+		}
+		out.CmdLine = []string{data}
+		return out, all.String(), nil
+	}
+	var b strings.Builder
+	b.WriteString(c.CmdLine[0])
+	for _, f := range c.Files {
+		b.WriteString("\n" + f.Data + f.Name)
+	}
+	out.CmdLine = []string{b.String()}
+	return out, all.String(), nil
+}
+
+func (b *builder) runInstruction(ctx context.Context, st *stage, text string, args []string, heredocs string) error {
+	if len(st.lowers()) == 0 {
+		return errors.New("RUN needs a base image with a shell (FROM scratch has none)")
+	}
+	// Build args are in RUN's environment, and in its cache key.
+	var argEnv []string
+	for _, k := range sortedKeys(st.args) {
+		argEnv = append(argEnv, k+"="+st.args[k])
+	}
+	proc, err := container.ProcessFromImage(v1.Config{
+		Env: st.cfg.Config.Env, WorkingDir: st.cfg.Config.WorkingDir, User: st.cfg.Config.User,
+	}, args, nil, "", "")
+	if err != nil {
+		return err
+	}
+	for _, kv := range argEnv {
+		k, _, _ := strings.Cut(kv, "=")
+		if !hasKey(proc.Env, k) {
+			proc.Env = append(proc.Env, kv)
+		}
+	}
+	var missing []string
+	for _, m := range mountPoints {
+		if !b.exists(st, m) {
+			missing = append(missing, m)
+		}
+	}
+	return b.layerStep(ctx, st, text, strings.Join(argEnv, "\x00")+"\x00"+heredocs, func(diff string) error {
+		if err := b.runStep(ctx, st.lowers(), proc, diff); err != nil {
+			return err
+		}
+		return dropMountPoints(diff, missing)
+	})
+}
+
+func hasKey(env []string, k string) bool {
+	for _, e := range env {
+		if ek, _, _ := strings.Cut(e, "="); ek == k {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// copyInstruction stages what COPY (or ADD) reads into a directory laid
+// out as in the image, keyed by a hash of its content; the cache decides
+// whether that becomes a new layer.
+func (b *builder) copyInstruction(ctx context.Context, st *stage, text, from string, srcs []string, docs []instructions.SourceContent, dest, chown, chmod string, add bool) error {
+	uid, gid, err := parseChown(chown, func(p string) []byte { return b.readFile(st, p) })
+	if err != nil {
+		return err
+	}
+	mode, err := parseChmod(chmod)
+	if err != nil {
+		return err
+	}
+	spec := copySpec{dest: dest, destDir: strings.HasSuffix(dest, "/"), uid: uid, gid: gid, mode: mode}
+	if !path.IsAbs(spec.dest) {
+		spec.dest = path.Join("/", st.cfg.Config.WorkingDir, spec.dest)
+	}
+	spec.dest = path.Clean(spec.dest)
+	src := b.ctxSrc
+	if from != "" {
+		lowers, err := b.fromLowers(ctx, from)
+		if err != nil {
+			return err
+		}
+		tree := filepath.Join(b.tmp, "from-"+newID()[:12])
+		if err := os.Mkdir(tree, 0o755); err != nil {
+			return err
+		}
+		// Each source is read where the stage's symlinks lead (an
+		// absolute one from the stage's root), not where the host's would.
+		var prefixes []string
+		resolved := make([]string, len(srcs))
+		for i, p := range srcs {
+			prefix := treePrefix(p)
+			real, err := resolveInStage(lowers, prefix)
+			if err != nil {
+				return err
+			}
+			resolved[i] = path.Join(real, strings.TrimPrefix(inRoot(p), prefix))
+			prefixes = append(prefixes, real)
+		}
+		srcs = resolved
+		if err := stageTree(lowers, prefixes, tree); err != nil {
+			return err
+		}
+		defer os.RemoveAll(tree)
+		root, err := os.OpenRoot(tree)
+		if err != nil {
+			return err
+		}
+		defer root.Close()
+		src = &source{name: "--from=" + from, root: root}
+	}
+	staged, err := os.MkdirTemp(b.tmp, "copy-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(staged)
+	h := sha256.New()
+	if add {
+		// ADD unpacks a local tar archive (plain, gzip, zstd) into dest;
+		// anything else it copies as COPY does.
+		var plain []string
+		for _, p := range srcs {
+			ok, err := addArchive(src, p, spec, staged, h)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				plain = append(plain, p)
+			}
+		}
+		srcs = plain
+	}
+	if len(srcs) > 0 {
+		if err := copyInto(src, srcs, spec, staged, h); err != nil {
+			return err
+		}
+	}
+	if err := writeHeredocs(docs, spec, len(srcs)+len(docs) > 1, staged, h); err != nil {
+		return err
+	}
+	if err := b.keepParents(st, staged, spec.dest, spec); err != nil {
+		return err
+	}
+	return b.layerStep(ctx, st, text, hex.EncodeToString(h.Sum(nil)), func(diff string) error {
+		if err := os.Remove(diff); err != nil {
+			return err
+		}
+		return os.Rename(staged, diff) // both under CacheDir: one file system
+	})
+}
+
+// keepParents gives the directories above dest that the stage already has
+// their owner and mode there: the layer's entries for them must not change
+// /tmp's sticky bit or a user's home. The ones the COPY creates belong to
+// its --chown owner, as in BuildKit and buildah.
+func (b *builder) keepParents(st *stage, staged, dest string, spec copySpec) error {
+	for d := path.Dir(dest); ; d = path.Dir(d) {
+		out := filepath.Join(staged, d)
+		if ofi, err := os.Lstat(out); err == nil && ofi.IsDir() {
+			if p, fi := b.lookup(st, d); fi != nil && fi.IsDir() {
+				if err := copyMeta(p, out, fi); err != nil {
+					return err
+				}
+			} else if d != "/" {
+				root, err := os.OpenRoot(staged)
+				if err != nil {
+					return err
+				}
+				err = lchown(root, inRoot(d), spec)
+				root.Close()
+				if err != nil {
+					return err
+				}
+			}
+		}
+		if d == "/" {
+			return nil
+		}
+	}
+}
+
+// fromLowers is the file system COPY --from reads: an earlier stage's, or
+// an image's (pulled as FROM pulls).
+func (b *builder) fromLowers(ctx context.Context, from string) ([]string, error) {
+	if prev := b.stageNamed(from); prev != nil {
+		return prev.lowers(), nil
+	}
+	img, err := image.Pull(ctx, b.store, from, b.opts.Pull...)
+	if err != nil {
+		return nil, fmt.Errorf("--from=%s: %w", from, err)
+	}
+	return []string{img.RootFS}, nil
+}
+
+// assemble makes the stage's image: the base image's layers (which the
+// store holds flattened) and this build's, and the config with history.
+func (b *builder) assemble(st *stage) (v1.Image, error) {
+	var layers []v1.Layer
+	var history []v1.History
+	if st.base != nil {
+		for i, d := range st.base.Layers {
+			layers = append(layers, &storedLayer{digest: d, diffID: st.base.DiffIDs[i]})
+		}
+		history = append(history, st.baseCfg.History...)
+	}
+	for _, l := range st.layers {
+		layers = append(layers, &storedLayer{digest: l.Digest, diffID: l.DiffID, size: l.Size, blob: l.Blob})
+	}
+	history = append(history, st.history...)
+	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), layers...)
+	if err != nil {
+		return nil, err
+	}
+	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
+	base, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf := st.cfg.DeepCopy()
+	cf.RootFS = base.RootFS
+	cf.History = history
+	cf.Created = v1.Time{Time: st.created}
+	if cf.OS == "" {
+		cf.OS, cf.Architecture = "linux", "amd64"
+	}
+	return mutate.ConfigFile(img, cf)
+}
+
+// copyMeta gives out the owner, mode and times of the stage's directory p.
+func copyMeta(p, out string, fi os.FileInfo) error {
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		return err
+	}
+	if os.Geteuid() == 0 {
+		if err := os.Lchown(out, int(st.Uid), int(st.Gid)); err != nil {
+			return err
+		}
+	}
+	if err := unix.Chmod(out, st.Mode&0o7777); err != nil {
+		return err
+	}
+	return os.Chtimes(out, fi.ModTime(), fi.ModTime())
+}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/cove-sh/cove/build"
+	"github.com/cove-sh/cove/image"
+	"github.com/urfave/cli/v2"
+)
+
+func buildCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "build",
+		Usage:     "build an image from a Dockerfile, with no daemon",
+		ArgsUsage: "CONTEXT",
+		Description: `Each RUN runs in a container of the stage so far; the image is stored under
+its tag (-t), so that cove run and cove up --image find it. Prints the image's
+digest on stdout; the steps and RUN's output go to stderr.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "the `Dockerfile` (default: CONTEXT/Dockerfile)"},
+			&cli.StringFlag{Name: "tag", Aliases: []string{"t"}, Usage: "store the image as `REF`"},
+			&cli.StringSliceFlag{Name: "build-arg", Usage: "set the build argument `K=V`"},
+			&cli.StringFlag{Name: "target", Usage: "build the `STAGE` named so, not the last"},
+			&cli.BoolFlag{Name: "no-cache", Usage: "run every step, whatever the cache holds"},
+			&cli.BoolFlag{Name: "pull", Usage: "ask the registry for newer FROM images even when they are stored"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return fmt.Errorf("build takes one context directory (see cove build --help)")
+			}
+			e, err := globalEnv(c)
+			if err != nil {
+				return err
+			}
+			store, err := e.store()
+			if err != nil {
+				return err
+			}
+			bin, err := coveBinary()
+			if err != nil {
+				return err
+			}
+			args := map[string]string{}
+			for _, kv := range c.StringSlice("build-arg") {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok {
+					return fmt.Errorf("--build-arg %q: want K=V", kv)
+				}
+				args[k] = v
+			}
+			var pull []image.Option
+			if c.Bool("pull") {
+				pull = append(pull, image.WithPolicy(image.PullAlways))
+			}
+			res, err := build.Build(c.Context, store, build.Options{
+				Context: c.Args().First(), Dockerfile: c.String("file"), Tag: c.String("tag"),
+				BuildArgs: args, Target: c.String("target"), NoCache: c.Bool("no-cache"),
+				Binary: bin, CacheDir: filepath.Join(e.layout.Data, "build"), Output: c.App.ErrWriter, Pull: pull,
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.App.ErrWriter, "stored %s (%d of %d layer steps cached)\n", res.Ref, res.Hits, res.Steps)
+			fmt.Fprintln(c.App.Writer, res.Image.Digest)
+			return nil
+		},
+	}
+}

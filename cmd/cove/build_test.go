@@ -1,0 +1,594 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cove-sh/cove/internal/testimage"
+	"github.com/cove-sh/cove/internal/testregistry"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// busyboxRef pushes the busybox test image and returns its reference.
+func busyboxRef(t *testing.T) string {
+	t.Helper()
+	img, err := testimage.Busybox()
+	if err != nil {
+		t.Skip(err)
+	}
+	return testregistry.Push(t, testregistry.Addr(t), img)
+}
+
+// buildContext writes files (name → content; a name ending in "@" is a
+// symlink to the content) into a fresh context directory.
+func buildContext(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range files {
+		p := filepath.Join(dir, strings.TrimSuffix(name, "@"))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if strings.HasSuffix(name, "@") {
+			err = os.Symlink(body, p)
+		} else {
+			err = os.WriteFile(p, []byte(body), 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// imageConfig reads the stored image's config through cove's store.
+func imageConfig(t *testing.T, root, ref string) *v1.ConfigFile {
+	t.Helper()
+	r := runProc(t, root, "", "images", "--json")
+	var list []struct{ Ref, Digest string }
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil {
+		t.Fatalf("images --json: %v: %q", err, r.stdout)
+	}
+	for _, e := range list {
+		if strings.HasSuffix(e.Ref, ref) {
+			b, err := os.ReadFile(filepath.Join(root, "images", "images", strings.TrimPrefix(e.Digest, "sha256:"), "config.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cf v1.ConfigFile
+			if err := json.Unmarshal(b, &cf); err != nil {
+				t.Fatal(err)
+			}
+			return &cf
+		}
+	}
+	t.Fatalf("%s is not in cove images: %s", ref, r.stdout)
+	return nil
+}
+
+func TestBuildFeatures(t *testing.T) {
+	needRoot(t)
+	base := busyboxRef(t)
+	root := t.TempDir()
+	tests := []struct {
+		name       string
+		dockerfile string
+		files      map[string]string
+		args       []string // extra cove build flags
+		run        string   // shell command run in the built image
+		want       string   // its output
+		check      func(t *testing.T, cf *v1.ConfigFile)
+	}{
+		{name: "run-shell", dockerfile: "FROM BASE\nRUN echo hi > /greeting && mkdir -p /a/b\n",
+			run: "cat /greeting; ls -d /a/b", want: "hi\n/a/b\n"},
+		{name: "run-exec", dockerfile: "FROM BASE\nRUN [\"/bin/sh\", \"-c\", \"echo $0 > /out\", \"exec\"]\n",
+			run: "cat /out", want: "exec\n"},
+		{name: "run-delete-is-whiteout", dockerfile: "FROM BASE\nRUN rm /etc/group && rm -r /root && mkdir /root && echo x > /root/new\n",
+			run: "ls /etc/group 2>&1; ls /root", want: "ls: /etc/group: No such file or directory\nnew\n"},
+		{name: "deep-stage", dockerfile: "FROM BASE\n" + strings.Repeat("RUN echo >> /count\n", 70),
+			run: "wc -l < /count", want: "70\n"},
+		{name: "tmp-kept", dockerfile: "FROM BASE\nRUN echo kept > /tmp/f\nRUN cat /tmp/f > /g\n",
+			run: "cat /g", want: "kept\n"},
+		{name: "heredocs", dockerfile: "FROM BASE\nRUN <<EOF\necho one > /h1\necho two >> /h1\nEOF\nRUN cat > /h2 <<EOF\nfed $((1+1))\nEOF\nCOPY <<EOF /etc/motd\nhello\nEOF\n",
+			run: "cat /h1 /h2 /etc/motd; stat -c %a /etc/motd", want: "one\ntwo\nfed 2\nhello\n644\n"},
+		{name: "shell", dockerfile: "FROM BASE\nSHELL [\"/bin/sh\", \"-xc\"]\nRUN echo shell > /s\n", run: "cat /s", want: "shell\n"},
+		{name: "env", dockerfile: "FROM BASE\nENV GREETING=hello WHO=world\nENV BOTH=\"$GREETING $WHO\"\nRUN echo $BOTH > /env\n",
+			run: "cat /env; echo $BOTH", want: "hello world\nhello world\n",
+			check: func(t *testing.T, cf *v1.ConfigFile) {
+				cfg := cf.Config
+				if !contains(cfg.Env, "BOTH=hello world") {
+					t.Errorf("Env = %q", cfg.Env)
+				}
+			}},
+		{name: "arg", dockerfile: "ARG TAGGED=BASE\nFROM $TAGGED\nARG WHO=nobody\nARG UNSET\nRUN echo \"$WHO${UNSET}\" > /who\n",
+			args: []string{"--build-arg", "WHO=me"}, run: "cat /who; echo \"[$WHO]\"", want: "me\n[]\n"},
+		{name: "platform-args", dockerfile: "ARG TARGETARCH\nFROM BASE\nARG TARGETOS\nARG TARGETARCH\nRUN echo $TARGETOS/$TARGETARCH > /p\n",
+			run: "cat /p", want: "linux/amd64\n"},
+		{name: "workdir", dockerfile: "FROM BASE\nWORKDIR /srv/app\nWORKDIR sub\nRUN pwd > here\n",
+			run: "pwd; cat here", want: "/srv/app/sub\n/srv/app/sub\n",
+			check: func(t *testing.T, cf *v1.ConfigFile) {
+				cfg := cf.Config
+				if cfg.WorkingDir != "/srv/app/sub" {
+					t.Errorf("WorkingDir = %q", cfg.WorkingDir)
+				}
+				// WORKDIR makes a directory the stage lacks: a layer each, and the RUN's.
+				var layers []string
+				for _, h := range cf.History {
+					if !h.EmptyLayer {
+						layers = append(layers, strings.Fields(h.CreatedBy + " -")[0])
+					}
+				}
+				if strings.Join(layers, " ") != "- WORKDIR WORKDIR RUN" || len(cf.RootFS.DiffIDs) != 4 {
+					t.Errorf("layers from %q, %d diff ids; want WORKDIR WORKDIR RUN on the base's one", layers, len(cf.RootFS.DiffIDs))
+				}
+			}},
+		{name: "user", dockerfile: "FROM BASE\nRUN echo 'app:x:1000:1000::/home/app:/bin/sh' >> /etc/passwd && mkdir -p /home/app && chown 1000 /home/app\nUSER app\nRUN id -u > /home/app/uid\n",
+			run: "id -u; cat /home/app/uid; stat -c %u /home/app/uid", want: "1000\n1000\n1000\n",
+			check: func(t *testing.T, cf *v1.ConfigFile) {
+				cfg := cf.Config
+				if cfg.User != "app" {
+					t.Errorf("User = %q", cfg.User)
+				}
+			}},
+		{name: "copy", dockerfile: "FROM BASE\nCOPY a.txt /dst/\nCOPY dir /tree\nCOPY *.sh /scripts/\n",
+			files: map[string]string{"a.txt": "A\n", "dir/x": "X\n", "dir/sub/y": "Y\n", "one.sh": "1", "two.sh": "2", "no.txt": "n"},
+			run:   "cat /dst/a.txt /tree/x /tree/sub/y; ls /scripts; stat -c '%a %u' /tmp", want: "A\nX\nY\none.sh\ntwo.sh\n1777 0\n"},
+		{name: "copy-chown-chmod", dockerfile: "FROM BASE\nCOPY --chown=1234:5678 --chmod=0751 a /a\nCOPY --chown=nobody a /b\n",
+			files: map[string]string{"a": "a\n"},
+			run:   "stat -c '%u:%g %a' /a /b", want: "1234:5678 751\n65534:65534 644\n"},
+		{name: "copy-symlink-inside", dockerfile: "FROM BASE\nCOPY link /via-link\nCOPY d /d\n",
+			files: map[string]string{"target": "T\n", "link@": "target", "d/rel@": "../target"},
+			run:   "cat /via-link; readlink /d/rel", want: "T\n../target\n"},
+		{name: "dockerignore", dockerfile: "FROM BASE\nCOPY . /ctx\n",
+			files: map[string]string{"keep": "k", "secret.key": "s", "logs/a.log": "l", ".dockerignore": "*.key\nlogs\n"},
+			run:   "ls -A /ctx", want: ".dockerignore\nDockerfile\nkeep\n"},
+		{name: "add-local", dockerfile: "FROM BASE\nADD a /added\n", files: map[string]string{"a": "added\n"},
+			run: "cat /added", want: "added\n"},
+		{name: "add-tar-unpacked", dockerfile: "FROM BASE\nADD app.tar.gz /opt/\nADD plain.tar /plain\nADD notatar.tgz /n.tgz\n",
+			files: map[string]string{"app.tar.gz": tarball(true, "app/", "app/run.sh=echo run", "app/l->run.sh"),
+				"plain.tar": tarball(false, "p=plain"), "notatar.tgz": "just text"},
+			run: "cat /opt/app/run.sh; echo; readlink /opt/app/l; cat /plain/p; echo; cat /n.tgz", want: "echo run\nrun.sh\nplain\njust text"},
+		{name: "config", dockerfile: "FROM BASE\nLABEL devcontainer.metadata='[{\"remoteUser\":\"root\"}]' team=cove\nEXPOSE 8080 53/udp\nENTRYPOINT [\"/bin/echo\", \"entry\"]\nCMD [\"default\"]\n",
+			check: func(t *testing.T, cf *v1.ConfigFile) {
+				cfg := cf.Config
+				if cfg.Labels["devcontainer.metadata"] != `[{"remoteUser":"root"}]` || cfg.Labels["team"] != "cove" {
+					t.Errorf("Labels = %q", cfg.Labels)
+				}
+				if _, ok := cfg.ExposedPorts["8080/tcp"]; !ok || len(cfg.ExposedPorts) != 2 {
+					t.Errorf("ExposedPorts = %v", cfg.ExposedPorts)
+				}
+				if strings.Join(cfg.Entrypoint, " ") != "/bin/echo entry" || strings.Join(cfg.Cmd, " ") != "default" {
+					t.Errorf("Entrypoint %q Cmd %q", cfg.Entrypoint, cfg.Cmd)
+				}
+				// One history entry per instruction, none with a layer.
+				var got []string
+				for _, h := range cf.History {
+					got = append(got, fmt.Sprintf("%s %v", strings.Fields(h.CreatedBy + " -")[0], h.EmptyLayer))
+				}
+				if want := "LABEL true|EXPOSE true|ENTRYPOINT true|CMD true"; !strings.HasSuffix(strings.Join(got, "|"), want) || len(cf.RootFS.DiffIDs) != 1 {
+					t.Errorf("history %q (want it to end %q), %d layers (want 1)", got, want, len(cf.RootFS.DiffIDs))
+				}
+			}},
+		{name: "recorded", dockerfile: "FROM BASE\nMAINTAINER me\nVOLUME /data\nSTOPSIGNAL SIGINT\nHEALTHCHECK --interval=5s --retries=2 CMD true\nONBUILD RUN echo child\n",
+			check: func(t *testing.T, cf *v1.ConfigFile) {
+				cfg := cf.Config
+				if _, ok := cfg.Volumes["/data"]; !ok || cfg.StopSignal != "SIGINT" || cf.Author != "me" ||
+					cfg.Healthcheck == nil || strings.Join(cfg.Healthcheck.Test, " ") != "CMD-SHELL true" || cfg.Healthcheck.Interval != 5*time.Second ||
+					cfg.Healthcheck.Retries != 2 || strings.Join(cfg.OnBuild, "|") != "RUN echo child" {
+					t.Errorf("volumes %v stopsignal %q author %q healthcheck %+v onbuild %q", cfg.Volumes, cfg.StopSignal, cf.Author, cfg.Healthcheck, cfg.OnBuild)
+				}
+			}},
+		{name: "cmd-shell-form", dockerfile: "FROM BASE\nCMD echo from cmd\n",
+			check: func(t *testing.T, cf *v1.ConfigFile) {
+				cfg := cf.Config
+				if strings.Join(cfg.Cmd, "|") != "/bin/sh|-c|echo from cmd" {
+					t.Errorf("Cmd = %q", cfg.Cmd)
+				}
+			}},
+		{name: "multi-stage", dockerfile: "FROM BASE AS builder\nRUN mkdir /out && echo built > /out/artifact && rm /etc/passwd\n" +
+			"FROM BASE AS unused\nRUN exit 1\n" +
+			"FROM BASE\nCOPY --from=builder /out/artifact /artifact\nCOPY --from=0 /etc/group /g\n",
+			run: "cat /artifact; cat /g | head -1", want: "built\nroot:x:0:\n"},
+		{name: "copy-from-glob-and-opaque", dockerfile: "FROM BASE AS b\nRUN mkdir -p /out/d && echo 1 > /out/one.txt && echo 2 > /out/two.txt && echo old > /out/d/old\n" +
+			"RUN rm -r /out/d && mkdir /out/d && echo new > /out/d/new\n" +
+			"FROM BASE\nCOPY --from=b /out/*.txt /txt/\nCOPY --from=b /out/d /d\n",
+			run: "ls /txt /d", want: "/d:\nnew\n\n/txt:\none.txt\ntwo.txt\n"},
+		{name: "copy-from-through-stage-symlinks", dockerfile: "FROM BASE AS b\nRUN ln -s / /escape && mkdir -p /usr/lib/x && echo lib > /usr/lib/x/f && ln -s usr/lib /lib2\n" +
+			"FROM BASE\nCOPY --from=b /escape/etc/group /g\nCOPY --from=b /lib2/x /x\n",
+			run: "head -1 /g; cat /x/f", want: "root:x:0:\nlib\n"},
+		{name: "from-scratch", dockerfile: "FROM BASE AS tools\nFROM scratch\nCOPY --from=tools /bin/busybox /bin/busybox\nCOPY --from=tools /bin/sh /bin/sh\nENV PATH=/bin\n",
+			run: "busybox ls /bin", want: "busybox\nsh\n"},
+		{name: "from-stage", dockerfile: "FROM BASE AS one\nENV STAGE=one\nRUN echo 1 > /one\nFROM one\nRUN echo 2 > /two\n",
+			run: "cat /one /two; echo $STAGE", want: "1\n2\none\n"},
+		{name: "target", dockerfile: "FROM BASE AS first\nRUN echo first > /f\nFROM BASE\nRUN exit 3\n",
+			args: []string{"--target", "first"}, run: "cat /f", want: "first\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			files := map[string]string{"Dockerfile": strings.ReplaceAll(tc.dockerfile, "BASE", base)}
+			if strings.Contains(tc.dockerfile, "ARG TAGGED=BASE") {
+				files["Dockerfile"] = strings.Replace(tc.dockerfile, "BASE", base, 1)
+			}
+			for k, v := range tc.files {
+				files[k] = v
+			}
+			dir := buildContext(t, files)
+			ref := "built/" + tc.name + ":test"
+			r := runProc(t, root, "", append(append([]string{"build", "-t", ref}, tc.args...), dir)...)
+			if r.code != 0 {
+				t.Fatalf("build: %+v", r)
+			}
+			if !digestLine.MatchString(r.stdout) {
+				t.Errorf("build's stdout should be the digest alone: %q", r.stdout)
+			}
+			if tc.run != "" {
+				got := runProc(t, root, "", "run", "--rm", ref, "/bin/sh", "-c", tc.run)
+				if got.code != 0 || got.stdout != tc.want {
+					t.Errorf("run %q: got %q (code %d, stderr %q), want %q", tc.run, got.stdout, got.code, got.stderr, tc.want)
+				}
+			}
+			if tc.check != nil {
+				tc.check(t, imageConfig(t, root, ref))
+			}
+		})
+	}
+}
+
+// tarball makes a tar archive (gzip'd if zipped) of entries: "dir/",
+// "name=content" or "name->target".
+func tarball(zipped bool, entries ...string) string {
+	var buf strings.Builder
+	var w io.Writer = &buf
+	var zw *gzip.Writer
+	if zipped {
+		zw = gzip.NewWriter(&buf)
+		w = zw
+	}
+	tw := tar.NewWriter(w)
+	for _, e := range entries {
+		hdr := &tar.Header{Name: e, Mode: 0o755, Typeflag: tar.TypeDir, ModTime: time.Unix(1700000000, 0)}
+		if name, body, ok := strings.Cut(e, "="); ok {
+			hdr.Name, hdr.Typeflag, hdr.Size, hdr.Mode = name, tar.TypeReg, int64(len(body)), 0o644
+			tw.WriteHeader(hdr)
+			tw.Write([]byte(body))
+			continue
+		}
+		if name, target, ok := strings.Cut(e, "->"); ok {
+			hdr.Name, hdr.Typeflag, hdr.Linkname = name, tar.TypeSymlink, target
+		}
+		tw.WriteHeader(hdr)
+	}
+	tw.Close()
+	if zw != nil {
+		zw.Close()
+	}
+	return buf.String()
+}
+
+func contains(list []string, s string) bool {
+	for _, e := range list {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
+
+var cachedLine = regexp.MustCompile(`stored \S+ \((\d+) of (\d+) layer steps cached\)`)
+
+// buildCached builds dir and returns the digest and "HITS/STEPS".
+func buildCached(t *testing.T, root, dir, ref string, extra ...string) (digest, hits string) {
+	t.Helper()
+	r := runProc(t, root, "", append(append([]string{"build", "-t", ref}, extra...), dir)...)
+	m := cachedLine.FindStringSubmatch(r.stderr)
+	if r.code != 0 || m == nil {
+		t.Fatalf("build: %+v", r)
+	}
+	return strings.TrimSpace(r.stdout), m[1] + "/" + m[2]
+}
+
+func TestBuildCache(t *testing.T) {
+	needRoot(t)
+	base := busyboxRef(t)
+	root := t.TempDir()
+	dir := buildContext(t, map[string]string{
+		"Dockerfile": "FROM " + base + "\nRUN echo one > /one\nENV X=1\nCOPY a /a\nRUN cat /a > /b\nCMD [\"cat\", \"/b\"]\n",
+		"a":          "first\n",
+	})
+	cold := time.Now()
+	d1, hits := buildCached(t, root, dir, "cache:test")
+	coldTime := time.Since(cold)
+	if hits != "0/3" {
+		t.Errorf("first build: %s layer steps cached, want 0/3", hits)
+	}
+	warm := time.Now()
+	d2, hits := buildCached(t, root, dir, "cache:test")
+	warmTime := time.Since(warm)
+	if hits != "3/3" || d2 != d1 {
+		t.Errorf("unchanged rebuild: %s cached, digest %s then %s; want 3/3 and the same image", hits, d1, d2)
+	}
+	t.Logf("cold build %v, warm (fully cached) build %v", coldTime.Round(time.Millisecond), warmTime.Round(time.Millisecond))
+
+	// A touched but unchanged file still hits; a changed one reruns from
+	// its COPY on, and the RUN before it stays cached.
+	later := time.Now().Add(time.Hour)
+	os.Chtimes(filepath.Join(dir, "a"), later, later)
+	if _, hits := buildCached(t, root, dir, "cache:test"); hits != "3/3" {
+		t.Errorf("after touching a: %s cached, want 3/3", hits)
+	}
+	os.WriteFile(filepath.Join(dir, "a"), []byte("second\n"), 0o644)
+	d3, hits := buildCached(t, root, dir, "cache:test")
+	if hits != "1/3" || d3 == d1 {
+		t.Errorf("after changing a: %s cached (want 1/3), digest %s (want a new one)", hits, d3)
+	}
+	if r := runProc(t, root, "", "run", "--rm", "cache:test"); r.stdout != "second\n" {
+		t.Errorf("the rebuilt image's CMD printed %q, want second", r.stdout)
+	}
+	if _, hits := buildCached(t, root, dir, "cache:test", "--no-cache"); hits != "0/3" {
+		t.Errorf("--no-cache: %s cached, want 0/3", hits)
+	}
+	// A heredoc's text is part of its RUN's key.
+	os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte("FROM "+base+"\nRUN <<EOF\necho 1 > /h\nEOF\n"), 0o644)
+	buildCached(t, root, dir, "cache:heredoc")
+	os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte("FROM "+base+"\nRUN <<EOF\necho 2 > /h\nEOF\n"), 0o644)
+	if _, hits := buildCached(t, root, dir, "cache:heredoc"); hits != "0/1" {
+		t.Errorf("a changed heredoc: %s cached, want 0/1", hits)
+	}
+	if r := runProc(t, root, "", "run", "--rm", "cache:heredoc", "cat", "/h"); r.stdout != "2\n" {
+		t.Errorf("after the heredoc changed the image has %q", r.stdout)
+	}
+	// A build arg the RUN sees is part of its key.
+	os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte("FROM "+base+"\nARG V\nRUN echo $V > /v\n"), 0o644)
+	buildCached(t, root, dir, "cache:arg", "--build-arg", "V=1")
+	if _, hits := buildCached(t, root, dir, "cache:arg", "--build-arg", "V=2"); hits != "0/1" {
+		t.Errorf("a changed build arg: %s cached, want 0/1", hits)
+	}
+	if r := runProc(t, root, "", "run", "--rm", "cache:arg", "cat", "/v"); r.stdout != "2\n" {
+		t.Errorf("with V=2 the image has %q", r.stdout)
+	}
+}
+
+// TestBuildConcurrent runs two builds of one Dockerfile at once on a cold
+// cache, then a --no-cache one while a cached one runs: all succeed, and
+// the images run.
+func TestBuildConcurrent(t *testing.T) {
+	needRoot(t)
+	base := busyboxRef(t)
+	root := t.TempDir()
+	dir := buildContext(t, map[string]string{
+		"Dockerfile": "FROM " + base + "\nRUN sleep 0.5 && echo one > /one\nCOPY a /a\nRUN sleep 0.5 && cat /a /one > /b\n",
+		"a":          "a\n",
+	})
+	for round, flags := range [][2]string{{"", ""}, {"--no-cache", ""}} {
+		var cmds []*exec.Cmd
+		var errs []*bytes.Buffer
+		for i, f := range flags {
+			args := []string{"build", "-t", fmt.Sprintf("conc:%d", i)}
+			if f != "" {
+				args = append(args, f)
+			}
+			cmd, _, errb := coveProc(root, append(args, dir)...)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			cmds, errs = append(cmds, cmd), append(errs, errb)
+		}
+		for i, cmd := range cmds {
+			if err := cmd.Wait(); err != nil {
+				t.Errorf("round %d: build %d: %v: %s", round, i, err, errs[i])
+			}
+		}
+		for i := range cmds {
+			if r := runProc(t, root, "", "run", "--rm", fmt.Sprintf("conc:%d", i), "cat", "/b"); r.stdout != "a\none\n" {
+				t.Errorf("round %d: image %d: %+v", round, i, r)
+			}
+		}
+	}
+}
+
+// TestBuildPull: FROM uses the stored image of its name; --pull asks the
+// registry, and a new base reruns every step.
+func TestBuildPull(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	bb, err := testimage.Busybox()
+	if err != nil {
+		t.Skip(err)
+	}
+	ref := testregistry.Push(t, addr, bb)
+	root := t.TempDir()
+	dir := buildContext(t, map[string]string{"Dockerfile": "FROM " + ref + "\nRUN cat /base 2>/dev/null > /seen; true\n"})
+	buildCached(t, root, dir, "pull:test")
+	l, err := testimage.Layer(testimage.File("base", "second\n", 0o644))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer, err := mutate.AppendLayers(bb, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := name.ParseReference(ref)
+	if err := remote.Write(r, newer); err != nil {
+		t.Fatal(err)
+	}
+	if _, hits := buildCached(t, root, dir, "pull:test"); hits != "1/1" {
+		t.Errorf("without --pull: %s cached, want 1/1 (the stored base)", hits)
+	}
+	if _, hits := buildCached(t, root, dir, "pull:test", "--pull"); hits != "0/1" {
+		t.Errorf("--pull with a new base: %s cached, want 0/1", hits)
+	}
+	if r := runProc(t, root, "", "run", "--rm", "pull:test", "cat", "/seen"); r.stdout != "second\n" {
+		t.Errorf("the image built on the new base: %+v", r)
+	}
+}
+
+func TestBuildRefusals(t *testing.T) {
+	needRoot(t)
+	base := busyboxRef(t)
+	root := t.TempDir()
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "secret"), []byte("host secret\n"), 0o600)
+	tests := []struct {
+		name, dockerfile string
+		files            map[string]string
+		want             string // in the one error line
+	}{
+		{"copy-dotdot", "FROM BASE\nCOPY ../secret /s\n", nil, "line 2: COPY: ../secret: leads out of the build context"},
+		{"symlink-out", "FROM BASE\nCOPY link /s\n", map[string]string{"link@": filepath.Join(outside, "secret")}, "line 2: COPY: link: a symlink that leads out of the build context"},
+		{"symlink-dir-out", "FROM BASE\nCOPY d/secret /s\n", map[string]string{"d@": outside}, "leads out of the build context"},
+		{"ignored-everything", "FROM BASE\nCOPY a /a\n", map[string]string{"a": "a", ".dockerignore": "*\n"}, "line 2: COPY: a: excluded by .dockerignore"},
+		{"unsupported", "FROM BASE\nENV A=1\nRUN --mount=type=cache,target=/c true\n", nil, "line 3: RUN: RUN --mount is not supported yet"},
+		{"unknown", "FROM BASE\nFROBNICATE x\n", nil, "line 2: unknown instruction FROBNICATE"},
+		{"run-fails", "FROM BASE\nRUN exit 7\n", nil, "line 2: RUN: the command exited with status 7"},
+		// A symlink the COPY itself puts in the layer is not written
+		// through by a later source of the same COPY: the directory
+		// replaces it ("" = the build succeeds; nothing lands outside).
+		{"write-through-copied-symlink", "FROM BASE\nCOPY a b /x/\n",
+			map[string]string{"a/sub@": outside, "b/sub/evil": "pwned"}, ""},
+		{"copy-from-deleted", "FROM BASE AS b\nRUN rm /etc/passwd\nFROM BASE\nCOPY --from=b /etc/passwd /p\n", nil,
+			"line 4: COPY: etc/passwd: not found in --from=b"},
+		{"add-tar-dotdot", "FROM BASE\nADD evil.tar /x/\n", map[string]string{"evil.tar": tarball(false, "../../evil=x")},
+			"line 2: ADD: evil.tar: unpack: entry \"../../evil\""},
+		{"bad-tag", "FROM BASE\n", nil, "-t: parse reference"},
+		{"heredoc-shebang", "FROM BASE\nRUN <<EOF\n#!/bin/sh\necho hi\nEOF\n", nil, "line 2: RUN: a heredoc script with #! is not supported yet"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			files := map[string]string{"Dockerfile": strings.ReplaceAll(tc.dockerfile, "BASE", base)}
+			for k, v := range tc.files {
+				files[k] = v
+			}
+			tag := "refused:" + tc.name
+			if tc.name == "bad-tag" {
+				tag = "Not A Tag"
+			}
+			r := runProc(t, root, "", "build", "-t", tag, buildContext(t, files))
+			lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+			last := lines[len(lines)-1]
+			t.Log(last)
+			if tc.want == "" {
+				if r.code != 0 {
+					t.Errorf("build: %+v", r)
+				}
+			} else if r.code != 1 || !strings.Contains(last, tc.want) || !strings.HasPrefix(last, "cove: build ") {
+				t.Errorf("got code %d, last line %q; want 1 and %q", r.code, last, tc.want)
+			}
+			if strings.Contains(r.stderr+r.stdout, "host secret") {
+				t.Errorf("the secret outside the context leaked: %q", r.stderr)
+			}
+			if names, _ := os.ReadDir(outside); len(names) != 1 {
+				t.Errorf("the build wrote outside its context and layer: %v", names)
+			}
+		})
+	}
+}
+
+// TestBuildRootless builds as covetest: RUN runs in a user namespace, and
+// the layer records owners as root inside saw them (the user's own ids as
+// 0, subordinate ids as 1…N), not the host's ids.
+func TestBuildRootless(t *testing.T) {
+	needRoot(t)
+	u, uid, gid := testUser(t)
+	ref := busyboxRef(t)
+	base := rootlessBase(t, "cove-rootless-build-")
+	ctx, root := filepath.Join(base, "ctx"), filepath.Join(base, "root")
+	os.Mkdir(ctx, 0o755)
+	os.Mkdir(root, 0o755)
+	os.Chown(root, uid, gid)
+	os.WriteFile(filepath.Join(ctx, "Dockerfile"), []byte("FROM "+ref+"\nCOPY f /f\nCOPY --chown=1234:5678 f /owned/g\nCOPY --chown=7:7 f /h\n"+
+		"RUN echo made > /made && mkdir /home && touch /home/u1000 && chown 1000:1001 /home/u1000 && rm /etc/group && chown 9:9 /h\n"), 0o644)
+	os.WriteFile(filepath.Join(ctx, "f"), []byte("copied\n"), 0o644)
+	as := func(args ...string) result {
+		cmd, out, errb := coveProc(root, args...)
+		asTestUser(cmd, u, uid, gid)
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return result{out.String(), errb.String(), code}
+	}
+	if r := as("build", "-t", "rootless:test", ctx); r.code != 0 {
+		t.Fatalf("rootless build: %+v", r)
+	}
+	r := as("run", "--rm", "rootless:test", "sh", "-c", "cat /f /made; ls /etc/group 2>&1; true")
+	want := "copied\nmade\nls: /etc/group: No such file or directory\n"
+	if r.code != 0 || r.stdout != want {
+		t.Errorf("rootless image: got %q (%+v), want %q", r.stdout, r, want)
+	}
+	// A rootless store flattens every file as the user's, so the owners
+	// are checked where they are kept: in the layers.
+	owners := map[string]string{} // name → its owners in the layers that have it
+	blobs, _ := filepath.Glob(filepath.Join(root, "*", "build", "steps", "*", "layer.tar.gz"))
+	for _, b := range blobs {
+		f, err := os.Open(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := tar.NewReader(zr)
+		for {
+			hdr, err := tr.Next()
+			if err != nil {
+				break
+			}
+			if owners[hdr.Name] != "" {
+				owners[hdr.Name] += " "
+			}
+			owners[hdr.Name] += fmt.Sprintf("%d:%d", hdr.Uid, hdr.Gid)
+		}
+		f.Close()
+	}
+	for _, n := range []string{".cove/", "proc/", "sys/", "dev/", "etc/resolv.conf", "etc/hosts"} {
+		if _, ok := owners[n]; ok {
+			t.Errorf("the RUN's layer holds the runtime's mount point %s", n)
+		}
+	}
+	for name, want := range map[string]string{"f": "0:0", "made": "0:0", "home/u1000": "1000:1001", "etc/.wh.group": "0:0",
+		"owned/": "1234:5678", "owned/g": "1234:5678"} {
+		if owners[name] != want {
+			t.Errorf("in the layers, %s is owned by %q, want %s (all: %v)", name, owners[name], want, owners)
+		}
+	}
+	// COPY --chown=7:7 /h, then a RUN's chown 9:9: each layer says its own.
+	if h := owners["h"]; h != "7:7 9:9" && h != "9:9 7:7" {
+		t.Errorf("/h in the layers: %q, want 7:7 (the COPY's) and 9:9 (the RUN's)", h)
+	}
+}
+
+// TestBuildThenUp: cove up --image finds a built image by its tag, with
+// no registry, and the workspace runs it.
+func TestBuildThenUp(t *testing.T) {
+	needRoot(t)
+	base := busyboxRef(t)
+	root := t.TempDir()
+	dir := buildContext(t, map[string]string{"Dockerfile": "FROM " + base + "\nRUN echo built > /built\n"})
+	if r := runProc(t, root, "", "build", "-t", "workspace:built", dir); r.code != 0 {
+		t.Fatalf("build: %+v", r)
+	}
+	project := t.TempDir()
+	startUp(t, root, "workspace:built", project)
+	if r := runProc(t, root, "", "exec", workspaceName(project), "cat", "/built"); r.code != 0 || r.stdout != "built\n" {
+		t.Errorf("exec in the workspace: %+v", r)
+	}
+}
