@@ -142,7 +142,7 @@ check_pull() {
 check_memory() {
 	name=memory-limit
 	# shellcheck disable=SC2016 # expanded by the shell in the container
-	timeout -s KILL 120 cove run --rm --memory 32m "$img" \
+	timeout -s KILL 120 cove run --rm --net none --memory 32m "$img" \
 		sh -c 'x=a; while true; do x="$x$x"; done' >"$out/mem.out" 2>"$out/mem.err"
 	rc=$?
 	want='killed: out of memory (limit 32 MiB)'
@@ -169,7 +169,7 @@ max=0
 for t in 1 2 3; do set -- /proc/[0-9]*; [ $# -gt $max ] && max=$#; done
 cur=none; read -r cur </sys/fs/cgroup/pids.current 2>/dev/null
 echo "procs=$max pids.current=$cur"'
-	timeout -s KILL 120 cove run --rm --pids 32 "$img" sh -c "$script" >"$out/pids.out" 2>"$out/pids.err"
+	timeout -s KILL 120 cove run --rm --net none --pids 32 "$img" sh -c "$script" >"$out/pids.out" 2>"$out/pids.err"
 	rc=$?
 	line=$(grep '^procs=' "$out/pids.out" | head -n 1)
 	procs=${line#procs=}
@@ -191,7 +191,7 @@ echo "procs=$max pids.current=$cur"'
 # ignore SIGTERM; within the grace period plus a little, nothing is left.
 check_stop() {
 	name=stop-kills-tree
-	timeout -s KILL 60 cove run -d --name t1 "$img" \
+	timeout -s KILL 60 cove run -d --net none --name t1 "$img" \
 		sh -c 'trap "" TERM; sleep 1000 & sleep 1000 & wait' >"$out/stop-run.out" 2>"$out/stop-run.err"
 	rc=$?
 	if [ "$rc" != 0 ]; then
