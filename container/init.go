@@ -199,6 +199,15 @@ func initStage2(spec *Spec, sync *os.File) (int, error) {
 			return 0, err
 		}
 	}
+	// Open files up to the hard limit, as podman and Docker give: the
+	// caller's soft limit (1024 from a shell) is too few for builds and
+	// language servers. Setting it here also keeps Go from putting the
+	// old soft limit back in the processes init starts.
+	var nofile unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile) == nil && nofile.Cur < nofile.Max {
+		nofile.Cur = nofile.Max
+		unix.Setrlimit(unix.RLIMIT_NOFILE, &nofile)
+	}
 	in := &initProc{spec: spec, waiters: map[int]chan int{}}
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, forwarded...)

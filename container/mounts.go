@@ -184,6 +184,12 @@ func (r *rootfs) mountDev() error {
 	if err := r.mountAt("dev/shm", false, "shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size=65536k"); err != nil {
 		return err
 	}
+	// POSIX message queues, of the container's own IPC namespace, where
+	// podman and Docker put them; a kernel without them goes without.
+	if err := r.mountAt("dev/mqueue", false, "mqueue", "mqueue", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil &&
+		!errors.Is(err, unix.ENODEV) {
+		return err
+	}
 	dev, err := pathrs.OpenatInRoot(r.root, "dev")
 	if err != nil {
 		return err
@@ -380,7 +386,7 @@ func (r *rootfs) mountTmp() error {
 }
 
 func (r *rootfs) mountEtc() error {
-	for _, f := range [][2]string{{r.spec.ResolvConf, "etc/resolv.conf"}, {r.spec.Hosts, "etc/hosts"}} {
+	for _, f := range [][2]string{{r.spec.ResolvConf, "etc/resolv.conf"}, {r.spec.Hosts, "etc/hosts"}, {r.spec.HostnameFile, "etc/hostname"}} {
 		if f[0] == "" {
 			continue
 		}

@@ -33,6 +33,9 @@ type Spec struct {
 	Binary     string `json:"binary"`      // host path of the static cove binary, bound read-only at /.cove/cove
 	ResolvConf string `json:"resolv_conf"` // host path of the container's resolv.conf
 	Hosts      string `json:"hosts"`       // host path of the container's hosts file
+	// HostnameFile is the host path of the container's /etc/hostname
+	// ("": the image's is left).
+	HostnameFile string `json:"hostname_file,omitempty"`
 
 	// Control is the host path of the socket cove exec talks to init on.
 	Control string `json:"-"`

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/cove-sh/cove/internal/llmtest"
 	"github.com/cove-sh/cove/internal/testregistry"
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 )
 
 // TestNewcomerErrors: a mistyped command, a path that does not exist, a
@@ -217,5 +219,31 @@ func TestPullNamesTheImage(t *testing.T) {
 	}
 	if r := cove(t, root, "pull", ref); r.code != 0 || strings.Contains(r.stderr, "pulling") {
 		t.Errorf("pull again: %+v", r)
+	}
+}
+
+// TestRunAsThePeersSetUp: as podman and Docker give it, a container has
+// /etc/hostname with its name, POSIX message queues at /dev/mqueue and
+// open files up to the hard limit; as root and as a user.
+func TestRunAsThePeersSetUp(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	ref := testregistry.Push(t, addr, layered(t))
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	script := "cat /etc/hostname; ulimit -n; grep -c ' /dev/mqueue mqueue ' /proc/mounts"
+	want := fmt.Sprintf("box7\n%d\n1\n", lim.Max)
+	if r := runProc(t, t.TempDir(), "", "run", "--rm", "--name", "box7", ref, "sh", "-c", script); r.code != 0 || r.stdout != want {
+		t.Errorf("as root: %+v, want %q", r, want)
+	}
+	u, uid, gid := testUser(t)
+	base := rootlessBase(t, "cove-peers-")
+	os.Chown(base, uid, gid)
+	cmd, out, errb := coveProc(base, "run", "--rm", "--name", "box7", ref, "sh", "-c", script)
+	asTestUser(cmd, u, uid, gid)
+	if err := cmd.Run(); err != nil || out.String() != want {
+		t.Errorf("rootless: %v %q, want %q; stderr %s", err, out, want, errb)
 	}
 }

@@ -302,7 +302,7 @@ func (e *env) launch(c *cli.Context, l launch) (int, error) {
 	spec := &container.Spec{
 		ID: id, Name: name, Hostname: hostname,
 		Lower: img.RootFS, Upper: filepath.Join(dir, "upper"), Work: filepath.Join(dir, "work"), Merged: filepath.Join(dir, "merged"),
-		Binary: bin, ResolvConf: resolv, Hosts: hosts,
+		Binary: bin, ResolvConf: resolv, Hosts: hosts, HostnameFile: filepath.Join(filepath.Dir(hosts), "hostname"),
 		Binds: l.Binds, Net: l.Net, Ports: l.Ports, NoSeccomp: l.NoSeccomp, UserNS: os.Geteuid() != 0, Process: proc,
 		Control: filepath.Join(states.Dir(name), "ctl.sock"),
 	}
@@ -429,6 +429,10 @@ func probePort(p container.Port) error {
 func etcFiles(dir, hostname, network string) (resolv, hosts string, err error) {
 	etc := filepath.Join(dir, "etc")
 	if err := os.MkdirAll(etc, 0o755); err != nil {
+		return "", "", err
+	}
+	// /etc/hostname, as podman and Docker write it.
+	if err := os.WriteFile(filepath.Join(etc, "hostname"), []byte(hostname+"\n"), 0o644); err != nil {
 		return "", "", err
 	}
 	r, _ := os.ReadFile("/etc/resolv.conf")
