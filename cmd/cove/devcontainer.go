@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/internal/devcontainer"
+	"github.com/cove-sh/cove/internal/projectfs"
 	"github.com/cove-sh/cove/internal/termtext"
 	"github.com/urfave/cli/v2"
 )
@@ -221,11 +223,22 @@ func workspaceUser(dc *devcontainer.Config, rootfs, upper, sockDir, project stri
 			proc.Env = slices.DeleteFunc(proc.Env, func(kv string) bool { return strings.HasPrefix(kv, "HOME=") })
 		}
 	}
-	etc := rootfs
-	if _, err := os.Stat(filepath.Join(upper, "etc", "passwd")); err == nil {
-		etc = upper // the kept layer's accounts (an onCreateCommand's adduser)
+	passwd, group := filepath.Join(rootfs, "etc", "passwd"), filepath.Join(rootfs, "etc", "group")
+	if _, err := os.Lstat(filepath.Join(upper, "etc", "passwd")); err == nil {
+		// The kept layer's accounts (an onCreateCommand's adduser). The
+		// layer is the workspace's to write: its files are read confined
+		// to it (a symlink to the host's /etc/shadow, or a FIFO, is not
+		// followed), from a copy.
+		tmp, err := os.MkdirTemp("", "cove-accounts-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		if passwd, group, err = copyAccounts(upper, tmp); err != nil {
+			return fmt.Errorf("the workspace's /etc/passwd: %w", err)
+		}
 	}
-	u, err := container.LookupUser(name, filepath.Join(etc, "etc", "passwd"), filepath.Join(etc, "etc", "group"))
+	u, err := container.LookupUser(name, passwd, group)
 	if err != nil {
 		return fmt.Errorf("devcontainer.json: remoteUser/containerUser %q: %w; add the user to the image, or name one it has", name, err)
 	}
@@ -303,4 +316,32 @@ func workspaceEnv(dc *devcontainer.Config, env []string) []string {
 		k, _, _ := strings.Cut(kv, "=")
 		return slices.Contains(unset, k)
 	})
+}
+
+// copyAccounts copies the layer's etc/passwd and etc/group, read through
+// projectfs (confined to the layer, regular files only, bounded), into
+// dir, and returns their copies' paths ("" for one the layer lacks, which
+// LookupUser takes as empty).
+func copyAccounts(layer, dir string) (passwd, group string, err error) {
+	d, err := projectfs.Open(layer)
+	if err != nil {
+		return "", "", err
+	}
+	defer d.Close()
+	var out [2]string
+	for i, name := range []string{"passwd", "group"} {
+		b, err := d.ReadFileLimit(filepath.Join("etc", name), 4<<20)
+		if errors.Is(err, fs.ErrNotExist) {
+			out[i] = filepath.Join(dir, "missing-"+name)
+			continue
+		}
+		if err != nil {
+			return "", "", err
+		}
+		out[i] = filepath.Join(dir, name)
+		if err := os.WriteFile(out[i], b, 0o600); err != nil {
+			return "", "", err
+		}
+	}
+	return out[0], out[1], nil
 }
