@@ -113,10 +113,17 @@ func PastaPath() (string, error) {
 	return p, nil
 }
 
+// metadataAddresses are the clouds' instance metadata services (AWS, GCP,
+// Azure, Oracle at 169.254.169.254, AWS's IPv6 one, Alibaba's): they hand
+// out the machine's credentials to whoever asks from it, so a workspace
+// must not be able to ask.
+var metadataAddresses = []string{"169.254.169.254/32", "fd00:ec2::254/128", "100.100.100.200/32"}
+
 // HostAddresses lists the host's own addresses beyond its loopback, as
-// single-address prefixes: under NetPrivate each becomes a prohibit route
-// in the container's namespace. pasta connects as the host, so a packet
-// to one of them would reach the host's services bound to 0.0.0.0.
+// single-address prefixes, and the cloud metadata services': under
+// NetPrivate each becomes a prohibit route in the container's namespace.
+// pasta connects as the host, so a packet to one of them would reach the
+// host's services bound to 0.0.0.0, or the machine's credentials.
 func HostAddresses() ([]string, error) {
 	addrs, err := netlink.AddrList(nil, netlink.FAMILY_ALL)
 	if err != nil {
@@ -131,7 +138,7 @@ func HostAddresses() ([]string, error) {
 		ip = ip.Unmap()
 		out = append(out, netip.PrefixFrom(ip, ip.BitLen()).String())
 	}
-	return out, nil
+	return append(out, metadataAddresses...), nil
 }
 
 // ResolvConf is the container's resolv.conf under NetPrivate: pasta's DNS
@@ -208,7 +215,11 @@ func setupPrivateNet(blocked []string) error {
 			return fmt.Errorf("block host address %s: %w", s, err)
 		}
 		r := &netlink.Route{Dst: dst, Type: unix.RTN_PROHIBIT}
-		if err := netlink.RouteAdd(r); err != nil && !errors.Is(err, unix.EEXIST) {
+		err = netlink.RouteAdd(r)
+		if dst.IP.To4() == nil && (errors.Is(err, unix.EAFNOSUPPORT) || errors.Is(err, unix.EOPNOTSUPP)) {
+			continue // a kernel without IPv6 has no IPv6 to block
+		}
+		if err != nil && !errors.Is(err, unix.EEXIST) {
 			return fmt.Errorf("block host address %s: %w", s, err)
 		}
 	}

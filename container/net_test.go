@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -113,6 +114,10 @@ func TestRunPrivateNetNoRawPackets(t *testing.T) {
 	if !strings.Contains(r.stdout, "prohibit "+otherHostAddr(t)) {
 		t.Errorf("no prohibit route for the host's address %s: %q", otherHostAddr(t), r.stdout)
 	}
+	// The cloud's metadata service (the machine's credentials) too.
+	if !strings.Contains(r.stdout, "prohibit 169.254.169.254") {
+		t.Errorf("no prohibit route for the cloud metadata service: %q", r.stdout)
+	}
 }
 
 // TestRunPrivateNetHelperGoes: pasta and its helper end with the
@@ -171,5 +176,20 @@ func TestResolvConfForwardsDNS(t *testing.T) {
 	want := "nameserver " + DNSForward + "\noptions edns0 trust-ad\nsearch example.test\n"
 	if got != want {
 		t.Errorf("ResolvConf = %q, want %q", got, want)
+	}
+}
+
+// TestHostAddressesBlockCloudMetadata: the clouds' metadata services,
+// which hand out the machine's credentials, are blocked with the host's
+// own addresses.
+func TestHostAddressesBlockCloudMetadata(t *testing.T) {
+	blocked, err := HostAddresses()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"169.254.169.254/32", "fd00:ec2::254/128"} {
+		if !slices.Contains(blocked, want) {
+			t.Errorf("%s is not blocked: %v", want, blocked)
+		}
 	}
 }
