@@ -9,7 +9,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -256,16 +255,10 @@ func copyEntry(src *source, rel, target string, fi fs.FileInfo, top bool, spec c
 		if err := dst.MkdirAll(out, 0o755); err != nil {
 			return fmt.Errorf("%s: %w", target, err)
 		}
-		d, err := src.root.Open(rel)
+		names, err := sortedNames(src.root.Open(rel))
 		if err != nil {
 			return err
 		}
-		names, err := d.Readdirnames(-1)
-		d.Close()
-		if err != nil {
-			return err
-		}
-		sort.Strings(names)
 		for _, n := range names {
 			crel := path.Join(rel, n)
 			cfi, err := src.root.Lstat(crel)
@@ -610,12 +603,7 @@ func mergeEntry(lr, dst *os.Root, rel string) error {
 		if err := dst.MkdirAll(rel, 0o755); err != nil {
 			return err
 		}
-		d, err := lr.Open(rel)
-		if err != nil {
-			return err
-		}
-		names, err := d.Readdirnames(-1)
-		d.Close()
+		names, err := sortedNames(lr.Open(rel))
 		if err != nil {
 			return err
 		}

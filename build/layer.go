@@ -110,16 +110,10 @@ type layerWriter struct {
 }
 
 func (w *layerWriter) walk(rel string) error {
-	d, err := os.Open(filepath.Join(w.root, rel))
+	names, err := sortedNames(os.Open(filepath.Join(w.root, rel)))
 	if err != nil {
 		return err
 	}
-	names, err := d.Readdirnames(-1)
-	d.Close()
-	if err != nil {
-		return err
-	}
-	sort.Strings(names)
 	for _, n := range names {
 		if err := w.entry(filepath.Join(rel, n)); err != nil {
 			return err
@@ -297,4 +291,20 @@ func (l *storedLayer) Uncompressed() (io.ReadCloser, error) {
 		io.Reader
 		io.Closer
 	}{zr, f}, nil
+}
+
+// sortedNames lists the directory d just opened (open's results, passed
+// as they come) by name, and closes it: a walk in name order makes the
+// same tree give the same layer.
+func sortedNames(d *os.File, err error) ([]string, error) {
+	if err != nil {
+		return nil, err
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	return names, nil
 }
