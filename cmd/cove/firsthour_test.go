@@ -247,3 +247,28 @@ func TestRunAsThePeersSetUp(t *testing.T) {
 		t.Errorf("rootless: %v %q, want %q; stderr %s", err, out, want, errb)
 	}
 }
+
+// TestRunSeesItsOwnCgroup: the memory limit is visible inside, read-only,
+// at the path the host's cgroup version puts it (the JVM, Node and
+// GOMEMLIMIT tools size themselves from it), and /proc/self/cgroup names
+// the container's cgroup as its root, not the host's path to it.
+func TestRunSeesItsOwnCgroup(t *testing.T) {
+	needRoot(t)
+	ref := testregistry.Push(t, testregistry.Addr(t), layered(t))
+	limit := "/sys/fs/cgroup/memory/memory.limit_in_bytes"
+	var st unix.Statfs_t
+	if unix.Statfs("/sys/fs/cgroup", &st) == nil && st.Type == unix.CGROUP2_SUPER_MAGIC {
+		limit = "/sys/fs/cgroup/memory.max"
+	}
+	script := "cat " + limit + "; cat /proc/self/cgroup; echo 1 > " + limit + " && echo WROTE"
+	r := runProc(t, t.TempDir(), "", "run", "--rm", "--memory", "32m", ref, "sh", "-c", script)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if r.code == 0 || len(lines) < 2 || lines[0] != "33554432" || strings.Contains(r.stdout, "WROTE") {
+		t.Fatalf("the limit inside: %+v", r)
+	}
+	for _, l := range lines[1:] {
+		if _, p, _ := strings.Cut(l[strings.Index(l, ":")+1:], ":"); p != "/" {
+			t.Errorf("/proc/self/cgroup shows a path outside the container's cgroup: %q", l)
+		}
+	}
+}
