@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/cove-sh/cove/internal/llmtest"
+	"github.com/cove-sh/cove/internal/testimage"
 	"github.com/cove-sh/cove/internal/testregistry"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 )
@@ -270,5 +272,36 @@ func TestRunSeesItsOwnCgroup(t *testing.T) {
 		if _, p, _ := strings.Cut(l[strings.Index(l, ":")+1:], ":"); p != "/" {
 			t.Errorf("/proc/self/cgroup shows a path outside the container's cgroup: %q", l)
 		}
+	}
+}
+
+// TestRootGetsItsGroupsFromTheImage: root (the default user, or -u root)
+// gets the supplementary groups the image's /etc/group lists it in, as
+// podman and Docker give them (runc reads the same file). podman 4.3.1
+// cannot be run beside it here: runc fails to set its default rlimits
+// without CAP_SYS_RESOURCE.
+func TestRootGetsItsGroupsFromTheImage(t *testing.T) {
+	needRoot(t)
+	accounts, err := testimage.Layer(
+		testimage.File("etc/passwd", "root:x:0:0:root:/root:/bin/sh\nalice:x:1000:1000::/home/alice:/bin/sh\n", 0o644),
+		testimage.File("etc/group", "root:x:0:\nadm:x:4:root,daemon\nwheel:x:10:root\nusers:x:100:alice\nalice:x:1000:\n", 0o644))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := mutate.AppendLayers(layered(t), accounts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := testregistry.Push(t, testregistry.Addr(t), img)
+	root := t.TempDir()
+	const want = "0 4 10\n"
+	for _, user := range [][]string{nil, {"-u", "root"}, {"-u", "0"}} {
+		args := append(append([]string{"run", "--rm", "--net", "none"}, user...), ref, "id", "-G")
+		if r := runProc(t, root, "", args...); r.code != 0 || r.stdout != want {
+			t.Errorf("cove %v: %+v, want %q", user, r, want)
+		}
+	}
+	if r := runProc(t, root, "", "run", "--rm", "--net", "none", "-u", "alice", ref, "id", "-G"); r.code != 0 || r.stdout != "1000 100\n" {
+		t.Errorf("cove -u alice: %+v", r)
 	}
 }
