@@ -51,7 +51,7 @@ if [ -n "$unformatted" ]; then
 fi
 go vet ./...
 staticcheck ./...
-shellcheck install.sh scripts/*.sh scripts/bench/*.sh scripts/vmtest/*.sh .ci/run
+shellcheck install.sh scripts/*.sh scripts/bench/*.sh scripts/vmtest/*.sh scripts/kube/*.sh .ci/run
 
 log "web UI: build it and check the committed bundle is what the sources make"
 scripts/build-web.sh
@@ -65,6 +65,15 @@ fi
 log "registry"
 eval "$(scripts/registry.sh start | sed 's/^/export /')"
 trap 'scripts/registry.sh stop' EXIT
+
+if [ "$(id -u)" -eq 0 ]; then
+	# A real single-node cluster for the --kube tests; its binaries are
+	# built once (about 20 minutes cold on 2 cores) and cached.
+	log "Kubernetes test cluster (scripts/kube/cluster.sh)"
+	trap 'scripts/kube/cluster.sh down; scripts/registry.sh stop' EXIT
+	COVE_TEST_KUBECONFIG=$(scripts/kube/cluster.sh up | sed -n 's/^KUBECONFIG=//p')
+	export COVE_TEST_KUBECONFIG
+fi
 
 log "go test"
 go test -count=1 -timeout 15m ./...
