@@ -586,3 +586,48 @@ func TestProjectToolsNotListedFromTheHost(t *testing.T) {
 		t.Errorf("tools listed from a host directory: %v %v", loaded, broken)
 	}
 }
+
+// alwaysTool is a command that may be allowed for the session by key.
+type alwaysTool struct{ ran *int }
+
+func (s alwaysTool) Spec() ToolSpec {
+	return ToolSpec{Name: "remote", Description: "a server's tool", Schema: schema(`{"type":"object"}`)}
+}
+
+func (s alwaysTool) Plan(ctx context.Context, _ json.RawMessage) (*Action, error) {
+	return &Action{Kind: "command", Summary: "MCP srv: remote", Always: []string{"mcp:srv/remote", "mcp:srv"},
+		Do: func(context.Context) (string, error) { *s.ran++; return "ran", nil }}, nil
+}
+
+// TestAlwaysAllowLastsTheSession: an approval that says "always" for one
+// of the action's keys lets its like run without asking again; a key the
+// action did not offer allows nothing.
+func TestAlwaysAllowLastsTheSession(t *testing.T) {
+	srv := llmtest.New(t)
+	srv.Push(call("c1", "remote", map[string]any{}), call("c2", "remote", map[string]any{}), answer("done"),
+		call("c3", "remote", map[string]any{}), answer("done"))
+	ran := 0
+	a := &Agent{Provider: &OpenAI{BaseURL: srv.URL(), Backoff: fast}, Model: "m", Mode: ModeAsk, Tools: []Tool{alwaysTool{&ran}}}
+	asked := 0
+	a.Approve = func(ctx context.Context, act *Action) Decision {
+		asked++
+		return Decision{Approve: true, Always: "mcp:srv"}
+	}
+	msgs, err := a.Run(context.Background(), nil, "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if asked != 1 || ran != 2 {
+		t.Fatalf("asked %d times, ran %d: want asked once, ran twice", asked, ran)
+	}
+	b := &Agent{Provider: a.Provider, Model: "m", Mode: ModeAsk, Tools: a.Tools, Approve: func(ctx context.Context, act *Action) Decision {
+		asked++
+		return Decision{Approve: true, Always: "mcp:other"}
+	}}
+	if _, err := b.Run(context.Background(), msgs, "again"); err != nil {
+		t.Fatal(err)
+	}
+	if asked != 2 {
+		t.Errorf("a new agent (session) kept the earlier always, or took a key not offered: asked %d", asked)
+	}
+}
