@@ -235,3 +235,65 @@ func ExpandEnv(c ServerConfig, getenv func(string) string) ServerConfig {
 	out.Env, out.Headers = mapEx(c.Env), mapEx(c.Headers)
 	return out
 }
+
+// Sources says where one run's servers come from.
+type Sources struct {
+	UserFile string   // the user's own config (UserConfigPath): run on the host
+	Extra    []string // files given for this run (cove agent --mcp-config): the user's too
+	Project  string   // the project's directory: its .mcp.json and .cove/mcp.json run in the workspace
+	Getenv   func(string) string
+	// Host reaches a user's server; Workspace one of the project's. Tests
+	// and cove pass HostTransport, and WorkspaceTransport over cove exec.
+	Host      func(ServerConfig) Transport
+	Workspace func(ServerConfig) Transport
+}
+
+// Load reads the servers of src, the user's first (with ${VAR}s from
+// Getenv), then the project's, which run in the workspace and whose
+// ${VAR}s are left as written. A project server named as one of the
+// user's is left out, with a note; so is a project file that does not
+// parse (the agent goes on without it). A user's file that does not
+// parse is an error: the user asked for it.
+func Load(src Sources) (specs []Spec, notes []string, err error) {
+	user := map[string]Named{}
+	var order []string
+	for _, f := range append([]string{src.UserFile}, src.Extra...) {
+		if f == "" {
+			continue
+		}
+		servers, err := ReadFile(f)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, s := range servers {
+			if _, ok := user[s.Name]; !ok {
+				order = append(order, s.Name)
+			}
+			user[s.Name] = s
+		}
+	}
+	for _, name := range order {
+		s := user[name]
+		c := s.ServerConfig
+		if src.Getenv != nil {
+			c = ExpandEnv(c, src.Getenv)
+		}
+		specs = append(specs, Spec{Named: s, Where: OnHost, Connect: func() Transport { return src.Host(c) }})
+	}
+	if src.Project == "" {
+		return specs, nil, nil
+	}
+	project, err := ReadProject(src.Project)
+	if err != nil {
+		return specs, []string{err.Error() + ": its MCP servers are left out"}, nil
+	}
+	for _, s := range project {
+		if _, ok := user[s.Name]; ok {
+			notes = append(notes, fmt.Sprintf("the project's MCP server %q is left out: your own config names one %q too", s.Name, s.Name))
+			continue
+		}
+		c := s.ServerConfig
+		specs = append(specs, Spec{Named: s, Where: InWorkspace, Connect: func() Transport { return src.Workspace(c) }})
+	}
+	return specs, notes, nil
+}

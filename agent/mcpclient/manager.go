@@ -24,9 +24,6 @@ type Spec struct {
 	Named
 	Where   string
 	Connect func() Transport
-	// Roots are the file:// URIs offered to the server as its roots (the
-	// workspace's /workspace for a project's server).
-	Roots []string
 }
 
 // The server states Status reports.
@@ -68,6 +65,7 @@ const (
 // their tool lists current, restarts one that dies (once), and stops them
 // all on Close. Safe for concurrent use.
 type Manager struct {
+	mu       sync.Mutex
 	onChange func()
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -146,9 +144,20 @@ func (m *Manager) Close() {
 	m.wg.Wait()
 }
 
+// OnChange replaces the function called when a server's state or tools
+// change.
+func (m *Manager) OnChange(f func()) {
+	m.mu.Lock()
+	m.onChange = f
+	m.mu.Unlock()
+}
+
 func (m *Manager) changed() {
-	if m.onChange != nil {
-		m.onChange()
+	m.mu.Lock()
+	f := m.onChange
+	m.mu.Unlock()
+	if f != nil {
+		f()
 	}
 }
 
@@ -251,6 +260,9 @@ func (s *server) connect(ctx context.Context, t Transport) (*sdk.ClientSession, 
 	var sessMu sync.Mutex
 	var sess *sdk.ClientSession
 	client := sdk.NewClient(&sdk.Implementation{Name: "cove", Version: "1"}, &sdk.ClientOptions{
+		// No roots: a server given roots may put them in place of the
+		// directories its command line names (server-filesystem does).
+		Capabilities: &sdk.ClientCapabilities{},
 		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
 			sessMu.Lock()
 			cs := sess
@@ -262,9 +274,6 @@ func (s *server) connect(ctx context.Context, t Transport) (*sdk.ClientSession, 
 			}
 		},
 	})
-	for _, r := range s.spec.Roots {
-		client.AddRoots(&sdk.Root{URI: r, Name: "workspace"})
-	}
 	cctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	cs, err := client.Connect(cctx, t, nil)
