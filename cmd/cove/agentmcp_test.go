@@ -2,8 +2,11 @@ package main
 
 import (
 	"archive/tar"
+	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -14,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cove-sh/cove/agent"
+	"github.com/cove-sh/cove/agent/mcpclient"
 	"github.com/cove-sh/cove/internal/llmtest"
 	"github.com/cove-sh/cove/internal/testimage"
 	"github.com/cove-sh/cove/internal/testregistry"
@@ -261,5 +266,122 @@ func TestAgentMCPServersRunInTheWorkspace(t *testing.T) {
 		if !strings.Contains(errb.String(), line) {
 			t.Errorf("the trace lacks %q:\n%s", line, errb)
 		}
+	}
+
+	// The user's servers run here: ~/.config/cove/mcp.json and
+	// --mcp-config FILE; the user's "fs" wins over the project's.
+	node, _ := exec.LookPath("node")
+	everything := filepath.Join(mcpServersDir(t), "node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+	home := t.TempDir()
+	os.MkdirAll(filepath.Join(home, ".config", "cove"), 0o700)
+	userCfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"fs": map[string]any{"command": node, "args": []string{everything, "stdio"}, "env": map[string]string{"WHERE": "${MCP_TEST_WHERE}"}}}})
+	os.WriteFile(filepath.Join(home, ".config", "cove", "mcp.json"), userCfg, 0o600)
+	extra := filepath.Join(t.TempDir(), "extra.json")
+	extraCfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"extra": map[string]any{"command": node, "args": []string{everything, "stdio"}}}})
+	os.WriteFile(extra, extraCfg, 0o600)
+	srv.Push(
+		toolCall("h1", "mcp__fs__get-env", map[string]any{}),
+		toolCall("h2", "mcp__extra__echo", map[string]any{"message": "on the host"}),
+		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "Host done."})},
+	)
+	cmd, out, errb = coveProc(root, "agent", "--yes", "--mcp-config", extra, "-p", "and here", project)
+	cmd.Env = append(cmd.Env, "HOME="+home, "MCP_TEST_WHERE=the-host-env", "COVE_BASE_URL="+srv.URL(), "COVE_MODEL=test-model", "COVE_API_KEY=sk-test")
+	cmd.Stdin = strings.NewReader("")
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("cove agent --mcp-config: %v\n%s", err, errb)
+	}
+	reqs = srv.Requests()
+	results = nil
+	for _, m := range reqs[len(reqs)-1].JSON(t)["messages"].([]any) {
+		if mm := m.(map[string]any); mm["role"] == "tool" {
+			results = append(results, mm["content"].(string))
+		}
+	}
+	if len(results) != 2 || !strings.Contains(results[0], `"WHERE": "the-host-env"`) || results[1] != "Echo: on the host" {
+		t.Fatalf("the model saw %q\n%s", results, errb)
+	}
+	for _, line := range []string{"· MCP fs (host, stdio, " + filepath.Join(home, ".config", "cove", "mcp.json") + "): running", "· MCP extra (host, stdio, " + extra + "): running",
+		`! the project's MCP server "fs" is left out: your own config names one "fs" too`} {
+		if !strings.Contains(errb.String(), line) {
+			t.Errorf("the trace lacks %q:\n%s", line, errb)
+		}
+	}
+}
+
+// TestChatMCP: in the terminal conversation, /mcp lists the servers with
+// their state and tools, and an MCP call's approval offers "always" for
+// the tool or the server: allowing the server lets its next tool run
+// without asking.
+func TestChatMCP(t *testing.T) {
+	servers := mcpServersDir(t)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("no node")
+	}
+	everything := filepath.Join(servers, "node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+	c := mcpclient.ServerConfig{Command: node, Args: []string{everything, "stdio"}}
+	m := mcpclient.Start(context.Background(), []mcpclient.Spec{{Named: mcpclient.Named{Name: "everything", Source: "mcp.json", ServerConfig: c},
+		Where: mcpclient.OnHost, Connect: func() mcpclient.Transport { return mcpclient.HostTransport(c) }}}, nil)
+	defer m.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	m.Ready(ctx)
+
+	srv := llmtest.New(t)
+	toolCall := func(id, name string, args any) llmtest.Response {
+		b, _ := json.Marshal(args)
+		return llmtest.Response{Events: llmtest.OpenAIChunks("tool_calls", map[string]any{"tool_calls": []any{map[string]any{
+			"index": 0, "id": id, "type": "function", "function": map[string]any{"name": name, "arguments": string(b)}}}})}
+	}
+	srv.Push(
+		toolCall("c1", "mcp__everything__echo", map[string]any{"message": "hi"}),
+		toolCall("c2", "mcp__everything__get-sum", map[string]any{"a": 1, "b": 2}),
+		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "All done."})},
+	)
+	provider, err := agent.Config{Provider: "openai", BaseURL: srv.URL(), APIKey: "k", Model: "m"}.NewProvider()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessions := filepath.Join(t.TempDir(), "sessions")
+	s, err := agent.NewSession(sessions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &agent.Agent{Provider: provider, Model: "m", Mode: agent.ModeAsk, Session: s, More: m.Tools}
+	inR, inW := io.Pipe()
+	out := &watchedBuffer{new: make(chan struct{}, 1)}
+	ch := &chat{a: a, lines: &plainLines{in: bufio.NewReader(inR), out: out}, out: out, sessions: sessions, mcp: m}
+	done := make(chan error, 1)
+	go func() { done <- ch.run(context.Background()) }()
+	say := func(line string) { io.WriteString(inW, line+"\n") }
+
+	say("/mcp")
+	out.waitFor(t, "everything (host, stdio, mcp.json): running, 13 tools, 7 resources, 4 prompts")
+	out.waitFor(t, "echo, get-annotated-message")
+	say("use the server")
+	out.waitFor(t, `MCP everything (host): echo {"message":"hi"} — allow? [y/N, 1: always mcp:everything/echo, 2: always mcp:everything, or say why not]`)
+	say("2")
+	out.waitFor(t, "All done.")
+	say("/exit")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out.String(), "allow?"); n != 1 {
+		t.Errorf("asked %d times, want once (the server was allowed for the session):\n%s", n, out)
+	}
+	var results []string
+	for _, msg := range srv.Requests()[2].JSON(t)["messages"].([]any) {
+		if mm := msg.(map[string]any); mm["role"] == "tool" {
+			results = append(results, mm["content"].(string))
+		}
+	}
+	if len(results) != 2 || results[0] != "Echo: hi" || !strings.Contains(results[1], "3") {
+		t.Errorf("the model saw %q", results)
+	}
+	s.Close()
+	log, _ := os.ReadFile(filepath.Join(sessions, s.ID+".jsonl"))
+	if !strings.Contains(string(log), "and from now on, all of mcp:everything") {
+		t.Errorf("the session log does not record the always:\n%s", log)
 	}
 }
