@@ -48,8 +48,10 @@ func startMCP(ctx context.Context, bin string, coveArgs func(...string) []string
 	}
 	specs, notes, err := mcpclient.Load(mcpclient.Sources{
 		UserFile: mcpclient.UserConfigPath(home), Extra: extra, Project: dir, Getenv: os.Getenv,
-		Host:      mcpclient.HostTransport,
-		Workspace: func(c mcpclient.ServerConfig) mcpclient.Transport { return mcpclient.WorkspaceTransport(c, inWorkspace) },
+		Host: mcpclient.HostTransport,
+		Workspace: func(c mcpclient.ServerConfig) mcpclient.Transport {
+			return mcpclient.WorkspaceTransport(c, inWorkspace)
+		},
 	})
 	if err != nil {
 		return nil, nil, err
