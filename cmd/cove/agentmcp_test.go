@@ -385,3 +385,43 @@ func TestChatMCP(t *testing.T) {
 		t.Errorf("the session log does not record the always:\n%s", log)
 	}
 }
+
+// TestBrowserAgentMCP: the IDE panel, in Chromium, lists the project's MCP
+// servers with their state and errors, and allows a server for the
+// conversation from its approval card (scripts in ide/web/test/mcp.mjs).
+func TestBrowserAgentMCP(t *testing.T) {
+	needRoot(t)
+	node := browserTestTools(t)
+	ref := nodeImage(t)
+	noModelConfigured(t)
+	llm := llmtest.New(t)
+	toolCall := func(id, name string, args any) llmtest.Response {
+		b, _ := json.Marshal(args)
+		return llmtest.Response{Events: llmtest.OpenAIChunks("tool_calls", map[string]any{"tool_calls": []any{map[string]any{
+			"index": 0, "id": id, "type": "function", "function": map[string]any{"name": name, "arguments": string(b)}}}})}
+	}
+	llm.Push(
+		toolCall("c1", "mcp__fs__list_directory", map[string]any{"path": "/srv/only-in-the-workspace"}),
+		toolCall("c2", "mcp__fs__list_allowed_directories", map[string]any{}),
+		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "Looked around."})},
+	)
+	t.Setenv("COVE_BASE_URL", llm.URL())
+	t.Setenv("COVE_MODEL", "test-model")
+	t.Setenv("COVE_API_KEY", "sk-test")
+	project := t.TempDir()
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"fs":     map[string]any{"command": "node", "args": []string{"/opt/mcp/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js", "/srv/only-in-the-workspace"}},
+		"broken": map[string]any{"command": "/no/such/server"},
+	}})
+	os.WriteFile(filepath.Join(project, ".mcp.json"), b, 0o644)
+	_, url := startUp(t, t.TempDir(), ref, project)
+	shot := filepath.Join(t.TempDir(), "mcp.png")
+	if out, err := exec.Command(node, "../../ide/web/test/mcp.mjs", url, shot).CombinedOutput(); err != nil {
+		t.Fatalf("browser: %v\n%s\nlauncher: %s", err, out, upErr(t))
+	}
+	if dst := os.Getenv("COVE_TEST_SHOTS"); dst != "" {
+		if b, err := os.ReadFile(shot); err == nil {
+			os.WriteFile(filepath.Join(dst, "agent-mcp.png"), b, 0o644)
+		}
+	}
+}
