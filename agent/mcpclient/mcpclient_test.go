@@ -24,7 +24,7 @@ import (
 
 // referenceServers is where scripts/test.sh installs the reference MCP
 // servers from npm (COVE_TEST_MCP_SERVERS, else its cache directory).
-func referenceServers(t *testing.T) (node, everything, filesystem string) {
+func referenceServers(t testing.TB) (node, everything, filesystem string) {
 	t.Helper()
 	dir := os.Getenv("COVE_TEST_MCP_SERVERS")
 	if dir == "" {
@@ -36,6 +36,9 @@ func referenceServers(t *testing.T) (node, everything, filesystem string) {
 	_, err2 := os.Stat(everything)
 	_, err3 := os.Stat(filesystem)
 	if err != nil || err2 != nil || err3 != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI must install the reference MCP servers (scripts/test.sh does, in %s): %v %v %v", dir, err, err2, err3)
+		}
 		t.Skipf("node or the reference MCP servers missing (scripts/test.sh installs them in %s): %v %v %v", dir, err, err2, err3)
 	}
 	return node, everything, filesystem

@@ -33,6 +33,9 @@ func mcpServersDir(t *testing.T) string {
 		dir = "/var/cache/cove-test/mcp-servers"
 	}
 	if _, err := os.Stat(filepath.Join(dir, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js")); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI must install the reference MCP servers (scripts/test.sh does, in %s): %v", dir, err)
+		}
 		t.Skipf("the reference MCP servers are not installed (scripts/test.sh installs them in %s): %v", dir, err)
 	}
 	return dir
