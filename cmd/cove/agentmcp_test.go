@@ -196,7 +196,7 @@ func TestAgentMCPServersRunInTheWorkspace(t *testing.T) {
 		t.Fatalf("starting server-everything in the workspace: %s", r.stderr)
 	}
 	for i := 0; ; i++ {
-		r := runProc(t, root, "", "exec", name, "sh", "-c", fmt.Sprintf("grep -q listening /tmp/everything.log"))
+		r := runProc(t, root, "", "exec", name, "sh", "-c", "grep -q listening /tmp/everything.log")
 		if r.code == 0 {
 			break
 		}
@@ -293,6 +293,9 @@ func TestAgentMCPServersRunInTheWorkspace(t *testing.T) {
 	cmd.Stdin = strings.NewReader("")
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("cove agent --mcp-config: %v\n%s", err, errb)
+	}
+	if out.String() != "Host done.\n" {
+		t.Errorf("stdout %q", out)
 	}
 	reqs = srv.Requests()
 	results = nil
