@@ -115,7 +115,8 @@ func TestEverythingOverStdio(t *testing.T) {
 	node, everything, _ := referenceServers(t)
 	m := start(t, hostSpec("everything", ServerConfig{Command: node, Args: []string{everything, "stdio"}}))
 	srv := llmtest.New(t)
-	srv.Push(call("c1", "mcp__everything__echo", map[string]any{"message": "hello from the test"}), answer("done"))
+	srv.Push(call("c1", "mcp__everything__echo", map[string]any{"message": "hello from the test"}),
+		call("c2", "mcp__everything__get-sum", map[string]any{"a": "not a number"}), answer("done"))
 	a := newAgent(srv, m, t.TempDir())
 	sessions := t.TempDir()
 	s, err := agent.NewSession(sessions)
@@ -137,8 +138,12 @@ func TestEverythingOverStdio(t *testing.T) {
 		t.Errorf("echo's schema did not reach the model: %s", params)
 	}
 	res := toolMessages(t, srv, -1)
-	if len(res) != 1 || res[0]["content"] != "Echo: hello from the test" {
+	if len(res) != 2 || res[0]["content"] != "Echo: hello from the test" {
 		t.Fatalf("the model saw %v", res)
+	}
+	// The server's isError answer reaches the model as an error, its words kept.
+	if c := res[1]["content"].(string); !strings.HasPrefix(c, "error: ") || !strings.Contains(c, "a") || !strings.Contains(strings.ToLower(c), "invalid") {
+		t.Errorf("a call the server refused gave the model %q", c)
 	}
 	log, _ := os.ReadFile(filepath.Join(sessions, s.ID+".jsonl"))
 	if !strings.Contains(string(log), "mcp__everything__echo") || !strings.Contains(string(log), "Echo: hello from the test") {
@@ -434,5 +439,26 @@ func TestParseReadsOtherAgentsFiles(t *testing.T) {
 		if _, err := Parse(".mcp.json", []byte(bad.file)); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%s: got %v, want %q", bad.file, err, bad.want)
 		}
+	}
+}
+
+// TestReadProjectIsConfined: the project's files are read through the
+// confined view: .cove/mcp.json's entries win over .mcp.json's, and a
+// .mcp.json that is a symlink out of the project is not followed.
+func TestReadProjectIsConfined(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, ".cove"), 0o755)
+	os.WriteFile(filepath.Join(dir, ".mcp.json"), []byte(`{"mcpServers": {"a": {"command": "one"}, "b": {"command": "two"}}}`), 0o644)
+	os.WriteFile(filepath.Join(dir, ".cove", "mcp.json"), []byte(`{"mcpServers": {"b": {"command": "three"}}}`), 0o644)
+	servers, err := ReadProject(dir)
+	if err != nil || len(servers) != 2 || servers[0].Command != "one" || servers[1].Command != "three" || servers[1].Source != ".cove/mcp.json" {
+		t.Fatalf("servers %+v (%v)", servers, err)
+	}
+	outside := filepath.Join(t.TempDir(), "host.json")
+	os.WriteFile(outside, []byte(`{"mcpServers": {"host": {"command": "x"}}}`), 0o644)
+	other := t.TempDir()
+	os.Symlink(outside, filepath.Join(other, ".mcp.json"))
+	if servers, err := ReadProject(other); err == nil || len(servers) != 0 {
+		t.Errorf("a .mcp.json symlinked out of the project was read: %+v (%v)", servers, err)
 	}
 }
