@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -46,6 +47,21 @@ func mcpServersDir(t *testing.T) string {
 // /opt/mcp, plus /srv/only-in-the-workspace/marker.txt, a path the host
 // does not have: an image with Node made offline.
 func nodeImage(t *testing.T) string {
+	t.Helper()
+	nodeImageOnce.mu.Lock()
+	defer nodeImageOnce.mu.Unlock()
+	if nodeImageOnce.ref == "" {
+		nodeImageOnce.ref = buildNodeImage(t) // pushed once for the tests of this run
+	}
+	return nodeImageOnce.ref
+}
+
+var nodeImageOnce struct {
+	mu  sync.Mutex
+	ref string
+}
+
+func buildNodeImage(t *testing.T) string {
 	t.Helper()
 	servers := mcpServersDir(t)
 	node, err := exec.LookPath("node")
