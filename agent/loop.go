@@ -26,7 +26,8 @@ type Decision struct {
 	Approve bool
 	Reason  string // sent to the model when it is refused
 	// Always, one of the action's Always keys, lets every later action
-	// with that key run without asking, for as long as the Agent lives.
+	// with that key run without asking, for the rest of the Agent's
+	// current Session.
 	Always string
 }
 
@@ -77,7 +78,8 @@ type Agent struct {
 	CompactAt float64
 
 	alwaysMu sync.Mutex
-	always   map[string]bool // Decision.Always keys given so far
+	always    map[string]bool // Decision.Always keys given in the session alwaysFor
+	alwaysFor *Session
 }
 
 // full says whether a conversation that took used tokens (the last
@@ -254,8 +256,8 @@ func (a *Agent) callTool(ctx context.Context, tools map[string]Tool, call ToolCa
 		a.emit(LoopEvent{Type: "decision", Action: act.Summary, Approve: &d.Approve, Text: d.Reason})
 		if d.Approve && d.Always != "" && slices.Contains(act.Always, d.Always) {
 			a.alwaysMu.Lock()
-			if a.always == nil {
-				a.always = map[string]bool{}
+			if a.always == nil || a.alwaysFor != a.Session {
+				a.always, a.alwaysFor = map[string]bool{}, a.Session
 			}
 			a.always[d.Always] = true
 			a.alwaysMu.Unlock()
@@ -349,6 +351,9 @@ func (a *Agent) allowed(act *Action) bool {
 	}
 	a.alwaysMu.Lock()
 	defer a.alwaysMu.Unlock()
+	if a.alwaysFor != a.Session {
+		return false // given in another session (the panel's New, the chat's /new)
+	}
 	for _, k := range act.Always {
 		if a.always[k] {
 			return true

@@ -620,14 +620,17 @@ func TestAlwaysAllowLastsTheSession(t *testing.T) {
 	if asked != 1 || ran != 2 {
 		t.Fatalf("asked %d times, ran %d: want asked once, ran twice", asked, ran)
 	}
-	b := &Agent{Provider: a.Provider, Model: "m", Mode: ModeAsk, Tools: a.Tools, Approve: func(ctx context.Context, act *Action) Decision {
-		asked++
-		return Decision{Approve: true, Always: "mcp:other"}
-	}}
-	if _, err := b.Run(context.Background(), msgs, "again"); err != nil {
+	// A new session (the chat's /new, the panel's New) starts asking again.
+	s, err := NewSession(t.TempDir())
+	if err != nil {
 		t.Fatal(err)
 	}
-	if asked != 2 {
-		t.Errorf("a new agent (session) kept the earlier always, or took a key not offered: asked %d", asked)
+	defer s.Close()
+	a.Session = s
+	if _, err := a.Run(context.Background(), msgs, "again"); err != nil {
+		t.Fatal(err)
+	}
+	if asked != 2 || ran != 3 {
+		t.Errorf("in a new session: asked %d times in all, ran %d: want the new session's call asked", asked, ran)
 	}
 }
