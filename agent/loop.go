@@ -77,7 +77,7 @@ type Agent struct {
 	// compacted before the next call; default 0.8.
 	CompactAt float64
 
-	alwaysMu sync.Mutex
+	alwaysMu  sync.Mutex
 	always    map[string]bool // Decision.Always keys given in the session alwaysFor
 	alwaysFor *Session
 }
