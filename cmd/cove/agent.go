@@ -323,6 +323,10 @@ func chatOnTerminal(c *cli.Context, a *agent.Agent, sessions string, history []a
 		}
 		defer tty.restore()
 		ch.lines = tty
+		if m != nil {
+			// A server's news, while a request is typed, goes above it.
+			m.OnChange(mcpTrace(tty, m))
+		}
 	} else {
 		ch.lines = &plainLines{in: bufio.NewReader(os.Stdin), out: c.App.Writer, echo: outTTY && !inTTY}
 	}
