@@ -55,6 +55,7 @@ const (
 	startTimeout   = 60 * time.Second
 	callTimeout    = 10 * time.Minute
 	maxTools       = 256     // per server
+	maxListed      = 10000   // resources or prompts counted
 	maxDescription = 4 << 10 // bytes of a tool's description
 	maxSchema      = 64 << 10
 	maxResultText  = 256 << 10
@@ -176,6 +177,8 @@ type server struct {
 	prompts   int
 	restarts  int
 	start     time.Duration
+	// A listing after a list-changed notice runs, and another is due.
+	refreshing, again bool
 }
 
 func (s *server) status() Status {
@@ -268,9 +271,7 @@ func (s *server) connect(ctx context.Context, t Transport) (*sdk.ClientSession, 
 			cs := sess
 			sessMu.Unlock()
 			if cs != nil {
-				// Not from the handler itself: it runs on the session's
-				// reading side, which the listing needs.
-				go s.refresh(ctx, cs)
+				s.refreshLater(ctx, cs)
 			}
 		},
 	})
@@ -296,20 +297,21 @@ func (s *server) connect(ctx context.Context, t Transport) (*sdk.ClientSession, 
 // refresh reads the server's tools (and counts its resources and
 // prompts), after a start or a list-changed notification.
 func (s *server) refresh(ctx context.Context, cs *sdk.ClientSession) error {
+	// Each list stops at its cap: a server's pages could go on forever.
 	var tools []*sdk.Tool
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
 			return err
 		}
-		if len(tools) < maxTools {
-			tools = append(tools, t)
+		if tools = append(tools, t); len(tools) >= maxTools {
+			break
 		}
 	}
 	caps := cs.InitializeResult().Capabilities
 	resources, prompts := 0, 0
 	if caps != nil && caps.Resources != nil {
 		for _, err := range cs.Resources(ctx, nil) {
-			if err != nil {
+			if err != nil || resources >= maxListed {
 				break
 			}
 			resources++
@@ -317,7 +319,7 @@ func (s *server) refresh(ctx context.Context, cs *sdk.ClientSession) error {
 	}
 	if caps != nil && caps.Prompts != nil {
 		for _, err := range cs.Prompts(ctx, nil) {
-			if err != nil {
+			if err != nil || prompts >= maxListed {
 				break
 			}
 			prompts++
@@ -332,6 +334,34 @@ func (s *server) refresh(ctx context.Context, cs *sdk.ClientSession) error {
 	s.mu.Unlock()
 	s.m.changed()
 	return nil
+}
+
+// refreshLater lists the tools again after a list-changed notification:
+// not from the handler itself (it runs on the session's reading side,
+// which the listing needs), and once at a time, however many notices a
+// server sends while one listing runs.
+func (s *server) refreshLater(ctx context.Context, cs *sdk.ClientSession) {
+	s.mu.Lock()
+	if s.refreshing {
+		s.again = true
+		s.mu.Unlock()
+		return
+	}
+	s.refreshing = true
+	s.mu.Unlock()
+	go func() {
+		for {
+			s.refresh(ctx, cs)
+			s.mu.Lock()
+			if !s.again {
+				s.refreshing = false
+				s.mu.Unlock()
+				return
+			}
+			s.again = false
+			s.mu.Unlock()
+		}
+	}()
 }
 
 // current is the running session, or why there is none; while the

@@ -462,3 +462,25 @@ func TestReadProjectIsConfined(t *testing.T) {
 		t.Errorf("a .mcp.json symlinked out of the project was read: %+v (%v)", servers, err)
 	}
 }
+
+// TestToolsAreCapped: a server with more tools than a model should be
+// offered (300) gets its first 256 offered, each description cut.
+func TestToolsAreCapped(t *testing.T) {
+	s := sdk.NewServer(&sdk.Implementation{Name: "many", Version: "1"}, nil)
+	type none struct{}
+	for i := range 300 {
+		sdk.AddTool(s, &sdk.Tool{Name: fmt.Sprintf("t%03d", i), Description: strings.Repeat("d", 10000)}, func(context.Context, *sdk.CallToolRequest, none) (*sdk.CallToolResult, any, error) {
+			return &sdk.CallToolResult{}, nil, nil
+		})
+	}
+	hs := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil))
+	t.Cleanup(hs.Close)
+	m := start(t, hostSpec("many", ServerConfig{Type: "http", URL: hs.URL}))
+	tools := m.Tools()
+	if len(tools) != maxTools {
+		t.Fatalf("%d tools offered, want %d", len(tools), maxTools)
+	}
+	if d := tools[0].Spec().Description; len(d) > maxDescription+100 {
+		t.Errorf("a description of %d bytes was offered", len(d))
+	}
+}
