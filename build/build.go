@@ -60,6 +60,9 @@ type Options struct {
 	Output io.Writer
 	// Pull are the options FROM's image pulls use (progress, keychain…).
 	Pull []image.Option
+	// Secrets are what RUN --mount=type=secret,id=ID reads, by ID (cove
+	// build --secret). They are in no layer and no cache key.
+	Secrets map[string][]byte
 }
 
 // Result is a finished build.
@@ -350,8 +353,17 @@ func neededStages(stages []instructions.Stage, target int, expand func(string) s
 			mark(j)
 		}
 		for _, c := range stages[i].Commands {
-			if cp, ok := c.(*instructions.CopyCommand); ok && cp.From != "" {
-				if j, ok := index(cp.From, i); ok {
+			var froms []string
+			switch c := c.(type) {
+			case *instructions.CopyCommand:
+				froms = append(froms, c.From)
+			case *instructions.RunCommand:
+				for _, m := range instructions.GetMounts(c) {
+					froms = append(froms, m.From)
+				}
+			}
+			for _, from := range froms {
+				if j, ok := index(from, i); ok && from != "" {
 					mark(j)
 				}
 			}
@@ -486,15 +498,20 @@ func (b *builder) dispatch(ctx context.Context, lex *shell.Lex, st *stage, c ins
 			}))
 		}
 	case *instructions.RunCommand:
-		if len(c.FlagsUsed) > 0 {
-			return fail(fmt.Errorf("RUN --%s is not supported yet", c.FlagsUsed[0]))
+		network, err := runFlags(c)
+		if err != nil {
+			return fail(err)
 		}
 		cmd, heredocs, err := heredocCmdLine(c.ShellDependantCmdLine)
 		if err != nil {
 			return fail(err)
 		}
+		mounts, err := b.prepareMounts(ctx, st, instructions.GetMounts(c))
+		if err != nil {
+			return fail(err)
+		}
 		args := b.cmdLine(st, cmd)
-		return wrapFail(fail, b.runInstruction(ctx, st, text, args, heredocs))
+		return wrapFail(fail, b.runInstruction(ctx, st, text, args, heredocs, mounts, network))
 	case *instructions.CopyCommand:
 		if c.Link || c.Parents || len(c.ExcludePatterns) > 0 {
 			return fail(errors.New("--link, --parents and --exclude are not supported yet"))
@@ -724,7 +741,7 @@ func heredocCmdLine(c instructions.ShellDependantCmdLine) (instructions.ShellDep
 	return out, all.String(), nil
 }
 
-func (b *builder) runInstruction(ctx context.Context, st *stage, text string, args []string, heredocs string) error {
+func (b *builder) runInstruction(ctx context.Context, st *stage, text string, args []string, heredocs string, mounts *runMounts, network string) error {
 	if len(st.lowers()) == 0 {
 		return errors.New("RUN needs a base image with a shell (FROM scratch has none)")
 	}
@@ -745,16 +762,28 @@ func (b *builder) runInstruction(ctx context.Context, st *stage, text string, ar
 			proc.Env = append(proc.Env, kv)
 		}
 	}
+	// A secret's env= is in this RUN's environment only: not in the
+	// image's config, nor the cache key.
+	for _, kv := range mounts.env {
+		k, v, _ := strings.Cut(kv, "=")
+		proc.Env = setEnv(proc.Env, k, v)
+	}
 	var missing []string
 	for _, m := range mountPoints {
 		if !b.exists(st, m) {
 			missing = append(missing, m)
 		}
 	}
-	return b.layerStep(ctx, st, text, strings.Join(argEnv, "\x00")+"\x00"+heredocs, func(diff string) error {
-		if err := b.runStep(ctx, st.lowers(), proc, diff); err != nil {
+	return b.layerStep(ctx, st, text, strings.Join(argEnv, "\x00")+"\x00"+heredocs+"\x00"+mounts.key+"\x00"+network, func(diff string) error {
+		release, err := b.lockCaches(ctx, mounts)
+		if err != nil {
 			return err
 		}
+		defer release()
+		if err := b.runStep(ctx, st.lowers(), proc, diff, mounts.binds, network); err != nil {
+			return err
+		}
+		dropStubs(diff, mounts.stubs)
 		return dropMountPoints(diff, missing)
 	})
 }
@@ -910,6 +939,19 @@ func (b *builder) fromLowers(ctx context.Context, from string) ([]string, error)
 		return nil, fmt.Errorf("--from=%s: %w", from, err)
 	}
 	return []string{img.RootFS}, nil
+}
+
+// fromSource is what RUN --mount=type=bind,from= reads: an earlier
+// stage's file system and its cache key, or an image's and its digest.
+func (b *builder) fromSource(ctx context.Context, from string) ([]string, string, error) {
+	if prev := b.stageNamed(from); prev != nil {
+		return prev.lowers(), prev.key, nil
+	}
+	img, err := image.Pull(ctx, b.store, from, b.opts.Pull...)
+	if err != nil {
+		return nil, "", fmt.Errorf("from=%s: %w", from, err)
+	}
+	return []string{img.RootFS}, img.Digest.String(), nil
 }
 
 // assemble makes the stage's image: the base image's layers (which the

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -25,6 +26,7 @@ digest on stdout; the steps and RUN's output go to stderr.`,
 			&cli.StringFlag{Name: "target", Usage: "build the `STAGE` named so, not the last"},
 			&cli.BoolFlag{Name: "no-cache", Usage: "run every step, whatever the cache holds"},
 			&cli.BoolFlag{Name: "pull", Usage: "ask the registry for newer FROM images even when they are stored"},
+			&cli.StringSliceFlag{Name: "secret", Usage: "give RUN --mount=type=secret the secret `id=ID,src=FILE` (or id=ID,env=VAR); it is in no layer"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
@@ -50,6 +52,10 @@ digest on stdout; the steps and RUN's output go to stderr.`,
 				}
 				args[k] = v
 			}
+			secrets, err := build.ParseSecrets(c.StringSlice("secret"), os.Getenv)
+			if err != nil {
+				return err
+			}
 			var pull []image.Option
 			if c.Bool("pull") {
 				pull = append(pull, image.WithPolicy(image.PullAlways))
@@ -58,6 +64,7 @@ digest on stdout; the steps and RUN's output go to stderr.`,
 				Context: c.Args().First(), Dockerfile: c.String("file"), Tag: c.String("tag"),
 				BuildArgs: args, Target: c.String("target"), NoCache: c.Bool("no-cache"),
 				Binary: bin, CacheDir: filepath.Join(e.layout.Data, "build"), Output: c.App.ErrWriter, Pull: pull,
+				Secrets: secrets,
 			})
 			if err != nil {
 				return err

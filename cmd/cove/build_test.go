@@ -452,7 +452,7 @@ func TestBuildRefusals(t *testing.T) {
 		{"symlink-out", "FROM BASE\nCOPY link /s\n", map[string]string{"link@": filepath.Join(outside, "secret")}, "line 2: COPY: link: a symlink that leads out of the build context"},
 		{"symlink-dir-out", "FROM BASE\nCOPY d/secret /s\n", map[string]string{"d@": outside}, "leads out of the build context"},
 		{"ignored-everything", "FROM BASE\nCOPY a /a\n", map[string]string{"a": "a", ".dockerignore": "*\n"}, "line 2: COPY: a: excluded by .dockerignore"},
-		{"unsupported", "FROM BASE\nENV A=1\nRUN --mount=type=cache,target=/c true\n", nil, "line 3: RUN: RUN --mount is not supported yet"},
+		{"unsupported", "FROM BASE\nENV A=1\nRUN --mount=type=ssh true\n", nil, "line 3: RUN: --mount=type=ssh is not supported: cove build forwards no SSH agent"},
 		{"unknown", "FROM BASE\nFROBNICATE x\n", nil, "line 2: unknown instruction FROBNICATE"},
 		{"run-fails", "FROM BASE\nRUN exit 7\n", nil, "line 2: RUN: the command exited with status 7"},
 		// A symlink the COPY itself puts in the layer is not written
@@ -590,5 +590,91 @@ func TestBuildThenUp(t *testing.T) {
 	startUp(t, root, "workspace:built", project)
 	if r := runProc(t, root, "", "exec", workspaceName(project), "cat", "/built"); r.code != 0 || r.stdout != "built\n" {
 		t.Errorf("exec in the workspace: %+v", r)
+	}
+}
+
+// TestBuildRunMounts: RUN --mount of each type, and --network=none. A
+// cache mount keeps its files across builds (and is in no layer); a bind
+// shows the context read-only, its content in the cache key; a tmpfs and
+// a secret are in no layer; a secret reaches the RUN as a file and as an
+// environment variable and never the store, the cache or the output.
+func TestBuildRunMounts(t *testing.T) {
+	needRoot(t)
+	base := busyboxRef(t)
+	root := t.TempDir()
+	const secret = "s3cret-value-7f1d"
+	secretFile := filepath.Join(t.TempDir(), "token")
+	os.WriteFile(secretFile, []byte(secret), 0o600)
+	df := "FROM " + base + " AS builder\nRUN mkdir /out && echo artifact > /out/a\n" +
+		"FROM " + base + "\n" +
+		"RUN --mount=type=cache,target=/var/cache/app echo run >> /var/cache/app/log && wc -l < /var/cache/app/log > /cache-count\n" +
+		"RUN --mount=type=cache,id=shared,target=/c1 --mount=type=cache,id=shared,target=/c2,sharing=locked echo x > /c1/f && cat /c2/f > /shared\n" +
+		"RUN --mount=type=bind,source=src,target=/src cat /src/a > /bound && (touch /src/new 2>/dev/null && echo rw || echo ro) > /bind-mode\n" +
+		"RUN --mount=type=bind,target=/ctx,rw touch /ctx/written && ls /ctx > /ctx-list\n" +
+		"RUN --mount=type=bind,from=builder,source=/out,target=/in cp /in/a /from-stage\n" +
+		"RUN --mount=type=tmpfs,target=/scratch echo t > /scratch/t && cat /scratch/t > /tmpfs-saw\n" +
+		"RUN --mount=type=secret,id=tok test \"$(cat /run/secrets/tok)\" = " + secret + " && stat -c %a /run/secrets/tok > /secret-mode\n" +
+		"RUN --mount=type=secret,id=tok,env=TOK,required test \"$TOK\" = " + secret + " && echo ok > /env-ok\n" +
+		"RUN --mount=type=secret,id=absent test ! -e /run/secrets/absent && echo skipped > /absent\n" +
+		"RUN --network=none ls /sys/class/net > /nets\n"
+	dir := buildContext(t, map[string]string{"Dockerfile": df, "src/a": "from the context\n"})
+	build := func(extra ...string) (string, string) {
+		return buildCached(t, root, dir, "mounts:test", append([]string{"--secret", "id=tok,src=" + secretFile}, extra...)...)
+	}
+	_, hits := build()
+	if hits != "0/12" {
+		t.Errorf("first build: %s layer steps cached, want 0/12", hits)
+	}
+	check := "cat /cache-count /shared /bound /bind-mode /ctx-list /from-stage /tmpfs-saw /secret-mode /env-ok /absent /nets; " +
+		"ls -d /var/cache/app /c1 /c2 /src /ctx /in /scratch /run/secrets /run 2>&1 | sed 's/.*: //'"
+	want := "1\nx\nfrom the context\nro\nDockerfile\nsrc\nwritten\nartifact\nt\n400\nok\nskipped\nlo\n" + strings.Repeat("No such file or directory\n", 9)
+	if r := runProc(t, root, "", "run", "--rm", "mounts:test", "sh", "-c", check); r.stdout != want {
+		t.Errorf("the built image shows\n%s\nwant\n%s(%+v)", r.stdout, want, r)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "written")); err == nil {
+		t.Errorf("a rw bind of the context wrote into the context")
+	}
+	// An unchanged rebuild hits, a changed secret still hits (it is not in
+	// the key), and --no-cache runs the cache mount's RUN again on the
+	// files it left: the count goes to 2.
+	os.WriteFile(secretFile, []byte(secret), 0o600)
+	if _, hits := build(); hits != "12/12" {
+		t.Errorf("unchanged rebuild: %s cached, want 12/12", hits)
+	}
+	build("--no-cache")
+	if r := runProc(t, root, "", "run", "--rm", "mounts:test", "cat", "/cache-count"); r.stdout != "2\n" {
+		t.Errorf("after a second run the cache mount had %q lines, want 2", r.stdout)
+	}
+	// The bound file's content is in its RUN's key: a change reruns it.
+	os.WriteFile(filepath.Join(dir, "src", "a"), []byte("changed\n"), 0o644)
+	build()
+	if r := runProc(t, root, "", "run", "--rm", "mounts:test", "cat", "/bound"); r.stdout != "changed\n" {
+		t.Errorf("after src/a changed, /bound is %q", r.stdout)
+	}
+	// The secret is nowhere in cove's state: layers (uncompressed too),
+	// step directories, the cache, the stored images.
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		data, _ := os.ReadFile(p)
+		if strings.HasSuffix(p, ".tar.gz") {
+			if zr, err := gzip.NewReader(bytes.NewReader(data)); err == nil {
+				data, _ = io.ReadAll(zr)
+			}
+		}
+		if bytes.Contains(data, []byte(secret)) {
+			t.Errorf("the secret is in %s", p)
+		}
+		return nil
+	})
+	// A required secret not given fails with its line.
+	os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte("FROM "+base+"\nRUN --mount=type=secret,id=missing,required true\n"), 0o644)
+	r := runProc(t, root, "", "build", "-t", "mounts:missing", dir)
+	if r.code != 1 || !strings.Contains(r.stderr, "line 2: RUN: --mount=type=secret,id=missing: no such secret (give it with cove build --secret id=missing,src=FILE)") {
+		t.Errorf("a missing required secret: %+v", r)
+	}
+	if strings.Contains(r.stderr, secret) {
+		t.Errorf("the secret is in the build's output")
 	}
 }
