@@ -40,6 +40,7 @@ import (
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
 	"github.com/moby/buildkit/frontend/dockerfile/shell"
+	"github.com/moby/patternmatcher"
 	"golang.org/x/sys/unix"
 )
 
@@ -513,20 +514,22 @@ func (b *builder) dispatch(ctx context.Context, lex *shell.Lex, st *stage, c ins
 		args := b.cmdLine(st, cmd)
 		return wrapFail(fail, b.runInstruction(ctx, st, text, args, heredocs, mounts, network))
 	case *instructions.CopyCommand:
-		if c.Link || c.Parents || len(c.ExcludePatterns) > 0 {
-			return fail(errors.New("--link, --parents and --exclude are not supported yet"))
-		}
-		return wrapFail(fail, b.copyInstruction(ctx, st, text, c.From, c.SourcePaths, c.SourceContents, c.DestPath, c.Chown, c.Chmod, false))
+		return wrapFail(fail, b.copyInstruction(ctx, st, text, copyArgs{from: c.From, srcs: c.SourcePaths, docs: c.SourceContents,
+			dest: c.DestPath, chown: c.Chown, chmod: c.Chmod, link: c.Link, parents: c.Parents, exclude: c.ExcludePatterns}))
 	case *instructions.AddCommand:
-		if c.Link || len(c.ExcludePatterns) > 0 || c.Checksum != "" || len(c.SourceContents) > 0 {
-			return fail(errors.New("--link, --exclude, --checksum and heredocs are not supported yet"))
+		if len(c.SourceContents) > 0 {
+			return fail(errors.New("ADD with a heredoc is not supported yet: use COPY <<EOF"))
 		}
 		for _, p := range c.SourcePaths {
-			if strings.Contains(p, "://") || strings.HasPrefix(p, "git@") {
-				return fail(fmt.Errorf("%s: ADD from a URL is not supported yet: download it in a RUN", p))
+			if isGitSource(p) {
+				return fail(fmt.Errorf("%s: ADD of a git repository is not supported: clone it in a RUN (RUN --mount=type=secret gives it a token)", p))
 			}
 		}
-		return wrapFail(fail, b.copyInstruction(ctx, st, text, "", c.SourcePaths, nil, c.DestPath, c.Chown, c.Chmod, true))
+		if c.KeepGitDir != nil {
+			return fail(errors.New("--keep-git-dir is only for git sources, which cove build does not ADD"))
+		}
+		return wrapFail(fail, b.copyInstruction(ctx, st, text, copyArgs{srcs: c.SourcePaths, dest: c.DestPath, chown: c.Chown, chmod: c.Chmod,
+			add: true, link: c.Link, exclude: c.ExcludePatterns, checksum: c.Checksum, unpack: c.Unpack}))
 	default:
 		return fail(errors.New("not supported by cove build yet"))
 	}
@@ -806,23 +809,60 @@ func sortedKeys(m map[string]string) []string {
 	return out
 }
 
+// copyArgs is what one COPY or ADD asks for.
+type copyArgs struct {
+	from     string // --from
+	srcs     []string
+	docs     []instructions.SourceContent // heredocs
+	dest     string
+	chown    string
+	chmod    string
+	add      bool // ADD: URLs fetched, local archives unpacked
+	link     bool // --link: the layer does not depend on the stage
+	parents  bool // --parents: sources keep their path
+	exclude  []string
+	checksum string // ADD --checksum of a URL
+	unpack   *bool  // ADD --unpack: nil, the default for the source
+}
+
 // copyInstruction stages what COPY (or ADD) reads into a directory laid
 // out as in the image, keyed by a hash of its content; the cache decides
 // whether that becomes a new layer.
-func (b *builder) copyInstruction(ctx context.Context, st *stage, text, from string, srcs []string, docs []instructions.SourceContent, dest, chown, chmod string, add bool) error {
-	uid, gid, err := parseChown(chown, func(p string) []byte { return b.readFile(st, p) })
+func (b *builder) copyInstruction(ctx context.Context, st *stage, text string, a copyArgs) error {
+	from, srcs, docs, dest := a.from, a.srcs, a.docs, a.dest
+	uid, gid, err := parseChown(a.chown, func(p string) []byte { return b.readFile(st, p) })
 	if err != nil {
 		return err
 	}
-	mode, err := parseChmod(chmod)
+	mode, err := parseChmod(a.chmod)
 	if err != nil {
 		return err
 	}
-	spec := copySpec{dest: dest, destDir: strings.HasSuffix(dest, "/"), uid: uid, gid: gid, mode: mode}
+	spec := copySpec{dest: dest, destDir: strings.HasSuffix(dest, "/"), uid: uid, gid: gid, mode: mode, parents: a.parents}
+	if len(a.exclude) > 0 {
+		if spec.exclude, err = patternmatcher.New(a.exclude); err != nil {
+			return fmt.Errorf("--exclude: %w", err)
+		}
+	}
 	if !path.IsAbs(spec.dest) {
 		spec.dest = path.Join("/", st.cfg.Config.WorkingDir, spec.dest)
 	}
 	spec.dest = path.Clean(spec.dest)
+	if !a.link {
+		// As BuildKit: the destination's symlinks are followed, inside
+		// the stage, and a destination that is a directory there (through
+		// a symlink too) is copied into.
+		if err := b.resolveDest(st, &spec); err != nil {
+			return err
+		}
+	}
+	if a.checksum != "" {
+		for _, p := range srcs {
+			if !isURL(p) {
+				return fmt.Errorf("--checksum is only for a URL source, and %s is not one", p)
+			}
+		}
+	}
 	src := b.ctxSrc
 	if from != "" {
 		lowers, err := b.fromLowers(ctx, from)
@@ -864,11 +904,21 @@ func (b *builder) copyInstruction(ctx context.Context, st *stage, text, from str
 	}
 	defer os.RemoveAll(staged)
 	h := sha256.New()
-	if add {
-		// ADD unpacks a local tar archive (plain, gzip, zstd) into dest;
-		// anything else it copies as COPY does.
+	if a.add {
+		// ADD fetches a URL, and unpacks a local tar archive (plain,
+		// gzip, zstd) into dest; anything else it copies as COPY does.
 		var plain []string
 		for _, p := range srcs {
+			if isURL(p) {
+				if err := b.addURL(ctx, p, a.checksum, a.unpack, spec, len(srcs) > 1, staged, h); err != nil {
+					return err
+				}
+				continue
+			}
+			if a.unpack != nil && !*a.unpack {
+				plain = append(plain, p)
+				continue
+			}
 			ok, err := addArchive(src, p, spec, staged, h)
 			if err != nil {
 				return err
@@ -887,8 +937,10 @@ func (b *builder) copyInstruction(ctx context.Context, st *stage, text, from str
 	if err := writeHeredocs(docs, spec, len(srcs)+len(docs) > 1, staged, h); err != nil {
 		return err
 	}
-	if err := b.keepParents(st, staged, spec.dest, spec); err != nil {
-		return err
+	if !a.link {
+		if err := b.keepParents(st, staged, spec.dest, spec); err != nil {
+			return err
+		}
 	}
 	return b.layerStep(ctx, st, text, hex.EncodeToString(h.Sum(nil)), func(diff string) error {
 		if err := os.Remove(diff); err != nil {
