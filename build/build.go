@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -61,6 +62,9 @@ type Options struct {
 	Output io.Writer
 	// Pull are the options FROM's image pulls use (progress, keychain…).
 	Pull []image.Option
+	// Platform is --platform: only this machine's (linux/GOARCH) is
+	// accepted; "" means it.
+	Platform string
 	// Secrets are what RUN --mount=type=secret,id=ID reads, by ID (cove
 	// build --secret). They are in no layer and no cache key.
 	Secrets map[string][]byte
@@ -99,6 +103,9 @@ type builder struct {
 	res    Result
 	step   int // progress: this instruction's number, of steps
 	steps  int
+	// epoch is SOURCE_DATE_EPOCH (a build arg), if given: the image's
+	// and its history's times, and no file in a layer newer.
+	epoch *time.Time
 }
 
 // stage is a stage's state as its instructions run: the stored base image
@@ -146,7 +153,37 @@ func newBuilder(store *image.Store, o Options) (*builder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build cache: %w", err)
 	}
-	return &builder{store: store, opts: o, tmp: tmp}, nil
+	b := &builder{store: store, opts: o, tmp: tmp}
+	if v, ok := o.BuildArgs["SOURCE_DATE_EPOCH"]; ok && v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			os.RemoveAll(tmp)
+			return nil, fmt.Errorf("SOURCE_DATE_EPOCH=%s: give seconds since 1970 (date +%%s)", v)
+		}
+		t := time.Unix(n, 0).UTC()
+		b.epoch = &t
+	}
+	if o.Platform != "" {
+		if err := checkPlatform(o.Platform); err != nil {
+			os.RemoveAll(tmp)
+			return nil, fmt.Errorf("--platform %s: %w", o.Platform, err)
+		}
+	}
+	return b, nil
+}
+
+// checkPlatform accepts the platform this machine runs (RUN runs here,
+// with no emulation) and refuses any other.
+func checkPlatform(p string) error {
+	want, err := v1.ParsePlatform(p)
+	if err != nil {
+		return err
+	}
+	host := v1.Platform{OS: "linux", Architecture: runtime.GOARCH}
+	if want.OS != host.OS || want.Architecture != host.Architecture || (want.Variant != "" && !(host.Architecture == "arm64" && want.Variant == "v8")) {
+		return fmt.Errorf("cove build builds only for this machine's platform, %s/%s (RUN runs here, with no emulation): build on a %s machine", host.OS, host.Architecture, p)
+	}
+	return nil
 }
 
 // staleAfter is how old a scratch directory of a build that was killed
@@ -297,6 +334,19 @@ func (b *builder) runStage(ctx context.Context, lex *shell.Lex, s *instructions.
 	if err != nil {
 		return nil, fmt.Errorf("FROM %s: %w", s.BaseName, err)
 	}
+	if s.Platform != "" {
+		p, _, err := lex.ProcessWord(s.Platform, envGetter(nil, global))
+		if err == nil {
+			err = checkPlatform(p)
+		}
+		if err != nil {
+			line := 0
+			if len(s.Location) > 0 {
+				line = s.Location[0].Start.Line
+			}
+			return nil, fmt.Errorf("line %d: FROM --platform=%s: %w", line, s.Platform, err)
+		}
+	}
 	st := &stage{name: s.Name, args: map[string]string{}}
 	b.step++
 	b.logf("STEP %d/%d: FROM %s", b.step, b.steps, from)
@@ -306,7 +356,7 @@ func (b *builder) runStage(ctx context.Context, lex *shell.Lex, s *instructions.
 		st.key = prev.key
 		st.history = append([]v1.History{}, prev.history...)
 	} else if strings.EqualFold(from, "scratch") {
-		st.cfg = v1.ConfigFile{OS: "linux", Architecture: "amd64"}
+		st.cfg = v1.ConfigFile{OS: "linux", Architecture: runtime.GOARCH}
 		st.key = digestOf(cacheFormat, "scratch")
 	} else {
 		img, err := image.Pull(ctx, b.store, from, b.opts.Pull...)
@@ -323,6 +373,9 @@ func (b *builder) runStage(ctx context.Context, lex *shell.Lex, s *instructions.
 		}
 		st.base, st.baseCfg, st.cfg, st.created = img, cfg, *cfg.DeepCopy(), cfg.Created.Time
 		st.key = digestOf(cacheFormat, img.Digest.String())
+	}
+	if b.epoch != nil {
+		st.key = digestOf(st.key, fmt.Sprintf("source-date-epoch=%d", b.epoch.Unix()))
 	}
 	for _, c := range s.Commands {
 		if err := b.dispatch(ctx, lex, st, c); err != nil {
@@ -674,12 +727,15 @@ func (b *builder) layerStep(ctx context.Context, st *stage, text, inputs string,
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	lf, err := writeLayer(diff, filepath.Join(tmp, "layer.tar.gz"), hostIDs())
+	lf, err := writeLayer(diff, filepath.Join(tmp, "layer.tar.gz"), hostIDs(), b.epoch)
 	if err != nil {
 		return err
 	}
 	lf.CreatedBy = text
 	e := cacheEntry{Layer: lf, Created: time.Now().UTC().Truncate(time.Second)}
+	if b.epoch != nil {
+		e.Created = *b.epoch
+	}
 	raw, err := json.Marshal(e)
 	if err != nil {
 		return err
@@ -1034,8 +1090,15 @@ func (b *builder) assemble(st *stage) (v1.Image, error) {
 	cf.RootFS = base.RootFS
 	cf.History = history
 	cf.Created = v1.Time{Time: st.created}
+	if b.epoch != nil {
+		// As BuildKit: the image and this build's history say the epoch.
+		cf.Created = v1.Time{Time: *b.epoch}
+		for i := len(history) - len(st.history); i < len(history); i++ {
+			history[i].Created = cf.Created
+		}
+	}
 	if cf.OS == "" {
-		cf.OS, cf.Architecture = "linux", "amd64"
+		cf.OS, cf.Architecture = "linux", runtime.GOARCH
 	}
 	return mutate.ConfigFile(img, cf)
 }

@@ -26,6 +26,8 @@ digest on stdout; the steps and RUN's output go to stderr.`,
 			&cli.StringFlag{Name: "target", Usage: "build the `STAGE` named so, not the last"},
 			&cli.BoolFlag{Name: "no-cache", Usage: "run every step, whatever the cache holds"},
 			&cli.BoolFlag{Name: "pull", Usage: "ask the registry for newer FROM images even when they are stored"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only the image's digest: no steps, no RUN output"},
+			&cli.StringFlag{Name: "platform", Usage: "build for `OS/ARCH`: only this machine's is accepted (RUN runs here)"},
 			&cli.StringSliceFlag{Name: "secret", Usage: "give RUN --mount=type=secret the secret `id=ID,src=FILE` (or id=ID,env=VAR); it is in no layer"},
 		},
 		Action: func(c *cli.Context) error {
@@ -52,6 +54,13 @@ digest on stdout; the steps and RUN's output go to stderr.`,
 				}
 				args[k] = v
 			}
+			// As docker buildx: SOURCE_DATE_EPOCH in the environment is
+			// the build arg, unless one is given.
+			if v := os.Getenv("SOURCE_DATE_EPOCH"); v != "" {
+				if _, ok := args["SOURCE_DATE_EPOCH"]; !ok {
+					args["SOURCE_DATE_EPOCH"] = v
+				}
+			}
 			secrets, err := build.ParseSecrets(c.StringSlice("secret"), os.Getenv)
 			if err != nil {
 				return err
@@ -60,16 +69,22 @@ digest on stdout; the steps and RUN's output go to stderr.`,
 			if c.Bool("pull") {
 				pull = append(pull, image.WithPolicy(image.PullAlways))
 			}
+			progress := c.App.ErrWriter
+			if c.Bool("quiet") {
+				progress = nil
+			}
 			res, err := build.Build(c.Context, store, build.Options{
 				Context: c.Args().First(), Dockerfile: c.String("file"), Tag: c.String("tag"),
 				BuildArgs: args, Target: c.String("target"), NoCache: c.Bool("no-cache"),
-				Binary: bin, CacheDir: filepath.Join(e.layout.Data, "build"), Output: c.App.ErrWriter, Pull: pull,
-				Secrets: secrets,
+				Binary: bin, CacheDir: filepath.Join(e.layout.Data, "build"), Output: progress, Pull: pull,
+				Secrets: secrets, Platform: c.String("platform"),
 			})
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(c.App.ErrWriter, "stored %s (%d of %d layer steps cached)\n", res.Ref, res.Hits, res.Steps)
+			if !c.Bool("quiet") {
+				fmt.Fprintf(c.App.ErrWriter, "stored %s (%d of %d layer steps cached)\n", res.Ref, res.Hits, res.Steps)
+			}
 			fmt.Fprintln(c.App.Writer, res.Image.Digest)
 			return nil
 		},

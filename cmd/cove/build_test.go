@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -758,5 +759,78 @@ func TestBuildCopyAdd(t *testing.T) {
 		if r.code != 1 || !strings.Contains(r.stderr, tc.want) {
 			t.Errorf("%s: code %d, stderr %q; want 1 and %q", tc.name, r.code, r.stderr, tc.want)
 		}
+	}
+}
+
+// TestBuildReproducible: with SOURCE_DATE_EPOCH (the environment's, or a
+// build arg), two builds that run every step, in two stores, give the
+// same digest; the image's and its history's times are the epoch and no
+// file is newer. Without it the same two builds differ (the RUN's files
+// have the time they were made). Also --quiet and --platform.
+func TestBuildReproducible(t *testing.T) {
+	needRoot(t)
+	base := busyboxRef(t)
+	dir := buildContext(t, map[string]string{
+		"Dockerfile": "FROM " + base + "\nRUN echo x > /f && mkdir /d && touch /d/e\nCOPY a /a\nENV E=1\n",
+		"a":          "a\n",
+	})
+	const epoch = 1700000000
+	build := func(root string, env []string, args ...string) result {
+		cmd, out, errb := coveProc(root, append(append([]string{"build", "-t", "repro:test"}, args...), dir)...)
+		cmd.Env = append(cmd.Env, env...)
+		code := 0
+		if err := cmd.Run(); err != nil {
+			ee, ok := err.(*exec.ExitError)
+			if !ok {
+				t.Fatal(err)
+			}
+			code = ee.ExitCode()
+		}
+		return result{out.String(), errb.String(), code}
+	}
+	rootA, rootB := t.TempDir(), t.TempDir()
+	withEpoch := []string{fmt.Sprintf("SOURCE_DATE_EPOCH=%d", epoch)}
+	a := build(rootA, withEpoch, "--quiet")
+	time.Sleep(1100 * time.Millisecond) // a second later: every time the RUN sets differs
+	b := build(rootB, nil, "--build-arg", fmt.Sprintf("SOURCE_DATE_EPOCH=%d", epoch), "--no-cache")
+	if a.code != 0 || b.code != 0 || !digestLine.MatchString(a.stdout) || a.stdout != b.stdout {
+		t.Errorf("two builds with SOURCE_DATE_EPOCH: %q and %q, want one digest (%+v %+v)", a.stdout, b.stdout, a, b)
+	}
+	if a.stderr != "" {
+		t.Errorf("--quiet printed on stderr: %q", a.stderr)
+	}
+	cf := imageConfig(t, rootA, "repro:test")
+	if !cf.Created.Time.Equal(time.Unix(epoch, 0)) {
+		t.Errorf("config created %v, want the epoch", cf.Created.Time)
+	}
+	for _, h := range cf.History[len(cf.History)-3:] {
+		if !h.Created.Time.Equal(time.Unix(epoch, 0)) {
+			t.Errorf("history %q created %v, want the epoch", h.CreatedBy, h.Created.Time)
+		}
+	}
+	if r := runProc(t, rootA, "", "run", "--rm", "repro:test", "stat", "-c", "%Y", "/f", "/d", "/d/e"); r.stdout != strings.Repeat(fmt.Sprintf("%d\n", epoch), 3) {
+		t.Errorf("mtimes of the RUN's files: %q, want the epoch", r.stdout)
+	}
+	// The control: without the epoch, the same two builds differ.
+	c := build(rootA, nil, "--no-cache", "-q")
+	time.Sleep(1100 * time.Millisecond)
+	d := build(rootA, nil, "--no-cache", "-q")
+	if c.stdout == d.stdout || c.stdout == a.stdout {
+		t.Errorf("builds without SOURCE_DATE_EPOCH: %q, %q (with it %q): want three digests", c.stdout, d.stdout, a.stdout)
+	}
+	// --platform: this machine's, or refused.
+	if r := build(rootA, nil, "-q", "--platform", "linux/"+runtime.GOARCH); r.code != 0 {
+		t.Errorf("--platform linux/%s: %+v", runtime.GOARCH, r)
+	}
+	other := "linux/arm64"
+	if runtime.GOARCH == "arm64" {
+		other = "linux/amd64"
+	}
+	if r := build(rootA, nil, "--platform", other); r.code != 1 || !strings.Contains(r.stderr, "--platform "+other+": cove build builds only for this machine's platform, linux/"+runtime.GOARCH) {
+		t.Errorf("--platform %s: %+v", other, r)
+	}
+	os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte("FROM --platform="+other+" "+base+"\n"), 0o644)
+	if r := build(rootA, nil); r.code != 1 || !strings.Contains(r.stderr, "line 1: FROM --platform="+other+": cove build builds only") {
+		t.Errorf("FROM --platform=%s: %+v", other, r)
 	}
 }
