@@ -86,6 +86,14 @@ func Build(ctx context.Context, store *image.Store, o Options) (res *Result, err
 			err = fmt.Errorf("build %s: %w", o.Context, err)
 		}
 	}()
+	if o.CacheDir != "" {
+		// Shared with other builds; PruneCache waits for it alone.
+		lock, err := lockCache(ctx, o.CacheDir, unix.LOCK_SH)
+		if err != nil {
+			return nil, fmt.Errorf("build cache: %w", err)
+		}
+		defer lock.Close()
+	}
 	b, err := newBuilder(store, o)
 	if err != nil {
 		return nil, err

@@ -834,3 +834,71 @@ func TestBuildReproducible(t *testing.T) {
 		t.Errorf("FROM --platform=%s: %+v", other, r)
 	}
 }
+
+// stepDirs lists the build cache's step entries under root.
+func stepDirs(t *testing.T, root string) []string {
+	t.Helper()
+	var out []string
+	entries, _ := os.ReadDir(filepath.Join(root, "data", "build", "steps"))
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), ".") {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// TestBuildPrune: cove prune removes the build steps no stored image has
+// (a stage the image only copied from), keeps the rest (a rebuild hits
+// them), removes all once the image is gone, and --build-cache removes
+// the RUN --mount caches too. A build running meanwhile is waited for.
+func TestBuildPrune(t *testing.T) {
+	needRoot(t)
+	base := busyboxRef(t)
+	root := t.TempDir()
+	dir := buildContext(t, map[string]string{"Dockerfile": "FROM " + base + " AS b\nRUN echo b > /b && echo not copied > /extra\n" +
+		"FROM " + base + "\nCOPY --from=b /b /b\nRUN --mount=type=cache,target=/c echo c > /c/x && cat /b > /final\n"})
+	buildCached(t, root, dir, "prune:a")
+	if n := len(stepDirs(t, root)); n != 3 {
+		t.Fatalf("%d steps cached, want 3", n)
+	}
+	r := runProc(t, root, "", "prune")
+	if r.code != 0 || !strings.Contains(r.stdout, "removed 1 build steps and 0 build cache mounts") {
+		t.Errorf("prune: %+v", r)
+	}
+	if r := runProc(t, root, "", "run", "--rm", "prune:a", "cat", "/final"); r.stdout != "b\n" {
+		t.Errorf("the image after prune: %+v", r)
+	}
+	if _, hits := buildCached(t, root, dir, "prune:a"); hits != "2/3" {
+		t.Errorf("rebuild after prune: %s cached, want 2/3 (the unused stage's step ran again)", hits)
+	}
+	runProc(t, root, "", "rmi", "prune:a")
+	if r := runProc(t, root, "", "prune"); r.code != 0 || len(stepDirs(t, root)) != 0 {
+		t.Errorf("prune after rmi: %+v; steps left %v", r, stepDirs(t, root))
+	}
+	mounts := filepath.Join(root, "data", "build", "mounts")
+	if names, _ := os.ReadDir(mounts); len(names) != 1 {
+		t.Errorf("the cache mount should stay without --build-cache: %v", names)
+	}
+	if r := runProc(t, root, "", "prune", "--build-cache"); r.code != 0 || !strings.Contains(r.stdout, "1 build cache mounts") {
+		t.Errorf("prune --build-cache: %+v", r)
+	}
+	if names, _ := os.ReadDir(mounts); len(names) != 0 {
+		t.Errorf("cache mounts left after --build-cache: %v", names)
+	}
+	// A prune while a build runs waits for it: the build's steps (in
+	// scratch directories until done) are not taken from under it.
+	os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte("FROM "+base+"\nRUN sleep 1 && echo one > /one\nRUN cat /one > /two\n"), 0o644)
+	cmd, _, errb := coveProc(root, "build", "-t", "prune:during", dir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	pr := runProc(t, root, "", "prune", "--build-cache")
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("the build during a prune: %v: %s", err, errb)
+	}
+	if r := runProc(t, root, "", "run", "--rm", "prune:during", "cat", "/two"); r.stdout != "one\n" || pr.code != 0 {
+		t.Errorf("after a build during a prune: %+v (prune %+v)", r, pr)
+	}
+}
