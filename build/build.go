@@ -65,6 +65,9 @@ type Options struct {
 	// Platform is --platform: only this machine's (linux/GOARCH) is
 	// accepted; "" means it.
 	Platform string
+	// Exports are where the image goes besides the store (--output,
+	// --push), written once it is stored.
+	Exports []Export
 	// Secrets are what RUN --mount=type=secret,id=ID reads, by ID (cove
 	// build --secret). They are in no layer and no cache key.
 	Secrets map[string][]byte
@@ -122,6 +125,7 @@ type builder struct {
 type stage struct {
 	name    string
 	base    *image.Image
+	baseRef string // the reference FROM pulled base by (through earlier stages too)
 	baseCfg *v1.ConfigFile
 	cfg     v1.ConfigFile
 	layers  []layerFile
@@ -308,13 +312,30 @@ func (b *builder) build(ctx context.Context) (*Result, error) {
 		b.stages = append(b.stages, st)
 	}
 	final := b.stages[last]
-	img, err := b.assemble(final)
+	img, err := b.assemble(final, nil)
 	if err != nil {
 		return nil, err
+	}
+	if len(b.opts.Exports) > 0 {
+		// The image with every blob readable is the one stored, so the
+		// store and the exports have one digest. (The store finds the
+		// base's files stored and reads only this build's layers.)
+		full, done, err := b.exportImage(ctx, final)
+		if err != nil {
+			return nil, fmt.Errorf("export: %w", err)
+		}
+		defer done()
+		img = full
 	}
 	stored, err := b.store.Import(ctx, img, b.opts.Tag)
 	if err != nil {
 		return nil, err
+	}
+	for _, e := range b.opts.Exports {
+		if err := b.export(ctx, img, e); err != nil {
+			return nil, fmt.Errorf("export to %s %s: %w", e.Type, e.Dest, err)
+		}
+		b.logf("exported to %s %s", e.Type, e.Dest)
 	}
 	b.res.Image, b.res.Ref = stored, b.opts.Tag
 	return &b.res, nil
@@ -360,6 +381,7 @@ func (b *builder) runStage(ctx context.Context, lex *shell.Lex, s *instructions.
 	b.logf("STEP %d/%d: FROM %s", b.step, b.steps, from)
 	if prev := b.stageNamed(from); prev != nil {
 		st.base, st.baseCfg, st.layers, st.created = prev.base, prev.baseCfg, append([]layerFile{}, prev.layers...), prev.created
+		st.baseRef = prev.baseRef
 		st.cfg = *prev.cfg.DeepCopy()
 		st.key = prev.key
 		st.history = append([]v1.History{}, prev.history...)
@@ -380,6 +402,7 @@ func (b *builder) runStage(ctx context.Context, lex *shell.Lex, s *instructions.
 			return nil, fmt.Errorf("FROM %s: config: %w", from, err)
 		}
 		st.base, st.baseCfg, st.cfg, st.created = img, cfg, *cfg.DeepCopy(), cfg.Created.Time
+		st.baseRef = from
 		st.key = digestOf(cacheFormat, img.Digest.String())
 	}
 	if b.epoch != nil {
@@ -1072,12 +1095,23 @@ func (b *builder) fromSource(ctx context.Context, from string) ([]string, string
 
 // assemble makes the stage's image: the base image's layers (which the
 // store holds flattened) and this build's, and the config with history.
-func (b *builder) assemble(st *stage) (v1.Image, error) {
+//
+// baseLayers, if given, are the base image's layers with their blobs (for
+// an export); else they stand for them by digest.
+func (b *builder) assemble(st *stage, baseLayers []v1.Layer) (v1.Image, error) {
 	var layers []v1.Layer
 	var history []v1.History
 	if st.base != nil {
-		for i, d := range st.base.Layers {
-			layers = append(layers, &storedLayer{digest: d, diffID: st.base.DiffIDs[i]})
+		if baseLayers != nil {
+			layers = append(layers, baseLayers...)
+		} else {
+			for i, d := range st.base.Layers {
+				var size int64 // unknown in images stored before the store kept sizes
+				if len(st.base.Sizes) == len(st.base.Layers) {
+					size = st.base.Sizes[i]
+				}
+				layers = append(layers, &storedLayer{digest: d, diffID: st.base.DiffIDs[i], size: size})
+			}
 		}
 		history = append(history, st.baseCfg.History...)
 	}

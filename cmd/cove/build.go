@@ -28,6 +28,8 @@ digest on stdout; the steps and RUN's output go to stderr.`,
 			&cli.BoolFlag{Name: "pull", Usage: "ask the registry for newer FROM images even when they are stored"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only the image's digest: no steps, no RUN output"},
 			&cli.StringFlag{Name: "platform", Usage: "build for `OS/ARCH`: only this machine's is accepted (RUN runs here)"},
+			&cli.StringSliceFlag{Name: "output", Aliases: []string{"o"}, Usage: "also write the image to `type=oci,dest=DIR` (or oci-archive, docker: a file; registry,name=REF)"},
+			&cli.BoolFlag{Name: "push", Usage: "also push the image to the registry its -t names"},
 			&cli.StringSliceFlag{Name: "secret", Usage: "give RUN --mount=type=secret the secret `id=ID,src=FILE` (or id=ID,env=VAR); it is in no layer"},
 		},
 		Action: func(c *cli.Context) error {
@@ -65,6 +67,20 @@ digest on stdout; the steps and RUN's output go to stderr.`,
 			if err != nil {
 				return err
 			}
+			var exports []build.Export
+			for _, o := range c.StringSlice("output") {
+				e, err := build.ParseExport(o)
+				if err != nil {
+					return err
+				}
+				exports = append(exports, e)
+			}
+			if c.Bool("push") {
+				if c.String("tag") == "" {
+					return fmt.Errorf("--push needs -t REGISTRY/NAME:TAG: where to push")
+				}
+				exports = append(exports, build.Export{Type: "registry", Dest: c.String("tag")})
+			}
 			var pull []image.Option
 			if c.Bool("pull") {
 				pull = append(pull, image.WithPolicy(image.PullAlways))
@@ -77,7 +93,7 @@ digest on stdout; the steps and RUN's output go to stderr.`,
 				Context: c.Args().First(), Dockerfile: c.String("file"), Tag: c.String("tag"),
 				BuildArgs: args, Target: c.String("target"), NoCache: c.Bool("no-cache"),
 				Binary: bin, CacheDir: filepath.Join(e.layout.Data, "build"), Output: progress, Pull: pull,
-				Secrets: secrets, Platform: c.String("platform"),
+				Secrets: secrets, Platform: c.String("platform"), Exports: exports,
 			})
 			if err != nil {
 				return err

@@ -902,3 +902,55 @@ func TestBuildPrune(t *testing.T) {
 		t.Errorf("after a build during a prune: %+v (prune %+v)", r, pr)
 	}
 }
+
+// TestBuildOutputs: --output writes the built image as an OCI layout, an
+// OCI archive and a docker archive, and --push sends it to the registry,
+// the base image's layers fetched from where FROM took them (the store
+// keeps only their files). Each, pulled into a fresh store, is the same
+// image (the same digest, but for the docker archive's own manifest) and
+// runs.
+func TestBuildOutputs(t *testing.T) {
+	needRoot(t)
+	base := busyboxRef(t)
+	addr := testregistry.Addr(t)
+	root := t.TempDir()
+	out := t.TempDir()
+	dir := buildContext(t, map[string]string{"Dockerfile": "FROM " + base + "\nRUN echo built > /f\nCOPY a /a\n", "a": "a\n"})
+	ref := addr + "/built/out:v1"
+	layoutDir, ociTar, dockerTar := filepath.Join(out, "layout"), filepath.Join(out, "img.tar"), filepath.Join(out, "docker.tar")
+	r := runProc(t, root, "", "build", "-t", ref, "--push", "-o", "type=oci,dest="+layoutDir,
+		"-o", "type=oci-archive,dest="+ociTar, "-o", "type=docker,dest="+dockerTar, dir)
+	if r.code != 0 {
+		t.Fatalf("build: %+v", r)
+	}
+	digest := strings.TrimSpace(r.stdout)
+	for _, src := range []string{"oci:" + layoutDir + ":v1", "oci-archive:" + ociTar + ":v1", "docker-archive:" + dockerTar, ref} {
+		fresh := t.TempDir()
+		p := runProc(t, fresh, "", "pull", "-q", src)
+		if p.code != 0 {
+			t.Errorf("pull %s: %+v", src, p)
+			continue
+		}
+		if got := strings.TrimSpace(p.stdout); got != digest && !strings.HasPrefix(src, "docker-archive:") {
+			t.Errorf("pull %s: digest %s, want the built %s", src, got, digest)
+		}
+		if run := runProc(t, fresh, "", "run", "--rm", src, "cat", "/f", "/a"); run.stdout != "built\na\n" {
+			t.Errorf("run %s: %+v", src, run)
+		}
+	}
+	// A second build into the same layout replaces its v1, and adds v2.
+	buildCached(t, root, dir, addr+"/built/out:v2", "-o", "type=oci,dest="+layoutDir)
+	idx, err := os.ReadFile(filepath.Join(layoutDir, "index.json"))
+	if err != nil || strings.Count(string(idx), `"org.opencontainers.image.ref.name"`) != 2 {
+		t.Errorf("the layout's index after two builds: %s (%v), want v1 and v2", idx, err)
+	}
+	for _, bad := range []struct{ flag, want string }{
+		{"type=local,dest=x", "--output type=local is not supported"},
+		{"type=oci", "no dest="},
+		{"dest=x", "no type="},
+	} {
+		if r := runProc(t, root, "", "build", "-o", bad.flag, dir); r.code != 1 || !strings.Contains(r.stderr, bad.want) {
+			t.Errorf("-o %s: %+v, want %q", bad.flag, r, bad.want)
+		}
+	}
+}
