@@ -595,6 +595,14 @@ func (b *builder) dispatch(ctx context.Context, lex *shell.Lex, st *stage, c ins
 		if err != nil {
 			return fail(err)
 		}
+		if len(cmd.Files) == 1 { // a #! heredoc script
+			script := filepath.Join(b.tmp, "script-"+newID()[:12])
+			if err := os.WriteFile(script, []byte(cmd.Files[0].Data), 0o755); err != nil {
+				return fail(err)
+			}
+			mounts.binds = append(mounts.binds, container.Bind{Source: script, Target: cmd.CmdLine[0], ReadOnly: true})
+			cmd.Files = nil
+		}
 		args := b.cmdLine(st, cmd)
 		return wrapFail(fail, b.runInstruction(ctx, st, text, args, heredocs, mounts, network))
 	case *instructions.CopyCommand:
@@ -793,6 +801,9 @@ func (b *builder) layerStep(ctx context.Context, st *stage, text, inputs string,
 	return nil
 }
 
+// scriptDir is where a RUN's #! heredoc script is, as in BuildKit.
+const scriptDir = "/dev/pipes"
+
 // heredocCmdLine turns a RUN with heredocs into the command the shell
 // runs, as BuildKit does: a lone heredoc is the script itself; heredocs
 // feeding a command are put back after it for the shell to read. It also
@@ -817,7 +828,13 @@ func heredocCmdLine(c instructions.ShellDependantCmdLine) (instructions.ShellDep
 			data = parser.ChompHeredocContent(data)
 		}
 		if strings.HasPrefix(data, "#!") {
-			return c, "", errors.New("a heredoc script with #! is not supported yet: COPY it in and RUN it")
+			// As BuildKit: the script is a file the RUN executes, by
+			// its #! line, from /dev/pipes (the container's own /dev,
+			// so in no layer). The file is left in out.Files.
+			out.PrependShell = false
+			out.CmdLine = []string{scriptDir + "/" + c.Files[0].Name}
+			out.Files = []instructions.ShellInlineFile{{Name: c.Files[0].Name, Data: data}}
+			return out, all.String(), nil
 		}
 		out.CmdLine = []string{data}
 		return out, all.String(), nil

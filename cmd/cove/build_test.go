@@ -111,6 +111,8 @@ func TestBuildFeatures(t *testing.T) {
 			run: "cat /g", want: "kept\n"},
 		{name: "heredocs", dockerfile: "FROM BASE\nRUN <<EOF\necho one > /h1\necho two >> /h1\nEOF\nRUN cat > /h2 <<EOF\nfed $((1+1))\nEOF\nCOPY <<EOF /etc/motd\nhello\nEOF\n",
 			run: "cat /h1 /h2 /etc/motd; stat -c %a /etc/motd", want: "one\ntwo\nfed 2\nhello\n644\n"},
+		{name: "heredoc-shebang", dockerfile: "FROM BASE\nRUN <<EOF\n#!/bin/sh -e\necho \"$0\" > /script\necho shebang >> /script\nEOF\n",
+			run: "cat /script", want: "/dev/pipes/EOF\nshebang\n"},
 		{name: "shell", dockerfile: "FROM BASE\nSHELL [\"/bin/sh\", \"-xc\"]\nRUN echo shell > /s\n", run: "cat /s", want: "shell\n"},
 		{name: "env", dockerfile: "FROM BASE\nENV GREETING=hello WHO=world\nENV BOTH=\"$GREETING $WHO\"\nRUN echo $BOTH > /env\n",
 			run: "cat /env; echo $BOTH", want: "hello world\nhello world\n",
@@ -470,7 +472,6 @@ func TestBuildRefusals(t *testing.T) {
 		{"add-tar-dotdot", "FROM BASE\nADD evil.tar /x/\n", map[string]string{"evil.tar": tarball(false, "../../evil=x")},
 			"line 2: ADD: evil.tar: unpack: entry \"../../evil\""},
 		{"bad-tag", "FROM BASE\n", nil, "-t: parse reference"},
-		{"heredoc-shebang", "FROM BASE\nRUN <<EOF\n#!/bin/sh\necho hi\nEOF\n", nil, "line 2: RUN: a heredoc script with #! is not supported yet"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
