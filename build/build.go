@@ -1002,6 +1002,29 @@ func (b *builder) copyInstruction(ctx context.Context, st *stage, text string, a
 		defer root.Close()
 		src = &source{name: "--from=" + from, root: root}
 	}
+	if !a.add && len(docs) == 0 {
+		// Hash what COPY reads first, and copy it only when the cache
+		// does not have the step: a cached COPY of a big context then
+		// reads it once and writes nothing.
+		h := sha256.New()
+		if err := copyInto(src, srcs, spec, "", h); err != nil {
+			return err
+		}
+		key := hex.EncodeToString(h.Sum(nil))
+		return b.layerStep(ctx, st, text, key, func(diff string) error {
+			again := sha256.New()
+			if err := copyInto(src, srcs, spec, diff, again); err != nil {
+				return err
+			}
+			if hex.EncodeToString(again.Sum(nil)) != key {
+				return errors.New("the files changed while COPY read them: build again once they are written")
+			}
+			if a.link {
+				return nil
+			}
+			return b.keepParents(st, diff, spec.dest, spec)
+		})
+	}
 	staged, err := os.MkdirTemp(b.tmp, "copy-")
 	if err != nil {
 		return err

@@ -102,12 +102,18 @@ func (s copySpec) excluded(rel string) bool {
 // not times, so that a touched but unchanged file still hits the cache.
 // Everything is written through an os.Root on layer: a symlink the copy
 // itself put there is never written through to the host.
+//
+// With layer "", nothing is written: the hash alone is computed (to look
+// the step up in the cache before copying anything).
 func copyInto(src *source, patterns []string, spec copySpec, layer string, h hash.Hash) error {
-	dst, err := os.OpenRoot(layer)
-	if err != nil {
-		return err
+	var dst *os.Root
+	if layer != "" {
+		var err error
+		if dst, err = os.OpenRoot(layer); err != nil {
+			return err
+		}
+		defer dst.Close()
 	}
-	defer dst.Close()
 	type match struct{ rel, pivot string }
 	var matches []match
 	for _, p := range patterns {
@@ -278,8 +284,11 @@ func copyEntry(src *source, rel, target string, fi fs.FileInfo, top bool, spec c
 		return nil
 	}
 	out := inRoot(target)
-	if err := dst.MkdirAll(path.Dir(out), 0o755); err != nil {
-		return fmt.Errorf("%s: %w", target, err)
+	dry := dst == nil // hash only
+	if !dry {
+		if err := dst.MkdirAll(path.Dir(out), 0o755); err != nil {
+			return fmt.Errorf("%s: %w", target, err)
+		}
 	}
 	mode := fi.Mode()
 	perm := mode.Perm() | mode&(os.ModeSetuid|os.ModeSetgid|os.ModeSticky)
@@ -289,13 +298,15 @@ func copyEntry(src *source, rel, target string, fi fs.FileInfo, top bool, spec c
 	fmt.Fprintf(h, "%s\x00%v\x00%o\x00%d:%d\x00", target, mode.Type(), perm, spec.uid, spec.gid)
 	switch {
 	case mode.IsDir():
-		if cur, err := dst.Lstat(out); err == nil && !cur.IsDir() {
-			if err := dst.Remove(out); err != nil {
-				return err
+		if !dry {
+			if cur, err := dst.Lstat(out); err == nil && !cur.IsDir() {
+				if err := dst.Remove(out); err != nil {
+					return err
+				}
 			}
-		}
-		if err := dst.MkdirAll(out, 0o755); err != nil {
-			return fmt.Errorf("%s: %w", target, err)
+			if err := dst.MkdirAll(out, 0o755); err != nil {
+				return fmt.Errorf("%s: %w", target, err)
+			}
 		}
 		names, err := sortedNames(src.root.Open(rel))
 		if err != nil {
@@ -317,6 +328,9 @@ func copyEntry(src *source, rel, target string, fi fs.FileInfo, top bool, spec c
 			return err
 		}
 		io.WriteString(h, link)
+		if dry {
+			return nil
+		}
 		if err := removeNonDir(dst, out); err != nil {
 			return err
 		}
@@ -330,6 +344,12 @@ func copyEntry(src *source, rel, target string, fi fs.FileInfo, top bool, spec c
 			return err
 		}
 		defer in.Close()
+		if dry {
+			if _, err := io.Copy(h, in); err != nil {
+				return fmt.Errorf("%s: %w", rel, err)
+			}
+			return nil
+		}
 		if err := removeNonDir(dst, out); err != nil {
 			return err
 		}
@@ -346,6 +366,9 @@ func copyEntry(src *source, rel, target string, fi fs.FileInfo, top bool, spec c
 		}
 	default:
 		return nil // sockets, devices, pipes: not copied
+	}
+	if dry {
+		return nil
 	}
 	if err := lchown(dst, out, spec); err != nil {
 		return err

@@ -955,3 +955,53 @@ func TestBuildOutputs(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkBuild times cove build of a COPY-heavy context (2000 files in
+// 100 directories, 11 MB, then a RUN) on the busybox test image: cold
+// (a fresh store holding only the base) and warm (every step cached). The
+// side-by-side comparison with podman is scripts/bench/build.sh.
+//
+//	export $(scripts/registry.sh start | grep COVE_)
+//	go test ./cmd/cove -run '^$' -bench Build -benchtime 5x
+func BenchmarkBuild(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("needs root")
+	}
+	img, err := testimage.Busybox()
+	if err != nil {
+		b.Skip(err)
+	}
+	base := testregistry.Push(b, testregistry.Addr(b), img)
+	dir := b.TempDir()
+	for i := range 2000 {
+		p := filepath.Join(dir, "src", fmt.Sprintf("pkg%03d", i%100), fmt.Sprintf("file%05d.txt", i))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, bytes.Repeat([]byte(fmt.Sprintf("line %d of a source file\n", i)), 20+i%200), 0o644)
+	}
+	os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte("FROM "+base+"\nWORKDIR /app\nCOPY . .\nRUN find /app/src -type f | wc -l > /app/count\n"), 0o644)
+	build := func(b *testing.B, root string) {
+		cmd, _, errb := coveProc(root, "build", "-q", "-t", "bench:build", dir)
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("build: %v: %s", err, errb)
+		}
+	}
+	b.Run("cold", func(b *testing.B) {
+		for range b.N {
+			b.StopTimer()
+			root := b.TempDir()
+			if r, _, errb := coveProc(root, "pull", "-q", base); r.Run() != nil {
+				b.Fatalf("pull: %s", errb)
+			}
+			b.StartTimer()
+			build(b, root)
+		}
+	})
+	b.Run("warm", func(b *testing.B) {
+		root := b.TempDir()
+		build(b, root)
+		b.ResetTimer()
+		for range b.N {
+			build(b, root)
+		}
+	})
+}
