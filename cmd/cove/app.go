@@ -64,6 +64,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			rmCommand(),
 			pullCommand(),
 			buildCommand(),
+			pushCommand(),
 			imagesCommand(),
 			rmiCommand(),
 			pruneCommand(),

@@ -106,3 +106,43 @@ digest on stdout; the steps and RUN's output go to stderr.`,
 		},
 	}
 }
+
+func pushCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "push",
+		Usage:     "send a stored image to a registry (an image cove built, or one it pulled)",
+		ArgsUsage: "IMAGE [DEST]",
+		Description: `Pushes the stored IMAGE to DEST (default: IMAGE's own name) as the same
+image, with the credentials of ~/.docker/config.json. The store keeps images
+flattened: the layers of an image cove built come from its build cache, and
+its base's from where the base was pulled (cove prune may have removed the
+first: build again). Prints the digest.`,
+		Action: func(c *cli.Context) error {
+			if c.NArg() < 1 || c.NArg() > 2 {
+				return fmt.Errorf("push takes IMAGE and an optional DEST (see cove push --help)")
+			}
+			e, err := globalEnv(c)
+			if err != nil {
+				return err
+			}
+			store, err := e.store()
+			if err != nil {
+				return err
+			}
+			src, dest := c.Args().Get(0), c.Args().Get(1)
+			if dest == "" {
+				dest = src
+			}
+			img, err := store.Get(src)
+			if err != nil {
+				return fmt.Errorf("push %s: %w (cove images lists what is stored)", src, err)
+			}
+			if err := build.Push(c.Context, store, filepath.Join(e.layout.Data, "build"), src, dest); err != nil {
+				return err
+			}
+			fmt.Fprintf(c.App.ErrWriter, "pushed %s\n", dest)
+			fmt.Fprintln(c.App.Writer, img.Digest)
+			return nil
+		},
+	}
+}

@@ -1005,3 +1005,41 @@ func BenchmarkBuild(b *testing.B) {
 		}
 	})
 }
+
+// TestPush: cove push sends a built image (its layers from the build
+// cache, its base's from the registry it was pulled from) and a pulled
+// one to the registry as the same images: pulled into a fresh store they
+// have the stored digests and run.
+func TestPush(t *testing.T) {
+	needRoot(t)
+	base := busyboxRef(t)
+	addr := testregistry.Addr(t)
+	root := t.TempDir()
+	dir := buildContext(t, map[string]string{"Dockerfile": "FROM " + base + "\nRUN echo pushed > /p\nCOPY a /a\nENV X=1\n", "a": "a\n"})
+	built, _ := buildCached(t, root, dir, "local/pushme:v1")
+	baseDigest := strings.TrimSpace(runProc(t, root, "", "pull", "-q", base).stdout)
+	for _, tc := range []struct{ src, dest, digest, check string }{
+		{"local/pushme:v1", addr + "/pushed/built:v1", built, "pushed\na\n"},
+		{base, addr + "/pushed/base:v1", baseDigest, ""},
+	} {
+		r := runProc(t, root, "", "push", tc.src, tc.dest)
+		if r.code != 0 || strings.TrimSpace(r.stdout) != tc.digest {
+			t.Errorf("push %s: %+v, want the digest %s", tc.src, r, tc.digest)
+			continue
+		}
+		fresh := t.TempDir()
+		if p := runProc(t, fresh, "", "pull", "-q", tc.dest); strings.TrimSpace(p.stdout) != tc.digest {
+			t.Errorf("pull %s: %+v, want %s", tc.dest, p, tc.digest)
+		}
+		if tc.check != "" {
+			if run := runProc(t, fresh, "", "run", "--rm", tc.dest, "cat", "/p", "/a"); run.stdout != tc.check {
+				t.Errorf("run %s: %+v", tc.dest, run)
+			}
+		}
+	}
+	// Without the build cache the built layers are nowhere: said so.
+	runProc(t, root, "", "prune", "--build-cache")
+	if r := runProc(t, root, "", "push", "local/pushme:v1", addr+"/pushed/again:v1"); r.code != 1 || !strings.Contains(r.stderr, "not in the build cache, nor in any stored image") {
+		t.Errorf("push after the build cache went: %+v", r)
+	}
+}
