@@ -6,11 +6,16 @@
 //
 // Supported: FROM (an image, or an earlier stage with AS), ARG (with the
 // platform ones predefined), ENV, WORKDIR, RUN (shell and exec form,
-// SHELL, heredocs), USER, COPY (--from, --chown, --chmod, globs,
-// .dockerignore, heredocs), ADD of local files and tar archives, LABEL,
-// EXPOSE, ENTRYPOINT, CMD; VOLUME, STOPSIGNAL, HEALTHCHECK, MAINTAINER and
-// ONBUILD are recorded in the config. Anything else (RUN --mount, ADD of a
-// URL, a #! heredoc script) fails with its line number.
+// SHELL, heredocs and #! heredoc scripts; --mount of type cache, bind,
+// tmpfs and secret; --network), USER, COPY (--from, --chown, --chmod,
+// --link, --parents, --exclude, globs, .dockerignore, heredocs), ADD of
+// local files, tar archives and http(s) URLs (--checksum), LABEL, EXPOSE,
+// ENTRYPOINT, CMD; VOLUME, STOPSIGNAL, HEALTHCHECK, MAINTAINER and ONBUILD
+// are recorded in the config. Anything else (RUN --mount=type=ssh, ADD of
+// a git source) fails with its line number. SOURCE_DATE_EPOCH, as a build
+// arg, makes builds reproducible. Besides the store, a build can write an
+// OCI layout or archive, a docker archive, or push (Options.Exports);
+// Push sends a stored image later, and PruneCache trims the step cache.
 package build
 
 import (

@@ -18,7 +18,9 @@ func buildCommand() *cli.Command {
 		ArgsUsage: "CONTEXT",
 		Description: `Each RUN runs in a container of the stage so far; the image is stored under
 its tag (-t), so that cove run and cove up --image find it. Prints the image's
-digest on stdout; the steps and RUN's output go to stderr.`,
+digest on stdout; the steps and RUN's output go to stderr (none with -q).
+SOURCE_DATE_EPOCH, in the environment or as a build arg, makes the image's
+times the epoch and its digest reproducible.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "the `Dockerfile` (default: CONTEXT/Dockerfile)"},
 			&cli.StringFlag{Name: "tag", Aliases: []string{"t"}, Usage: "store the image as `REF`"},
