@@ -7,14 +7,18 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/image"
 )
 
@@ -55,7 +59,13 @@ func (b *builder) addURL(ctx context.Context, u, checksum string, unpack *bool, 
 	if err != nil {
 		return fmt.Errorf("%s: %w", u, err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	client := http.DefaultClient
+	if b.opts.Confined {
+		if client, err = confinedClient(); err != nil {
+			return err
+		}
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("fetch %s: %w", u, err)
 	}
@@ -182,4 +192,40 @@ func (b *builder) resolveDest(st *stage, spec *copySpec) error {
 	}
 	spec.dest = path.Join("/", parent, path.Base(spec.dest))
 	return nil
+}
+
+// confinedClient fetches only from addresses a container with its own
+// network (container.NetPrivate) reaches: not the host's loopback, its
+// own addresses, link-local ones or the cloud metadata services; through
+// redirects too (every connection is checked as it is dialled), with no
+// proxy.
+func confinedClient() (*http.Client, error) {
+	host, err := container.HostAddresses()
+	if err != nil {
+		return nil, err
+	}
+	var blocked []netip.Prefix
+	for _, a := range host {
+		if p, err := netip.ParsePrefix(a); err == nil {
+			blocked = append(blocked, p)
+		}
+	}
+	dialer := &net.Dialer{Timeout: 30 * time.Second, Control: func(_, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return err
+		}
+		ip := ap.Addr().Unmap()
+		if ip.IsLoopback() || ip.IsUnspecified() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsMulticast() {
+			return fmt.Errorf("%s is this machine's or local: a confined build fetches only from elsewhere", ip)
+		}
+		for _, p := range blocked {
+			if p.Contains(ip) {
+				return fmt.Errorf("%s is this machine's own address: a confined build fetches only from elsewhere", ip)
+			}
+		}
+		return nil
+	}}
+	return &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext, TLSHandshakeTimeout: 30 * time.Second,
+		ForceAttemptHTTP2: true}}, nil
 }

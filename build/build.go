@@ -70,6 +70,15 @@ type Options struct {
 	// Platform is --platform: only this machine's (linux/GOARCH) is
 	// accepted; "" means it.
 	Platform string
+	// Confined builds a Dockerfile and context that are not trusted
+	// (devcontainer.json's build, which the workspace can write; cove
+	// build --confined): RUN gets a network of its own (container.NetPrivate:
+	// the host's loopback, its addresses and the cloud metadata services
+	// out of reach) instead of the host's, RUN --network=host is refused,
+	// ADD fetches a URL only from an address such a container could
+	// reach, and RUN --mount=type=cache caches are the context's own. The
+	// default is docker build's: the host's network, caches shared by id.
+	Confined bool
 	// Exports are where the image goes besides the store (--output,
 	// --push), written once it is stored.
 	Exports []Export
@@ -588,7 +597,7 @@ func (b *builder) dispatch(ctx context.Context, lex *shell.Lex, st *stage, c ins
 			}))
 		}
 	case *instructions.RunCommand:
-		network, err := runFlags(c)
+		network, err := runFlags(c, b.opts.Confined)
 		if err != nil {
 			return fail(err)
 		}

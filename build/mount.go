@@ -136,7 +136,13 @@ func (b *builder) prepareMounts(ctx context.Context, st *stage, mounts []*instru
 			if id == "" {
 				id = target // BuildKit's default: one cache per target
 			}
-			sum := sha256.Sum256([]byte(id))
+			scope := ""
+			if b.opts.Confined {
+				// An untrusted Dockerfile could fill a cache that
+				// another project's build then trusts: its own.
+				scope = b.opts.Context + "\x00"
+			}
+			sum := sha256.Sum256([]byte(scope + id))
 			cd := cacheDirs{dir: filepath.Join(b.opts.CacheDir, "mounts", hex.EncodeToString(sum[:16])), sharing: m.CacheSharing, mode: 0o755, bind: len(rm.binds)}
 			if cd.sharing == "" {
 				cd.sharing = instructions.MountSharingShared
@@ -347,16 +353,25 @@ func dropStubs(upper string, stubs []string) {
 }
 
 // runFlags checks RUN's flags: --mount and --network are taken, the rest
-// refused by name.
-func runFlags(c *instructions.RunCommand) (network string, err error) {
+// refused by name. It returns RUN's network: the host's by default, or
+// with confined a network of its own.
+func runFlags(c *instructions.RunCommand, confined bool) (network string, err error) {
 	for _, f := range c.FlagsUsed {
 		if f != "mount" && f != "network" {
 			return "", fmt.Errorf("RUN --%s is not supported", f)
 		}
 	}
 	switch n := instructions.GetNetwork(c); n {
-	case instructions.NetworkDefault, instructions.NetworkHost, "":
+	case instructions.NetworkDefault, "":
+		if confined {
+			return container.NetPrivate, nil
+		}
 		return container.NetHost, nil // cove build's RUN has the host's network, as docker build's default
+	case instructions.NetworkHost:
+		if confined {
+			return "", errors.New("RUN --network=host: a confined build (an untrusted Dockerfile) does not get the host's network")
+		}
+		return container.NetHost, nil
 	case instructions.NetworkNone:
 		return container.NetNone, nil
 	default:

@@ -42,6 +42,9 @@ func (b *builder) runStep(ctx context.Context, lowers []string, proc container.P
 	defer os.RemoveAll(dir)
 	resolv, hosts := filepath.Join(dir, "etc", "resolv.conf"), filepath.Join(dir, "etc", "hosts")
 	r, _ := os.ReadFile("/etc/resolv.conf")
+	if network == container.NetPrivate {
+		r = container.ResolvConf(r) // pasta's DNS forwarder
+	}
 	if err := os.WriteFile(resolv, r, 0o644); err != nil {
 		return err
 	}

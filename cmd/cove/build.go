@@ -28,6 +28,7 @@ times the epoch and its digest reproducible.`,
 			&cli.StringFlag{Name: "target", Usage: "build the `STAGE` named so, not the last"},
 			&cli.BoolFlag{Name: "no-cache", Usage: "run every step, whatever the cache holds"},
 			&cli.BoolFlag{Name: "pull", Usage: "ask the registry for newer FROM images even when they are stored"},
+			&cli.BoolFlag{Name: "confined", Usage: "build a Dockerfile you do not trust: RUN gets a network of its own (your loopback and machine out of reach), ADD fetches only from elsewhere, cache mounts are this context's own"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only the image's digest: no steps, no RUN output"},
 			&cli.StringFlag{Name: "platform", Usage: "build for `OS/ARCH`: only this machine's is accepted (RUN runs here)"},
 			&cli.StringSliceFlag{Name: "output", Aliases: []string{"o"}, Usage: "also write the image to `type=oci,dest=DIR` (or oci-archive, docker: a file; registry,name=REF)"},
@@ -95,7 +96,7 @@ times the epoch and its digest reproducible.`,
 				Context: c.Args().First(), Dockerfile: c.String("file"), Tag: c.String("tag"),
 				BuildArgs: args, Target: c.String("target"), NoCache: c.Bool("no-cache"),
 				Binary: bin, CacheDir: filepath.Join(e.layout.Data, "build"), Output: progress, Pull: pull,
-				Secrets: secrets, Platform: c.String("platform"), Exports: exports,
+				Secrets: secrets, Platform: c.String("platform"), Exports: exports, Confined: c.Bool("confined"),
 			})
 			if err != nil {
 				return err

@@ -1043,3 +1043,58 @@ func TestPush(t *testing.T) {
 		t.Errorf("push after the build cache went: %+v", r)
 	}
 }
+
+// TestBuildConfined: with --confined (an untrusted Dockerfile, as
+// devcontainer.json's build), RUN cannot reach the host's loopback (it
+// can without), ADD will not fetch from it, --network=host is refused,
+// and a cache mount is the context's own, not another project's.
+func TestBuildConfined(t *testing.T) {
+	needRoot(t)
+	if _, err := exec.LookPath("pasta"); err != nil {
+		t.Skip("pasta is not installed (apt-get install passt)")
+	}
+	base := busyboxRef(t)
+	root := t.TempDir()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "host secret\n") }))
+	defer srv.Close()
+	df := "FROM " + base + "\nRUN (wget -q -O - " + srv.URL + "/x || echo unreachable) > /got; grep -c nameserver /etc/resolv.conf > /ns; grep -o 169.254.1.1 /etc/resolv.conf >> /ns; true\n"
+	dir := buildContext(t, map[string]string{"Dockerfile": df})
+	for _, tc := range []struct {
+		flags []string
+		want  string
+	}{
+		{nil, "host secret\n"},
+		{[]string{"--confined"}, "unreachable\n1\n169.254.1.1\n"},
+	} {
+		r := runProc(t, root, "", append(append([]string{"build", "-t", "confined:test"}, tc.flags...), dir)...)
+		if r.code != 0 {
+			t.Fatalf("build %v: %+v", tc.flags, r)
+		}
+		got := runProc(t, root, "", "run", "--rm", "confined:test", "sh", "-c", "cat /got; test -n \"$(grep -v 169.254 /etc/hosts)\" && grep -q 169.254.1.1 /ns && cat /ns; true")
+		if !strings.HasPrefix(got.stdout, tc.want) {
+			t.Errorf("build %v: the RUN saw %q, want %q", tc.flags, got.stdout, tc.want)
+		}
+	}
+	for _, tc := range []struct{ line, want string }{
+		{"ADD " + srv.URL + "/x /x", "127.0.0.1 is this machine's or local: a confined build fetches only from elsewhere"},
+		{"RUN --network=host true", "line 2: RUN: RUN --network=host: a confined build (an untrusted Dockerfile) does not get the host's network"},
+	} {
+		os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte("FROM "+base+"\n"+tc.line+"\n"), 0o644)
+		if r := runProc(t, root, "", "build", "--confined", "-t", "confined:refused", dir); r.code != 1 || !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stderr, "host secret") {
+			t.Errorf("%s: %+v, want %q", tc.line, r, tc.want)
+		}
+	}
+	// Two projects' caches of one id: shared by default, each its own
+	// when confined.
+	write := buildContext(t, map[string]string{"Dockerfile": "FROM " + base + "\nRUN --mount=type=cache,id=pip,target=/c echo poisoned > /c/f\n"})
+	read := buildContext(t, map[string]string{"Dockerfile": "FROM " + base + "\nRUN --mount=type=cache,id=pip,target=/c (cat /c/f 2>/dev/null || echo clean) > /saw\n"})
+	for _, tc := range []struct {
+		flag, want string
+	}{{"--no-cache", "poisoned\n"}, {"--confined", "clean\n"}} {
+		buildCached(t, root, write, "cache:write", "--no-cache", tc.flag)
+		buildCached(t, root, read, "cache:read", "--no-cache", tc.flag)
+		if r := runProc(t, root, "", "run", "--rm", "cache:read", "cat", "/saw"); r.stdout != tc.want {
+			t.Errorf("%s: the second project's cache held %q, want %q", tc.flag, r.stdout, tc.want)
+		}
+	}
+}
