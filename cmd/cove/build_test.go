@@ -517,7 +517,11 @@ func TestBuildRootless(t *testing.T) {
 	os.Mkdir(root, 0o755)
 	os.Chown(root, uid, gid)
 	os.WriteFile(filepath.Join(ctx, "Dockerfile"), []byte("FROM "+ref+"\nCOPY f /f\nCOPY --chown=1234:5678 f /owned/g\nCOPY --chown=7:7 f /h\n"+
-		"RUN echo made > /made && mkdir /home && touch /home/u1000 && chown 1000:1001 /home/u1000 && rm /etc/group && chown 9:9 /h\n"), 0o644)
+		"RUN echo made > /made && mkdir /home && touch /home/u1000 && chown 1000:1001 /home/u1000 && rm /etc/group && chown 9:9 /h\n"+
+		"RUN --mount=type=cache,target=/var/cache/x --mount=type=secret,id=s,required --mount=type=bind,source=f,target=/bound "+
+		"echo cached >> /var/cache/x/log && wc -l < /var/cache/x/log > /mounts && wc -c < /run/secrets/s >> /mounts && cat /bound >> /mounts\n"), 0o644)
+	os.WriteFile(filepath.Join(ctx, "secret"), []byte("rootless-secret"), 0o600)
+	os.Chown(filepath.Join(ctx, "secret"), uid, gid)
 	os.WriteFile(filepath.Join(ctx, "f"), []byte("copied\n"), 0o644)
 	as := func(args ...string) result {
 		cmd, out, errb := coveProc(root, args...)
@@ -531,11 +535,11 @@ func TestBuildRootless(t *testing.T) {
 		}
 		return result{out.String(), errb.String(), code}
 	}
-	if r := as("build", "-t", "rootless:test", ctx); r.code != 0 {
+	if r := as("build", "-t", "rootless:test", "--secret", "id=s,src="+filepath.Join(ctx, "secret"), ctx); r.code != 0 {
 		t.Fatalf("rootless build: %+v", r)
 	}
-	r := as("run", "--rm", "rootless:test", "sh", "-c", "cat /f /made; ls /etc/group 2>&1; true")
-	want := "copied\nmade\nls: /etc/group: No such file or directory\n"
+	r := as("run", "--rm", "rootless:test", "sh", "-c", "cat /f /made; ls /etc/group 2>&1; cat /mounts; ls /run/secrets /var/cache/x /bound 2>&1 | wc -l; true")
+	want := "copied\nmade\nls: /etc/group: No such file or directory\n1\n15\ncopied\n3\n"
 	if r.code != 0 || r.stdout != want {
 		t.Errorf("rootless image: got %q (%+v), want %q", r.stdout, r, want)
 	}
