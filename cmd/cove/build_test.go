@@ -1146,3 +1146,17 @@ func TestBuildCacheMountSharing(t *testing.T) {
 		}
 	}
 }
+
+// TestSliceFlagsKeepCommas: a repeated flag's value is taken whole, as
+// docker and podman take it: --build-arg V=a,b and -e A=1,2 (urfave/cli
+// would split them at the comma).
+func TestSliceFlagsKeepCommas(t *testing.T) {
+	needRoot(t)
+	base := busyboxRef(t)
+	root := t.TempDir()
+	dir := buildContext(t, map[string]string{"Dockerfile": "FROM " + base + "\nARG V\nRUN echo \"$V\" > /v\n"})
+	buildCached(t, root, dir, "commas:test", "--build-arg", "V=a,b")
+	if r := runProc(t, root, "", "run", "--rm", "-e", "A=1,2", "commas:test", "sh", "-c", "cat /v; echo \"$A\""); r.stdout != "a,b\n1,2\n" {
+		t.Errorf("got %+v, want a,b and 1,2", r)
+	}
+}
