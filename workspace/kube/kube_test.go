@@ -130,8 +130,11 @@ func TestWorkspacePod(t *testing.T) {
 		t.Errorf("exec with a terminal: %d %v %q", code, err, tty.String())
 	}
 	close(sizes)
-	if _, _, code := run(t, p, "no-such-command"); code != 127 && code != 126 {
-		t.Errorf("a missing command exits %d", code)
+	if _, errs, code := run(t, p, "no-such-command"); code != 127 || !strings.Contains(errs, "no-such-command: executable file not found") {
+		t.Errorf("a missing command exits %d: %q", code, errs)
+	}
+	if _, _, code := run(t, p, "/etc/passwd"); code != 126 {
+		t.Errorf("a file that is not executable exits %d", code)
 	}
 
 	// cove brings itself in.
