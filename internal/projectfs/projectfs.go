@@ -287,6 +287,16 @@ func (w *Dir) Symlink(target, p string) error {
 	})
 }
 
+// Readlink returns the target of the symlink at p, as written (it is not
+// followed).
+func (w *Dir) Readlink(p string) (string, error) {
+	r, err := w.Rel(p)
+	if err != nil {
+		return "", err
+	}
+	return w.root.Readlink(r)
+}
+
 // Chmod sets the permission bits (mode.Perm(): never setuid, setgid or
 // sticky) of a file inside the directory, as a rewind gives a file its
 // mode back.
