@@ -60,6 +60,11 @@ type Options struct {
 	Output io.Writer
 	// Pull are the options FROM's image pulls use (progress, keychain…).
 	Pull []image.Option
+	// Net is the network RUN's containers have (container.NetHost,
+	// NetPrivate or NetNone); default NetHost, docker build's. A
+	// Dockerfile the user did not write (a project's devcontainer build)
+	// gets NetPrivate: the host's loopback services out of its reach.
+	Net string
 }
 
 // Result is a finished build.
