@@ -17,6 +17,7 @@ import (
 
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/internal/devcontainer"
+	"github.com/cove-sh/cove/internal/devimage"
 	"github.com/cove-sh/cove/internal/projectfs"
 	"github.com/cove-sh/cove/internal/termtext"
 	"github.com/urfave/cli/v2"
@@ -54,6 +55,38 @@ func loadDevcontainer(c *cli.Context, dir string) (*devcontainer.Config, error) 
 		fmt.Fprintf(c.App.ErrWriter, "cove: note: %s\n", termtext.Visible(n))
 	}
 	return dc, nil
+}
+
+// buildWorkspaceImage builds the image devcontainer.json's build section
+// describes (its RUN steps in containers with the workspace's network),
+// stored under a tag of the workspace's own, and returns that tag and the
+// image's digest; without a build section, ref and "". An unchanged
+// Dockerfile and context rebuild from the cache to the same digest.
+func buildWorkspaceImage(c *cli.Context, e *env, dc *devcontainer.Config, dir, name, network, ref string) (string, string, error) {
+	ib, err := dc.ImageBuild()
+	if err != nil || ib == nil {
+		return ref, "", err
+	}
+	store, err := e.store()
+	if err != nil {
+		return "", "", err
+	}
+	bin, err := coveBinary()
+	if err != nil {
+		return "", "", err
+	}
+	tag := "cove-devcontainer/" + name + ":build"
+	fmt.Fprintf(c.App.ErrWriter, "cove: building the workspace image from %s\n", termtext.Visible(filepath.Join(dir, ib.Dockerfile)))
+	res, err := devimage.Build(c.Context, dir, ib, tag, devimage.Options{
+		Store: store, Binary: bin, CacheDir: filepath.Join(e.layout.Data, "build"), Net: network,
+		// The Dockerfile is the project's: its output is shown as text.
+		Output: termtext.NewWriter(c.App.ErrWriter),
+	})
+	if err != nil {
+		return "", "", err
+	}
+	fmt.Fprintf(c.App.ErrWriter, "cove: built %s (%d of %d layer steps cached)\n", res.Ref, res.Hits, res.Steps)
+	return tag, res.Image.Digest.String(), nil
 }
 
 // initializeCommand runs a trusted file's initializeCommand on the host,

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -273,5 +276,81 @@ func TestDevcontainerRemoteUser(t *testing.T) {
 	}
 	if r := runProc(t, root, "", "exec", "-u", "0", name, "id", "-u"); r.stdout != "0\n" {
 		t.Errorf("exec -u 0: %+v", r)
+	}
+}
+
+// TestDevcontainerBuild: a project whose devcontainer.json builds its
+// image from a Dockerfile (it used to be refused) gets that image, with
+// the build section's args and its context; a second start builds from
+// the cache to the same image, and a changed context is a clear "rebuilt:
+// --fresh" rather than an old layer put on a new image. The build is the
+// project's: its RUN steps have the workspace's own network (the host's
+// loopback services out of reach), and a Dockerfile or context that
+// leads out of the project is refused without its content shown.
+func TestDevcontainerBuild(t *testing.T) {
+	needRoot(t)
+	base := busyboxRef(t)
+	// A service on the host's loopback, which a RUN with the host's
+	// network would reach.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "host-secret") }))
+	project, root := devcontainerProject(t, `{"build": {"dockerfile": "Dockerfile", "context": "..", "args": {"GREETING": "hi"}}}`)
+	os.WriteFile(filepath.Join(project, ".devcontainer", "Dockerfile"), []byte("FROM "+base+"\nARG GREETING\nCOPY app.txt /app.txt\n"+
+		"RUN echo \"$GREETING\" > /greeting; printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 3 "+strings.Replace(l.Addr().String(), ":", " ", 1)+
+		" > /net; grep -q host-secret /net && echo reached > /net || echo unreachable > /net\n"), 0o644)
+	os.WriteFile(filepath.Join(project, "app.txt"), []byte("v1\n"), 0o644)
+	name := workspaceName(project)
+	r := runProc(t, root, "", "up", "--detach", project)
+	if r.code != 0 || !strings.Contains(r.stderr, "cove: building the workspace image from "+project+"/.devcontainer/Dockerfile") {
+		t.Fatalf("up: %+v", r)
+	}
+	if r := runProc(t, root, "", "exec", name, "cat", "/greeting", "/app.txt", "/net"); r.stdout != "hi\nv1\nunreachable\n" {
+		t.Errorf("the built image: %+v", r)
+	}
+	runProc(t, root, "", "stop", "--time", "2", name)
+	// Unchanged: every step from the cache, the same image, no complaint.
+	start := time.Now()
+	if r := runProc(t, root, "", "up", "--detach", project); r.code != 0 || !strings.Contains(r.stderr, "(2 of 2 layer steps cached)") {
+		t.Fatalf("second up: %+v", r)
+	}
+	t.Logf("a warm up with a cached build: %v", time.Since(start))
+	runProc(t, root, "", "stop", "--time", "2", name)
+	// The context changed: the image is rebuilt, and the kept layer is
+	// not put on it without a word.
+	os.WriteFile(filepath.Join(project, "app.txt"), []byte("v2\n"), 0o644)
+	if r := runProc(t, root, "", "up", "--detach", project); r.code == 0 || !strings.Contains(r.stderr, "made from an earlier build of its image") ||
+		!strings.Contains(r.stderr, "cove up --fresh") {
+		t.Fatalf("up after a change: %+v", r)
+	}
+	if r := runProc(t, root, "", "up", "--detach", "--fresh", project); r.code != 0 {
+		t.Fatalf("up --fresh: %+v", r)
+	}
+	if r := runProc(t, root, "", "exec", name, "cat", "/app.txt"); r.stdout != "v2\n" {
+		t.Errorf("after --fresh: %+v", r)
+	}
+	runProc(t, root, "", "stop", "--time", "2", name)
+
+	// Hostile: the Dockerfile a symlink to a host file, the context a
+	// symlink out of the project.
+	secret := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(secret, []byte("FROM host-secret-content\n"), 0o644)
+	for _, tc := range []struct{ config, link, target, want string }{
+		{`{"build": {"dockerfile": "Dockerfile"}}`, "Dockerfile", secret, "the Dockerfile .devcontainer/Dockerfile"},
+		{`{"build": {"dockerfile": "Dockerfile", "context": "ctx"}}`, "ctx", "/", "the context .devcontainer/ctx"},
+	} {
+		p, root := devcontainerProject(t, tc.config)
+		os.WriteFile(filepath.Join(p, ".devcontainer", "Dockerfile"), []byte("FROM "+base+"\nCOPY . /ctx\n"), 0o644)
+		os.Remove(filepath.Join(p, ".devcontainer", tc.link))
+		if err := os.Symlink(tc.target, filepath.Join(p, ".devcontainer", tc.link)); err != nil {
+			t.Fatal(err)
+		}
+		r := runProc(t, root, "", "up", "--detach", p)
+		if r.code == 0 || !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stderr, "host-secret-content") {
+			t.Errorf("%s -> %s: %+v", tc.link, tc.target, r)
+		}
 	}
 }

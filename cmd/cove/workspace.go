@@ -116,9 +116,18 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 	if err != nil {
 		return nil, err
 	}
+	// initializeCommand comes first, as the spec has it: before the image
+	// is pulled or built.
+	if err := initializeCommand(c, dc, abs); err != nil {
+		return nil, err
+	}
 	ref := c.String("image")
+	built := ""
 	if ref == "" && dc != nil {
 		ref = dc.Image
+		if ref, built, err = buildWorkspaceImage(c, e, dc, abs, name, conf.Net, ref); err != nil {
+			return nil, err
+		}
 	}
 	if ref == "" {
 		ref = DefaultImage
@@ -129,6 +138,10 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 	if prev, err := os.ReadFile(filepath.Join(layerDir, "image-ref")); err == nil && string(prev) != ref {
 		return nil, fmt.Errorf("the workspace %s was made from %s, not %s: cove up --fresh starts it anew from %s (what was installed in it goes), or leave the image as it was",
 			name, prev, ref, ref)
+	}
+	if prev, err := os.ReadFile(filepath.Join(layerDir, "image-built")); err == nil && built != "" && string(prev) != built {
+		return nil, fmt.Errorf("the workspace %s was made from an earlier build of its image (%s changed since): cove up --fresh starts it anew from the new one (what was installed in it goes), or undo the change",
+			name, dc.Path+"'s build")
 	}
 	specs, notes, err := dc.PortSpecs()
 	if err != nil {
@@ -155,9 +168,6 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 		// The workspace shares the host's network (or has none): its
 		// ports need no forwarding, or cannot have it.
 		ports = nil
-	}
-	if err := initializeCommand(c, dc, abs); err != nil {
-		return nil, err
 	}
 	sockDir := workspaceSocketDir(e, name)
 	// A fresh directory each start: nothing the last workspace left there
@@ -220,6 +230,9 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 		return nil, err
 	}
 	os.WriteFile(filepath.Join(layerDir, "image-ref"), []byte(ref), 0o600)
+	if built != "" {
+		os.WriteFile(filepath.Join(layerDir, "image-built"), []byte(built), 0o600)
+	}
 	// The server is usually up within tens of milliseconds: ask often at
 	// first (the wait is most of a warm start), then less.
 	sock := workspaceSocket(e, name)

@@ -57,7 +57,7 @@ type Config struct {
 	// port, a "HOST:CONTAINER" string, or a list of either.
 	ForwardPorts []any           `json:"forwardPorts"`
 	AppPort      json.RawMessage `json:"appPort"`
-	Build        json.RawMessage `json:"build"`
+	Build        *Build          `json:"build"`
 	DockerFile   string          `json:"dockerFile"`
 
 	InitializeCommand    *Command `json:"initializeCommand"`
@@ -80,6 +80,8 @@ type Config struct {
 	// vars resolves what is left, ${containerEnv:…}, once the
 	// container's environment is known.
 	vars *vars
+	// project is the project directory on the host.
+	project string
 }
 
 // Options says where to look and what the host may give the file.
@@ -132,8 +134,8 @@ func Find(dir string) ([]string, error) {
 // Load reads the project's devcontainer.json (JSON with comments and
 // trailing commas) through the confined project (no symlink out, no
 // FIFO, at most 1 MiB). No file is a nil Config. A config cove cannot run
-// as written (compose, a Dockerfile, privileged) is an error that names
-// the key and what to do, before anything starts.
+// as written (compose, privileged, a Dockerfile outside the project) is an
+// error that names the key and what to do, before anything starts.
 func Load(dir string, opts Options) (*Config, error) {
 	rel, err := choose(dir, opts.ConfigPath)
 	if err != nil || rel == "" {
@@ -195,7 +197,7 @@ func listOrNone(l []string) string {
 var supported = map[string]bool{
 	"image": true, "containerEnv": true, "remoteEnv": true, "containerUser": true, "remoteUser": true,
 	"updateRemoteUserUID": true, "workspaceFolder": true, "workspaceMount": true, "mounts": true,
-	"runArgs": true, "capAdd": true, "securityOpt": true, "init": true, "privileged": true,
+	"build": true, "dockerFile": true, "runArgs": true, "capAdd": true, "securityOpt": true, "init": true, "privileged": true,
 	"overrideCommand": true, "initializeCommand": true, "onCreateCommand": true,
 	"updateContentCommand": true, "postCreateCommand": true, "postStartCommand": true,
 	"postAttachCommand": true,
@@ -230,7 +232,7 @@ func Parse(dir, path string, b []byte, opts Options) (*Config, error) {
 	if err := refuse(path, tree); err != nil {
 		return nil, err
 	}
-	c := &Config{Path: path, Raw: b}
+	c := &Config{Path: path, Raw: b, project: dir}
 	c.Trusted = opts.Home != "" && Trusted(opts.Home, path, b)
 	v := newVars(dir, path, c.Trusted, opts.Getenv)
 	// workspaceFolder first: ${containerWorkspaceFolder} is what it says.
@@ -258,6 +260,13 @@ func Parse(dir, path string, b []byte, opts Options) (*Config, error) {
 		}
 	}
 	c.Notes = append(c.Notes, v.notes...)
+	// A build section cove cannot follow stops here, before anything
+	// starts; what of it cove ignores is said with the rest.
+	_, buildNotes, err := c.imageBuild()
+	if err != nil {
+		return nil, err
+	}
+	c.Notes = append(c.Notes, buildNotes...)
 	// Read, and held back when untrusted, but not applied yet.
 	for _, k := range []string{"workspaceMount", "runArgs", "capAdd", "securityOpt", "init", "overrideCommand"} {
 		if _, ok := tree[k]; ok {
@@ -282,14 +291,6 @@ func refuse(path string, tree map[string]any) error {
 		}
 		return fmt.Errorf("%s: dockerComposeFile (%s): cove does not run Docker Compose (%s); start those services yourself, and give the workspace an \"image\" (the image of %s) in a devcontainer.json without dockerComposeFile, or use cove --image REF",
 			path, files, what, quoteOr(service, "the service you work in"))
-	}
-	if _, hasImage := tree["image"]; !hasImage {
-		if _, build := tree["build"]; build {
-			return fmt.Errorf("%s: build: it builds its image from a Dockerfile; cove runs images: build and push it, and set \"image\" (or use cove --image)", path)
-		}
-		if _, df := tree["dockerFile"]; df {
-			return fmt.Errorf("%s: dockerFile: it builds its image from a Dockerfile; cove runs images: build and push it, and set \"image\" (or use cove --image)", path)
-		}
 	}
 	if p, _ := tree["privileged"].(bool); p {
 		return fmt.Errorf("%s: privileged: cove does not run privileged workspaces (every capability and device of the host, and no filter: the workspace would be the host's); remove it, and name what the tools need in capAdd", path)

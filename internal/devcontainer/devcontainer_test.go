@@ -46,9 +46,54 @@ func TestLoad(t *testing.T) {
 	if steps := c.Steps(PostCreate, nil); len(steps) != 1 || strings.Join(steps[0].Argv, " ") != "/bin/sh -c make deps" {
 		t.Fatalf("post create %q", steps)
 	}
-	write(t, dir, ".devcontainer/devcontainer.json", `{"build": {"dockerfile": "Dockerfile"}}`)
-	if _, err := Load(dir, Options{}); err == nil || !strings.Contains(err.Error(), "Dockerfile") || !strings.Contains(err.Error(), "build") {
-		t.Fatalf("a build config: %v", err)
+}
+
+// TestImageBuild: the build section's paths are the file's folder's, as
+// the spec has them, and stay in the project; its args, target and the
+// docker build options cove knows are taken, the others named.
+func TestImageBuild(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, ".devcontainer/devcontainer.json", `{"image": "ignored", "build": {"dockerfile": "Dockerfile", "context": "..",
+		"args": {"V": 1, "N": null}, "target": "dev", "options": ["--build-arg", "W=2", "--add-host=x:1.2.3.4", "--no-cache"],
+		"cacheFrom": "x"}}`)
+	c, err := Load(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.ImageBuild()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ImageBuild{Dockerfile: ".devcontainer/Dockerfile", Context: ".", Args: map[string]string{"V": "1", "W": "2"}, Target: "dev", NoCache: true}
+	if b.Dockerfile != want.Dockerfile || b.Context != want.Context || b.Target != want.Target || !b.NoCache || len(b.Args) != 2 || b.Args["V"] != "1" || b.Args["W"] != "2" {
+		t.Errorf("build: %+v, want %+v", b, want)
+	}
+	notes := strings.Join(c.Notes, "\n")
+	if !strings.Contains(notes, "build.options --add-host=x:1.2.3.4 is not supported") || !strings.Contains(notes, "build.cacheFrom") {
+		t.Errorf("notes: %s", notes)
+	}
+	// The older top-level dockerFile, at the project's root.
+	write(t, dir, ".devcontainer/devcontainer.json", `{"dockerFile": "../Dockerfile.dev"}`)
+	if c, err = Load(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := c.ImageBuild(); err != nil || b.Dockerfile != "Dockerfile.dev" || b.Context != ".devcontainer" {
+		t.Errorf("dockerFile: %+v %v", b, err)
+	}
+	for _, body := range []string{`{"build": {"dockerfile": "../../Dockerfile"}}`, `{"build": {"dockerfile": "Dockerfile", "context": "../.."}}`,
+		`{"build": {"dockerfile": "/etc/Dockerfile"}}`} {
+		write(t, dir, ".devcontainer/devcontainer.json", body)
+		if _, err := Load(dir, Options{}); err == nil || !strings.Contains(err.Error(), "outside the project") {
+			t.Errorf("%s: %v", body, err)
+		}
+	}
+	// An image alone builds nothing.
+	write(t, dir, ".devcontainer/devcontainer.json", `{"image": "x"}`)
+	if c, err = Load(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := c.ImageBuild(); b != nil || err != nil {
+		t.Errorf("image: %+v %v", b, err)
 	}
 }
 
@@ -60,7 +105,7 @@ func TestRefusals(t *testing.T) {
 			`dockerComposeFile (../docker-compose.yml): cove does not run Docker Compose (service "app", with app, db)`},
 		{`{"dockerComposeFile": "compose.yml"}`, "give the workspace an \"image\""},
 		{`{"image": "x", "privileged": true}`, "privileged: cove does not run privileged workspaces"},
-		{`{"dockerFile": "Dockerfile"}`, "dockerFile: it builds its image"},
+		{`{"build": {"context": ".."}}`, "build: no dockerfile named"},
 	} {
 		dir := t.TempDir()
 		write(t, dir, ".devcontainer.json", tc.body)
