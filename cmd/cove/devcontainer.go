@@ -89,6 +89,37 @@ func buildWorkspaceImage(c *cli.Context, e *env, dc *devcontainer.Config, dir, n
 	return tag, res.Image.Digest.String(), nil
 }
 
+// installWorkspaceFeatures installs the Features devcontainer.json asks
+// for on the image base (each install.sh as root in a build container
+// with the workspace's network, cached by the Feature's content and
+// options), stored under a tag of the workspace's own; nil when it asks
+// for none. Fetching a Feature from a registry is as pulling the image:
+// the project chooses both, and what they run runs in containers.
+func installWorkspaceFeatures(c *cli.Context, e *env, dc *devcontainer.Config, base, name, network string) (*devimage.FeatureResult, error) {
+	if want, err := dc.Features(); err != nil || len(want) == 0 {
+		return nil, err
+	}
+	store, err := e.store()
+	if err != nil {
+		return nil, err
+	}
+	bin, err := coveBinary()
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	res, err := devimage.InstallFeatures(c.Context, dc, base, "cove-devcontainer/"+name+":features", devimage.Options{
+		Store: store, Binary: bin, CacheDir: filepath.Join(e.layout.Data, "build"), Net: network,
+		Output: termtext.NewWriter(c.App.ErrWriter),
+	})
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(c.App.ErrWriter, "cove: Features installed: %s (%d of %d layer steps cached, %.1fs)\n",
+		termtext.Visible(strings.Join(res.Order, ", ")), res.Hits, res.Steps, time.Since(start).Seconds())
+	return res, nil
+}
+
 // initializeCommand runs a trusted file's initializeCommand on the host,
 // in the project, with pipes (never the terminal); an untrusted file's
 // was dropped when it was read.

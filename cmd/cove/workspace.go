@@ -132,6 +132,13 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 	if ref == "" {
 		ref = DefaultImage
 	}
+	feats, err := installWorkspaceFeatures(c, e, dc, ref, name, conf.Net)
+	if err != nil {
+		return nil, err
+	}
+	if feats != nil {
+		ref, built = feats.Ref, feats.Digest
+	}
 	// The kept layer was made on an image: put on another, what it holds
 	// (installed packages, their files) would be mixed with the new one.
 	layerDir := filepath.Join(e.layout.Data, "workspaces", name)
@@ -141,7 +148,7 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 	}
 	if prev, err := os.ReadFile(filepath.Join(layerDir, "image-built")); err == nil && built != "" && string(prev) != built {
 		return nil, fmt.Errorf("the workspace %s was made from an earlier build of its image (%s changed since): cove up --fresh starts it anew from the new one (what was installed in it goes), or undo the change",
-			name, dc.Path+"'s build")
+			name, dc.Path+"'s build or Features")
 	}
 	specs, notes, err := dc.PortSpecs()
 	if err != nil {
@@ -209,7 +216,12 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 			if dc != nil {
 				said = len(dc.Notes)
 			}
-			md, err := dc.MergeMetadata(cfg.Config.Labels[devcontainer.MetadataLabel])
+			label := cfg.Config.Labels[devcontainer.MetadataLabel]
+			if feats != nil {
+				// The Features' part, after the image's, as the spec merges it.
+				label = devcontainer.AppendMetadata(label, feats.Metadata...)
+			}
+			md, err := dc.MergeMetadata(label)
 			if err != nil {
 				return err
 			}

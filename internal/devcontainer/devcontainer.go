@@ -58,7 +58,13 @@ type Config struct {
 	ForwardPorts []any           `json:"forwardPorts"`
 	AppPort      json.RawMessage `json:"appPort"`
 	Build        *Build          `json:"build"`
-	DockerFile   string          `json:"dockerFile"`
+	// FeatureMap is features as written: reference → options (see
+	// Features).
+	FeatureMap map[string]any `json:"features"`
+	// OverrideFeatureInstallOrder lists Features (without their version)
+	// to install first, in its order.
+	OverrideFeatureInstallOrder []string `json:"overrideFeatureInstallOrder"`
+	DockerFile                  string   `json:"dockerFile"`
 
 	InitializeCommand    *Command `json:"initializeCommand"`
 	OnCreateCommand      *Command `json:"onCreateCommand"`
@@ -197,7 +203,7 @@ func listOrNone(l []string) string {
 var supported = map[string]bool{
 	"image": true, "containerEnv": true, "remoteEnv": true, "containerUser": true, "remoteUser": true,
 	"updateRemoteUserUID": true, "workspaceFolder": true, "workspaceMount": true, "mounts": true,
-	"build": true, "dockerFile": true, "runArgs": true, "capAdd": true, "securityOpt": true, "init": true, "privileged": true,
+	"build": true, "dockerFile": true, "features": true, "overrideFeatureInstallOrder": true, "runArgs": true, "capAdd": true, "securityOpt": true, "init": true, "privileged": true,
 	"overrideCommand": true, "initializeCommand": true, "onCreateCommand": true,
 	"updateContentCommand": true, "postCreateCommand": true, "postStartCommand": true,
 	"postAttachCommand": true,
@@ -209,14 +215,12 @@ var supported = map[string]bool{
 
 // ignoredWhy says, for keys cove knows and does not apply, why.
 var ignoredWhy = map[string]string{
-	"features":                    "cove does not install Features yet; the workspace starts from the image without them",
-	"overrideFeatureInstallOrder": "cove does not install Features yet",
-	"customizations":              "it holds settings for other tools",
-	"shutdownAction":              "cove stops the workspace when its last window closes (or with cove stop)",
-	"waitFor":                     "cove runs every create command before it opens the workspace",
-	"userEnvProbe":                "cove takes the environment from the image and the file, not from a login shell",
-	"hostRequirements":            "cove does not check the host's resources",
-	"secrets":                     "cove passes no secrets into a workspace",
+	"customizations":   "it holds settings for other tools",
+	"shutdownAction":   "cove stops the workspace when its last window closes (or with cove stop)",
+	"waitFor":          "cove runs every create command before it opens the workspace",
+	"userEnvProbe":     "cove takes the environment from the image and the file, not from a login shell",
+	"hostRequirements": "cove does not check the host's resources",
+	"secrets":          "cove passes no secrets into a workspace",
 }
 
 // Parse reads the bytes b of the config at path for the project in dir.
@@ -267,6 +271,9 @@ func Parse(dir, path string, b []byte, opts Options) (*Config, error) {
 		return nil, err
 	}
 	c.Notes = append(c.Notes, buildNotes...)
+	if _, err := c.Features(); err != nil {
+		return nil, err
+	}
 	// Read, and held back when untrusted, but not applied yet.
 	for _, k := range []string{"workspaceMount", "runArgs", "capAdd", "securityOpt", "init", "overrideCommand"} {
 		if _, ok := tree[k]; ok {
