@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,6 +21,7 @@ import (
 	"github.com/cove-sh/cove/internal/devimage"
 	"github.com/cove-sh/cove/internal/projectfs"
 	"github.com/cove-sh/cove/internal/termtext"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/urfave/cli/v2"
 )
 
@@ -334,12 +336,9 @@ func workspaceUser(dc *devcontainer.Config, rootfs, upper, sockDir, project stri
 // directory cove keeps beside the workspace's layer (volumes/NAME, gone
 // with cove rm or --fresh); a bind of a host path is there only when the
 // user trusted the file (an untrusted one's were dropped when it was read).
-func workspaceMounts(dc *devcontainer.Config, layerDir string) ([]container.Bind, error) {
-	if dc == nil {
-		return nil, nil
-	}
+func workspaceMounts(ms []devcontainer.Mount, trusted bool, layerDir string) ([]container.Bind, error) {
 	var binds []container.Bind
-	for _, m := range dc.Mounts {
+	for _, m := range ms {
 		switch m.Type {
 		case "volume":
 			name := m.Source
@@ -352,7 +351,7 @@ func workspaceMounts(dc *devcontainer.Config, layerDir string) ([]container.Bind
 			}
 			binds = append(binds, container.Bind{Source: dir, Target: m.Target, ReadOnly: m.ReadOnly})
 		case "bind":
-			if !dc.Trusted {
+			if !trusted {
 				continue
 			}
 			binds = append(binds, container.Bind{Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
@@ -408,4 +407,118 @@ func copyAccounts(layer, dir string) (passwd, group string, err error) {
 		}
 	}
 	return out[0], out[1], nil
+}
+
+// fileRuntime reads what devcontainer.json's runArgs, capAdd and
+// securityOpt ask of the runtime (a trusted file's: an untrusted one's
+// were dropped when it was read), and applies its limits, network and
+// seccomp where the command line says nothing.
+func fileRuntime(c *cli.Context, dc *devcontainer.Config, limits *container.Limits, conf *confinement) (*devcontainer.Runtime, error) {
+	rt, err := dc.Runtime()
+	if err != nil {
+		return nil, err
+	}
+	if rt.Memory != "" && !c.IsSet("memory") {
+		if limits.Memory, err = parseSize(rt.Memory); err != nil {
+			return nil, fmt.Errorf("%s: runArgs --memory: %w", dc.Path, err)
+		}
+	}
+	if rt.CPUs != "" && !c.IsSet("cpus") {
+		if limits.CPUs, err = strconv.ParseFloat(rt.CPUs, 64); err != nil || limits.CPUs <= 0 {
+			return nil, fmt.Errorf("%s: runArgs --cpus %q: want a number of CPUs, as 1.5", dc.Path, rt.CPUs)
+		}
+	}
+	if rt.PIDs != "" && !c.IsSet("pids") {
+		if limits.PIDs, err = strconv.ParseInt(rt.PIDs, 10, 64); err != nil {
+			return nil, fmt.Errorf("%s: runArgs --pids-limit %q: want a number", dc.Path, rt.PIDs)
+		}
+	}
+	if rt.Net != "" && !c.IsSet("net") {
+		conf.Net = rt.Net
+	}
+	conf.NoSeccomp = conf.NoSeccomp || rt.NoSeccomp
+	return rt, nil
+}
+
+// workspaceMountBind is devcontainer.json's workspaceMount: the project
+// (or, trusted, another host path) bound where it says, or a volume kept
+// per workspace there; nil when the file has none.
+func workspaceMountBind(dc *devcontainer.Config, project, layerDir string) (*container.Bind, error) {
+	if dc == nil || dc.WorkspaceMount == "" {
+		return nil, nil
+	}
+	m, err := devcontainer.ParseMount(dc.WorkspaceMount)
+	if err != nil {
+		return nil, fmt.Errorf("%s: workspaceMount: %w", dc.Path, err)
+	}
+	if m.Type == "bind" && filepath.Clean(m.Source) != project && !dc.Trusted {
+		return nil, nil // held back, and said, when the file was read
+	}
+	binds, err := workspaceMounts([]devcontainer.Mount{m}, true, layerDir)
+	if err != nil || len(binds) == 0 {
+		return nil, err
+	}
+	return &binds[0], nil
+}
+
+// applyRuntime applies, once the image's metadata is merged into dc, its
+// capabilities and security options (the file's with the image's and the
+// Features'), the mounts the metadata added (from index before on), and
+// the entrypoints that start before the server: the metadata's (a
+// Feature's daemon), and with overrideCommand false the image's own
+// ENTRYPOINT and CMD, in the background beside the server.
+func applyRuntime(c *cli.Context, dc *devcontainer.Config, cfg *v1.ConfigFile, proc *container.Process, l *launch, layerDir string, before int) error {
+	if dc == nil {
+		return nil
+	}
+	rt, err := dc.Runtime()
+	if err != nil {
+		return err
+	}
+	for _, n := range append(append([]string{}, rt.CapAdd...), rt.CapDrop...) {
+		if _, err := container.ParseCap(n); err != nil {
+			return fmt.Errorf("%s: %w", dc.Path, err)
+		}
+	}
+	l.CapAdd, l.CapDrop = rt.CapAdd, rt.CapDrop
+	if l.Net == container.NetPrivate && slices.ContainsFunc(rt.CapAdd, func(n string) bool {
+		return strings.EqualFold(strings.TrimPrefix(strings.ToUpper(n), "CAP_"), "NET_RAW")
+	}) {
+		fmt.Fprintf(c.App.ErrWriter, "cove: note: capAdd NET_RAW is not given in the private network: raw packets would reach around the routes that keep your host out of reach (--net host gives it)\n")
+	}
+	l.NoNewPrivileges = rt.NoNewPrivileges
+	l.NoSeccomp = l.NoSeccomp || rt.NoSeccomp
+	if before < len(dc.Mounts) {
+		extra, err := workspaceMounts(dc.Mounts[before:], dc.Trusted, layerDir)
+		if err != nil {
+			return err
+		}
+		l.Binds = append(l.Binds, extra...)
+	}
+	var image []string
+	if dc.OverrideCommand != nil && !*dc.OverrideCommand {
+		image = append(append(image, cfg.Config.Entrypoint...), cfg.Config.Cmd...)
+	}
+	if len(rt.Entrypoints) == 0 && len(image) == 0 {
+		return nil
+	}
+	// As the devcontainers CLI does: each entrypoint in turn (they start
+	// their daemons and return), then the main process; here the image's
+	// command, if kept, runs beside the server, which stays the workload.
+	script := strings.Join(rt.Entrypoints, "\n") + "\n"
+	args := append([]string{"/bin/sh", "-c"}, "")
+	if len(image) > 0 {
+		script += "\"$@\" &\n"
+		args = append(args, "cove-entrypoint")
+		args = append(args, image...)
+	} else {
+		args = append(args, "cove-entrypoint")
+	}
+	quoted := make([]string, len(proc.Args))
+	for i, a := range proc.Args {
+		quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	args[2] = script + "exec " + strings.Join(quoted, " ")
+	proc.Args = args
+	return nil
 }

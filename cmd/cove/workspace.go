@@ -116,6 +116,11 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 	if err != nil {
 		return nil, err
 	}
+	// runArgs' limits and network, where the command line says nothing.
+	rt, err := fileRuntime(c, dc, &limits, &conf)
+	if err != nil {
+		return nil, err
+	}
 	// initializeCommand comes first, as the spec has it: before the image
 	// is pulled or built.
 	if err := initializeCommand(c, dc, abs); err != nil {
@@ -187,12 +192,21 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 	}
 	folder := dc.Folder()
 	binds := []container.Bind{{Source: abs, Target: "/workspace"}, {Source: sockDir, Target: "/.cove/run"}}
-	if folder != "/workspace" {
-		binds = append(binds, container.Bind{Source: abs, Target: folder})
-	}
-	mounts, err := workspaceMounts(dc, layerDir)
+	wsMount, err := workspaceMountBind(dc, abs, layerDir)
 	if err != nil {
 		return nil, err
+	}
+	if wsMount != nil {
+		binds = append(binds, *wsMount)
+	}
+	if folder != "/workspace" && (wsMount == nil || wsMount.Target != folder) {
+		binds = append(binds, container.Bind{Source: abs, Target: folder})
+	}
+	var mounts []container.Bind
+	if dc != nil {
+		if mounts, err = workspaceMounts(append(dc.Mounts, rt.Mounts...), dc.Trusted, layerDir); err != nil {
+			return nil, err
+		}
 	}
 	binds = append(binds, mounts...)
 	var wsEnv []string // the workspace's environment, for the lifecycle commands' ${containerEnv:…}
@@ -206,8 +220,9 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 		Workdir: folder,
 		Binds:   binds,
 		Limits:  limits, Net: conf.Net, Ports: ports, NoSeccomp: conf.NoSeccomp, Detach: true, Quiet: true,
-		Dir: layerDir,
-		Prepare: func(cfg *v1.ConfigFile, rootfs string, proc *container.Process, binds []container.Bind) error {
+		Dir:      layerDir,
+		Hostname: rt.Hostname,
+		Prepare: func(cfg *v1.ConfigFile, rootfs string, proc *container.Process, l *launch) error {
 			// The server is the workload: the image's ENTRYPOINT is not
 			// put in front of it (devcontainer.json's overrideCommand,
 			// true for an image).
@@ -221,6 +236,10 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 				// The Features' part, after the image's, as the spec merges it.
 				label = devcontainer.AppendMetadata(label, feats.Metadata...)
 			}
+			mountsBefore := 0
+			if dc != nil {
+				mountsBefore = len(dc.Mounts)
+			}
 			md, err := dc.MergeMetadata(label)
 			if err != nil {
 				return err
@@ -229,9 +248,12 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 				fmt.Fprintf(c.App.ErrWriter, "cove: note: %s\n", termtext.Visible(n))
 			}
 			dc = md
-			proc.Env = workspaceEnv(dc, proc.Env)
+			proc.Env = workspaceEnv(dc, append(proc.Env, rt.Env...))
 			wsEnv = proc.Env
-			return workspaceUser(dc, rootfs, filepath.Join(layerDir, "upper"), sockDir, abs, proc, binds)
+			if err := applyRuntime(c, dc, cfg, proc, l, layerDir, mountsBefore); err != nil {
+				return err
+			}
+			return workspaceUser(dc, rootfs, filepath.Join(layerDir, "upper"), sockDir, abs, proc, l.Binds)
 		},
 	}
 	if _, err := e.launch(c, l); err != nil {

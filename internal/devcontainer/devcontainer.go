@@ -88,6 +88,8 @@ type Config struct {
 	vars *vars
 	// project is the project directory on the host.
 	project string
+	// From the merged metadata (MergeMetadata), for Runtime.
+	metaCapAdd, metaSecurityOpt, metaEntrypoints []string
 }
 
 // Options says where to look and what the host may give the file.
@@ -274,15 +276,18 @@ func Parse(dir, path string, b []byte, opts Options) (*Config, error) {
 	if _, err := c.Features(); err != nil {
 		return nil, err
 	}
-	// Read, and held back when untrusted, but not applied yet.
-	for _, k := range []string{"workspaceMount", "runArgs", "capAdd", "securityOpt", "init", "overrideCommand"} {
-		if _, ok := tree[k]; ok {
-			c.Notes = append(c.Notes, fmt.Sprintf("%s is not applied yet (cove runs the workspace with its own defaults)", k))
-		}
+	if slices.Contains(c.RunArgs, "--privileged") || slices.Contains(c.RunArgs, "--privileged=true") {
+		return nil, fmt.Errorf("%s: runArgs --privileged: cove does not run privileged workspaces (every capability and device of the host, and no filter); remove it, and name what the tools need in capAdd", path)
 	}
 	if !c.Trusted {
 		c.holdBack(dir, v)
 	}
+	// What cove cannot run is said before anything starts.
+	rt, err := c.Runtime()
+	if err != nil {
+		return nil, err
+	}
+	c.Notes = append(c.Notes, rt.Notes...)
 	return c, nil
 }
 
@@ -346,7 +351,9 @@ func (c *Config) holdBack(dir string, v *vars) {
 	}
 	c.Mounts = kept
 	if c.WorkspaceMount != "" {
-		if m, err := ParseMount(c.WorkspaceMount); err == nil && m.Type == "bind" && !m.InProject(dir) {
+		// The project itself, not a path in it: the workspace can make
+		// that a symlink to any host path before the bind follows it.
+		if m, err := ParseMount(c.WorkspaceMount); err == nil && m.Type == "bind" && filepath.Clean(m.Source) != filepath.Clean(dir) {
 			c.Untrusted = append(c.Untrusted, fmt.Sprintf("workspaceMount: the host path %s", m.Source))
 			c.WorkspaceMount = ""
 		}

@@ -195,7 +195,7 @@ func TestEnvMaps(t *testing.T) {
 func TestLocalEnvNeedsTrust(t *testing.T) {
 	dir, home := t.TempDir(), t.TempDir()
 	body := `{"image": "x", "containerEnv": {"KEY": "${localEnv:SECRET}", "D": "${localEnv:SECRET:dflt}", "U": "${localEnv:UNSET_VAR:dflt}"},
-		"initializeCommand": "touch /tmp/canary", "capAdd": ["SYS_PTRACE"], "runArgs": ["--privileged"],
+		"initializeCommand": "touch /tmp/canary", "capAdd": ["SYS_PTRACE"], "runArgs": ["--cap-add", "NET_ADMIN"],
 		"mounts": ["source=/etc,target=/host-etc,type=bind", "source=${localWorkspaceFolder}/cache,target=/cache,type=bind", "source=vol,target=/v,type=volume"]}`
 	write(t, dir, ".devcontainer.json", body)
 	getenv := func(k string) string { return map[string]string{"SECRET": "s3cr3t"}[k] }
@@ -213,7 +213,7 @@ func TestLocalEnvNeedsTrust(t *testing.T) {
 		t.Errorf("untrusted: %+v", c)
 	}
 	note := c.UntrustedNote()
-	for _, want := range []string{"initializeCommand (it runs on this host)", "the host path /etc", "the host path " + dir + "/cache", "capAdd SYS_PTRACE", "runArgs --privileged", "SECRET in containerEnv.KEY", "cove up --trust"} {
+	for _, want := range []string{"initializeCommand (it runs on this host)", "the host path /etc", "the host path " + dir + "/cache", "capAdd SYS_PTRACE", "runArgs --cap-add NET_ADMIN", "SECRET in containerEnv.KEY", "cove up --trust"} {
 		if !strings.Contains(note, want) {
 			t.Errorf("note %q lacks %q", note, want)
 		}
