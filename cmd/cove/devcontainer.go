@@ -39,12 +39,20 @@ func devcontainerOptions(c *cli.Context) devcontainer.Options {
 func loadDevcontainer(c *cli.Context, dir string) (*devcontainer.Config, error) {
 	opts := devcontainerOptions(c)
 	if c.Bool("trust") {
-		path, err := devcontainer.Trust(dir, opts)
+		path, grants, err := devcontainer.Trust(dir, opts)
 		if err != nil {
 			return nil, fmt.Errorf("--trust: %w", err)
 		}
-		fmt.Fprintf(c.App.ErrWriter, "cove: trusting %s as it is now (recorded in %s): its initializeCommand runs on this host, and its host mounts, runArgs, capAdd, securityOpt and ${localEnv:…} apply\n",
-			path, devcontainer.TrustPath(opts.Home))
+		what := "nothing in it reaches outside the workspace now"
+		if len(grants) > 0 {
+			for i, g := range grants {
+				grants[i] = strings.ReplaceAll(g, "\n", `\n`) // one line each, whatever the file holds
+			}
+			what = "what takes effect now:\n  - " + strings.Join(grants, "\n  - ")
+		}
+		// The file is the workspace's: its text is shown as text.
+		fmt.Fprintf(c.App.ErrWriter, "cove: trusting %s as it is now (recorded in %s); %s\n",
+			path, devcontainer.TrustPath(opts.Home), termtext.Visible(what))
 	}
 	dc, err := devcontainer.Load(dir, opts)
 	if err != nil || dc == nil {

@@ -201,7 +201,8 @@ func TestDevcontainerTrust(t *testing.T) {
 	}
 	runProc(t, root, "", "stop", "--time", "2", name)
 	r = runEnv(t, root, env, "up", "--detach", "--trust", project)
-	if r.code != 0 || !strings.Contains(r.stderr, "trusting "+filepath.Join(project, ".devcontainer", "devcontainer.json")) {
+	if r.code != 0 || !strings.Contains(r.stderr, "trusting "+filepath.Join(project, ".devcontainer", "devcontainer.json")) ||
+		!strings.Contains(r.stderr, "what takes effect now:\n  - initializeCommand (it runs on this host): touch "+canary+"\n  - mounts: the host path "+canaryDir) {
 		t.Fatalf("up --trust: %+v", r)
 	}
 	if r := runProc(t, root, "", "exec", name, "sh", "-c", "echo $LEAK/$DEF"); r.stdout != "s3cr3t/s3cr3t\n" {

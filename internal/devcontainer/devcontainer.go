@@ -336,7 +336,11 @@ func quoteOr(s, or string) string {
 // holdBack drops what an untrusted file may not have, and names it.
 func (c *Config) holdBack(dir string, v *vars) {
 	if c.InitializeCommand != nil {
-		c.Untrusted = append(c.Untrusted, "initializeCommand (it runs on this host)")
+		var cmds []string
+		for _, s := range c.Steps("initializeCommand", nil) {
+			cmds = append(cmds, s.String())
+		}
+		c.Untrusted = append(c.Untrusted, "initializeCommand (it runs on this host): "+strings.Join(cmds, "; "))
 		c.InitializeCommand = nil
 	}
 	var kept []Mount

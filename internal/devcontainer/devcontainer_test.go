@@ -218,8 +218,14 @@ func TestLocalEnvNeedsTrust(t *testing.T) {
 			t.Errorf("note %q lacks %q", note, want)
 		}
 	}
-	if _, err := Trust(dir, opts); err != nil {
-		t.Fatal(err)
+	path, grants, err := Trust(dir, opts)
+	if err != nil || path != filepath.Join(dir, ".devcontainer.json") {
+		t.Fatal(path, err)
+	}
+	// What trusting lets take effect is shown: the command itself too.
+	if g := strings.Join(grants, "\n"); !strings.Contains(g, "initializeCommand (it runs on this host): touch /tmp/canary") ||
+		!strings.Contains(g, "capAdd SYS_PTRACE") || !strings.Contains(g, "the host path /etc") || !strings.Contains(g, "SECRET in containerEnv.KEY") {
+		t.Errorf("grants: %s", g)
 	}
 	c, err = Load(dir, opts)
 	if err != nil {
