@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -220,6 +221,13 @@ func lifecycle(c *cli.Context, e *env, st *container.State, dc *devcontainer.Con
 	}
 	if attach {
 		keys = append(keys, devcontainer.PostAttach)
+	}
+	if started {
+		// For a user attaching later to the workspace as it runs now.
+		b, _ := json.Marshal(attachRecord{Folder: dc.Folder(), Groups: dc.Lifecycle(devcontainer.PostAttach, env)})
+		if err := os.WriteFile(filepath.Join(layerDir, "post-attach.json"), b, 0o600); err != nil {
+			return err
+		}
 	}
 	for _, key := range keys {
 		for _, steps := range dc.Lifecycle(key, env) {
@@ -529,4 +537,31 @@ func applyRuntime(c *cli.Context, dc *devcontainer.Config, cfg *v1.ConfigFile, p
 	args[2] = script + "exec " + strings.Join(quoted, " ")
 	proc.Args = args
 	return nil
+}
+
+// attachRecord is the postAttachCommand of a running workspace, as it was
+// resolved when it started (beside its layer, in cove's data: not the
+// workspace's to write).
+type attachRecord struct {
+	Folder string                `json:"folder"`
+	Groups [][]devcontainer.Step `json:"groups"`
+}
+
+// attachRunning runs the postAttachCommand of the running workspace st
+// (its record says it) for a user who attaches to it as it runs: a second
+// cove up, cove shell. A failure is a warning, as at a start.
+func attachRunning(c *cli.Context, e *env, st *container.State) {
+	b, err := os.ReadFile(filepath.Join(e.layout.Data, "workspaces", st.Name, "post-attach.json"))
+	if err != nil {
+		return
+	}
+	var rec attachRecord
+	if json.Unmarshal(b, &rec) != nil {
+		return
+	}
+	for _, steps := range rec.Groups {
+		if err := runInWorkspace(c, e, st, devcontainer.PostAttach, steps, rec.Folder); err != nil {
+			fmt.Fprintf(c.App.ErrWriter, "cove: warning: %v\n", err)
+		}
+	}
 }

@@ -355,3 +355,20 @@ func TestDevcontainerBuild(t *testing.T) {
 		}
 	}
 }
+
+// TestDevcontainerAttachRunning: postAttachCommand runs each time a user
+// attaches, also to a workspace that runs already (a second cove up, cove
+// shell); before, only the start ran it.
+func TestDevcontainerAttachRunning(t *testing.T) {
+	needRoot(t)
+	ref := testregistry.Push(t, testregistry.Addr(t), layered(t))
+	project, root := devcontainerProject(t, `{"image": "`+ref+`", "postStartCommand": "echo start >> log.txt", "postAttachCommand": "echo attach >> log.txt"}`)
+	for _, args := range [][]string{{"up", "--detach", project}, {"up", "--detach", project}, {"shell", project}} {
+		if r := runProc(t, root, "true\n", args...); r.code != 0 {
+			t.Fatalf("%v: %+v", args, r)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(project, "log.txt")); string(b) != "start\nattach\nattach\nattach\n" {
+		t.Errorf("log.txt: %q", b)
+	}
+}

@@ -91,6 +91,9 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 			fmt.Fprintf(c.App.ErrWriter, "cove: note: the workspace %s runs %s; --image %s takes effect with --fresh (what was installed in it goes)\n",
 				st.Name, st.Image, img)
 		}
+		if attaches(c) {
+			attachRunning(c, e, st)
+		}
 		return st, nil
 	}
 	// Read before anything stops or starts: a config cove refuses leaves
