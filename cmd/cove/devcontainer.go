@@ -336,6 +336,18 @@ func workspaceUser(dc *devcontainer.Config, rootfs, upper, sockDir, project stri
 	if os.Geteuid() != 0 {
 		return nil // rootless: the user namespace maps the ids
 	}
+	// A new volume (still empty) is the user's to write, as a Docker
+	// volume takes its mount point's owner; one in use keeps its owner.
+	volumes := filepath.Join(filepath.Dir(upper), "volumes") + "/"
+	for _, b := range binds {
+		if strings.HasPrefix(b.Source, volumes) {
+			if names, err := os.ReadDir(b.Source); err == nil && len(names) == 0 {
+				if err := os.Lchown(b.Source, int(u.UID), int(u.GID)); err != nil {
+					return fmt.Errorf("volume %s: %w", b.Target, err)
+				}
+			}
+		}
+	}
 	if fi, err := os.Stat(project); err == nil {
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 && (dc.UpdateRemoteUserUID == nil || *dc.UpdateRemoteUserUID) {
 			for i := range binds {
@@ -479,11 +491,8 @@ func workspaceMountBind(dc *devcontainer.Config, project, layerDir string) (*con
 
 // applyRuntime applies, once the image's metadata is merged into dc, its
 // capabilities and security options (the file's with the image's and the
-// Features'), the mounts the metadata added (from index before on), and
-// the entrypoints that start before the server: the metadata's (a
-// Feature's daemon), and with overrideCommand false the image's own
-// ENTRYPOINT and CMD, in the background beside the server.
-func applyRuntime(c *cli.Context, dc *devcontainer.Config, cfg *v1.ConfigFile, proc *container.Process, l *launch, layerDir string, before int) error {
+// Features') and the mounts the metadata added (from index before on).
+func applyRuntime(c *cli.Context, dc *devcontainer.Config, l *launch, layerDir string, before int) error {
 	if dc == nil {
 		return nil
 	}
@@ -511,32 +520,45 @@ func applyRuntime(c *cli.Context, dc *devcontainer.Config, cfg *v1.ConfigFile, p
 		}
 		l.Binds = append(l.Binds, extra...)
 	}
+	return nil
+}
+
+// startCommand is what runs as the workspace starts, beside its server
+// and before the lifecycle commands, as containerUser (else the image's
+// USER, else root): the metadata's entrypoints in turn (a Feature's
+// daemon: they start it and return), as the devcontainers CLI runs them,
+// then, with overrideCommand false, the image's own ENTRYPOINT and CMD in
+// the background. Nil when there is nothing to run.
+func startCommand(dc *devcontainer.Config, cfg *v1.ConfigFile) (argv []string, user string, err error) {
+	if dc == nil || cfg == nil {
+		return nil, "", nil
+	}
+	rt, err := dc.Runtime()
+	if err != nil {
+		return nil, "", err
+	}
 	var image []string
 	if dc.OverrideCommand != nil && !*dc.OverrideCommand {
 		image = append(append(image, cfg.Config.Entrypoint...), cfg.Config.Cmd...)
 	}
 	if len(rt.Entrypoints) == 0 && len(image) == 0 {
-		return nil
+		return nil, "", nil
 	}
-	// As the devcontainers CLI does: each entrypoint in turn (they start
-	// their daemons and return), then the main process; here the image's
-	// command, if kept, runs beside the server, which stays the workload.
 	script := strings.Join(rt.Entrypoints, "\n") + "\n"
-	args := append([]string{"/bin/sh", "-c"}, "")
 	if len(image) > 0 {
-		script += "\"$@\" &\n"
-		args = append(args, "cove-entrypoint")
-		args = append(args, image...)
-	} else {
-		args = append(args, "cove-entrypoint")
+		script += "\"$@\" </dev/null >/tmp/cove-image-command.log 2>&1 &\n"
 	}
-	quoted := make([]string, len(proc.Args))
-	for i, a := range proc.Args {
-		quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	user = firstNonEmpty(dc.ContainerUser, cfg.Config.User, "0")
+	return append([]string{"/bin/sh", "-c", script, "cove-start"}, image...), user, nil
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
 	}
-	args[2] = script + "exec " + strings.Join(quoted, " ")
-	proc.Args = args
-	return nil
+	return ""
 }
 
 // attachRecord is the postAttachCommand of a running workspace, as it was
@@ -564,4 +586,19 @@ func attachRunning(c *cli.Context, e *env, st *container.State) {
 			fmt.Fprintf(c.App.ErrWriter, "cove: warning: %v\n", err)
 		}
 	}
+}
+
+// startEntrypoints runs startCommand in the workspace that just started;
+// its failure stops the start as a create command's does.
+func startEntrypoints(c *cli.Context, e *env, st *container.State, dc *devcontainer.Config, cfg *v1.ConfigFile) error {
+	argv, user, err := startCommand(dc, cfg)
+	if err != nil || argv == nil {
+		return err
+	}
+	step := devcontainer.Step{Name: "entrypoint", Argv: argv}
+	fmt.Fprintf(c.App.ErrWriter, "cove: entrypoint (as %s): %s\n", termtext.Visible(user), termtext.Visible(strings.TrimSpace(argv[2])))
+	out := termtext.NewWriter(c.App.ErrWriter)
+	return runParallel([]devcontainer.Step{step}, "entrypoint", func(s devcontainer.Step) (int, error) {
+		return execPiped(c.Context, e, st, container.ExecRequest{Args: s.Argv, Cwd: "/", User: user}, out)
+	})
 }

@@ -249,12 +249,13 @@ func TestDevcontainerRemoteUser(t *testing.T) {
 	}
 	img, err = mutate.Config(img, v1.Config{Cmd: []string{"sh"}, Env: []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"},
 		Labels: map[string]string{"devcontainer.metadata": `[{"id": "base"}, {"remoteUser": "vscode", "containerEnv": {"FROM_LABEL": "1"},
-			"postCreateCommand": "id -u > label.txt", "capAdd": ["SYS_PTRACE"]}]`}})
+			"postCreateCommand": "id -u > label.txt", "capAdd": ["SYS_PTRACE"], "entrypoint": "id -u > /tmp/entrypoint-user"}]`}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ref := testregistry.Push(t, addr, img)
-	project, root := devcontainerProject(t, `{"image": "`+ref+`", "postCreateCommand": "echo $HOME $FROM_LABEL > made.txt"}`)
+	project, root := devcontainerProject(t, `{"image": "`+ref+`", "postCreateCommand": "echo $HOME $FROM_LABEL > made.txt",
+		"mounts": ["source=data,target=/data,type=volume"]}`)
 	os.Chown(project, uid, gid)
 	name := workspaceName(project)
 	r := runProc(t, root, "", "up", "--detach", project)
@@ -277,6 +278,11 @@ func TestDevcontainerRemoteUser(t *testing.T) {
 	}
 	if r := runProc(t, root, "", "exec", "-u", "0", name, "id", "-u"); r.stdout != "0\n" {
 		t.Errorf("exec -u 0: %+v", r)
+	}
+	// containerUser (unset: the image's, root) runs the entrypoint;
+	// remoteUser the rest. A new volume is remoteUser's to write.
+	if r := runProc(t, root, "", "exec", name, "sh", "-c", "cat /tmp/entrypoint-user; touch /data/x && stat -c %u /data/x"); r.stdout != "0\n1234\n" {
+		t.Errorf("entrypoint's user, volume: %+v", r)
 	}
 }
 

@@ -258,6 +258,9 @@ func (e *env) launch(c *cli.Context, l launch) (int, error) {
 		}
 	}
 	for i, b := range l.Binds {
+		if l.Dir != "" && strings.HasPrefix(b.Source, l.Dir+"/") {
+			continue // the container's own files (a workspace's volumes), with its ids, as its layer
+		}
 		// Root working on a user's files: they stay the user's.
 		if fi, err := os.Stat(b.Source); err == nil && os.Geteuid() == 0 && !b.MapOwner {
 			if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 {

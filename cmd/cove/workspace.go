@@ -213,6 +213,7 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 	}
 	binds = append(binds, mounts...)
 	var wsEnv []string // the workspace's environment, for the lifecycle commands' ${containerEnv:…}
+	var imageCfg *v1.ConfigFile
 	l := launch{
 		Ref: ref, Policy: image.PullMissing, Name: name,
 		// The workload is the IDE server, on a socket in a directory bound
@@ -253,9 +254,10 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 			dc = md
 			proc.Env = workspaceEnv(dc, append(proc.Env, rt.Env...))
 			wsEnv = proc.Env
-			if err := applyRuntime(c, dc, cfg, proc, l, layerDir, mountsBefore); err != nil {
+			if err := applyRuntime(c, dc, l, layerDir, mountsBefore); err != nil {
 				return err
 			}
+			imageCfg = cfg
 			return workspaceUser(dc, rootfs, filepath.Join(layerDir, "upper"), sockDir, abs, proc, l.Binds)
 		},
 	}
@@ -289,7 +291,11 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	if err := lifecycle(c, e, st, dc, layerDir, wsEnv, true, attaches(c)); err != nil {
+	err = startEntrypoints(c, e, st, dc, imageCfg)
+	if err == nil {
+		err = lifecycle(c, e, st, dc, layerDir, wsEnv, true, attaches(c))
+	}
+	if err != nil {
 		// Never a workspace left running by a failed start; its layer
 		// stays, and the commands run again next time.
 		st.Stop(10 * time.Second)
