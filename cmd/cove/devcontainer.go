@@ -126,6 +126,12 @@ func installWorkspaceFeatures(c *cli.Context, e *env, dc *devcontainer.Config, b
 	if err != nil {
 		return nil, err
 	}
+	for _, n := range res.Notes {
+		fmt.Fprintf(c.App.ErrWriter, "cove: note: %s\n", termtext.Visible(n))
+	}
+	if res.Digest == "" {
+		return nil, nil // every one held back, and said
+	}
 	fmt.Fprintf(c.App.ErrWriter, "cove: Features installed: %s (%d of %d layer steps cached, %.1fs)\n",
 		termtext.Visible(strings.Join(res.Order, ", ")), res.Hits, res.Steps, time.Since(start).Seconds())
 	return res, nil

@@ -3,10 +3,14 @@ package main
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -137,5 +141,41 @@ func TestDevcontainerFeatures(t *testing.T) {
 	}
 	if r := runProc(t, root, "", "exec", name, "cat", "/features.log"); r.stdout != strings.Replace(want, "one", "two", 1) {
 		t.Errorf("after --fresh: %+v", r)
+	}
+}
+
+// TestDevcontainerFeatureTarball: a Feature published as a .tgz at a URL
+// is fetched from this host, to any address the project wrote: only once
+// the user trusted the file; before, it is held back and said.
+func TestDevcontainerFeatureTarball(t *testing.T) {
+	needRoot(t)
+	var tgz bytes.Buffer
+	gz := gzip.NewWriter(&tgz)
+	tw := tar.NewWriter(gz)
+	for n, body := range map[string]string{"devcontainer-feature.json": `{"id": "tgz", "version": "1.0.0"}`,
+		"install.sh": "#!/bin/sh\necho \"tgz $OPT\" > /tgz.log\n"} {
+		tw.WriteHeader(&tar.Header{Name: n, Mode: 0o755, Size: int64(len(body)), Typeflag: tar.TypeReg})
+		tw.Write([]byte(body))
+	}
+	tw.Close()
+	gz.Close()
+	var fetched atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fetched.Add(1)
+		w.Write(tgz.Bytes())
+	}))
+	defer srv.Close()
+	project, root := devcontainerProject(t, fmt.Sprintf(`{"image": "%s", "features": {"%s/devcontainer-feature-tgz.tgz": {"opt": "x"}}}`, busyboxRef(t), srv.URL))
+	name := workspaceName(project)
+	env := []string{"HOME=" + t.TempDir()}
+	if r := runEnv(t, root, env, "up", "--detach", project); r.code != 0 || !strings.Contains(r.stderr, "not installed until you trust the file") || fetched.Load() != 0 {
+		t.Fatalf("untrusted: %+v (fetched %d)", r, fetched.Load())
+	}
+	runProc(t, root, "", "stop", "--time", "2", name)
+	if r := runEnv(t, root, env, "up", "--detach", "--trust", "--fresh", project); r.code != 0 || fetched.Load() != 1 {
+		t.Fatalf("trusted: %+v", r)
+	}
+	if r := runProc(t, root, "", "exec", name, "cat", "/tgz.log"); r.stdout != "tgz x\n" {
+		t.Errorf("/tgz.log: %+v", r)
 	}
 }

@@ -144,7 +144,7 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 	if err != nil {
 		return nil, err
 	}
-	if feats != nil {
+	if feats != nil && feats.Digest != "" {
 		ref, built = feats.Ref, feats.Digest
 	}
 	// The kept layer was made on an image: put on another, what it holds

@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"path"
 	"path/filepath"
@@ -88,7 +90,9 @@ type FeatureResult struct {
 	// devcontainer.metadata, in install order (devcontainer.AppendMetadata).
 	Metadata []json.RawMessage
 	// Order are the Features as installed (their references).
-	Order       []string
+	Order []string
+	// Notes say what was read otherwise than written (an old short name).
+	Notes       []string
 	Steps, Hits int
 }
 
@@ -118,6 +122,9 @@ func InstallFeatures(ctx context.Context, dc *devcontainer.Config, base, tag str
 			return nil, err
 		}
 	}
+	if len(r.all) == 0 {
+		return &FeatureResult{Ref: base, Notes: r.notes}, nil
+	}
 	order, err := installOrder(r.all, dc.OverrideFeatureInstallOrder)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dc.Path, err)
@@ -144,7 +151,7 @@ func InstallFeatures(ctx context.Context, dc *devcontainer.Config, base, tag str
 	ctxDir := filepath.Join(tmp, "context")
 	var df strings.Builder
 	fmt.Fprintf(&df, "FROM %s\nUSER root\n", base)
-	res := &FeatureResult{Ref: tag}
+	res := &FeatureResult{Ref: tag, Notes: r.notes}
 	for i, f := range order {
 		name := fmt.Sprintf("%d-%s", i, safeName(f.meta.ID, f.bare))
 		staged := filepath.Join(ctxDir, name)
@@ -306,6 +313,20 @@ type resolver struct {
 	tmp   string
 	byKey map[string]*feature
 	all   []*feature
+	notes []string
+}
+
+// legacyRenamed are the old short names whose Feature was renamed.
+var legacyRenamed = map[string]string{"golang": "go", "common": "common-utils", "docker-from-docker": "docker-outside-of-docker",
+	"docker-in-docker": "docker-in-docker"}
+
+// legacyFeatureID is the OCI reference of an old short Feature name.
+func legacyFeatureID(id string) string {
+	name, _, _ := strings.Cut(id, ":")
+	if n, ok := legacyRenamed[name]; ok {
+		name = n
+	}
+	return "ghcr.io/devcontainers/features/" + name + ":1"
 }
 
 func (r *resolver) resolve(id string, opts map[string]string, user bool) (*feature, error) {
@@ -318,8 +339,22 @@ func (r *resolver) resolve(id string, opts map[string]string, user bool) (*featu
 		}
 		err = r.local(f)
 	case strings.HasPrefix(id, "http://") || strings.HasPrefix(id, "https://"):
-		return nil, fmt.Errorf("%s: features: %s: cove does not fetch Feature tarballs by URL; publish it to an OCI registry, or put it beside devcontainer.json and name it ./NAME", r.dc.Path, id)
+		if !r.dc.Trusted {
+			// A URL is any request the project likes, from this host
+			// (to its loopback services too): the user trusts the file
+			// first, as for its other host-reaching settings.
+			r.notes = append(r.notes, fmt.Sprintf("features: %s is fetched from this host by its URL, which the project chose: not installed until you trust the file (cove up --trust)", id))
+			return nil, nil
+		}
+		err = r.tarball(f)
 	default:
+		if !strings.Contains(id, "/") {
+			// An old short name: the devcontainers CLI reads these as
+			// the migrated Features, major version 1.
+			long := legacyFeatureID(id)
+			r.notes = append(r.notes, fmt.Sprintf("features: %s is an old short name; it is read as %s", id, long))
+			f.id = long
+		}
 		err = r.oci(f)
 	}
 	if err != nil {
@@ -349,6 +384,9 @@ func (r *resolver) resolve(id string, opts map[string]string, user bool) (*featu
 		dep, err := r.resolve(d, dopts, false)
 		if err != nil {
 			return nil, fmt.Errorf("the Feature %s: dependsOn: %w", f.id, err)
+		}
+		if dep == nil {
+			return nil, fmt.Errorf("the Feature %s depends on %s, which is held back: trust the file (cove up --trust), or remove the Feature", f.id, d)
 		}
 		f.deps = append(f.deps, dep.key())
 	}
@@ -444,9 +482,6 @@ func (r *resolver) oci(f *feature) error {
 	ref, err := name.ParseReference(f.id, name.WithDefaultTag("latest"))
 	if err != nil {
 		return fmt.Errorf("%s: features: %s: %w (an OCI reference such as ghcr.io/devcontainers/features/go:1, or ./NAME)", r.dc.Path, f.id, err)
-	}
-	if !strings.Contains(f.id, "/") {
-		return fmt.Errorf("%s: features: %s: a short Feature name of the old kind; write it out (ghcr.io/devcontainers/features/%s:1)", r.dc.Path, f.id, f.id)
 	}
 	f.bare = bareID(f.id)
 	store := filepath.Join(r.o.CacheDir, "features")
@@ -661,4 +696,47 @@ func installOrder(all []*feature, override []string) ([]*feature, error) {
 		}
 	}
 	return order, nil
+}
+
+// tarball fetches a Feature published as a .tgz at an http(s) URL (a
+// trusted file's), once: a URL fetched before is taken from the cache.
+func (r *resolver) tarball(f *feature) error {
+	f.bare = f.id
+	store := filepath.Join(r.o.CacheDir, "features")
+	if err := os.MkdirAll(store, 0o700); err != nil {
+		return err
+	}
+	sum := sha256.Sum256([]byte(f.id))
+	f.dir = filepath.Join(store, "url-"+hex.EncodeToString(sum[:16]))
+	f.canonical = f.id
+	if fi, err := os.Stat(f.dir); err == nil && fi.IsDir() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, 5*time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.id, nil)
+	if err != nil {
+		return fmt.Errorf("features: %s: %w", f.id, err)
+	}
+	req.Header.Set("User-Agent", "cove")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("features: fetch %s: %w", f.id, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("features: fetch %s: %s", f.id, resp.Status)
+	}
+	tmp, err := os.MkdirTemp(store, ".tmp-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if _, err := image.Unpack(io.LimitReader(resp.Body, maxFeatureSize), tmp, maxFeatureSize); err != nil {
+		return fmt.Errorf("features: %s: %w", f.id, err)
+	}
+	if err := os.Rename(tmp, f.dir); err != nil && !errors.Is(err, fs.ErrExist) && !isNotEmpty(err) {
+		return err
+	}
+	return nil
 }

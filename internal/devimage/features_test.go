@@ -59,3 +59,12 @@ func TestInstallOrder(t *testing.T) {
 		t.Errorf("cycle: %v", err)
 	}
 }
+
+func TestLegacyFeatureID(t *testing.T) {
+	for in, want := range map[string]string{"git": "ghcr.io/devcontainers/features/git:1", "golang": "ghcr.io/devcontainers/features/go:1",
+		"common": "ghcr.io/devcontainers/features/common-utils:1"} {
+		if got := legacyFeatureID(in); got != want {
+			t.Errorf("%s: %s, want %s", in, got, want)
+		}
+	}
+}
