@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -177,5 +178,50 @@ func TestDevcontainerFeatureTarball(t *testing.T) {
 	}
 	if r := runProc(t, root, "", "exec", name, "cat", "/tgz.log"); r.stdout != "tgz x\n" {
 		t.Errorf("/tgz.log: %+v", r)
+	}
+}
+
+// TestDevcontainerRootless: a user's cove builds devcontainer.json's
+// Dockerfile and installs a local Feature on it (install.sh as root in
+// the user namespace), and the workspace starts on the result.
+func TestDevcontainerRootless(t *testing.T) {
+	needRoot(t)
+	u, uid, gid := testUser(t)
+	base := busyboxRef(t)
+	dir := rootlessBase(t, "cove-rootless-devc-")
+	project, root := filepath.Join(dir, "project"), filepath.Join(dir, "root")
+	for _, d := range []string{project, root, filepath.Join(project, ".devcontainer"), filepath.Join(project, ".devcontainer", "feat")} {
+		os.Mkdir(d, 0o755)
+		os.Chown(d, uid, gid)
+	}
+	for p, body := range map[string]string{
+		".devcontainer/devcontainer.json":              `{"build": {"dockerfile": "Dockerfile"}, "features": {"./feat": {"word": "rootless"}}}`,
+		".devcontainer/Dockerfile":                     "FROM " + base + "\nRUN echo built > /built\n",
+		".devcontainer/feat/devcontainer-feature.json": `{"id": "feat", "version": "1.0.0", "options": {"word": {"type": "string", "default": "x"}}}`,
+		".devcontainer/feat/install.sh":                "#!/bin/sh\necho \"$WORD $(id -u)\" > /feat.log\n",
+	} {
+		os.WriteFile(filepath.Join(project, p), []byte(body), 0o755)
+		os.Chown(filepath.Join(project, p), uid, gid)
+	}
+	as := func(args ...string) result {
+		cmd, out, errb := coveProc(root, args...)
+		asTestUser(cmd, u, uid, gid)
+		cmd.WaitDelay = 10 * time.Second
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return result{out.String(), errb.String(), code}
+	}
+	name := workspaceName(project)
+	defer as("rm", "-f", name)
+	if r := as("up", "--detach", project); r.code != 0 {
+		t.Fatalf("rootless up: %+v", r)
+	}
+	if r := as("exec", name, "cat", "/built", "/feat.log"); r.stdout != "built\nrootless 0\n" {
+		t.Errorf("rootless: %+v", r)
 	}
 }
