@@ -1,6 +1,7 @@
 package devcontainer
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -319,5 +320,60 @@ func TestPortSpecs(t *testing.T) {
 		if _, _, err := c.PortSpecs(); err == nil {
 			t.Error("forwardPorts with an object: want an error")
 		}
+	}
+}
+
+// TestRuntime: runArgs map to what cove has (the short forms too), the
+// rest is named, --privileged and capability ALL are refused; the
+// metadata's capabilities count only in a trusted file.
+func TestRuntime(t *testing.T) {
+	dir, home := t.TempDir(), t.TempDir()
+	body := `{"image": "x", "capAdd": ["SYS_PTRACE"], "securityOpt": ["seccomp=unconfined", "label=disable"],
+		"runArgs": ["--cap-add", "NET_ADMIN,SYS_NICE", "--cap-drop=CHOWN", "-eA=1", "--env", "B=2", "-e", "HOST_ONLY", "-m512m", "--cpus", "1.5",
+			"--pids-limit=100", "--network=bridge", "--hostname", "box", "-v", "cache:/cache", "--mount", "type=tmpfs,target=/t",
+			"--init", "--add-host", "h:1.2.3.4", "--security-opt", "no-new-privileges", "--device=/dev/fuse"]}`
+	write(t, dir, ".devcontainer.json", body)
+	if _, _, err := Trust(dir, Options{Home: home}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(dir, Options{Home: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err = c.MergeMetadata(`[{"capAdd": ["BPF"], "entrypoint": "/ep.sh"}]`); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := c.Runtime()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprintf("%v %v %v %v %v %s %s %s %s %s %v %v", rt.CapAdd, rt.CapDrop, rt.NoNewPrivileges, rt.NoSeccomp, rt.Env, rt.Memory, rt.CPUs, rt.PIDs,
+		rt.Net, rt.Hostname, rt.Mounts, rt.Entrypoints)
+	want := "[BPF SYS_PTRACE NET_ADMIN SYS_NICE] [CHOWN] true true [A=1 B=2] 512m 1.5 100 private box [{volume cache /cache false}] [/ep.sh]"
+	if got != want {
+		t.Errorf("runtime\n%s\nwant\n%s", got, want)
+	}
+	notes := strings.Join(c.Notes, "\n")
+	for _, n := range []string{"runArgs -e HOST_ONLY: a variable taken from the host", "--mount type=tmpfs", "runArgs --add-host h:1.2.3.4 is not supported",
+		"runArgs --device /dev/fuse is not supported", "securityOpt label=disable"} {
+		if !strings.Contains(notes, n) {
+			t.Errorf("notes lack %q:\n%s", n, notes)
+		}
+	}
+	for _, bad := range []string{`{"image": "x", "runArgs": ["--privileged"]}`, `{"image": "x", "capAdd": ["ALL"]}`} {
+		write(t, dir, ".devcontainer.json", bad)
+		Trust(dir, Options{Home: home})
+		if _, err := Load(dir, Options{Home: home}); err == nil || !strings.Contains(err.Error(), "privileged") {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+	// Untrusted: the image's capabilities are held back, and said.
+	write(t, dir, ".devcontainer.json", `{"image": "x"}`)
+	c, _ = Load(dir, Options{Home: home})
+	if c, err = c.MergeMetadata(`[{"capAdd": ["BPF"]}]`); err != nil {
+		t.Fatal(err)
+	}
+	if rt, _ := c.Runtime(); len(rt.CapAdd) != 0 || !strings.Contains(strings.Join(c.Notes, "\n"), "asks for capAdd BPF: not applied") {
+		t.Errorf("untrusted metadata: %v %q", rt.CapAdd, c.Notes)
 	}
 }

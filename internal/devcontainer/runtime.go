@@ -74,11 +74,11 @@ func (rt *Runtime) runArgs(args []string) error {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		flag, val, hasVal := strings.Cut(a, "=")
-		if !strings.HasPrefix(flag, "--") && len(flag) > 2 && strings.HasPrefix(flag, "-") && !hasVal {
+		if !strings.HasPrefix(a, "--") && len(a) > 2 {
 			// -eK=V, -m512m: the short form with its value attached.
-			switch flag[:2] {
+			switch a[:2] {
 			case "-e", "-m", "-v", "-h":
-				flag, val, hasVal = flag[:2], flag[2:], true
+				flag, val, hasVal = a[:2], a[2:], true
 			}
 		}
 		value := func() (string, error) {
@@ -150,20 +150,23 @@ func (rt *Runtime) runArg(flag, v string) error {
 	case "-v", "--volume":
 		parts := strings.Split(v, ":")
 		if len(parts) < 2 || len(parts) > 3 {
-			return fmt.Errorf("%s %s: want SOURCE:TARGET[:ro]", flag, v)
+			rt.Notes = append(rt.Notes, fmt.Sprintf("runArgs %s %s: not SOURCE:TARGET[:ro]; it is ignored", flag, v))
+			return nil
 		}
 		m := Mount{Type: "volume", Source: parts[0], Target: parts[1], ReadOnly: len(parts) == 3 && parts[2] == "ro"}
 		if strings.HasPrefix(m.Source, "/") {
 			m.Type = "bind"
 		}
 		if err := m.check(); err != nil {
-			return fmt.Errorf("%s %s: %w", flag, v, err)
+			rt.Notes = append(rt.Notes, fmt.Sprintf("runArgs %s %s: %v; it is ignored", flag, v, err))
+			return nil
 		}
 		rt.Mounts = append(rt.Mounts, m)
 	case "--mount":
 		m, err := ParseMount(v)
 		if err != nil {
-			return fmt.Errorf("--mount %s: %w", v, err)
+			rt.Notes = append(rt.Notes, fmt.Sprintf("runArgs --mount %s: %v; it is ignored", v, err))
+			return nil
 		}
 		rt.Mounts = append(rt.Mounts, m)
 	default:
