@@ -30,7 +30,16 @@ func Serve(ctx context.Context, socket, dir string) error {
 	if err != nil {
 		return err
 	}
-	os.Chmod(socket, 0o600) // the host side (the same user) is the only client
+	// The host side is the only client. As the workspace's root it is the
+	// same user; as another user (a devcontainer.json's remoteUser), a
+	// rootless launcher is not that user on the host, and must still
+	// connect: the socket is everyone's, and the launcher's 0700 runtime
+	// directory keeps the host's other users from it.
+	mode := os.FileMode(0o600)
+	if os.Getuid() != 0 {
+		mode = 0o666
+	}
+	os.Chmod(socket, mode)
 	// Only the API: the UI is the launcher's to serve, from its own binary.
 	srv := &http.Server{Handler: NewHandler(d, shell), ReadHeaderTimeout: 10 * time.Second}
 	go func() {

@@ -299,7 +299,11 @@ func execPiped(ctx context.Context, e *env, st *container.State, req container.E
 // stays its owner's on the host and is that user's inside (the ID-mapped
 // bind maps its owner to the user's ids): devcontainer.json's
 // updateRemoteUserUID, without changing the image's /etc/passwd.
-func workspaceUser(dc *devcontainer.Config, rootfs, upper, sockDir, project string, proc *container.Process, binds []container.Bind) error {
+//
+// Rootless, a new volume cannot be given to the user from here (its id is
+// in the user's subordinate range): chown names it (the ids and the
+// volumes' targets), for the workspace's root to do once it runs.
+func workspaceUser(dc *devcontainer.Config, rootfs, upper, sockDir, project string, proc *container.Process, binds []container.Bind, chown *[]string) error {
 	name := dc.User()
 	if name == "" {
 		return nil
@@ -339,20 +343,27 @@ func workspaceUser(dc *devcontainer.Config, rootfs, upper, sockDir, project stri
 	if err := os.Chmod(sockDir, 0o777); err != nil {
 		return err
 	}
-	if os.Geteuid() != 0 {
-		return nil // rootless: the user namespace maps the ids
-	}
 	// A new volume (still empty) is the user's to write, as a Docker
 	// volume takes its mount point's owner; one in use keeps its owner.
 	volumes := filepath.Join(filepath.Dir(upper), "volumes") + "/"
 	for _, b := range binds {
 		if strings.HasPrefix(b.Source, volumes) {
 			if names, err := os.ReadDir(b.Source); err == nil && len(names) == 0 {
+				if os.Geteuid() != 0 {
+					if len(*chown) == 0 {
+						*chown = append(*chown, fmt.Sprintf("%d:%d", u.UID, u.GID))
+					}
+					*chown = append(*chown, b.Target)
+					continue
+				}
 				if err := os.Lchown(b.Source, int(u.UID), int(u.GID)); err != nil {
 					return fmt.Errorf("volume %s: %w", b.Target, err)
 				}
 			}
 		}
+	}
+	if os.Geteuid() != 0 {
+		return nil // rootless: the user namespace maps the ids
 	}
 	if fi, err := os.Stat(project); err == nil {
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 && (dc.UpdateRemoteUserUID == nil || *dc.UpdateRemoteUserUID) {
@@ -592,6 +603,23 @@ func attachRunning(c *cli.Context, e *env, st *container.State) {
 			fmt.Fprintf(c.App.ErrWriter, "cove: warning: %v\n", err)
 		}
 	}
+}
+
+// chownVolumes gives the new volumes workspaceUser named (owner first,
+// then targets) to the workspace's user, as the workspace's root.
+func chownVolumes(c *cli.Context, e *env, st *container.State, chown []string) error {
+	if len(chown) < 2 {
+		return nil
+	}
+	out := termtext.NewWriter(c.App.ErrWriter)
+	code, err := execPiped(c.Context, e, st, container.ExecRequest{Args: append([]string{"chown"}, chown...), Cwd: "/", User: "0"}, out)
+	if err == nil && code != 0 {
+		err = fmt.Errorf("exit status %d", code)
+	}
+	if err != nil {
+		return fmt.Errorf("give the volumes %s to the workspace's user (chown in the workspace): %w", strings.Join(chown[1:], ", "), err)
+	}
+	return nil
 }
 
 // startEntrypoints runs startCommand in the workspace that just started;

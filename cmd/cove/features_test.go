@@ -195,10 +195,11 @@ func TestDevcontainerRootless(t *testing.T) {
 		os.Chown(d, uid, gid)
 	}
 	for p, body := range map[string]string{
-		".devcontainer/devcontainer.json":              `{"build": {"dockerfile": "Dockerfile"}, "features": {"./feat": {"word": "rootless"}}}`,
-		".devcontainer/Dockerfile":                     "FROM " + base + "\nRUN echo built > /built\n",
+		".devcontainer/devcontainer.json": `{"build": {"dockerfile": "Dockerfile"}, "features": {"./feat": {"word": "rootless"}},
+			"remoteUser": "dev", "mounts": ["source=data,target=/data,type=volume"]}`,
+		".devcontainer/Dockerfile":                     "FROM " + base + "\nRUN echo built > /built && echo dev:x:1234:1234::/home/dev:/bin/sh >> /etc/passwd && echo dev:x:1234: >> /etc/group && mkdir -p /home/dev && chown 1234:1234 /home/dev\n",
 		".devcontainer/feat/devcontainer-feature.json": `{"id": "feat", "version": "1.0.0", "options": {"word": {"type": "string", "default": "x"}}}`,
-		".devcontainer/feat/install.sh":                "#!/bin/sh\necho \"$WORD $(id -u)\" > /feat.log\n",
+		".devcontainer/feat/install.sh":                "#!/bin/sh\necho \"$WORD $(id -u) $_REMOTE_USER $_REMOTE_USER_HOME\" > /feat.log\n",
 	} {
 		os.WriteFile(filepath.Join(project, p), []byte(body), 0o755)
 		os.Chown(filepath.Join(project, p), uid, gid)
@@ -221,7 +222,8 @@ func TestDevcontainerRootless(t *testing.T) {
 	if r := as("up", "--detach", project); r.code != 0 {
 		t.Fatalf("rootless up: %+v", r)
 	}
-	if r := as("exec", name, "cat", "/built", "/feat.log"); r.stdout != "built\nrootless 0\n" {
+	// The Feature is told the users; a new volume is remoteUser's.
+	if r := as("exec", name, "sh", "-c", "cat /built /feat.log; touch /data/x && stat -c %u /data/x"); r.stdout != "built\nrootless 0 dev /home/dev\n1234\n" {
 		t.Errorf("rootless: %+v", r)
 	}
 }

@@ -214,6 +214,7 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 	binds = append(binds, mounts...)
 	var wsEnv []string // the workspace's environment, for the lifecycle commands' ${containerEnv:…}
 	var imageCfg *v1.ConfigFile
+	var chown []string // rootless: new volumes for the user (see workspaceUser)
 	l := launch{
 		Ref: ref, Policy: image.PullMissing, Name: name,
 		// The workload is the IDE server, on a socket in a directory bound
@@ -258,7 +259,7 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 				return err
 			}
 			imageCfg = cfg
-			return workspaceUser(dc, rootfs, filepath.Join(layerDir, "upper"), sockDir, abs, proc, l.Binds)
+			return workspaceUser(dc, rootfs, filepath.Join(layerDir, "upper"), sockDir, abs, proc, l.Binds, &chown)
 		},
 	}
 	if _, err := e.launch(c, l); err != nil {
@@ -291,7 +292,10 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	err = startEntrypoints(c, e, st, dc, imageCfg)
+	err = chownVolumes(c, e, st, chown)
+	if err == nil {
+		err = startEntrypoints(c, e, st, dc, imageCfg)
+	}
 	if err == nil {
 		err = lifecycle(c, e, st, dc, layerDir, wsEnv, true, attaches(c))
 	}
