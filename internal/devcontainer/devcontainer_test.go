@@ -377,3 +377,30 @@ func TestRuntime(t *testing.T) {
 		t.Errorf("untrusted metadata: %v %q", rt.CapAdd, c.Notes)
 	}
 }
+
+// TestMetadataVariables: the metadata's ${devcontainerId} and
+// ${containerWorkspaceFolder} are resolved (a Feature's volume name), its
+// ${localEnv:…} never, even in a trusted file: the image and Features
+// are not what the user trusted.
+func TestMetadataVariables(t *testing.T) {
+	dir, home := t.TempDir(), t.TempDir()
+	write(t, dir, ".devcontainer.json", `{"image": "x", "workspaceFolder": "/w"}`)
+	Trust(dir, Options{Home: home})
+	c, err := Load(dir, Options{Home: home, Getenv: func(string) string { return "s3cr3t" }})
+	if err != nil || !c.Trusted {
+		t.Fatal(c, err)
+	}
+	if c, err = c.MergeMetadata(`[{"mounts": [{"source": "dind-${devcontainerId}", "target": "/var/lib/docker", "type": "volume"}],
+		"containerEnv": {"K": "${localEnv:SECRET:none}", "F": "${containerWorkspaceFolder}"}}]`); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Mounts) != 1 || c.Mounts[0].Source != "dind-"+c.vars.id {
+		t.Errorf("mounts: %+v", c.Mounts)
+	}
+	if set, _ := c.Env(nil); strings.Join(set, " ") != "F=/w K=none" {
+		t.Errorf("env: %q", set)
+	}
+	if !strings.Contains(strings.Join(c.Notes, "\n"), "reads the host's environment (SECRET in devcontainer.metadata[0].containerEnv.K)") {
+		t.Errorf("notes: %q", c.Notes)
+	}
+}

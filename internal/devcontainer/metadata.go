@@ -60,7 +60,17 @@ func (c *Config) MergeMetadata(label string) (*Config, error) {
 	}
 	var entries []metadataEntry
 	ignored := map[string]bool{}
-	for _, raw := range raws {
+	// The spec's variables (${devcontainerId} in a Feature's volume name,
+	// ${containerWorkspaceFolder}) as in the file, but never the host's
+	// environment: the user trusted the file, not the image or Features it
+	// names, whose content may change under the same name.
+	mv := *c.vars
+	mv.trusted, mv.getenv, mv.heldEnv, mv.notes = false, func(string) string { return "" }, nil, nil
+	for i, raw := range raws {
+		var tree any
+		if json.Unmarshal(raw, &tree) == nil {
+			raw, _ = json.Marshal(mv.walk(tree, fmt.Sprintf("%s[%d]", MetadataLabel, i)))
+		}
 		var e metadataEntry
 		var keys map[string]json.RawMessage
 		if json.Unmarshal(raw, &keys) != nil || json.Unmarshal(raw, &e) != nil {
@@ -140,6 +150,9 @@ func (c *Config) MergeMetadata(label string) (*Config, error) {
 		remote[k] = v
 	}
 	c.ContainerEnv, c.RemoteEnv = env, remote
+	if len(mv.heldEnv) > 0 {
+		c.Notes = append(c.Notes, fmt.Sprintf("the image's %s reads the host's environment (%s): not from an image or a Feature; left empty or its default", MetadataLabel, strings.Join(mv.heldEnv, ", ")))
+	}
 	var names []string
 	for k := range ignored {
 		names = append(names, k)
