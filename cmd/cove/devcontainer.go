@@ -132,8 +132,8 @@ func installWorkspaceFeatures(c *cli.Context, e *env, dc *devcontainer.Config, b
 	if res.Digest == "" {
 		return nil, nil // every one held back, and said
 	}
-	fmt.Fprintf(c.App.ErrWriter, "cove: Features installed: %s (%d of %d layer steps cached, %.1fs)\n",
-		termtext.Visible(strings.Join(res.Order, ", ")), res.Hits, res.Steps, time.Since(start).Seconds())
+	fmt.Fprintf(c.App.ErrWriter, "cove: Features installed: %s (%d of %d layer steps cached, %v)\n",
+		termtext.Visible(strings.Join(res.Order, ", ")), res.Hits, res.Steps, time.Since(start).Round(time.Millisecond))
 	return res, nil
 }
 

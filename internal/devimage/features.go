@@ -499,6 +499,9 @@ func (r *resolver) oci(f *feature) error {
 			}
 		}
 	}
+	if r.o.Output != nil {
+		fmt.Fprintf(r.o.Output, "fetching the Feature %s\n", f.id)
+	}
 	opts := []remote.Option{remote.WithContext(r.ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain), remote.WithUserAgent("cove")}
 	desc, err := remote.Get(ref, opts...)
 	if err != nil {
@@ -711,6 +714,9 @@ func (r *resolver) tarball(f *feature) error {
 	f.canonical = f.id
 	if fi, err := os.Stat(f.dir); err == nil && fi.IsDir() {
 		return nil
+	}
+	if r.o.Output != nil {
+		fmt.Fprintf(r.o.Output, "fetching the Feature %s\n", f.id)
 	}
 	ctx, cancel := context.WithTimeout(r.ctx, 5*time.Minute)
 	defer cancel()
