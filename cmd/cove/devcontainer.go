@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cove-sh/cove/container"
+	"github.com/cove-sh/cove/image"
 	"github.com/cove-sh/cove/internal/devcontainer"
 	"github.com/cove-sh/cove/internal/devimage"
 	"github.com/cove-sh/cove/internal/projectfs"
@@ -88,10 +89,12 @@ func buildWorkspaceImage(c *cli.Context, e *env, dc *devcontainer.Config, dir, n
 	}
 	tag := "cove-devcontainer/" + name + ":build"
 	fmt.Fprintf(c.App.ErrWriter, "cove: building the workspace image from %s\n", termtext.Visible(filepath.Join(dir, ib.Dockerfile)))
+	// FROM's pull, a line a layer (bars would fight the build's output).
+	bars := newProgress(struct{ io.Writer }{c.App.ErrWriter}, "the Dockerfile's base image", false)
 	res, err := devimage.Build(c.Context, dir, ib, tag, devimage.Options{
 		Store: store, Binary: bin, CacheDir: filepath.Join(e.layout.Data, "build"), Net: network,
 		// The Dockerfile is the project's: its output is shown as text.
-		Output: termtext.NewWriter(c.App.ErrWriter),
+		Output: termtext.NewWriter(c.App.ErrWriter), Pull: []image.Option{image.WithProgress(bars.update)},
 	})
 	if err != nil {
 		return "", "", err
@@ -119,9 +122,12 @@ func installWorkspaceFeatures(c *cli.Context, e *env, dc *devcontainer.Config, b
 		return nil, err
 	}
 	start := time.Now()
+	// The base image's pull, a line a layer (bars would fight the build's
+	// output for the terminal).
+	bars := newProgress(struct{ io.Writer }{c.App.ErrWriter}, base, false)
 	res, err := devimage.InstallFeatures(c.Context, dc, base, "cove-devcontainer/"+name+":features", devimage.Options{
 		Store: store, Binary: bin, CacheDir: filepath.Join(e.layout.Data, "build"), Net: network,
-		Output: termtext.NewWriter(c.App.ErrWriter),
+		Output: termtext.NewWriter(c.App.ErrWriter), Pull: []image.Option{image.WithProgress(bars.update)},
 	})
 	if err != nil {
 		return nil, err
