@@ -194,7 +194,7 @@ func InstallFeatures(ctx context.Context, dc *devcontainer.Config, base, tag str
 		res.Metadata = append(res.Metadata, b)
 		res.Order = append(res.Order, f.id)
 	}
-	if u := cfg.Config.User; u != "" && u != "root" && u != "0" {
+	if u := cfg.Config.User; u != "" && u != "root" && u != "0" && !strings.ContainsAny(u, " \t\r\n\\") {
 		fmt.Fprintf(&df, "USER %s\n", u)
 	}
 	dockerfile := filepath.Join(tmp, "Dockerfile")
