@@ -16,6 +16,13 @@ import (
 // project in dir until ctx ends. Shell is the terminals' shell: bash if
 // the image has it, else sh.
 func Serve(ctx context.Context, socket, dir string) error {
+	return ServeOn(ctx, "unix", socket, dir)
+}
+
+// ServeOn is Serve on any listening address: a Unix socket, or for a
+// workspace reached by port-forward (a Kubernetes Pod), a TCP address on
+// the workspace's own loopback.
+func ServeOn(ctx context.Context, network, addr, dir string) error {
 	d, err := projectfs.Open(dir)
 	if err != nil {
 		return err
@@ -25,21 +32,26 @@ func Serve(ctx context.Context, socket, dir string) error {
 	if p, err := exec.LookPath("bash"); err == nil {
 		shell = []string{p, "-l"}
 	}
-	os.Remove(socket)
-	l, err := net.Listen("unix", socket)
+	if network == "unix" {
+		os.Remove(addr)
+	}
+	l, err := net.Listen(network, addr)
 	if err != nil {
 		return err
 	}
-	// The host side is the only client. As the workspace's root it is the
-	// same user; as another user (a devcontainer.json's remoteUser), a
-	// rootless launcher is not that user on the host, and must still
-	// connect: the socket is everyone's, and the launcher's 0700 runtime
-	// directory keeps the host's other users from it.
-	mode := os.FileMode(0o600)
-	if os.Getuid() != 0 {
-		mode = 0o666
+	if network == "unix" {
+		// The host side is the only client. As the workspace's root it
+		// is the same user; as another user (a devcontainer.json's
+		// remoteUser), a rootless launcher is not that user on the host,
+		// and must still connect: the socket is everyone's, and the
+		// launcher's 0700 runtime directory keeps the host's other users
+		// from it.
+		mode := os.FileMode(0o600)
+		if os.Getuid() != 0 {
+			mode = 0o666
+		}
+		os.Chmod(addr, mode)
 	}
-	os.Chmod(socket, mode)
 	// Only the API: the UI is the launcher's to serve, from its own binary.
 	srv := &http.Server{Handler: NewHandler(d, shell), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
