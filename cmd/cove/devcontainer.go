@@ -642,3 +642,20 @@ func startEntrypoints(c *cli.Context, e *env, st *container.State, dc *devcontai
 		return execPiped(c.Context, e, st, container.ExecRequest{Args: s.Argv, Cwd: "/", User: user}, out)
 	})
 }
+
+// forgetWorkspaceImages forgets the images a workspace's devcontainer.json
+// made (its build, its Features), which no other workspace uses by those
+// names; their rootfs goes when no name is left on it (cove prune drops
+// the blobs).
+func forgetWorkspaceImages(c *cli.Context, e *env, name string) {
+	store, err := e.store()
+	if err != nil {
+		return
+	}
+	for _, tag := range []string{"build", "features"} {
+		ref := "cove-devcontainer/" + name + ":" + tag
+		if _, err := store.Get(ref); err == nil {
+			store.Remove(c.Context, ref)
+		}
+	}
+}

@@ -339,7 +339,14 @@ func TestDevcontainerBuild(t *testing.T) {
 	if r := runProc(t, root, "", "exec", name, "cat", "/app.txt"); r.stdout != "v2\n" {
 		t.Errorf("after --fresh: %+v", r)
 	}
-	runProc(t, root, "", "stop", "--time", "2", name)
+	// cove rm forgets the image made for the workspace.
+	if r := runProc(t, root, "", "images"); !strings.Contains(r.stdout, "cove-devcontainer/"+name+":build") {
+		t.Errorf("images: %+v", r)
+	}
+	runProc(t, root, "", "rm", "-f", name)
+	if r := runProc(t, root, "", "images"); strings.Contains(r.stdout, "cove-devcontainer/"+name) {
+		t.Errorf("images after rm: %+v", r)
+	}
 
 	// Hostile: the Dockerfile a symlink to a host file, the context a
 	// symlink out of the project.
