@@ -173,7 +173,11 @@ func TestDevcontainerFeatureTarball(t *testing.T) {
 		t.Fatalf("untrusted: %+v (fetched %d)", r, fetched.Load())
 	}
 	runProc(t, root, "", "stop", "--time", "2", name)
-	if r := runEnv(t, root, env, "up", "--detach", "--trust", "--fresh", project); r.code != 0 || fetched.Load() != 1 {
+	// Its layer was made without the Feature: said, in words of the file.
+	if r := runEnv(t, root, env, "up", "--detach", "--trust", project); r.code == 0 || !strings.Contains(r.stderr, "before "+filepath.Join(project, ".devcontainer", "devcontainer.json")+"'s build or Features: cove up --fresh") {
+		t.Fatalf("trusted, the old layer: %+v", r)
+	}
+	if r := runEnv(t, root, env, "up", "--detach", "--fresh", project); r.code != 0 || fetched.Load() != 1 {
 		t.Fatalf("trusted: %+v", r)
 	}
 	if r := runProc(t, root, "", "exec", name, "cat", "/tgz.log"); r.stdout != "tgz x\n" {

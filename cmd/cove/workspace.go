@@ -150,7 +150,11 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 	// The kept layer was made on an image: put on another, what it holds
 	// (installed packages, their files) would be mixed with the new one.
 	layerDir := filepath.Join(e.layout.Data, "workspaces", name)
-	if prev, err := os.ReadFile(filepath.Join(layerDir, "image-ref")); err == nil && string(prev) != ref {
+	if prev, err := os.ReadFile(filepath.Join(layerDir, "image-ref")); err == nil && string(prev) != ref && built != "" {
+		// Built or given Features since: the names are cove's own.
+		return nil, fmt.Errorf("the workspace %s was made from %s, before %s's build or Features: cove up --fresh starts it anew with them (what was installed in it goes)",
+			name, prev, dc.Path)
+	} else if err == nil && string(prev) != ref {
 		return nil, fmt.Errorf("the workspace %s was made from %s, not %s: cove up --fresh starts it anew from %s (what was installed in it goes), or leave the image as it was",
 			name, prev, ref, ref)
 	}
