@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -211,7 +212,7 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 	}
 	var mounts []container.Bind
 	if dc != nil {
-		if mounts, err = workspaceMounts(append(dc.Mounts, rt.Mounts...), dc.Trusted, layerDir); err != nil {
+		if mounts, err = workspaceMounts(append(slices.Clone(dc.Mounts), rt.Mounts...), dc.Trusted, layerDir); err != nil {
 			return nil, err
 		}
 	}
