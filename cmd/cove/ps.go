@@ -134,6 +134,7 @@ func rmCommand() *cli.Command {
 				if err := os.RemoveAll(st.Dir); err != nil {
 					return fmt.Errorf("rm %s: %w", name, err)
 				}
+				forgetWorkspaceImages(c, e, name)
 				return e.states().Delete(name)
 			})
 		},

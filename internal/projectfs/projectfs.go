@@ -192,6 +192,23 @@ func (w *Dir) keepOwner(f *os.File, uid, gid int) error {
 // FS is the directory as an fs.FS (for walking).
 func (w *Dir) FS() fs.FS { return w.root.FS() }
 
+// OpenDir opens a directory inside the project (symlinks followed inside
+// only), for a reader that confines itself to it: a build context handed
+// on as /proc/self/fd/N names exactly this directory, whatever the
+// workspace renames or links meanwhile. Close it when done.
+func (w *Dir) OpenDir(p string) (*os.File, error) {
+	r, err := w.Rel(p)
+	if err != nil {
+		return nil, err
+	}
+	var f *os.File
+	err = w.asOwner(func() error {
+		f, err = w.root.OpenFile(r, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
+		return err
+	})
+	return f, err
+}
+
 // Stat describes a path inside the directory, following symlinks inside.
 func (w *Dir) Stat(p string) (fs.FileInfo, error) {
 	r, err := w.Rel(p)
