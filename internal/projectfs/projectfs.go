@@ -289,6 +289,25 @@ func (w *Dir) Remove(p string) error {
 	})
 }
 
+// RemoveEmptyDir deletes the directory at p if it is empty, as a file
+// sync tidies what a deletion left.
+func (w *Dir) RemoveEmptyDir(p string) error {
+	r, err := w.changeable(p)
+	if err != nil {
+		return err
+	}
+	return w.asOwner(func() error {
+		fi, err := w.root.Lstat(r)
+		if err != nil {
+			return err
+		}
+		if !fi.IsDir() {
+			return &fs.PathError{Op: "rmdir", Path: p, Err: syscall.ENOTDIR}
+		}
+		return w.root.Remove(r)
+	})
+}
+
 // Symlink makes a symlink at p holding target as written (it is never
 // followed here), for a rewind bringing one back.
 func (w *Dir) Symlink(target, p string) error {
