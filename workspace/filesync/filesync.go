@@ -41,7 +41,9 @@ func same(a, b *Entry) bool {
 	return *a == *b
 }
 
-func (e Entry) symlink() bool { return e.Mode&fs.ModeSymlink != 0 }
+const modeSymlink = fs.ModeSymlink
+
+func (e Entry) symlink() bool { return e.Mode&modeSymlink != 0 }
 
 // Tree is one side: paths are slash-separated and relative to the project.
 type Tree interface {
@@ -253,4 +255,30 @@ func (s *Syncer) conflictName(p string) string {
 	stamp := now().UTC().Format("20060102-150405")
 	dir, name := path.Split(p)
 	return dir + strings.TrimPrefix(name, ".") + ".conflict-" + stamp
+}
+
+// Run syncs a round every interval until ctx ends, and once more as it
+// ends (a stop flushes), reporting each round that changed something or
+// failed; a failed round is tried again at the next tick.
+func (s *Syncer) Run(ctx context.Context, interval time.Duration, report func(Report, error)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		rep, err := s.Sync(ctx)
+		if err != nil && ctx.Err() == nil || !rep.Empty() {
+			report(rep, err)
+		}
+		select {
+		case <-ctx.Done():
+			// The last round, on a context of its own: ctx is over.
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			rep, err := s.Sync(fctx)
+			cancel()
+			if err != nil || !rep.Empty() {
+				report(rep, err)
+			}
+			return
+		case <-t.C:
+		}
+	}
 }
