@@ -40,12 +40,13 @@ type Proxy struct {
 	// before serving.
 	Dir    string
 	port   int
-	socket string
 	rp     *httputil.ReverseProxy
 
 	local map[string]http.Handler // paths served on this side
 	ui    http.Handler
 	life  lifeline // the windows' line to the launcher (lifeline.go)
+
+	socket string // the server's socket ("": reached by a dial function)
 
 	mu      sync.Mutex
 	sockets int       // WebSockets open through the proxy: windows on the workspace
@@ -58,12 +59,21 @@ const tokenCookie = "cove_token"
 // NewProxy makes a proxy to the server listening on socket, for a listener
 // on 127.0.0.1:port, with a fresh random token.
 func NewProxy(socket string, port int) *Proxy {
+	p := NewProxyDial(func(ctx context.Context) (net.Conn, error) { return DialSocket(ctx, socket) }, port)
+	p.socket = socket
+	return p
+}
+
+// NewProxyDial makes a proxy to the server dial reaches (a workspace
+// elsewhere: a port-forward stream to a Pod), for a listener on
+// 127.0.0.1:port, with a fresh random token.
+func NewProxyDial(dial func(context.Context) (net.Conn, error), port int) *Proxy {
 	b := make([]byte, 24)
 	rand.Read(b)
 	target, _ := url.Parse("http://cove-ide")
 	rp := httputil.NewSingleHostReverseProxy(target)
 	rp.Transport = &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return DialSocket(ctx, socket) },
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
 	}
 	rp.ModifyResponse = dataOnly
 	// The window hears it; Go's log line would land on the user's
@@ -71,7 +81,7 @@ func NewProxy(socket string, port int) *Proxy {
 	rp.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
 		http.Error(w, "cove: the workspace's server does not answer (has the workspace stopped?)", http.StatusBadGateway)
 	}
-	return &Proxy{Token: hex.EncodeToString(b), port: port, socket: socket, rp: rp, ui: newStatic()}
+	return &Proxy{Token: hex.EncodeToString(b), port: port, rp: rp, ui: newStatic()}
 }
 
 // DialSocket connects to the Unix socket at path, which lies in a

@@ -50,7 +50,7 @@ func upFlags() []cli.Flag {
 		&cli.IntFlag{Name: "port", Usage: "serve on 127.0.0.1:`PORT` (default: a free one)"},
 		&cli.DurationFlag{Name: "grace", Value: 30 * time.Second, Usage: "stop the workspace when no window has been open for `DURATION` (a reload does not count); 0: never"},
 		trustFlag(),
-	}, workspaceFlags()...)
+	}, append(workspaceFlags(), kubeFlags()...)...)
 }
 
 func upCommand() *cli.Command {
@@ -71,6 +71,9 @@ func upAction(c *cli.Context) error {
 	dir, err := dirArg(c)
 	if err != nil {
 		return err
+	}
+	if c.Bool("kube") {
+		return kubeUp(c, dir)
 	}
 	name := workspaceName(dir)
 	recPath := filepath.Join(workspaceRunDir(e, name), "launcher.json")

@@ -18,34 +18,26 @@ import (
 )
 
 // Forwarder opens connections to a port inside the Pod through the API
-// server (port-forward), each a stream of one upgraded connection, with no
-// port opened on the user's machine: another local user could connect to
-// one, where the launcher's proxy checks its token and origin first.
+// server (port-forward), each on an upgraded connection of its own, with
+// no port opened on the user's machine: another local user could connect
+// to one, where the launcher's proxy checks its token and origin first. A
+// lost connection (a laptop that slept, an API server restart) costs only
+// the requests on it; the next Dial upgrades a new one.
 type Forwarder struct {
 	pod  *Pod
 	port int
 
-	mu   sync.Mutex
-	conn httpstream.Connection
 	next atomic.Int64
 }
 
 // Forward returns a Forwarder to port in the Pod (on its loopback).
 func (p *Pod) Forward(port int) *Forwarder { return &Forwarder{pod: p, port: port} }
 
-// connection returns the upgraded connection, dialling it again after it
-// was lost (an API server restart, a laptop that slept).
-func (f *Forwarder) connection() (httpstream.Connection, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.conn != nil {
-		select {
-		case <-f.conn.CloseChan():
-			f.conn = nil
-		default:
-			return f.conn, nil
-		}
-	}
+// dial upgrades a new connection to the API server for one forwarded
+// connection. One upgraded connection per stream pair: through the API
+// server's WebSocket tunnel, a second pair on a connection whose first
+// pair ended waited for its reply until it timed out.
+func (f *Forwarder) dial() (httpstream.Connection, error) {
 	k := f.pod.cluster
 	req := k.client.CoreV1().RESTClient().Post().Resource("pods").Namespace(f.pod.Namespace).Name(f.pod.Name).SubResource("portforward")
 	transport, upgrader, err := spdy.RoundTripperFor(k.rest)
@@ -64,25 +56,15 @@ func (f *Forwarder) connection() (httpstream.Connection, error) {
 	if err != nil {
 		return nil, fmt.Errorf("port-forward to %s/%s: %w", f.pod.Namespace, f.pod.Name, err)
 	}
-	f.conn = conn
 	return conn, nil
 }
 
-// Close ends the upgraded connection and every stream on it.
-func (f *Forwarder) Close() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.conn == nil {
-		return nil
-	}
-	err := f.conn.Close()
-	f.conn = nil
-	return err
-}
+// Close is for symmetry with Dial's connections, each closed on its own.
+func (f *Forwarder) Close() error { return nil }
 
 // Dial opens a connection to the port.
 func (f *Forwarder) Dial() (net.Conn, error) {
-	conn, err := f.connection()
+	conn, err := f.dial()
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +84,7 @@ func (f *Forwarder) Dial() (net.Conn, error) {
 		conn.RemoveStreams(errStream)
 		return nil, fmt.Errorf("port-forward: %w", err)
 	}
-	c := &streamConn{data: data, conn: conn, errStream: errStream, errDone: make(chan struct{})}
+	c := &streamConn{data: data, conn: conn, errStream: errStream, errDone: make(chan struct{}), own: true}
 	go func() {
 		// The kubelet writes here when it cannot reach the port, and
 		// closes it when the request ends.
@@ -123,6 +105,7 @@ type streamConn struct {
 	conn            httpstream.Connection
 	errDone         chan struct{} // closed once err is known
 	err             error
+	own             bool // the upgraded connection is this stream's alone
 	once            sync.Once
 }
 
@@ -149,6 +132,9 @@ func (c *streamConn) Close() error {
 	c.once.Do(func() {
 		c.data.Reset()
 		c.conn.RemoveStreams(c.data, c.errStream)
+		if c.own {
+			c.conn.Close()
+		}
 	})
 	return nil
 }

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/cove-sh/cove/internal/testregistry"
+	"github.com/cove-sh/cove/workspace/kube"
+)
+
+// testKubeconfig is the test cluster's (scripts/kube/cluster.sh), which
+// scripts/test.sh starts; in CI its absence is a failure.
+func testKubeconfig(t *testing.T) string {
+	t.Helper()
+	kc := os.Getenv("COVE_TEST_KUBECONFIG")
+	if kc == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("COVE_TEST_KUBECONFIG is not set: scripts/test.sh starts the test cluster")
+		}
+		t.Skip("COVE_TEST_KUBECONFIG is not set (scripts/kube/cluster.sh up)")
+	}
+	return kc
+}
+
+// TestUpKube: cove up --kube serves a workspace that runs as a Pod: the
+// IDE's API and terminals answer from the Pod through the launcher's
+// proxy, a local save is in the Pod within a second or two and a file made
+// in the Pod is here as soon, and Ctrl-C brings the last changes home and
+// stops the Pod, keeping its volume.
+func TestUpKube(t *testing.T) {
+	needRoot(t)
+	kc := testKubeconfig(t)
+	ref := testregistry.Push(t, testregistry.Addr(t), layered(t))
+	project := t.TempDir()
+	os.WriteFile(filepath.Join(project, "hello.c"), []byte("int main;\n"), 0o644)
+	k, err := kube.Connect(kube.Config{Kubeconfig: kc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := workspaceName(project)
+	t.Cleanup(func() { k.Remove(context.Background(), name) })
+	start := time.Now()
+	cmd, url := startUp(t, t.TempDir(), ref, project, "--kube", "--kubeconfig", kc, "--grace", "0", "--memory", "96m")
+	t.Logf("cove up --kube answered in %v", time.Since(start).Round(time.Millisecond))
+	base, token, _ := strings.Cut(url, "/?token=")
+	get := func(path string) (int, string) {
+		req, _ := http.NewRequest("GET", base+path, nil)
+		req.Header.Set("Cookie", "cove_token="+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("/api/tree"); code != 200 || !strings.Contains(body, `"hello.c"`) {
+		t.Fatalf("the Pod's tree through the proxy: %d %s", code, body)
+	}
+
+	// A terminal runs in the Pod, under the Pod's limit.
+	h := http.Header{"Cookie": {"cove_token=" + token}, "Origin": {base}}
+	ws, _, err := websocket.Dial(context.Background(), strings.Replace(base, "http", "ws", 1)+"/api/term/new", &websocket.DialOptions{HTTPHeader: h})
+	if err != nil {
+		t.Fatalf("a terminal: %v; cove up said %s", err, upErr(t))
+	}
+	defer ws.CloseNow()
+	ws.Write(context.Background(), websocket.MessageBinary, append([]byte{0}, "echo in-$(cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null)-$(pwd)-$(test -f /.cove/ide.pid && echo pod)\n"...))
+	want := "in-100663296-/workspace-pod"
+	var out strings.Builder
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for !strings.Contains(out.String(), want) {
+		_, msg, err := ws.Read(ctx)
+		if err != nil {
+			t.Fatalf("terminal: %v; output so far %q", err, out.String())
+		}
+		if msg[0] == 0x10 {
+			out.Write(msg[9:])
+		}
+	}
+	ws.Close(websocket.StatusNormalClosure, "")
+
+	// Both ways, within the sync's rounds.
+	pod, err := k.Ensure(ctx, kube.Spec{Name: name, Image: ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inPod := func(script string) string {
+		var b strings.Builder
+		pod.Exec(ctx, []string{"sh", "-c", script}, kube.ExecOptions{Stdout: &b})
+		return b.String()
+	}
+	os.WriteFile(filepath.Join(project, "hello.c"), []byte("int main(void) { return 0; }\n"), 0o644)
+	saved := time.Now()
+	for inPod("cat /workspace/hello.c") != "int main(void) { return 0; }\n" {
+		if time.Since(saved) > 10*time.Second {
+			t.Fatal("a local save did not reach the Pod")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("a local save was in the Pod after %v", time.Since(saved).Round(time.Millisecond))
+	inPod("echo made in the pod > /workspace/made.txt")
+	made := time.Now()
+	for {
+		if b, _ := os.ReadFile(filepath.Join(project, "made.txt")); string(b) == "made in the pod\n" {
+			break
+		}
+		if time.Since(made) > 10*time.Second {
+			t.Fatal("a file made in the Pod did not arrive")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("a file made in the Pod was here after %v", time.Since(made).Round(time.Millisecond))
+
+	// Ctrl-C: the last change made just before it comes home, the Pod
+	// goes, the volume stays.
+	inPod("echo last > /workspace/last.txt")
+	cmd.Process.Signal(syscall.SIGINT)
+	cmd.Wait()
+	if b, _ := os.ReadFile(filepath.Join(project, "last.txt")); string(b) != "last\n" {
+		t.Errorf("the change made just before Ctrl-C: %q; stderr %s", b, upErr(t))
+	}
+	ws2, err := k.List(context.Background())
+	if err != nil || !slices.Contains(ws2, kube.Workspace{Name: name, Phase: "stopped"}) {
+		t.Errorf("after Ctrl-C the cluster has %+v (%v), want %s stopped with its volume", ws2, err, name)
+	}
+}

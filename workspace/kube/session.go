@@ -1,0 +1,138 @@
+package kube
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cove-sh/cove/internal/projectwalk"
+	"github.com/cove-sh/cove/workspace/filesync"
+)
+
+// idePort is where cove's IDE server listens in the Pod, on its loopback:
+// reached only through port-forward.
+const idePort = 7777
+
+// SyncInterval is how often the project's copies are compared: a save
+// on either side is on the other within about this much.
+const SyncInterval = 300 * time.Millisecond
+
+// Session is a workspace Pod the launcher serves: cove in it, the
+// project's files synchronised both ways while it lasts, the IDE server
+// reached by port-forward.
+type Session struct {
+	Pod *Pod
+
+	local  *filesync.Dir
+	remote *filesync.Remote
+	syncer *filesync.Syncer
+	ide    *Forwarder
+	stop   context.CancelFunc
+	done   sync.WaitGroup
+}
+
+// SessionOptions say what a Session needs from this machine.
+type SessionOptions struct {
+	Dir    string               // the project on this machine
+	Binary string               // cove's static binary, brought into the Pod
+	Walk   *projectwalk.Options // the ignore rules' options
+	// Report hears each sync round that did something or failed
+	// (conflicts among them).
+	Report func(filesync.Report, error)
+}
+
+// Start runs the workspace s as a Pod and makes it ready to serve: cove
+// brought in, the project synchronised once (the Pod's copy and the local
+// one united: nothing on either side is lost), the sync going on every
+// SyncInterval, and the IDE server started.
+func (k *Cluster) Start(ctx context.Context, s Spec, o SessionOptions) (*Session, error) {
+	pod, err := k.Ensure(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	if err := pod.Bring(ctx, o.Binary); err != nil {
+		return nil, err
+	}
+	local, err := filesync.OpenDir(o.Dir, o.Walk)
+	if err != nil {
+		return nil, err
+	}
+	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	se := &Session{Pod: pod, local: local, stop: stop}
+	// Its own context: the last round, after stop, still needs it.
+	se.remote = pod.Files(context.WithoutCancel(ctx))
+	se.syncer = &filesync.Syncer{Local: local, Remote: se.remote}
+	rep, err := se.syncer.Sync(ctx)
+	if err != nil {
+		se.close()
+		return nil, fmt.Errorf("the first sync with the Pod: %w", err)
+	}
+	if o.Report != nil && !rep.Empty() {
+		o.Report(rep, nil)
+	}
+	se.done.Add(1)
+	go func() {
+		defer se.done.Done()
+		se.syncer.Run(sctx, SyncInterval, func(r filesync.Report, err error) {
+			if o.Report != nil {
+				o.Report(r, err)
+			}
+		})
+	}()
+	// One server a Pod: a second launcher (or a restart) finds it up.
+	script := "pid=$(cat " + coveDir + "/ide.pid 2>/dev/null) && kill -0 \"$pid\" 2>/dev/null && exit 0; " +
+		"setsid " + CovePath + " ide serve --tcp 127.0.0.1:" + strconv.Itoa(idePort) + " --dir " + WorkspaceDir +
+		" </dev/null >" + coveDir + "/ide.log 2>&1 & echo $! >" + coveDir + "/ide.pid"
+	var errb bytes.Buffer
+	if code, err := pod.Exec(ctx, []string{"/bin/sh", "-c", script}, ExecOptions{Stderr: &limited{w: &errb, n: 4096}}); err != nil || code != 0 {
+		se.Close()
+		if err == nil {
+			err = fmt.Errorf("exit %d: %s", code, strings.TrimSpace(errb.String()))
+		}
+		return nil, fmt.Errorf("start the IDE server in the Pod: %w", err)
+	}
+	se.ide = pod.Forward(idePort)
+	// It answers once it listens.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		c, err := se.DialIDE(ctx)
+		if err == nil {
+			c.Write([]byte("HEAD /api/tree HTTP/1.0\r\n\r\n"))
+			var b [12]byte
+			n, _ := c.Read(b[:])
+			c.Close()
+			if n > 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			se.Close()
+			return nil, fmt.Errorf("the IDE server in the Pod does not answer")
+		}
+	}
+	return se, nil
+}
+
+// DialIDE connects to the IDE server in the Pod.
+func (se *Session) DialIDE(context.Context) (net.Conn, error) { return se.ide.Dial() }
+
+// Close ends the session: a last sync round (what was saved on either side
+// is on both), then the sync server and the port-forward. The Pod runs on.
+func (se *Session) Close() error {
+	se.stop()
+	se.done.Wait()
+	return se.close()
+}
+
+func (se *Session) close() error {
+	se.stop()
+	if se.ide != nil {
+		se.ide.Close()
+	}
+	se.remote.Close()
+	return se.local.Close()
+}
