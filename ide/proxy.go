@@ -38,9 +38,9 @@ type Proxy struct {
 	// Dir is the project's directory on the host, which the page shows in
 	// the command that starts the workspace again once it stopped; set it
 	// before serving.
-	Dir    string
-	port   int
-	rp     *httputil.ReverseProxy
+	Dir  string
+	port int
+	rp   *httputil.ReverseProxy
 
 	local map[string]http.Handler // paths served on this side
 	ui    http.Handler
