@@ -19,16 +19,19 @@ func execCommand() *cli.Command {
 		Name:      "exec",
 		Usage:     "run a command in a running container",
 		ArgsUsage: "NAME CMD [ARG...]",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "tty", Aliases: []string{"t"}, Usage: "give the command a terminal"},
 			&cli.BoolFlag{Name: "interactive", Aliases: []string{"i"}, Usage: "keep standard input open"},
 			&cli.StringFlag{Name: "workdir", Aliases: []string{"w"}, Usage: "working `DIR` inside (default: the container's)"},
 			&cli.StringSliceFlag{Name: "env", Aliases: []string{"e"}, Usage: "set `K=V`"},
 			&cli.StringFlag{Name: "user", Aliases: []string{"u"}, Usage: "`UID[:GID]` or name[:group] (default: the container's)"},
-		},
+		}, kubeFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() < 2 {
 				return fmt.Errorf("exec takes a container name and a command (see cove ps)")
+			}
+			if c.Bool("kube") {
+				return kubeExec(c, c.Args().First(), c.Args().Tail())
 			}
 			e, err := globalEnv(c)
 			if err != nil {

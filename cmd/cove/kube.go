@@ -7,6 +7,11 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/cove-sh/cove/ide"
@@ -14,13 +19,14 @@ import (
 	"github.com/cove-sh/cove/workspace/filesync"
 	"github.com/cove-sh/cove/workspace/kube"
 	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
 )
 
 // kubeFlags choose a Kubernetes cluster for the workspace instead of this
 // machine.
 func kubeFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.BoolFlag{Name: "kube", Usage: "run the workspace as a Pod on a Kubernetes cluster (your files stay here, synchronised)"},
+		&cli.BoolFlag{Name: "kube", Usage: "a workspace that runs as a Pod on a Kubernetes cluster (its files stay here, synchronised)"},
 		&cli.StringFlag{Name: "kubeconfig", Usage: "with --kube: the kubeconfig `FILE` (default: as kubectl)"},
 		&cli.StringFlag{Name: "context", Usage: "with --kube: the kubeconfig's `CONTEXT`"},
 		&cli.StringFlag{Name: "namespace", Usage: "with --kube: the `NAMESPACE`"},
@@ -124,4 +130,123 @@ func syncNotes(w io.Writer, r filesync.Report, err error) {
 	if err != nil {
 		fmt.Fprintf(w, "cove: sync: %s (tried again)\n", termtext.Visible(err.Error()))
 	}
+}
+
+// kubeExec is cove exec --kube NAME CMD…: the command runs in the
+// workspace's Pod, through the API server, with its exit status as
+// cove's.
+func kubeExec(c *cli.Context, name string, argv []string) error {
+	k, err := kubeCluster(c)
+	if err != nil {
+		return err
+	}
+	pod, err := k.Pod(c.Context, name)
+	if err != nil {
+		return err
+	}
+	if c.String("user") != "" {
+		return fmt.Errorf("exec --kube runs as the Pod's user: --user is not supported there")
+	}
+	if wd := c.String("workdir"); wd != "" || len(envFlags(c)) > 0 {
+		// exec has no working directory or environment of its own in
+		// Kubernetes: env and cd do it, as kubectl users do.
+		pre := []string{"env"}
+		pre = append(pre, envFlags(c)...)
+		if wd != "" {
+			argv = append([]string{"/bin/sh", "-c", `cd "$0" && exec "$@"`, wd}, argv...)
+		}
+		argv = append(pre, argv...)
+	}
+	o := kube.ExecOptions{Stdout: c.App.Writer, Stderr: c.App.ErrWriter, TTY: c.Bool("tty")}
+	if c.Bool("interactive") {
+		o.Stdin = os.Stdin
+	}
+	if o.TTY {
+		fd := int(os.Stdin.Fd())
+		if !term.IsTerminal(fd) {
+			return fmt.Errorf("exec -t: standard input is not a terminal")
+		}
+		old, err := term.MakeRaw(fd)
+		if err != nil {
+			return err
+		}
+		defer term.Restore(fd, old)
+		sizes := make(chan kube.TermSize, 1)
+		if w, h, err := term.GetSize(fd); err == nil {
+			sizes <- kube.TermSize{Width: uint16(w), Height: uint16(h)}
+		}
+		winch := make(chan os.Signal, 1)
+		signal.Notify(winch, syscall.SIGWINCH)
+		defer signal.Stop(winch)
+		go func() {
+			for range winch {
+				if w, h, err := term.GetSize(fd); err == nil {
+					select {
+					case sizes <- kube.TermSize{Width: uint16(w), Height: uint16(h)}:
+					default:
+					}
+				}
+			}
+		}()
+		o.Resize = sizes
+	}
+	code, err := pod.Exec(c.Context, argv, o)
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return &exitError{code: code}
+	}
+	return nil
+}
+
+// kubeList is cove ps --kube: the workspaces in the namespace, where they
+// run and their state.
+func kubeList(c *cli.Context) error {
+	k, err := kubeCluster(c)
+	if err != nil {
+		return err
+	}
+	list, err := k.List(c.Context)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tWHERE\tSTATUS\tSTARTED")
+	for _, w := range list {
+		started := ""
+		if !w.Started.IsZero() {
+			started = w.Started.Local().Format("2006-01-02 15:04:05")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", w.Name, k.Namespace+" on "+k.Server(), strings.ToLower(w.Phase), started)
+	}
+	return tw.Flush()
+}
+
+// kubeStopOrRemove is cove stop --kube / cove rm --kube: the Pods go; rm
+// takes their volumes too (and refuses a running one without -f).
+func kubeStopOrRemove(c *cli.Context, remove bool) error {
+	k, err := kubeCluster(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(c.Context, 2*time.Minute)
+	defer cancel()
+	for _, name := range c.Args().Slice() {
+		if !remove {
+			if err := k.Stop(ctx, name); err != nil {
+				return err
+			}
+			continue
+		}
+		if !c.Bool("force") {
+			if _, err := k.Pod(ctx, name); err == nil {
+				return fmt.Errorf("the workspace %s is running: cove stop --kube %s first, or cove rm --kube -f", name, name)
+			}
+		}
+		if err := k.Remove(ctx, name); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -122,6 +124,17 @@ func TestUpKube(t *testing.T) {
 	}
 	t.Logf("a file made in the Pod was here after %v", time.Since(made).Round(time.Millisecond))
 
+	// cove exec and ps reach it too.
+	root := t.TempDir()
+	kc2 := []string{"--kube", "--kubeconfig", kc}
+	if r := runProc(t, root, "", append(append([]string{"exec"}, kc2...), name, "sh", "-c", "cat hello.c; echo err >&2; exit 7")...); r.code != 7 ||
+		r.stdout != "int main(void) { return 0; }\n" || !strings.Contains(r.stderr, "err") {
+		t.Errorf("cove exec --kube: %+v", r)
+	}
+	if r := runProc(t, root, "", append([]string{"ps"}, kc2...)...); !regexp.MustCompile(name + `\s+default on https://\S+\s+running`).MatchString(r.stdout) {
+		t.Errorf("cove ps --kube: %+v", r)
+	}
+
 	// Ctrl-C: the last change made just before it comes home, the Pod
 	// goes, the volume stays.
 	inPod("echo last > /workspace/last.txt")
@@ -133,5 +146,40 @@ func TestUpKube(t *testing.T) {
 	ws2, err := k.List(context.Background())
 	if err != nil || !slices.Contains(ws2, kube.Workspace{Name: name, Phase: "stopped"}) {
 		t.Errorf("after Ctrl-C the cluster has %+v (%v), want %s stopped with its volume", ws2, err, name)
+	}
+}
+
+// TestRmKube: cove rm --kube refuses a running workspace without -f, and
+// leaves nothing of it in the cluster.
+func TestRmKube(t *testing.T) {
+	needRoot(t)
+	kc := testKubeconfig(t)
+	ref := testregistry.Push(t, testregistry.Addr(t), layered(t))
+	k, err := kube.Connect(kube.Config{Kubeconfig: kc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	name := fmt.Sprintf("rm%d", time.Now().UnixNano()%1e6)
+	t.Cleanup(func() { k.Remove(context.Background(), name) })
+	if _, err := k.Ensure(ctx, kube.Spec{Name: name, Image: ref, Volume: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	if r := runProc(t, root, "", "rm", "--kube", "--kubeconfig", kc, name); r.code == 0 || !strings.Contains(r.stderr, "is running") {
+		t.Errorf("rm of a running workspace without -f: %+v", r)
+	}
+	if r := runProc(t, root, "", "rm", "-f", "--kube", "--kubeconfig", kc, name); r.code != 0 {
+		t.Fatalf("rm -f: %+v", r)
+	}
+	list, err := k.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range list {
+		if w.Name == name {
+			t.Errorf("after rm the cluster still has %+v", w)
+		}
 	}
 }

@@ -31,11 +31,14 @@ func psCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "ps",
 		Usage: "list containers",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "all", Aliases: []string{"a"}, Usage: "also the ones that exited"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON array of {name, id, pid, image, status, created, dir}"},
-		},
+		}, kubeFlags()...),
 		Action: func(c *cli.Context) error {
+			if c.Bool("kube") {
+				return kubeList(c)
+			}
 			e, err := globalEnv(c)
 			if err != nil {
 				return err
@@ -89,12 +92,15 @@ func stopCommand() *cli.Command {
 		Name:      "stop",
 		Usage:     "stop containers: SIGTERM, then after --time the whole tree is killed",
 		ArgsUsage: "NAME...",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "time", Aliases: []string{"t"}, Value: 10, Usage: "`SECONDS` to wait before killing"},
-		},
+		}, kubeFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
 				return fmt.Errorf("stop takes one or more container names (see cove ps)")
+			}
+			if c.Bool("kube") {
+				return kubeStopOrRemove(c, false)
 			}
 			return eachContainer(c, func(e *env, st *container.State) error {
 				if err := st.Stop(time.Duration(c.Int("time")) * time.Second); err != nil {
@@ -111,12 +117,15 @@ func rmCommand() *cli.Command {
 		Name:      "rm",
 		Usage:     "remove containers and what they wrote",
 		ArgsUsage: "NAME...",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "force", Aliases: []string{"f"}, Usage: "stop running ones first"},
-		},
+		}, kubeFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
 				return fmt.Errorf("rm takes one or more container names (see cove ps --all)")
+			}
+			if c.Bool("kube") {
+				return kubeStopOrRemove(c, true)
 			}
 			return eachContainer(c, func(e *env, st *container.State) error {
 				name := st.Name

@@ -365,3 +365,26 @@ func (k *Cluster) List(ctx context.Context) ([]Workspace, error) {
 	}
 	return out, nil
 }
+
+// Pod returns the running Pod of the workspace, or an error saying it is
+// not running (or not cove's).
+func (k *Cluster) Pod(ctx context.Context, workspace string) (*Pod, error) {
+	name := objectName(workspace)
+	p, err := k.client.CoreV1().Pods(k.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("the workspace %s is not running in %s (cove up --kube starts it)", workspace, k.Namespace)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get the Pod %s/%s: %w", k.Namespace, name, err)
+	}
+	if p.Labels[LabelManagedBy] != "cove" || p.Labels[LabelWorkspace] != workspace {
+		return nil, fmt.Errorf("the Pod %s/%s is not a cove workspace", k.Namespace, name)
+	}
+	if ok, why, err := podReady(p); !ok {
+		if err == nil {
+			err = fmt.Errorf("not running yet: %s", why)
+		}
+		return nil, fmt.Errorf("the workspace %s: %w", workspace, err)
+	}
+	return &Pod{Name: name, Namespace: k.Namespace, cluster: k}, nil
+}
