@@ -286,7 +286,7 @@ func (e *env) launch(c *cli.Context, l launch) (int, error) {
 		if claimed {
 			states.Delete(name)
 			if !keep {
-				os.RemoveAll(dir)
+				e.removeLayer(c.Context, dir)
 			}
 		}
 	}()
@@ -372,7 +372,9 @@ func (e *env) launch(c *cli.Context, l launch) (int, error) {
 	if st.Remove {
 		states.Delete(name)
 		if !keep {
-			os.RemoveAll(dir)
+			if err := e.removeLayer(c.Context, dir); err != nil {
+				fmt.Fprintf(c.App.ErrWriter, "cove: warning: --rm: %v\n", err)
+			}
 		}
 	} else {
 		st.ExitCode = &code
