@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 
 	"github.com/cove-sh/cove/container"
+	"github.com/cove-sh/cove/internal/apparmor"
 	"github.com/cove-sh/cove/internal/dirs"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
@@ -23,7 +25,14 @@ func doctorCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "doctor",
 		Usage: "check what cove needs on this machine, and say how to fix what is missing",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "apparmor-profile", Usage: "print an AppArmor profile that lets this cove binary use user namespaces (for " + apparmor.ProfileFile + ")"},
+		},
 		Action: func(c *cli.Context) error {
+			if c.Bool("apparmor-profile") {
+				fmt.Fprint(c.App.Writer, apparmor.Profile(coveExecutable()))
+				return nil
+			}
 			layout, err := dirs.Resolve(dirs.FromOS(c.String("root")))
 			if err != nil {
 				return err
@@ -67,8 +76,8 @@ func doctorChecks(layout dirs.Layout) []check {
 			st = "note"
 		}
 		add("user namespaces", st, "off: sudo sysctl -w user.max_user_namespaces=15000 kernel.unprivileged_userns_clone=1 (needed unless cove runs as root)")
-	case readTrim("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1" && !root:
-		add("user namespaces", "missing", "AppArmor restricts them: sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0, or run cove as root")
+	case !root && apparmor.Restricted("/proc"):
+		add("user namespaces", "missing", apparmor.Advice(coveExecutable()))
 	default:
 		add("user namespaces", "ok", "available")
 	}
@@ -124,6 +133,19 @@ func doctorChecks(layout dirs.Layout) []check {
 	}
 	add("state", "ok", "images in "+layout.Images+", workspaces in "+layout.Data)
 	return out
+}
+
+// coveExecutable is the path of this cove binary, as an AppArmor profile
+// names it (symlinks resolved).
+func coveExecutable() string {
+	p, err := os.Executable()
+	if err != nil {
+		return "/usr/local/bin/cove"
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		p = r
+	}
+	return p
 }
 
 func fileExists(p string) bool {

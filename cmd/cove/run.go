@@ -17,6 +17,7 @@ import (
 
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/image"
+	"github.com/cove-sh/cove/internal/apparmor"
 	"github.com/creack/pty"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/urfave/cli/v2"
@@ -329,6 +330,10 @@ func (e *env) launch(c *cli.Context, l launch) (int, error) {
 	}
 	ctr, err := container.Start(spec, stdio.Stdio, l.Limits, func(msg string) { fmt.Fprintf(c.App.ErrWriter, "cove: warning: %s\n", msg) })
 	if err != nil {
+		if spec.UserNS && deniedByAppArmor(err, "/proc") {
+			// A bare "operation not permitted" would not say why.
+			return 0, fmt.Errorf("%w: %s", err, apparmor.Advice(coveExecutable()))
+		}
 		return 0, err
 	}
 	st := &container.State{
@@ -383,6 +388,16 @@ func (e *env) launch(c *cli.Context, l launch) (int, error) {
 	}
 	claimed = false
 	return code, nil
+}
+
+// deniedByAppArmor says whether err, a rootless start's failure, is what
+// AppArmor's restriction on user namespaces gives (a namespace without
+// capabilities: mounts and maps refused), on a host that has it on.
+func deniedByAppArmor(err error, proc string) bool {
+	msg := err.Error()
+	denied := errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES) ||
+		strings.Contains(msg, "operation not permitted") || strings.Contains(msg, "permission denied")
+	return denied && apparmor.Restricted(proc)
 }
 
 // checkPorts refuses, before anything starts, host ports that another
