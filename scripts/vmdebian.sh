@@ -84,6 +84,14 @@ t_boot=$(since "$t0")
 
 status=0
 verdict "$log_file" "$qemu_rc" "$boot_timeout" || status=1
+# Each way of running cove must have reported: a mode whose run broke
+# before its first check would otherwise pass unseen.
+for mode in user login root; do
+	if ! tr -d '\r' <"$log_file" | grep -aqE "^VMTEST (PASS|FAIL) $mode/"; then
+		echo "$vm_name: no results as $mode"
+		status=1
+	fi
+done
 printf '%s timings: prepare %ss (image build %ss), data disk %ss, boot to poweroff %ss, all %ss\n' \
 	"$vm_name" "$t_prep" "$t_build" "$t_data" "$t_boot" "$(since "$t_start")"
 echo "$vm_name boot log: $log_file"

@@ -10,6 +10,7 @@ import (
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/internal/apparmor"
 	"github.com/cove-sh/cove/internal/dirs"
+	"github.com/cove-sh/cove/internal/userscope"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 )
@@ -86,7 +87,15 @@ func doctorChecks(layout dirs.Layout) []check {
 	switch {
 	case unix.Statfs("/sys/fs/cgroup", &st) == nil && st.Type == unix.CGROUP2_SUPER_MAGIC:
 		ctrls := readTrim("/sys/fs/cgroup/cgroup.controllers")
-		add("cgroup v2", "ok", "controllers: "+ctrls)
+		own, _ := userscope.Own()
+		switch {
+		case root || userscope.Delegated(userscope.CgroupRoot, own):
+			add("cgroup v2", "ok", "controllers: "+ctrls)
+		case fileExists(filepath.Join(os.Getenv("XDG_RUNTIME_DIR"), "systemd", "private")):
+			add("cgroup v2", "ok", "controllers: "+ctrls+"; your cgroup ("+own+") is root's: cove starts containers from a scope of your systemd")
+		default:
+			add("cgroup v2", "missing", "your cgroup ("+own+") is root's and no systemd user manager of yours runs to give cove one: --memory, --pids and --cpus are refused; log in through systemd (pam_systemd), or sudo loginctl enable-linger $USER")
+		}
 	case root:
 		add("cgroup v2", "note", "not here (cgroup v1 or hybrid): limits use the v1 memory, pids and cpu controllers")
 	default:

@@ -18,6 +18,7 @@ import (
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/image"
 	"github.com/cove-sh/cove/internal/apparmor"
+	"github.com/cove-sh/cove/internal/userscope"
 	"github.com/creack/pty"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/urfave/cli/v2"
@@ -327,6 +328,13 @@ func (e *env) launch(c *cli.Context, l launch) (int, error) {
 	if !l.Detach {
 		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 		defer signal.Stop(sigs)
+	}
+	if spec.UserNS {
+		// A login session's cgroup is root's: a scope of the user's
+		// systemd gives the containers' cgroups a place.
+		if _, err := userscope.Enter(c.Context, os.Getenv("XDG_RUNTIME_DIR")); err != nil && l.Limits != (container.Limits{}) {
+			fmt.Fprintf(c.App.ErrWriter, "cove: warning: %v\n", err)
+		}
 	}
 	ctr, err := container.Start(spec, stdio.Stdio, l.Limits, func(msg string) { fmt.Fprintf(c.App.ErrWriter, "cove: warning: %s\n", msg) })
 	if err != nil {
