@@ -141,6 +141,8 @@ func globalEnv(c *cli.Context) (*env, error) {
 // way leaves nothing a later start would take for the layer; what is in
 // the trash from an earlier failure goes too.
 func (e *env) removeLayer(ctx context.Context, dir string) error {
+	// Often called as a container ends on Ctrl-C: the removal still runs.
+	ctx = context.WithoutCancel(ctx)
 	trash := filepath.Join(e.layout.Data, "trash")
 	tomb, err := nsremove.Retire(dir, trash)
 	if err != nil {
