@@ -32,8 +32,35 @@ type anBlock struct {
 	Name      string          `json:"name,omitempty"`
 	Input     json.RawMessage `json:"input,omitempty"`
 	ToolUseID string          `json:"tool_use_id,omitempty"`
-	Content   string          `json:"content,omitempty"`
+	Content   json.RawMessage `json:"content,omitempty"` // a tool result's: text, or text and image blocks
 	IsError   bool            `json:"is_error,omitempty"`
+	Source    *anSource       `json:"source,omitempty"` // an image's
+}
+
+type anSource struct {
+	Type      string `json:"type"` // base64
+	MediaType string `json:"media_type"`
+	Data      []byte `json:"data"` // base64 in JSON, as the API wants
+}
+
+// toolResultContent is a tool result's content: its text, or, with
+// images, text and image blocks (the Messages API takes both).
+func toolResultContent(m Message) json.RawMessage {
+	var v any = m.Content
+	if len(m.Images) > 0 {
+		var blocks []anBlock
+		if m.Content != "" {
+			blocks = append(blocks, anBlock{Type: "text", Text: m.Content})
+		}
+		for _, im := range m.Images {
+			blocks = append(blocks, anBlock{Type: "image", Source: &anSource{Type: "base64", MediaType: im.MIME, Data: im.Data}})
+		}
+		v = blocks
+	} else if m.Content == "" {
+		return nil
+	}
+	b, _ := json.Marshal(v)
+	return b
 }
 
 type anMessage struct {
@@ -54,7 +81,7 @@ func (p *Anthropic) body(req Request) ([]byte, error) {
 	for _, m := range req.Messages {
 		switch m.Role {
 		case "tool":
-			add("user", anBlock{Type: "tool_result", ToolUseID: m.ToolCallID, Content: m.Content, IsError: m.IsError})
+			add("user", anBlock{Type: "tool_result", ToolUseID: m.ToolCallID, Content: toolResultContent(m), IsError: m.IsError})
 		case "assistant":
 			var blocks []anBlock
 			if m.Thinking != "" && m.Signature != "" {

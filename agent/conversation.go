@@ -50,6 +50,10 @@ type Notice struct {
 	Path   string  `json:"path,omitempty"`
 	Before *string `json:"before,omitempty"`
 	After  *string `json:"after,omitempty"`
+	// An approval's keys the user may allow for the session (Action.Always).
+	Always []string `json:"always,omitempty"`
+	// "mcp": the MCP servers and their state, whole each time.
+	Servers any `json:"servers,omitempty"`
 }
 
 // mergeViewMax bounds the text an approval carries for a merge view.
@@ -112,7 +116,7 @@ func (cv *Conversation) approve(ctx context.Context, act *Action) Decision {
 	n, ch := cv.approvals, make(chan Decision, 1)
 	cv.decisions[n] = ch
 	cv.mu.Unlock()
-	m := Notice{Type: "approval", Approval: n, Action: act.Summary, Diff: act.Diff}
+	m := Notice{Type: "approval", Approval: n, Action: act.Summary, Diff: act.Diff, Always: act.Always}
 	if act.Kind == "edit" && len(act.Before)+len(act.After) <= mergeViewMax {
 		m.Path, m.Before, m.After = act.Path, &act.Before, &act.After
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -24,6 +25,10 @@ const (
 type Decision struct {
 	Approve bool
 	Reason  string // sent to the model when it is refused
+	// Always, one of the action's Always keys, lets every later action
+	// with that key run without asking, for the rest of the Agent's
+	// current Session.
+	Always string
 }
 
 // LoopEvent is what the loop reports as it goes (to the IDE's agent panel,
@@ -48,7 +53,11 @@ type Agent struct {
 	Model    string
 	System   string
 	Tools    []Tool
-	Mode     Mode
+	// More, if set, is asked for more tools before each call to the
+	// model: MCP servers' tools come and go as the servers start, stop
+	// and say their list changed.
+	More func() []Tool
+	Mode Mode
 	// Approve decides edits and commands that Mode does not allow by
 	// itself. Nil refuses them.
 	Approve func(ctx context.Context, a *Action) Decision
@@ -67,6 +76,10 @@ type Agent struct {
 	// CompactAt is the fraction of Window past which the conversation is
 	// compacted before the next call; default 0.8.
 	CompactAt float64
+
+	alwaysMu  sync.Mutex
+	always    map[string]bool // Decision.Always keys given in the session alwaysFor
+	alwaysFor *Session
 }
 
 // full says whether a conversation that took used tokens (the last
@@ -120,12 +133,6 @@ func (a *Agent) Run(ctx context.Context, history []Message, prompt string) ([]Me
 	}
 	msgs := append(append([]Message(nil), history...), Message{Role: "user", Content: prompt})
 	a.record(LoopEvent{Type: "message", Message: &msgs[len(msgs)-1]})
-	tools := map[string]Tool{}
-	var specs []ToolSpec
-	for _, t := range a.Tools {
-		tools[t.Spec().Name] = t
-		specs = append(specs, t.Spec())
-	}
 	maxSteps := a.MaxSteps
 	if maxSteps == 0 {
 		maxSteps = 50
@@ -137,6 +144,7 @@ func (a *Agent) Run(ctx context.Context, history []Message, prompt string) ([]Me
 			// the server refuses it.
 			msgs, full = a.Compact(ctx, msgs), false
 		}
+		tools, specs := a.toolSet()
 		req := Request{Model: a.Model, System: a.System, Messages: msgs, Tools: specs}
 		reply, err := a.Provider.Stream(ctx, req, func(ev Event) {
 			switch ev.Kind {
@@ -182,8 +190,8 @@ func (a *Agent) Run(ctx context.Context, history []Message, prompt string) ([]Me
 				}
 				return msgs, err
 			}
-			out, isErr := a.call(ctx, tools, call)
-			res := Message{Role: "tool", ToolCallID: call.ID, Content: out, IsError: isErr}
+			out, images, isErr := a.call(ctx, tools, call)
+			res := Message{Role: "tool", ToolCallID: call.ID, Content: out, IsError: isErr, Images: images}
 			msgs = append(msgs, res)
 			a.record(LoopEvent{Type: "message", Message: &msgs[len(msgs)-1]})
 			a.emit(LoopEvent{Type: "tool_result", Call: &call, Text: out, IsError: isErr})
@@ -192,9 +200,39 @@ func (a *Agent) Run(ctx context.Context, history []Message, prompt string) ([]Me
 	return msgs, fmt.Errorf("stopped after %d steps without an answer", maxSteps)
 }
 
+// toolSet is the tools for the next call to the model, by name, and
+// their specs in order: the fixed ones, then More's.
+func (a *Agent) toolSet() (map[string]Tool, []ToolSpec) {
+	all := a.Tools
+	if a.More != nil {
+		all = append(append([]Tool(nil), all...), a.More()...)
+	}
+	tools := map[string]Tool{}
+	var specs []ToolSpec
+	for _, t := range all {
+		s := t.Spec()
+		if _, dup := tools[s.Name]; dup {
+			continue // the first of a name wins, as the model is told of one
+		}
+		tools[s.Name] = t
+		specs = append(specs, s)
+	}
+	return tools, specs
+}
+
 // call plans, approves and runs one tool call; what goes back to the
-// model is the output or the error.
-func (a *Agent) call(ctx context.Context, tools map[string]Tool, call ToolCall) (string, bool) {
+// model is the output (and images) or the error.
+func (a *Agent) call(ctx context.Context, tools map[string]Tool, call ToolCall) (string, []Image, bool) {
+	var act *Action
+	out, isErr := a.callTool(ctx, tools, call, &act)
+	if act == nil || isErr {
+		return out, nil, isErr
+	}
+	return out, act.Images, false
+}
+
+// callTool is call's work; it sets *planned to the action once planned.
+func (a *Agent) callTool(ctx context.Context, tools map[string]Tool, call ToolCall, planned **Action) (string, bool) {
 	t, ok := tools[call.Name]
 	if !ok {
 		return fmt.Sprintf("there is no tool %q", call.Name), true
@@ -203,14 +241,27 @@ func (a *Agent) call(ctx context.Context, tools map[string]Tool, call ToolCall) 
 	if err != nil {
 		return err.Error(), true
 	}
+	*planned = act
 	if !a.allowed(act) {
 		d := Decision{}
 		if a.Approve != nil {
 			a.emit(LoopEvent{Type: "approval", Call: &call, Action: act.Summary, Diff: act.Diff})
 			d = a.Approve(ctx, act)
 		}
-		a.record(LoopEvent{Type: "decision", Action: act.Summary, Diff: act.Diff, Approve: &d.Approve, Text: d.Reason})
+		why := d.Reason
+		if d.Approve && d.Always != "" {
+			why = strings.TrimSpace(why + " (and from now on, all of " + d.Always + ")")
+		}
+		a.record(LoopEvent{Type: "decision", Action: act.Summary, Diff: act.Diff, Approve: &d.Approve, Text: why})
 		a.emit(LoopEvent{Type: "decision", Action: act.Summary, Approve: &d.Approve, Text: d.Reason})
+		if d.Approve && d.Always != "" && slices.Contains(act.Always, d.Always) {
+			a.alwaysMu.Lock()
+			if a.always == nil || a.alwaysFor != a.Session {
+				a.always, a.alwaysFor = map[string]bool{}, a.Session
+			}
+			a.always[d.Always] = true
+			a.alwaysMu.Unlock()
+		}
 		if !d.Approve {
 			msg := "the user refused: " + act.Summary
 			if d.Reason != "" {
@@ -292,7 +343,24 @@ func (s *outputStream) close() {
 	s.closed = true
 }
 
-func (a *Agent) allowed(act *Action) bool { return a.Mode.Allows(act) }
+// allowed says whether act runs without asking: by the mode, or by an
+// "always" the user gave for one of its keys.
+func (a *Agent) allowed(act *Action) bool {
+	if a.Mode.Allows(act) {
+		return true
+	}
+	a.alwaysMu.Lock()
+	defer a.alwaysMu.Unlock()
+	if a.alwaysFor != a.Session {
+		return false // given in another session (the panel's New, the chat's /new)
+	}
+	for _, k := range act.Always {
+		if a.always[k] {
+			return true
+		}
+	}
+	return false
+}
 
 // Allows says whether m lets act run without asking.
 func (m Mode) Allows(act *Action) bool {

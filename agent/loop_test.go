@@ -586,3 +586,51 @@ func TestProjectToolsNotListedFromTheHost(t *testing.T) {
 		t.Errorf("tools listed from a host directory: %v %v", loaded, broken)
 	}
 }
+
+// alwaysTool is a command that may be allowed for the session by key.
+type alwaysTool struct{ ran *int }
+
+func (s alwaysTool) Spec() ToolSpec {
+	return ToolSpec{Name: "remote", Description: "a server's tool", Schema: schema(`{"type":"object"}`)}
+}
+
+func (s alwaysTool) Plan(ctx context.Context, _ json.RawMessage) (*Action, error) {
+	return &Action{Kind: "command", Summary: "MCP srv: remote", Always: []string{"mcp:srv/remote", "mcp:srv"},
+		Do: func(context.Context) (string, error) { *s.ran++; return "ran", nil }}, nil
+}
+
+// TestAlwaysAllowLastsTheSession: an approval that says "always" for one
+// of the action's keys lets its like run without asking again; a key the
+// action did not offer allows nothing.
+func TestAlwaysAllowLastsTheSession(t *testing.T) {
+	srv := llmtest.New(t)
+	srv.Push(call("c1", "remote", map[string]any{}), call("c2", "remote", map[string]any{}), answer("done"),
+		call("c3", "remote", map[string]any{}), answer("done"))
+	ran := 0
+	a := &Agent{Provider: &OpenAI{BaseURL: srv.URL(), Backoff: fast}, Model: "m", Mode: ModeAsk, Tools: []Tool{alwaysTool{&ran}}}
+	asked := 0
+	a.Approve = func(ctx context.Context, act *Action) Decision {
+		asked++
+		return Decision{Approve: true, Always: "mcp:srv"}
+	}
+	msgs, err := a.Run(context.Background(), nil, "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if asked != 1 || ran != 2 {
+		t.Fatalf("asked %d times, ran %d: want asked once, ran twice", asked, ran)
+	}
+	// A new session (the chat's /new, the panel's New) starts asking again.
+	s, err := NewSession(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	a.Session = s
+	if _, err := a.Run(context.Background(), msgs, "again"); err != nil {
+		t.Fatal(err)
+	}
+	if asked != 2 || ran != 3 {
+		t.Errorf("in a new session: asked %d times in all, ran %d: want the new session's call asked", asked, ran)
+	}
+}

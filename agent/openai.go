@@ -50,6 +50,10 @@ func (p *OpenAI) body(req Request) ([]byte, error) {
 		if m.Role == "tool" && m.IsError {
 			om.Content = str("error: " + m.Content)
 		}
+		for _, im := range m.Images {
+			// Chat completions take text alone in a tool's answer.
+			*om.Content += fmt.Sprintf("\n[an image (%s, %d bytes) was left out: this API takes no images in a tool's result]", im.MIME, len(im.Data))
+		}
 		for _, c := range m.ToolCalls {
 			tc := oaToolCall{ID: c.ID, Type: "function"}
 			tc.Function.Name, tc.Function.Arguments = c.Name, string(c.Args)

@@ -26,6 +26,15 @@ type Message struct {
 	// For role "tool": which call this answers, and whether it failed.
 	ToolCallID string `json:"tool_call_id,omitempty"`
 	IsError    bool   `json:"is_error,omitempty"`
+	// Images a tool's result holds (an MCP server's screenshot), for the
+	// providers that take them in a tool result.
+	Images []Image `json:"images,omitempty"`
+}
+
+// Image is a picture in a tool's result.
+type Image struct {
+	MIME string `json:"mime"` // image/png, image/jpeg, image/gif or image/webp
+	Data []byte `json:"data"`
 }
 
 // ToolCall is the model asking to run a tool.

@@ -18,6 +18,12 @@ type Action struct {
 	// side view.
 	Path, Before, After string
 	Do                  func(ctx context.Context) (string, error)
+	// Images, if Do sets them, go back to the model with the output.
+	Images []Image
+	// Always lists what the user may allow for the rest of the session
+	// in one answer, narrowest first (an MCP tool's: "mcp:SERVER/TOOL",
+	// then "mcp:SERVER"); empty when the action must be asked each time.
+	Always []string
 	// Output, if the caller sets it before Do, gets the output of a
 	// command as it comes, a line at a time.
 	Output func(string)

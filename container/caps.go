@@ -17,6 +17,27 @@ var keptCaps = []uintptr{
 	unix.CAP_NET_BIND_SERVICE, unix.CAP_SYS_CHROOT, unix.CAP_KILL, unix.CAP_AUDIT_WRITE,
 }
 
+// capNames are keptCaps' names as Kubernetes and the OCI spec write them.
+var capNames = map[uintptr]string{
+	unix.CAP_CHOWN: "CHOWN", unix.CAP_DAC_OVERRIDE: "DAC_OVERRIDE", unix.CAP_FSETID: "FSETID", unix.CAP_FOWNER: "FOWNER",
+	unix.CAP_NET_RAW: "NET_RAW", unix.CAP_SETGID: "SETGID", unix.CAP_SETUID: "SETUID", unix.CAP_SETFCAP: "SETFCAP", unix.CAP_SETPCAP: "SETPCAP",
+	unix.CAP_NET_BIND_SERVICE: "NET_BIND_SERVICE", unix.CAP_SYS_CHROOT: "SYS_CHROOT", unix.CAP_KILL: "KILL", unix.CAP_AUDIT_WRITE: "AUDIT_WRITE",
+}
+
+// Capabilities names the capabilities a container's processes may have
+// (CHOWN, KILL, …), for a workspace run by another engine (a Kubernetes
+// Pod) to get what cove's own containers get. NET_RAW is left out: like a
+// container in a network of its own, the workspace does not need it.
+func Capabilities() []string {
+	var names []string
+	for _, c := range keptCaps {
+		if c != unix.CAP_NET_RAW {
+			names = append(names, capNames[c])
+		}
+	}
+	return names
+}
+
 // dropBoundingCaps removes every other capability from init's bounding
 // set. Init keeps what it holds now; whatever it starts (the workload,
 // cove exec's processes) can never gain more than keptCaps. In a network

@@ -30,6 +30,9 @@ type cgroup struct {
 	v2    bool
 	paths map[string]string // controller ("" for v2) → directory
 	limit Limits
+	// hierarchies are the v1 hierarchies the container joined, each named
+	// by its controllers as mount(2) takes them ("cpu,cpuacct").
+	hierarchies []string
 }
 
 const (
@@ -171,14 +174,20 @@ func ownCgroupV2() (string, error) {
 	return "", errors.New("not in a cgroup v2 hierarchy")
 }
 
+// v1Mount is where a v1 hierarchy is mounted, and its controllers.
+type v1Mount struct {
+	dir         string
+	controllers string // as mount(2) takes them: "cpu,cpuacct"
+}
+
 // v1Mounts finds where the v1 controllers cove uses are mounted.
-func v1Mounts() (map[string]string, error) {
+func v1Mounts() (map[string]v1Mount, error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	out := map[string]string{}
+	out := map[string]v1Mount{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
@@ -192,15 +201,25 @@ func v1Mounts() (map[string]string, error) {
 		if sep < 0 || len(fields) < sep+3 || fields[sep+1] != "cgroup" {
 			continue
 		}
-		for _, opt := range strings.Split(fields[sep+3], ",") {
+		opts := strings.Split(fields[sep+3], ",")
+		var ctrls []string
+		for _, opt := range opts {
+			if !strings.Contains(opt, "=") && !v1NotController[opt] {
+				ctrls = append(ctrls, opt)
+			}
+		}
+		for _, opt := range opts {
 			switch opt {
 			case "memory", "pids", "cpu":
-				out[opt] = fields[4]
+				out[opt] = v1Mount{dir: fields[4], controllers: strings.Join(ctrls, ",")}
 			}
 		}
 	}
 	return out, sc.Err()
 }
+
+// v1NotController are the v1 super options that name no controller.
+var v1NotController = map[string]bool{"rw": true, "ro": true, "xattr": true, "noprefix": true, "clone_children": true, "cpuset_v2_mode": true, "favordynmods": true, "none": true}
 
 func newCgroupV1(id string, l Limits) (*cgroup, error) {
 	mounts, err := v1Mounts()
@@ -211,7 +230,7 @@ func newCgroupV1(id string, l Limits) (*cgroup, error) {
 	cg := &cgroup{paths: map[string]string{}, limit: l}
 	for _, ctrl := range slices.Sorted(maps.Keys(mounts)) {
 		mnt := mounts[ctrl]
-		parent := filepath.Join(mnt, cgroupParent)
+		parent := filepath.Join(mnt.dir, cgroupParent)
 		if err := os.Mkdir(parent, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			if need[ctrl] {
 				cg.remove()
@@ -225,6 +244,9 @@ func newCgroupV1(id string, l Limits) (*cgroup, error) {
 			return nil, fmt.Errorf("cgroup v1 %s: %w", ctrl, err)
 		}
 		cg.paths[ctrl] = dir
+		if !slices.Contains(cg.hierarchies, mnt.controllers) {
+			cg.hierarchies = append(cg.hierarchies, mnt.controllers)
+		}
 	}
 	for ctrl, needed := range need {
 		if needed && cg.paths[ctrl] == "" {
@@ -269,6 +291,17 @@ func newCgroupV1(id string, l Limits) (*cgroup, error) {
 		return nil, err
 	}
 	return cg, nil
+}
+
+// views are the hierarchies init mounts at /sys/fs/cgroup (Spec.Cgroups).
+func (cg *cgroup) views() []string {
+	switch {
+	case cg == nil:
+		return nil
+	case cg.v2:
+		return []string{"cgroup2"}
+	}
+	return cg.hierarchies
 }
 
 // dirFd opens the v2 cgroup for clone3(CLONE_INTO_CGROUP), so the workload

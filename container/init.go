@@ -191,6 +191,16 @@ var forwarded = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT
 func initStage2(spec *Spec, sync *os.File) (int, error) {
 	unix.CloseOnExec(syncFd)
 	unix.CloseOnExec(ctlFd)
+	// The launcher says when init is in its cgroups (see Start): the
+	// workload starts inside them or not at all, and the cgroup namespace
+	// is rooted there.
+	var inCgroup [1]byte
+	if _, err := io.ReadFull(sync, inCgroup[:]); err != nil {
+		return 0, fmt.Errorf("wait to be in the cgroup: %w", err)
+	}
+	if err := mountCgroupView(spec.Cgroups); err != nil {
+		return 0, err
+	}
 	if err := dropBoundingCaps(spec.Net == NetPrivate); err != nil {
 		return 0, err
 	}
@@ -216,12 +226,6 @@ func initStage2(spec *Spec, sync *os.File) (int, error) {
 	// A child's exit is handed over only once its waiter is registered:
 	// spawning and registering happen under the lock the reaper takes.
 	workloadDone := make(chan int, 1)
-	// The launcher says when init is in its cgroups (see Start): the
-	// workload starts inside them or not at all.
-	var inCgroup [1]byte
-	if _, err := io.ReadFull(sync, inCgroup[:]); err != nil {
-		return 0, fmt.Errorf("wait to be in the cgroup: %w", err)
-	}
 	in.mu.Lock()
 	go in.reap(chld)
 	proc, master, err := spawn(spec.Process, spec.Hostname, []*os.File{os.Stdin, os.Stdout, os.Stderr})

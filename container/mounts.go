@@ -481,3 +481,51 @@ func (r *rootfs) mountIDMapped(b Bind, fi os.FileInfo) error {
 	}
 	return nil
 }
+
+// mountCgroupView gives the container a cgroup namespace rooted at its own
+// cgroup and shows that cgroup, read-only, at /sys/fs/cgroup, as podman
+// and Docker do: the JVM, Node and the like read their memory and CPU
+// limits there, and /proc/self/cgroup no longer names the host's paths.
+// Init calls it once it is in its cgroups and has pivoted into the root;
+// /sys there is the container's own sysfs (or the host's, read-only),
+// never a path the image provides.
+func mountCgroupView(hierarchies []string) error {
+	if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
+		return fmt.Errorf("cgroup namespace: %w", err)
+	}
+	const dir = "/sys/fs/cgroup"
+	const flags = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC | unix.MS_RDONLY
+	if len(hierarchies) == 1 && hierarchies[0] == "cgroup2" {
+		if err := unix.Mount("cgroup2", dir, "cgroup2", flags, ""); err != nil {
+			return fmt.Errorf("mount %s: %w", dir, err)
+		}
+		return nil
+	}
+	if len(hierarchies) == 0 {
+		return nil
+	}
+	// v1: a tmpfs with one mount per hierarchy the container joined, and
+	// a link for each controller of a shared one (cpu → cpu,cpuacct), as
+	// on the host.
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=755,size=64k"); err != nil {
+		return fmt.Errorf("mount %s: %w", dir, err)
+	}
+	for _, h := range hierarchies {
+		sub := path.Join(dir, h)
+		if err := os.Mkdir(sub, 0o555); err != nil {
+			return fmt.Errorf("cgroup view: %w", err)
+		}
+		if err := unix.Mount("cgroup", sub, "cgroup", flags, h); err != nil {
+			return fmt.Errorf("mount %s: %w", sub, err)
+		}
+		if ctrls := strings.Split(h, ","); len(ctrls) > 1 {
+			for _, c := range ctrls {
+				os.Symlink(h, path.Join(dir, c))
+			}
+		}
+	}
+	if err := unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_BIND|flags, ""); err != nil {
+		return fmt.Errorf("remount %s read-only: %w", dir, err)
+	}
+	return nil
+}

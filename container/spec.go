@@ -53,8 +53,14 @@ type Spec struct {
 	// KeepTmp leaves the image's /tmp as it is instead of mounting a fresh
 	// tmpfs there: a build's RUN keeps what it writes in /tmp in its
 	// layer, as docker build does.
-	KeepTmp bool    `json:"keep_tmp,omitempty"`
-	Process Process `json:"process"`
+	KeepTmp bool `json:"keep_tmp,omitempty"`
+	// Cgroups are the hierarchies init shows read-only at /sys/fs/cgroup,
+	// rooted at the container's own cgroup (a cgroup namespace), so that
+	// runtimes that size themselves from the memory limit (the JVM, Node,
+	// GOMEMLIMIT tools) find it: "cgroup2" on a v2 host, or each v1
+	// hierarchy's controllers ("memory", "cpu,cpuacct"). Start fills it in.
+	Cgroups []string `json:"cgroups,omitempty"`
+	Process Process  `json:"process"`
 }
 
 // Bind is a host path mounted into the container.

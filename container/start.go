@@ -98,6 +98,7 @@ func Start(spec *Spec, stdio Stdio, limits Limits, warn func(string)) (c *Contai
 	if err != nil {
 		return nil, err
 	}
+	spec.Cgroups = cg.views()
 	defer func() {
 		if err != nil {
 			cg.kill()

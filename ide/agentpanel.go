@@ -49,7 +49,8 @@ type AgentSetup interface {
 // missed. With no model configured, a window gets the setup form.
 //
 //	client → {"type":"prompt","text":…}
-//	         {"type":"decision","approval":N,"approve":bool,"reason":…}
+//	         {"type":"decision","approval":N,"approve":bool,"reason":…,"always":KEY}
+//	                 (KEY, one of the approval's "always", allows its like for the session)
 //	         {"type":"stop"}                      (the turn in progress)
 //	         {"type":"rewind","text":CHECKPOINT}  (files and conversation, to before that turn)
 //	         {"type":"new"}                       (a new conversation)
@@ -62,7 +63,10 @@ type AgentSetup interface {
 //	         the loop's ({"type":"text"|"thinking"|"tool_call"|"tool_output"|"tool_result"|
 //	         "edited"|"usage"|"checkpoint"|"compacted"|"error"|"done",…}),
 //	         {"type":"approval","approval":N,"action":…,"diff":…} to decide
-//	         (for an edit also "path", "before", "after"),
+//	         (for an edit also "path", "before", "after"; for an MCP tool
+//	         "always": the keys that may be allowed for the session),
+//	         {"type":"mcp","servers":[{name, where, state, error, tools, …}]}
+//	         (the MCP servers, whole, each time one changes),
 //	         {"type":"decided","approval":N,"approve":bool},
 //	         {"type":"stopped"}, {"type":"rewound","text":CHECKPOINT},
 //	         {"type":"cleared","text":SESSION} (a new conversation from here),
@@ -86,6 +90,7 @@ type panelMsg struct {
 	Approval int           `json:"approval,omitempty"`
 	Approve  bool          `json:"approve,omitempty"`
 	Reason   string        `json:"reason,omitempty"`
+	Always   string        `json:"always,omitempty"`
 }
 
 func (p AgentPanel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -195,7 +200,7 @@ func (p AgentPanel) handle(cv *agent.Conversation, m panelMsg, send func(any)) {
 		if m.Approve && reason == "" {
 			reason = "approved in the IDE" // for the audit log; only a refusal's reason goes to the model
 		}
-		cv.Decide(m.Approval, agent.Decision{Approve: m.Approve, Reason: reason})
+		cv.Decide(m.Approval, agent.Decision{Approve: m.Approve, Reason: reason, Always: m.Always})
 	case "stop":
 		cv.Stop()
 	case "rewind":

@@ -16,6 +16,13 @@ import (
 // project in dir until ctx ends. Shell is the terminals' shell: bash if
 // the image has it, else sh.
 func Serve(ctx context.Context, socket, dir string) error {
+	return ServeOn(ctx, "unix", socket, dir)
+}
+
+// ServeOn is Serve on any listening address: a Unix socket, or for a
+// workspace reached by port-forward (a Kubernetes Pod), a TCP address on
+// the workspace's own loopback.
+func ServeOn(ctx context.Context, network, addr, dir string) error {
 	d, err := projectfs.Open(dir)
 	if err != nil {
 		return err
@@ -25,12 +32,16 @@ func Serve(ctx context.Context, socket, dir string) error {
 	if p, err := exec.LookPath("bash"); err == nil {
 		shell = []string{p, "-l"}
 	}
-	os.Remove(socket)
-	l, err := net.Listen("unix", socket)
+	if network == "unix" {
+		os.Remove(addr)
+	}
+	l, err := net.Listen(network, addr)
 	if err != nil {
 		return err
 	}
-	os.Chmod(socket, 0o600) // the host side (the same user) is the only client
+	if network == "unix" {
+		os.Chmod(addr, 0o600) // the host side (the same user) is the only client
+	}
 	// Only the API: the UI is the launcher's to serve, from its own binary.
 	srv := &http.Server{Handler: NewHandler(d, shell), ReadHeaderTimeout: 10 * time.Second}
 	go func() {

@@ -31,11 +31,29 @@ install_deps() {
 		echo "scripts/test.sh: node and npm are needed for the web UI (this machine kind ships them)" >&2
 		exit 1
 	fi
+	install_mcp_servers
 	command -v crane >/dev/null || { log "go install crane"; go install github.com/google/go-containerregistry/cmd/crane@v0.22.1; }
 	command -v staticcheck >/dev/null || { log "go install staticcheck"; go install honnef.co/go/tools/cmd/staticcheck@v0.8.2; }
 	# An unprivileged user for the rootless tests.
 	id covetest >/dev/null 2>&1 || useradd -m covetest
 }
+
+# The reference MCP servers the agent's tests drive (issue 17), from npm,
+# pinned, cached across runs; the tests find them through
+# COVE_TEST_MCP_SERVERS and, run without this script, skip saying so.
+MCP_SERVERS_DIR=/var/cache/cove-test/mcp-servers
+MCP_SERVERS="@modelcontextprotocol/server-everything@2026.8.31 @modelcontextprotocol/server-filesystem@2026.8.31"
+install_mcp_servers() {
+	if [ "$(cat "$MCP_SERVERS_DIR/.installed" 2>/dev/null)" != "$MCP_SERVERS" ]; then
+		log "npm install $MCP_SERVERS"
+		mkdir -p "$MCP_SERVERS_DIR"
+		[ -f "$MCP_SERVERS_DIR/package.json" ] || echo '{"private": true}' >"$MCP_SERVERS_DIR/package.json"
+		# shellcheck disable=SC2086 # one word per package
+		(cd "$MCP_SERVERS_DIR" && npm install --no-audit --no-fund --loglevel=error --save-exact $MCP_SERVERS)
+		echo "$MCP_SERVERS" >"$MCP_SERVERS_DIR/.installed"
+	fi
+}
+export COVE_TEST_MCP_SERVERS="$MCP_SERVERS_DIR"
 
 if [ "$(id -u)" -eq 0 ]; then
 	install_deps
@@ -51,7 +69,7 @@ if [ -n "$unformatted" ]; then
 fi
 go vet ./...
 staticcheck ./...
-shellcheck install.sh scripts/*.sh scripts/bench/*.sh scripts/vmtest/*.sh scripts/vmdebian/*.sh .ci/run
+shellcheck install.sh scripts/*.sh scripts/bench/*.sh scripts/vmtest/*.sh scripts/vmdebian/*.sh scripts/kube/*.sh .ci/run
 
 log "web UI: build it and check the committed bundle is what the sources make"
 scripts/build-web.sh
@@ -65,6 +83,15 @@ fi
 log "registry"
 eval "$(scripts/registry.sh start | sed 's/^/export /')"
 trap 'scripts/registry.sh stop' EXIT
+
+if [ "$(id -u)" -eq 0 ]; then
+	# A real single-node cluster for the --kube tests; its binaries are
+	# built once (about 20 minutes cold on 2 cores) and cached.
+	log "Kubernetes test cluster (scripts/kube/cluster.sh)"
+	trap 'scripts/kube/cluster.sh down; scripts/registry.sh stop' EXIT
+	COVE_TEST_KUBECONFIG=$(scripts/kube/cluster.sh up | sed -n 's/^KUBECONFIG=//p')
+	export COVE_TEST_KUBECONFIG
+fi
 
 log "go test"
 go test -count=1 -timeout 15m ./...

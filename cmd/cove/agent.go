@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cove-sh/cove/agent"
+	"github.com/cove-sh/cove/agent/mcpclient"
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/internal/mdterm"
 	"github.com/cove-sh/cove/internal/projectwalk"
@@ -43,7 +44,12 @@ window (when known), the conversation is summarised before the next call.
 
 Without -p it is a conversation on the terminal: answers render as markdown while they
 stream, the prompt edits as a shell's (Up for earlier requests; a trailing \ goes on),
-Ctrl-C stops a turn, /help lists the commands (/new, /compact, /rewind, /mode, /exit).
+Ctrl-C stops a turn, /help lists the commands (/new, /compact, /rewind, /mode, /mcp, /exit).
+
+MCP servers: the project's .mcp.json and .cove/mcp.json (run inside the workspace, their
+URLs reached from it), ~/.config/cove/mcp.json and --mcp-config FILE (yours: run here), in
+the shape other agents read: {"mcpServers": {"NAME": {"command", "args", "env"} or
+{"type": "http", "url", "headers"}}}. Their tools are asked for as commands are.
 
 Sessions (-c, -r), checkpoints (/rewind) and long command output are kept on the host,
 in ${XDG_STATE_HOME:-~/.local/state}/cove/projects/NAME (the invoking user's under sudo),
@@ -56,6 +62,7 @@ never in DIR: the workspace can neither forge nor arm them.`,
 			&cli.BoolFlag{Name: "setup", Usage: "choose the provider, model and key; they are checked, then saved to ~/.config/cove/config.json (0600)"},
 			&cli.StringFlag{Name: "mode", Value: "ask", Usage: "what runs without asking: ask (nothing), edits (file edits), yolo (everything)"},
 			&cli.BoolFlag{Name: "yes", Usage: "run edits and commands without asking (--mode yolo)"},
+			&cli.StringSliceFlag{Name: "mcp-config", Usage: "MCP servers from `FILE` too, for this run ({\"mcpServers\": …}, as ~/.config/cove/mcp.json; run on this machine)"},
 			&cli.BoolFlag{Name: "trust", Usage: "let DIR's .cove/config.json, as it is now, choose the provider, base URL and key (by default a project chooses only the model)"},
 		}, workspaceFlags()...),
 		Action: func(c *cli.Context) error {
@@ -117,20 +124,22 @@ and check your work. When you are done, answer briefly with what you changed and
 // names: its tools work on the project's files here and run commands (and
 // the project's own tools) in the workspace through cove exec; its
 // checkpoints and saved output go to the project's host-only state.
-// Close releases the shell.
-func buildAgent(ctx context.Context, root string, st *container.State, dir string, state agentState, cfg agent.Config) (*agent.Agent, []agent.BrokenTool, func(), error) {
+// The MCP servers of the project run in the workspace too, the user's
+// (and mcpConfig's) here. Close releases the shell and stops the servers.
+func buildAgent(ctx context.Context, root string, st *container.State, dir string, state agentState, cfg agent.Config, mcpConfig []string) (*agent.Agent, agentExtras, func(), error) {
+	var x agentExtras
 	provider, err := cfg.NewProvider()
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, x, nil, err
 	}
 	w, err := agent.OpenWorkspace(dir)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, x, nil, err
 	}
 	bin, err := coveBinary()
 	if err != nil {
 		w.Close()
-		return nil, nil, nil, err
+		return nil, x, nil, err
 	}
 	coveArgs := func(args ...string) []string {
 		if root != "" {
@@ -173,17 +182,33 @@ func buildAgent(ctx context.Context, root string, st *container.State, dir strin
 	}
 	tools, broken := agent.LoadProjectTools(ctx, dir, inWorkspace)
 	a.Tools = append(a.Tools, tools...)
-	closeAll := func() { bash.Close(); w.Close() }
+	x.broken = broken
+	m, notes, err := startMCP(ctx, bin, coveArgs, st.Name, dir, mcpConfig)
+	if err != nil {
+		bash.Close()
+		w.Close()
+		return nil, x, nil, err
+	}
+	x.mcp, x.mcpNotes = m, notes
+	a.More = m.Tools
+	closeAll := func() { m.Close(); bash.Close(); w.Close() }
 	if cp, err := agent.OpenCheckpoints(ctx, dir, state.Checkpoints); err == nil {
 		a.Checkpoints = cp
 		// The project's .gitignore, read in-process for each checkpoint:
 		// what it hides is neither saved nor touched by a rewind.
 		if tree, err := projectwalk.Open(dir, hostWalkOptions()); err == nil {
 			cp.NewIgnore = tree.Ignorer
-			closeAll = func() { bash.Close(); w.Close(); tree.Close() }
+			closeAll = func() { m.Close(); bash.Close(); w.Close(); tree.Close() }
 		}
 	}
-	return a, broken, closeAll, nil
+	return a, x, closeAll, nil
+}
+
+// agentExtras is what buildAgent reports beside the agent.
+type agentExtras struct {
+	broken   []agent.BrokenTool // project tools that did not load
+	mcp      *mcpclient.Manager // the MCP servers, starting
+	mcpNotes []string           // project servers left out, and why
 }
 
 // contextWindow is cfg's model's window: as configured, else, for an
@@ -216,7 +241,7 @@ func runAgent(c *cli.Context, e *env, st *container.State, dir string, cfg agent
 	if note := legacyStateNote(dir, state, home); note != "" {
 		fmt.Fprintln(c.App.ErrWriter, "cove: note: "+note)
 	}
-	a, broken, closeAgent, err := buildAgent(c.Context, c.String("root"), st, dir, state, cfg)
+	a, x, closeAgent, err := buildAgent(c.Context, c.String("root"), st, dir, state, cfg, c.StringSlice("mcp-config"))
 	if err != nil {
 		return err
 	}
@@ -241,12 +266,16 @@ func runAgent(c *cli.Context, e *env, st *container.State, dir string, cfg agent
 	// What the workspace answers (commands' output, tools' errors) is
 	// shown, never obeyed by the terminal.
 	trace := termtext.NewWriter(c.App.ErrWriter)
-	for _, b := range broken {
+	for _, b := range x.broken {
 		fmt.Fprintf(trace, "! tool %s is broken: %v\n", b.Path, b.Err)
 	}
+	for _, n := range x.mcpNotes {
+		fmt.Fprintln(trace, "! "+n)
+	}
+	waitMCP(c.Context, trace, x.mcp)
 	a.Emit = traceEvents(trace)
 	if c.String("prompt") == "" {
-		return chatOnTerminal(c, a, sessions, history)
+		return chatOnTerminal(c, a, sessions, history, x.mcp)
 	}
 	prompt := c.String("prompt")
 	if !term.IsTerminal(int(os.Stdin.Fd())) {
@@ -278,8 +307,8 @@ func runAgent(c *cli.Context, e *env, st *container.State, dir string, cfg agent
 // on an empty one leaves. On a terminal, the prompt has line editing and
 // a history, and answers are rendered (markdown, unless NO_COLOR is set);
 // otherwise lines are read and answers written as they come.
-func chatOnTerminal(c *cli.Context, a *agent.Agent, sessions string, history []agent.Message) error {
-	ch := &chat{a: a, out: c.App.Writer, sessions: sessions, history: history, turns: resumedTurns(a.Session, history)}
+func chatOnTerminal(c *cli.Context, a *agent.Agent, sessions string, history []agent.Message, m *mcpclient.Manager) error {
+	ch := &chat{a: a, out: c.App.Writer, sessions: sessions, history: history, turns: resumedTurns(a.Session, history), mcp: m}
 	stdin, stdout := int(os.Stdin.Fd()), int(os.Stdout.Fd())
 	inTTY, outTTY := term.IsTerminal(stdin), term.IsTerminal(stdout) && c.App.Writer == io.Writer(os.Stdout)
 	dumb := os.Getenv("TERM") == "dumb"
@@ -294,6 +323,10 @@ func chatOnTerminal(c *cli.Context, a *agent.Agent, sessions string, history []a
 		}
 		defer tty.restore()
 		ch.lines = tty
+		if m != nil {
+			// A server's news, while a request is typed, goes above it.
+			m.OnChange(mcpTrace(tty, m))
+		}
 	} else {
 		ch.lines = &plainLines{in: bufio.NewReader(os.Stdin), out: c.App.Writer, echo: outTTY && !inTTY}
 	}
@@ -401,13 +434,9 @@ func approveOnTerminal(w io.Writer, unapproved *int) func(context.Context, *agen
 		if act.Diff != "" {
 			fmt.Fprint(tty, colourDiff(termtext.Visible(act.Diff), os.Getenv("NO_COLOR") == ""))
 		}
-		fmt.Fprintf(tty, "%s — allow? [y/N, or say why not] ", termtext.Visible(act.Summary))
+		fmt.Fprint(tty, allowQuestion(act))
 		line, _ := bufio.NewReader(tty).ReadString('\n')
-		line = strings.TrimSpace(line)
-		if strings.EqualFold(line, "y") || strings.EqualFold(line, "yes") {
-			return agent.Decision{Approve: true}
-		}
-		return agent.Decision{Reason: line}
+		return allowAnswer(line, act)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/cove-sh/cove/agent"
+	"github.com/cove-sh/cove/agent/mcpclient"
 	"github.com/cove-sh/cove/internal/mdterm"
 	"github.com/cove-sh/cove/internal/termtext"
 )
@@ -25,6 +26,7 @@ type chat struct {
 	md       *mdterm.Writer // renders the answers on out, a terminal; nil: they are written as they come
 	sessions string         // where session logs go
 	history  []agent.Message
+	mcp      *mcpclient.Manager // the MCP servers, for /mcp; may be nil
 
 	midLine bool // the answer so far does not end its line (kept with md only)
 
@@ -62,6 +64,7 @@ On a terminal, a line that ends in \ goes on to the next, Up and Down recall ear
   /rewind       list this conversation's checkpoints
   /rewind N     put the files back as they were before turn N, and the conversation too
   /mode M       ask (every edit and command), edits (ask for commands), yolo (ask nothing)
+  /mcp          the MCP servers, where they run, their state and tools
   /help         this
 `
 
@@ -95,16 +98,12 @@ func (c *chat) run(ctx context.Context) error {
 		if act.Diff != "" {
 			fmt.Fprint(c.out, colourDiff(termtext.Visible(act.Diff), c.md != nil))
 		}
-		line, err := c.lines.answer(termtext.Visible(act.Summary) + " — allow? [y/N, or say why not] ")
+		line, err := c.lines.answer(allowQuestion(act))
 		if errors.Is(err, errInterrupted) {
 			c.interrupt() // Ctrl-C stops the turn, as it does while the model writes
 			return agent.Decision{Reason: "the user stopped this turn"}
 		}
-		line = strings.TrimSpace(line)
-		if strings.EqualFold(line, "y") || strings.EqualFold(line, "yes") {
-			return agent.Decision{Approve: true}
-		}
-		return agent.Decision{Reason: line}
+		return allowAnswer(line, act)
 	}
 	for {
 		line, err := c.lines.prompt()
@@ -236,6 +235,20 @@ func (c *chat) command(ctx context.Context, line string) (done bool, err error) 
 		}
 	case "/rewind":
 		return false, c.rewind(ctx, arg)
+	case "/mcp":
+		var servers []mcpclient.Status
+		if c.mcp != nil {
+			servers = c.mcp.Status()
+		}
+		if len(servers) == 0 {
+			fmt.Fprintln(c.out, "· no MCP servers (the project's .mcp.json or .cove/mcp.json, ~/.config/cove/mcp.json, --mcp-config FILE)")
+		}
+		for _, s := range servers {
+			fmt.Fprintln(c.out, "  "+mcpLine(s))
+			if s.State == mcpclient.StateRunning && len(s.Tools) > 0 {
+				fmt.Fprintln(c.out, "    "+termtext.Visible(strings.Join(s.Tools, ", ")))
+			}
+		}
 	default:
 		fmt.Fprintf(c.out, "· no command %s (/help lists them)\n", name)
 	}

@@ -121,6 +121,10 @@ func (l *ttyLines) prompt() (string, error) {
 	}
 }
 
+// Write shows p above the line being typed, which is drawn again below
+// it: for what comes while the user writes (an MCP server that died).
+func (l *ttyLines) Write(p []byte) (int, error) { return l.t.Write(p) }
+
 func (l *ttyLines) answer(question string) (string, error) {
 	if i := strings.LastIndexByte(question, '\n'); i >= 0 {
 		io.WriteString(l.out, question[:i+1])

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -105,6 +106,45 @@ func TestTTYLines(t *testing.T) {
 	}
 	if _, err := lines.prompt(); err == nil {
 		t.Error("a prompt after restore")
+	}
+}
+
+// TestTTYLinesNoteKeepsTheLine: a note written while a request is being
+// typed (an MCP server's death) shows above it, and the line goes on as
+// typed, drawn again after the note.
+func TestTTYLinesNoteKeepsTheLine(t *testing.T) {
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	defer tty.Close()
+	pty.Setsize(ptmx, &pty.Winsize{Rows: 24, Cols: 80})
+	out := &watchedBuffer{new: make(chan struct{}, 1)}
+	go io.Copy(out, ptmx)
+	hist, _ := loadHistory(filepath.Join(t.TempDir(), "h"))
+	lines, err := newTTYLines(tty, tty, hist, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lines.restore()
+	done := make(chan struct{})
+	var got string
+	go func() { got, _ = lines.prompt(); close(done) }()
+	out.waitFor(t, "› ")
+	io.WriteString(ptmx, "half a req")
+	out.waitFor(t, "half a req")
+	fmt.Fprintf(lines, "! MCP web (workspace, http, .mcp.json): restarting\n")
+	out.waitFor(t, "restarting\r\n")
+	out.waitForNth(t, "half a req", 2) // drawn again below the note
+	io.WriteString(ptmx, "uest\r")
+	<-done
+	if got != "half a request" {
+		t.Errorf("the line after the note: %q", got)
+	}
+	screen := out.String()
+	if i, j := strings.Index(screen, "restarting\r\n"), strings.LastIndex(screen, "› half a req"); i < 0 || j < i {
+		t.Errorf("the note is not above the line drawn again:\n%q", screen)
 	}
 }
 

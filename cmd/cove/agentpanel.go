@@ -50,7 +50,7 @@ func (p *agentPanel) Conversation() (*agent.Conversation, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, broken, closeAgent, err := buildAgent(p.ctx, p.root, p.st, p.dir, state, cfg)
+	a, x, closeAgent, err := buildAgent(p.ctx, p.root, p.st, p.dir, state, cfg, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -62,12 +62,19 @@ func (p *agentPanel) Conversation() (*agent.Conversation, error) {
 	if note := legacyStateNote(p.dir, state, home); note != "" {
 		cv.Events().Add(agent.Notice{Type: "note", Text: note})
 	}
-	for _, b := range broken {
+	for _, b := range x.broken {
 		cv.Events().Add(agent.Notice{Type: "error", Text: fmt.Sprintf("tool %s is broken: %v", b.Path, b.Err)})
 	}
 	if n := ignoredNote(cfg); n != "" {
 		cv.Events().Add(agent.Notice{Type: "note", Text: n})
 	}
+	for _, n := range x.mcpNotes {
+		cv.Events().Add(agent.Notice{Type: "error", Text: n})
+	}
+	// The servers' state, whole each time it changes, for the panel's list.
+	showMCP := func() { cv.Events().Add(agent.Notice{Type: "mcp", Servers: x.mcp.Status()}) }
+	x.mcp.OnChange(showMCP)
+	showMCP()
 	p.conv, p.closeAgent = cv, closeAgent
 	return cv, nil
 }

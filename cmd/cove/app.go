@@ -57,6 +57,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			shellCommand(),
 			agentCommand(),
 			idleCommand(),
+			mcpRelayCommand(),
 			ideCommand(),
 			logsCommand(),
 			stopCommand(),

@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/cove-sh/cove/internal/llmtest"
+	"github.com/cove-sh/cove/internal/testimage"
 	"github.com/cove-sh/cove/internal/testregistry"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 )
@@ -245,5 +247,61 @@ func TestRunAsThePeersSetUp(t *testing.T) {
 	asTestUser(cmd, u, uid, gid)
 	if err := cmd.Run(); err != nil || out.String() != want {
 		t.Errorf("rootless: %v %q, want %q; stderr %s", err, out, want, errb)
+	}
+}
+
+// TestRunSeesItsOwnCgroup: the memory limit is visible inside, read-only,
+// at the path the host's cgroup version puts it (the JVM, Node and
+// GOMEMLIMIT tools size themselves from it), and /proc/self/cgroup names
+// the container's cgroup as its root, not the host's path to it.
+func TestRunSeesItsOwnCgroup(t *testing.T) {
+	needRoot(t)
+	ref := testregistry.Push(t, testregistry.Addr(t), layered(t))
+	limit := "/sys/fs/cgroup/memory/memory.limit_in_bytes"
+	var st unix.Statfs_t
+	if unix.Statfs("/sys/fs/cgroup", &st) == nil && st.Type == unix.CGROUP2_SUPER_MAGIC {
+		limit = "/sys/fs/cgroup/memory.max"
+	}
+	script := "cat " + limit + "; cat /proc/self/cgroup; echo 1 > " + limit + " && echo WROTE"
+	r := runProc(t, t.TempDir(), "", "run", "--rm", "--memory", "32m", ref, "sh", "-c", script)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if r.code == 0 || len(lines) < 2 || lines[0] != "33554432" || strings.Contains(r.stdout, "WROTE") {
+		t.Fatalf("the limit inside: %+v", r)
+	}
+	for _, l := range lines[1:] {
+		if _, p, _ := strings.Cut(l[strings.Index(l, ":")+1:], ":"); p != "/" {
+			t.Errorf("/proc/self/cgroup shows a path outside the container's cgroup: %q", l)
+		}
+	}
+}
+
+// TestRootGetsItsGroupsFromTheImage: root (the default user, or -u root)
+// gets the supplementary groups the image's /etc/group lists it in, as
+// podman and Docker give them (runc reads the same file). podman 4.3.1
+// cannot be run beside it here: runc fails to set its default rlimits
+// without CAP_SYS_RESOURCE.
+func TestRootGetsItsGroupsFromTheImage(t *testing.T) {
+	needRoot(t)
+	accounts, err := testimage.Layer(
+		testimage.File("etc/passwd", "root:x:0:0:root:/root:/bin/sh\nalice:x:1000:1000::/home/alice:/bin/sh\n", 0o644),
+		testimage.File("etc/group", "root:x:0:\nadm:x:4:root,daemon\nwheel:x:10:root\nusers:x:100:alice\nalice:x:1000:\n", 0o644))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := mutate.AppendLayers(layered(t), accounts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := testregistry.Push(t, testregistry.Addr(t), img)
+	root := t.TempDir()
+	const want = "0 4 10\n"
+	for _, user := range [][]string{nil, {"-u", "root"}, {"-u", "0"}} {
+		args := append(append([]string{"run", "--rm", "--net", "none"}, user...), ref, "id", "-G")
+		if r := runProc(t, root, "", args...); r.code != 0 || r.stdout != want {
+			t.Errorf("cove %v: %+v, want %q", user, r, want)
+		}
+	}
+	if r := runProc(t, root, "", "run", "--rm", "--net", "none", "-u", "alice", ref, "id", "-G"); r.code != 0 || r.stdout != "1000 100\n" {
+		t.Errorf("cove -u alice: %+v", r)
 	}
 }

@@ -386,12 +386,19 @@ func ideCommand() *cli.Command {
 			Name:  "serve",
 			Usage: "serve the project's files and terminals on a Unix socket",
 			Flags: []cli.Flag{
-				&cli.StringFlag{Name: "socket", Required: true, Usage: "listen on `PATH`"},
+				&cli.StringFlag{Name: "socket", Usage: "listen on `PATH`"},
+				&cli.StringFlag{Name: "tcp", Usage: "listen on `ADDR` instead (a Pod's loopback, for port-forward)"},
 				&cli.StringFlag{Name: "dir", Value: "/workspace", Usage: "the project `DIR`"},
 			},
 			Action: func(c *cli.Context) error {
 				ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 				defer stop()
+				if addr := c.String("tcp"); addr != "" {
+					return ide.ServeOn(ctx, "tcp", addr, c.String("dir"))
+				}
+				if c.String("socket") == "" {
+					return errors.New("give --socket or --tcp")
+				}
 				return ide.Serve(ctx, c.String("socket"), c.String("dir"))
 			},
 		}},

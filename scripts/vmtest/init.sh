@@ -157,6 +157,23 @@ check_memory() {
 	fi
 }
 
+# cgroup-view: the container sees its own cgroup, read-only, at
+# /sys/fs/cgroup (a cgroup namespace): memory.max is the limit, and
+# /proc/self/cgroup names it as the root.
+check_cgroup_view() {
+	name=cgroup-view
+	timeout -s KILL 120 cove run --rm --net none --memory 48m "$img" \
+		sh -c 'cat /sys/fs/cgroup/memory.max; cat /proc/self/cgroup; echo max >/sys/fs/cgroup/memory.max && echo WROTE' \
+		>"$out/view.out" 2>"$out/view.err"
+	rc=$?
+	got=$(tr '\n' ' ' <"$out/view.out")
+	if [ "$got" = "50331648 0::/ " ]; then
+		pass $name
+	else
+		fail $name "exit $rc, stdout '$got' (want '50331648 0::/ '), stderr '$(brief "$out/view.err")'"
+	fi
+}
+
 # pids-limit: a shell that starts 100 background sleeps under --pids 32
 # sees at most 32 processes. The spawning shell dies at the first failed
 # fork (ash does); the outer shell then counts with builtins only, which
@@ -374,6 +391,7 @@ check_cgroup_v2
 check_doctor
 check_pull
 check_memory
+check_cgroup_view
 check_pids
 check_stop
 check_cpus

@@ -136,6 +136,30 @@ export function startAgent({ log, input, send, fresh, history }) {
     o.title = title;
   }
   mode.title = "what the agent may do without asking";
+  // The MCP servers: where each runs, its state and tools, or its error.
+  const servers = log.parentNode.insertBefore(el("details", "mcp"), log);
+  servers.id = "agent-mcp";
+  servers.hidden = true;
+  const showServers = (list) => {
+    servers.hidden = !list.length;
+    const failed = list.filter((s) => s.state === "failed").length;
+    const running = list.filter((s) => s.state === "running").length;
+    const summary = el("summary", failed ? "failed" : null,
+      `MCP: ${running} of ${list.length} server${list.length === 1 ? "" : "s"} running${failed ? `, ${failed} failed` : ""}`);
+    const items = el("ul");
+    for (const s of list) {
+      const li = items.appendChild(el("li", "server " + s.state));
+      li.append(el("span", "name", s.name), el("span", "where", ` ${s.where}, ${s.kind} · `), el("span", "state", s.state));
+      if (s.state === "running") {
+        const t = li.appendChild(el("span", "tools", ` · ${(s.tools || []).length} tools`));
+        t.title = (s.tools || []).join(", ");
+      }
+      if (s.restarts) li.append(el("span", "restarts", ` · restarted ${s.restarts}×`));
+      if (s.error) li.append(el("div", "error", s.error));
+      li.title = s.source;
+    }
+    servers.replaceChildren(summary, items);
+  };
   mode.onchange = () => ws && ws.send(JSON.stringify({ type: "mode", text: mode.value }));
 
   function handle(m) {
@@ -159,6 +183,9 @@ export function startAgent({ log, input, send, fresh, history }) {
         break;
       case "note":
         add(el("div", "note", m.text));
+        break;
+      case "mcp":
+        showServers(m.servers || []);
         break;
       case "setup":
         setupForm(m);
@@ -249,9 +276,9 @@ export function startAgent({ log, input, send, fresh, history }) {
         reason.placeholder = "why not (optional)";
         const yes = el("button", "approve", "Approve");
         const no = el("button", "reject", "Reject");
-        const decide = (approve) => {
-          ws.send(JSON.stringify({ type: "decision", approval: m.approval, approve, reason: reason.value }));
-          for (const b of [yes, no, reason]) b.disabled = true;
+        const decide = (approve, always) => {
+          ws.send(JSON.stringify({ type: "decision", approval: m.approval, approve, reason: reason.value, always }));
+          for (const b of card.controls) b.disabled = true;
         };
         yes.onclick = () => decide(true);
         no.onclick = () => decide(false);
@@ -269,6 +296,15 @@ export function startAgent({ log, input, send, fresh, history }) {
         card.append(reason, yes, no);
         card.controls = [yes, no, reason];
         card.action = m.action;
+        // An MCP tool may be allowed for the rest of the conversation,
+        // the tool alone or all of its server's.
+        for (const key of m.always || []) {
+          const b = el("button", "approve-always", key.includes("/") ? "Always allow this tool" : "Always allow this server");
+          b.title = `approve, and from now on run ${key} without asking, in this conversation`;
+          b.onclick = () => decide(true, key);
+          card.append(b);
+          card.controls.push(b);
+        }
         if (m.after != null) {
           // Approve this and the edits after it, for this conversation.
           const all = el("button", "approve-all", "Approve all edits");

@@ -3,25 +3,7 @@
 // (it lets them go: see Shell's passKey), and Ctrl+Shift+P (or F1) lists
 // every command, to run one by a few letters of its title.
 import { el } from "./dom.js";
-
-// fuzzyScore rates how well query (lower case) matches text: its letters
-// in order, better when they run together, start words, or fall in the
-// last part (a file's name); -1 if they are not all there.
-export function fuzzyScore(query, text) {
-  const p = text.toLowerCase();
-  const base = p.lastIndexOf("/") + 1;
-  let score = 0;
-  let at = -1;
-  for (const ch of query) {
-    const i = p.indexOf(ch, at + 1);
-    if (i < 0) return -1;
-    score += i === at + 1 ? 5 : 1; // a run
-    if (i === 0 || "/._- :".includes(p[i - 1])) score += 3; // a word's start
-    if (i >= base) score += 2; // in the name
-    at = i;
-  }
-  return score - p.length / 100; // shorter first among equals
-}
+import { fuzzyFilter, quickPick } from "./quick.js";
 
 // parseKey reads "Ctrl+Shift+`" into what keydown events say.
 function parseKey(spec) {
@@ -90,52 +72,14 @@ export class Commands {
   // palette opens the command palette: type to filter, arrows to choose,
   // Enter runs, Escape goes back to where the focus was.
   palette(initial = "") {
-    document.getElementById("quick")?.remove();
-    const back = document.activeElement;
-    const box = el("input", { type: "text", placeholder: "Type a command", spellcheck: "false", "aria-label": "Command" });
-    box.value = initial;
-    const list = el("div", { class: "quick-list", role: "listbox" });
-    const quick = el("div", { id: "quick", class: "palette" }, box, list);
-    document.body.append(quick);
-    box.focus();
-    let shown = [];
-    let sel = 0;
-    const draw = () => {
-      const q = box.value.replace(/^>/, "").trim().toLowerCase();
-      shown = q
-        ? this.list.map((c) => [fuzzyScore(q, c.title), c]).filter(([s]) => s >= 0).sort((a, b) => b[0] - a[0]).map(([, c]) => c)
-        : this.list;
-      sel = Math.min(sel, Math.max(0, shown.length - 1));
-      list.replaceChildren(...shown.map((c, i) => el("div", { class: `quick-item${i === sel ? " selected" : ""}`, "data-command": c.id, role: "option",
-        onmousedown: (ev) => (ev.preventDefault(), pick(c)) }, el("span", { class: "name" }, c.title), c.label ? el("kbd", {}, c.label) : "")));
-      list.querySelector(".selected")?.scrollIntoView({ block: "nearest" });
-    };
-    let done = false;
-    const close = (refocus) => {
-      if (done) return;
-      done = true;
-      quick.remove();
-      if (refocus && back && back.isConnected) back.focus();
-    };
-    const pick = (c) => {
-      close(true);
-      c.run();
-    };
-    box.addEventListener("input", () => ((sel = 0), draw()));
-    box.addEventListener("keydown", (ev) => {
-      if (ev.key === "ArrowDown" || ev.key === "ArrowUp") {
-        ev.preventDefault();
-        sel = (sel + (ev.key === "ArrowDown" ? 1 : -1) + shown.length) % Math.max(1, shown.length);
-        draw();
-      } else if (ev.key === "Enter") {
-        ev.preventDefault();
-        if (shown[sel]) pick(shown[sel]);
-      } else if (ev.key === "Escape") {
-        ev.stopPropagation();
-        close(true);
-      }
+    quickPick({
+      placeholder: "Type a command", label: "Command", className: "palette", initial,
+      items: (text) => {
+        const q = text.replace(/^>/, "").trim().toLowerCase();
+        return q ? fuzzyFilter(q, this.list, (c) => c.title) : this.list;
+      },
+      row: (c) => [{ "data-command": c.id }, el("span", { class: "name" }, c.title), c.label ? el("kbd", {}, c.label) : ""],
+      pick: (c) => c.run(),
     });
-    box.addEventListener("blur", () => setTimeout(() => close(false), 100));
-    draw();
   }
 }

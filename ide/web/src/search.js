@@ -2,7 +2,7 @@
 // expressions, replace in files) and quick open (Ctrl+P). Both run on the
 // launcher, where git is sure to be, so .gitignore counts.
 import { $, el } from "./dom.js";
-import { fuzzyScore } from "./commands.js";
+import { fuzzyFilter, quickPick } from "./quick.js";
 
 // startSearch wires the search box; openFile shows a hit, status says
 // what happened, docs are the open files (quick open offers them first).
@@ -75,50 +75,23 @@ export function startSearch({ openFile, status, docs, palette }) {
 
   let projectFiles = null; // fetched when the box opens
   async function quickOpen() {
-    document.getElementById("quick")?.remove();
-    const box = el("input", { type: "text", placeholder: "Go to file (type part of its name)", spellcheck: "false" });
-    const list = el("div", { class: "quick-list" });
-    const quick = el("div", { id: "quick" }, box, list);
-    document.body.append(quick);
-    box.focus();
-    const r = await fetch("/api/files").catch(() => null);
-    projectFiles = r && r.ok ? (await r.json()).files : projectFiles || [];
-    let shown = [];
-    let sel = 0;
-    const draw = () => {
-      const q = box.value.trim().toLowerCase().replace(/\s+/g, "");
-      shown = q
-        ? projectFiles.map((f) => [fuzzyScore(q, f), f]).filter(([s]) => s >= 0).sort((a, b) => b[0] - a[0]).slice(0, 50).map(([, f]) => f)
-        : [...docs.keys(), ...projectFiles.filter((f) => !docs.has(f))].slice(0, 50);
-      sel = Math.min(sel, Math.max(0, shown.length - 1));
-      list.replaceChildren(...shown.map((f, i) => {
+    let files = projectFiles || [];
+    const picker = quickPick({
+      placeholder: "Go to file (type part of its name)", label: "File",
+      items: (text) => {
+        const q = text.trim().toLowerCase().replace(/\s+/g, "");
+        return (q ? fuzzyFilter(q, files, (f) => f) : [...docs.keys(), ...files.filter((f) => !docs.has(f))]).slice(0, 50);
+      },
+      row: (f) => {
         const name = f.slice(f.lastIndexOf("/") + 1);
-        return el("div", { class: `quick-item${i === sel ? " selected" : ""}`, "data-path": f, onmousedown: (ev) => (ev.preventDefault(), pick(f)) },
-          el("span", { class: "name" }, name), el("span", { class: "dir" }, f.slice(0, f.length - name.length)));
-      }));
-      list.querySelector(".selected")?.scrollIntoView({ block: "nearest" });
-    };
-    const close = () => quick.remove();
-    const pick = (f) => (close(), openFile(f));
-    box.addEventListener("input", () => {
-      if (box.value.startsWith(">") && palette) return close(), palette(box.value);
-      sel = 0;
-      draw();
+        return [{ "data-path": f }, el("span", { class: "name" }, name), el("span", { class: "dir" }, f.slice(0, f.length - name.length))];
+      },
+      pick: (f) => openFile(f),
+      onInput: (text) => text.startsWith(">") && palette ? (setTimeout(() => palette(text)), true) : false,
     });
-    box.addEventListener("keydown", (ev) => {
-      if (ev.key === "ArrowDown" || ev.key === "ArrowUp") {
-        ev.preventDefault();
-        sel = (sel + (ev.key === "ArrowDown" ? 1 : -1) + shown.length) % Math.max(1, shown.length);
-        draw();
-      } else if (ev.key === "Enter") {
-        ev.preventDefault();
-        if (shown[sel]) pick(shown[sel]);
-      } else if (ev.key === "Escape") {
-        close();
-      }
-    });
-    box.addEventListener("blur", () => setTimeout(close, 100));
-    draw();
+    const r = await fetch("/api/files").catch(() => null);
+    projectFiles = files = r && r.ok ? (await r.json()).files : files;
+    if (!picker.closed) picker.redraw();
   }
 
   $("#search").addEventListener("keydown", (ev) => {

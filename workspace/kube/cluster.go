@@ -1,0 +1,61 @@
+// Package kube runs a cove workspace as a Pod on a Kubernetes cluster: the
+// launcher, the app window, the agent and the keys stay on the user's
+// machine; the workspace's processes run in the Pod, reached through the
+// API server (exec for commands, port-forward for the IDE's server).
+//
+// The cluster and the credentials come from the kubeconfig as kubectl
+// reads it. The Pod is locked down: no service-account token, no host
+// namespaces, not privileged, seccomp RuntimeDefault, and the capabilities
+// of cove's local runtime.
+package kube
+
+import (
+	"fmt"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Config says which cluster to use; its zero value is kubectl's choice.
+type Config struct {
+	Kubeconfig string // "": $KUBECONFIG, or ~/.kube/config
+	Context    string // "": the kubeconfig's current context
+	Namespace  string // "": the context's namespace, or "default"
+}
+
+// Cluster is a connection to one namespace of a cluster.
+type Cluster struct {
+	Namespace string
+	client    kubernetes.Interface
+	rest      *rest.Config
+}
+
+// Connect reads the kubeconfig as kubectl does and returns a client for
+// the namespace cfg names. It does not talk to the cluster yet.
+func Connect(cfg Config) (*Cluster, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if cfg.Kubeconfig != "" {
+		rules.ExplicitPath = cfg.Kubeconfig
+	}
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: cfg.Context}
+	overrides.Context.Namespace = cfg.Namespace
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+	rc, err := cc.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w (cove reads it as kubectl does: --kubeconfig, $KUBECONFIG or ~/.kube/config)", err)
+	}
+	ns, _, err := cc.Namespace()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	rc.UserAgent = "cove"
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	return &Cluster{Namespace: ns, client: client, rest: rc}, nil
+}
+
+// Server is the API server's address, for messages.
+func (k *Cluster) Server() string { return k.rest.Host }

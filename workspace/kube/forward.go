@@ -1,0 +1,164 @@
+package kube
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/client-go/tools/portforward"
+	"k8s.io/client-go/transport/spdy"
+)
+
+// Forwarder opens connections to a port inside the Pod through the API
+// server (port-forward), each a stream of one upgraded connection, with no
+// port opened on the user's machine: another local user could connect to
+// one, where the launcher's proxy checks its token and origin first.
+type Forwarder struct {
+	pod  *Pod
+	port int
+
+	mu   sync.Mutex
+	conn httpstream.Connection
+	next atomic.Int64
+}
+
+// Forward returns a Forwarder to port in the Pod (on its loopback).
+func (p *Pod) Forward(port int) *Forwarder { return &Forwarder{pod: p, port: port} }
+
+// connection returns the upgraded connection, dialling it again after it
+// was lost (an API server restart, a laptop that slept).
+func (f *Forwarder) connection() (httpstream.Connection, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.conn != nil {
+		select {
+		case <-f.conn.CloseChan():
+			f.conn = nil
+		default:
+			return f.conn, nil
+		}
+	}
+	k := f.pod.cluster
+	req := k.client.CoreV1().RESTClient().Post().Resource("pods").Namespace(f.pod.Namespace).Name(f.pod.Name).SubResource("portforward")
+	transport, upgrader, err := spdy.RoundTripperFor(k.rest)
+	if err != nil {
+		return nil, err
+	}
+	spdyDialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, "POST", req.URL())
+	wsDialer, err := portforward.NewSPDYOverWebsocketDialer(req.URL(), k.rest)
+	if err != nil {
+		return nil, err
+	}
+	d := portforward.NewFallbackDialer(wsDialer, spdyDialer, func(err error) bool {
+		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+	})
+	conn, _, err := d.Dial(portforward.PortForwardProtocolV1Name)
+	if err != nil {
+		return nil, fmt.Errorf("port-forward to %s/%s: %w", f.pod.Namespace, f.pod.Name, err)
+	}
+	f.conn = conn
+	return conn, nil
+}
+
+// Close ends the upgraded connection and every stream on it.
+func (f *Forwarder) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.conn == nil {
+		return nil
+	}
+	err := f.conn.Close()
+	f.conn = nil
+	return err
+}
+
+// Dial opens a connection to the port.
+func (f *Forwarder) Dial() (net.Conn, error) {
+	conn, err := f.connection()
+	if err != nil {
+		return nil, err
+	}
+	id := strconv.FormatInt(f.next.Add(1), 10)
+	h := http.Header{}
+	h.Set(corev1.StreamType, corev1.StreamTypeError)
+	h.Set(corev1.PortHeader, strconv.Itoa(f.port))
+	h.Set(corev1.PortForwardRequestIDHeader, id)
+	errStream, err := conn.CreateStream(h)
+	if err != nil {
+		return nil, fmt.Errorf("port-forward: %w", err)
+	}
+	errStream.Close() // nothing to say on it
+	h.Set(corev1.StreamType, corev1.StreamTypeData)
+	data, err := conn.CreateStream(h)
+	if err != nil {
+		conn.RemoveStreams(errStream)
+		return nil, fmt.Errorf("port-forward: %w", err)
+	}
+	c := &streamConn{data: data, conn: conn, errStream: errStream, failed: make(chan struct{})}
+	go func() {
+		// The kubelet writes here when it cannot reach the port.
+		msg, _ := io.ReadAll(io.LimitReader(errStream, 4096))
+		if len(msg) > 0 {
+			c.err = fmt.Errorf("port-forward to port %d: %s", f.port, msg)
+			close(c.failed)
+			data.Reset()
+		}
+	}()
+	return c, nil
+}
+
+// streamConn is a port-forward data stream as a net.Conn. Deadlines are
+// not supported; callers close the connection instead.
+type streamConn struct {
+	data, errStream httpstream.Stream
+	conn            httpstream.Connection
+	failed          chan struct{}
+	err             error
+	once            sync.Once
+}
+
+func (c *streamConn) Read(b []byte) (int, error) {
+	n, err := c.data.Read(b)
+	if err != nil {
+		select {
+		case <-c.failed:
+			return n, c.err
+		default:
+		}
+	}
+	return n, err
+}
+
+func (c *streamConn) Write(b []byte) (int, error) { return c.data.Write(b) }
+
+func (c *streamConn) Close() error {
+	c.once.Do(func() {
+		c.data.Reset()
+		c.conn.RemoveStreams(c.data, c.errStream)
+	})
+	return nil
+}
+
+// CloseWrite says the client sends no more (HTTP's half close).
+func (c *streamConn) CloseWrite() error { return c.data.Close() }
+
+func (c *streamConn) LocalAddr() net.Addr              { return forwardAddr{} }
+func (c *streamConn) RemoteAddr() net.Addr             { return forwardAddr{} }
+func (c *streamConn) SetDeadline(time.Time) error      { return errNoDeadline }
+func (c *streamConn) SetReadDeadline(time.Time) error  { return errNoDeadline }
+func (c *streamConn) SetWriteDeadline(time.Time) error { return errNoDeadline }
+
+var errNoDeadline = errors.New("port-forward streams have no deadlines")
+
+type forwardAddr struct{}
+
+func (forwardAddr) Network() string { return "port-forward" }
+func (forwardAddr) String() string  { return "port-forward" }

@@ -1,0 +1,350 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cove-sh/cove/container"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// Labels on everything cove makes in a cluster.
+const (
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	LabelWorkspace = "cove.sh/workspace"
+)
+
+// WorkspaceDir is where the project's copy lives in the Pod, on the
+// workspace's volume.
+const WorkspaceDir = "/workspace"
+
+// coveDir holds cove's own binary in the Pod (an emptyDir): cove brings
+// itself in, so any image with /bin/sh will do.
+const coveDir = "/.cove"
+
+// Spec is a workspace to run as a Pod.
+type Spec struct {
+	Name   string // the workspace's name; the Pod and its volume are cove-NAME
+	Image  string
+	Env    []string // KEY=VALUE
+	Limits container.Limits
+	// Volume is the size of the volume that outlives the Pod (the
+	// project's copy, and what the workspace keeps); 0 means 10 GiB.
+	Volume int64
+}
+
+// objectName is the name of the Pod and its volume claim.
+func objectName(workspace string) string { return "cove-" + workspace }
+
+// pod is the locked-down Pod for s.
+func pod(s Spec, ns string) *corev1.Pod {
+	no := false
+	keepalive := "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"
+	c := corev1.Container{
+		Name:            "workspace",
+		Image:           s.Image,
+		Command:         []string{"/bin/sh", "-c", keepalive},
+		WorkingDir:      WorkspaceDir,
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		SecurityContext: &corev1.SecurityContext{
+			Privileged: &no,
+			Capabilities: &corev1.Capabilities{
+				Drop: []corev1.Capability{"ALL"},
+				Add:  capabilities(),
+			},
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: "workspace", MountPath: WorkspaceDir},
+			{Name: "cove", MountPath: coveDir},
+		},
+		Stdin: false,
+		TTY:   false,
+	}
+	for _, kv := range s.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		c.Env = append(c.Env, corev1.EnvVar{Name: k, Value: v})
+	}
+	limits := corev1.ResourceList{}
+	if s.Limits.Memory > 0 {
+		limits[corev1.ResourceMemory] = *resource.NewQuantity(s.Limits.Memory, resource.BinarySI)
+	}
+	if s.Limits.CPUs > 0 {
+		limits[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(s.Limits.CPUs*1000), resource.DecimalSI)
+	}
+	if len(limits) > 0 {
+		// Requests as the limits: the scheduler places the Pod where they
+		// fit, and the Pod is not the first evicted.
+		c.Resources = corev1.ResourceRequirements{Limits: limits, Requests: limits}
+	}
+	grace := int64(5)
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      objectName(s.Name),
+			Namespace: ns,
+			Labels:    labels(s.Name),
+		},
+		Spec: corev1.PodSpec{
+			Hostname:                      hostname(s.Name),
+			AutomountServiceAccountToken:  &no,
+			EnableServiceLinks:            &no,
+			HostNetwork:                   false,
+			HostPID:                       false,
+			HostIPC:                       false,
+			RestartPolicy:                 corev1.RestartPolicyAlways,
+			TerminationGracePeriodSeconds: &grace,
+			SecurityContext: &corev1.PodSecurityContext{
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Containers: []corev1.Container{c},
+			Volumes: []corev1.Volume{
+				{Name: "workspace", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: objectName(s.Name)}}},
+				{Name: "cove", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+			},
+		},
+	}
+}
+
+func capabilities() []corev1.Capability {
+	var caps []corev1.Capability
+	for _, c := range container.Capabilities() {
+		caps = append(caps, corev1.Capability(c))
+	}
+	return caps
+}
+
+func labels(workspace string) map[string]string {
+	return map[string]string{LabelManagedBy: "cove", LabelWorkspace: workspace}
+}
+
+// hostname is the workspace's name as a DNS label, as locally.
+func hostname(name string) string {
+	h := strings.ToLower(name)
+	if len(h) > 63 {
+		h = h[:63]
+	}
+	return strings.Trim(h, "-.")
+}
+
+func claim(s Spec, ns string) *corev1.PersistentVolumeClaim {
+	size := s.Volume
+	if size <= 0 {
+		size = 10 << 30
+	}
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: objectName(s.Name), Namespace: ns, Labels: labels(s.Name)},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceStorage: *resource.NewQuantity(size, resource.BinarySI)},
+			},
+		},
+	}
+}
+
+// Pod is a running workspace Pod.
+type Pod struct {
+	Name      string
+	Namespace string
+	// Created says whether Ensure made it (a first start) or found it.
+	Created bool
+	cluster *Cluster
+}
+
+// Ensure returns the workspace's Pod once it runs, creating its volume
+// claim and the Pod as needed. A Pod of that name that is not cove's
+// workspace is an error, not something to take over.
+func (k *Cluster) Ensure(ctx context.Context, s Spec) (*Pod, error) {
+	name := objectName(s.Name)
+	pvcs := k.client.CoreV1().PersistentVolumeClaims(k.Namespace)
+	if _, err := pvcs.Create(ctx, claim(s, k.Namespace), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("create the volume claim %s/%s: %w", k.Namespace, name, err)
+	}
+	pods := k.client.CoreV1().Pods(k.Namespace)
+	created := false
+	p, err := pods.Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		if p, err = pods.Create(ctx, pod(s, k.Namespace), metav1.CreateOptions{}); err != nil {
+			return nil, fmt.Errorf("create the Pod %s/%s: %w", k.Namespace, name, err)
+		}
+		created = true
+	case err != nil:
+		return nil, fmt.Errorf("get the Pod %s/%s: %w", k.Namespace, name, err)
+	case p.Labels[LabelManagedBy] != "cove" || p.Labels[LabelWorkspace] != s.Name:
+		return nil, fmt.Errorf("the Pod %s/%s exists and is not this workspace's (choose another name)", k.Namespace, name)
+	case p.DeletionTimestamp != nil:
+		// A stop still under way: wait for it, then start afresh.
+		if err := k.waitGone(ctx, name); err != nil {
+			return nil, err
+		}
+		return k.Ensure(ctx, s)
+	}
+	if err := k.waitRunning(ctx, p); err != nil {
+		return nil, err
+	}
+	return &Pod{Name: name, Namespace: k.Namespace, Created: created, cluster: k}, nil
+}
+
+// waitRunning waits until the Pod's container runs, or says why it
+// cannot (an image that cannot be pulled, a claim that is not bound, a
+// Pod that does not fit).
+func (k *Cluster) waitRunning(ctx context.Context, p *corev1.Pod) error {
+	pods := k.client.CoreV1().Pods(k.Namespace)
+	w, err := pods.Watch(ctx, metav1.ListOptions{
+		FieldSelector:   fields.OneTermEqualSelector("metadata.name", p.Name).String(),
+		ResourceVersion: p.ResourceVersion,
+	})
+	if err != nil {
+		return fmt.Errorf("watch the Pod %s: %w", p.Name, err)
+	}
+	defer w.Stop()
+	lastWhy := ""
+	for {
+		if ok, why, err := podReady(p); err != nil {
+			return fmt.Errorf("the Pod %s/%s: %w", k.Namespace, p.Name, err)
+		} else if ok {
+			return nil
+		} else if why != "" {
+			lastWhy = why
+		}
+		select {
+		case <-ctx.Done():
+			if lastWhy != "" {
+				return fmt.Errorf("the Pod %s/%s did not start: %s", k.Namespace, p.Name, lastWhy)
+			}
+			return fmt.Errorf("the Pod %s/%s did not start: %w", k.Namespace, p.Name, ctx.Err())
+		case ev, open := <-w.ResultChan():
+			if !open {
+				// Watches end; start another from where this one was.
+				return k.waitRunning(ctx, p)
+			}
+			switch ev.Type {
+			case watch.Deleted:
+				return fmt.Errorf("the Pod %s/%s was deleted while it started", k.Namespace, p.Name)
+			case watch.Error:
+				return fmt.Errorf("watch the Pod %s: %v", p.Name, apierrors.FromObject(ev.Object))
+			}
+			if np, ok := ev.Object.(*corev1.Pod); ok {
+				p = np
+			}
+		}
+	}
+}
+
+// podReady says whether p's container runs; if not, why (for the user),
+// or an error when it never will.
+func podReady(p *corev1.Pod) (bool, string, error) {
+	switch p.Status.Phase {
+	case corev1.PodFailed, corev1.PodSucceeded:
+		return false, "", fmt.Errorf("it ended (%s): %s", p.Status.Phase, p.Status.Message)
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.State.Running != nil {
+			return true, "", nil
+		}
+		if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" {
+			switch w.Reason {
+			case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError", "CreateContainerError":
+				return false, "", fmt.Errorf("%s: %s", w.Reason, w.Message)
+			}
+			return false, w.Reason + ": " + w.Message, nil
+		}
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			return false, "not scheduled: " + c.Message, nil
+		}
+	}
+	return false, "", nil
+}
+
+// waitGone waits until the Pod name no longer exists.
+func (k *Cluster) waitGone(ctx context.Context, name string) error {
+	pods := k.client.CoreV1().Pods(k.Namespace)
+	for {
+		_, err := pods.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("get the Pod %s: %w", name, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the Pod %s/%s is still there: %w", k.Namespace, name, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Stop deletes the workspace's Pod and waits until it is gone; its volume
+// stays for the next start.
+func (k *Cluster) Stop(ctx context.Context, workspace string) error {
+	name := objectName(workspace)
+	err := k.client.CoreV1().Pods(k.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("delete the Pod %s/%s: %w", k.Namespace, name, err)
+	}
+	return k.waitGone(ctx, name)
+}
+
+// Remove stops the workspace and deletes its volume claim.
+func (k *Cluster) Remove(ctx context.Context, workspace string) error {
+	if err := k.Stop(ctx, workspace); err != nil {
+		return err
+	}
+	name := objectName(workspace)
+	err := k.client.CoreV1().PersistentVolumeClaims(k.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete the volume claim %s/%s: %w", k.Namespace, name, err)
+	}
+	return nil
+}
+
+// Workspace is one of cove's workspaces in the namespace.
+type Workspace struct {
+	Name    string
+	Phase   string // the Pod's phase, or "stopped" (only the volume is left)
+	Started time.Time
+}
+
+// List returns cove's workspaces in the namespace: those with a Pod, and
+// those stopped, with only their volume left.
+func (k *Cluster) List(ctx context.Context) ([]Workspace, error) {
+	sel := metav1.ListOptions{LabelSelector: LabelManagedBy + "=cove"}
+	pods, err := k.client.CoreV1().Pods(k.Namespace).List(ctx, sel)
+	if err != nil {
+		return nil, fmt.Errorf("list Pods in %s: %w", k.Namespace, err)
+	}
+	claims, err := k.client.CoreV1().PersistentVolumeClaims(k.Namespace).List(ctx, sel)
+	if err != nil {
+		return nil, fmt.Errorf("list volume claims in %s: %w", k.Namespace, err)
+	}
+	var out []Workspace
+	seen := map[string]bool{}
+	for _, p := range pods.Items {
+		w := Workspace{Name: p.Labels[LabelWorkspace], Phase: string(p.Status.Phase)}
+		if p.Status.StartTime != nil {
+			w.Started = p.Status.StartTime.Time
+		}
+		seen[w.Name] = true
+		out = append(out, w)
+	}
+	for _, c := range claims.Items {
+		if n := c.Labels[LabelWorkspace]; !seen[n] {
+			out = append(out, Workspace{Name: n, Phase: "stopped"})
+		}
+	}
+	return out, nil
+}
