@@ -6,11 +6,16 @@
 //
 // Supported: FROM (an image, or an earlier stage with AS), ARG (with the
 // platform ones predefined), ENV, WORKDIR, RUN (shell and exec form,
-// SHELL, heredocs), USER, COPY (--from, --chown, --chmod, globs,
-// .dockerignore, heredocs), ADD of local files and tar archives, LABEL,
-// EXPOSE, ENTRYPOINT, CMD; VOLUME, STOPSIGNAL, HEALTHCHECK, MAINTAINER and
-// ONBUILD are recorded in the config. Anything else (RUN --mount, ADD of a
-// URL, a #! heredoc script) fails with its line number.
+// SHELL, heredocs and #! heredoc scripts; --mount of type cache, bind,
+// tmpfs and secret; --network), USER, COPY (--from, --chown, --chmod,
+// --link, --parents, --exclude, globs, .dockerignore, heredocs), ADD of
+// local files, tar archives and http(s) URLs (--checksum), LABEL, EXPOSE,
+// ENTRYPOINT, CMD; VOLUME, STOPSIGNAL, HEALTHCHECK, MAINTAINER and ONBUILD
+// are recorded in the config. Anything else (RUN --mount=type=ssh, ADD of
+// a git source) fails with its line number. SOURCE_DATE_EPOCH, as a build
+// arg, makes builds reproducible. Besides the store, a build can write an
+// OCI layout or archive, a docker archive, or push (Options.Exports);
+// Push sends a stored image later, and PruneCache trims the step cache.
 package build
 
 import (
@@ -27,6 +32,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,6 +46,7 @@ import (
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
 	"github.com/moby/buildkit/frontend/dockerfile/shell"
+	"github.com/moby/patternmatcher"
 	"golang.org/x/sys/unix"
 )
 
@@ -60,6 +67,24 @@ type Options struct {
 	Output io.Writer
 	// Pull are the options FROM's image pulls use (progress, keychain…).
 	Pull []image.Option
+	// Platform is --platform: only this machine's (linux/GOARCH) is
+	// accepted; "" means it.
+	Platform string
+	// Confined builds a Dockerfile and context that are not trusted
+	// (devcontainer.json's build, which the workspace can write; cove
+	// build --confined): RUN gets a network of its own (container.NetPrivate:
+	// the host's loopback, its addresses and the cloud metadata services
+	// out of reach) instead of the host's, RUN --network=host is refused,
+	// ADD fetches a URL only from an address such a container could
+	// reach, and RUN --mount=type=cache caches are the context's own. The
+	// default is docker build's: the host's network, caches shared by id.
+	Confined bool
+	// Exports are where the image goes besides the store (--output,
+	// --push), written once it is stored.
+	Exports []Export
+	// Secrets are what RUN --mount=type=secret,id=ID reads, by ID (cove
+	// build --secret). They are in no layer and no cache key.
+	Secrets map[string][]byte
 }
 
 // Result is a finished build.
@@ -78,6 +103,14 @@ func Build(ctx context.Context, store *image.Store, o Options) (res *Result, err
 			err = fmt.Errorf("build %s: %w", o.Context, err)
 		}
 	}()
+	if o.CacheDir != "" {
+		// Shared with other builds; PruneCache waits for it alone.
+		lock, err := lockCache(ctx, o.CacheDir, unix.LOCK_SH)
+		if err != nil {
+			return nil, fmt.Errorf("build cache: %w", err)
+		}
+		defer lock.Close()
+	}
 	b, err := newBuilder(store, o)
 	if err != nil {
 		return nil, err
@@ -95,6 +128,9 @@ type builder struct {
 	res    Result
 	step   int // progress: this instruction's number, of steps
 	steps  int
+	// epoch is SOURCE_DATE_EPOCH (a build arg), if given: the image's
+	// and its history's times, and no file in a layer newer.
+	epoch *time.Time
 }
 
 // stage is a stage's state as its instructions run: the stored base image
@@ -103,6 +139,7 @@ type builder struct {
 type stage struct {
 	name    string
 	base    *image.Image
+	baseRef string // the reference FROM pulled base by (through earlier stages too)
 	baseCfg *v1.ConfigFile
 	cfg     v1.ConfigFile
 	layers  []layerFile
@@ -142,7 +179,37 @@ func newBuilder(store *image.Store, o Options) (*builder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build cache: %w", err)
 	}
-	return &builder{store: store, opts: o, tmp: tmp}, nil
+	b := &builder{store: store, opts: o, tmp: tmp}
+	if v, ok := o.BuildArgs["SOURCE_DATE_EPOCH"]; ok && v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			os.RemoveAll(tmp)
+			return nil, fmt.Errorf("SOURCE_DATE_EPOCH=%s: give seconds since 1970 (date +%%s)", v)
+		}
+		t := time.Unix(n, 0).UTC()
+		b.epoch = &t
+	}
+	if o.Platform != "" {
+		if err := checkPlatform(o.Platform); err != nil {
+			os.RemoveAll(tmp)
+			return nil, fmt.Errorf("--platform %s: %w", o.Platform, err)
+		}
+	}
+	return b, nil
+}
+
+// checkPlatform accepts the platform this machine runs (RUN runs here,
+// with no emulation) and refuses any other.
+func checkPlatform(p string) error {
+	want, err := v1.ParsePlatform(p)
+	if err != nil {
+		return err
+	}
+	host := v1.Platform{OS: "linux", Architecture: runtime.GOARCH}
+	if want.OS != host.OS || want.Architecture != host.Architecture || (want.Variant != "" && !(host.Architecture == "arm64" && want.Variant == "v8")) {
+		return fmt.Errorf("cove build builds only for this machine's platform, %s/%s (RUN runs here, with no emulation): build on a %s machine", host.OS, host.Architecture, p)
+	}
+	return nil
 }
 
 // staleAfter is how old a scratch directory of a build that was killed
@@ -259,13 +326,30 @@ func (b *builder) build(ctx context.Context) (*Result, error) {
 		b.stages = append(b.stages, st)
 	}
 	final := b.stages[last]
-	img, err := b.assemble(final)
+	img, err := b.assemble(final, nil)
 	if err != nil {
 		return nil, err
+	}
+	if len(b.opts.Exports) > 0 {
+		// The image with every blob readable is the one stored, so the
+		// store and the exports have one digest. (The store finds the
+		// base's files stored and reads only this build's layers.)
+		full, done, err := b.exportImage(ctx, final)
+		if err != nil {
+			return nil, fmt.Errorf("export: %w", err)
+		}
+		defer done()
+		img = full
 	}
 	stored, err := b.store.Import(ctx, img, b.opts.Tag)
 	if err != nil {
 		return nil, err
+	}
+	for _, e := range b.opts.Exports {
+		if err := b.export(ctx, img, e); err != nil {
+			return nil, fmt.Errorf("export to %s %s: %w", e.Type, e.Dest, err)
+		}
+		b.logf("exported to %s %s", e.Type, e.Dest)
 	}
 	b.res.Image, b.res.Ref = stored, b.opts.Tag
 	return &b.res, nil
@@ -293,16 +377,30 @@ func (b *builder) runStage(ctx context.Context, lex *shell.Lex, s *instructions.
 	if err != nil {
 		return nil, fmt.Errorf("FROM %s: %w", s.BaseName, err)
 	}
+	if s.Platform != "" {
+		p, _, err := lex.ProcessWord(s.Platform, envGetter(nil, global))
+		if err == nil {
+			err = checkPlatform(p)
+		}
+		if err != nil {
+			line := 0
+			if len(s.Location) > 0 {
+				line = s.Location[0].Start.Line
+			}
+			return nil, fmt.Errorf("line %d: FROM --platform=%s: %w", line, s.Platform, err)
+		}
+	}
 	st := &stage{name: s.Name, args: map[string]string{}}
 	b.step++
 	b.logf("STEP %d/%d: FROM %s", b.step, b.steps, from)
 	if prev := b.stageNamed(from); prev != nil {
 		st.base, st.baseCfg, st.layers, st.created = prev.base, prev.baseCfg, append([]layerFile{}, prev.layers...), prev.created
+		st.baseRef = prev.baseRef
 		st.cfg = *prev.cfg.DeepCopy()
 		st.key = prev.key
 		st.history = append([]v1.History{}, prev.history...)
 	} else if strings.EqualFold(from, "scratch") {
-		st.cfg = v1.ConfigFile{OS: "linux", Architecture: "amd64"}
+		st.cfg = v1.ConfigFile{OS: "linux", Architecture: runtime.GOARCH}
 		st.key = digestOf(cacheFormat, "scratch")
 	} else {
 		img, err := image.Pull(ctx, b.store, from, b.opts.Pull...)
@@ -318,7 +416,11 @@ func (b *builder) runStage(ctx context.Context, lex *shell.Lex, s *instructions.
 			return nil, fmt.Errorf("FROM %s: config: %w", from, err)
 		}
 		st.base, st.baseCfg, st.cfg, st.created = img, cfg, *cfg.DeepCopy(), cfg.Created.Time
+		st.baseRef = from
 		st.key = digestOf(cacheFormat, img.Digest.String())
+	}
+	if b.epoch != nil {
+		st.key = digestOf(st.key, fmt.Sprintf("source-date-epoch=%d", b.epoch.Unix()))
 	}
 	for _, c := range s.Commands {
 		if err := b.dispatch(ctx, lex, st, c); err != nil {
@@ -350,8 +452,17 @@ func neededStages(stages []instructions.Stage, target int, expand func(string) s
 			mark(j)
 		}
 		for _, c := range stages[i].Commands {
-			if cp, ok := c.(*instructions.CopyCommand); ok && cp.From != "" {
-				if j, ok := index(cp.From, i); ok {
+			var froms []string
+			switch c := c.(type) {
+			case *instructions.CopyCommand:
+				froms = append(froms, c.From)
+			case *instructions.RunCommand:
+				for _, m := range instructions.GetMounts(c) {
+					froms = append(froms, m.From)
+				}
+			}
+			for _, from := range froms {
+				if j, ok := index(from, i); ok && from != "" {
 					mark(j)
 				}
 			}
@@ -486,30 +597,45 @@ func (b *builder) dispatch(ctx context.Context, lex *shell.Lex, st *stage, c ins
 			}))
 		}
 	case *instructions.RunCommand:
-		if len(c.FlagsUsed) > 0 {
-			return fail(fmt.Errorf("RUN --%s is not supported yet", c.FlagsUsed[0]))
+		network, err := runFlags(c, b.opts.Confined)
+		if err != nil {
+			return fail(err)
 		}
 		cmd, heredocs, err := heredocCmdLine(c.ShellDependantCmdLine)
 		if err != nil {
 			return fail(err)
 		}
-		args := b.cmdLine(st, cmd)
-		return wrapFail(fail, b.runInstruction(ctx, st, text, args, heredocs))
-	case *instructions.CopyCommand:
-		if c.Link || c.Parents || len(c.ExcludePatterns) > 0 {
-			return fail(errors.New("--link, --parents and --exclude are not supported yet"))
+		mounts, err := b.prepareMounts(ctx, st, instructions.GetMounts(c))
+		if err != nil {
+			return fail(err)
 		}
-		return wrapFail(fail, b.copyInstruction(ctx, st, text, c.From, c.SourcePaths, c.SourceContents, c.DestPath, c.Chown, c.Chmod, false))
+		if len(cmd.Files) == 1 { // a #! heredoc script
+			script := filepath.Join(b.tmp, "script-"+newID()[:12])
+			if err := os.WriteFile(script, []byte(cmd.Files[0].Data), 0o755); err != nil {
+				return fail(err)
+			}
+			mounts.binds = append(mounts.binds, container.Bind{Source: script, Target: cmd.CmdLine[0], ReadOnly: true})
+			cmd.Files = nil
+		}
+		args := b.cmdLine(st, cmd)
+		return wrapFail(fail, b.runInstruction(ctx, st, text, args, heredocs, mounts, network))
+	case *instructions.CopyCommand:
+		return wrapFail(fail, b.copyInstruction(ctx, st, text, copyArgs{from: c.From, srcs: c.SourcePaths, docs: c.SourceContents,
+			dest: c.DestPath, chown: c.Chown, chmod: c.Chmod, link: c.Link, parents: c.Parents, exclude: c.ExcludePatterns}))
 	case *instructions.AddCommand:
-		if c.Link || len(c.ExcludePatterns) > 0 || c.Checksum != "" || len(c.SourceContents) > 0 {
-			return fail(errors.New("--link, --exclude, --checksum and heredocs are not supported yet"))
+		if len(c.SourceContents) > 0 {
+			return fail(errors.New("ADD with a heredoc is not supported yet: use COPY <<EOF"))
 		}
 		for _, p := range c.SourcePaths {
-			if strings.Contains(p, "://") || strings.HasPrefix(p, "git@") {
-				return fail(fmt.Errorf("%s: ADD from a URL is not supported yet: download it in a RUN", p))
+			if isGitSource(p) {
+				return fail(fmt.Errorf("%s: ADD of a git repository is not supported: clone it in a RUN (RUN --mount=type=secret gives it a token)", p))
 			}
 		}
-		return wrapFail(fail, b.copyInstruction(ctx, st, text, "", c.SourcePaths, nil, c.DestPath, c.Chown, c.Chmod, true))
+		if c.KeepGitDir != nil {
+			return fail(errors.New("--keep-git-dir is only for git sources, which cove build does not ADD"))
+		}
+		return wrapFail(fail, b.copyInstruction(ctx, st, text, copyArgs{srcs: c.SourcePaths, dest: c.DestPath, chown: c.Chown, chmod: c.Chmod,
+			add: true, link: c.Link, exclude: c.ExcludePatterns, checksum: c.Checksum, unpack: c.Unpack}))
 	default:
 		return fail(errors.New("not supported by cove build yet"))
 	}
@@ -654,12 +780,15 @@ func (b *builder) layerStep(ctx context.Context, st *stage, text, inputs string,
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	lf, err := writeLayer(diff, filepath.Join(tmp, "layer.tar.gz"), hostIDs())
+	lf, err := writeLayer(diff, filepath.Join(tmp, "layer.tar.gz"), hostIDs(), b.epoch)
 	if err != nil {
 		return err
 	}
 	lf.CreatedBy = text
 	e := cacheEntry{Layer: lf, Created: time.Now().UTC().Truncate(time.Second)}
+	if b.epoch != nil {
+		e.Created = *b.epoch
+	}
 	raw, err := json.Marshal(e)
 	if err != nil {
 		return err
@@ -686,6 +815,9 @@ func (b *builder) layerStep(ctx context.Context, st *stage, text, inputs string,
 	return nil
 }
 
+// scriptDir is where a RUN's #! heredoc script is, as in BuildKit.
+const scriptDir = "/dev/pipes"
+
 // heredocCmdLine turns a RUN with heredocs into the command the shell
 // runs, as BuildKit does: a lone heredoc is the script itself; heredocs
 // feeding a command are put back after it for the shell to read. It also
@@ -710,7 +842,13 @@ func heredocCmdLine(c instructions.ShellDependantCmdLine) (instructions.ShellDep
 			data = parser.ChompHeredocContent(data)
 		}
 		if strings.HasPrefix(data, "#!") {
-			return c, "", errors.New("a heredoc script with #! is not supported yet: COPY it in and RUN it")
+			// As BuildKit: the script is a file the RUN executes, by
+			// its #! line, from /dev/pipes (the container's own /dev,
+			// so in no layer). The file is left in out.Files.
+			out.PrependShell = false
+			out.CmdLine = []string{scriptDir + "/" + c.Files[0].Name}
+			out.Files = []instructions.ShellInlineFile{{Name: c.Files[0].Name, Data: data}}
+			return out, all.String(), nil
 		}
 		out.CmdLine = []string{data}
 		return out, all.String(), nil
@@ -724,7 +862,7 @@ func heredocCmdLine(c instructions.ShellDependantCmdLine) (instructions.ShellDep
 	return out, all.String(), nil
 }
 
-func (b *builder) runInstruction(ctx context.Context, st *stage, text string, args []string, heredocs string) error {
+func (b *builder) runInstruction(ctx context.Context, st *stage, text string, args []string, heredocs string, mounts *runMounts, network string) error {
 	if len(st.lowers()) == 0 {
 		return errors.New("RUN needs a base image with a shell (FROM scratch has none)")
 	}
@@ -745,16 +883,28 @@ func (b *builder) runInstruction(ctx context.Context, st *stage, text string, ar
 			proc.Env = append(proc.Env, kv)
 		}
 	}
+	// A secret's env= is in this RUN's environment only: not in the
+	// image's config, nor the cache key.
+	for _, kv := range mounts.env {
+		k, v, _ := strings.Cut(kv, "=")
+		proc.Env = setEnv(proc.Env, k, v)
+	}
 	var missing []string
 	for _, m := range mountPoints {
 		if !b.exists(st, m) {
 			missing = append(missing, m)
 		}
 	}
-	return b.layerStep(ctx, st, text, strings.Join(argEnv, "\x00")+"\x00"+heredocs, func(diff string) error {
-		if err := b.runStep(ctx, st.lowers(), proc, diff); err != nil {
+	return b.layerStep(ctx, st, text, strings.Join(argEnv, "\x00")+"\x00"+heredocs+"\x00"+mounts.key+"\x00"+network, func(diff string) error {
+		release, err := b.lockCaches(ctx, mounts)
+		if err != nil {
 			return err
 		}
+		defer release()
+		if err := b.runStep(ctx, st.lowers(), proc, diff, mounts.binds, network); err != nil {
+			return err
+		}
+		dropStubs(diff, mounts.stubs)
 		return dropMountPoints(diff, missing)
 	})
 }
@@ -777,23 +927,60 @@ func sortedKeys(m map[string]string) []string {
 	return out
 }
 
+// copyArgs is what one COPY or ADD asks for.
+type copyArgs struct {
+	from     string // --from
+	srcs     []string
+	docs     []instructions.SourceContent // heredocs
+	dest     string
+	chown    string
+	chmod    string
+	add      bool // ADD: URLs fetched, local archives unpacked
+	link     bool // --link: the layer does not depend on the stage
+	parents  bool // --parents: sources keep their path
+	exclude  []string
+	checksum string // ADD --checksum of a URL
+	unpack   *bool  // ADD --unpack: nil, the default for the source
+}
+
 // copyInstruction stages what COPY (or ADD) reads into a directory laid
 // out as in the image, keyed by a hash of its content; the cache decides
 // whether that becomes a new layer.
-func (b *builder) copyInstruction(ctx context.Context, st *stage, text, from string, srcs []string, docs []instructions.SourceContent, dest, chown, chmod string, add bool) error {
-	uid, gid, err := parseChown(chown, func(p string) []byte { return b.readFile(st, p) })
+func (b *builder) copyInstruction(ctx context.Context, st *stage, text string, a copyArgs) error {
+	from, srcs, docs, dest := a.from, a.srcs, a.docs, a.dest
+	uid, gid, err := parseChown(a.chown, func(p string) []byte { return b.readFile(st, p) })
 	if err != nil {
 		return err
 	}
-	mode, err := parseChmod(chmod)
+	mode, err := parseChmod(a.chmod)
 	if err != nil {
 		return err
 	}
-	spec := copySpec{dest: dest, destDir: strings.HasSuffix(dest, "/"), uid: uid, gid: gid, mode: mode}
+	spec := copySpec{dest: dest, destDir: strings.HasSuffix(dest, "/"), uid: uid, gid: gid, mode: mode, parents: a.parents}
+	if len(a.exclude) > 0 {
+		if spec.exclude, err = patternmatcher.New(a.exclude); err != nil {
+			return fmt.Errorf("--exclude: %w", err)
+		}
+	}
 	if !path.IsAbs(spec.dest) {
 		spec.dest = path.Join("/", st.cfg.Config.WorkingDir, spec.dest)
 	}
 	spec.dest = path.Clean(spec.dest)
+	if !a.link {
+		// As BuildKit: the destination's symlinks are followed, inside
+		// the stage, and a destination that is a directory there (through
+		// a symlink too) is copied into.
+		if err := b.resolveDest(st, &spec); err != nil {
+			return err
+		}
+	}
+	if a.checksum != "" {
+		for _, p := range srcs {
+			if !isURL(p) {
+				return fmt.Errorf("--checksum is only for a URL source, and %s is not one", p)
+			}
+		}
+	}
 	src := b.ctxSrc
 	if from != "" {
 		lowers, err := b.fromLowers(ctx, from)
@@ -829,17 +1016,50 @@ func (b *builder) copyInstruction(ctx context.Context, st *stage, text, from str
 		defer root.Close()
 		src = &source{name: "--from=" + from, root: root}
 	}
+	if !a.add && len(docs) == 0 {
+		// Hash what COPY reads first, and copy it only when the cache
+		// does not have the step: a cached COPY of a big context then
+		// reads it once and writes nothing.
+		h := sha256.New()
+		if err := copyInto(src, srcs, spec, "", h); err != nil {
+			return err
+		}
+		key := hex.EncodeToString(h.Sum(nil))
+		return b.layerStep(ctx, st, text, key, func(diff string) error {
+			again := sha256.New()
+			if err := copyInto(src, srcs, spec, diff, again); err != nil {
+				return err
+			}
+			if hex.EncodeToString(again.Sum(nil)) != key {
+				return errors.New("the files changed while COPY read them: build again once they are written")
+			}
+			if a.link {
+				return nil
+			}
+			return b.keepParents(st, diff, spec.dest, spec)
+		})
+	}
 	staged, err := os.MkdirTemp(b.tmp, "copy-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(staged)
 	h := sha256.New()
-	if add {
-		// ADD unpacks a local tar archive (plain, gzip, zstd) into dest;
-		// anything else it copies as COPY does.
+	if a.add {
+		// ADD fetches a URL, and unpacks a local tar archive (plain,
+		// gzip, zstd) into dest; anything else it copies as COPY does.
 		var plain []string
 		for _, p := range srcs {
+			if isURL(p) {
+				if err := b.addURL(ctx, p, a.checksum, a.unpack, spec, len(srcs) > 1, staged, h); err != nil {
+					return err
+				}
+				continue
+			}
+			if a.unpack != nil && !*a.unpack {
+				plain = append(plain, p)
+				continue
+			}
 			ok, err := addArchive(src, p, spec, staged, h)
 			if err != nil {
 				return err
@@ -858,8 +1078,10 @@ func (b *builder) copyInstruction(ctx context.Context, st *stage, text, from str
 	if err := writeHeredocs(docs, spec, len(srcs)+len(docs) > 1, staged, h); err != nil {
 		return err
 	}
-	if err := b.keepParents(st, staged, spec.dest, spec); err != nil {
-		return err
+	if !a.link {
+		if err := b.keepParents(st, staged, spec.dest, spec); err != nil {
+			return err
+		}
 	}
 	return b.layerStep(ctx, st, text, hex.EncodeToString(h.Sum(nil)), func(diff string) error {
 		if err := os.Remove(diff); err != nil {
@@ -912,14 +1134,38 @@ func (b *builder) fromLowers(ctx context.Context, from string) ([]string, error)
 	return []string{img.RootFS}, nil
 }
 
+// fromSource is what RUN --mount=type=bind,from= reads: an earlier
+// stage's file system and its cache key, or an image's and its digest.
+func (b *builder) fromSource(ctx context.Context, from string) ([]string, string, error) {
+	if prev := b.stageNamed(from); prev != nil {
+		return prev.lowers(), prev.key, nil
+	}
+	img, err := image.Pull(ctx, b.store, from, b.opts.Pull...)
+	if err != nil {
+		return nil, "", fmt.Errorf("from=%s: %w", from, err)
+	}
+	return []string{img.RootFS}, img.Digest.String(), nil
+}
+
 // assemble makes the stage's image: the base image's layers (which the
 // store holds flattened) and this build's, and the config with history.
-func (b *builder) assemble(st *stage) (v1.Image, error) {
+//
+// baseLayers, if given, are the base image's layers with their blobs (for
+// an export); else they stand for them by digest.
+func (b *builder) assemble(st *stage, baseLayers []v1.Layer) (v1.Image, error) {
 	var layers []v1.Layer
 	var history []v1.History
 	if st.base != nil {
-		for i, d := range st.base.Layers {
-			layers = append(layers, &storedLayer{digest: d, diffID: st.base.DiffIDs[i]})
+		if baseLayers != nil {
+			layers = append(layers, baseLayers...)
+		} else {
+			for i, d := range st.base.Layers {
+				var size int64 // unknown in images stored before the store kept sizes
+				if len(st.base.Sizes) == len(st.base.Layers) {
+					size = st.base.Sizes[i]
+				}
+				layers = append(layers, &storedLayer{digest: d, diffID: st.base.DiffIDs[i], size: size})
+			}
 		}
 		history = append(history, st.baseCfg.History...)
 	}
@@ -940,8 +1186,15 @@ func (b *builder) assemble(st *stage) (v1.Image, error) {
 	cf.RootFS = base.RootFS
 	cf.History = history
 	cf.Created = v1.Time{Time: st.created}
+	if b.epoch != nil {
+		// As BuildKit: the image and this build's history say the epoch.
+		cf.Created = v1.Time{Time: *b.epoch}
+		for i := len(history) - len(st.history); i < len(history); i++ {
+			history[i].Created = cf.Created
+		}
+	}
 	if cf.OS == "" {
-		cf.OS, cf.Architecture = "linux", "amd64"
+		cf.OS, cf.Architecture = "linux", runtime.GOARCH
 	}
 	return mutate.ConfigFile(img, cf)
 }

@@ -72,6 +72,28 @@ type copySpec struct {
 	destDir  bool   // dest names a directory (trailing slash, or several sources)
 	uid, gid int
 	mode     os.FileMode // 0: keep
+	// parents (COPY --parents) keeps each source's path below the
+	// context (or below a /./ in its pattern) under dest.
+	parents bool
+	// exclude (--exclude) leaves out what matches, by its path in the
+	// context or below the source directory named.
+	exclude *patternmatcher.PatternMatcher
+	top     string // the source entry being copied, for exclude
+}
+
+// excluded says whether --exclude leaves out rel (a context path).
+func (s copySpec) excluded(rel string) bool {
+	if s.exclude == nil {
+		return false
+	}
+	if m, _ := s.exclude.MatchesOrParentMatches(rel); m {
+		return true
+	}
+	if s.top != "" && s.top != "." && strings.HasPrefix(rel, s.top+"/") {
+		m, _ := s.exclude.MatchesOrParentMatches(strings.TrimPrefix(rel, s.top+"/"))
+		return m
+	}
+	return false
 }
 
 // copyInto copies the sources matching patterns from src into layer (the
@@ -80,13 +102,20 @@ type copySpec struct {
 // not times, so that a touched but unchanged file still hits the cache.
 // Everything is written through an os.Root on layer: a symlink the copy
 // itself put there is never written through to the host.
+//
+// With layer "", nothing is written: the hash alone is computed (to look
+// the step up in the cache before copying anything).
 func copyInto(src *source, patterns []string, spec copySpec, layer string, h hash.Hash) error {
-	dst, err := os.OpenRoot(layer)
-	if err != nil {
-		return err
+	var dst *os.Root
+	if layer != "" {
+		var err error
+		if dst, err = os.OpenRoot(layer); err != nil {
+			return err
+		}
+		defer dst.Close()
 	}
-	defer dst.Close()
-	var matches []string
+	type match struct{ rel, pivot string }
+	var matches []match
 	for _, p := range patterns {
 		clean := path.Clean("/" + p)[1:]
 		if clean == "" {
@@ -94,6 +123,11 @@ func copyInto(src *source, patterns []string, spec copySpec, layer string, h has
 		}
 		if rel := strings.TrimLeft(p, "/"); rel != "" && !filepath.IsLocal(rel) {
 			return fmt.Errorf("%s: %w (copy it into the context first)", p, ErrOutsideContext)
+		}
+		// --parents keeps the path below a /./ in the pattern, else all.
+		pivot := "."
+		if before, _, ok := strings.Cut("/"+strings.TrimPrefix(p, "./"), "/./"); ok && spec.parents {
+			pivot = inRoot(before)
 		}
 		if strings.ContainsAny(clean, "*?[") {
 			found, err := fs.Glob(src.root.FS(), clean)
@@ -103,8 +137,10 @@ func copyInto(src *source, patterns []string, spec copySpec, layer string, h has
 			n := 0
 			for _, f := range found {
 				if !src.ignored(f) {
-					matches = append(matches, f)
 					n++
+					if !spec.excluded(f) {
+						matches = append(matches, match{f, pivot})
+					}
 				}
 			}
 			if n == 0 {
@@ -115,10 +151,13 @@ func copyInto(src *source, patterns []string, spec copySpec, layer string, h has
 		if src.ignored(clean) {
 			return fmt.Errorf("%s: excluded by .dockerignore", p)
 		}
-		matches = append(matches, clean)
+		if !spec.excluded(clean) {
+			matches = append(matches, match{clean, pivot})
+		}
 	}
-	destDir := spec.destDir || len(matches) > 1
-	for _, m := range matches {
+	destDir := spec.destDir || len(matches) > 1 || spec.parents
+	for _, mt := range matches {
+		m := mt.rel
 		fi, err := src.root.Stat(m) // a named source's symlinks are followed, inside the root only
 		if err != nil {
 			if strings.Contains(err.Error(), "escapes") {
@@ -130,10 +169,19 @@ func copyInto(src *source, patterns []string, spec copySpec, layer string, h has
 			return fmt.Errorf("%s: %w", m, err)
 		}
 		target := spec.dest
-		if !fi.IsDir() && destDir {
+		switch {
+		case spec.parents:
+			rel, err := filepath.Rel(mt.pivot, m)
+			if err != nil || !filepath.IsLocal(rel) && rel != "." {
+				return fmt.Errorf("%s: not below %s", m, mt.pivot)
+			}
+			target = path.Join(spec.dest, rel)
+		case !fi.IsDir() && destDir:
 			target = path.Join(spec.dest, path.Base(m))
 		}
-		if err := copyEntry(src, m, target, fi, true, spec, dst, h); err != nil {
+		es := spec
+		es.top = m
+		if err := copyEntry(src, m, target, fi, true, es, dst, h); err != nil {
 			return err
 		}
 	}
@@ -232,12 +280,15 @@ func inRoot(p string) string {
 // in dst. Entries below a named source are not followed: symlinks are
 // copied as written.
 func copyEntry(src *source, rel, target string, fi fs.FileInfo, top bool, spec copySpec, dst *os.Root, h hash.Hash) error {
-	if !top && src.ignored(rel) {
+	if !top && (src.ignored(rel) || spec.excluded(rel)) {
 		return nil
 	}
 	out := inRoot(target)
-	if err := dst.MkdirAll(path.Dir(out), 0o755); err != nil {
-		return fmt.Errorf("%s: %w", target, err)
+	dry := dst == nil // hash only
+	if !dry {
+		if err := dst.MkdirAll(path.Dir(out), 0o755); err != nil {
+			return fmt.Errorf("%s: %w", target, err)
+		}
 	}
 	mode := fi.Mode()
 	perm := mode.Perm() | mode&(os.ModeSetuid|os.ModeSetgid|os.ModeSticky)
@@ -247,13 +298,15 @@ func copyEntry(src *source, rel, target string, fi fs.FileInfo, top bool, spec c
 	fmt.Fprintf(h, "%s\x00%v\x00%o\x00%d:%d\x00", target, mode.Type(), perm, spec.uid, spec.gid)
 	switch {
 	case mode.IsDir():
-		if cur, err := dst.Lstat(out); err == nil && !cur.IsDir() {
-			if err := dst.Remove(out); err != nil {
-				return err
+		if !dry {
+			if cur, err := dst.Lstat(out); err == nil && !cur.IsDir() {
+				if err := dst.Remove(out); err != nil {
+					return err
+				}
 			}
-		}
-		if err := dst.MkdirAll(out, 0o755); err != nil {
-			return fmt.Errorf("%s: %w", target, err)
+			if err := dst.MkdirAll(out, 0o755); err != nil {
+				return fmt.Errorf("%s: %w", target, err)
+			}
 		}
 		names, err := sortedNames(src.root.Open(rel))
 		if err != nil {
@@ -275,6 +328,9 @@ func copyEntry(src *source, rel, target string, fi fs.FileInfo, top bool, spec c
 			return err
 		}
 		io.WriteString(h, link)
+		if dry {
+			return nil
+		}
 		if err := removeNonDir(dst, out); err != nil {
 			return err
 		}
@@ -288,6 +344,12 @@ func copyEntry(src *source, rel, target string, fi fs.FileInfo, top bool, spec c
 			return err
 		}
 		defer in.Close()
+		if dry {
+			if _, err := io.Copy(h, in); err != nil {
+				return fmt.Errorf("%s: %w", rel, err)
+			}
+			return nil
+		}
 		if err := removeNonDir(dst, out); err != nil {
 			return err
 		}
@@ -304,6 +366,9 @@ func copyEntry(src *source, rel, target string, fi fs.FileInfo, top bool, spec c
 		}
 	default:
 		return nil // sockets, devices, pipes: not copied
+	}
+	if dry {
+		return nil
 	}
 	if err := lchown(dst, out, spec); err != nil {
 		return err

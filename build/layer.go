@@ -62,7 +62,10 @@ func (m idMap) owner(uid, gid int) (int, int) {
 // its opaque directories (overlay.opaque=y, trusted. as root, user. in a
 // user namespace) get a .wh..wh..opq entry; overlay's own xattrs are not
 // carried. Entries come in name order, so equal trees give equal layers.
-func writeLayer(dir, blob string, ids idMap) (layerFile, error) {
+//
+// With epoch (SOURCE_DATE_EPOCH), no entry's time is later than it: the
+// same steps give the same layer whenever they run.
+func writeLayer(dir, blob string, ids idMap, epoch *time.Time) (layerFile, error) {
 	lf := layerFile{Dir: dir, Blob: blob}
 	f, err := os.Create(blob)
 	if err != nil {
@@ -73,7 +76,7 @@ func writeLayer(dir, blob string, ids idMap) (layerFile, error) {
 	gz := gzip.NewWriter(io.MultiWriter(f, compressed))
 	uncompressed := sha256.New()
 	tw := tar.NewWriter(io.MultiWriter(gz, uncompressed))
-	w := &layerWriter{tw: tw, root: dir, ids: ids, links: map[[2]uint64]string{}}
+	w := &layerWriter{tw: tw, root: dir, ids: ids, links: map[[2]uint64]string{}, epoch: epoch}
 	if err := w.walk(""); err != nil {
 		return lf, fmt.Errorf("layer from %s: %w", dir, err)
 	}
@@ -107,6 +110,15 @@ type layerWriter struct {
 	root  string
 	ids   idMap
 	links map[[2]uint64]string // dev, inode → first name, for hardlinks
+	epoch *time.Time           // clamp times to this (nil: keep them)
+}
+
+// mtime is a file's time in the layer.
+func (w *layerWriter) mtime(t time.Time) time.Time {
+	if w.epoch != nil && t.After(*w.epoch) {
+		return *w.epoch
+	}
+	return t
 }
 
 func (w *layerWriter) walk(rel string) error {
@@ -134,7 +146,7 @@ func (w *layerWriter) entry(rel string) error {
 	}
 	if isWhiteout(full, &st) {
 		dir, base := filepath.Split(rel)
-		return w.tw.WriteHeader(&tar.Header{Name: dir + ".wh." + base, Typeflag: tar.TypeReg, Mode: 0o644, ModTime: fi.ModTime(), Format: tar.FormatPAX})
+		return w.tw.WriteHeader(&tar.Header{Name: dir + ".wh." + base, Typeflag: tar.TypeReg, Mode: 0o644, ModTime: w.mtime(fi.ModTime()), Format: tar.FormatPAX})
 	}
 	link := ""
 	if fi.Mode()&os.ModeSymlink != 0 {
@@ -161,6 +173,7 @@ func (w *layerWriter) entry(rel string) error {
 	hdr.Uname, hdr.Gname = "", ""
 	hdr.Format = tar.FormatPAX
 	hdr.AccessTime, hdr.ChangeTime = time.Time{}, time.Time{} // not part of the layer: equal trees, equal layers
+	hdr.ModTime = w.mtime(hdr.ModTime)
 	hdr.PAXRecords = xattrRecords(full)
 	if fi.Mode().IsRegular() && st.Nlink > 1 {
 		key := [2]uint64{st.Dev, st.Ino}
@@ -187,7 +200,7 @@ func (w *layerWriter) entry(rel string) error {
 		return err
 	case fi.IsDir():
 		if opaque(full) {
-			if err := w.tw.WriteHeader(&tar.Header{Name: rel + "/.wh..wh..opq", Typeflag: tar.TypeReg, Mode: 0o644, ModTime: fi.ModTime(), Format: tar.FormatPAX}); err != nil {
+			if err := w.tw.WriteHeader(&tar.Header{Name: rel + "/.wh..wh..opq", Typeflag: tar.TypeReg, Mode: 0o644, ModTime: w.mtime(fi.ModTime()), Format: tar.FormatPAX}); err != nil {
 				return err
 			}
 		}

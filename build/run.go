@@ -17,8 +17,9 @@ import (
 // runStep runs args in a container whose root is the stage so far (lowers,
 // top first) with a fresh upper directory, upper, which then holds what the
 // command changed. The build context is not in it. The network is the
-// host's, as docker build's default.
-func (b *builder) runStep(ctx context.Context, lowers []string, proc container.Process, upper string) error {
+// host's, as docker build's default, unless RUN --network=none; binds are
+// RUN --mount's.
+func (b *builder) runStep(ctx context.Context, lowers []string, proc container.Process, upper string, binds []container.Bind, network string) error {
 	// The overlay mount's options must fit in a page, with upper and work:
 	// the lowers are named relative to the step cache, where init starts.
 	steps := filepath.Join(b.opts.CacheDir, "steps")
@@ -41,6 +42,9 @@ func (b *builder) runStep(ctx context.Context, lowers []string, proc container.P
 	defer os.RemoveAll(dir)
 	resolv, hosts := filepath.Join(dir, "etc", "resolv.conf"), filepath.Join(dir, "etc", "hosts")
 	r, _ := os.ReadFile("/etc/resolv.conf")
+	if network == container.NetPrivate {
+		r = container.ResolvConf(r) // pasta's DNS forwarder
+	}
 	if err := os.WriteFile(resolv, r, 0o644); err != nil {
 		return err
 	}
@@ -51,7 +55,7 @@ func (b *builder) runStep(ctx context.Context, lowers []string, proc container.P
 		ID: id, Name: "cove-build-" + id[:8], Hostname: "cove-build",
 		Lower: strings.Join(rel, ":"), LowerBase: steps, Upper: upper, Work: filepath.Join(dir, "work"), Merged: filepath.Join(dir, "merged"),
 		Binary: b.opts.Binary, ResolvConf: resolv, Hosts: hosts,
-		Net: "host", UserNS: os.Geteuid() != 0, Process: proc, KeepTmp: true,
+		Binds: binds, Net: network, UserNS: os.Geteuid() != 0, Process: proc, KeepTmp: true,
 	}
 	out := b.opts.Output
 	if out == nil {

@@ -140,6 +140,11 @@ func (s *Store) flatten(ctx context.Context, v1img v1.Image, digest v1.Hash, o *
 			return nil, err
 		}
 		img.Layers = append(img.Layers, d)
+		n, err := l.Size()
+		if err != nil {
+			return nil, err
+		}
+		img.Sizes = append(img.Sizes, n)
 	}
 
 	tmp, err := os.MkdirTemp(filepath.Join(s.dir, "images"), ".tmp-"+digest.Hex+"-")

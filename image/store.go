@@ -38,9 +38,13 @@ type Store struct {
 
 // Image is a flattened image in a Store.
 type Image struct {
-	Digest   v1.Hash   `json:"digest"` // manifest digest
-	Config   v1.Hash   `json:"config"`
-	Layers   []v1.Hash `json:"layers"` // compressed blob digests, base first
+	Digest v1.Hash   `json:"digest"` // manifest digest
+	Config v1.Hash   `json:"config"`
+	Layers []v1.Hash `json:"layers"` // compressed blob digests, base first
+	// Sizes are the layers' compressed sizes, as the manifest gave them
+	// (for a build on this image to name them; empty in images stored
+	// before cove kept them).
+	Sizes    []int64   `json:"sizes,omitempty"`
 	DiffIDs  []v1.Hash `json:"diff_ids"`
 	Platform string    `json:"platform,omitempty"`
 	Created  time.Time `json:"created"` // from the image config

@@ -41,8 +41,11 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		ErrWriter:              stderr,
 		HideVersion:            true,
 		UseShortOptionHandling: true, // -it, as docker and podman take it
-		EnableBashCompletion:   true,
-		ExitErrHandler:         func(*cli.Context, error) {}, // run reports errors, once
+		// As docker and podman: -e A=1,2 sets A to "1,2", and build's
+		// --secret id=X,src=F is one value, not two.
+		DisableSliceFlagSeparator: true,
+		EnableBashCompletion:      true,
+		ExitErrHandler:            func(*cli.Context, error) {}, // run reports errors, once
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "root", EnvVars: []string{"COVE_ROOT"}, Usage: "keep all state (images, workspaces, runtime) under `DIR`"},
 			&cli.BoolFlag{Name: "debug", Usage: "verbose logs on stderr"},
@@ -64,6 +67,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			rmCommand(),
 			pullCommand(),
 			buildCommand(),
+			pushCommand(),
 			imagesCommand(),
 			rmiCommand(),
 			pruneCommand(),

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -17,7 +18,9 @@ func buildCommand() *cli.Command {
 		ArgsUsage: "CONTEXT",
 		Description: `Each RUN runs in a container of the stage so far; the image is stored under
 its tag (-t), so that cove run and cove up --image find it. Prints the image's
-digest on stdout; the steps and RUN's output go to stderr.`,
+digest on stdout; the steps and RUN's output go to stderr (none with -q).
+SOURCE_DATE_EPOCH, in the environment or as a build arg, makes the image's
+times the epoch and its digest reproducible.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "the `Dockerfile` (default: CONTEXT/Dockerfile)"},
 			&cli.StringFlag{Name: "tag", Aliases: []string{"t"}, Usage: "store the image as `REF`"},
@@ -25,6 +28,12 @@ digest on stdout; the steps and RUN's output go to stderr.`,
 			&cli.StringFlag{Name: "target", Usage: "build the `STAGE` named so, not the last"},
 			&cli.BoolFlag{Name: "no-cache", Usage: "run every step, whatever the cache holds"},
 			&cli.BoolFlag{Name: "pull", Usage: "ask the registry for newer FROM images even when they are stored"},
+			&cli.BoolFlag{Name: "confined", Usage: "build a Dockerfile you do not trust: RUN gets a network of its own (your loopback and machine out of reach), ADD fetches only from elsewhere, cache mounts are this context's own"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only the image's digest: no steps, no RUN output"},
+			&cli.StringFlag{Name: "platform", Usage: "build for `OS/ARCH`: only this machine's is accepted (RUN runs here)"},
+			&cli.StringSliceFlag{Name: "output", Aliases: []string{"o"}, Usage: "also write the image to `type=oci,dest=DIR` (or oci-archive, docker: a file; registry,name=REF)"},
+			&cli.BoolFlag{Name: "push", Usage: "also push the image to the registry its -t names"},
+			&cli.StringSliceFlag{Name: "secret", Usage: "give RUN --mount=type=secret the secret `id=ID,src=FILE` (or id=ID,env=VAR); it is in no layer"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
@@ -50,20 +59,92 @@ digest on stdout; the steps and RUN's output go to stderr.`,
 				}
 				args[k] = v
 			}
+			// As docker buildx: SOURCE_DATE_EPOCH in the environment is
+			// the build arg, unless one is given.
+			if v := os.Getenv("SOURCE_DATE_EPOCH"); v != "" {
+				if _, ok := args["SOURCE_DATE_EPOCH"]; !ok {
+					args["SOURCE_DATE_EPOCH"] = v
+				}
+			}
+			secrets, err := build.ParseSecrets(c.StringSlice("secret"), os.Getenv)
+			if err != nil {
+				return err
+			}
+			var exports []build.Export
+			for _, o := range c.StringSlice("output") {
+				e, err := build.ParseExport(o)
+				if err != nil {
+					return err
+				}
+				exports = append(exports, e)
+			}
+			if c.Bool("push") {
+				if c.String("tag") == "" {
+					return fmt.Errorf("--push needs -t REGISTRY/NAME:TAG: where to push")
+				}
+				exports = append(exports, build.Export{Type: "registry", Dest: c.String("tag")})
+			}
 			var pull []image.Option
 			if c.Bool("pull") {
 				pull = append(pull, image.WithPolicy(image.PullAlways))
 			}
+			progress := c.App.ErrWriter
+			if c.Bool("quiet") {
+				progress = nil
+			}
 			res, err := build.Build(c.Context, store, build.Options{
 				Context: c.Args().First(), Dockerfile: c.String("file"), Tag: c.String("tag"),
 				BuildArgs: args, Target: c.String("target"), NoCache: c.Bool("no-cache"),
-				Binary: bin, CacheDir: filepath.Join(e.layout.Data, "build"), Output: c.App.ErrWriter, Pull: pull,
+				Binary: bin, CacheDir: filepath.Join(e.layout.Data, "build"), Output: progress, Pull: pull,
+				Secrets: secrets, Platform: c.String("platform"), Exports: exports, Confined: c.Bool("confined"),
 			})
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(c.App.ErrWriter, "stored %s (%d of %d layer steps cached)\n", res.Ref, res.Hits, res.Steps)
+			if !c.Bool("quiet") {
+				fmt.Fprintf(c.App.ErrWriter, "stored %s (%d of %d layer steps cached)\n", res.Ref, res.Hits, res.Steps)
+			}
 			fmt.Fprintln(c.App.Writer, res.Image.Digest)
+			return nil
+		},
+	}
+}
+
+func pushCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "push",
+		Usage:     "send a stored image to a registry (an image cove built, or one it pulled)",
+		ArgsUsage: "IMAGE [DEST]",
+		Description: `Pushes the stored IMAGE to DEST (default: IMAGE's own name) as the same
+image, with the credentials of ~/.docker/config.json. The store keeps images
+flattened: the layers of an image cove built come from its build cache, and
+its base's from where the base was pulled (cove prune may have removed the
+first: build again). Prints the digest.`,
+		Action: func(c *cli.Context) error {
+			if c.NArg() < 1 || c.NArg() > 2 {
+				return fmt.Errorf("push takes IMAGE and an optional DEST (see cove push --help)")
+			}
+			e, err := globalEnv(c)
+			if err != nil {
+				return err
+			}
+			store, err := e.store()
+			if err != nil {
+				return err
+			}
+			src, dest := c.Args().Get(0), c.Args().Get(1)
+			if dest == "" {
+				dest = src
+			}
+			img, err := store.Get(src)
+			if err != nil {
+				return fmt.Errorf("push %s: %w (cove images lists what is stored)", src, err)
+			}
+			if err := build.Push(c.Context, store, filepath.Join(e.layout.Data, "build"), src, dest); err != nil {
+				return err
+			}
+			fmt.Fprintf(c.App.ErrWriter, "pushed %s\n", dest)
+			fmt.Fprintln(c.App.Writer, img.Digest)
 			return nil
 		},
 	}

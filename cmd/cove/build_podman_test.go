@@ -94,9 +94,10 @@ func TestBuildSameAsPodman(t *testing.T) {
 		return out.String(), nil
 	}
 	dockerfiles := map[string]string{
-		"run":    "FROM BASE\nRUN mkdir -p /srv/a && echo hi > /srv/a/f && chmod 0640 /srv/a/f && chown 1000:1000 /srv/a/f && ln -s a/f /srv/link && rm /etc/group && chmod 4755 /bin/busybox\n",
-		"copy":   "FROM BASE\nCOPY --chown=1234:5678 --chmod=0751 f /opt/f\nCOPY d /opt/d/\nWORKDIR /work\nRUN echo x > x\n",
-		"config": "FROM BASE\nENV A=1 B=\"two words\"\nWORKDIR /w\nUSER 1000:1000\nLABEL a=b devcontainer.metadata='[{}]'\nEXPOSE 80 53/udp\nENTRYPOINT [\"/bin/sh\", \"-c\"]\nCMD [\"echo hi\"]\n",
+		"run":          "FROM BASE\nRUN mkdir -p /srv/a && echo hi > /srv/a/f && chmod 0640 /srv/a/f && chown 1000:1000 /srv/a/f && ln -s a/f /srv/link && rm /etc/group && chmod 4755 /bin/busybox\n",
+		"copy":         "FROM BASE\nCOPY --chown=1234:5678 --chmod=0751 f /opt/f\nCOPY d /opt/d/\nWORKDIR /work\nRUN echo x > x\n",
+		"symlink-dest": "FROM BASE\nRUN mkdir -p /real/sub && ln -s /real /link && ln -s sub /real/rel\nCOPY f /link/\nCOPY d /link/rel/d\nCOPY f /real\nCOPY f /link/rel/g\n",
+		"config":       "FROM BASE\nENV A=1 B=\"two words\"\nWORKDIR /w\nUSER 1000:1000\nLABEL a=b devcontainer.metadata='[{}]'\nEXPOSE 80 53/udp\nENTRYPOINT [\"/bin/sh\", \"-c\"]\nCMD [\"echo hi\"]\n",
 	}
 	files := map[string]string{"f": "file\n", "d/x": "x\n", "d/sub/y": "y\n", "d/l@": "x"}
 	for name, df := range dockerfiles {

@@ -3,9 +3,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"text/tabwriter"
 	"time"
 
+	"github.com/cove-sh/cove/build"
 	"github.com/urfave/cli/v2"
 )
 
@@ -117,7 +119,10 @@ func rmiCommand() *cli.Command {
 func pruneCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "prune",
-		Usage: "remove cached blobs and images that no image name uses",
+		Usage: "remove cached blobs and images that no image name uses, and build steps no image has",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "build-cache", Usage: "remove all of cove build's cache: every step and every RUN --mount=type=cache"},
+		},
 		Action: func(c *cli.Context) error {
 			e, err := globalEnv(c)
 			if err != nil {
@@ -132,6 +137,13 @@ func pruneCommand() *cli.Command {
 				return fmt.Errorf("prune: %w", err)
 			}
 			fmt.Fprintf(c.App.Writer, "removed %d images and %d blobs, freed %s of blobs\n", rep.Images, rep.Blobs, humanBytes(rep.Bytes))
+			// After the images: the steps of an image just removed are
+			// no longer used.
+			crep, err := build.PruneCache(c.Context, filepath.Join(e.layout.Data, "build"), store, c.Bool("build-cache"))
+			if err != nil {
+				return fmt.Errorf("prune: %w", err)
+			}
+			fmt.Fprintf(c.App.Writer, "removed %d build steps and %d build cache mounts, freed %s\n", crep.Steps, crep.Mounts, humanBytes(crep.Bytes))
 			return nil
 		},
 	}
