@@ -113,6 +113,13 @@ if [ "$rc" = 137 ] && grep -qF 'killed: out of memory (limit 32 MiB)' "$out/mem.
 	fail memory-limit "exit $rc (want 137 and the message), stderr '$(brief "$out/mem.err")'"
 fi
 
+# net-host-limits: with the host's network (/sys is then the host's,
+# read-only) the container still sees its own limit at /sys/fs/cgroup.
+run nethost 180 cove run --rm --net host --memory 32m "$busybox" cat /sys/fs/cgroup/memory.max
+if [ "$rc" = 0 ] && [ "$(cat "$out/nethost.out")" = 33554432 ]; then pass net-host-limits; else
+	fail net-host-limits "exit $rc, stdout '$(brief "$out/nethost.out")' (want 33554432), stderr '$(brief "$out/nethost.err")'"
+fi
+
 # pids-limit: 100 background sleeps under --pids 32: at most 32 run.
 # shellcheck disable=SC2016
 script='sh -c '\''i=0; while [ $i -lt 100 ]; do sleep 5 & i=$((i+1)); done'\'' >/dev/null 2>&1
@@ -152,6 +159,13 @@ else
 fi
 cove rm -f t1 >/dev/null 2>&1
 if [ "$mode" = login ]; then
+	# build-has-a-cgroup: cove build's RUN gets a cgroup here too.
+	mkdir -p "$out/ctx"
+	printf 'FROM %s\nRUN echo built >/built\n' "$busybox" >"$out/ctx/Dockerfile"
+	run build 300 cove build -t login-build:1 "$out/ctx"
+	if [ "$rc" = 0 ] && ! grep -q 'no cgroup' "$out/build.err"; then pass build-has-a-cgroup; else
+		fail build-has-a-cgroup "exit $rc, stderr '$(grep -m 1 -E 'warning|cove:' "$out/build.err" | cut -c 1-240)'"
+	fi
 	# The limits are what differs in a login session; the rest is the
 	# user's, checked above.
 	rm -rf "$out"
