@@ -120,7 +120,7 @@ func (in *initProc) exec(conn *net.UnixConn) {
 	fds = nil // the files own them now
 	done := make(chan int, 1)
 	in.mu.Lock()
-	proc, master, err := spawn(p, in.spec.Hostname, stdio)
+	proc, master, err := spawn(in.spec, p, stdio)
 	if err == nil {
 		in.waiters[proc.Pid] = done
 	}

@@ -201,8 +201,15 @@ func initStage2(spec *Spec, sync *os.File) (int, error) {
 	if err := mountCgroupView(spec.Cgroups); err != nil {
 		return 0, err
 	}
-	if err := dropBoundingCaps(spec.Net == NetPrivate); err != nil {
+	if err := dropBoundingCaps(spec.Net == NetPrivate, spec.CapAdd, spec.CapDrop); err != nil {
 		return 0, err
+	}
+	if spec.NoNewPrivileges {
+		// Inherited by everything init starts: no setuid binary (sudo)
+		// or file capability gives more than the process had.
+		if err := allThreadsPrctl(unix.PR_SET_NO_NEW_PRIVS, 1); err != nil {
+			return 0, fmt.Errorf("no-new-privileges: %w", err)
+		}
 	}
 	if !spec.NoSeccomp {
 		if err := installSeccomp(); err != nil {
@@ -228,7 +235,7 @@ func initStage2(spec *Spec, sync *os.File) (int, error) {
 	workloadDone := make(chan int, 1)
 	in.mu.Lock()
 	go in.reap(chld)
-	proc, master, err := spawn(spec.Process, spec.Hostname, []*os.File{os.Stdin, os.Stdout, os.Stderr})
+	proc, master, err := spawn(spec, spec.Process, []*os.File{os.Stdin, os.Stdout, os.Stderr})
 	if err != nil {
 		in.mu.Unlock()
 		return 0, err
@@ -304,8 +311,17 @@ func (in *initProc) reap(chld <-chan os.Signal) {
 }
 
 // spawn starts p as the workload or an exec'd process: in its own session,
-// as its user, in its directory, with a terminal of its own if it asks.
-func spawn(p Process, hostname string, stdio []*os.File) (*os.Process, *os.File, error) {
+// as its user, in its directory, with a terminal of its own if it asks,
+// and with no more capability than the spec allows (forked from a thread
+// restricted so, whichever thread runs this).
+func spawn(spec *Spec, p Process, stdio []*os.File) (*os.Process, *os.File, error) {
+	hostname := spec.Hostname
+	runtime.LockOSThread()
+	// A thread restricted stays so: it goes back to the pool as it is.
+	defer runtime.UnlockOSThread()
+	if err := restrictThread(spec); err != nil {
+		return nil, nil, err
+	}
 	u, err := lookupUser(p.User, "/etc/passwd", "/etc/group")
 	if err != nil {
 		return nil, nil, err

@@ -50,6 +50,14 @@ type Spec struct {
 	// NoSeccomp leaves out the seccomp filter (see deniedSyscalls), for
 	// containers in the container, perf, bpf tools.
 	NoSeccomp bool `json:"no_seccomp,omitempty"`
+	// CapAdd and CapDrop change the capabilities the processes may have
+	// (Docker's default set less MKNOD; see keptCaps), by name as
+	// Docker's --cap-add and --cap-drop take them (ParseCap).
+	CapAdd  []string `json:"cap_add,omitempty"`
+	CapDrop []string `json:"cap_drop,omitempty"`
+	// NoNewPrivileges sets no_new_privs for every process: setuid
+	// binaries and file capabilities give nothing more.
+	NoNewPrivileges bool `json:"no_new_privileges,omitempty"`
 	// KeepTmp leaves the image's /tmp as it is instead of mounting a fresh
 	// tmpfs there: a build's RUN keeps what it writes in /tmp in its
 	// layer, as docker build does.

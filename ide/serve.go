@@ -40,7 +40,17 @@ func ServeOn(ctx context.Context, network, addr, dir string) error {
 		return err
 	}
 	if network == "unix" {
-		os.Chmod(addr, 0o600) // the host side (the same user) is the only client
+		// The host side is the only client. As the workspace's root it
+		// is the same user; as another user (a devcontainer.json's
+		// remoteUser), a rootless launcher is not that user on the host,
+		// and must still connect: the socket is everyone's, and the
+		// launcher's 0700 runtime directory keeps the host's other users
+		// from it.
+		mode := os.FileMode(0o600)
+		if os.Getuid() != 0 {
+			mode = 0o666
+		}
+		os.Chmod(addr, mode)
 	}
 	// Only the API: the UI is the launcher's to serve, from its own binary.
 	srv := &http.Server{Handler: NewHandler(d, shell), ReadHeaderTimeout: 10 * time.Second}

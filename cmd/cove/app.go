@@ -61,6 +61,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			agentCommand(),
 			idleCommand(),
 			mcpRelayCommand(),
+			syncServeCommand(),
 			ideCommand(),
 			logsCommand(),
 			stopCommand(),

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,15 +11,19 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/cove-sh/cove/container"
+	"github.com/cove-sh/cove/image"
 	"github.com/cove-sh/cove/internal/devcontainer"
+	"github.com/cove-sh/cove/internal/devimage"
 	"github.com/cove-sh/cove/internal/projectfs"
 	"github.com/cove-sh/cove/internal/termtext"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/urfave/cli/v2"
 )
 
@@ -36,12 +41,20 @@ func devcontainerOptions(c *cli.Context) devcontainer.Options {
 func loadDevcontainer(c *cli.Context, dir string) (*devcontainer.Config, error) {
 	opts := devcontainerOptions(c)
 	if c.Bool("trust") {
-		path, err := devcontainer.Trust(dir, opts)
+		path, grants, err := devcontainer.Trust(dir, opts)
 		if err != nil {
 			return nil, fmt.Errorf("--trust: %w", err)
 		}
-		fmt.Fprintf(c.App.ErrWriter, "cove: trusting %s as it is now (recorded in %s): its initializeCommand runs on this host, and its host mounts, runArgs, capAdd, securityOpt and ${localEnv:…} apply\n",
-			path, devcontainer.TrustPath(opts.Home))
+		what := "nothing in it reaches outside the workspace now"
+		if len(grants) > 0 {
+			for i, g := range grants {
+				grants[i] = strings.ReplaceAll(g, "\n", `\n`) // one line each, whatever the file holds
+			}
+			what = "what takes effect now:\n  - " + strings.Join(grants, "\n  - ")
+		}
+		// The file is the workspace's: its text is shown as text.
+		fmt.Fprintf(c.App.ErrWriter, "cove: trusting %s as it is now (recorded in %s); %s\n",
+			path, devcontainer.TrustPath(opts.Home), termtext.Visible(what))
 	}
 	dc, err := devcontainer.Load(dir, opts)
 	if err != nil || dc == nil {
@@ -54,6 +67,80 @@ func loadDevcontainer(c *cli.Context, dir string) (*devcontainer.Config, error) 
 		fmt.Fprintf(c.App.ErrWriter, "cove: note: %s\n", termtext.Visible(n))
 	}
 	return dc, nil
+}
+
+// buildWorkspaceImage builds the image devcontainer.json's build section
+// describes (its RUN steps in confined containers, with a network of their own),
+// stored under a tag of the workspace's own, and returns that tag and the
+// image's digest; without a build section, ref and "". An unchanged
+// Dockerfile and context rebuild from the cache to the same digest.
+func buildWorkspaceImage(c *cli.Context, e *env, dc *devcontainer.Config, dir, name, ref string) (string, string, error) {
+	ib, err := dc.ImageBuild()
+	if err != nil || ib == nil {
+		return ref, "", err
+	}
+	store, err := e.store()
+	if err != nil {
+		return "", "", err
+	}
+	bin, err := coveBinary()
+	if err != nil {
+		return "", "", err
+	}
+	tag := "cove-devcontainer/" + name + ":build"
+	fmt.Fprintf(c.App.ErrWriter, "cove: building the workspace image from %s\n", termtext.Visible(filepath.Join(dir, ib.Dockerfile)))
+	// FROM's pull, a line a layer (bars would fight the build's output).
+	bars := newProgress(struct{ io.Writer }{c.App.ErrWriter}, "the Dockerfile's base image", false)
+	res, err := devimage.Build(c.Context, dir, ib, tag, devimage.Options{
+		Store: store, Binary: bin, CacheDir: filepath.Join(e.layout.Data, "build"),
+		// The Dockerfile is the project's: its output is shown as text.
+		Output: termtext.NewWriter(c.App.ErrWriter), Pull: []image.Option{image.WithProgress(bars.update)},
+	})
+	if err != nil {
+		return "", "", err
+	}
+	fmt.Fprintf(c.App.ErrWriter, "cove: built %s (%d of %d layer steps cached)\n", res.Ref, res.Hits, res.Steps)
+	return tag, res.Image.Digest.String(), nil
+}
+
+// installWorkspaceFeatures installs the Features devcontainer.json asks
+// for on the image base (each install.sh as root in a confined build
+// container, with a network of its own, cached by the Feature's content and
+// options), stored under a tag of the workspace's own; nil when it asks
+// for none. Fetching a Feature from a registry is as pulling the image:
+// the project chooses both, and what they run runs in containers.
+func installWorkspaceFeatures(c *cli.Context, e *env, dc *devcontainer.Config, base, name string) (*devimage.FeatureResult, error) {
+	if want, err := dc.Features(); err != nil || len(want) == 0 {
+		return nil, err
+	}
+	store, err := e.store()
+	if err != nil {
+		return nil, err
+	}
+	bin, err := coveBinary()
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	// The base image's pull, a line a layer (bars would fight the build's
+	// output for the terminal).
+	bars := newProgress(struct{ io.Writer }{c.App.ErrWriter}, base, false)
+	res, err := devimage.InstallFeatures(c.Context, dc, base, "cove-devcontainer/"+name+":features", devimage.Options{
+		Store: store, Binary: bin, CacheDir: filepath.Join(e.layout.Data, "build"),
+		Output: termtext.NewWriter(c.App.ErrWriter), Pull: []image.Option{image.WithProgress(bars.update)},
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range res.Notes {
+		fmt.Fprintf(c.App.ErrWriter, "cove: note: %s\n", termtext.Visible(n))
+	}
+	if res.Digest == "" {
+		return nil, nil // every one held back, and said
+	}
+	fmt.Fprintf(c.App.ErrWriter, "cove: Features installed: %s (%d of %d layer steps cached, %v)\n",
+		termtext.Visible(strings.Join(res.Order, ", ")), res.Hits, res.Steps, time.Since(start).Round(time.Millisecond))
+	return res, nil
 }
 
 // initializeCommand runs a trusted file's initializeCommand on the host,
@@ -147,6 +234,13 @@ func lifecycle(c *cli.Context, e *env, st *container.State, dc *devcontainer.Con
 	if attach {
 		keys = append(keys, devcontainer.PostAttach)
 	}
+	if started {
+		// For a user attaching later to the workspace as it runs now.
+		b, _ := json.Marshal(attachRecord{Folder: dc.Folder(), Groups: dc.Lifecycle(devcontainer.PostAttach, env)})
+		if err := os.WriteFile(filepath.Join(layerDir, "post-attach.json"), b, 0o600); err != nil {
+			return err
+		}
+	}
 	for _, key := range keys {
 		for _, steps := range dc.Lifecycle(key, env) {
 			if err := runInWorkspace(c, e, st, key, steps, dc.Folder()); err != nil {
@@ -211,7 +305,11 @@ func execPiped(ctx context.Context, e *env, st *container.State, req container.E
 // stays its owner's on the host and is that user's inside (the ID-mapped
 // bind maps its owner to the user's ids): devcontainer.json's
 // updateRemoteUserUID, without changing the image's /etc/passwd.
-func workspaceUser(dc *devcontainer.Config, rootfs, upper, sockDir, project string, proc *container.Process, binds []container.Bind) error {
+//
+// Rootless, a new volume cannot be given to the user from here (its id is
+// in the user's subordinate range): chown names it (the ids and the
+// volumes' targets), for the workspace's root to do once it runs.
+func workspaceUser(dc *devcontainer.Config, rootfs, upper, sockDir, project string, proc *container.Process, binds []container.Bind, chown *[]string) error {
 	name := dc.User()
 	if name == "" {
 		return nil
@@ -251,6 +349,25 @@ func workspaceUser(dc *devcontainer.Config, rootfs, upper, sockDir, project stri
 	if err := os.Chmod(sockDir, 0o777); err != nil {
 		return err
 	}
+	// A new volume (still empty) is the user's to write, as a Docker
+	// volume takes its mount point's owner; one in use keeps its owner.
+	volumes := filepath.Join(filepath.Dir(upper), "volumes") + "/"
+	for _, b := range binds {
+		if strings.HasPrefix(b.Source, volumes) {
+			if names, err := os.ReadDir(b.Source); err == nil && len(names) == 0 {
+				if os.Geteuid() != 0 {
+					if len(*chown) == 0 {
+						*chown = append(*chown, fmt.Sprintf("%d:%d", u.UID, u.GID))
+					}
+					*chown = append(*chown, b.Target)
+					continue
+				}
+				if err := os.Lchown(b.Source, int(u.UID), int(u.GID)); err != nil {
+					return fmt.Errorf("volume %s: %w", b.Target, err)
+				}
+			}
+		}
+	}
 	if os.Geteuid() != 0 {
 		return nil // rootless: the user namespace maps the ids
 	}
@@ -270,12 +387,9 @@ func workspaceUser(dc *devcontainer.Config, rootfs, upper, sockDir, project stri
 // directory cove keeps beside the workspace's layer (volumes/NAME, gone
 // with cove rm or --fresh); a bind of a host path is there only when the
 // user trusted the file (an untrusted one's were dropped when it was read).
-func workspaceMounts(dc *devcontainer.Config, layerDir string) ([]container.Bind, error) {
-	if dc == nil {
-		return nil, nil
-	}
+func workspaceMounts(ms []devcontainer.Mount, trusted bool, layerDir string) ([]container.Bind, error) {
 	var binds []container.Bind
-	for _, m := range dc.Mounts {
+	for _, m := range ms {
 		switch m.Type {
 		case "volume":
 			name := m.Source
@@ -288,7 +402,7 @@ func workspaceMounts(dc *devcontainer.Config, layerDir string) ([]container.Bind
 			}
 			binds = append(binds, container.Bind{Source: dir, Target: m.Target, ReadOnly: m.ReadOnly})
 		case "bind":
-			if !dc.Trusted {
+			if !trusted {
 				continue
 			}
 			binds = append(binds, container.Bind{Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
@@ -344,4 +458,204 @@ func copyAccounts(layer, dir string) (passwd, group string, err error) {
 		}
 	}
 	return out[0], out[1], nil
+}
+
+// fileRuntime reads what devcontainer.json's runArgs, capAdd and
+// securityOpt ask of the runtime (a trusted file's: an untrusted one's
+// were dropped when it was read), and applies its limits, network and
+// seccomp where the command line says nothing.
+func fileRuntime(c *cli.Context, dc *devcontainer.Config, limits *container.Limits, conf *confinement) (*devcontainer.Runtime, error) {
+	rt, err := dc.Runtime()
+	if err != nil {
+		return nil, err
+	}
+	if rt.Memory != "" && !c.IsSet("memory") {
+		if limits.Memory, err = parseSize(rt.Memory); err != nil {
+			return nil, fmt.Errorf("%s: runArgs --memory: %w", dc.Path, err)
+		}
+	}
+	if rt.CPUs != "" && !c.IsSet("cpus") {
+		if limits.CPUs, err = strconv.ParseFloat(rt.CPUs, 64); err != nil || limits.CPUs <= 0 {
+			return nil, fmt.Errorf("%s: runArgs --cpus %q: want a number of CPUs, as 1.5", dc.Path, rt.CPUs)
+		}
+	}
+	if rt.PIDs != "" && !c.IsSet("pids") {
+		if limits.PIDs, err = strconv.ParseInt(rt.PIDs, 10, 64); err != nil {
+			return nil, fmt.Errorf("%s: runArgs --pids-limit %q: want a number", dc.Path, rt.PIDs)
+		}
+	}
+	if rt.Net != "" && !c.IsSet("net") {
+		conf.Net = rt.Net
+	}
+	conf.NoSeccomp = conf.NoSeccomp || rt.NoSeccomp
+	return rt, nil
+}
+
+// workspaceMountBind is devcontainer.json's workspaceMount: the project
+// (or, trusted, another host path) bound where it says, or a volume kept
+// per workspace there; nil when the file has none.
+func workspaceMountBind(dc *devcontainer.Config, project, layerDir string) (*container.Bind, error) {
+	if dc == nil || dc.WorkspaceMount == "" {
+		return nil, nil
+	}
+	m, err := devcontainer.ParseMount(dc.WorkspaceMount)
+	if err != nil {
+		return nil, fmt.Errorf("%s: workspaceMount: %w", dc.Path, err)
+	}
+	if m.Type == "bind" && filepath.Clean(m.Source) != project && !dc.Trusted {
+		return nil, nil // held back, and said, when the file was read
+	}
+	binds, err := workspaceMounts([]devcontainer.Mount{m}, true, layerDir)
+	if err != nil || len(binds) == 0 {
+		return nil, err
+	}
+	return &binds[0], nil
+}
+
+// applyRuntime applies, once the image's metadata is merged into dc, its
+// capabilities and security options (the file's with the image's and the
+// Features') and the mounts the metadata added (from index before on).
+func applyRuntime(c *cli.Context, dc *devcontainer.Config, l *launch, layerDir string, before int) error {
+	if dc == nil {
+		return nil
+	}
+	rt, err := dc.Runtime()
+	if err != nil {
+		return err
+	}
+	for _, n := range append(append([]string{}, rt.CapAdd...), rt.CapDrop...) {
+		if _, err := container.ParseCap(n); err != nil {
+			return fmt.Errorf("%s: %w", dc.Path, err)
+		}
+	}
+	l.CapAdd, l.CapDrop = rt.CapAdd, rt.CapDrop
+	if l.Net == container.NetPrivate && slices.ContainsFunc(rt.CapAdd, func(n string) bool {
+		return strings.EqualFold(strings.TrimPrefix(strings.ToUpper(n), "CAP_"), "NET_RAW")
+	}) {
+		fmt.Fprintf(c.App.ErrWriter, "cove: note: capAdd NET_RAW is not given in the private network: raw packets would reach around the routes that keep your host out of reach (--net host gives it)\n")
+	}
+	l.NoNewPrivileges = rt.NoNewPrivileges
+	l.NoSeccomp = l.NoSeccomp || rt.NoSeccomp
+	if before < len(dc.Mounts) {
+		extra, err := workspaceMounts(dc.Mounts[before:], dc.Trusted, layerDir)
+		if err != nil {
+			return err
+		}
+		l.Binds = append(l.Binds, extra...)
+	}
+	return nil
+}
+
+// startCommand is what runs as the workspace starts, beside its server
+// and before the lifecycle commands, as containerUser (else the image's
+// USER, else root): the metadata's entrypoints in turn (a Feature's
+// daemon: they start it and return), as the devcontainers CLI runs them,
+// then, with overrideCommand false, the image's own ENTRYPOINT and CMD in
+// the background. Nil when there is nothing to run.
+func startCommand(dc *devcontainer.Config, cfg *v1.ConfigFile) (argv []string, user string, err error) {
+	if dc == nil || cfg == nil {
+		return nil, "", nil
+	}
+	rt, err := dc.Runtime()
+	if err != nil {
+		return nil, "", err
+	}
+	var image []string
+	if dc.OverrideCommand != nil && !*dc.OverrideCommand {
+		image = append(append(image, cfg.Config.Entrypoint...), cfg.Config.Cmd...)
+	}
+	if len(rt.Entrypoints) == 0 && len(image) == 0 {
+		return nil, "", nil
+	}
+	script := strings.Join(rt.Entrypoints, "\n") + "\n"
+	if len(image) > 0 {
+		script += "\"$@\" </dev/null >/tmp/cove-image-command.log 2>&1 &\n"
+	}
+	user = firstNonEmpty(dc.ContainerUser, cfg.Config.User, "0")
+	return append([]string{"/bin/sh", "-c", script, "cove-start"}, image...), user, nil
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// attachRecord is the postAttachCommand of a running workspace, as it was
+// resolved when it started (beside its layer, in cove's data: not the
+// workspace's to write).
+type attachRecord struct {
+	Folder string                `json:"folder"`
+	Groups [][]devcontainer.Step `json:"groups"`
+}
+
+// attachRunning runs the postAttachCommand of the running workspace st
+// (its record says it) for a user who attaches to it as it runs: a second
+// cove up, cove shell. A failure is a warning, as at a start.
+func attachRunning(c *cli.Context, e *env, st *container.State) {
+	b, err := os.ReadFile(filepath.Join(e.layout.Data, "workspaces", st.Name, "post-attach.json"))
+	if err != nil {
+		return
+	}
+	var rec attachRecord
+	if json.Unmarshal(b, &rec) != nil {
+		return
+	}
+	for _, steps := range rec.Groups {
+		if err := runInWorkspace(c, e, st, devcontainer.PostAttach, steps, rec.Folder); err != nil {
+			fmt.Fprintf(c.App.ErrWriter, "cove: warning: %v\n", err)
+		}
+	}
+}
+
+// chownVolumes gives the new volumes workspaceUser named (owner first,
+// then targets) to the workspace's user, as the workspace's root.
+func chownVolumes(c *cli.Context, e *env, st *container.State, chown []string) error {
+	if len(chown) < 2 {
+		return nil
+	}
+	out := termtext.NewWriter(c.App.ErrWriter)
+	code, err := execPiped(c.Context, e, st, container.ExecRequest{Args: append([]string{"chown"}, chown...), Cwd: "/", User: "0"}, out)
+	if err == nil && code != 0 {
+		err = fmt.Errorf("exit status %d", code)
+	}
+	if err != nil {
+		return fmt.Errorf("give the volumes %s to the workspace's user (chown in the workspace): %w", strings.Join(chown[1:], ", "), err)
+	}
+	return nil
+}
+
+// startEntrypoints runs startCommand in the workspace that just started;
+// its failure stops the start as a create command's does.
+func startEntrypoints(c *cli.Context, e *env, st *container.State, dc *devcontainer.Config, cfg *v1.ConfigFile) error {
+	argv, user, err := startCommand(dc, cfg)
+	if err != nil || argv == nil {
+		return err
+	}
+	step := devcontainer.Step{Name: "entrypoint", Argv: argv}
+	fmt.Fprintf(c.App.ErrWriter, "cove: entrypoint (as %s): %s\n", termtext.Visible(user), termtext.Visible(strings.TrimSpace(argv[2])))
+	out := termtext.NewWriter(c.App.ErrWriter)
+	return runParallel([]devcontainer.Step{step}, "entrypoint", func(s devcontainer.Step) (int, error) {
+		return execPiped(c.Context, e, st, container.ExecRequest{Args: s.Argv, Cwd: "/", User: user}, out)
+	})
+}
+
+// forgetWorkspaceImages forgets the images a workspace's devcontainer.json
+// made (its build, its Features), which no other workspace uses by those
+// names; their rootfs goes when no name is left on it (cove prune drops
+// the blobs).
+func forgetWorkspaceImages(c *cli.Context, e *env, name string) {
+	store, err := e.store()
+	if err != nil {
+		return
+	}
+	for _, tag := range []string{"build", "features"} {
+		ref := "cove-devcontainer/" + name + ":" + tag
+		if _, err := store.Get(ref); err == nil {
+			store.Remove(c.Context, ref)
+		}
+	}
 }

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -198,7 +201,8 @@ func TestDevcontainerTrust(t *testing.T) {
 	}
 	runProc(t, root, "", "stop", "--time", "2", name)
 	r = runEnv(t, root, env, "up", "--detach", "--trust", project)
-	if r.code != 0 || !strings.Contains(r.stderr, "trusting "+filepath.Join(project, ".devcontainer", "devcontainer.json")) {
+	if r.code != 0 || !strings.Contains(r.stderr, "trusting "+filepath.Join(project, ".devcontainer", "devcontainer.json")) ||
+		!strings.Contains(r.stderr, "what takes effect now:\n  - initializeCommand (it runs on this host): touch "+canary+"\n  - mounts: the host path "+canaryDir) {
 		t.Fatalf("up --trust: %+v", r)
 	}
 	if r := runProc(t, root, "", "exec", name, "sh", "-c", "echo $LEAK/$DEF"); r.stdout != "s3cr3t/s3cr3t\n" {
@@ -245,12 +249,13 @@ func TestDevcontainerRemoteUser(t *testing.T) {
 	}
 	img, err = mutate.Config(img, v1.Config{Cmd: []string{"sh"}, Env: []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"},
 		Labels: map[string]string{"devcontainer.metadata": `[{"id": "base"}, {"remoteUser": "vscode", "containerEnv": {"FROM_LABEL": "1"},
-			"postCreateCommand": "id -u > label.txt", "capAdd": ["SYS_PTRACE"]}]`}})
+			"postCreateCommand": "id -u > label.txt", "capAdd": ["SYS_PTRACE"], "entrypoint": "id -u > /tmp/entrypoint-user"}]`}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ref := testregistry.Push(t, addr, img)
-	project, root := devcontainerProject(t, `{"image": "`+ref+`", "postCreateCommand": "echo $HOME $FROM_LABEL > made.txt"}`)
+	project, root := devcontainerProject(t, `{"image": "`+ref+`", "postCreateCommand": "echo $HOME $FROM_LABEL > made.txt",
+		"mounts": ["source=data,target=/data,type=volume"]}`)
 	os.Chown(project, uid, gid)
 	name := workspaceName(project)
 	r := runProc(t, root, "", "up", "--detach", project)
@@ -273,5 +278,110 @@ func TestDevcontainerRemoteUser(t *testing.T) {
 	}
 	if r := runProc(t, root, "", "exec", "-u", "0", name, "id", "-u"); r.stdout != "0\n" {
 		t.Errorf("exec -u 0: %+v", r)
+	}
+	// containerUser (unset: the image's, root) runs the entrypoint;
+	// remoteUser the rest. A new volume is remoteUser's to write.
+	if r := runProc(t, root, "", "exec", name, "sh", "-c", "cat /tmp/entrypoint-user; touch /data/x && stat -c %u /data/x"); r.stdout != "0\n1234\n" {
+		t.Errorf("entrypoint's user, volume: %+v", r)
+	}
+}
+
+// TestDevcontainerBuild: a project whose devcontainer.json builds its
+// image from a Dockerfile (it used to be refused) gets that image, with
+// the build section's args and its context; a second start builds from
+// the cache to the same image, and a changed context is a clear "rebuilt:
+// --fresh" rather than an old layer put on a new image. The build is the
+// project's: its RUN steps have the workspace's own network (the host's
+// loopback services out of reach), and a Dockerfile or context that
+// leads out of the project is refused without its content shown.
+func TestDevcontainerBuild(t *testing.T) {
+	needRoot(t)
+	base := busyboxRef(t)
+	// A service on the host's loopback, which a RUN with the host's
+	// network would reach.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "host-secret") }))
+	project, root := devcontainerProject(t, `{"build": {"dockerfile": "Dockerfile", "context": "..", "args": {"GREETING": "hi"}}}`)
+	os.WriteFile(filepath.Join(project, ".devcontainer", "Dockerfile"), []byte("FROM "+base+"\nARG GREETING\nCOPY app.txt /app.txt\n"+
+		"RUN echo \"$GREETING\" > /greeting; printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 3 "+strings.Replace(l.Addr().String(), ":", " ", 1)+
+		" > /net; grep -q host-secret /net && echo reached > /net || echo unreachable > /net\n"), 0o644)
+	os.WriteFile(filepath.Join(project, "app.txt"), []byte("v1\n"), 0o644)
+	name := workspaceName(project)
+	r := runProc(t, root, "", "up", "--detach", project)
+	if r.code != 0 || !strings.Contains(r.stderr, "cove: building the workspace image from "+project+"/.devcontainer/Dockerfile") {
+		t.Fatalf("up: %+v", r)
+	}
+	if r := runProc(t, root, "", "exec", name, "cat", "/greeting", "/app.txt", "/net"); r.stdout != "hi\nv1\nunreachable\n" {
+		t.Errorf("the built image: %+v", r)
+	}
+	runProc(t, root, "", "stop", "--time", "2", name)
+	// Unchanged: every step from the cache, the same image, no complaint.
+	start := time.Now()
+	if r := runProc(t, root, "", "up", "--detach", project); r.code != 0 || !strings.Contains(r.stderr, "(2 of 2 layer steps cached)") {
+		t.Fatalf("second up: %+v", r)
+	}
+	t.Logf("a warm up with a cached build: %v", time.Since(start))
+	runProc(t, root, "", "stop", "--time", "2", name)
+	// The context changed: the image is rebuilt, and the kept layer is
+	// not put on it without a word.
+	os.WriteFile(filepath.Join(project, "app.txt"), []byte("v2\n"), 0o644)
+	if r := runProc(t, root, "", "up", "--detach", project); r.code == 0 || !strings.Contains(r.stderr, "made from an earlier build of its image") ||
+		!strings.Contains(r.stderr, "cove up --fresh") {
+		t.Fatalf("up after a change: %+v", r)
+	}
+	if r := runProc(t, root, "", "up", "--detach", "--fresh", project); r.code != 0 {
+		t.Fatalf("up --fresh: %+v", r)
+	}
+	if r := runProc(t, root, "", "exec", name, "cat", "/app.txt"); r.stdout != "v2\n" {
+		t.Errorf("after --fresh: %+v", r)
+	}
+	// cove rm forgets the image made for the workspace.
+	if r := runProc(t, root, "", "images"); !strings.Contains(r.stdout, "cove-devcontainer/"+name+":build") {
+		t.Errorf("images: %+v", r)
+	}
+	runProc(t, root, "", "rm", "-f", name)
+	if r := runProc(t, root, "", "images"); strings.Contains(r.stdout, "cove-devcontainer/"+name) {
+		t.Errorf("images after rm: %+v", r)
+	}
+
+	// Hostile: the Dockerfile a symlink to a host file, the context a
+	// symlink out of the project.
+	secret := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(secret, []byte("FROM host-secret-content\n"), 0o644)
+	for _, tc := range []struct{ config, link, target, want string }{
+		{`{"build": {"dockerfile": "Dockerfile"}}`, "Dockerfile", secret, "the Dockerfile .devcontainer/Dockerfile"},
+		{`{"build": {"dockerfile": "Dockerfile", "context": "ctx"}}`, "ctx", "/", "the context .devcontainer/ctx"},
+	} {
+		p, root := devcontainerProject(t, tc.config)
+		os.WriteFile(filepath.Join(p, ".devcontainer", "Dockerfile"), []byte("FROM "+base+"\nCOPY . /ctx\n"), 0o644)
+		os.Remove(filepath.Join(p, ".devcontainer", tc.link))
+		if err := os.Symlink(tc.target, filepath.Join(p, ".devcontainer", tc.link)); err != nil {
+			t.Fatal(err)
+		}
+		r := runProc(t, root, "", "up", "--detach", p)
+		if r.code == 0 || !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stderr, "host-secret-content") {
+			t.Errorf("%s -> %s: %+v", tc.link, tc.target, r)
+		}
+	}
+}
+
+// TestDevcontainerAttachRunning: postAttachCommand runs each time a user
+// attaches, also to a workspace that runs already (a second cove up, cove
+// shell); before, only the start ran it.
+func TestDevcontainerAttachRunning(t *testing.T) {
+	needRoot(t)
+	ref := testregistry.Push(t, testregistry.Addr(t), layered(t))
+	project, root := devcontainerProject(t, `{"image": "`+ref+`", "postStartCommand": "echo start >> log.txt", "postAttachCommand": "echo attach >> log.txt"}`)
+	for _, args := range [][]string{{"up", "--detach", project}, {"up", "--detach", project}, {"shell", project}} {
+		if r := runProc(t, root, "true\n", args...); r.code != 0 {
+			t.Fatalf("%v: %+v", args, r)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(project, "log.txt")); string(b) != "start\nattach\nattach\nattach\n" {
+		t.Errorf("log.txt: %q", b)
 	}
 }

@@ -139,6 +139,7 @@ func rmCommand() *cli.Command {
 				if err != nil {
 					return fmt.Errorf("rm %s: %w", name, err)
 				}
+				forgetWorkspaceImages(c, e, name)
 				if err := e.states().Delete(name); err != nil {
 					return fmt.Errorf("rm %s: %w", name, err)
 				}

@@ -166,11 +166,16 @@ type launch struct {
 	// stops (a workspace's installed packages survive); by default each
 	// container gets a fresh one under DATA/containers.
 	Dir string
+	// CapAdd and CapDrop change the capabilities (container.ParseCap
+	// names); NoNewPrivileges sets no_new_privs (a workspace's
+	// devcontainer.json: capAdd, securityOpt, runArgs).
+	CapAdd, CapDrop []string
+	NoNewPrivileges bool
 	// Prepare, if set, sees the image's config and root filesystem and
-	// may change the process made from it and the binds (a workspace's
-	// devcontainer.json: its user, its environment) before anything
-	// starts; its error stops the launch.
-	Prepare func(cfg *v1.ConfigFile, rootfs string, proc *container.Process, binds []container.Bind) error
+	// may change the process made from it and the launch (binds,
+	// capabilities: a workspace's devcontainer.json with the image's
+	// metadata) before anything starts; its error stops the launch.
+	Prepare func(cfg *v1.ConfigFile, rootfs string, proc *container.Process, l *launch) error
 }
 
 func runContainer(c *cli.Context) (int, error) {
@@ -250,11 +255,14 @@ func (e *env) launch(c *cli.Context, l launch) (int, error) {
 	}
 	proc.Terminal = l.TTY
 	if l.Prepare != nil {
-		if err := l.Prepare(cfg, img.RootFS, &proc, l.Binds); err != nil {
+		if err := l.Prepare(cfg, img.RootFS, &proc, &l); err != nil {
 			return 0, err
 		}
 	}
 	for i, b := range l.Binds {
+		if l.Dir != "" && strings.HasPrefix(b.Source, l.Dir+"/") {
+			continue // the container's own files (a workspace's volumes), with its ids, as its layer
+		}
 		// Root working on a user's files: they stay the user's.
 		if fi, err := os.Stat(b.Source); err == nil && os.Geteuid() == 0 && !b.MapOwner {
 			if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 {
@@ -306,6 +314,7 @@ func (e *env) launch(c *cli.Context, l launch) (int, error) {
 		Lower: img.RootFS, Upper: filepath.Join(dir, "upper"), Work: filepath.Join(dir, "work"), Merged: filepath.Join(dir, "merged"),
 		Binary: bin, ResolvConf: resolv, Hosts: hosts, HostnameFile: filepath.Join(filepath.Dir(hosts), "hostname"),
 		Binds: l.Binds, Net: l.Net, Ports: l.Ports, NoSeccomp: l.NoSeccomp, UserNS: os.Geteuid() != 0, Process: proc,
+		CapAdd: l.CapAdd, CapDrop: l.CapDrop, NoNewPrivileges: l.NoNewPrivileges,
 		Control: filepath.Join(states.Dir(name), "ctl.sock"),
 	}
 

@@ -78,6 +78,7 @@ func upAction(c *cli.Context) error {
 		// Another cove serves this workspace: a new window on it (unless
 		// the workspace was stopped and that launcher is on its way out).
 		if st, err := e.states().Load(name); err == nil && rec.serves(st) {
+			attachRunning(c, e, st)
 			return showURL(c, rec.URL)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -91,6 +92,9 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 			fmt.Fprintf(c.App.ErrWriter, "cove: note: the workspace %s runs %s; --image %s takes effect with --fresh (what was installed in it goes)\n",
 				st.Name, st.Image, img)
 		}
+		if attaches(c) {
+			attachRunning(c, e, st)
+		}
 		return st, nil
 	}
 	// Read before anything stops or starts: a config cove refuses leaves
@@ -116,19 +120,48 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 	if err != nil {
 		return nil, err
 	}
+	// runArgs' limits and network, where the command line says nothing.
+	rt, err := fileRuntime(c, dc, &limits, &conf)
+	if err != nil {
+		return nil, err
+	}
+	// initializeCommand comes first, as the spec has it: before the image
+	// is pulled or built.
+	if err := initializeCommand(c, dc, abs); err != nil {
+		return nil, err
+	}
 	ref := c.String("image")
+	built := ""
 	if ref == "" && dc != nil {
 		ref = dc.Image
+		if ref, built, err = buildWorkspaceImage(c, e, dc, abs, name, ref); err != nil {
+			return nil, err
+		}
 	}
 	if ref == "" {
 		ref = DefaultImage
 	}
+	feats, err := installWorkspaceFeatures(c, e, dc, ref, name)
+	if err != nil {
+		return nil, err
+	}
+	if feats != nil && feats.Digest != "" {
+		ref, built = feats.Ref, feats.Digest
+	}
 	// The kept layer was made on an image: put on another, what it holds
 	// (installed packages, their files) would be mixed with the new one.
 	layerDir := filepath.Join(e.layout.Data, "workspaces", name)
-	if prev, err := os.ReadFile(filepath.Join(layerDir, "image-ref")); err == nil && string(prev) != ref {
+	if prev, err := os.ReadFile(filepath.Join(layerDir, "image-ref")); err == nil && string(prev) != ref && built != "" {
+		// Built or given Features since: the names are cove's own.
+		return nil, fmt.Errorf("the workspace %s was made from %s, before %s's build or Features: cove up --fresh starts it anew with them (what was installed in it goes)",
+			name, prev, dc.Path)
+	} else if err == nil && string(prev) != ref {
 		return nil, fmt.Errorf("the workspace %s was made from %s, not %s: cove up --fresh starts it anew from %s (what was installed in it goes), or leave the image as it was",
 			name, prev, ref, ref)
+	}
+	if prev, err := os.ReadFile(filepath.Join(layerDir, "image-built")); err == nil && built != "" && string(prev) != built {
+		return nil, fmt.Errorf("the workspace %s was made from an earlier build of its image (%s changed since): cove up --fresh starts it anew from the new one (what was installed in it goes), or undo the change",
+			name, dc.Path+"'s build or Features")
 	}
 	specs, notes, err := dc.PortSpecs()
 	if err != nil {
@@ -156,9 +189,6 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 		// ports need no forwarding, or cannot have it.
 		ports = nil
 	}
-	if err := initializeCommand(c, dc, abs); err != nil {
-		return nil, err
-	}
 	sockDir := workspaceSocketDir(e, name)
 	// A fresh directory each start: nothing the last workspace left there
 	// (it could write it all) is kept.
@@ -170,15 +200,26 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 	}
 	folder := dc.Folder()
 	binds := []container.Bind{{Source: abs, Target: "/workspace"}, {Source: sockDir, Target: "/.cove/run"}}
-	if folder != "/workspace" {
-		binds = append(binds, container.Bind{Source: abs, Target: folder})
-	}
-	mounts, err := workspaceMounts(dc, layerDir)
+	wsMount, err := workspaceMountBind(dc, abs, layerDir)
 	if err != nil {
 		return nil, err
 	}
+	if wsMount != nil {
+		binds = append(binds, *wsMount)
+	}
+	if folder != "/workspace" && (wsMount == nil || wsMount.Target != folder) {
+		binds = append(binds, container.Bind{Source: abs, Target: folder})
+	}
+	var mounts []container.Bind
+	if dc != nil {
+		if mounts, err = workspaceMounts(append(slices.Clone(dc.Mounts), rt.Mounts...), dc.Trusted, layerDir); err != nil {
+			return nil, err
+		}
+	}
 	binds = append(binds, mounts...)
 	var wsEnv []string // the workspace's environment, for the lifecycle commands' ${containerEnv:…}
+	var imageCfg *v1.ConfigFile
+	var chown []string // rootless: new volumes for the user (see workspaceUser)
 	l := launch{
 		Ref: ref, Policy: image.PullMissing, Name: name,
 		// The workload is the IDE server, on a socket in a directory bound
@@ -189,8 +230,9 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 		Workdir: folder,
 		Binds:   binds,
 		Limits:  limits, Net: conf.Net, Ports: ports, NoSeccomp: conf.NoSeccomp, Detach: true, Quiet: true,
-		Dir: layerDir,
-		Prepare: func(cfg *v1.ConfigFile, rootfs string, proc *container.Process, binds []container.Bind) error {
+		Dir:      layerDir,
+		Hostname: rt.Hostname,
+		Prepare: func(cfg *v1.ConfigFile, rootfs string, proc *container.Process, l *launch) error {
 			// The server is the workload: the image's ENTRYPOINT is not
 			// put in front of it (devcontainer.json's overrideCommand,
 			// true for an image).
@@ -199,7 +241,16 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 			if dc != nil {
 				said = len(dc.Notes)
 			}
-			md, err := dc.MergeMetadata(cfg.Config.Labels[devcontainer.MetadataLabel])
+			label := cfg.Config.Labels[devcontainer.MetadataLabel]
+			if feats != nil {
+				// The Features' part, after the image's, as the spec merges it.
+				label = devcontainer.AppendMetadata(label, feats.Metadata...)
+			}
+			mountsBefore := 0
+			if dc != nil {
+				mountsBefore = len(dc.Mounts)
+			}
+			md, err := dc.MergeMetadata(label)
 			if err != nil {
 				return err
 			}
@@ -207,9 +258,13 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 				fmt.Fprintf(c.App.ErrWriter, "cove: note: %s\n", termtext.Visible(n))
 			}
 			dc = md
-			proc.Env = workspaceEnv(dc, proc.Env)
+			proc.Env = workspaceEnv(dc, append(proc.Env, rt.Env...))
 			wsEnv = proc.Env
-			return workspaceUser(dc, rootfs, filepath.Join(layerDir, "upper"), sockDir, abs, proc, binds)
+			if err := applyRuntime(c, dc, l, layerDir, mountsBefore); err != nil {
+				return err
+			}
+			imageCfg = cfg
+			return workspaceUser(dc, rootfs, filepath.Join(layerDir, "upper"), sockDir, abs, proc, l.Binds, &chown)
 		},
 	}
 	if _, err := e.launch(c, l); err != nil {
@@ -220,6 +275,9 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 		return nil, err
 	}
 	os.WriteFile(filepath.Join(layerDir, "image-ref"), []byte(ref), 0o600)
+	if built != "" {
+		os.WriteFile(filepath.Join(layerDir, "image-built"), []byte(built), 0o600)
+	}
 	// The server is usually up within tens of milliseconds: ask often at
 	// first (the wait is most of a warm start), then less.
 	sock := workspaceSocket(e, name)
@@ -239,7 +297,14 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	if err := lifecycle(c, e, st, dc, layerDir, wsEnv, true, attaches(c)); err != nil {
+	err = chownVolumes(c, e, st, chown)
+	if err == nil {
+		err = startEntrypoints(c, e, st, dc, imageCfg)
+	}
+	if err == nil {
+		err = lifecycle(c, e, st, dc, layerDir, wsEnv, true, attaches(c))
+	}
+	if err != nil {
 		// Never a workspace left running by a failed start; its layer
 		// stays, and the commands run again next time.
 		st.Stop(10 * time.Second)

@@ -57,8 +57,14 @@ type Config struct {
 	// port, a "HOST:CONTAINER" string, or a list of either.
 	ForwardPorts []any           `json:"forwardPorts"`
 	AppPort      json.RawMessage `json:"appPort"`
-	Build        json.RawMessage `json:"build"`
-	DockerFile   string          `json:"dockerFile"`
+	Build        *Build          `json:"build"`
+	// FeatureMap is features as written: reference → options (see
+	// Features).
+	FeatureMap map[string]any `json:"features"`
+	// OverrideFeatureInstallOrder lists Features (without their version)
+	// to install first, in its order.
+	OverrideFeatureInstallOrder []string `json:"overrideFeatureInstallOrder"`
+	DockerFile                  string   `json:"dockerFile"`
 
 	InitializeCommand    *Command `json:"initializeCommand"`
 	OnCreateCommand      *Command `json:"onCreateCommand"`
@@ -80,6 +86,10 @@ type Config struct {
 	// vars resolves what is left, ${containerEnv:…}, once the
 	// container's environment is known.
 	vars *vars
+	// project is the project directory on the host.
+	project string
+	// From the merged metadata (MergeMetadata), for Runtime.
+	metaCapAdd, metaSecurityOpt, metaEntrypoints []string
 }
 
 // Options says where to look and what the host may give the file.
@@ -132,8 +142,8 @@ func Find(dir string) ([]string, error) {
 // Load reads the project's devcontainer.json (JSON with comments and
 // trailing commas) through the confined project (no symlink out, no
 // FIFO, at most 1 MiB). No file is a nil Config. A config cove cannot run
-// as written (compose, a Dockerfile, privileged) is an error that names
-// the key and what to do, before anything starts.
+// as written (compose, privileged, a Dockerfile outside the project) is an
+// error that names the key and what to do, before anything starts.
 func Load(dir string, opts Options) (*Config, error) {
 	rel, err := choose(dir, opts.ConfigPath)
 	if err != nil || rel == "" {
@@ -195,7 +205,7 @@ func listOrNone(l []string) string {
 var supported = map[string]bool{
 	"image": true, "containerEnv": true, "remoteEnv": true, "containerUser": true, "remoteUser": true,
 	"updateRemoteUserUID": true, "workspaceFolder": true, "workspaceMount": true, "mounts": true,
-	"runArgs": true, "capAdd": true, "securityOpt": true, "init": true, "privileged": true,
+	"build": true, "dockerFile": true, "features": true, "overrideFeatureInstallOrder": true, "runArgs": true, "capAdd": true, "securityOpt": true, "init": true, "privileged": true,
 	"overrideCommand": true, "initializeCommand": true, "onCreateCommand": true,
 	"updateContentCommand": true, "postCreateCommand": true, "postStartCommand": true,
 	"postAttachCommand": true,
@@ -207,14 +217,12 @@ var supported = map[string]bool{
 
 // ignoredWhy says, for keys cove knows and does not apply, why.
 var ignoredWhy = map[string]string{
-	"features":                    "cove does not install Features yet; the workspace starts from the image without them",
-	"overrideFeatureInstallOrder": "cove does not install Features yet",
-	"customizations":              "it holds settings for other tools",
-	"shutdownAction":              "cove stops the workspace when its last window closes (or with cove stop)",
-	"waitFor":                     "cove runs every create command before it opens the workspace",
-	"userEnvProbe":                "cove takes the environment from the image and the file, not from a login shell",
-	"hostRequirements":            "cove does not check the host's resources",
-	"secrets":                     "cove passes no secrets into a workspace",
+	"customizations":   "it holds settings for other tools",
+	"shutdownAction":   "cove stops the workspace when its last window closes (or with cove stop)",
+	"waitFor":          "cove runs every create command before it opens the workspace",
+	"userEnvProbe":     "cove takes the environment from the image and the file, not from a login shell",
+	"hostRequirements": "cove does not check the host's resources",
+	"secrets":          "cove passes no secrets into a workspace",
 }
 
 // Parse reads the bytes b of the config at path for the project in dir.
@@ -230,7 +238,7 @@ func Parse(dir, path string, b []byte, opts Options) (*Config, error) {
 	if err := refuse(path, tree); err != nil {
 		return nil, err
 	}
-	c := &Config{Path: path, Raw: b}
+	c := &Config{Path: path, Raw: b, project: dir}
 	c.Trusted = opts.Home != "" && Trusted(opts.Home, path, b)
 	v := newVars(dir, path, c.Trusted, opts.Getenv)
 	// workspaceFolder first: ${containerWorkspaceFolder} is what it says.
@@ -258,15 +266,28 @@ func Parse(dir, path string, b []byte, opts Options) (*Config, error) {
 		}
 	}
 	c.Notes = append(c.Notes, v.notes...)
-	// Read, and held back when untrusted, but not applied yet.
-	for _, k := range []string{"workspaceMount", "runArgs", "capAdd", "securityOpt", "init", "overrideCommand"} {
-		if _, ok := tree[k]; ok {
-			c.Notes = append(c.Notes, fmt.Sprintf("%s is not applied yet (cove runs the workspace with its own defaults)", k))
-		}
+	// A build section cove cannot follow stops here, before anything
+	// starts; what of it cove ignores is said with the rest.
+	_, buildNotes, err := c.imageBuild()
+	if err != nil {
+		return nil, err
+	}
+	c.Notes = append(c.Notes, buildNotes...)
+	if _, err := c.Features(); err != nil {
+		return nil, err
+	}
+	if slices.Contains(c.RunArgs, "--privileged") || slices.Contains(c.RunArgs, "--privileged=true") {
+		return nil, fmt.Errorf("%s: runArgs --privileged: cove does not run privileged workspaces (every capability and device of the host, and no filter); remove it, and name what the tools need in capAdd", path)
 	}
 	if !c.Trusted {
 		c.holdBack(dir, v)
 	}
+	// What cove cannot run is said before anything starts.
+	rt, err := c.Runtime()
+	if err != nil {
+		return nil, err
+	}
+	c.Notes = append(c.Notes, rt.Notes...)
 	return c, nil
 }
 
@@ -282,14 +303,6 @@ func refuse(path string, tree map[string]any) error {
 		}
 		return fmt.Errorf("%s: dockerComposeFile (%s): cove does not run Docker Compose (%s); start those services yourself, and give the workspace an \"image\" (the image of %s) in a devcontainer.json without dockerComposeFile, or use cove --image REF",
 			path, files, what, quoteOr(service, "the service you work in"))
-	}
-	if _, hasImage := tree["image"]; !hasImage {
-		if _, build := tree["build"]; build {
-			return fmt.Errorf("%s: build: it builds its image from a Dockerfile; cove runs images: build and push it, and set \"image\" (or use cove --image)", path)
-		}
-		if _, df := tree["dockerFile"]; df {
-			return fmt.Errorf("%s: dockerFile: it builds its image from a Dockerfile; cove runs images: build and push it, and set \"image\" (or use cove --image)", path)
-		}
 	}
 	if p, _ := tree["privileged"].(bool); p {
 		return fmt.Errorf("%s: privileged: cove does not run privileged workspaces (every capability and device of the host, and no filter: the workspace would be the host's); remove it, and name what the tools need in capAdd", path)
@@ -323,7 +336,11 @@ func quoteOr(s, or string) string {
 // holdBack drops what an untrusted file may not have, and names it.
 func (c *Config) holdBack(dir string, v *vars) {
 	if c.InitializeCommand != nil {
-		c.Untrusted = append(c.Untrusted, "initializeCommand (it runs on this host)")
+		var cmds []string
+		for _, s := range c.Steps("initializeCommand", nil) {
+			cmds = append(cmds, s.String())
+		}
+		c.Untrusted = append(c.Untrusted, "initializeCommand (it runs on this host): "+strings.Join(cmds, "; "))
 		c.InitializeCommand = nil
 	}
 	var kept []Mount
@@ -338,7 +355,9 @@ func (c *Config) holdBack(dir string, v *vars) {
 	}
 	c.Mounts = kept
 	if c.WorkspaceMount != "" {
-		if m, err := ParseMount(c.WorkspaceMount); err == nil && m.Type == "bind" && !m.InProject(dir) {
+		// The project itself, not a path in it: the workspace can make
+		// that a symlink to any host path before the bind follows it.
+		if m, err := ParseMount(c.WorkspaceMount); err == nil && m.Type == "bind" && filepath.Clean(m.Source) != filepath.Clean(dir) {
 			c.Untrusted = append(c.Untrusted, fmt.Sprintf("workspaceMount: the host path %s", m.Source))
 			c.WorkspaceMount = ""
 		}

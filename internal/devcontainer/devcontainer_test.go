@@ -1,6 +1,7 @@
 package devcontainer
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -46,9 +47,54 @@ func TestLoad(t *testing.T) {
 	if steps := c.Steps(PostCreate, nil); len(steps) != 1 || strings.Join(steps[0].Argv, " ") != "/bin/sh -c make deps" {
 		t.Fatalf("post create %q", steps)
 	}
-	write(t, dir, ".devcontainer/devcontainer.json", `{"build": {"dockerfile": "Dockerfile"}}`)
-	if _, err := Load(dir, Options{}); err == nil || !strings.Contains(err.Error(), "Dockerfile") || !strings.Contains(err.Error(), "build") {
-		t.Fatalf("a build config: %v", err)
+}
+
+// TestImageBuild: the build section's paths are the file's folder's, as
+// the spec has them, and stay in the project; its args, target and the
+// docker build options cove knows are taken, the others named.
+func TestImageBuild(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, ".devcontainer/devcontainer.json", `{"image": "ignored", "build": {"dockerfile": "Dockerfile", "context": "..",
+		"args": {"V": 1, "N": null}, "target": "dev", "options": ["--build-arg", "W=2", "--add-host=x:1.2.3.4", "--no-cache"],
+		"cacheFrom": "x"}}`)
+	c, err := Load(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.ImageBuild()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ImageBuild{Dockerfile: ".devcontainer/Dockerfile", Context: ".", Args: map[string]string{"V": "1", "W": "2"}, Target: "dev", NoCache: true}
+	if b.Dockerfile != want.Dockerfile || b.Context != want.Context || b.Target != want.Target || !b.NoCache || len(b.Args) != 2 || b.Args["V"] != "1" || b.Args["W"] != "2" {
+		t.Errorf("build: %+v, want %+v", b, want)
+	}
+	notes := strings.Join(c.Notes, "\n")
+	if !strings.Contains(notes, "build.options --add-host=x:1.2.3.4 is not supported") || !strings.Contains(notes, "build.cacheFrom") {
+		t.Errorf("notes: %s", notes)
+	}
+	// The older top-level dockerFile, at the project's root.
+	write(t, dir, ".devcontainer/devcontainer.json", `{"dockerFile": "../Dockerfile.dev"}`)
+	if c, err = Load(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := c.ImageBuild(); err != nil || b.Dockerfile != "Dockerfile.dev" || b.Context != ".devcontainer" {
+		t.Errorf("dockerFile: %+v %v", b, err)
+	}
+	for _, body := range []string{`{"build": {"dockerfile": "../../Dockerfile"}}`, `{"build": {"dockerfile": "Dockerfile", "context": "../.."}}`,
+		`{"build": {"dockerfile": "/etc/Dockerfile"}}`} {
+		write(t, dir, ".devcontainer/devcontainer.json", body)
+		if _, err := Load(dir, Options{}); err == nil || !strings.Contains(err.Error(), "outside the project") {
+			t.Errorf("%s: %v", body, err)
+		}
+	}
+	// An image alone builds nothing.
+	write(t, dir, ".devcontainer/devcontainer.json", `{"image": "x"}`)
+	if c, err = Load(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := c.ImageBuild(); b != nil || err != nil {
+		t.Errorf("image: %+v %v", b, err)
 	}
 }
 
@@ -60,7 +106,7 @@ func TestRefusals(t *testing.T) {
 			`dockerComposeFile (../docker-compose.yml): cove does not run Docker Compose (service "app", with app, db)`},
 		{`{"dockerComposeFile": "compose.yml"}`, "give the workspace an \"image\""},
 		{`{"image": "x", "privileged": true}`, "privileged: cove does not run privileged workspaces"},
-		{`{"dockerFile": "Dockerfile"}`, "dockerFile: it builds its image"},
+		{`{"build": {"context": ".."}}`, "build: no dockerfile named"},
 	} {
 		dir := t.TempDir()
 		write(t, dir, ".devcontainer.json", tc.body)
@@ -108,13 +154,13 @@ func TestNotes(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := strings.Join(c.Notes, "\n")
-	for _, want := range []string{"features is not supported: cove does not install Features yet", "customizations is not supported",
+	for _, want := range []string{"customizations is not supported",
 		"hostRequirements is not supported", "somethingNew is not supported by cove; it is ignored"} {
 		if strings.Count(got, want) != 1 {
 			t.Errorf("notes %q: want %q once", got, want)
 		}
 	}
-	if strings.Contains(got, "name") || strings.Contains(got, "appPort") {
+	if strings.Contains(got, "name") || strings.Contains(got, "appPort") || strings.Contains(got, "features") {
 		t.Errorf("notes %q name a key that is applied (or another's)", got)
 	}
 }
@@ -150,7 +196,7 @@ func TestEnvMaps(t *testing.T) {
 func TestLocalEnvNeedsTrust(t *testing.T) {
 	dir, home := t.TempDir(), t.TempDir()
 	body := `{"image": "x", "containerEnv": {"KEY": "${localEnv:SECRET}", "D": "${localEnv:SECRET:dflt}", "U": "${localEnv:UNSET_VAR:dflt}"},
-		"initializeCommand": "touch /tmp/canary", "capAdd": ["SYS_PTRACE"], "runArgs": ["--privileged"],
+		"initializeCommand": "touch /tmp/canary", "capAdd": ["SYS_PTRACE"], "runArgs": ["--cap-add", "NET_ADMIN"],
 		"mounts": ["source=/etc,target=/host-etc,type=bind", "source=${localWorkspaceFolder}/cache,target=/cache,type=bind", "source=vol,target=/v,type=volume"]}`
 	write(t, dir, ".devcontainer.json", body)
 	getenv := func(k string) string { return map[string]string{"SECRET": "s3cr3t"}[k] }
@@ -168,13 +214,19 @@ func TestLocalEnvNeedsTrust(t *testing.T) {
 		t.Errorf("untrusted: %+v", c)
 	}
 	note := c.UntrustedNote()
-	for _, want := range []string{"initializeCommand (it runs on this host)", "the host path /etc", "the host path " + dir + "/cache", "capAdd SYS_PTRACE", "runArgs --privileged", "SECRET in containerEnv.KEY", "cove up --trust"} {
+	for _, want := range []string{"initializeCommand (it runs on this host)", "the host path /etc", "the host path " + dir + "/cache", "capAdd SYS_PTRACE", "runArgs --cap-add NET_ADMIN", "SECRET in containerEnv.KEY", "cove up --trust"} {
 		if !strings.Contains(note, want) {
 			t.Errorf("note %q lacks %q", note, want)
 		}
 	}
-	if _, err := Trust(dir, opts); err != nil {
-		t.Fatal(err)
+	path, grants, err := Trust(dir, opts)
+	if err != nil || path != filepath.Join(dir, ".devcontainer.json") {
+		t.Fatal(path, err)
+	}
+	// What trusting lets take effect is shown: the command itself too.
+	if g := strings.Join(grants, "\n"); !strings.Contains(g, "initializeCommand (it runs on this host): touch /tmp/canary") ||
+		!strings.Contains(g, "capAdd SYS_PTRACE") || !strings.Contains(g, "the host path /etc") || !strings.Contains(g, "SECRET in containerEnv.KEY") {
+		t.Errorf("grants: %s", g)
 	}
 	c, err = Load(dir, opts)
 	if err != nil {
@@ -268,5 +320,87 @@ func TestPortSpecs(t *testing.T) {
 		if _, _, err := c.PortSpecs(); err == nil {
 			t.Error("forwardPorts with an object: want an error")
 		}
+	}
+}
+
+// TestRuntime: runArgs map to what cove has (the short forms too), the
+// rest is named, --privileged and capability ALL are refused; the
+// metadata's capabilities count only in a trusted file.
+func TestRuntime(t *testing.T) {
+	dir, home := t.TempDir(), t.TempDir()
+	body := `{"image": "x", "capAdd": ["SYS_PTRACE"], "securityOpt": ["seccomp=unconfined", "label=disable"],
+		"runArgs": ["--cap-add", "NET_ADMIN,SYS_NICE", "--cap-drop=CHOWN", "-eA=1", "--env", "B=2", "-e", "HOST_ONLY", "-m512m", "--cpus", "1.5",
+			"--pids-limit=100", "--network=bridge", "--hostname", "box", "-v", "cache:/cache", "--mount", "type=tmpfs,target=/t",
+			"--init", "--add-host", "h:1.2.3.4", "--security-opt", "no-new-privileges", "--device=/dev/fuse"]}`
+	write(t, dir, ".devcontainer.json", body)
+	if _, _, err := Trust(dir, Options{Home: home}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(dir, Options{Home: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err = c.MergeMetadata(`[{"capAdd": ["BPF"], "entrypoint": "/ep.sh"}]`); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := c.Runtime()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprintf("%v %v %v %v %v %s %s %s %s %s %v %v", rt.CapAdd, rt.CapDrop, rt.NoNewPrivileges, rt.NoSeccomp, rt.Env, rt.Memory, rt.CPUs, rt.PIDs,
+		rt.Net, rt.Hostname, rt.Mounts, rt.Entrypoints)
+	want := "[BPF SYS_PTRACE NET_ADMIN SYS_NICE] [CHOWN] true true [A=1 B=2] 512m 1.5 100 private box [{volume cache /cache false}] [/ep.sh]"
+	if got != want {
+		t.Errorf("runtime\n%s\nwant\n%s", got, want)
+	}
+	notes := strings.Join(c.Notes, "\n")
+	for _, n := range []string{"runArgs -e HOST_ONLY: a variable taken from the host", "--mount type=tmpfs", "runArgs --add-host h:1.2.3.4 is not supported",
+		"runArgs --device /dev/fuse is not supported", "securityOpt label=disable"} {
+		if !strings.Contains(notes, n) {
+			t.Errorf("notes lack %q:\n%s", n, notes)
+		}
+	}
+	for _, bad := range []string{`{"image": "x", "runArgs": ["--privileged"]}`, `{"image": "x", "capAdd": ["ALL"]}`} {
+		write(t, dir, ".devcontainer.json", bad)
+		Trust(dir, Options{Home: home})
+		if _, err := Load(dir, Options{Home: home}); err == nil || !strings.Contains(err.Error(), "privileged") {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+	// Untrusted: the image's capabilities are held back, and said.
+	write(t, dir, ".devcontainer.json", `{"image": "x"}`)
+	c, _ = Load(dir, Options{Home: home})
+	if c, err = c.MergeMetadata(`[{"capAdd": ["BPF"]}]`); err != nil {
+		t.Fatal(err)
+	}
+	if rt, _ := c.Runtime(); len(rt.CapAdd) != 0 || !strings.Contains(strings.Join(c.Notes, "\n"), "asks for capAdd BPF: not applied") {
+		t.Errorf("untrusted metadata: %v %q", rt.CapAdd, c.Notes)
+	}
+}
+
+// TestMetadataVariables: the metadata's ${devcontainerId} and
+// ${containerWorkspaceFolder} are resolved (a Feature's volume name), its
+// ${localEnv:…} never, even in a trusted file: the image and Features
+// are not what the user trusted.
+func TestMetadataVariables(t *testing.T) {
+	dir, home := t.TempDir(), t.TempDir()
+	write(t, dir, ".devcontainer.json", `{"image": "x", "workspaceFolder": "/w"}`)
+	Trust(dir, Options{Home: home})
+	c, err := Load(dir, Options{Home: home, Getenv: func(string) string { return "s3cr3t" }})
+	if err != nil || !c.Trusted {
+		t.Fatal(c, err)
+	}
+	if c, err = c.MergeMetadata(`[{"mounts": [{"source": "dind-${devcontainerId}", "target": "/var/lib/docker", "type": "volume"}],
+		"containerEnv": {"K": "${localEnv:SECRET:none}", "F": "${containerWorkspaceFolder}"}}]`); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Mounts) != 1 || c.Mounts[0].Source != "dind-"+c.vars.id {
+		t.Errorf("mounts: %+v", c.Mounts)
+	}
+	if set, _ := c.Env(nil); strings.Join(set, " ") != "F=/w K=none" {
+		t.Errorf("env: %q", set)
+	}
+	if !strings.Contains(strings.Join(c.Notes, "\n"), "reads the host's environment (SECRET in devcontainer.metadata[0].containerEnv.K)") {
+		t.Errorf("notes: %q", c.Notes)
 	}
 }

@@ -22,20 +22,31 @@ type metadataEntry struct {
 	PostCreateCommand    *Command `json:"postCreateCommand"`
 	PostStartCommand     *Command `json:"postStartCommand"`
 	PostAttachCommand    *Command `json:"postAttachCommand"`
+	CapAdd               []string `json:"capAdd"`
+	SecurityOpt          []string `json:"securityOpt"`
+	Mounts               []Mount  `json:"mounts"`
+	Entrypoint           string   `json:"entrypoint"`
+	Privileged           bool     `json:"privileged"`
+	ID                   string   `json:"id"`
 }
 
 // metadataApplied are the label's keys cove merges; others are named.
 var metadataApplied = map[string]bool{"containerUser": true, "remoteUser": true, "containerEnv": true, "remoteEnv": true,
 	"onCreateCommand": true, "updateContentCommand": true, "postCreateCommand": true, "postStartCommand": true,
-	"postAttachCommand": true, "id": true, "customizations": true, "updateRemoteUserUID": true}
+	"postAttachCommand": true, "id": true, "customizations": true, "updateRemoteUserUID": true,
+	"capAdd": true, "securityOpt": true, "mounts": true, "entrypoint": true, "init": true, "privileged": true}
 
 // MergeMetadata merges the image's devcontainer.metadata label (an array
-// of entries, or one) under the file, as the spec does: the users are the
-// last one set (the file's over the image's), the environment maps merge
-// key by key (the file's winning), and the lifecycle commands of every
-// entry run, the image's first. What the label asks for that cove does
-// not apply from an image (capAdd, mounts, privileged, an entrypoint…) is
-// named in Notes. A nil Config is made for an image without a file.
+// of entries, or one; the Features' entries after the image's) under the
+// file, as the spec does: the users are the last one set (the file's over
+// the image's), the environment maps merge key by key (the file's
+// winning), the lifecycle commands of every entry run, the image's first,
+// capAdd and securityOpt add up (see Runtime), mounts join the file's,
+// and entrypoints run in order before the server. What would reach
+// outside the workspace (capabilities, security options, a bind of a
+// host path) applies only when the file is trusted, as the file's own
+// do: the project chose the image and the Features. A privileged entry
+// is an error. A nil Config is made for an image without a file.
 func (c *Config) MergeMetadata(label string) (*Config, error) {
 	if c == nil {
 		c = &Config{vars: newVars("", "", false, nil)}
@@ -49,7 +60,17 @@ func (c *Config) MergeMetadata(label string) (*Config, error) {
 	}
 	var entries []metadataEntry
 	ignored := map[string]bool{}
-	for _, raw := range raws {
+	// The spec's variables (${devcontainerId} in a Feature's volume name,
+	// ${containerWorkspaceFolder}) as in the file, but never the host's
+	// environment: the user trusted the file, not the image or Features it
+	// names, whose content may change under the same name.
+	mv := *c.vars
+	mv.trusted, mv.getenv, mv.heldEnv, mv.notes = false, func(string) string { return "" }, nil, nil
+	for i, raw := range raws {
+		var tree any
+		if json.Unmarshal(raw, &tree) == nil {
+			raw, _ = json.Marshal(mv.walk(tree, fmt.Sprintf("%s[%d]", MetadataLabel, i)))
+		}
 		var e metadataEntry
 		var keys map[string]json.RawMessage
 		if json.Unmarshal(raw, &keys) != nil || json.Unmarshal(raw, &e) != nil {
@@ -77,6 +98,42 @@ func (c *Config) MergeMetadata(label string) (*Config, error) {
 		for k, v := range e.RemoteEnv {
 			remote[k] = v
 		}
+		if e.Privileged {
+			who := "the image"
+			if e.ID != "" {
+				who = "the Feature " + e.ID
+			}
+			return c, fmt.Errorf("%s asks for a privileged workspace (in %s); cove does not run one: every capability and device of the host, and no filter", who, MetadataLabel)
+		}
+		if e.Entrypoint != "" {
+			c.metaEntrypoints = append(c.metaEntrypoints, e.Entrypoint)
+		}
+		var held []string
+		if c.Trusted {
+			c.metaCapAdd = append(c.metaCapAdd, e.CapAdd...)
+			c.metaSecurityOpt = append(c.metaSecurityOpt, e.SecurityOpt...)
+		} else {
+			if len(e.CapAdd) > 0 {
+				held = append(held, "capAdd "+strings.Join(e.CapAdd, ", "))
+			}
+			if len(e.SecurityOpt) > 0 {
+				held = append(held, "securityOpt "+strings.Join(e.SecurityOpt, ", "))
+			}
+		}
+		for _, m := range e.Mounts {
+			if m.Type == "bind" && !c.Trusted {
+				held = append(held, "the bind mount of "+m.Source)
+				continue
+			}
+			c.Mounts = append(c.Mounts, m)
+		}
+		if len(held) > 0 {
+			who := "the image's " + MetadataLabel
+			if e.ID != "" {
+				who = "the Feature " + e.ID
+			}
+			c.Notes = append(c.Notes, fmt.Sprintf("%s asks for %s: not applied, as the file is not trusted (cove up --trust)", who, strings.Join(held, "; ")))
+		}
 		c.imageCommands = append(c.imageCommands, map[string]*Command{OnCreate: e.OnCreateCommand,
 			UpdateContent: e.UpdateContentCommand, PostCreate: e.PostCreateCommand, PostStart: e.PostStartCommand, PostAttach: e.PostAttachCommand})
 	}
@@ -93,6 +150,9 @@ func (c *Config) MergeMetadata(label string) (*Config, error) {
 		remote[k] = v
 	}
 	c.ContainerEnv, c.RemoteEnv = env, remote
+	if len(mv.heldEnv) > 0 {
+		c.Notes = append(c.Notes, fmt.Sprintf("the image's %s reads the host's environment (%s): not from an image or a Feature; left empty or its default", MetadataLabel, strings.Join(mv.heldEnv, ", ")))
+	}
 	var names []string
 	for k := range ignored {
 		names = append(names, k)

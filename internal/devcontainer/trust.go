@@ -41,21 +41,24 @@ func Trusted(home, path string, raw []byte) bool {
 }
 
 // Trust records that the user trusts the project's devcontainer.json (the
-// one opts chooses) as it is now, and returns its path; a project without
-// one has nothing to trust.
-func Trust(dir string, opts Options) (string, error) {
+// one opts chooses) as it is now, and returns its path and what trusting
+// it lets take effect (what an untrusted read holds back: the command run
+// on the host, the host paths, capabilities, run arguments, host
+// variables), for the user to see; a project without one has nothing to
+// trust.
+func Trust(dir string, opts Options) (path string, grants []string, err error) {
 	c, err := Load(dir, Options{ConfigPath: opts.ConfigPath})
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if c == nil {
-		return "", fmt.Errorf("%s has no devcontainer.json to trust", dir)
+		return "", nil, fmt.Errorf("%s has no devcontainer.json to trust", dir)
 	}
 	m := readTrust(opts.Home)
 	m[c.Path] = contentHash(c.Raw)
 	if err := os.MkdirAll(filepath.Dir(TrustPath(opts.Home)), 0o700); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	b, _ := json.MarshalIndent(m, "", "  ")
-	return c.Path, atomicfile.WriteFile(TrustPath(opts.Home), append(b, '\n'))
+	return c.Path, c.Untrusted, atomicfile.WriteFile(TrustPath(opts.Home), append(b, '\n'))
 }

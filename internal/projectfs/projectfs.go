@@ -192,6 +192,23 @@ func (w *Dir) keepOwner(f *os.File, uid, gid int) error {
 // FS is the directory as an fs.FS (for walking).
 func (w *Dir) FS() fs.FS { return w.root.FS() }
 
+// OpenDir opens a directory inside the project (symlinks followed inside
+// only), for a reader that confines itself to it: a build context handed
+// on as /proc/self/fd/N names exactly this directory, whatever the
+// workspace renames or links meanwhile. Close it when done.
+func (w *Dir) OpenDir(p string) (*os.File, error) {
+	r, err := w.Rel(p)
+	if err != nil {
+		return nil, err
+	}
+	var f *os.File
+	err = w.asOwner(func() error {
+		f, err = w.root.OpenFile(r, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
+		return err
+	})
+	return f, err
+}
+
 // Stat describes a path inside the directory, following symlinks inside.
 func (w *Dir) Stat(p string) (fs.FileInfo, error) {
 	r, err := w.Rel(p)
@@ -272,6 +289,25 @@ func (w *Dir) Remove(p string) error {
 	})
 }
 
+// RemoveEmptyDir deletes the directory at p if it is empty, as a file
+// sync tidies what a deletion left.
+func (w *Dir) RemoveEmptyDir(p string) error {
+	r, err := w.changeable(p)
+	if err != nil {
+		return err
+	}
+	return w.asOwner(func() error {
+		fi, err := w.root.Lstat(r)
+		if err != nil {
+			return err
+		}
+		if !fi.IsDir() {
+			return &fs.PathError{Op: "rmdir", Path: p, Err: syscall.ENOTDIR}
+		}
+		return w.root.Remove(r)
+	})
+}
+
 // Symlink makes a symlink at p holding target as written (it is never
 // followed here), for a rewind bringing one back.
 func (w *Dir) Symlink(target, p string) error {
@@ -285,6 +321,16 @@ func (w *Dir) Symlink(target, p string) error {
 		}
 		return w.root.Symlink(target, r)
 	})
+}
+
+// Readlink returns the target of the symlink at p, as written (it is not
+// followed).
+func (w *Dir) Readlink(p string) (string, error) {
+	r, err := w.Rel(p)
+	if err != nil {
+		return "", err
+	}
+	return w.root.Readlink(r)
 }
 
 // Chmod sets the permission bits (mode.Perm(): never setuid, setgid or

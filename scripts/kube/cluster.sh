@@ -19,6 +19,10 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 state=${COVE_KUBE_STATE:-/tmp/cove-kube}
 node=cove-node
+# The node's address: the kubelet refuses a loopback one, and the host's
+# own would put the kubelet on its network: the loopback interface holds
+# it (this kernel has no dummy interfaces).
+node_ip=10.254.254.1
 api_port=${COVE_KUBE_API_PORT:-16443}
 etcd_port=${COVE_KUBE_ETCD_PORT:-12379}
 
@@ -118,8 +122,8 @@ pause_image() {
 	mkdir -p "$dir/root"
 	(cd "$here/pause" && CGO_ENABLED=0 go build -trimpath -ldflags=-s -o "$dir/root/pause" .)
 	tar --owner=0 --group=0 -C "$dir/root" -cf "$dir/layer.tar" pause
-	crane append --insecure -f "$dir/layer.tar" -t "$ref.tmp" >/dev/null
-	crane mutate --insecure "$ref.tmp" --entrypoint /pause -t "$ref" >/dev/null
+	crane append --insecure -f "$dir/layer.tar" -t "$ref.tmp" >/dev/null 2>"$state/log/crane.log"
+	crane mutate --insecure "$ref.tmp" --entrypoint /pause -t "$ref" >/dev/null 2>>"$state/log/crane.log"
 	echo "$ref"
 }
 
@@ -177,7 +181,7 @@ cgroupDriver: cgroupfs
 failCgroupV1: false
 failSwapOn: false
 containerRuntimeEndpoint: unix://$state/containerd.sock
-address: 127.0.0.1
+address: $node_ip
 healthzBindAddress: 127.0.0.1
 resolvConf: /etc/resolv.conf
 # A test machine's disk is shared: evict only when it is really full.
@@ -206,15 +210,16 @@ record_host() {
 up() {
 	[ "$(id -u)" = 0 ] || die "the test cluster needs root"
 	[ -n "${COVE_TEST_REGISTRY:-}" ] || die "COVE_TEST_REGISTRY is not set: export \$(scripts/registry.sh start)"
-	if [ -f "$state/pid/kubelet" ] && kill -0 "$(cat "$state/pid/kubelet")" 2>/dev/null; then
-		echo "KUBECONFIG=$state/admin.kubeconfig"
-		return
-	fi
-	down >/dev/null 2>&1 || true
 	local bin t0
 	t0=$(date +%s.%N)
 	bin=$("$here/build.sh")
 	export PATH=$bin:$PATH
+	if [ -f "$state/pid/kubelet" ] && [ "$(cat "/proc/$(cat "$state/pid/kubelet")/comm" 2>/dev/null)" = kubelet ] &&
+		kubectl --kubeconfig "$state/admin.kubeconfig" get --raw /readyz >/dev/null 2>&1; then
+		echo "KUBECONFIG=$state/admin.kubeconfig"
+		return
+	fi
+	down >/dev/null 2>&1 || true
 	rm -rf "$state"
 	mkdir -p "$state/log" "$state/pid"
 	record_host
@@ -224,6 +229,7 @@ up() {
 	containerd_config "$sandbox"
 	kubelet_config
 
+	ip addr add "$node_ip/32" dev lo
 	start etcd etcd --name cove-test --data-dir "$state/etcd" \
 		--listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
 		--listen-peer-urls "http://127.0.0.1:$((etcd_port + 1))" --initial-advertise-peer-urls "http://127.0.0.1:$((etcd_port + 1))" \
@@ -251,7 +257,7 @@ up() {
 		--leader-elect=false --bind-address 127.0.0.1 --secure-port 0
 	wait_for containerd 30 ctr --address "$state/containerd.sock" version
 	start kubelet kubelet --config "$state/kubelet.yaml" --kubeconfig "$state/kubelet.kubeconfig" \
-		--root-dir "$state/kubelet" --hostname-override "$node" --node-ip 127.0.0.1
+		--root-dir "$state/kubelet" --hostname-override "$node" --node-ip "$node_ip"
 	local k=(kubectl --kubeconfig "$state/admin.kubeconfig")
 	wait_for "the node" 90 "${k[@]}" wait --for=condition=Ready "node/$node" --timeout=1s
 	# Pods need the namespace's default ServiceAccount (even with its token
@@ -299,14 +305,17 @@ down() {
 		if [ -f "$p" ]; then kill -KILL "$(cat "$p")" 2>/dev/null || true; fi
 	done
 	# Mounts under the state dir, deepest first.
-	awk -v s="$state" 'index($5, s) == 1 { print $5 }' /proc/self/mountinfo | sort -r | while read -r m; do
+	local m
+	while read -r m; do
 		umount -l "$m" 2>/dev/null || true
-	done
+	done < <(awk -v s="$state" 'index($5, s) == 1 { print $5 }' /proc/self/mountinfo | sort -r)
 	# Pod network namespaces containerd made.
-	awk '$5 ~ "^/run/netns/cni-" { print $5 }' /proc/self/mountinfo | while read -r m; do
-		umount "$m" 2>/dev/null && rm -f "$m"
-	done
+	while read -r m; do
+		umount "$m" 2>/dev/null || true
+		rm -f "$m"
+	done < <(awk '$5 ~ "^/run/netns/cni-" { print $5 }' /proc/self/mountinfo)
 	ip link del cove-kube0 2>/dev/null || true
+	ip addr del "$node_ip/32" dev lo 2>/dev/null || true
 	if [ -f "$state/host-before" ]; then
 		local kind a
 		while read -r kind a _; do
@@ -317,12 +326,13 @@ down() {
 		done <"$state/host-before"
 		local t chain
 		for t in filter nat mangle; do
-			for chain in $(iptables-save -t "$t" 2>/dev/null | grep -o '^:KUBE-[A-Z0-9-]*' | tr -d :); do
+			for chain in $(iptables-save -t "$t" 2>/dev/null | grep -o '^:KUBE-[A-Z0-9-]*' | tr -d : || true); do
 				grep -qx "chain $t $chain" "$state/host-before" && continue
-				iptables -t "$t" -S 2>/dev/null | grep -E -- "-j $chain( |\$)" | sed 's/^-A/-D/' | while read -r rule; do
+				local rule
+				while read -r rule; do
 					# shellcheck disable=SC2086 # a rule is words
 					iptables -t "$t" $rule 2>/dev/null || true
-				done
+				done < <(iptables -t "$t" -S 2>/dev/null | grep -E -- "-j $chain( |\$)" | sed 's/^-A/-D/' || true)
 				iptables -t "$t" -F "$chain" 2>/dev/null || true
 				iptables -t "$t" -X "$chain" 2>/dev/null || true
 			done

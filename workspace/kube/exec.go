@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
@@ -67,6 +68,23 @@ func (p *Pod) Exec(ctx context.Context, argv []string, o ExecOptions) (int, erro
 		return 0, nil
 	case errors.As(err, &exit):
 		return exit.Code, nil
+	}
+	// The runtime's refusal to start the command comes back as an error;
+	// say it as a shell and cove exec do, with their statuses.
+	for _, e := range []struct {
+		says string
+		code int
+	}{{"executable file not found", 127}, {"no such file or directory", 127}, {"permission denied", 126}} {
+		if strings.Contains(err.Error(), "exec failed: unable to start container process") && strings.Contains(err.Error(), e.says) {
+			w := o.Stderr
+			if w == nil || o.TTY {
+				w = o.Stdout
+			}
+			if w != nil {
+				fmt.Fprintf(w, "cove: %s: %s\n", argv[0], e.says)
+			}
+			return e.code, nil
+		}
 	}
 	return 0, fmt.Errorf("exec in %s/%s: %w", p.Namespace, p.Name, err)
 }

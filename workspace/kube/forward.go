@@ -102,13 +102,14 @@ func (f *Forwarder) Dial() (net.Conn, error) {
 		conn.RemoveStreams(errStream)
 		return nil, fmt.Errorf("port-forward: %w", err)
 	}
-	c := &streamConn{data: data, conn: conn, errStream: errStream, failed: make(chan struct{})}
+	c := &streamConn{data: data, conn: conn, errStream: errStream, errDone: make(chan struct{})}
 	go func() {
-		// The kubelet writes here when it cannot reach the port.
+		// The kubelet writes here when it cannot reach the port, and
+		// closes it when the request ends.
+		defer close(c.errDone)
 		msg, _ := io.ReadAll(io.LimitReader(errStream, 4096))
 		if len(msg) > 0 {
 			c.err = fmt.Errorf("port-forward to port %d: %s", f.port, msg)
-			close(c.failed)
 			data.Reset()
 		}
 	}()
@@ -120,7 +121,7 @@ func (f *Forwarder) Dial() (net.Conn, error) {
 type streamConn struct {
 	data, errStream httpstream.Stream
 	conn            httpstream.Connection
-	failed          chan struct{}
+	errDone         chan struct{} // closed once err is known
 	err             error
 	once            sync.Once
 }
@@ -128,10 +129,15 @@ type streamConn struct {
 func (c *streamConn) Read(b []byte) (int, error) {
 	n, err := c.data.Read(b)
 	if err != nil {
+		// The data stream's end may come before the error stream says
+		// why: wait a little for it, so a refused port is an error and
+		// not an empty answer.
 		select {
-		case <-c.failed:
-			return n, c.err
-		default:
+		case <-c.errDone:
+			if c.err != nil {
+				return n, c.err
+			}
+		case <-time.After(5 * time.Second):
 		}
 	}
 	return n, err

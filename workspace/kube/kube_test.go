@@ -18,6 +18,7 @@ import (
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/internal/testimage"
 	"github.com/cove-sh/cove/internal/testregistry"
+	"github.com/cove-sh/cove/workspace/filesync"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -130,8 +131,11 @@ func TestWorkspacePod(t *testing.T) {
 		t.Errorf("exec with a terminal: %d %v %q", code, err, tty.String())
 	}
 	close(sizes)
-	if _, _, code := run(t, p, "no-such-command"); code != 127 && code != 126 {
-		t.Errorf("a missing command exits %d", code)
+	if _, errs, code := run(t, p, "no-such-command"); code != 127 || !strings.Contains(errs, "no-such-command: executable file not found") {
+		t.Errorf("a missing command exits %d: %q", code, errs)
+	}
+	if _, _, code := run(t, p, "/etc/passwd"); code != 126 {
+		t.Errorf("a file that is not executable exits %d", code)
 	}
 
 	// cove brings itself in.
@@ -149,6 +153,50 @@ func TestWorkspacePod(t *testing.T) {
 	if out, _, code := run(t, p, CovePath, "version"); code != 0 || !strings.Contains(out, "cove") {
 		t.Errorf("cove version in the Pod: %d %q", code, out)
 	}
+
+	// The project's files, both ways, through cove's sync server in the Pod.
+	laptop := t.TempDir()
+	os.WriteFile(filepath.Join(laptop, "fix.c"), []byte("int fixed;\n"), 0o644)
+	local, err := filesync.OpenDir(laptop, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close()
+	remote := p.Files(ctx)
+	syncer := &filesync.Syncer{Local: local, Remote: remote}
+	start = time.Now()
+	if _, err := syncer.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("first sync round %v", time.Since(start).Round(time.Millisecond))
+	if out, _, _ := run(t, p, "cat", WorkspaceDir+"/fix.c"); out != "int fixed;\n" {
+		t.Errorf("a local file in the Pod: %q", out)
+	}
+	run(t, p, "sh", "-c", "echo made in the pod > "+WorkspaceDir+"/made.txt; chmod 755 "+WorkspaceDir+"/made.txt")
+	start = time.Now()
+	if rep, err := syncer.Sync(ctx); err != nil || len(rep.ToLocal) != 1 {
+		t.Errorf("a round after a change in the Pod: %+v %v", rep, err)
+	}
+	t.Logf("a round with one change %v", time.Since(start).Round(time.Millisecond))
+	if b, _ := os.ReadFile(filepath.Join(laptop, "made.txt")); string(b) != "made in the pod\n" {
+		t.Errorf("a file made in the Pod, here: %q", b)
+	}
+	if fi, err := os.Stat(filepath.Join(laptop, "made.txt")); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("its mode: %v", err)
+	}
+	os.WriteFile(filepath.Join(laptop, "fix.c"), []byte("int mine;\n"), 0o644)
+	run(t, p, "sh", "-c", "echo 'int theirs;' > "+WorkspaceDir+"/fix.c")
+	rep, err := syncer.Sync(ctx)
+	if err != nil || len(rep.Conflicts) != 1 {
+		t.Fatalf("a conflict: %+v %v", rep, err)
+	}
+	if out, _, _ := run(t, p, "cat", WorkspaceDir+"/fix.c", WorkspaceDir+"/"+rep.Conflicts[0].Kept); out != "int mine;\nint theirs;\n" {
+		t.Errorf("after a conflict, the Pod has %q", out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(laptop, rep.Conflicts[0].Kept)); string(b) != "int theirs;\n" {
+		t.Errorf("after a conflict, the laptop keeps %q", b)
+	}
+	remote.Close()
 
 	// Port-forward to the Pod's loopback, with no port opened here.
 	if _, errs, code := run(t, p, "sh", "-c", "mkdir -p /tmp/www && echo forwarded > /tmp/www/index.html && httpd -p 127.0.0.1:8080 -h /tmp/www"); code != 0 {

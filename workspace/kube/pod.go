@@ -305,11 +305,28 @@ func (k *Cluster) Remove(ctx context.Context, workspace string) error {
 		return err
 	}
 	name := objectName(workspace)
-	err := k.client.CoreV1().PersistentVolumeClaims(k.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
+	claims := k.client.CoreV1().PersistentVolumeClaims(k.Namespace)
+	err := claims.Delete(ctx, name, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("delete the volume claim %s/%s: %w", k.Namespace, name, err)
 	}
-	return nil
+	// A claim goes once nothing uses it (its protection finalizer): wait,
+	// so that rm means gone.
+	for {
+		if _, err := claims.Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("get the volume claim %s/%s: %w", k.Namespace, name, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the volume claim %s/%s is still there: %w", k.Namespace, name, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // Workspace is one of cove's workspaces in the namespace.

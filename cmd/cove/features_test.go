@@ -1,0 +1,233 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cove-sh/cove/internal/testregistry"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// pushFeature publishes a Feature as the distribution spec has it (config
+// application/vnd.devcontainers, one application/vnd.devcontainers.layer.v1+tar
+// layer holding its files) to the test registry as addr/features/NAME:1,
+// and returns its reference without the tag.
+func pushFeature(t *testing.T, addr, feature string, files map[string]string) string {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, n := range []string{"devcontainer-feature.json", "install.sh"} {
+		body := files[n]
+		if err := tw.WriteHeader(&tar.Header{Name: "./" + n, Mode: 0o755, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write([]byte(body))
+	}
+	tw.Close()
+	img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), "application/vnd.devcontainers")
+	img, err := mutate.Append(img, mutate.Addendum{Layer: static.NewLayer(buf.Bytes(), "application/vnd.devcontainers.layer.v1+tar")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare := fmt.Sprintf("%s/features-%d/%s", addr, os.Getpid(), feature)
+	ref, err := name.ParseReference(bare + ":1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img); err != nil {
+		t.Fatal(err)
+	}
+	return bare
+}
+
+// viaProxy is a Feature reference pushed by pushFeature, through proxy.
+func viaProxy(p *testregistry.Proxy, bare string) string {
+	return strings.TrimSuffix(p.Ref(bare+":1"), ":1")
+}
+
+// TestDevcontainerFeatures: Features are installed (they were named as
+// not supported): OCI ones from a registry, and a local ./one, each
+// install.sh run as root in a build container with its options as the
+// spec names them (defaults too) and the users; dependsOn installs a
+// dependency first (and brings it in unasked), installsAfter orders the
+// local one after; a Feature's containerEnv is in the workspace and its
+// postCreateCommand runs. A second start takes it all from the cache
+// without the registry; a change of options asks for --fresh, which
+// installs them again.
+func TestDevcontainerFeatures(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	base := busyboxRef(t)
+	proxy := testregistry.NewProxy(t, addr)
+	zbase := viaProxy(proxy, pushFeature(t, addr, "z-base", map[string]string{
+		"devcontainer-feature.json": `{"id": "z-base", "version": "1.0.0", "name": "z",
+			"options": {"greeting": {"type": "string", "default": "hello"}, "flag-value": {"type": "boolean", "default": false}},
+			"containerEnv": {"Z_HOME": "/opt/z", "PATH": "/opt/z/bin:${PATH}"},
+			"postCreateCommand": "echo z-created >> feature-created.txt"}`,
+		"install.sh": "#!/bin/sh\necho \"z-base $GREETING $FLAG_VALUE $_REMOTE_USER $_REMOTE_USER_HOME $(id -u)\" >> /features.log\nmkdir -p /opt/z/bin\n",
+	}))
+	auser := viaProxy(proxy, pushFeature(t, addr, "a-user", map[string]string{
+		"devcontainer-feature.json": fmt.Sprintf(`{"id": "a-user", "version": "1.0.0", "name": "a",
+			"options": {"1st.thing": {"type": "string", "default": "d"}},
+			"dependsOn": {"%s:1": {"greeting": "from-dep"}}}`, zbase),
+		"install.sh": "#!/bin/sh\necho \"a-user $_ST_THING\" >> /features.log\n",
+	}))
+	config := func(thing string) string {
+		return fmt.Sprintf(`{"image": "%s", "features": {"%s:1": {"1st.thing": "%s"}, "./local-c": {}}}`, base, auser, thing)
+	}
+	project, root := devcontainerProject(t, config("one"))
+	local := filepath.Join(project, ".devcontainer", "local-c")
+	os.MkdirAll(local, 0o755)
+	os.WriteFile(filepath.Join(local, "devcontainer-feature.json"), []byte(fmt.Sprintf(`{"id": "local-c", "version": "0.1.0", "installsAfter": ["%s"]}`, auser)), 0o644)
+	os.WriteFile(filepath.Join(local, "install.sh"), []byte("#!/bin/sh\necho \"local-c $(cat note.txt)\" >> /features.log\n"), 0o755)
+	os.WriteFile(filepath.Join(local, "note.txt"), []byte("beside"), 0o644)
+	name := workspaceName(project)
+
+	start := time.Now()
+	r := runProc(t, root, "", "up", "--detach", project)
+	cold := time.Since(start)
+	if r.code != 0 {
+		t.Fatalf("up: %+v", r)
+	}
+	// Without dependsOn, a-user would come first (names sort so); without
+	// installsAfter, ./local-c would.
+	want := "z-base from-dep false root /root 0\na-user one\nlocal-c beside\n"
+	if r := runProc(t, root, "", "exec", name, "cat", "/features.log"); r.stdout != want {
+		t.Errorf("/features.log: %+v, want %q", r, want)
+	}
+	if r := runProc(t, root, "", "exec", name, "sh", "-c", "echo $Z_HOME $PATH"); !strings.HasPrefix(r.stdout, "/opt/z /opt/z/bin:/") {
+		t.Errorf("the Feature's containerEnv: %+v", r)
+	}
+	if b, _ := os.ReadFile(filepath.Join(project, "feature-created.txt")); string(b) != "z-created\n" {
+		t.Errorf("the Feature's postCreateCommand: %q", b)
+	}
+	runProc(t, root, "", "stop", "--time", "2", name)
+
+	// Warm: everything from the cache, the registry not asked (it would
+	// fail now).
+	proxy.SetStatus(500)
+	start = time.Now()
+	r = runProc(t, root, "", "up", "--detach", project)
+	warm := time.Since(start)
+	if r.code != 0 || !strings.Contains(r.stderr, "(6 of 6 layer steps cached") {
+		t.Fatalf("second up: %+v", r)
+	}
+	t.Logf("cove up with 3 Features: cold %v, warm %v", cold, warm)
+	runProc(t, root, "", "stop", "--time", "2", name)
+
+	// Another option: installed again, after --fresh.
+	proxy.SetStatus(0)
+	os.WriteFile(filepath.Join(project, ".devcontainer", "devcontainer.json"), []byte(config("two")), 0o644)
+	if r := runProc(t, root, "", "up", "--detach", project); r.code == 0 || !strings.Contains(r.stderr, "build or Features") || !strings.Contains(r.stderr, "--fresh") {
+		t.Fatalf("up after an option changed: %+v", r)
+	}
+	if r := runProc(t, root, "", "up", "--detach", "--fresh", project); r.code != 0 {
+		t.Fatalf("up --fresh: %+v", r)
+	}
+	if r := runProc(t, root, "", "exec", name, "cat", "/features.log"); r.stdout != strings.Replace(want, "one", "two", 1) {
+		t.Errorf("after --fresh: %+v", r)
+	}
+}
+
+// TestDevcontainerFeatureTarball: a Feature published as a .tgz at a URL
+// is fetched from this host, to any address the project wrote: only once
+// the user trusted the file; before, it is held back and said.
+func TestDevcontainerFeatureTarball(t *testing.T) {
+	needRoot(t)
+	var tgz bytes.Buffer
+	gz := gzip.NewWriter(&tgz)
+	tw := tar.NewWriter(gz)
+	for n, body := range map[string]string{"devcontainer-feature.json": `{"id": "tgz", "version": "1.0.0"}`,
+		"install.sh": "#!/bin/sh\necho \"tgz $OPT\" > /tgz.log\n"} {
+		tw.WriteHeader(&tar.Header{Name: n, Mode: 0o755, Size: int64(len(body)), Typeflag: tar.TypeReg})
+		tw.Write([]byte(body))
+	}
+	tw.Close()
+	gz.Close()
+	var fetched atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fetched.Add(1)
+		w.Write(tgz.Bytes())
+	}))
+	defer srv.Close()
+	project, root := devcontainerProject(t, fmt.Sprintf(`{"image": "%s", "features": {"%s/devcontainer-feature-tgz.tgz": {"opt": "x"}}}`, busyboxRef(t), srv.URL))
+	name := workspaceName(project)
+	env := []string{"HOME=" + t.TempDir()}
+	if r := runEnv(t, root, env, "up", "--detach", project); r.code != 0 || !strings.Contains(r.stderr, "not installed until you trust the file") || fetched.Load() != 0 {
+		t.Fatalf("untrusted: %+v (fetched %d)", r, fetched.Load())
+	}
+	runProc(t, root, "", "stop", "--time", "2", name)
+	// Its layer was made without the Feature: said, in words of the file.
+	if r := runEnv(t, root, env, "up", "--detach", "--trust", project); r.code == 0 || !strings.Contains(r.stderr, "before "+filepath.Join(project, ".devcontainer", "devcontainer.json")+"'s build or Features: cove up --fresh") {
+		t.Fatalf("trusted, the old layer: %+v", r)
+	}
+	if r := runEnv(t, root, env, "up", "--detach", "--fresh", project); r.code != 0 || fetched.Load() != 1 {
+		t.Fatalf("trusted: %+v", r)
+	}
+	if r := runProc(t, root, "", "exec", name, "cat", "/tgz.log"); r.stdout != "tgz x\n" {
+		t.Errorf("/tgz.log: %+v", r)
+	}
+}
+
+// TestDevcontainerRootless: a user's cove builds devcontainer.json's
+// Dockerfile and installs a local Feature on it (install.sh as root in
+// the user namespace), and the workspace starts on the result.
+func TestDevcontainerRootless(t *testing.T) {
+	needRoot(t)
+	u, uid, gid := testUser(t)
+	base := busyboxRef(t)
+	dir := rootlessBase(t, "cove-rootless-devc-")
+	project, root := filepath.Join(dir, "project"), filepath.Join(dir, "root")
+	for _, d := range []string{project, root, filepath.Join(project, ".devcontainer"), filepath.Join(project, ".devcontainer", "feat")} {
+		os.Mkdir(d, 0o755)
+		os.Chown(d, uid, gid)
+	}
+	for p, body := range map[string]string{
+		".devcontainer/devcontainer.json": `{"build": {"dockerfile": "Dockerfile"}, "features": {"./feat": {"word": "rootless"}},
+			"remoteUser": "dev", "mounts": ["source=data,target=/data,type=volume"]}`,
+		".devcontainer/Dockerfile":                     "FROM " + base + "\nRUN echo built > /built && echo dev:x:1234:1234::/home/dev:/bin/sh >> /etc/passwd && echo dev:x:1234: >> /etc/group && mkdir -p /home/dev && chown 1234:1234 /home/dev\n",
+		".devcontainer/feat/devcontainer-feature.json": `{"id": "feat", "version": "1.0.0", "options": {"word": {"type": "string", "default": "x"}}}`,
+		".devcontainer/feat/install.sh":                "#!/bin/sh\necho \"$WORD $(id -u) $_REMOTE_USER $_REMOTE_USER_HOME\" > /feat.log\n",
+	} {
+		os.WriteFile(filepath.Join(project, p), []byte(body), 0o755)
+		os.Chown(filepath.Join(project, p), uid, gid)
+	}
+	as := func(args ...string) result {
+		cmd, out, errb := coveProc(root, args...)
+		asTestUser(cmd, u, uid, gid)
+		cmd.WaitDelay = 10 * time.Second
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return result{out.String(), errb.String(), code}
+	}
+	name := workspaceName(project)
+	defer as("rm", "-f", name)
+	if r := as("up", "--detach", project); r.code != 0 {
+		t.Fatalf("rootless up: %+v", r)
+	}
+	// The Feature is told the users; a new volume is remoteUser's.
+	if r := as("exec", name, "sh", "-c", "cat /built /feat.log; touch /data/x && stat -c %u /data/x"); r.stdout != "built\nrootless 0 dev /home/dev\n1234\n" {
+		t.Errorf("rootless: %+v", r)
+	}
+}

@@ -1,0 +1,133 @@
+package devcontainer
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Build is devcontainer.json's build section: the workspace image is
+// built from a Dockerfile of the project.
+type Build struct {
+	Dockerfile string   `json:"dockerfile"`
+	Context    string   `json:"context"`
+	Args       EnvMap   `json:"args"`
+	Target     string   `json:"target"`
+	Options    []string `json:"options"`
+	CacheFrom  any      `json:"cacheFrom"`
+}
+
+// ImageBuild is what the build section (or the older top-level
+// dockerFile) asks cove to build, its paths relative to the project.
+type ImageBuild struct {
+	Dockerfile string // the Dockerfile, relative to the project
+	Context    string // the build context, relative to the project ("." is the project)
+	Args       map[string]string
+	Target     string
+	NoCache    bool
+	Pull       bool
+}
+
+// ImageBuild is the image the file builds (build.dockerfile, or the
+// older dockerFile: either wins over image, as in the devcontainers CLI),
+// nil when it names one to pull instead. Paths are relative to the file's
+// folder, as the spec has them, and must stay in the project: the build
+// reads only the project.
+func (c *Config) ImageBuild() (*ImageBuild, error) {
+	b, _, err := c.imageBuild()
+	return b, err
+}
+
+// imageBuild is ImageBuild, and notes that name what of the section cove
+// does not apply (docker build options it has no use for, cacheFrom).
+func (c *Config) imageBuild() (b *ImageBuild, notes []string, err error) {
+	if c == nil {
+		return nil, nil, nil
+	}
+	var sec Build
+	switch {
+	case c.Build != nil && (c.Build.Dockerfile != "" || c.DockerFile == ""):
+		sec = *c.Build
+	case c.DockerFile != "":
+		sec = Build{Dockerfile: c.DockerFile}
+		if c.Build != nil {
+			sec.Context, sec.Args, sec.Target, sec.Options = c.Build.Context, c.Build.Args, c.Build.Target, c.Build.Options
+		}
+	default:
+		return nil, nil, nil
+	}
+	if sec.Dockerfile == "" {
+		return nil, nil, fmt.Errorf("%s: build: no dockerfile named; give \"dockerfile\" (relative to this file), or an \"image\"", c.Path)
+	}
+	folder, err := filepath.Rel(c.project, filepath.Dir(c.Path))
+	if err != nil {
+		return nil, nil, err
+	}
+	inProject := func(key, p string) (string, error) {
+		rel := filepath.Join(folder, p)
+		if filepath.IsAbs(p) {
+			if rel, err = filepath.Rel(c.project, p); err != nil {
+				return "", err
+			}
+		}
+		rel = filepath.Clean(rel)
+		if !filepath.IsLocal(rel) && rel != "." {
+			return "", fmt.Errorf("%s: build.%s %q is outside the project %s: cove builds from the project's files only; move it into the project", c.Path, key, p, c.project)
+		}
+		return rel, nil
+	}
+	b = &ImageBuild{Target: sec.Target, Args: map[string]string{}}
+	if b.Dockerfile, err = inProject("dockerfile", sec.Dockerfile); err != nil {
+		return nil, nil, err
+	}
+	ctx := sec.Context
+	if ctx == "" {
+		ctx = "."
+	}
+	if b.Context, err = inProject("context", ctx); err != nil {
+		return nil, nil, err
+	}
+	for k, v := range sec.Args {
+		if v != nil {
+			b.Args[k] = *v
+		}
+	}
+	for i := 0; i < len(sec.Options); i++ {
+		opt := sec.Options[i]
+		name, val, hasVal := strings.Cut(opt, "=")
+		takeVal := func() bool {
+			if hasVal {
+				return true
+			}
+			if i+1 < len(sec.Options) {
+				i++
+				val = sec.Options[i]
+				return true
+			}
+			return false
+		}
+		switch name {
+		case "--build-arg":
+			if takeVal() {
+				k, v, _ := strings.Cut(val, "=")
+				b.Args[k] = v
+			}
+		case "--target":
+			if takeVal() {
+				b.Target = val
+			}
+		case "--no-cache":
+			b.NoCache = true
+		case "--pull":
+			b.Pull = true
+		default:
+			notes = append(notes, fmt.Sprintf("build.options %s is not supported by cove build; it is ignored", opt))
+		}
+	}
+	if sec.CacheFrom != nil {
+		notes = append(notes, "build.cacheFrom is not used: cove build keeps its own step cache")
+	}
+	sort.Strings(notes)
+	return b, notes, nil
+}

@@ -1,0 +1,176 @@
+package devcontainer
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Runtime is what the file (and the image's metadata, with its Features')
+// asks of the runtime beyond the image: capabilities, security options,
+// an init, limits, the network, the host name, more mounts. What reaches
+// outside the workspace was dropped when the file was read untrusted
+// (Untrusted says what); what cove cannot do is in Notes.
+type Runtime struct {
+	CapAdd, CapDrop []string
+	NoNewPrivileges bool
+	NoSeccomp       bool
+	Env             []string // K=V, from runArgs' -e
+	Memory          string   // runArgs' --memory, as written
+	CPUs            string
+	PIDs            string
+	Net             string // "host", "none", "private", or "" (not said)
+	Hostname        string
+	Mounts          []Mount
+	// Entrypoints run, in order, before the workspace's server (the
+	// metadata's entrypoint: a Feature starting its daemon).
+	Entrypoints []string
+	Notes       []string
+}
+
+// Runtime gathers capAdd, securityOpt, init and runArgs of the file and
+// of the merged metadata (after MergeMetadata). An option cove refuses
+// outright (--privileged, capability ALL) is an error.
+func (c *Config) Runtime() (*Runtime, error) {
+	rt := &Runtime{}
+	if c == nil {
+		return rt, nil
+	}
+	rt.CapAdd = append(append(rt.CapAdd, c.metaCapAdd...), c.CapAdd...)
+	rt.Entrypoints = append(rt.Entrypoints, c.metaEntrypoints...)
+	for _, o := range append(append([]string{}, c.metaSecurityOpt...), c.SecurityOpt...) {
+		if err := rt.securityOpt(o); err != nil {
+			return nil, fmt.Errorf("%s: securityOpt: %w", c.Path, err)
+		}
+	}
+	if err := rt.runArgs(c.RunArgs); err != nil {
+		return nil, fmt.Errorf("%s: runArgs: %w", c.Path, err)
+	}
+	for _, n := range append(append([]string{}, rt.CapAdd...), rt.CapDrop...) {
+		if strings.EqualFold(strings.TrimPrefix(strings.ToUpper(n), "CAP_"), "ALL") {
+			return nil, fmt.Errorf("%s: capAdd/runArgs: capability ALL: that is a privileged workspace, which cove does not run; name the capabilities the tools need", c.Path)
+		}
+	}
+	return rt, nil
+}
+
+func (rt *Runtime) securityOpt(o string) error {
+	switch k, v, _ := strings.Cut(o, "="); {
+	case o == "no-new-privileges" || o == "no-new-privileges=true" || o == "no-new-privileges:true":
+		rt.NoNewPrivileges = true
+	case o == "no-new-privileges=false" || o == "no-new-privileges:false":
+	case k == "seccomp" && v == "unconfined":
+		rt.NoSeccomp = true
+	case k == "apparmor" || k == "label":
+		rt.Notes = append(rt.Notes, fmt.Sprintf("securityOpt %s: cove uses no AppArmor or SELinux profile; nothing to change", o))
+	default:
+		return fmt.Errorf("%q: cove knows no-new-privileges and seccomp=unconfined (a seccomp profile file is not supported)", o)
+	}
+	return nil
+}
+
+// runArgs maps the docker run options cove has an equivalent for; the
+// rest are named in Notes, and --privileged is refused.
+func (rt *Runtime) runArgs(args []string) error {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		flag, val, hasVal := strings.Cut(a, "=")
+		if !strings.HasPrefix(a, "--") && len(a) > 2 {
+			// -eK=V, -m512m: the short form with its value attached.
+			switch a[:2] {
+			case "-e", "-m", "-v", "-h":
+				flag, val, hasVal = a[:2], a[2:], true
+			}
+		}
+		value := func() (string, error) {
+			if hasVal {
+				return val, nil
+			}
+			if i+1 >= len(args) {
+				return "", fmt.Errorf("%s wants a value", flag)
+			}
+			i++
+			return args[i], nil
+		}
+		switch flag {
+		case "--cap-add", "--cap-drop", "-e", "--env", "--security-opt", "-m", "--memory", "--cpus", "--pids-limit",
+			"--network", "--net", "--hostname", "-h", "-v", "--volume", "--mount", "--name", "-u", "--user",
+			"--add-host", "--device", "--ulimit", "--shm-size", "--label", "-l", "--runtime", "--gpus",
+			"--userns", "--ipc", "--pid", "--workdir", "-w", "--entrypoint", "--env-file", "--tmpfs":
+			v, err := value()
+			if err != nil {
+				return err
+			}
+			if err := rt.runArg(flag, v); err != nil {
+				return err
+			}
+		case "--init":
+			// cove's own init is PID 1 in every workspace: it reaps and
+			// forwards signals, what --init adds to Docker's.
+		case "--rm", "-it", "-t", "-i", "--interactive", "--tty", "-d", "--detach":
+		case "--privileged":
+			return fmt.Errorf("--privileged: cove does not run privileged workspaces (every capability and device of the host, and no filter); name the capabilities needed with --cap-add")
+		default:
+			rt.Notes = append(rt.Notes, fmt.Sprintf("runArgs %s is not supported by cove; it is ignored", a))
+		}
+	}
+	return nil
+}
+
+func (rt *Runtime) runArg(flag, v string) error {
+	switch flag {
+	case "--cap-add":
+		rt.CapAdd = append(rt.CapAdd, strings.Split(v, ",")...)
+	case "--cap-drop":
+		rt.CapDrop = append(rt.CapDrop, strings.Split(v, ",")...)
+	case "-e", "--env":
+		if !strings.Contains(v, "=") {
+			rt.Notes = append(rt.Notes, fmt.Sprintf("runArgs %s %s: a variable taken from the host's environment is not passed; write %s=VALUE (or ${localEnv:%s})", flag, v, v, v))
+			return nil
+		}
+		rt.Env = append(rt.Env, v)
+	case "--security-opt":
+		return rt.securityOpt(v)
+	case "-m", "--memory":
+		rt.Memory = v
+	case "--cpus":
+		rt.CPUs = v
+	case "--pids-limit":
+		rt.PIDs = v
+	case "--network", "--net":
+		switch v {
+		case "host", "none":
+			rt.Net = v
+		case "bridge", "default", "private", "pasta", "slirp4netns":
+			rt.Net = "private"
+		default:
+			rt.Notes = append(rt.Notes, fmt.Sprintf("runArgs %s %s: cove has the networks private (its default), host and none; the workspace gets its default", flag, v))
+		}
+	case "--hostname", "-h":
+		rt.Hostname = v
+	case "-v", "--volume":
+		parts := strings.Split(v, ":")
+		if len(parts) < 2 || len(parts) > 3 {
+			rt.Notes = append(rt.Notes, fmt.Sprintf("runArgs %s %s: not SOURCE:TARGET[:ro]; it is ignored", flag, v))
+			return nil
+		}
+		m := Mount{Type: "volume", Source: parts[0], Target: parts[1], ReadOnly: len(parts) == 3 && parts[2] == "ro"}
+		if strings.HasPrefix(m.Source, "/") {
+			m.Type = "bind"
+		}
+		if err := m.check(); err != nil {
+			rt.Notes = append(rt.Notes, fmt.Sprintf("runArgs %s %s: %v; it is ignored", flag, v, err))
+			return nil
+		}
+		rt.Mounts = append(rt.Mounts, m)
+	case "--mount":
+		m, err := ParseMount(v)
+		if err != nil {
+			rt.Notes = append(rt.Notes, fmt.Sprintf("runArgs --mount %s: %v; it is ignored", v, err))
+			return nil
+		}
+		rt.Mounts = append(rt.Mounts, m)
+	default:
+		rt.Notes = append(rt.Notes, fmt.Sprintf("runArgs %s %s is not supported by cove; it is ignored", flag, v))
+	}
+	return nil
+}

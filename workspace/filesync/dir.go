@@ -1,0 +1,201 @@
+package filesync
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sync"
+	"syscall"
+
+	"github.com/cove-sh/cove/internal/projectfs"
+	"github.com/cove-sh/cove/internal/projectwalk"
+)
+
+// Sum is the content sum an Entry of a file holds.
+func Sum(data []byte) string {
+	h := sha256.Sum256(data)
+	return hex.EncodeToString(h[:])
+}
+
+// Dir is a side that is a directory on this machine: read and written
+// through projectfs (never following a symlink out of it, keeping
+// owners), listed through projectwalk (the project's ignore rules).
+type Dir struct {
+	fs   *projectfs.Dir
+	walk *projectwalk.Tree
+
+	mu   sync.Mutex
+	sums map[string]cachedSum // a file's sum while its size, mtime and inode stay
+}
+
+type cachedSum struct {
+	size, mtime int64
+	ino         uint64
+	sum         string
+}
+
+// OpenDir opens dir as a side. opts are the ignore rules' options.
+func OpenDir(dir string, opts *projectwalk.Options) (*Dir, error) {
+	d, err := projectfs.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	w, err := projectwalk.Open(dir, opts)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	return &Dir{fs: d, walk: w, sums: map[string]cachedSum{}}, nil
+}
+
+// Close releases the directory.
+func (d *Dir) Close() error {
+	d.walk.Close()
+	return d.fs.Close()
+}
+
+// Scan lists the files and symlinks the ignore rules let through. Files
+// are hashed again only when their size, mtime or inode changed.
+func (d *Dir) Scan(ctx context.Context) (map[string]Entry, error) {
+	files, err := d.walk.Files(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]Entry, len(files))
+	seen := make(map[string]bool, len(files))
+	for _, p := range files {
+		fi, err := d.fs.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // gone since the walk
+		}
+		if err != nil {
+			return nil, err
+		}
+		e, err := d.entry(p, fi)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[p] = e
+		seen[p] = true
+	}
+	d.mu.Lock()
+	for p := range d.sums {
+		if !seen[p] {
+			delete(d.sums, p)
+		}
+	}
+	d.mu.Unlock()
+	return out, nil
+}
+
+func (d *Dir) entry(p string, fi fs.FileInfo) (Entry, error) {
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		target, err := d.fs.Readlink(p)
+		if err != nil {
+			return Entry{}, err
+		}
+		return Entry{Mode: fs.ModeSymlink | 0o777, Size: int64(len(target)), Sum: target}, nil
+	}
+	e := Entry{Mode: fi.Mode().Perm(), Size: fi.Size()}
+	if e.Size > MaxFileSize {
+		return e, nil // not read: it is not carried
+	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	key := cachedSum{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+	if st != nil {
+		key.ino = st.Ino
+	}
+	d.mu.Lock()
+	c, ok := d.sums[p]
+	d.mu.Unlock()
+	if ok && c.size == key.size && c.mtime == key.mtime && c.ino == key.ino {
+		e.Sum = c.sum
+		return e, nil
+	}
+	data, err := d.fs.ReadFileLimit(p, MaxFileSize)
+	if err != nil {
+		return e, err
+	}
+	e.Size, e.Sum = int64(len(data)), Sum(data)
+	key.sum = e.Sum
+	d.mu.Lock()
+	d.sums[p] = key
+	d.mu.Unlock()
+	return e, nil
+}
+
+// Read returns a file's bytes or a symlink's target.
+func (d *Dir) Read(_ context.Context, p string) ([]byte, error) {
+	fi, err := d.fs.Lstat(p)
+	if err != nil {
+		return nil, err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		t, err := d.fs.Readlink(p)
+		return []byte(t), err
+	}
+	return d.fs.ReadFileLimit(p, MaxFileSize)
+}
+
+// Write puts e at p: a file replaced atomically with its permissions, or
+// a symlink (what was there before is removed first).
+func (d *Dir) Write(_ context.Context, p string, e Entry, data []byte) error {
+	if err := checkPath(p); err != nil {
+		return err
+	}
+	if e.symlink() {
+		if _, err := d.fs.Lstat(p); err == nil {
+			if err := d.fs.Remove(p); err != nil {
+				return err
+			}
+		}
+		return d.fs.Symlink(string(data), p)
+	}
+	if fi, err := d.fs.Lstat(p); err == nil && !fi.Mode().IsRegular() {
+		// A symlink or directory in the way: the file replaces it.
+		if err := d.fs.Remove(p); err != nil {
+			return err
+		}
+	}
+	if err := d.fs.WriteFile(p, data); err != nil {
+		return err
+	}
+	return d.fs.Chmod(p, e.Mode.Perm())
+}
+
+// Remove deletes p and the directories it leaves empty.
+func (d *Dir) Remove(_ context.Context, p string) error {
+	if err := checkPath(p); err != nil {
+		return err
+	}
+	if err := d.fs.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	for dir := path.Dir(p); dir != "." && dir != "/"; dir = path.Dir(dir) {
+		if d.fs.RemoveEmptyDir(dir) != nil {
+			break
+		}
+	}
+	return nil
+}
+
+// checkPath refuses a path that is not a clean relative one: the other
+// side's answers are not trusted (a workspace names what it has).
+func checkPath(p string) error {
+	if p == "" || p == "." || path.IsAbs(p) || path.Clean(p) != p || p == ".." || len(p) >= 3 && p[:3] == "../" || len(p) > 4096 {
+		return fmt.Errorf("sync: refused path %q", p)
+	}
+	for i := 0; i < len(p); i++ {
+		if p[i] == 0 {
+			return fmt.Errorf("sync: refused path %q", p)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,284 @@
+// Package filesync keeps two copies of a project alike: the user's files on
+// their machine and the workspace's copy where it runs elsewhere (a
+// Kubernetes Pod). Each round compares both sides with what they had in
+// common after the last round (the base): a change on one side is carried
+// to the other, a deletion too, and a file changed on both sides keeps both
+// versions and says so. Nothing is ever lost: a deletion never wins over a
+// change.
+//
+// What the project's ignore rules exclude is not synchronised: build
+// outputs stay on the side that made them.
+package filesync
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+	"time"
+)
+
+// MaxFileSize is the largest file carried across; larger ones are left
+// where they are and reported.
+const MaxFileSize = 64 << 20
+
+// Entry is what a side has at a path: a regular file or a symlink.
+type Entry struct {
+	Mode fs.FileMode // the type bit (symlink or none) and the permissions
+	Size int64
+	// Sum identifies the content: a SHA-256 of a file's bytes, or a
+	// symlink's target as written.
+	Sum string
+}
+
+// same says whether two entries are the same content and mode.
+func same(a, b *Entry) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+const modeSymlink = fs.ModeSymlink
+
+func (e Entry) symlink() bool { return e.Mode&modeSymlink != 0 }
+
+// Tree is one side: paths are slash-separated and relative to the project.
+type Tree interface {
+	// Scan lists what the side has that the ignore rules let through.
+	Scan(ctx context.Context) (map[string]Entry, error)
+	// Read returns a file's content, or a symlink's target.
+	Read(ctx context.Context, p string) ([]byte, error)
+	// Write replaces what is at p (atomically) with a file of that
+	// content and permissions, or a symlink to string(data).
+	Write(ctx context.Context, p string, e Entry, data []byte) error
+	// Remove deletes what is at p, and directories it leaves empty.
+	Remove(ctx context.Context, p string) error
+}
+
+// Conflict is a path changed on both sides since the last round.
+type Conflict struct {
+	Path string
+	// Kept is where the remote side's version now is, on both sides; the
+	// local version stays at Path. "" when one side had deleted it: the
+	// change won.
+	Kept string
+}
+
+// Report is what a round did.
+type Report struct {
+	ToRemote, ToLocal []string // carried across
+	Removed           []string // deleted on the side that still had them
+	Conflicts         []Conflict
+	TooLarge          []string // over MaxFileSize, left where they are
+}
+
+// Empty says whether the round changed nothing.
+func (r Report) Empty() bool {
+	return len(r.ToRemote)+len(r.ToLocal)+len(r.Removed)+len(r.Conflicts) == 0
+}
+
+// Syncer synchronises Local and Remote. Base is what both had after the
+// last round (empty at first: the first round unites both sides, and a
+// file both have with different content is a conflict).
+type Syncer struct {
+	Local, Remote Tree
+	Base          map[string]Entry
+	// Now names conflict copies; time.Now when nil.
+	Now func() time.Time
+}
+
+// Sync runs one round.
+func (s *Syncer) Sync(ctx context.Context) (Report, error) {
+	var rep Report
+	local, err := s.Local.Scan(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("sync: scan the local files: %w", err)
+	}
+	remote, err := s.Remote.Scan(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("sync: scan the workspace's files: %w", err)
+	}
+	if s.Base == nil {
+		s.Base = map[string]Entry{}
+	}
+	paths := map[string]bool{}
+	for _, m := range []map[string]Entry{local, remote, s.Base} {
+		for p := range m {
+			paths[p] = true
+		}
+	}
+	sorted := slices.Sorted(func(yield func(string) bool) {
+		for p := range paths {
+			if !yield(p) {
+				return
+			}
+		}
+	})
+	for _, p := range sorted {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		if err := s.reconcile(ctx, p, get(local, p), get(remote, p), get(s.Base, p), &rep); err != nil {
+			return rep, fmt.Errorf("sync %s: %w", p, err)
+		}
+	}
+	return rep, nil
+}
+
+func get(m map[string]Entry, p string) *Entry {
+	if e, ok := m[p]; ok {
+		return &e
+	}
+	return nil
+}
+
+// reconcile brings one path to agreement.
+func (s *Syncer) reconcile(ctx context.Context, p string, l, r, base *Entry, rep *Report) error {
+	switch {
+	case same(l, r):
+		s.agree(p, l)
+		return nil
+	case same(l, base):
+		// Only the remote side changed.
+		return s.carry(ctx, p, r, s.Remote, s.Local, &rep.ToLocal, rep)
+	case same(r, base):
+		return s.carry(ctx, p, l, s.Local, s.Remote, &rep.ToRemote, rep)
+	}
+	// Both changed, differently.
+	switch {
+	case l == nil:
+		// Deleted here, changed there: the change wins.
+		rep.Conflicts = append(rep.Conflicts, Conflict{Path: p})
+		return s.carry(ctx, p, r, s.Remote, s.Local, &rep.ToLocal, rep)
+	case r == nil:
+		rep.Conflicts = append(rep.Conflicts, Conflict{Path: p})
+		return s.carry(ctx, p, l, s.Local, s.Remote, &rep.ToRemote, rep)
+	}
+	if tooLarge(l) || tooLarge(r) {
+		rep.TooLarge = append(rep.TooLarge, p)
+		return nil
+	}
+	// Both have it: the local version stays at p on both sides, the
+	// remote one is kept beside it on both.
+	theirs, err := s.Remote.Read(ctx, p)
+	if err != nil {
+		return err
+	}
+	if err := check(r, theirs); err != nil {
+		return err
+	}
+	kept := s.conflictName(p)
+	if err := s.Local.Write(ctx, kept, *r, theirs); err != nil {
+		return err
+	}
+	if err := s.Remote.Write(ctx, kept, *r, theirs); err != nil {
+		return err
+	}
+	ours, err := s.Local.Read(ctx, p)
+	if err != nil {
+		return err
+	}
+	if err := s.Remote.Write(ctx, p, *l, ours); err != nil {
+		return err
+	}
+	s.agree(p, l)
+	s.agree(kept, r)
+	rep.Conflicts = append(rep.Conflicts, Conflict{Path: p, Kept: kept})
+	return nil
+}
+
+// carry makes to's p what from has (e), or removes it when e is nil.
+func (s *Syncer) carry(ctx context.Context, p string, e *Entry, from, to Tree, done *[]string, rep *Report) error {
+	if e == nil {
+		if err := to.Remove(ctx, p); err != nil {
+			return err
+		}
+		rep.Removed = append(rep.Removed, p)
+		s.agree(p, nil)
+		return nil
+	}
+	if tooLarge(e) {
+		rep.TooLarge = append(rep.TooLarge, p)
+		return nil
+	}
+	data, err := from.Read(ctx, p)
+	if err != nil {
+		return err
+	}
+	if err := check(e, data); err != nil {
+		// It changed since the scan: the next round carries it.
+		return nil
+	}
+	if err := to.Write(ctx, p, *e, data); err != nil {
+		return err
+	}
+	*done = append(*done, p)
+	s.agree(p, e)
+	return nil
+}
+
+func (s *Syncer) agree(p string, e *Entry) {
+	if e == nil {
+		delete(s.Base, p)
+	} else {
+		s.Base[p] = *e
+	}
+}
+
+func tooLarge(e *Entry) bool { return !e.symlink() && e.Size > MaxFileSize }
+
+// check says whether data is what e describes: a side answers Read with
+// what it has now, which may have changed since it was scanned.
+func check(e *Entry, data []byte) error {
+	if e.symlink() {
+		if string(data) != e.Sum {
+			return fmt.Errorf("the link changed during the round")
+		}
+		return nil
+	}
+	if int64(len(data)) != e.Size || Sum(data) != e.Sum {
+		return fmt.Errorf("the file changed during the round")
+	}
+	return nil
+}
+
+// conflictName is where the remote version of p is kept: beside it, named
+// so a person sees at once what it is (main.c.conflict-20261201-142530).
+func (s *Syncer) conflictName(p string) string {
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
+	}
+	stamp := now().UTC().Format("20060102-150405")
+	dir, name := path.Split(p)
+	return dir + strings.TrimPrefix(name, ".") + ".conflict-" + stamp
+}
+
+// Run syncs a round every interval until ctx ends, and once more as it
+// ends (a stop flushes), reporting each round that changed something or
+// failed; a failed round is tried again at the next tick.
+func (s *Syncer) Run(ctx context.Context, interval time.Duration, report func(Report, error)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		rep, err := s.Sync(ctx)
+		if err != nil && ctx.Err() == nil || !rep.Empty() {
+			report(rep, err)
+		}
+		select {
+		case <-ctx.Done():
+			// The last round, on a context of its own: ctx is over.
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			rep, err := s.Sync(fctx)
+			cancel()
+			if err != nil || !rep.Empty() {
+				report(rep, err)
+			}
+			return
+		case <-t.C:
+		}
+	}
+}
