@@ -13,6 +13,9 @@
 
 main() {
 	set -eu
+	# Tests point this at a directory standing in for / (its proc/sys and
+	# etc/apparmor.d); empty on a real install.
+	sysroot=${COVE_TEST_SYSROOT:-}
 	dry_run=0
 	for arg in "$@"; do
 		case $arg in
@@ -119,6 +122,7 @@ EOF
 	cp "$new" "$dir/.cove.new.$$" 2>/dev/null || die "cannot write to $dir: run as root, or set COVE_INSTALL_DIR"
 	mv -f "$dir/.cove.new.$$" "$dir/cove" || die "cannot install into $dir"
 	say "installed $installed in $dir/cove"
+	apparmor_profile "$dir/cove"
 
 	case ":$PATH:" in
 	*":$dir:"*) ;;
@@ -143,15 +147,44 @@ download() {
 	fi
 }
 
+# apparmor_profile BIN: where AppArmor refuses unprivileged user namespaces
+# (Ubuntu 23.10 and later) and we are root, installs and loads a profile
+# that lets BIN use them, as Ubuntu's own profiles for podman and Chromium
+# do (the same text as cove doctor --apparmor-profile).
+apparmor_profile() {
+	[ "$(cat "${sysroot}/proc/sys/kernel/apparmor_restrict_unprivileged_userns" 2>/dev/null || echo 0)" = 1 ] || return 0
+	[ "$(id -u)" = 0 ] || return 0
+	mkdir -p "${sysroot}/etc/apparmor.d" || return 0
+	cat >"${sysroot}/etc/apparmor.d/cove" <<EOF || { say "note: cannot write ${sysroot}/etc/apparmor.d/cove"; return 0; }
+# cove: lets $1 create user namespaces, which
+# kernel.apparmor_restrict_unprivileged_userns=1 refuses to unconfined
+# programs. Written by cove's install.sh (or cove doctor --apparmor-profile).
+abi <abi/4.0>,
+include <tunables/global>
+
+profile cove $1 flags=(unconfined) {
+  userns,
+
+  include if exists <local/cove>
+}
+EOF
+	say "wrote ${sysroot}/etc/apparmor.d/cove: AppArmor lets $1 use user namespaces"
+	if [ -z "$sysroot" ] && command -v apparmor_parser >/dev/null 2>&1; then
+		apparmor_parser -r /etc/apparmor.d/cove || say "note: apparmor_parser -r /etc/apparmor.d/cove failed: load it by hand"
+	fi
+}
+
 # check_runtime says what cove will miss at run time; it never fails.
 check_runtime() {
 	userns=$(cat /proc/sys/user/max_user_namespaces 2>/dev/null || echo 0)
 	clone=$(cat /proc/sys/kernel/unprivileged_userns_clone 2>/dev/null || echo 1)
-	apparmor=$(cat /proc/sys/kernel/apparmor_restrict_unprivileged_userns 2>/dev/null || echo 0)
+	apparmor=$(cat "${sysroot}/proc/sys/kernel/apparmor_restrict_unprivileged_userns" 2>/dev/null || echo 0)
 	if [ "$userns" = 0 ] || [ "$clone" = 0 ]; then
 		say "missing: user namespaces are off (cove needs them unless run as root): sudo sysctl -w user.max_user_namespaces=15000 kernel.unprivileged_userns_clone=1"
+	elif [ "$apparmor" = 1 ] && [ -f "${sysroot}/etc/apparmor.d/cove" ]; then
+		say "ok: user namespaces (AppArmor restricts them; ${sysroot}/etc/apparmor.d/cove allows cove)"
 	elif [ "$apparmor" = 1 ]; then
-		say "note: AppArmor restricts unprivileged user namespaces here: sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0, or run cove as root"
+		say "missing: AppArmor refuses unprivileged user namespaces here (kernel.apparmor_restrict_unprivileged_userns=1): run this installer as root to install a profile for cove, or: cove doctor --apparmor-profile | sudo tee /etc/apparmor.d/cove >/dev/null && sudo apparmor_parser -r /etc/apparmor.d/cove (or sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0)"
 	else
 		say "ok: user namespaces"
 	fi

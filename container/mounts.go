@@ -496,7 +496,17 @@ func mountCgroupView(hierarchies []string) error {
 	const dir = "/sys/fs/cgroup"
 	const flags = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC | unix.MS_RDONLY
 	if len(hierarchies) == 1 && hierarchies[0] == "cgroup2" {
-		if err := unix.Mount("cgroup2", dir, "cgroup2", flags, ""); err != nil {
+		err := unix.Mount("cgroup2", dir, "cgroup2", flags, "")
+		if errors.Is(err, unix.EBUSY) {
+			// /sys is the host's, bound (a user's container on the host's
+			// network): the cgroup2 mount there has the superblock the new
+			// one would have, and the kernel refuses to stack a filesystem
+			// on itself. A tmpfs between them lets it.
+			if err = unix.Mount("tmpfs", dir, "tmpfs", flags&^unix.MS_RDONLY, "mode=755,size=4k"); err == nil {
+				err = unix.Mount("cgroup2", dir, "cgroup2", flags, "")
+			}
+		}
+		if err != nil {
 			return fmt.Errorf("mount %s: %w", dir, err)
 		}
 		return nil

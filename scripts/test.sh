@@ -69,7 +69,7 @@ if [ -n "$unformatted" ]; then
 fi
 go vet ./...
 staticcheck ./...
-shellcheck install.sh scripts/*.sh scripts/bench/*.sh scripts/vmtest/*.sh scripts/kube/*.sh .ci/run
+shellcheck install.sh scripts/*.sh scripts/bench/*.sh scripts/vmtest/*.sh scripts/vmdebian/*.sh scripts/kube/*.sh .ci/run
 
 log "web UI: build it and check the committed bundle is what the sources make"
 scripts/build-web.sh
@@ -107,6 +107,12 @@ fi
 
 log "cgroup v2 checks in a qemu VM (scripts/vmtest.sh)"
 scripts/vmtest.sh
+
+log "the released arm64 binary in an aarch64 VM (COVE_VM_ARCH=arm64 scripts/vmtest.sh)"
+COVE_VM_ARCH=arm64 scripts/vmtest.sh
+
+log "Debian 12 with systemd, as a user and as root, in a qemu VM (scripts/vmdebian.sh)"
+scripts/vmdebian.sh
 
 log "fuzz the extractor for ${FUZZTIME:-20s}"
 go test -run '^$' -fuzz FuzzExtract -fuzztime "${FUZZTIME:-20s}" -fuzzminimizetime 50x ./image

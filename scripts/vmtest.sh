@@ -5,14 +5,19 @@
 # (scripts/vmtest/init.sh) mount a pure cgroup v2 hierarchy and run the
 # checks. See scripts/vmtest/README.md.
 #
-#   scripts/vmtest.sh          (as root)
+#   scripts/vmtest.sh                  (as root)
+#   COVE_VM_ARCH=arm64 scripts/vmtest.sh
+#                                      the released arm64 binary
+#                                      (scripts/release.sh) on Debian's arm64
+#                                      cloud kernel, in qemu-system-aarch64
 #
 # Environment: COVE_VM_CACHE (default /var/cache/cove-vm) keeps the kernel
 # and the test image between runs; COVE_VM_TIMEOUT (default 300) bounds the
 # boot in seconds; COVE_VM_KVM=1 or 0 forces KVM or TCG (default: KVM when
 # /dev/kvm opens and the CPU flags show vmx or svm); COVE_VM_MODULES (default
 # "overlay") names the kernel modules to load when they are not built in.
-# The serial console log is kept at $COVE_VM_CACHE/last-boot.log.
+# The serial console log is kept at $COVE_VM_CACHE/last-boot.log
+# (last-boot-arm64.log for arm64).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -21,15 +26,17 @@ export PATH="$PATH:/usr/local/go/bin:/usr/sbin:/sbin"
 cache=${COVE_VM_CACHE:-/var/cache/cove-vm}
 boot_timeout=${COVE_VM_TIMEOUT:-300}
 modules=${COVE_VM_MODULES:-overlay}
-log_file=$cache/last-boot.log
+arch=${COVE_VM_ARCH:-amd64}
+case $arch in
+amd64) log_file=$cache/last-boot.log ;;
+arm64) log_file=$cache/last-boot-arm64.log ;;
+*) echo "vmtest: COVE_VM_ARCH=$arch: amd64 or arm64" >&2 && exit 2 ;;
+esac
+vm_name=vmtest
+[ "$arch" = amd64 ] || vm_name=vmtest-$arch
 
-say() { printf 'vmtest: %s\n' "$*" >&2; }
-die() {
-	say "$*"
-	exit 2
-}
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+# shellcheck source=scripts/vmlib.sh disable=SC2154 # kdir, kver, vmlinuz: set by its fetch_kernel
+. "$repo/scripts/vmlib.sh"
 
 [ "$(id -u)" -eq 0 ] || die "run as root (it installs packages, creates device nodes and writes $cache)"
 
@@ -38,74 +45,17 @@ work=$(mktemp -d /tmp/cove-vmtest.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$cache"
 
-# apt_get ARGS...: apt-get that waits for another apt/dpkg to finish
-# rather than failing on its lock.
-apt_get() {
-	local i out
-	for i in $(seq 1 90); do
-		if out=$(DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 "$@" 2>&1); then
-			return 0
-		fi
-		if grep -qE 'Could not get lock|Unable to (acquire|lock)|is another process using it' <<<"$out"; then
-			[ "$i" -eq 1 ] && say "apt is busy (another install?); waiting for its lock"
-			sleep 10
-			continue
-		fi
-		printf '%s\n' "$out" >&2
-		return 1
-	done
-	printf '%s\n' "$out" >&2
-	return 1
-}
-
-installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }
-
 install_deps() {
-	local p missing=()
-	for p in qemu-system-x86 cpio busybox-static umoci; do
-		installed "$p" || missing+=("$p")
-	done
-	[ ${#missing[@]} -eq 0 ] && return 0
-	say "installing ${missing[*]}"
-	apt_get install -y -q --no-install-recommends "${missing[@]}" >/dev/null || {
-		apt_get update -q >/dev/null
-		apt_get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
-	}
-	for p in "${missing[@]}"; do
-		installed "$p" || die "package $p did not install"
-	done
-}
-
-# kernel: sets kver, kdir (the unpacked kernel package, cached).
-fetch_kernel() {
-	local pkg deb
-	pkg=$(apt-cache depends linux-image-cloud-amd64 2>/dev/null | awk '$1 == "Depends:" && $2 ~ /^linux-image-/ { print $2; exit }')
-	if [ -z "$pkg" ]; then
-		apt_get update -q >/dev/null || true
-		pkg=$(apt-cache depends linux-image-cloud-amd64 2>/dev/null | awk '$1 == "Depends:" && $2 ~ /^linux-image-/ { print $2; exit }')
-	fi
-	pkg=${pkg:-linux-image-6.1.0-57-cloud-amd64}
-	kdir=$cache/kernel/$pkg
-	if ! compgen -G "$kdir/boot/vmlinuz-*" >/dev/null; then
-		say "fetching $pkg"
-		mkdir -p "$cache/debs"
-		rm -f "$cache/debs/${pkg}"_*.deb
-		# apt drops to the _apt user for downloads when it can write there.
-		chown _apt "$cache/debs" 2>/dev/null || true
-		(cd "$cache/debs" && apt_get download "$pkg" >/dev/null) || {
+	if [ "$arch" = arm64 ]; then
+		if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+			say "adding the arm64 architecture to dpkg (for the arm64 kernel and busybox)"
+			dpkg --add-architecture arm64
 			apt_get update -q >/dev/null
-			(cd "$cache/debs" && apt_get download "$pkg" >/dev/null)
-		}
-		deb=$(compgen -G "$cache/debs/${pkg}_*.deb" | head -n 1)
-		[ -n "$deb" ] || die "apt-get download $pkg left no .deb"
-		rm -rf "$kdir.tmp"
-		mkdir -p "$cache/kernel"
-		dpkg -x "$deb" "$kdir.tmp"
-		rm -rf "$kdir"
-		mv "$kdir.tmp" "$kdir"
+		fi
+		need_packages qemu-system-arm cpio busybox-static umoci xz-utils
+	else
+		need_packages qemu-system-x86 cpio busybox-static umoci
 	fi
-	vmlinuz=$(compgen -G "$kdir/boot/vmlinuz-*" | head -n 1)
-	kver=${vmlinuz##*/vmlinuz-}
 }
 
 # modfile NAME: the path of module NAME in the unpacked kernel, if any.
@@ -141,58 +91,30 @@ add_module() {
 	echo "$name.ko" >>"$dest/load.list"
 }
 
-# busybox_rootfs DIR: busybox with a link per applet, as the usual image.
-busybox_rootfs() {
-	local d=$1 a
-	mkdir -p "$d/bin"
-	cp /bin/busybox "$d/bin/busybox"
-	for a in $(/bin/busybox --list-full); do
-		[ "$a" = bin/busybox ] && continue
-		mkdir -p "$d/${a%/*}"
-		ln -sf /bin/busybox "$d/$a"
-	done
-}
-
-# build_image: an OCI image layout of busybox in $cache, made once per
-# busybox version (umoci, no registry, no network).
+# build_image: the busybox test images (OCI layouts, see vmlib.sh's
+# test_images) for $arch in $cache, made once per busybox version.
 build_image() {
-	local ver dir tmp
+	local ver dir
 	ver=$(dpkg-query -W -f='${Version}' busybox-static | tr ':~+' '___')
-	dir=$cache/images/busybox-$ver
-	image_dir=$dir
-	[ -f "$dir/index.json" ] && return 0
-	say "building the busybox test image"
-	tmp=$work/image
-	mkdir -p "$tmp/rootfs"
-	busybox_rootfs "$tmp/rootfs"
-	(
-		cd "$tmp/rootfs"
-		mkdir -p dev etc home root tmp var/spool/mail
-		chmod 1777 tmp
-		chmod 0700 root
-		printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/home:/bin/false\n' >etc/passwd
-		printf 'root:x:0:\nnobody:x:65534:\n' >etc/group
-	)
-	tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 \
-		-C "$tmp/rootfs" -cf "$tmp/layer.tar" bin dev etc home root sbin tmp usr var
-	rm -rf "$dir.tmp"
-	mkdir -p "$(dirname "$dir")"
-	umoci init --layout "$dir.tmp"
-	umoci new --image "$dir.tmp:latest"
-	umoci raw add-layer --image "$dir.tmp:latest" --history.created_by "scripts/vmtest.sh" "$tmp/layer.tar"
-	umoci config --image "$dir.tmp:latest" --config.cmd sh \
-		--config.env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-	umoci gc --layout "$dir.tmp"
-	chmod -R a+rX "$dir.tmp"
+	dir=$cache/images/$arch-busybox-$ver
+	image_dir=$dir/busybox
+	[ -f "$dir/multiuser/index.json" ] && return 0
+	say "building the busybox test images for $arch"
 	rm -rf "$dir"
-	mv "$dir.tmp" "$dir"
+	test_images "$busybox" "$dir" "$arch"
 }
 
 # -- 1. tools, kernel, modules, image
 t0=$(now)
 install_deps
 command -v go >/dev/null || die "go is not installed (looked in PATH and /usr/local/go/bin)"
-fetch_kernel
+fetch_kernel "$arch"
+busybox=/bin/busybox
+if [ "$arch" != "$(dpkg --print-architecture)" ]; then
+	# The same busybox for the other architecture, from its .deb.
+	deb_extract "busybox-static:$arch" "$cache/busybox-$arch-$(dpkg-query -W -f='${Version}' busybox-static | tr ':~+' '___')"
+	busybox=$(compgen -G "$cache/busybox-$arch-*/bin/busybox" | head -n 1)
+fi
 cfg=$kdir/boot/config-$kver
 overlay_cfg=$(grep -E '^(# )?CONFIG_OVERLAY_FS[= ]' "$cfg" || true)
 say "kernel $kver ($overlay_cfg)"
@@ -204,19 +126,26 @@ done
 build_image
 t_prep=$(since "$t0")
 
-# -- 2. static cove
+# -- 2. static cove: for arm64 the released binary, as scripts/release.sh
+# builds it and install.sh unpacks it.
 t0=$(now)
-CGO_ENABLED=0 go build -trimpath -o "$work/cove" ./cmd/cove
+if [ "$arch" = amd64 ]; then
+	CGO_ENABLED=0 go build -trimpath -o "$work/cove" ./cmd/cove
+else
+	DIST=$work/dist scripts/release.sh 0.0.0-vmtest
+	tar -xzf "$work/dist/cove-0.0.0-vmtest-linux-$arch.tar.gz" -C "$work" --strip-components=1 "cove-0.0.0-vmtest-linux-$arch/cove"
+fi
 t_cove=$(since "$t0")
 
 # -- 3. initramfs
 t0=$(now)
-busybox_rootfs "$root"
+busybox_rootfs "$root" "$busybox"
 mkdir -p "$root"/{dev,proc,sys,tmp,run,root,etc,mnt,images}
 mknod -m 600 "$root/dev/console" c 5 1
 mknod -m 666 "$root/dev/null" c 1 3
 cp "$work/cove" "$root/bin/cove"
 cp -a "$image_dir" "$root/images/busybox"
+cp -a "${image_dir%/busybox}/multiuser" "$root/images/multiuser"
 install -m 0755 "$repo/scripts/vmtest/init.sh" "$root/init"
 printf 'root:x:0:0:root:/root:/bin/sh\n' >"$root/etc/passwd"
 printf 'root:x:0:\n' >"$root/etc/group"
@@ -237,15 +166,24 @@ if [ "$kvm" = auto ]; then
 		kvm=1
 	fi
 fi
-[ "$kvm" = 1 ] && accel=(-enable-kvm -cpu host)
+[ "$kvm" = 1 ] && [ "$arch" = amd64 ] && accel=(-enable-kvm -cpu host)
+if [ "$arch" = amd64 ]; then
+	qemu=(qemu-system-x86_64)
+	console=ttyS0
+else
+	# TCG: cortex-a72 emulates faster than "max" (no pointer
+	# authentication or SVE to emulate).
+	qemu=(qemu-system-aarch64 -M virt -cpu cortex-a72)
+	console=ttyAMA0
+fi
 say "booting ($([ ${#accel[@]} -gt 0 ] && echo KVM || echo TCG), timeout ${boot_timeout}s)"
 : >"$log_file"
 t0=$(now)
 set +e
-timeout -k 10 "$boot_timeout" qemu-system-x86_64 -m 1024 -smp 2 -nographic -no-reboot \
+timeout -k 10 "$boot_timeout" "${qemu[@]}" -m 1024 -smp 2 -nographic -no-reboot \
 	"${accel[@]}" -nic none \
 	-kernel "$vmlinuz" -initrd "$initrd" \
-	-append "console=ttyS0 quiet panic=-1" </dev/null 2>&1 |
+	-append "console=$console quiet panic=-1" </dev/null 2>&1 |
 	tee "$log_file" |
 	while IFS= read -r line; do
 		line=${line%$'\r'}
@@ -281,11 +219,11 @@ fi
 echo
 why=
 [ ${#problems[@]} -gt 0 ] && why=$(printf '%s, ' "${problems[@]}") && why=" (${why%, })"
-echo "vmtest summary: $n_pass passed, $n_fail failed$why"
+echo "$vm_name summary: $n_pass passed, $n_fail failed$why"
 grep '^VMTEST FAIL ' <<<"$results" || true
-printf 'vmtest timings: prepare %ss (tools, kernel, image), cove build %ss, initramfs %ss, boot to DONE %ss, boot total %ss, all %ss\n' \
-	"$t_prep" "$t_cove" "$t_initrd" "$t_done" "$t_boot" "$(since "$t_start")"
-echo "vmtest boot log: $log_file"
+printf '%s timings: prepare %ss (tools, kernel, image), cove build %ss, initramfs %ss, boot to DONE %ss, boot total %ss, all %ss\n' \
+	"$vm_name" "$t_prep" "$t_cove" "$t_initrd" "$t_done" "$t_boot" "$(since "$t_start")"
+echo "$vm_name boot log: $log_file"
 if grep -qa 'KVM internal error' "$log_file"; then
 	echo "vmtest: KVM failed to run the guest; run with COVE_VM_KVM=0 for TCG"
 fi

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
 
 	"github.com/cove-sh/cove/image"
 	"github.com/cove-sh/cove/internal/dirs"
+	"github.com/cove-sh/cove/internal/nsremove"
 	"github.com/cove-sh/cove/internal/termtext"
 	"github.com/urfave/cli/v2"
 )
@@ -138,6 +140,27 @@ func globalEnv(c *cli.Context) (*env, error) {
 	}
 	log := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
 	return &env{layout: layout, log: log}, nil
+}
+
+// removeLayer deletes a container's or workspace's own files (its layer,
+// log, volumes). They go to the trash first, so a removal that fails half
+// way leaves nothing a later start would take for the layer; what is in
+// the trash from an earlier failure goes too.
+func (e *env) removeLayer(ctx context.Context, dir string) error {
+	// Often called as a container ends on Ctrl-C: the removal still runs.
+	ctx = context.WithoutCancel(ctx)
+	trash := filepath.Join(e.layout.Data, "trash")
+	tomb, err := nsremove.Retire(dir, trash)
+	if err != nil {
+		return err
+	}
+	if err := nsremove.Sweep(ctx, trash); err != nil {
+		if tomb == "" {
+			tomb = trash
+		}
+		return fmt.Errorf("%s is gone, but deleting its files in %s failed: %w (they are deleted the next time cove rm runs)", dir, tomb, err)
+	}
+	return nil
 }
 
 func (e *env) store() (*image.Store, error) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cove-sh/cove/build"
 	"github.com/cove-sh/cove/image"
+	"github.com/cove-sh/cove/internal/userscope"
 	"github.com/urfave/cli/v2"
 )
 
@@ -43,6 +44,10 @@ times the epoch and its digest reproducible.`,
 			if err != nil {
 				return err
 			}
+			// As for cove run: in a login session, a scope of the user's
+			// systemd gives RUN's containers cgroups (where none can be
+			// had, RUN warns and runs as before).
+			userscope.Enter(c.Context, os.Getenv("XDG_RUNTIME_DIR"))
 			store, err := e.store()
 			if err != nil {
 				return err

@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 
 	"github.com/cove-sh/cove/container"
+	"github.com/cove-sh/cove/internal/apparmor"
 	"github.com/cove-sh/cove/internal/dirs"
+	"github.com/cove-sh/cove/internal/userscope"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 )
@@ -23,7 +26,14 @@ func doctorCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "doctor",
 		Usage: "check what cove needs on this machine, and say how to fix what is missing",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "apparmor-profile", Usage: "print an AppArmor profile that lets this cove binary use user namespaces (for " + apparmor.ProfileFile + ")"},
+		},
 		Action: func(c *cli.Context) error {
+			if c.Bool("apparmor-profile") {
+				fmt.Fprint(c.App.Writer, apparmor.Profile(coveExecutable()))
+				return nil
+			}
 			layout, err := dirs.Resolve(dirs.FromOS(c.String("root")))
 			if err != nil {
 				return err
@@ -67,8 +77,8 @@ func doctorChecks(layout dirs.Layout) []check {
 			st = "note"
 		}
 		add("user namespaces", st, "off: sudo sysctl -w user.max_user_namespaces=15000 kernel.unprivileged_userns_clone=1 (needed unless cove runs as root)")
-	case readTrim("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1" && !root:
-		add("user namespaces", "missing", "AppArmor restricts them: sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0, or run cove as root")
+	case !root && apparmor.Restricted("/proc"):
+		add("user namespaces", "missing", apparmor.Advice(coveExecutable()))
 	default:
 		add("user namespaces", "ok", "available")
 	}
@@ -77,7 +87,15 @@ func doctorChecks(layout dirs.Layout) []check {
 	switch {
 	case unix.Statfs("/sys/fs/cgroup", &st) == nil && st.Type == unix.CGROUP2_SUPER_MAGIC:
 		ctrls := readTrim("/sys/fs/cgroup/cgroup.controllers")
-		add("cgroup v2", "ok", "controllers: "+ctrls)
+		own, _ := userscope.Own()
+		switch {
+		case root || userscope.Delegated(userscope.CgroupRoot, own):
+			add("cgroup v2", "ok", "controllers: "+ctrls)
+		case fileExists(filepath.Join(os.Getenv("XDG_RUNTIME_DIR"), "systemd", "private")):
+			add("cgroup v2", "ok", "controllers: "+ctrls+"; your cgroup ("+own+") is root's: cove starts containers from a scope of your systemd")
+		default:
+			add("cgroup v2", "missing", "your cgroup ("+own+") is root's and no systemd user manager of yours runs to give cove one: --memory, --pids and --cpus are refused; log in through systemd (pam_systemd), or sudo loginctl enable-linger $USER")
+		}
 	case root:
 		add("cgroup v2", "note", "not here (cgroup v1 or hybrid): limits use the v1 memory, pids and cpu controllers")
 	default:
@@ -124,6 +142,19 @@ func doctorChecks(layout dirs.Layout) []check {
 	}
 	add("state", "ok", "images in "+layout.Images+", workspaces in "+layout.Data)
 	return out
+}
+
+// coveExecutable is the path of this cove binary, as an AppArmor profile
+// names it (symlinks resolved).
+func coveExecutable() string {
+	p, err := os.Executable()
+	if err != nil {
+		return "/usr/local/bin/cove"
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		p = r
+	}
+	return p
 }
 
 func fileExists(p string) bool {

@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/cove-sh/cove/container"
+	"github.com/cove-sh/cove/internal/nsremove"
 )
 
 func main() {
@@ -15,6 +16,9 @@ func main() {
 	// CLI (or anything else) first.
 	if len(os.Args) > 1 && os.Args[1] == container.InitArg {
 		container.Init(os.Args[2:])
+	}
+	if len(os.Args) > 1 && os.Args[1] == nsremove.HelperArg {
+		nsremove.Helper(os.Args[2:])
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args, os.Stdout, os.Stderr)

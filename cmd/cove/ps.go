@@ -3,12 +3,12 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"text/tabwriter"
 	"time"
 
 	"github.com/cove-sh/cove/container"
+	"github.com/cove-sh/cove/internal/nsremove"
 	"github.com/urfave/cli/v2"
 )
 
@@ -55,7 +55,7 @@ func psCommand() *cli.Command {
 						// A --rm container whose launcher died: finish its cleanup.
 						st.Stop(0)
 						e.states().Delete(st.Name)
-						os.RemoveAll(st.Dir)
+						e.removeLayer(c.Context, st.Dir)
 						continue
 					}
 					if !c.Bool("all") {
@@ -140,11 +140,22 @@ func rmCommand() *cli.Command {
 				if err := st.Stop(0); err != nil { // also removes what is left of its cgroup
 					return err
 				}
-				if err := os.RemoveAll(st.Dir); err != nil {
+				// The layer goes to the trash before the name is forgotten:
+				// whatever happens next, no later start reuses a layer that
+				// is half deleted.
+				trash := filepath.Join(e.layout.Data, "trash")
+				tomb, err := nsremove.Retire(st.Dir, trash)
+				if err != nil {
 					return fmt.Errorf("rm %s: %w", name, err)
 				}
 				forgetWorkspaceImages(c, e, name)
-				return e.states().Delete(name)
+				if err := e.states().Delete(name); err != nil {
+					return fmt.Errorf("rm %s: %w", name, err)
+				}
+				if err := nsremove.Sweep(c.Context, trash); err != nil {
+					return fmt.Errorf("rm %s: removed, but deleting its files in %s failed: %w (cove rm deletes them the next time it runs)", name, tomb, err)
+				}
+				return nil
 			})
 		},
 	}

@@ -17,6 +17,8 @@ import (
 
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/image"
+	"github.com/cove-sh/cove/internal/apparmor"
+	"github.com/cove-sh/cove/internal/userscope"
 	"github.com/creack/pty"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/urfave/cli/v2"
@@ -294,7 +296,7 @@ func (e *env) launch(c *cli.Context, l launch) (int, error) {
 		if claimed {
 			states.Delete(name)
 			if !keep {
-				os.RemoveAll(dir)
+				e.removeLayer(c.Context, dir)
 			}
 		}
 	}()
@@ -336,8 +338,19 @@ func (e *env) launch(c *cli.Context, l launch) (int, error) {
 		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 		defer signal.Stop(sigs)
 	}
+	if spec.UserNS {
+		// A login session's cgroup is root's: a scope of the user's
+		// systemd gives the containers' cgroups a place.
+		if _, err := userscope.Enter(c.Context, os.Getenv("XDG_RUNTIME_DIR")); err != nil && l.Limits != (container.Limits{}) {
+			fmt.Fprintf(c.App.ErrWriter, "cove: warning: %v\n", err)
+		}
+	}
 	ctr, err := container.Start(spec, stdio.Stdio, l.Limits, func(msg string) { fmt.Fprintf(c.App.ErrWriter, "cove: warning: %s\n", msg) })
 	if err != nil {
+		if spec.UserNS && deniedByAppArmor(err, "/proc") {
+			// A bare "operation not permitted" would not say why.
+			return 0, fmt.Errorf("%w: %s", err, apparmor.Advice(coveExecutable()))
+		}
 		return 0, err
 	}
 	st := &container.State{
@@ -381,7 +394,9 @@ func (e *env) launch(c *cli.Context, l launch) (int, error) {
 	if st.Remove {
 		states.Delete(name)
 		if !keep {
-			os.RemoveAll(dir)
+			if err := e.removeLayer(c.Context, dir); err != nil {
+				fmt.Fprintf(c.App.ErrWriter, "cove: warning: --rm: %v\n", err)
+			}
 		}
 	} else {
 		st.ExitCode = &code
@@ -390,6 +405,16 @@ func (e *env) launch(c *cli.Context, l launch) (int, error) {
 	}
 	claimed = false
 	return code, nil
+}
+
+// deniedByAppArmor says whether err, a rootless start's failure, is what
+// AppArmor's restriction on user namespaces gives (a namespace without
+// capabilities: mounts and maps refused), on a host that has it on.
+func deniedByAppArmor(err error, proc string) bool {
+	msg := err.Error()
+	denied := errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES) ||
+		strings.Contains(msg, "operation not permitted") || strings.Contains(msg, "permission denied")
+	return denied && apparmor.Restricted(proc)
 }
 
 // checkPorts refuses, before anything starts, host ports that another

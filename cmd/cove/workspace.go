@@ -112,7 +112,7 @@ func ensureWorkspace(c *cli.Context, e *env, dir string) (*container.State, erro
 		states.Delete(name) // stopped: start again on the same layer
 	}
 	if c.Bool("fresh") {
-		if err := os.RemoveAll(filepath.Join(e.layout.Data, "workspaces", name)); err != nil {
+		if err := e.removeLayer(c.Context, filepath.Join(e.layout.Data, "workspaces", name)); err != nil {
 			return nil, fmt.Errorf("--fresh: %w", err)
 		}
 	}

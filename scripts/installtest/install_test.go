@@ -316,3 +316,52 @@ func TestInstallHelpAndVersionWithURL(t *testing.T) {
 		t.Errorf("%s was made", dir)
 	}
 }
+
+// TestInstallWritesAppArmorProfile: as root, on a host whose AppArmor
+// refuses unprivileged user namespaces (Ubuntu 24.04; a directory stands
+// in for / here), the installer writes the profile that lets the installed
+// cove use them, the same as cove doctor --apparmor-profile prints; where
+// the restriction is off, it writes none.
+func TestInstallWritesAppArmorProfile(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the installer writes the profile only as root")
+	}
+	base := server(t)
+	for _, sysctl := range []string{"1", "0"} {
+		sysroot := t.TempDir()
+		p := filepath.Join(sysroot, "proc/sys/kernel/apparmor_restrict_unprivileged_userns")
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(sysctl+"\n"), 0o644)
+		dir := filepath.Join(t.TempDir(), "bin")
+		script := fmt.Sprintf(`curl -fsSL %s/ok/install.sh | COVE_DOWNLOAD_URL=%s/ok COVE_INSTALL_DIR=%s COVE_TEST_SYSROOT=%s dash`, base, base, dir, sysroot)
+		cmd := exec.Command("/bin/sh", "-c", script)
+		cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/root"}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("install: %v\n%s", err, out)
+		}
+		profile, err := os.ReadFile(filepath.Join(sysroot, "etc/apparmor.d/cove"))
+		if sysctl == "0" {
+			if err == nil {
+				t.Errorf("with the restriction off, the installer wrote a profile:\n%s", profile)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("no profile written: %v\n%s", err, out)
+		}
+		want, err := exec.Command(filepath.Join(dir, "cove"), "doctor", "--apparmor-profile").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(profile) != string(want) {
+			t.Errorf("install.sh's profile:\n%s\ncove doctor --apparmor-profile:\n%s", profile, want)
+		}
+		if !strings.Contains(string(profile), "profile cove "+filepath.Join(dir, "cove")+" flags=(unconfined)") {
+			t.Errorf("the profile does not name %s:\n%s", filepath.Join(dir, "cove"), profile)
+		}
+		if !strings.Contains(string(out), "ok: user namespaces (AppArmor restricts them") {
+			t.Errorf("the installer does not say the profile lifts the restriction:\n%s", out)
+		}
+	}
+}

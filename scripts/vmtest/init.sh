@@ -290,6 +290,103 @@ check_doctor() {
 	fi
 }
 
+# cpus-limit: a detached container under --cpus 0.5 gets cpu.max
+# "50000 100000" in its cgroup.
+check_cpus() {
+	name=cpus-limit
+	timeout -s KILL 60 cove run -d --net none --cpus 0.5 --name c1 "$img" sleep 1002 >"$out/cpus.out" 2>"$out/cpus.err"
+	rc=$?
+	pid=
+	i=0
+	while [ -z "$pid" ] && [ $i -lt 50 ]; do
+		for p in /proc/[0-9]*; do
+			[ "$(tr '\0' ' ' 2>/dev/null <"$p/cmdline")" = "sleep 1002 " ] && pid=${p#/proc/} && break
+		done
+		[ -n "$pid" ] || sleep 0.2
+		i=$((i + 1))
+	done
+	if [ -z "$pid" ]; then
+		fail $name "the container never ran: exit $rc, stderr '$(brief "$out/cpus.err")'"
+	else
+		cg=$(sed -n 's/^0:://p' "/proc/$pid/cgroup")
+		max=$(cat "/sys/fs/cgroup$cg/cpu.max" 2>&1)
+		if [ "$max" = "50000 100000" ]; then
+			pass $name
+		else
+			fail $name "cpu.max of $cg is '$max', want '50000 100000'"
+		fi
+	fi
+	timeout -s KILL 30 cove rm -f c1 >/dev/null 2>&1
+}
+
+# exec: cove exec runs a command in a running container, in its
+# namespaces, with its exit status.
+check_exec() {
+	name="exec"
+	timeout -s KILL 60 cove run -d --net none --name e1 "$img" sleep 1003 >"$out/exec-run.out" 2>"$out/exec-run.err"
+	timeout -s KILL 60 cove exec e1 sh -c 'hostname; exit 7' >"$out/exec.out" 2>"$out/exec.err"
+	rc=$?
+	if [ "$rc" = 7 ] && [ "$(cat "$out/exec.out")" = e1 ]; then
+		pass $name
+	else
+		fail $name "exit $rc (want 7), stdout '$(brief "$out/exec.out")' (want e1), stderr '$(brief "$out/exec.err")'"
+		show "$out/exec-run.err"
+	fi
+	timeout -s KILL 30 cove rm -f e1 >/dev/null 2>&1
+}
+
+# several-users: an image with a second user runs as it (--user 1000).
+check_users() {
+	name=several-users
+	timeout -s KILL 120 cove run --rm --net none --user 1000 oci:/images/multiuser sh -c 'id -u; touch /home/app/x && echo wrote' >"$out/mu.out" 2>"$out/mu.err"
+	rc=$?
+	if [ "$rc" = 0 ] && [ "$(tr '\n' ' ' <"$out/mu.out")" = "1000 wrote " ]; then
+		pass $name
+	else
+		fail $name "exit $rc, stdout '$(brief "$out/mu.out")' (want 1000 wrote), stderr '$(brief "$out/mu.err")'"
+	fi
+}
+
+# up: cove up --no-browser prints a URL on 127.0.0.1 that answers 200.
+check_up() {
+	name="up-answers"
+	mkdir -p /root/proj
+	timeout -s KILL 240 cove up --no-browser --net none --image "$img" /root/proj >"$out/up.out" 2>"$out/up.err" &
+	up=$!
+	url=
+	i=0
+	while [ -z "$url" ] && [ $i -lt 600 ]; do
+		url=$(grep -m 1 '^http://127.0.0.1:' "$out/up.out")
+		[ -n "$url" ] && break
+		kill -0 $up 2>/dev/null || break
+		sleep 0.2
+		i=$((i + 1))
+	done
+	# busybox's static wget crashes on this kernel; nc speaks HTTP/1.0.
+	hostport=${url#http://}
+	hostport=${hostport%%/*}
+	path=/${url#http://*/}
+	printf 'GET %s HTTP/1.0\r\nHost: %s\r\n\r\n' "$path" "$hostport" |
+		timeout 30 nc "${hostport%:*}" "${hostport#*:}" >"$out/page" 2>&1
+	# The token URL sets the cookie and redirects; the page then answers
+	# with it, and refuses without it.
+	cookie=$(tr -d '\r' <"$out/page" | sed -n 's/^[Ss]et-[Cc]ookie: \([^;]*\).*/\1/p' | head -n 1)
+	location=$(tr -d '\r' <"$out/page" | sed -n 's/^[Ll]ocation: //p' | head -n 1)
+	printf 'GET %s HTTP/1.0\r\nHost: %s\r\nCookie: %s\r\n\r\n' "${location:-/}" "$hostport" "$cookie" |
+		timeout 30 nc "${hostport%:*}" "${hostport#*:}" >"$out/page2" 2>&1
+	printf 'GET / HTTP/1.0\r\nHost: %s\r\n\r\n' "$hostport" |
+		timeout 30 nc "${hostport%:*}" "${hostport#*:}" >"$out/notoken" 2>&1
+	got=$(head -n 1 "$out/page" | tr -d '\r')
+	page=$(head -n 1 "$out/page2" | tr -d '\r')
+	refused=$(head -n 1 "$out/notoken" | tr -d '\r')
+	case "$got/$page/$refused" in
+	"HTTP/1."?" "3??" "*/"HTTP/1."?" 200 "*/"HTTP/1."?" "4??" "*) pass $name ;;
+	*) fail $name "URL '$url' answered '$got', then with its cookie '$page', without the token '$refused' (want a redirect, 200, then 4xx); stderr '$(brief "$out/up.err")'" ;;
+	esac
+	kill -INT $up 2>/dev/null
+	wait $up
+}
+
 check_cgroup_v2
 check_doctor
 check_pull
@@ -297,6 +394,10 @@ check_memory
 check_cgroup_view
 check_pids
 check_stop
+check_cpus
+check_exec
+check_users
+check_up
 check_cgroups_left
 timeout -s KILL 30 cove rm -f t1 >/dev/null 2>&1
 

@@ -1,0 +1,247 @@
+#!/bin/bash
+# The checks of the Debian 12 test VM (scripts/vmdebian.sh), run by the
+# cove-vmtest unit as root from the data disk. They run twice: as the
+# user `cove` inside its systemd user manager (systemd-run --user: the
+# delegated cgroup subtree a login gets), then as root (the system slice).
+# The limits run a third time in a login session (su -l: session-N.scope,
+# as ssh gives), where cove must ask the user's systemd for a scope.
+# Each prints one line on the serial console:
+#   VMTEST PASS MODE/NAME | VMTEST FAIL MODE/NAME: detail
+# "vmtest: " lines are information; "    | " lines show a failed command.
+#
+#   guest.sh              (root) set up, run both, print VMTEST DONE
+#   guest.sh checks MODE  run the checks as MODE: user (in the user's
+#                         systemd), login (in a login session: the limits
+#                         only) or root
+set -u
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+data=/mnt/cove
+user=cove
+uid=1000
+
+if [ "${1:-}" != checks ]; then
+	echo
+	# shellcheck disable=SC1091
+	echo "vmtest: $(. /etc/os-release && echo "$PRETTY_NAME"), kernel $(uname -r), systemd $(systemctl --version | awk 'NR == 1 { print $2 }'), uptime $(cut -d ' ' -f 1 /proc/uptime)s"
+	echo "vmtest: /sys/fs/cgroup is $(stat -f -c %T /sys/fs/cgroup); controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
+	install -m 0755 "$data/cove" /usr/local/bin/cove
+	modprobe overlay 2>/dev/null
+	# The user's systemd (lingering) and its bus.
+	for _ in $(seq 1 120); do
+		[ -S /run/user/$uid/bus ] && break
+		sleep 0.5
+	done
+	echo "vmtest: user@$uid.service is $(systemctl is-active user@$uid.service); delegated: $(systemctl show -P Delegate user@$uid.service) ($(systemctl show -P DelegateControllers user@$uid.service))"
+	runuser -u "$user" -- env XDG_RUNTIME_DIR=/run/user/$uid DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/$uid/bus \
+		systemd-run --user --wait --pipe --quiet --collect --unit cove-checks "$0" checks user
+	echo "vmtest: the user's checks ended with $?"
+	# A login session (ssh, the console, su -l) has a cgroup of root's
+	# (session-N.scope): cove must get one of the user's systemd.
+	su -l "$user" -c "$0 checks login"
+	echo "vmtest: the login session's checks ended with $?"
+	"$0" checks root
+	echo "vmtest: uptime $(cut -d ' ' -f 1 /proc/uptime)s"
+	echo "VMTEST DONE"
+	exit 0
+fi
+
+mode=$2
+export HOME=${HOME:-/root} # a system service has none
+out=$(mktemp -d "/tmp/vmtest-$mode.XXXXXX")
+busybox=oci:$data/images/busybox
+multiuser=oci:$data/images/multiuser
+cd /tmp || exit 1
+
+pass() { echo "VMTEST PASS $mode/$1"; }
+fail() { echo "VMTEST FAIL $mode/$1: $2"; }
+show() {
+	for f in "$@"; do
+		[ -s "$f" ] && head -n 30 "$f" | sed 's/^/    | /'
+	done
+	return 0
+}
+brief() { head -n 3 "$1" | tr '\n' ' ' | cut -c 1-240; }
+# run NAME SECONDS CMD...: runs cove's command with a bound, output to
+# $out/NAME.out and .err; sets rc.
+run() {
+	local n=$1 t=$2
+	shift 2
+	timeout -s KILL "$t" "$@" >"$out/$n.out" 2>"$out/$n.err"
+	rc=$?
+}
+# pid_of CMDLINE: the first process with exactly that command line.
+pid_of() {
+	local f
+	for f in /proc/[0-9]*/cmdline; do
+		[ "$(tr '\0' ' ' 2>/dev/null <"$f")" = "$1 " ] && { f=${f#/proc/}; echo "${f%/cmdline}"; return 0; }
+	done
+	return 1
+}
+own=$(sed -n 's/^0:://p' /proc/self/cgroup)
+echo "vmtest: $mode: $(id -un) in cgroup $own; cove $(cove version | head -n 1)"
+
+# doctor: cove doctor says cgroups (and, as the user, user namespaces and
+# newuidmap) are usable.
+run doctor 60 cove doctor
+want=("cgroup v2")
+[ "$mode" != root ] && want+=("user namespaces" "newuidmap")
+miss=
+for w in "${want[@]}"; do
+	grep -q "^ok  *$w " "$out/doctor.out" || miss="$miss '$w'"
+done
+if [ -z "$miss" ]; then pass doctor; else
+	fail doctor "no ok line for$miss"
+	show "$out/doctor.out" "$out/doctor.err"
+fi
+
+# pull: both test images, each giving its digest.
+ok=1
+for i in "$busybox" "$multiuser"; do
+	run pull 180 cove pull "$i"
+	grep -qE '^sha256:[0-9a-f]{64}$' "$out/pull.out" || {
+		ok=0
+		fail pull "$i: exit $rc, stderr '$(brief "$out/pull.err")'"
+	}
+done
+[ $ok = 1 ] && pass pull
+
+# memory-limit: an allocation loop under --memory 32m is killed: 137 and
+# cove's message.
+# shellcheck disable=SC2016 # expanded in the container
+run mem 180 cove run --rm --net none --memory 32m "$busybox" sh -c 'x=a; while true; do x="$x$x"; done'
+if [ "$rc" = 137 ] && grep -qF 'killed: out of memory (limit 32 MiB)' "$out/mem.err"; then pass memory-limit; else
+	fail memory-limit "exit $rc (want 137 and the message), stderr '$(brief "$out/mem.err")'"
+fi
+
+# net-host-limits: with the host's network (/sys is then the host's,
+# read-only) the container still sees its own limit at /sys/fs/cgroup.
+run nethost 180 cove run --rm --net host --memory 32m "$busybox" cat /sys/fs/cgroup/memory.max
+if [ "$rc" = 0 ] && [ "$(cat "$out/nethost.out")" = 33554432 ]; then pass net-host-limits; else
+	fail net-host-limits "exit $rc, stdout '$(brief "$out/nethost.out")' (want 33554432), stderr '$(brief "$out/nethost.err")'"
+fi
+
+# pids-limit: 100 background sleeps under --pids 32: at most 32 run.
+# shellcheck disable=SC2016
+script='sh -c '\''i=0; while [ $i -lt 100 ]; do sleep 5 & i=$((i+1)); done'\'' >/dev/null 2>&1
+max=0
+for t in 1 2 3; do set -- /proc/[0-9]*; [ $# -gt $max ] && max=$#; done
+echo "procs=$max"'
+run pids 180 cove run --rm --net none --pids 32 "$busybox" sh -c "$script"
+procs=$(sed -n 's/^procs=//p' "$out/pids.out")
+if [ "$rc" = 0 ] && [ -n "$procs" ] && [ "$procs" -ge 2 ] && [ "$procs" -le 32 ]; then pass pids-limit; else
+	fail pids-limit "exit $rc, processes seen '${procs:-none}' (want 2..32), stderr '$(brief "$out/pids.err")'"
+fi
+
+# cpus-limit and stop-kills-tree: a detached container under --cpus 0.5
+# whose shell and children ignore SIGTERM; its cgroup's cpu.max says 50%,
+# and cove stop leaves none of it.
+run stoprun 120 cove run -d --net none --cpus 0.5 --name t1 "$busybox" sh -c 'trap "" TERM; sleep 1001 & sleep 1001 & wait'
+p=
+for _ in $(seq 1 100); do
+	p=$(pid_of "sleep 1001") && break
+	sleep 0.2
+done
+if [ -z "$p" ]; then
+	fail cpus-limit "the detached container never ran: exit $rc, stderr '$(brief "$out/stoprun.err")'"
+	fail stop-kills-tree "nothing to stop"
+else
+	cg=$(sed -n 's/^0:://p' "/proc/$p/cgroup")
+	echo "vmtest: $mode: the container's cgroup is $cg"
+	cpumax=$(cat "/sys/fs/cgroup$cg/cpu.max" 2>&1)
+	if [ "$cpumax" = "50000 100000" ]; then pass cpus-limit; else fail cpus-limit "cpu.max of $cg is '$cpumax', want '50000 100000'"; fi
+	t0=$(cut -d ' ' -f 1 /proc/uptime)
+	run stop 60 cove stop --time 2 t1
+	took=$(awk -v a="$t0" -v b="$(cut -d ' ' -f 1 /proc/uptime)" 'BEGIN { printf "%.1f", b - a }')
+	left=$(pid_of "sleep 1001")
+	if [ "$rc" = 0 ] && [ -z "$left" ]; then pass stop-kills-tree; else
+		fail stop-kills-tree "cove stop: exit $rc after ${took}s, a sleep left: '${left}', stderr '$(brief "$out/stop.err")'"
+	fi
+fi
+cove rm -f t1 >/dev/null 2>&1
+if [ "$mode" = login ]; then
+	# build-has-a-cgroup: cove build's RUN gets a cgroup here too.
+	mkdir -p "$out/ctx"
+	printf 'FROM %s\nRUN echo built >/built\n' "$busybox" >"$out/ctx/Dockerfile"
+	run build 300 cove build -t login-build:1 "$out/ctx"
+	if [ "$rc" = 0 ] && ! grep -q 'no cgroup' "$out/build.err"; then pass build-has-a-cgroup; else
+		fail build-has-a-cgroup "exit $rc, stderr '$(grep -m 1 -E 'warning|cove:' "$out/build.err" | cut -c 1-240)'"
+	fi
+	# The limits are what differs in a login session; the rest is the
+	# user's, checked above.
+	rm -rf "$out"
+	exit 0
+fi
+
+# several-users: an image with a second user (uid 1000 inside) runs as it,
+# and what it writes is owned by it: as the user, through the subuid range
+# (the host sees 100000 + 999).
+run mu 180 cove run --name mu --net none "$multiuser" sh -c \
+	'mkdir /srv/d && chown app:app /srv/d && su -s /bin/sh app -c "id -u >/srv/d/who" && cat /srv/d/who && ls -ln /home | tail -n 1'
+echo "vmtest: $mode: in the multi-user image: $(tr '\n' ' ' <"$out/mu.out")"
+who=$(find "${XDG_DATA_HOME:-$HOME/.local/share}/cove/containers" /var/lib/cove/containers -path '*/upper/srv/d/who' 2>/dev/null | head -n 1)
+want_owner=1000
+[ "$mode" = user ] && want_owner=100999
+if [ "$rc" = 0 ] && [ "$(head -n 1 "$out/mu.out")" = 1000 ] && [ -n "$who" ] && [ "$(stat -c %u "$who")" = "$want_owner" ]; then
+	pass several-users
+else
+	fail several-users "exit $rc, stdout '$(brief "$out/mu.out")', stderr '$(brief "$out/mu.err")', the file on the host: '${who:-none}' owned by $( [ -n "$who" ] && stat -c %u "$who") (want $want_owner)"
+fi
+run murm 60 cove rm mu
+if [ "$rc" = 0 ] && [ -z "$(find "${XDG_DATA_HOME:-$HOME/.local/share}/cove/containers" /var/lib/cove/containers -path '*/upper/srv/d' 2>/dev/null)" ]; then
+	pass rm-container
+else
+	fail rm-container "cove rm mu: exit $rc, stderr '$(brief "$out/murm.err")'"
+fi
+
+# workspace: cove up --no-browser prints a URL that answers; a file made
+# in /workspace is the project owner's on the host; files owned by other
+# ids in its layer go with cove rm.
+proj=/home/$user/proj-$mode
+mkdir -p "$proj"
+[ "$mode" = root ] && chown "$user:$user" "$proj"
+timeout -s KILL 300 cove up --no-browser --net none --image "$busybox" "$proj" >"$out/up.out" 2>"$out/up.err" &
+up=$!
+url=
+for _ in $(seq 1 600); do
+	url=$(grep -m 1 '^http://127.0.0.1:' "$out/up.out")
+	[ -n "$url" ] && break
+	kill -0 $up 2>/dev/null || break
+	sleep 0.2
+done
+# The token URL sets the cookie and redirects to the page; without the
+# token the page is refused.
+code=$(curl -sL -c "$out/jar" -b "$out/jar" -o /dev/null -w '%{http_code}' --max-time 60 "$url")
+refused=$(curl -s -o /dev/null -w '%{http_code}' --max-time 30 "${url%%\?*}")
+if [ -n "$url" ] && [ "$code" = 200 ] && [ "${refused#4}" != "$refused" ]; then pass up-answers; else
+	fail up-answers "URL '${url}': HTTP ${code:-none} (want 200 after the redirect), without the token ${refused:-none} (want 4xx); stderr '$(brief "$out/up.err")'"
+fi
+ws=$(cove ps --json | sed -n 's/^ *"name": "\(proj-'"$mode"'-[0-9a-f]*\)".*/\1/p' | head -n 1)
+echo "vmtest: $mode: workspace ${ws:-none}"
+run wsfile 60 cove exec "$ws" sh -c 'echo hi >/workspace/made-inside && mkdir -p /srv/sub/deep && echo x >/srv/sub/deep/f && chown -R 1000:1000 /srv/sub'
+owner=$(stat -c %U "$proj/made-inside" 2>&1)
+if [ "$rc" = 0 ] && [ "$owner" = "$user" ]; then pass workspace-files-are-the-users; else
+	fail workspace-files-are-the-users "exit $rc, made-inside owned by '$owner' (want $user), stderr '$(brief "$out/wsfile.err")'"
+fi
+kill -INT $up
+wait $up
+layer=$(find "${XDG_DATA_HOME:-$HOME/.local/share}/cove/workspaces" /var/lib/cove/workspaces -maxdepth 1 -name "$ws" 2>/dev/null | head -n 1)
+echo "vmtest: $mode: layer ${layer:-none}: /srv/sub owned by $(stat -c %u "$layer/upper/srv/sub" 2>&1)"
+run wsrm 120 cove rm "$ws"
+if [ "$rc" = 0 ] && [ -n "$layer" ] && [ ! -e "$layer" ]; then pass rm-workspace; else
+	fail rm-workspace "cove rm $ws: exit $rc, layer '${layer:-none}' $( [ -e "$layer" ] && echo still there), stderr '$(brief "$out/wsrm.err")'"
+fi
+
+# no-cgroup-left: under the user's slice (or, as root, anywhere) no cgroup
+# of cove's is left but empty parents named cove.
+scope=/sys/fs/cgroup
+[ "$mode" = user ] && scope=/sys/fs/cgroup/user.slice/user-$uid.slice
+left=
+while read -r d; do
+	[ -n "$d" ] || continue
+	if [ "${d##*/}" = cove ] && [ -z "$(find "$d" -mindepth 1 -type d)" ] && [ -z "$(cat "$d/cgroup.procs")" ]; then
+		continue
+	fi
+	left="$left $d"
+done < <(find "$scope" -mindepth 1 -type d -name '*cove*' ! -name 'cove-checks.service' ! -name 'cove-vmtest.service' 2>/dev/null)
+if [ -z "$left" ]; then pass no-cgroup-left; else fail no-cgroup-left "left:$left"; fi
+rm -rf "$out"
