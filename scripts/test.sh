@@ -94,7 +94,13 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 
 log "go test"
-go test -count=1 -timeout 15m ./...
+go test -count=1 -timeout 25m ./...
+
+if [ -n "${COVE_TEST_KUBECONFIG:-}" ]; then
+	# Done with it: the VMs below get the cores.
+	scripts/kube/cluster.sh down
+	trap 'scripts/registry.sh stop' EXIT
+fi
 
 if [ "$(id -u)" -eq 0 ] && id covetest >/dev/null 2>&1; then
 	log "extractor tests as the unprivileged user covetest"
