@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -180,6 +181,38 @@ func TestRmKube(t *testing.T) {
 	for _, w := range list {
 		if w.Name == name {
 			t.Errorf("after rm the cluster still has %+v", w)
+		}
+	}
+}
+
+// TestBrowserKube: the IDE in Chromium on a cove up --kube workspace
+// (ide/web/test/kube.mjs): the tree is the Pod's copy, a terminal runs in
+// the Pod, and a file saved in the editor reaches the laptop's disk.
+func TestBrowserKube(t *testing.T) {
+	needRoot(t)
+	kc := testKubeconfig(t)
+	node := browserTestTools(t)
+	ref := testregistry.Push(t, testregistry.Addr(t), layered(t))
+	project := t.TempDir()
+	os.WriteFile(filepath.Join(project, "main.c"), []byte("int main(void) { return 0; }\n"), 0o644)
+	k, err := kube.Connect(kube.Config{Kubeconfig: kc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Remove(context.Background(), workspaceName(project)) })
+	_, url := startUp(t, t.TempDir(), ref, project, "--kube", "--kubeconfig", kc, "--grace", "0")
+	out, err := exec.Command(node, "../../ide/web/test/kube.mjs", url).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "ok") {
+		t.Fatalf("browser test: %v\n%s\nlauncher: %s", err, out, upErr(t))
+	}
+	want := "int main(void) { return 0; }\n// saved in the browser"
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		b, _ := os.ReadFile(filepath.Join(project, "main.c"))
+		if string(b) == want {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the browser's save, on the laptop: %q", b)
 		}
 	}
 }

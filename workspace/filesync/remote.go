@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/rpc"
+	"sync/atomic"
 )
 
 // The other side runs where the workspace is (`cove sync-serve DIR` in a
@@ -61,19 +62,52 @@ func (s *service) Remove(p string, _ *struct{}) error {
 	return s.t.Remove(context.Background(), p)
 }
 
+// maxAnswer bounds what one answer may take on the stream: a file at
+// MaxFileSize, or a scan at maxEntries, and room for gob's framing.
+const maxAnswer = 256 << 20
+
 // Remote is a side reached over a stream, whose answers are not trusted:
-// the paths it names are checked, its sizes bounded.
+// the paths it names are checked, its sizes bounded, and no answer may
+// take more than maxAnswer bytes of the stream (gob alone would take up to
+// a gigabyte for one message).
 type Remote struct {
-	c *rpc.Client
+	c      *rpc.Client
+	budget *budgetReader
+	max    int64 // maxAnswer; smaller in tests
 }
 
 // NewRemote talks to a Serve on rw.
-func NewRemote(rw io.ReadWriteCloser) *Remote { return &Remote{c: rpc.NewClient(rw)} }
+func NewRemote(rw io.ReadWriteCloser) *Remote {
+	b := &budgetReader{r: rw}
+	b.left.Store(maxAnswer)
+	return &Remote{c: rpc.NewClient(struct {
+		io.Reader
+		io.WriteCloser
+	}{b, rw}), budget: b, max: maxAnswer}
+}
+
+// budgetReader fails once more than its budget is read; each call sets it
+// anew (calls are one at a time).
+type budgetReader struct {
+	r    io.Reader
+	left atomic.Int64
+}
+
+func (b *budgetReader) Read(p []byte) (int, error) {
+	left := b.left.Load()
+	if left <= 0 {
+		return 0, errors.New("the workspace's answer is larger than cove reads")
+	}
+	n, err := b.r.Read(p[:min(int64(len(p)), left)])
+	b.left.Add(-int64(n))
+	return n, err
+}
 
 // Close ends the stream.
 func (r *Remote) Close() error { return r.c.Close() }
 
 func (r *Remote) call(ctx context.Context, method string, args, reply any) error {
+	r.budget.left.Store(r.max)
 	call := r.c.Go("Tree."+method, args, reply, make(chan *rpc.Call, 1))
 	select {
 	case <-call.Done:

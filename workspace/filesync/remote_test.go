@@ -50,3 +50,24 @@ func TestRemoteRefusesALyingSide(t *testing.T) {
 		t.Fatalf("a scan naming ../../etc: %v", err)
 	}
 }
+
+// flooding answers a scan with more than cove reads for one answer.
+type flooding struct{}
+
+func (flooding) Read(p string, out *[]byte) error {
+	*out = make([]byte, 2<<20)
+	return nil
+}
+
+func TestRemoteBoundsAnAnswer(t *testing.T) {
+	a, b := net.Pipe()
+	srv := rpc.NewServer()
+	srv.RegisterName("Tree", flooding{})
+	go srv.ServeConn(b)
+	r := NewRemote(a)
+	r.max = 1 << 20
+	defer r.Close()
+	if _, err := r.Read(context.Background(), "big"); err == nil || !strings.Contains(err.Error(), "larger than cove reads") {
+		t.Fatalf("an answer over the budget: %v", err)
+	}
+}
