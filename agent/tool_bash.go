@@ -37,6 +37,11 @@ type BashTool struct {
 	// Shell, if set, makes the shell process, started in dir (for one in
 	// a container: cove exec). The default is bash on this machine.
 	Shell func(dir string) *exec.Cmd
+	// Sync, if set, brings the workspace's copy of the project and this
+	// machine's into agreement before a command (an edit just made is
+	// there when it runs) and after it (what it wrote is here for the file
+	// tools): a workspace that runs elsewhere (a Pod) sets it.
+	Sync func(context.Context) error
 
 	mu    sync.Mutex
 	sh    *exec.Cmd
@@ -83,7 +88,18 @@ func (t *BashTool) Plan(ctx context.Context, raw json.RawMessage) (*Action, erro
 	}
 	act := &Action{Kind: "command", Summary: "run: " + a.Command}
 	act.Do = func(ctx context.Context) (string, error) {
-		return t.run(ctx, a.Command, timeout, act.Output)
+		if t.Sync != nil {
+			if err := t.Sync(ctx); err != nil {
+				return "", fmt.Errorf("bring the project's files to the workspace: %w", err)
+			}
+		}
+		out, err := t.run(ctx, a.Command, timeout, act.Output)
+		if t.Sync != nil {
+			if serr := t.Sync(ctx); serr != nil && err == nil {
+				err = fmt.Errorf("bring the workspace's files here: %w", serr)
+			}
+		}
+		return out, err
 	}
 	return act, nil
 }

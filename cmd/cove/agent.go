@@ -19,7 +19,6 @@ import (
 
 	"github.com/cove-sh/cove/agent"
 	"github.com/cove-sh/cove/agent/mcpclient"
-	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/internal/mdterm"
 	"github.com/cove-sh/cove/internal/projectwalk"
 	"github.com/cove-sh/cove/internal/termtext"
@@ -64,7 +63,7 @@ never in DIR: the workspace can neither forge nor arm them.`,
 			&cli.BoolFlag{Name: "yes", Usage: "run edits and commands without asking (--mode yolo)"},
 			&cli.StringSliceFlag{Name: "mcp-config", Usage: "MCP servers from `FILE` too, for this run ({\"mcpServers\": …}, as ~/.config/cove/mcp.json; run on this machine)"},
 			&cli.BoolFlag{Name: "trust", Usage: "let DIR's .cove/config.json, as it is now, choose the provider, base URL and key (by default a project chooses only the model)"},
-		}, workspaceFlags()...),
+		}, append(workspaceFlags(), kubeFlags()...)...),
 		Action: func(c *cli.Context) error {
 			if c.Bool("setup") {
 				home, err := os.UserHomeDir()
@@ -105,13 +104,16 @@ never in DIR: the workspace can neither forge nor arm them.`,
 			if _, err := cfg.NewProvider(); err != nil {
 				return err // before a workspace is started for nothing
 			}
+			if c.Bool("kube") {
+				return kubeAgent(c, e, dir, cfg)
+			}
 			started := !workspaceRunning(e, dir)
 			st, err := ensureWorkspace(c, e, dir)
 			if err != nil {
 				return err
 			}
 			defer keptRunningNote(c, e, st, started)
-			return runAgent(c, e, st, dir, cfg)
+			return runAgent(c, e, execTarget{Name: st.Name}, dir, cfg)
 		},
 	}
 }
@@ -126,7 +128,17 @@ and check your work. When you are done, answer briefly with what you changed and
 // checkpoints and saved output go to the project's host-only state.
 // The MCP servers of the project run in the workspace too, the user's
 // (and mcpConfig's) here. Close releases the shell and stops the servers.
-func buildAgent(ctx context.Context, root string, st *container.State, dir string, state agentState, cfg agent.Config, mcpConfig []string) (*agent.Agent, agentExtras, func(), error) {
+// execTarget is where the agent's commands run: the workspace's name, the
+// flags cove exec needs to reach it (--kube and its cluster for a Pod),
+// and for a workspace elsewhere a sync of the project's files to run
+// around each command.
+type execTarget struct {
+	Name  string
+	Flags []string
+	Sync  func(context.Context) error
+}
+
+func buildAgent(ctx context.Context, root string, target execTarget, dir string, state agentState, cfg agent.Config, mcpConfig []string) (*agent.Agent, agentExtras, func(), error) {
 	var x agentExtras
 	provider, err := cfg.NewProvider()
 	if err != nil {
@@ -142,6 +154,9 @@ func buildAgent(ctx context.Context, root string, st *container.State, dir strin
 		return nil, x, nil, err
 	}
 	coveArgs := func(args ...string) []string {
+		if len(args) > 0 && args[0] == "exec" {
+			args = append(append([]string{"exec"}, target.Flags...), args[1:]...)
+		}
 		if root != "" {
 			return append([]string{"--root", root}, args...)
 		}
@@ -155,9 +170,9 @@ func buildAgent(ctx context.Context, root string, st *container.State, dir strin
 		for _, kv := range agent.ShellEnv {
 			args = append(args, "-e", kv)
 		}
-		args = append(args, st.Name, "sh", "-c", "command -v bash >/dev/null && exec bash --noprofile --norc; exec sh")
+		args = append(args, target.Name, "sh", "-c", "command -v bash >/dev/null && exec bash --noprofile --norc; exec sh")
 		return exec.Command(bin, args...)
-	}}
+	}, Sync: target.Sync}
 	system := systemPrompt
 	for _, name := range []string{"AGENTS.md", "CLAUDE.md"} {
 		if b, err := w.ReadFile(name); err == nil {
@@ -171,7 +186,13 @@ func buildAgent(ctx context.Context, root string, st *container.State, dir strin
 	}
 	// The project's own tools run in the workspace, like its commands.
 	inWorkspace := func(ctx context.Context, path string, args []string, stdin []byte) ([]byte, error) {
-		cmd := exec.CommandContext(ctx, bin, append(coveArgs("exec", "-i", "-w", "/workspace", st.Name, "/workspace/"+path), args...)...)
+		if target.Sync != nil {
+			if err := target.Sync(ctx); err != nil {
+				return nil, err
+			}
+			defer target.Sync(ctx)
+		}
+		cmd := exec.CommandContext(ctx, bin, append(coveArgs("exec", "-i", "-w", "/workspace", target.Name, "/workspace/"+path), args...)...)
 		cmd.Stdin = bytes.NewReader(stdin)
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
@@ -183,7 +204,7 @@ func buildAgent(ctx context.Context, root string, st *container.State, dir strin
 	tools, broken := agent.LoadProjectTools(ctx, dir, inWorkspace)
 	a.Tools = append(a.Tools, tools...)
 	x.broken = broken
-	m, notes, err := startMCP(ctx, bin, coveArgs, st.Name, dir, mcpConfig)
+	m, notes, err := startMCP(ctx, bin, coveArgs, target.Name, dir, mcpConfig)
 	if err != nil {
 		bash.Close()
 		w.Close()
@@ -232,7 +253,7 @@ func contextWindow(ctx context.Context, cfg agent.Config) int {
 	return n
 }
 
-func runAgent(c *cli.Context, e *env, st *container.State, dir string, cfg agent.Config) error {
+func runAgent(c *cli.Context, e *env, target execTarget, dir string, cfg agent.Config) error {
 	state, err := projectAgentState(e.layout, dir)
 	if err != nil {
 		return err
@@ -241,7 +262,7 @@ func runAgent(c *cli.Context, e *env, st *container.State, dir string, cfg agent
 	if note := legacyStateNote(dir, state, home); note != "" {
 		fmt.Fprintln(c.App.ErrWriter, "cove: note: "+note)
 	}
-	a, x, closeAgent, err := buildAgent(c.Context, c.String("root"), st, dir, state, cfg, c.StringSlice("mcp-config"))
+	a, x, closeAgent, err := buildAgent(c.Context, c.String("root"), target, dir, state, cfg, c.StringSlice("mcp-config"))
 	if err != nil {
 		return err
 	}

@@ -50,7 +50,7 @@ func (p *agentPanel) Conversation() (*agent.Conversation, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, x, closeAgent, err := buildAgent(p.ctx, p.root, p.st, p.dir, state, cfg, nil)
+	a, x, closeAgent, err := buildAgent(p.ctx, p.root, execTarget{Name: p.st.Name}, p.dir, state, cfg, nil)
 	if err != nil {
 		return nil, err
 	}

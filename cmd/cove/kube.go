@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/cove-sh/cove/agent"
 	"github.com/cove-sh/cove/ide"
 	"github.com/cove-sh/cove/internal/termtext"
 	"github.com/cove-sh/cove/workspace/filesync"
@@ -37,16 +38,16 @@ func kubeCluster(c *cli.Context) (*kube.Cluster, error) {
 	return kube.Connect(kube.Config{Kubeconfig: c.String("kubeconfig"), Context: c.String("context"), Namespace: c.String("namespace")})
 }
 
-// kubeUp is cove up --kube: the workspace runs as a Pod, the launcher,
-// the window and the files stay here.
-func kubeUp(c *cli.Context, dir string) error {
+// startKube runs DIR's workspace as a Pod on the flags' cluster, with
+// the project synchronised, until the Session is closed.
+func startKube(c *cli.Context, dir string) (*kube.Cluster, *kube.Session, string, error) {
 	k, err := kubeCluster(c)
 	if err != nil {
-		return err
+		return nil, nil, "", err
 	}
 	limits, _, err := limitsFrom(c)
 	if err != nil {
-		return err
+		return nil, nil, "", err
 	}
 	img := c.String("image")
 	if img == "" {
@@ -54,20 +55,53 @@ func kubeUp(c *cli.Context, dir string) error {
 	}
 	bin, err := coveBinary()
 	if err != nil {
-		return err
+		return nil, nil, "", err
 	}
 	name := workspaceName(dir)
 	errw := c.App.ErrWriter
 	fmt.Fprintf(errw, "cove: starting %s as a Pod in %s on %s\n", name, k.Namespace, k.Server())
 	ctx, cancel := context.WithTimeout(c.Context, 5*time.Minute)
+	defer cancel()
 	se, err := k.Start(ctx, kube.Spec{Name: name, Image: img, Limits: limits}, kube.SessionOptions{
 		Dir: dir, Binary: bin, Walk: hostWalkOptions(),
 		Report: func(r filesync.Report, err error) { syncNotes(errw, r, err) },
 	})
-	cancel()
+	return k, se, name, err
+}
+
+// kubeExecFlags are the flags that make cove exec reach the same Pod.
+func kubeExecFlags(c *cli.Context) []string {
+	flags := []string{"--kube"}
+	for _, f := range []string{"kubeconfig", "context", "namespace"} {
+		if v := c.String(f); v != "" {
+			flags = append(flags, "--"+f, v)
+		}
+	}
+	return flags
+}
+
+// kubeAgent is cove agent --kube: the agent here, its commands in the
+// workspace's Pod, the project synchronised around each one.
+func kubeAgent(c *cli.Context, e *env, dir string, cfg agent.Config) error {
+	_, se, name, err := startKube(c, dir)
 	if err != nil {
 		return err
 	}
+	defer func() {
+		se.Close() // a last round: what the agent's commands wrote is here
+		fmt.Fprintf(c.App.ErrWriter, "cove: the workspace %s keeps running in the cluster (cove stop --kube %s stops it)\n", name, name)
+	}()
+	return runAgent(c, e, execTarget{Name: name, Flags: kubeExecFlags(c), Sync: se.Flush}, dir, cfg)
+}
+
+// kubeUp is cove up --kube: the workspace runs as a Pod, the launcher,
+// the window and the files stay here.
+func kubeUp(c *cli.Context, dir string) error {
+	k, se, name, err := startKube(c, dir)
+	if err != nil {
+		return err
+	}
+	errw := c.App.ErrWriter
 	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", c.Int("port")))
 	if err != nil {
 		se.Close()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/cove-sh/cove/internal/llmtest"
 	"github.com/cove-sh/cove/internal/testregistry"
 	"github.com/cove-sh/cove/workspace/kube"
 )
@@ -214,5 +216,60 @@ func TestBrowserKube(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the browser's save, on the laptop: %q", b)
 		}
+	}
+}
+
+// TestAgentKube: cove agent --kube -p fixes a failing test with the
+// scripted model: its commands run in the Pod, its edit (made here) is in
+// the Pod before the next command, and what a command writes in the Pod
+// is on the laptop's disk when the agent is done.
+func TestAgentKube(t *testing.T) {
+	needRoot(t)
+	kc := testKubeconfig(t)
+	ref := testregistry.Push(t, testregistry.Addr(t), layered(t))
+	project := t.TempDir()
+	os.WriteFile(filepath.Join(project, "greet.sh"), []byte("echo helo\n"), 0o644)
+	os.WriteFile(filepath.Join(project, "test.sh"), []byte(`[ "$(sh greet.sh)" = hello ] && echo PASS || { echo FAIL; exit 1; }`+"\n"), 0o644)
+	k, err := kube.Connect(kube.Config{Kubeconfig: kc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Remove(context.Background(), workspaceName(project)) })
+	srv := llmtest.New(t)
+	toolCall := func(id, name string, args any) llmtest.Response {
+		b, _ := json.Marshal(args)
+		return llmtest.Response{Events: llmtest.OpenAIChunks("tool_calls", map[string]any{"tool_calls": []any{map[string]any{
+			"index": 0, "id": id, "type": "function", "function": map[string]any{"name": name, "arguments": string(b)}}}})}
+	}
+	srv.Push(
+		toolCall("c1", "bash", map[string]any{"command": "sh test.sh"}),
+		toolCall("c2", "edit", map[string]any{"path": "greet.sh", "edits": []any{map[string]any{"old": "echo helo", "new": "echo hello"}}}),
+		toolCall("c3", "bash", map[string]any{"command": "sh test.sh > result.txt; cat result.txt; test -f /.cove/ide.pid && echo in-the-pod"}),
+		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "Fixed the typo."})},
+	)
+	cmd, out, errb := coveProc(t.TempDir(), "agent", "--kube", "--kubeconfig", kc, "--image", ref, "--yes", "-p", "make test.sh pass", project)
+	cmd.Env = append(cmd.Env, "COVE_BASE_URL="+srv.URL(), "COVE_MODEL=test-model")
+	cmd.Stdin = strings.NewReader("")
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("cove agent --kube: %v\n%s", err, errb)
+	}
+	if out.String() != "Fixed the typo.\n" {
+		t.Errorf("stdout %q", out)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 4 {
+		t.Fatalf("%d requests; stderr %s", len(reqs), errb)
+	}
+	var results []string
+	for _, m := range reqs[3].JSON(t)["messages"].([]any) {
+		if mm := m.(map[string]any); mm["role"] == "tool" {
+			results = append(results, mm["content"].(string))
+		}
+	}
+	if len(results) != 3 || results[0] != "FAIL\n[exit status 1]" || !strings.HasPrefix(results[2], "PASS\nin-the-pod") {
+		t.Fatalf("tool results the model saw: %q\nstderr: %s", results, errb)
+	}
+	if b, _ := os.ReadFile(filepath.Join(project, "result.txt")); string(b) != "PASS\n" {
+		t.Errorf("what the command wrote in the Pod, on the laptop: %q", b)
 	}
 }

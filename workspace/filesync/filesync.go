@@ -17,6 +17,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -88,10 +89,14 @@ type Syncer struct {
 	Base          map[string]Entry
 	// Now names conflict copies; time.Now when nil.
 	Now func() time.Time
+
+	mu sync.Mutex // one round at a time
 }
 
 // Sync runs one round.
 func (s *Syncer) Sync(ctx context.Context) (Report, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var rep Report
 	local, err := s.Local.Scan(ctx)
 	if err != nil {

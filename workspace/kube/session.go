@@ -32,6 +32,7 @@ type Session struct {
 	remote *filesync.Remote
 	syncer *filesync.Syncer
 	ide    *Forwarder
+	report func(filesync.Report, error)
 	stop   context.CancelFunc
 	done   sync.WaitGroup
 }
@@ -63,7 +64,7 @@ func (k *Cluster) Start(ctx context.Context, s Spec, o SessionOptions) (*Session
 		return nil, err
 	}
 	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	se := &Session{Pod: pod, local: local, stop: stop}
+	se := &Session{Pod: pod, local: local, stop: stop, report: o.Report}
 	// Its own context: the last round, after stop, still needs it.
 	se.remote = pod.Files(context.WithoutCancel(ctx))
 	se.syncer = &filesync.Syncer{Local: local, Remote: se.remote}
@@ -115,6 +116,16 @@ func (k *Cluster) Start(ctx context.Context, s Spec, o SessionOptions) (*Session
 		}
 	}
 	return se, nil
+}
+
+// Flush runs a sync round now: before a command runs in the Pod, what
+// was just saved here is there.
+func (se *Session) Flush(ctx context.Context) error {
+	rep, err := se.syncer.Sync(ctx)
+	if se.report != nil && !rep.Empty() {
+		se.report(rep, nil) // its conflicts are said as the loop's are
+	}
+	return err
 }
 
 // DialIDE connects to the IDE server in the Pod.
