@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/cove-sh/cove/agent"
-	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/ide"
 	"github.com/cove-sh/cove/internal/dirs"
 )
@@ -20,7 +19,7 @@ import (
 type agentPanel struct {
 	root   string      // --root, for cove exec
 	layout dirs.Layout // where the project's agent state is kept
-	st     *container.State
+	target execTarget // the workspace its commands run in
 	dir    string
 	ctx    context.Context // the launcher's: the conversation ends with it
 	// setup is the first-run form's back end; the zero value means the
@@ -50,7 +49,7 @@ func (p *agentPanel) Conversation() (*agent.Conversation, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, x, closeAgent, err := buildAgent(p.ctx, p.root, execTarget{Name: p.st.Name}, p.dir, state, cfg, nil)
+	a, x, closeAgent, err := buildAgent(p.ctx, p.root, p.target, p.dir, state, cfg, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -96,7 +96,7 @@ func kubeAgent(c *cli.Context, e *env, dir string, cfg agent.Config) error {
 
 // kubeUp is cove up --kube: the workspace runs as a Pod, the launcher,
 // the window and the files stay here.
-func kubeUp(c *cli.Context, dir string) error {
+func kubeUp(c *cli.Context, e *env, dir string) error {
 	k, se, name, err := startKube(c, dir)
 	if err != nil {
 		return err
@@ -109,6 +109,10 @@ func kubeUp(c *cli.Context, dir string) error {
 	}
 	proxy := ide.NewProxyDial(se.DialIDE, l.Addr().(*net.TCPAddr).Port)
 	proxy.Dir = dir
+	panel := &agentPanel{root: c.String("root"), layout: e.layout, dir: dir, ctx: c.Context,
+		target: execTarget{Name: name, Flags: kubeExecFlags(c), Sync: se.Flush}}
+	defer panel.Close()
+	proxy.Handle("/api/agent", ide.AgentPanel{Backend: panel})
 	routes := ide.ProjectRoutes{Dir: dir, Walk: hostWalkOptions()}
 	proxy.Handle("/api/search", routes.Search())
 	proxy.Handle("/api/ignored", routes.Ignored())

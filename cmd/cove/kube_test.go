@@ -53,6 +53,15 @@ func TestUpKube(t *testing.T) {
 	}
 	name := workspaceName(project)
 	t.Cleanup(func() { k.Remove(context.Background(), name) })
+	// The panel's model: one command, then an answer.
+	llm := llmtest.New(t)
+	llm.Push(
+		llmtest.Response{Events: llmtest.OpenAIChunks("tool_calls", map[string]any{"tool_calls": []any{map[string]any{
+			"index": 0, "id": "b1", "type": "function", "function": map[string]any{"name": "bash", "arguments": `{"command":"echo panel-$((6*7)) $(test -f /.cove/ide.pid && echo in-the-pod)"}`}}}})},
+		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "Ran it."})},
+	)
+	t.Setenv("COVE_BASE_URL", llm.URL())
+	t.Setenv("COVE_MODEL", "test-model")
 	start := time.Now()
 	cmd, url := startUp(t, t.TempDir(), ref, project, "--kube", "--kubeconfig", kc, "--grace", "0", "--memory", "96m")
 	t.Logf("cove up --kube answered in %v", time.Since(start).Round(time.Millisecond))
@@ -94,6 +103,17 @@ func TestUpKube(t *testing.T) {
 		}
 	}
 	ws.Close(websocket.StatusNormalClosure, "")
+
+	// The agent panel: its command runs in the Pod.
+	p := openPanel(t, url, 0)
+	p.until("live")
+	p.send(map[string]any{"type": "mode", "text": "yolo"})
+	p.until("mode")
+	p.send(map[string]any{"type": "prompt", "text": "run something"})
+	p.until("done")
+	if reqs := llm.Requests(); len(reqs) != 2 || !strings.Contains(string(reqs[1].Body), "panel-42 in-the-pod") {
+		t.Errorf("the panel's command did not run in the Pod: %d requests", len(reqs))
+	}
 
 	// Both ways, within the sync's rounds.
 	pod, err := k.Ensure(ctx, kube.Spec{Name: name, Image: ref})

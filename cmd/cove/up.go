@@ -73,7 +73,7 @@ func upAction(c *cli.Context) error {
 		return err
 	}
 	if c.Bool("kube") {
-		return kubeUp(c, dir)
+		return kubeUp(c, e, dir)
 	}
 	name := workspaceName(dir)
 	recPath := filepath.Join(workspaceRunDir(e, name), "launcher.json")
@@ -108,7 +108,7 @@ func upAction(c *cli.Context) error {
 	}
 	proxy := ide.NewProxy(workspaceSocket(e, name), l.Addr().(*net.TCPAddr).Port)
 	proxy.Dir = dir
-	panel := &agentPanel{root: c.String("root"), layout: e.layout, st: st, dir: dir, ctx: c.Context}
+	panel := &agentPanel{root: c.String("root"), layout: e.layout, target: execTarget{Name: st.Name}, dir: dir, ctx: c.Context}
 	defer panel.Close()
 	proxy.Handle("/api/agent", ide.AgentPanel{Backend: panel})
 	routes := ide.ProjectRoutes{Dir: dir, Walk: hostWalkOptions()}
