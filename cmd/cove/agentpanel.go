@@ -19,7 +19,7 @@ import (
 type agentPanel struct {
 	root   string      // --root, for cove exec
 	layout dirs.Layout // where the project's agent state is kept
-	target execTarget // the workspace its commands run in
+	target execTarget  // the workspace its commands run in
 	dir    string
 	ctx    context.Context // the launcher's: the conversation ends with it
 	// setup is the first-run form's back end; the zero value means the
