@@ -195,8 +195,15 @@ func kubeExec(c *cli.Context, name string, argv []string) error {
 		}
 		argv = append(pre, argv...)
 	}
-	o := kube.ExecOptions{Stdout: c.App.Writer, Stderr: c.App.ErrWriter, TTY: c.Bool("tty")}
-	if c.Bool("interactive") {
+	return podExec(c, pod, argv, c.Bool("interactive"), c.Bool("tty"))
+}
+
+// podExec runs argv in pod with cove's streams (stdin if interactive; a
+// terminal, raw, that follows the window's size, if tty) and returns its
+// exit status as cove's.
+func podExec(c *cli.Context, pod *kube.Pod, argv []string, interactive, tty bool) error {
+	o := kube.ExecOptions{Stdout: c.App.Writer, Stderr: c.App.ErrWriter, TTY: tty}
+	if interactive {
 		o.Stdin = os.Stdin
 	}
 	if o.TTY {
@@ -287,4 +294,24 @@ func kubeStopOrRemove(c *cli.Context, remove bool) error {
 		}
 	}
 	return nil
+}
+
+// kubeShell is cove shell --kube: a shell in the workspace's Pod, the
+// project synchronised while it lasts (and once more at its end).
+func kubeShell(c *cli.Context, dir string) error {
+	_, se, name, err := startKube(c, dir)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		se.Close()
+		fmt.Fprintf(c.App.ErrWriter, "cove: the workspace %s keeps running in the cluster (cove stop --kube %s stops it)\n", name, name)
+	}()
+	script := "cd " + kube.WorkspaceDir + " && { command -v bash >/dev/null && exec bash -l; exec sh -l; }"
+	tty := term.IsTerminal(int(os.Stdin.Fd()))
+	if !tty {
+		// Commands on stdin, as sh -s reads them.
+		script = "cd " + kube.WorkspaceDir + " && { command -v bash >/dev/null && exec bash -s; exec sh -s; }"
+	}
+	return podExec(c, se.Pod, []string{"/bin/sh", "-c", script}, true, tty)
 }

@@ -293,3 +293,26 @@ func TestAgentKube(t *testing.T) {
 		t.Errorf("what the command wrote in the Pod, on the laptop: %q", b)
 	}
 }
+
+// TestShellKube: echo CMDS | cove shell --kube runs them in the Pod, in
+// the project, and what they write is on the laptop when it returns.
+func TestShellKube(t *testing.T) {
+	needRoot(t)
+	kc := testKubeconfig(t)
+	ref := testregistry.Push(t, testregistry.Addr(t), layered(t))
+	project := t.TempDir()
+	os.WriteFile(filepath.Join(project, "in.txt"), []byte("from the laptop\n"), 0o644)
+	k, err := kube.Connect(kube.Config{Kubeconfig: kc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Remove(context.Background(), workspaceName(project)) })
+	r := runProc(t, t.TempDir(), "cat in.txt; echo shell-$((6*7)) > from-shell.txt; test -f /.cove/ide.pid && echo in-the-pod\n",
+		"shell", "--kube", "--kubeconfig", kc, "--image", ref, project)
+	if r.code != 0 || r.stdout != "from the laptop\nin-the-pod\n" {
+		t.Fatalf("cove shell --kube: %+v", r)
+	}
+	if b, _ := os.ReadFile(filepath.Join(project, "from-shell.txt")); string(b) != "shell-42\n" {
+		t.Errorf("what the shell wrote, on the laptop: %q", b)
+	}
+}

@@ -408,7 +408,7 @@ func shellCommand() *cli.Command {
 		Name:      "shell",
 		Usage:     "a shell in DIR's workspace (started if needed)",
 		ArgsUsage: "[DIR]",
-		Flags:     append(workspaceFlags(), trustFlag()),
+		Flags:     append(append(workspaceFlags(), trustFlag()), kubeFlags()...),
 		Action: func(c *cli.Context) error {
 			e, err := globalEnv(c)
 			if err != nil {
@@ -417,6 +417,9 @@ func shellCommand() *cli.Command {
 			dir, err := dirArg(c)
 			if err != nil {
 				return err
+			}
+			if c.Bool("kube") {
+				return kubeShell(c, dir)
 			}
 			started := !workspaceRunning(e, dir)
 			st, err := ensureWorkspace(c, e, dir)
