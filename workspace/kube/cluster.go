@@ -12,7 +12,7 @@ package kube
 import (
 	"fmt"
 
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -27,8 +27,9 @@ type Config struct {
 // Cluster is a connection to one namespace of a cluster.
 type Cluster struct {
 	Namespace string
-	client    kubernetes.Interface
 	rest      *rest.Config
+	rc        *rest.RESTClient // core/v1 (api.go)
+	params    runtime.ParameterCodec
 }
 
 // Connect reads the kubeconfig as kubectl does and returns a client for
@@ -50,11 +51,11 @@ func Connect(cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
 	rc.UserAgent = "cove"
-	client, err := kubernetes.NewForConfig(rc)
+	core, params, err := coreClient(rc)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	return &Cluster{Namespace: ns, client: client, rest: rc}, nil
+	return &Cluster{Namespace: ns, rest: rc, rc: core, params: params}, nil
 }
 
 // Server is the API server's address, for messages.

@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
 	utilexec "k8s.io/client-go/util/exec"
 )
@@ -31,7 +30,7 @@ type ExecOptions struct {
 // servers too old for it, as kubectl does.
 func (p *Pod) Exec(ctx context.Context, argv []string, o ExecOptions) (int, error) {
 	k := p.cluster
-	req := k.client.CoreV1().RESTClient().Post().Resource("pods").Namespace(p.Namespace).Name(p.Name).SubResource("exec").
+	req := k.rc.Post().Resource("pods").Namespace(p.Namespace).Name(p.Name).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{
 			Container: "workspace",
 			Command:   argv,
@@ -39,7 +38,7 @@ func (p *Pod) Exec(ctx context.Context, argv []string, o ExecOptions) (int, erro
 			Stdout:    o.Stdout != nil,
 			Stderr:    o.Stderr != nil && !o.TTY,
 			TTY:       o.TTY,
-		}, scheme.ParameterCodec)
+		}, k.params)
 	ws, err := remotecommand.NewWebSocketExecutor(k.rest, "GET", req.URL().String())
 	if err != nil {
 		return 0, fmt.Errorf("exec: %w", err)

@@ -39,7 +39,7 @@ func (p *Pod) Forward(port int) *Forwarder { return &Forwarder{pod: p, port: por
 // pair ended waited for its reply until it timed out.
 func (f *Forwarder) dial() (httpstream.Connection, error) {
 	k := f.pod.cluster
-	req := k.client.CoreV1().RESTClient().Post().Resource("pods").Namespace(f.pod.Namespace).Name(f.pod.Name).SubResource("portforward")
+	req := k.rc.Post().Resource("pods").Namespace(f.pod.Namespace).Name(f.pod.Name).SubResource("portforward")
 	transport, upgrader, err := spdy.RoundTripperFor(k.rest)
 	if err != nil {
 		return nil, err

@@ -87,7 +87,7 @@ func TestWorkspacePod(t *testing.T) {
 	}
 
 	// Locked down, as the API server has it.
-	got, err := k.client.CoreV1().Pods(k.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+	got, err := k.pods().Get(ctx, p.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,8 +273,8 @@ func TestWorkspacePod(t *testing.T) {
 		t.Fatal(err)
 	}
 	sel := metav1.ListOptions{LabelSelector: LabelWorkspace + "=" + name}
-	pods, _ := k.client.CoreV1().Pods(k.Namespace).List(ctx, sel)
-	pvcs, _ := k.client.CoreV1().PersistentVolumeClaims(k.Namespace).List(ctx, sel)
+	pods, _ := k.pods().List(ctx, sel)
+	pvcs, _ := k.claims().List(ctx, sel)
 	if len(pods.Items)+len(pvcs.Items) != 0 {
 		t.Errorf("after rm: %d Pods, %d claims", len(pods.Items), len(pvcs.Items))
 	}
@@ -290,12 +290,12 @@ func TestEnsureRefusesAnotherPod(t *testing.T) {
 	name := fmt.Sprintf("o%d", time.Now().UnixNano()%1e9)
 	other := pod(Spec{Name: name, Image: ref}, k.Namespace)
 	other.Labels = map[string]string{"app": "someone-else"}
-	if _, err := k.client.CoreV1().Pods(k.Namespace).Create(ctx, other, metav1.CreateOptions{}); err != nil {
+	if _, err := k.pods().Create(ctx, other, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		k.client.CoreV1().Pods(k.Namespace).Delete(context.Background(), other.Name, metav1.DeleteOptions{})
-		k.client.CoreV1().PersistentVolumeClaims(k.Namespace).Delete(context.Background(), other.Name, metav1.DeleteOptions{})
+		k.pods().Delete(context.Background(), other.Name, metav1.DeleteOptions{})
+		k.claims().Delete(context.Background(), other.Name, metav1.DeleteOptions{})
 	})
 	if _, err := k.Ensure(ctx, Spec{Name: name, Image: ref}); err == nil || !strings.Contains(err.Error(), "not this workspace's") {
 		t.Fatalf("Ensure over another's Pod: %v", err)

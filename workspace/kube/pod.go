@@ -163,11 +163,11 @@ type Pod struct {
 // workspace is an error, not something to take over.
 func (k *Cluster) Ensure(ctx context.Context, s Spec) (*Pod, error) {
 	name := objectName(s.Name)
-	pvcs := k.client.CoreV1().PersistentVolumeClaims(k.Namespace)
+	pvcs := k.claims()
 	if _, err := pvcs.Create(ctx, claim(s, k.Namespace), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("create the volume claim %s/%s: %w", k.Namespace, name, err)
 	}
-	pods := k.client.CoreV1().Pods(k.Namespace)
+	pods := k.pods()
 	created := false
 	p, err := pods.Get(ctx, name, metav1.GetOptions{})
 	switch {
@@ -197,7 +197,7 @@ func (k *Cluster) Ensure(ctx context.Context, s Spec) (*Pod, error) {
 // cannot (an image that cannot be pulled, a claim that is not bound, a
 // Pod that does not fit).
 func (k *Cluster) waitRunning(ctx context.Context, p *corev1.Pod) error {
-	pods := k.client.CoreV1().Pods(k.Namespace)
+	pods := k.pods()
 	w, err := pods.Watch(ctx, metav1.ListOptions{
 		FieldSelector:   fields.OneTermEqualSelector("metadata.name", p.Name).String(),
 		ResourceVersion: p.ResourceVersion,
@@ -268,7 +268,7 @@ func podReady(p *corev1.Pod) (bool, string, error) {
 
 // waitGone waits until the Pod name no longer exists.
 func (k *Cluster) waitGone(ctx context.Context, name string) error {
-	pods := k.client.CoreV1().Pods(k.Namespace)
+	pods := k.pods()
 	for {
 		_, err := pods.Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -289,7 +289,7 @@ func (k *Cluster) waitGone(ctx context.Context, name string) error {
 // stays for the next start.
 func (k *Cluster) Stop(ctx context.Context, workspace string) error {
 	name := objectName(workspace)
-	err := k.client.CoreV1().Pods(k.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	err := k.pods().Delete(ctx, name, metav1.DeleteOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -305,7 +305,7 @@ func (k *Cluster) Remove(ctx context.Context, workspace string) error {
 		return err
 	}
 	name := objectName(workspace)
-	claims := k.client.CoreV1().PersistentVolumeClaims(k.Namespace)
+	claims := k.claims()
 	err := claims.Delete(ctx, name, metav1.DeleteOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -340,11 +340,11 @@ type Workspace struct {
 // those stopped, with only their volume left.
 func (k *Cluster) List(ctx context.Context) ([]Workspace, error) {
 	sel := metav1.ListOptions{LabelSelector: LabelManagedBy + "=cove"}
-	pods, err := k.client.CoreV1().Pods(k.Namespace).List(ctx, sel)
+	pods, err := k.pods().List(ctx, sel)
 	if err != nil {
 		return nil, fmt.Errorf("list Pods in %s: %w", k.Namespace, err)
 	}
-	claims, err := k.client.CoreV1().PersistentVolumeClaims(k.Namespace).List(ctx, sel)
+	claims, err := k.claims().List(ctx, sel)
 	if err != nil {
 		return nil, fmt.Errorf("list volume claims in %s: %w", k.Namespace, err)
 	}
@@ -370,7 +370,7 @@ func (k *Cluster) List(ctx context.Context) ([]Workspace, error) {
 // not running (or not cove's).
 func (k *Cluster) Pod(ctx context.Context, workspace string) (*Pod, error) {
 	name := objectName(workspace)
-	p, err := k.client.CoreV1().Pods(k.Namespace).Get(ctx, name, metav1.GetOptions{})
+	p, err := k.pods().Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("the workspace %s is not running in %s (cove up --kube starts it)", workspace, k.Namespace)
 	}
