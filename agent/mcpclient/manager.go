@@ -120,7 +120,7 @@ func (m *Manager) Tools() []agent.Tool {
 	var out []agent.Tool
 	for _, s := range m.servers {
 		s.mu.Lock()
-		if s.state == StateRunning {
+		if s.state == StateRunning || s.state == StateRestarting {
 			for _, t := range s.tools {
 				name := ToolName(s.spec.Name, t.Name, used)
 				out = append(out, &tool{s: s, mcpName: t.Name, spec: toolSpec(name, s.spec.Name, t)})
@@ -195,7 +195,9 @@ func (s *server) status() Status {
 func (s *server) set(state, err string) {
 	s.mu.Lock()
 	s.state, s.err = state, err
-	if state != StateRunning {
+	// A restarting server keeps its tools on offer: a call to one waits
+	// for the restart (current) rather than finding no such tool.
+	if state != StateRunning && state != StateRestarting {
 		s.tools = nil
 	}
 	s.mu.Unlock()
