@@ -806,17 +806,7 @@ func TestUpServesTheWorkspace(t *testing.T) {
 	cmd, url := startUp(t, root, ref, project)
 	base, token, _ := strings.Cut(url, "/?token=")
 
-	get := func(path string) (int, string) {
-		req, _ := http.NewRequest("GET", base+path, nil)
-		req.Header.Set("Cookie", "cove_token="+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	get := func(path string) (int, string) { return getWithToken(t, base, token, path) }
 	if code, body := get("/api/tree"); code != 200 || !strings.Contains(body, `"hello.txt"`) {
 		t.Fatalf("tree: %d %s", code, body)
 	}
@@ -983,6 +973,21 @@ func browserTestTools(t *testing.T) string {
 		t.Skip("node, /usr/bin/chromium or ide/web/node_modules missing (scripts/build-web.sh)")
 	}
 	return node
+}
+
+// getWithToken GETs path from the launcher at base with its token, as a
+// window does, and returns the status and body.
+func getWithToken(t *testing.T, base, token, path string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", base+path, nil)
+	req.Header.Set("Cookie", "cove_token="+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 // startUp starts `cove up --no-browser` on project and returns the process

@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -102,41 +99,21 @@ func kubeUp(c *cli.Context, e *env, dir string) error {
 		return err
 	}
 	errw := c.App.ErrWriter
-	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", c.Int("port")))
-	if err != nil {
-		se.Close()
-		return fmt.Errorf("listen on 127.0.0.1:%d: %w (choose another --port)", c.Int("port"), err)
-	}
-	proxy := ide.NewProxyDial(se.DialIDE, l.Addr().(*net.TCPAddr).Port)
-	proxy.Dir = dir
 	panel := &agentPanel{root: c.String("root"), layout: e.layout, dir: dir, ctx: c.Context,
 		target: execTarget{Name: name, Flags: kubeExecFlags(c), Sync: se.Flush}}
 	defer panel.Close()
-	proxy.Handle("/api/agent", ide.AgentPanel{Backend: panel})
-	routes := ide.ProjectRoutes{Dir: dir, Walk: hostWalkOptions()}
-	proxy.Handle("/api/search", routes.Search())
-	proxy.Handle("/api/ignored", routes.Ignored())
-	proxy.Handle("/api/files", routes.Files())
-	proxy.Handle("/api/replace", routes.Replace())
-	srv := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
-	go srv.Serve(l)
+	proxy, srv, err := serveLauncher(c, se.DialIDE, dir, panel)
+	if err != nil {
+		se.Close()
+		return err
+	}
 	if err := showURL(c, proxy.URL()); err != nil {
 		se.Close()
 		return err
 	}
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for running := true; running; {
-		select {
-		case <-c.Context.Done():
-			running = false
-		case <-tick.C:
-			if grace := c.Duration("grace"); grace > 0 && !c.Bool("detach") && proxy.Unattended() > grace {
-				fmt.Fprintln(errw, "cove: the last window closed")
-				running = false
-			}
-		}
-	}
+	// A Pod deleted under the launcher is seen by the next sync round and
+	// said there; the launcher serves until Ctrl-C or the grace period.
+	serveUntilDone(c, proxy, func() bool { return false })
 	farewell(proxy, ide.Farewell{Reason: "cove up was stopped", Close: true})
 	sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
 	srv.Shutdown(sctx)

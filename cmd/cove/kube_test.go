@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -66,17 +65,7 @@ func TestUpKube(t *testing.T) {
 	cmd, url := startUp(t, t.TempDir(), ref, project, "--kube", "--kubeconfig", kc, "--grace", "0", "--memory", "96m")
 	t.Logf("cove up --kube answered in %v", time.Since(start).Round(time.Millisecond))
 	base, token, _ := strings.Cut(url, "/?token=")
-	get := func(path string) (int, string) {
-		req, _ := http.NewRequest("GET", base+path, nil)
-		req.Header.Set("Cookie", "cove_token="+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	get := func(path string) (int, string) { return getWithToken(t, base, token, path) }
 	if code, body := get("/api/tree"); code != 200 || !strings.Contains(body, `"hello.c"`) {
 		t.Fatalf("the Pod's tree through the proxy: %d %s", code, body)
 	}

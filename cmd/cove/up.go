@@ -102,22 +102,13 @@ func upAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", c.Int("port")))
-	if err != nil {
-		return fmt.Errorf("listen on 127.0.0.1:%d: %w (choose another --port)", c.Int("port"), err)
-	}
-	proxy := ide.NewProxy(workspaceSocket(e, name), l.Addr().(*net.TCPAddr).Port)
-	proxy.Dir = dir
 	panel := &agentPanel{root: c.String("root"), layout: e.layout, target: execTarget{Name: st.Name}, dir: dir, ctx: c.Context}
 	defer panel.Close()
-	proxy.Handle("/api/agent", ide.AgentPanel{Backend: panel})
-	routes := ide.ProjectRoutes{Dir: dir, Walk: hostWalkOptions()}
-	proxy.Handle("/api/search", routes.Search())
-	proxy.Handle("/api/ignored", routes.Ignored())
-	proxy.Handle("/api/files", routes.Files())
-	proxy.Handle("/api/replace", routes.Replace())
-	srv := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
-	go srv.Serve(l)
+	sock := workspaceSocket(e, name)
+	proxy, srv, err := serveLauncher(c, func(ctx context.Context) (net.Conn, error) { return ide.DialSocket(ctx, sock) }, dir, panel)
+	if err != nil {
+		return err
+	}
 	rec := launcherRecord{URL: proxy.URL(), Workspace: st.ID}
 	if err := rec.Launcher.Track(os.Getpid()); err != nil {
 		return err
@@ -140,26 +131,12 @@ func upAction(c *cli.Context) error {
 	// The launcher is the parent: until Ctrl-C (or SIGTERM), it serves;
 	// then the workspace stops (its files and layer stay). If the
 	// workspace stops first (cove stop), there is nothing left to serve.
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for running := true; running; {
-		select {
-		case <-c.Context.Done():
-			running = false
-		case <-tick.C:
-			if grace := c.Duration("grace"); grace > 0 && !c.Bool("detach") && proxy.Unattended() > grace {
-				fmt.Fprintln(c.App.ErrWriter, "cove: the last window closed")
-				running = false
-				continue
-			}
-			if st.Status() != container.Running {
-				// The windows say so, and keep what is unsaved in them.
-				farewell(proxy, ide.Farewell{Reason: "the workspace was stopped"})
-				srv.Close()
-				fmt.Fprintf(c.App.ErrWriter, "cove: the workspace %s stopped\n", st.Name)
-				return nil
-			}
-		}
+	if stopped := serveUntilDone(c, proxy, func() bool { return st.Status() != container.Running }); stopped {
+		// The windows say so, and keep what is unsaved in them.
+		farewell(proxy, ide.Farewell{Reason: "the workspace was stopped"})
+		srv.Close()
+		fmt.Fprintf(c.App.ErrWriter, "cove: the workspace %s stopped\n", st.Name)
+		return nil
 	}
 	fmt.Fprintln(c.App.ErrWriter, "cove: stopping the workspace")
 	// Ended by its user: app windows close themselves (those with unsaved
@@ -176,6 +153,49 @@ func upAction(c *cli.Context) error {
 		return st.Stop(10 * time.Second)
 	}
 	return nil
+}
+
+// serveLauncher serves the launcher's side of a workspace on
+// 127.0.0.1:--port: the proxy to the IDE server dial reaches, with the
+// host-side routes and the agent panel.
+func serveLauncher(c *cli.Context, dial func(context.Context) (net.Conn, error), dir string, panel *agentPanel) (*ide.Proxy, *http.Server, error) {
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", c.Int("port")))
+	if err != nil {
+		return nil, nil, fmt.Errorf("listen on 127.0.0.1:%d: %w (choose another --port)", c.Int("port"), err)
+	}
+	proxy := ide.NewProxyDial(dial, l.Addr().(*net.TCPAddr).Port)
+	proxy.Dir = dir
+	proxy.Handle("/api/agent", ide.AgentPanel{Backend: panel})
+	routes := ide.ProjectRoutes{Dir: dir, Walk: hostWalkOptions()}
+	proxy.Handle("/api/search", routes.Search())
+	proxy.Handle("/api/ignored", routes.Ignored())
+	proxy.Handle("/api/files", routes.Files())
+	proxy.Handle("/api/replace", routes.Replace())
+	srv := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
+	go srv.Serve(l)
+	return proxy, srv, nil
+}
+
+// serveUntilDone waits while the launcher serves: until Ctrl-C (or
+// SIGTERM), the last window gone for --grace, or the workspace stopped
+// under it (stopped, checked each second), which it reports.
+func serveUntilDone(c *cli.Context, proxy *ide.Proxy, stopped func() bool) bool {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.Context.Done():
+			return false
+		case <-tick.C:
+			if grace := c.Duration("grace"); grace > 0 && !c.Bool("detach") && proxy.Unattended() > grace {
+				fmt.Fprintln(c.App.ErrWriter, "cove: the last window closed")
+				return false
+			}
+			if stopped() {
+				return true
+			}
+		}
+	}
 }
 
 // farewell tells the launcher's windows that it ends, waiting a little

@@ -59,9 +59,6 @@ func (f *Forwarder) dial() (httpstream.Connection, error) {
 	return conn, nil
 }
 
-// Close is for symmetry with Dial's connections, each closed on its own.
-func (f *Forwarder) Close() error { return nil }
-
 // Dial opens a connection to the port.
 func (f *Forwarder) Dial() (net.Conn, error) {
 	conn, err := f.dial()
@@ -84,7 +81,7 @@ func (f *Forwarder) Dial() (net.Conn, error) {
 		conn.RemoveStreams(errStream)
 		return nil, fmt.Errorf("port-forward: %w", err)
 	}
-	c := &streamConn{data: data, conn: conn, errStream: errStream, errDone: make(chan struct{}), own: true}
+	c := &streamConn{data: data, conn: conn, errStream: errStream, errDone: make(chan struct{})}
 	go func() {
 		// The kubelet writes here when it cannot reach the port, and
 		// closes it when the request ends.
@@ -105,7 +102,6 @@ type streamConn struct {
 	conn            httpstream.Connection
 	errDone         chan struct{} // closed once err is known
 	err             error
-	own             bool // the upgraded connection is this stream's alone
 	once            sync.Once
 }
 
@@ -132,9 +128,7 @@ func (c *streamConn) Close() error {
 	c.once.Do(func() {
 		c.data.Reset()
 		c.conn.RemoveStreams(c.data, c.errStream)
-		if c.own {
-			c.conn.Close()
-		}
+		c.conn.Close() // the stream's own upgraded connection
 	})
 	return nil
 }

@@ -203,7 +203,6 @@ func TestWorkspacePod(t *testing.T) {
 		t.Fatalf("httpd: %d %s", code, errs)
 	}
 	fw := p.Forward(8080)
-	defer fw.Close()
 	client := &http.Client{Transport: &http.Transport{DialContext: func(context.Context, string, string) (net.Conn, error) { return fw.Dial() }}, Timeout: 30 * time.Second}
 	for i := range 3 { // one upgraded connection, a stream for each
 		resp, err := client.Get("http://workspace/index.html")
@@ -218,7 +217,6 @@ func TestWorkspacePod(t *testing.T) {
 		client.CloseIdleConnections()
 	}
 	closed := p.Forward(8081)
-	defer closed.Close()
 	if conn, err := closed.Dial(); err == nil {
 		conn.Write([]byte("GET / HTTP/1.0\r\n\r\n"))
 		if _, err := io.ReadAll(conn); err == nil || !strings.Contains(err.Error(), "8081") {
@@ -233,7 +231,6 @@ func TestWorkspacePod(t *testing.T) {
 		t.Fatalf("start the IDE server: %d %s", code, errs)
 	}
 	ideFw := p.Forward(7777)
-	defer ideFw.Close()
 	ideClient := &http.Client{Transport: &http.Transport{DialContext: func(context.Context, string, string) (net.Conn, error) { return ideFw.Dial() }}, Timeout: 30 * time.Second}
 	var tree string
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {

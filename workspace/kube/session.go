@@ -141,9 +141,6 @@ func (se *Session) Close() error {
 
 func (se *Session) close() error {
 	se.stop()
-	if se.ide != nil {
-		se.ide.Close()
-	}
 	se.remote.Close()
 	return se.local.Close()
 }
