@@ -69,11 +69,13 @@ run() {
 	timeout -s KILL "$t" "$@" >"$out/$n.out" 2>"$out/$n.err"
 	rc=$?
 }
-# pid_of CMDLINE: the first process with exactly that command line.
+# pid_of CMDLINE: the first process with exactly that command line. A
+# read of /proc/PID/cmdline waits for that process's memory lock, which a
+# process stuck in a limit can hold: each read gets 2 s (a CI run hung here).
 pid_of() {
 	local f
 	for f in /proc/[0-9]*/cmdline; do
-		[ "$(tr '\0' ' ' 2>/dev/null <"$f")" = "$1 " ] && { f=${f#/proc/}; echo "${f%/cmdline}"; return 0; }
+		[ "$(timeout -s KILL 2 tr '\0' ' ' 2>/dev/null <"$f")" = "$1 " ] && { f=${f#/proc/}; echo "${f%/cmdline}"; return 0; }
 	done
 	return 1
 }
