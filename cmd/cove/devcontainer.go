@@ -21,6 +21,7 @@ import (
 	"github.com/cove-sh/cove/image"
 	"github.com/cove-sh/cove/internal/devcontainer"
 	"github.com/cove-sh/cove/internal/devimage"
+	"github.com/cove-sh/cove/internal/progress"
 	"github.com/cove-sh/cove/internal/projectfs"
 	"github.com/cove-sh/cove/internal/termtext"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -90,11 +91,11 @@ func buildWorkspaceImage(c *cli.Context, e *env, dc *devcontainer.Config, dir, n
 	tag := "cove-devcontainer/" + name + ":build"
 	fmt.Fprintf(c.App.ErrWriter, "cove: building the workspace image from %s\n", termtext.Visible(filepath.Join(dir, ib.Dockerfile)))
 	// FROM's pull, a line a layer (bars would fight the build's output).
-	bars := newProgress(struct{ io.Writer }{c.App.ErrWriter}, "the Dockerfile's base image", false)
+	bars := progress.New(struct{ io.Writer }{c.App.ErrWriter}, "the Dockerfile's base image", false)
 	res, err := devimage.Build(c.Context, dir, ib, tag, devimage.Options{
 		Store: store, Binary: bin, CacheDir: filepath.Join(e.layout.Data, "build"),
 		// The Dockerfile is the project's: its output is shown as text.
-		Output: termtext.NewWriter(c.App.ErrWriter), Pull: []image.Option{image.WithProgress(bars.update)},
+		Output: termtext.NewWriter(c.App.ErrWriter), Pull: []image.Option{image.WithProgress(bars.Update)},
 	})
 	if err != nil {
 		return "", "", err
@@ -124,10 +125,10 @@ func installWorkspaceFeatures(c *cli.Context, e *env, dc *devcontainer.Config, b
 	start := time.Now()
 	// The base image's pull, a line a layer (bars would fight the build's
 	// output for the terminal).
-	bars := newProgress(struct{ io.Writer }{c.App.ErrWriter}, base, false)
+	bars := progress.New(struct{ io.Writer }{c.App.ErrWriter}, base, false)
 	res, err := devimage.InstallFeatures(c.Context, dc, base, "cove-devcontainer/"+name+":features", devimage.Options{
 		Store: store, Binary: bin, CacheDir: filepath.Join(e.layout.Data, "build"),
-		Output: termtext.NewWriter(c.App.ErrWriter), Pull: []image.Option{image.WithProgress(bars.update)},
+		Output: termtext.NewWriter(c.App.ErrWriter), Pull: []image.Option{image.WithProgress(bars.Update)},
 	})
 	if err != nil {
 		return nil, err

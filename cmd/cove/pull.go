@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cove-sh/cove/image"
+	"github.com/cove-sh/cove/internal/progress"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/urfave/cli/v2"
 )
@@ -38,15 +39,15 @@ or oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE[:REF].`,
 			if err != nil {
 				return err
 			}
-			bars := newProgress(c.App.ErrWriter, c.Args().First(), c.Bool("quiet") || c.Bool("debug"))
+			bars := progress.New(c.App.ErrWriter, c.Args().First(), c.Bool("quiet") || c.Bool("debug"))
 			opts = append(opts, image.WithProgress(func(p image.Progress) {
 				if p.Phase != image.PhaseDownloading {
 					e.log.Debug("layer", "index", p.Index, "digest", p.Layer, "phase", p.Phase, "bytes", p.Total, "err", p.Err)
 				}
-				bars.update(p)
+				bars.Update(p)
 			}))
 			img, err := image.Pull(c.Context, store, c.Args().First(), opts...)
-			bars.wait()
+			bars.Wait()
 			if err != nil {
 				return err
 			}

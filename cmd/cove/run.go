@@ -18,6 +18,7 @@ import (
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/image"
 	"github.com/cove-sh/cove/internal/apparmor"
+	"github.com/cove-sh/cove/internal/progress"
 	"github.com/cove-sh/cove/internal/userscope"
 	"github.com/creack/pty"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -239,9 +240,9 @@ func (e *env) launch(c *cli.Context, l launch) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	bars := newProgress(c.App.ErrWriter, l.Ref, false)
-	img, err := image.Pull(c.Context, store, l.Ref, image.WithPolicy(l.Policy), image.WithProgress(bars.update))
-	bars.wait()
+	bars := progress.New(c.App.ErrWriter, l.Ref, false)
+	img, err := image.Pull(c.Context, store, l.Ref, image.WithPolicy(l.Policy), image.WithProgress(bars.Update))
+	bars.Wait()
 	if err != nil {
 		return 0, err
 	}

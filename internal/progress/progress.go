@@ -1,4 +1,6 @@
-package main
+// Package progress draws an image pull's progress: a bar per layer on a
+// terminal, a line per finished layer elsewhere.
+package progress
 
 import (
 	"fmt"
@@ -12,10 +14,10 @@ import (
 	"golang.org/x/term"
 )
 
-// progress draws image.Progress reports: a bar per layer on a terminal, a
+// Bars draws image.Progress reports: a bar per layer on a terminal, a
 // line per finished layer elsewhere, nothing when quiet. image.Pull calls
-// update one report at a time.
-type progress struct {
+// Update one report at a time.
+type Bars struct {
 	w     io.Writer
 	quiet bool
 	ref   string // named once, when the first layer is reported
@@ -29,8 +31,9 @@ type layerBar struct {
 	phase atomic.Value // string
 }
 
-func newProgress(w io.Writer, ref string, quiet bool) *progress {
-	pr := &progress{w: w, ref: ref, quiet: quiet, bars: map[int]*layerBar{}}
+// New draws the pull of ref on w.
+func New(w io.Writer, ref string, quiet bool) *Bars {
+	pr := &Bars{w: w, ref: ref, quiet: quiet, bars: map[int]*layerBar{}}
 	if f, ok := w.(*os.File); ok && !quiet && term.IsTerminal(int(f.Fd())) {
 		// A terminal that reports no size (some ptys) cannot hold bars.
 		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
@@ -47,7 +50,8 @@ func short(s string) string {
 	return s
 }
 
-func (pr *progress) update(ev image.Progress) {
+// Update draws one report; give it to image.WithProgress.
+func (pr *Bars) Update(ev image.Progress) {
 	if pr.quiet {
 		return
 	}
@@ -102,7 +106,7 @@ func (pr *progress) update(ev image.Progress) {
 	}
 }
 
-func (pr *progress) line(ev image.Progress) {
+func (pr *Bars) line(ev image.Progress) {
 	pos := fmt.Sprintf("%d/%d", ev.Index+1, ev.Count)
 	switch ev.Phase {
 	case image.PhaseRetrying:
@@ -112,8 +116,8 @@ func (pr *progress) line(ev image.Progress) {
 	}
 }
 
-// wait lets the bars draw their last state; call it once Pull returned.
-func (pr *progress) wait() {
+// Wait lets the bars draw their last state; call it once Pull returned.
+func (pr *Bars) Wait() {
 	if pr.p == nil {
 		return
 	}
