@@ -22,6 +22,7 @@ import (
 	"github.com/cove-sh/cove/internal/mdterm"
 	"github.com/cove-sh/cove/internal/projectwalk"
 	"github.com/cove-sh/cove/internal/termtext"
+	"github.com/cove-sh/cove/workspace"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 )
@@ -104,16 +105,12 @@ never in DIR: the workspace can neither forge nor arm them.`,
 			if _, err := cfg.NewProvider(); err != nil {
 				return err // before a workspace is started for nothing
 			}
-			if c.Bool("kube") {
-				return kubeAgent(c, e, dir, cfg)
-			}
-			started := !workspaceRunning(e, dir)
-			st, err := ensureWorkspace(c, e, dir)
+			ws, started, err := ensure(c, e, dir)
 			if err != nil {
 				return err
 			}
-			defer keptRunningNote(c, e, st, started)
-			return runAgent(c, e, execTarget{Name: st.Name}, dir, cfg)
+			defer keptRunningNote(c, ws, started)
+			return runAgent(c, e, ws, dir, cfg)
 		},
 	}
 }
@@ -128,17 +125,7 @@ and check your work. When you are done, answer briefly with what you changed and
 // checkpoints and saved output go to the project's host-only state.
 // The MCP servers of the project run in the workspace too, the user's
 // (and mcpConfig's) here. Close releases the shell and stops the servers.
-// execTarget is where the agent's commands run: the workspace's name, the
-// flags cove exec needs to reach it (--kube and its cluster for a Pod),
-// and for a workspace elsewhere a sync of the project's files to run
-// around each command.
-type execTarget struct {
-	Name  string
-	Flags []string
-	Sync  func(context.Context) error
-}
-
-func buildAgent(ctx context.Context, root string, target execTarget, dir string, state agentState, cfg agent.Config, mcpConfig []string) (*agent.Agent, agentExtras, func(), error) {
+func buildAgent(ctx context.Context, root string, target workspace.Workspace, dir string, state agentState, cfg agent.Config, mcpConfig []string) (*agent.Agent, agentExtras, func(), error) {
 	var x agentExtras
 	provider, err := cfg.NewProvider()
 	if err != nil {
@@ -155,7 +142,7 @@ func buildAgent(ctx context.Context, root string, target execTarget, dir string,
 	}
 	coveArgs := func(args ...string) []string {
 		if len(args) > 0 && args[0] == "exec" {
-			args = append(append([]string{"exec"}, target.Flags...), args[1:]...)
+			args = append(append([]string{"exec"}, target.ExecFlags()...), args[1:]...)
 		}
 		if root != "" {
 			return append([]string{"--root", root}, args...)
@@ -170,7 +157,7 @@ func buildAgent(ctx context.Context, root string, target execTarget, dir string,
 		for _, kv := range agent.ShellEnv {
 			args = append(args, "-e", kv)
 		}
-		args = append(args, target.Name, "sh", "-c", "command -v bash >/dev/null && exec bash --noprofile --norc; exec sh")
+		args = append(args, target.Name(), "sh", "-c", "command -v bash >/dev/null && exec bash --noprofile --norc; exec sh")
 		return exec.Command(bin, args...)
 	}, Sync: target.Sync}
 	system := systemPrompt
@@ -186,13 +173,13 @@ func buildAgent(ctx context.Context, root string, target execTarget, dir string,
 	}
 	// The project's own tools run in the workspace, like its commands.
 	inWorkspace := func(ctx context.Context, path string, args []string, stdin []byte) ([]byte, error) {
-		if target.Sync != nil {
+		{
 			if err := target.Sync(ctx); err != nil {
 				return nil, err
 			}
 			defer target.Sync(ctx)
 		}
-		cmd := exec.CommandContext(ctx, bin, append(coveArgs("exec", "-i", "-w", "/workspace", target.Name, "/workspace/"+path), args...)...)
+		cmd := exec.CommandContext(ctx, bin, append(coveArgs("exec", "-i", "-w", "/workspace", target.Name(), "/workspace/"+path), args...)...)
 		cmd.Stdin = bytes.NewReader(stdin)
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
@@ -204,7 +191,7 @@ func buildAgent(ctx context.Context, root string, target execTarget, dir string,
 	tools, broken := agent.LoadProjectTools(ctx, dir, inWorkspace)
 	a.Tools = append(a.Tools, tools...)
 	x.broken = broken
-	m, notes, err := startMCP(ctx, bin, coveArgs, target.Name, dir, mcpConfig)
+	m, notes, err := startMCP(ctx, bin, coveArgs, target.Name(), dir, mcpConfig)
 	if err != nil {
 		bash.Close()
 		w.Close()
@@ -253,7 +240,7 @@ func contextWindow(ctx context.Context, cfg agent.Config) int {
 	return n
 }
 
-func runAgent(c *cli.Context, e *env, target execTarget, dir string, cfg agent.Config) error {
+func runAgent(c *cli.Context, e *env, target workspace.Workspace, dir string, cfg agent.Config) error {
 	state, err := projectAgentState(e.layout, dir)
 	if err != nil {
 		return err

@@ -23,6 +23,7 @@ import (
 	"github.com/cove-sh/cove/internal/llmtest"
 	"github.com/cove-sh/cove/internal/testimage"
 	"github.com/cove-sh/cove/internal/testregistry"
+	"github.com/cove-sh/cove/workspace"
 )
 
 // mcpServersDir is where scripts/test.sh installs the reference MCP
@@ -169,7 +170,7 @@ func TestAgentMCPServersRunInTheWorkspace(t *testing.T) {
 	t.Logf("node image built and pushed in %v", time.Since(t0))
 	project := t.TempDir()
 	root := t.TempDir()
-	name := workspaceName(project)
+	name := workspace.Name(project)
 
 	// The host's listener that the project points at: never dialled.
 	hostL, err := net.Listen("tcp", "127.0.0.1:0")

@@ -9,6 +9,7 @@ import (
 	"github.com/cove-sh/cove/agent"
 	"github.com/cove-sh/cove/ide"
 	"github.com/cove-sh/cove/internal/dirs"
+	"github.com/cove-sh/cove/workspace"
 )
 
 // agentPanel is the agent panel's back end on the launcher (the
@@ -17,9 +18,9 @@ import (
 // the container, while its tools work on the project and run commands in
 // the workspace.
 type agentPanel struct {
-	root   string      // --root, for cove exec
-	layout dirs.Layout // where the project's agent state is kept
-	target execTarget  // the workspace its commands run in
+	root   string              // --root, for cove exec
+	layout dirs.Layout         // where the project's agent state is kept
+	target workspace.Workspace // the workspace its commands run in
 	dir    string
 	ctx    context.Context // the launcher's: the conversation ends with it
 	// setup is the first-run form's back end; the zero value means the

@@ -17,6 +17,7 @@ import (
 	"github.com/cove-sh/cove/agent"
 	"github.com/cove-sh/cove/internal/llmtest"
 	"github.com/cove-sh/cove/internal/testregistry"
+	"github.com/cove-sh/cove/workspace"
 )
 
 // panel is a window's connection to a workspace's agent panel.
@@ -138,7 +139,7 @@ func TestAgentPanelConversationOutlivesTheLauncher(t *testing.T) {
 	}
 	p.until("state")
 	// The audit log (the session) says who let it run.
-	sessionsDir := filepath.Join(root, "state", "projects", workspaceName(project), "sessions")
+	sessionsDir := filepath.Join(root, "state", "projects", workspace.Name(project), "sessions")
 	logs, _ := filepath.Glob(filepath.Join(sessionsDir, "*.jsonl"))
 	audited := false
 	for _, l := range logs {

@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/cove-sh/cove/internal/dirs"
+	"github.com/cove-sh/cove/workspace"
 )
 
 // agentState is where the agent keeps a project's state: a host-only
@@ -24,7 +25,7 @@ type agentState struct {
 // projectAgentState makes and returns the agent state of the project dir
 // (an absolute path).
 func projectAgentState(layout dirs.Layout, dir string) (agentState, error) {
-	d, err := layout.ProjectState(workspaceName(dir))
+	d, err := layout.ProjectState(workspace.Name(dir))
 	if err != nil {
 		return agentState{}, err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cove-sh/cove/agent"
 	"github.com/cove-sh/cove/internal/dirs"
+	"github.com/cove-sh/cove/workspace"
 )
 
 // testLayout is cove's layout under a COVE_ROOT of the test's.
@@ -75,7 +76,7 @@ func TestAgentStateLeavesTheProject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := filepath.Join(layout.State, "projects", workspaceName(project)); state.Dir != want {
+	if want := filepath.Join(layout.State, "projects", workspace.Name(project)); state.Dir != want {
 		t.Errorf("state in %s, want %s", state.Dir, want)
 	}
 	if fi, err := os.Lstat(state.Dir); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
@@ -94,7 +95,7 @@ func TestAgentStateLeavesTheProject(t *testing.T) {
 	// A state directory that is a symlink, planted by someone: refused.
 	other := dirs.Layout{State: t.TempDir(), StateUID: -1, StateGID: -1}
 	os.MkdirAll(filepath.Join(other.State, "projects"), 0o700)
-	os.Symlink(host, filepath.Join(other.State, "projects", workspaceName(project)))
+	os.Symlink(host, filepath.Join(other.State, "projects", workspace.Name(project)))
 	if _, err := projectAgentState(other, project); err == nil {
 		t.Error("a state directory that is a symlink was taken")
 	}

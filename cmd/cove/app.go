@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
+	"os"
 	"strings"
 
 	"github.com/cove-sh/cove/image"
 	"github.com/cove-sh/cove/internal/dirs"
-	"github.com/cove-sh/cove/internal/nsremove"
 	"github.com/cove-sh/cove/internal/termtext"
+	"github.com/cove-sh/cove/workspace"
 	"github.com/urfave/cli/v2"
 )
 
@@ -142,25 +142,24 @@ func globalEnv(c *cli.Context) (*env, error) {
 	return &env{layout: layout, log: log}, nil
 }
 
-// removeLayer deletes a container's or workspace's own files (its layer,
-// log, volumes). They go to the trash first, so a removal that fails half
-// way leaves nothing a later start would take for the layer; what is in
-// the trash from an earlier failure goes too.
-func (e *env) removeLayer(ctx context.Context, dir string) error {
-	// Often called as a container ends on Ctrl-C: the removal still runs.
-	ctx = context.WithoutCancel(ctx)
-	trash := filepath.Join(e.layout.Data, "trash")
-	tomb, err := nsremove.Retire(dir, trash)
-	if err != nil {
-		return err
+// local is this machine's workspace backend, speaking to c's streams
+// (nil: stderr only).
+func (e *env) local(c *cli.Context) *workspace.Local {
+	bin, _ := coveBinary()
+	lo := &workspace.Local{Layout: e.layout, Binary: bin, Stdout: os.Stdout, Stderr: os.Stderr}
+	if c != nil {
+		lo.Stdout, lo.Stderr = c.App.Writer, c.App.ErrWriter
 	}
-	if err := nsremove.Sweep(ctx, trash); err != nil {
-		if tomb == "" {
-			tomb = trash
-		}
-		return fmt.Errorf("%s is gone, but deleting its files in %s failed: %w (they are deleted the next time cove rm runs)", dir, tomb, err)
+	return lo
+}
+
+// backend is where the command's workspace runs: a cluster with --kube,
+// else this machine.
+func (e *env) backend(c *cli.Context) workspace.Backend {
+	if c.Bool("kube") {
+		return kubeBackend(c)
 	}
-	return nil
+	return e.local(c)
 }
 
 func (e *env) store() (*image.Store, error) {

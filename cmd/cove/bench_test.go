@@ -11,6 +11,7 @@ import (
 	"github.com/cove-sh/cove/internal/llmtest"
 	"github.com/cove-sh/cove/internal/testimage"
 	"github.com/cove-sh/cove/internal/testregistry"
+	"github.com/cove-sh/cove/workspace"
 )
 
 // BenchmarkAgentIdleRSS measures the memory of an idle `cove agent`: the
@@ -32,7 +33,7 @@ func BenchmarkAgentIdleRSS(b *testing.B) {
 	srv := llmtest.New(b)
 	root, project := b.TempDir(), b.TempDir()
 	defer func() {
-		rm, _, _ := coveProc(root, "rm", "-f", workspaceName(project))
+		rm, _, _ := coveProc(root, "rm", "-f", workspace.Name(project))
 		rm.Run()
 	}()
 	var total float64

@@ -24,9 +24,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/internal/llmtest"
 	"github.com/cove-sh/cove/internal/testregistry"
+	"github.com/cove-sh/cove/workspace"
 	"github.com/creack/pty"
 )
 
@@ -93,7 +93,7 @@ func startHostile(t *testing.T, ref string, rootless bool) *hostile {
 	}
 	filepath.Walk(h.project, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, uid, gid) })
 
-	h.name = workspaceName(h.project)
+	h.name = workspace.Name(h.project)
 	cmd := h.cove("up", "--no-browser", "--image", ref, h.project)
 	cmd.Stdout = nil
 	var errb strings.Builder
@@ -338,7 +338,7 @@ func TestBoundaryPostCreateGetsNoTerminal(t *testing.T) {
 	t.Cleanup(func() {
 		cmd.Process.Signal(syscall.SIGINT)
 		cmd.Wait()
-		runProc(t, root, "", "rm", "-f", workspaceName(project))
+		runProc(t, root, "", "rm", "-f", workspace.Name(project))
 	})
 	var seen strings.Builder
 	done := make(chan struct{})
@@ -364,45 +364,5 @@ func TestBoundaryPostCreateGetsNoTerminal(t *testing.T) {
 	}
 	if strings.Contains(out, "\x1b]52") || !strings.Contains(out, "osc ␛]52;c;ZXZpbA==␇ end") {
 		t.Errorf("the escape reached the terminal raw: %q", out)
-	}
-}
-
-// TestBoundaryLayerAccountsReadConfined: the workspace's kept layer is
-// its to write; the accounts the launcher reads from it (for
-// remoteUser) are read confined to it: a symlink to a host file is not
-// followed, and a FIFO does not hang the launcher.
-func TestBoundaryLayerAccountsReadConfined(t *testing.T) {
-	layer, host := t.TempDir(), t.TempDir()
-	os.WriteFile(filepath.Join(host, "shadow"), []byte("root:HOST-SECRET:19000:0:99999:7:::\n"), 0o600)
-	os.MkdirAll(filepath.Join(layer, "etc"), 0o755)
-	os.Symlink(filepath.Join(host, "shadow"), filepath.Join(layer, "etc", "passwd"))
-	if err := syscall.Mkfifo(filepath.Join(layer, "etc", "group"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	var passwd string
-	go func() {
-		var err error
-		passwd, _, err = copyAccounts(layer, t.TempDir())
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if err == nil {
-			b, _ := os.ReadFile(passwd)
-			t.Errorf("read through the layer's symlink: %q", b)
-		}
-	case <-time.After(2 * time.Second):
-		t.Fatal("a FIFO in the layer hangs the launcher")
-	}
-	os.Remove(filepath.Join(layer, "etc", "passwd"))
-	os.WriteFile(filepath.Join(layer, "etc", "passwd"), []byte("vscode:x:1234:1234::/home/vscode:/bin/sh\n"), 0o644)
-	os.Remove(filepath.Join(layer, "etc", "group"))
-	p, g, err := copyAccounts(layer, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if u, err := container.LookupUser("vscode", p, g); err != nil || u.UID != 1234 || u.Home != "/home/vscode" {
-		t.Errorf("the layer's own account: %+v %v", u, err)
 	}
 }

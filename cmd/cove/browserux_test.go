@@ -12,6 +12,7 @@ import (
 
 	"github.com/cove-sh/cove/internal/llmtest"
 	"github.com/cove-sh/cove/internal/testregistry"
+	"github.com/cove-sh/cove/workspace"
 )
 
 // TestBrowserIDEWorkbench checks the IDE as a VS Code user works in it,
@@ -79,7 +80,7 @@ func TestBrowserIDEWorkbench(t *testing.T) {
 	up3, url3 := startUp(t, root, ref, bare)
 	runWorkbench(t, node, []string{url3, "stopped", bare}, func(what string) {
 		if what == "stop" {
-			if r := runProc(t, root, "", "stop", workspaceName(bare)); r.code != 0 {
+			if r := runProc(t, root, "", "stop", workspace.Name(bare)); r.code != 0 {
 				t.Errorf("cove stop: %+v", r)
 			}
 		}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/cove-sh/cove/internal/testimage"
 	"github.com/cove-sh/cove/internal/testregistry"
+	"github.com/cove-sh/cove/workspace"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -598,7 +599,7 @@ func TestBuildThenUp(t *testing.T) {
 	}
 	project := t.TempDir()
 	startUp(t, root, "workspace:built", project)
-	if r := runProc(t, root, "", "exec", workspaceName(project), "cat", "/built"); r.code != 0 || r.stdout != "built\n" {
+	if r := runProc(t, root, "", "exec", workspace.Name(project), "cat", "/built"); r.code != 0 || r.stdout != "built\n" {
 		t.Errorf("exec in the workspace: %+v", r)
 	}
 }

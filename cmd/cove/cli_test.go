@@ -27,6 +27,7 @@ import (
 	"github.com/cove-sh/cove/internal/llmtest"
 	"github.com/cove-sh/cove/internal/testimage"
 	"github.com/cove-sh/cove/internal/testregistry"
+	"github.com/cove-sh/cove/workspace"
 	"github.com/creack/pty"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -728,7 +729,7 @@ func TestAgentOneShotInWorkspace(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("cove agent: %v\n%s", err, errb)
 	}
-	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", workspaceName(project)) })
+	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", workspace.Name(project)) })
 	if out.String() != "Fixed the typo.\n" {
 		t.Errorf("stdout %q", out)
 	}
@@ -751,7 +752,7 @@ func TestAgentOneShotInWorkspace(t *testing.T) {
 	// It ran in the container (at /workspace, under the workspace's host
 	// name), and the key was not in its environment (grep counts 0).
 	if len(results) != 5 || results[0] != "FAIL\n[exit status 1]" ||
-		results[2] != "PASS\n/workspace\n"+workspaceName(project)+"\n0\n[exit status 1]" {
+		results[2] != "PASS\n/workspace\n"+workspace.Name(project)+"\n0\n[exit status 1]" {
 		t.Fatalf("tool results the model saw: %q\nstderr: %s", results, errb)
 	}
 	if !strings.Contains(results[3], "timed out after 1s") || strings.Contains(results[3], "never") || results[4] != "after-timeout-2 in /workspace" {
@@ -776,11 +777,11 @@ func TestAgentOneShotInWorkspace(t *testing.T) {
 	// The workspace runs on, with the project as its dir; sessions are kept.
 	var list []psJSON
 	json.Unmarshal([]byte(runProc(t, root, "", "ps", "--json").stdout), &list)
-	if len(list) != 1 || list[0].Name != workspaceName(project) || list[0].Dir != project {
+	if len(list) != 1 || list[0].Name != workspace.Name(project) || list[0].Dir != project {
 		t.Errorf("ps after the agent: %+v", list)
 	}
 	// In the user's host-only state, not the project (COVE_ROOT/state here).
-	state := filepath.Join(root, "state", "projects", workspaceName(project))
+	state := filepath.Join(root, "state", "projects", workspace.Name(project))
 	if s, _ := filepath.Glob(filepath.Join(state, "sessions", "*.jsonl")); len(s) != 1 {
 		t.Errorf("sessions: %v", s)
 	}
@@ -822,7 +823,7 @@ func TestUpServesTheWorkspace(t *testing.T) {
 	}
 	defer ws.CloseNow()
 	ws.Write(context.Background(), websocket.MessageBinary, append([]byte{0}, "echo in-$(hostname)-$(pwd)\n"...))
-	want := "in-" + workspaceName(project) + "-/workspace"
+	want := "in-" + workspace.Name(project) + "-/workspace"
 	var out strings.Builder
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -902,7 +903,7 @@ func TestBrowserIDE(t *testing.T) {
 	if err != nil {
 		t.Fatalf("browser test: %v\n%s\nlauncher: %s", err, out, upErr(t))
 	}
-	if !strings.Contains(string(out), "terminal: browser-42 in "+workspaceName(project)) {
+	if !strings.Contains(string(out), "terminal: browser-42 in "+workspace.Name(project)) {
 		t.Errorf("the terminal did not run in the workspace:\n%s", out)
 	}
 	// The browser saved it, the shell rewrote it, the agent edited it
@@ -915,7 +916,7 @@ func TestBrowserIDE(t *testing.T) {
 		t.Fatalf("the model got %d requests, want 4", len(reqs))
 	}
 	// The command ran in the workspace, and the model saw its output.
-	if b, _ := json.Marshal(reqs[2].JSON(t)["messages"]); !strings.Contains(string(b), "agent-42 in "+workspaceName(project)) {
+	if b, _ := json.Marshal(reqs[2].JSON(t)["messages"]); !strings.Contains(string(b), "agent-42 in "+workspace.Name(project)) {
 		t.Errorf("the command's result the model saw: %s", b)
 	}
 	// The prompt after the rewind went without the rewound turn.
@@ -1017,7 +1018,7 @@ func startUp(t *testing.T, root, ref, project string, extra ...string) (*exec.Cm
 	t.Cleanup(func() {
 		cmd.Process.Signal(syscall.SIGINT)
 		cmd.Wait()
-		runProc(t, root, "", "rm", "-f", workspaceName(project))
+		runProc(t, root, "", "rm", "-f", workspace.Name(project))
 	})
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil || !regexp.MustCompile(`^http://127\.0\.0\.1:\d+/\?token=[0-9a-f]{48}\n$`).MatchString(line) {
@@ -1080,7 +1081,7 @@ func TestDevcontainerJSON(t *testing.T) {
 		"postCreateCommand": "echo created >> /workspace/post.txt",
 	}`), 0o644)
 	root := t.TempDir()
-	name := workspaceName(project)
+	name := workspace.Name(project)
 	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", name) })
 	for i := 0; i < 2; i++ { // a start, and a restart on the same layer
 		if r := runProc(t, root, "", "up", "--detach", project); r.code != 0 || !strings.HasPrefix(r.stdout, "http://127.0.0.1:") {
@@ -1116,7 +1117,7 @@ func TestWorkspaceKeepsItsLayerUntilFresh(t *testing.T) {
 	ref := testregistry.Push(t, addr, layered(t))
 	project := t.TempDir()
 	root := t.TempDir()
-	name := workspaceName(project)
+	name := workspace.Name(project)
 	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", name) })
 	up := func(extra ...string) {
 		t.Helper()
@@ -1175,7 +1176,7 @@ func TestAgentChatOnStdin(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("cove agent: %v\n%s", err, errb)
 	}
-	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", workspaceName(project)) })
+	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", workspace.Name(project)) })
 	if !strings.Contains(out.String(), "› Hello there.\n› You said hi.\n› ") {
 		t.Errorf("chat output:\n%s", out)
 	}
@@ -1226,7 +1227,7 @@ func TestBrowserRunsAsSudoUser(t *testing.T) {
 	t.Cleanup(func() {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
 		cmd.Wait()
-		runProc(t, root, "", "rm", "-f", workspaceName(project))
+		runProc(t, root, "", "rm", "-f", workspace.Name(project))
 	})
 	var b []byte
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
@@ -1271,7 +1272,7 @@ func TestAgentChatCtrlCInTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tty.Close()
-	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", workspaceName(project)) })
+	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", workspace.Name(project)) })
 	out := &watchedBuffer{new: make(chan struct{}, 1)}
 	go io.Copy(out, tty)
 	out.waitFor(t, "› ")
@@ -1368,7 +1369,7 @@ func TestAgentChatMarkdownInTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tty.Close()
-	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", workspaceName(project)) })
+	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", workspace.Name(project)) })
 	out := &watchedBuffer{new: make(chan struct{}, 1)}
 	go io.Copy(out, tty)
 	out.waitFor(t, "› ")

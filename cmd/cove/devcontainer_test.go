@@ -14,6 +14,7 @@ import (
 
 	"github.com/cove-sh/cove/internal/testimage"
 	"github.com/cove-sh/cove/internal/testregistry"
+	"github.com/cove-sh/cove/workspace"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 )
@@ -53,7 +54,7 @@ func devcontainerProject(t *testing.T, body string) (project, root string) {
 	if err := os.WriteFile(filepath.Join(project, ".devcontainer", "devcontainer.json"), []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", workspaceName(project)) })
+	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", workspace.Name(project)) })
 	return project, root
 }
 
@@ -75,10 +76,10 @@ func TestDevcontainerComposeRefused(t *testing.T) {
 		!strings.Contains(r.stderr, "cove --image REF") {
 		t.Fatalf("compose: %+v", r)
 	}
-	if running(t, root, workspaceName(project)) {
+	if running(t, root, workspace.Name(project)) {
 		t.Fatal("a refused config left a container")
 	}
-	if _, err := os.Stat(filepath.Join(root, "data", "workspaces", workspaceName(project), "upper")); err == nil {
+	if _, err := os.Stat(filepath.Join(root, "data", "workspaces", workspace.Name(project), "upper")); err == nil {
 		t.Error("a refused config made a layer")
 	}
 }
@@ -111,7 +112,7 @@ func TestDevcontainerLifecycle(t *testing.T) {
 		"postAttachCommand": "echo post-attach >> order.txt",
 	}`)
 	os.WriteFile(filepath.Join(project, "setup.sh"), []byte("#!/bin/sh\necho \"$1 $PWD\" >> order.txt\n"), 0o755)
-	name := workspaceName(project)
+	name := workspace.Name(project)
 	for i := 0; i < 2; i++ {
 		if r := runProc(t, root, "", "up", "--detach", project); r.code != 0 {
 			t.Fatalf("up: %+v", r)
@@ -151,7 +152,7 @@ func TestDevcontainerFailedCreateStops(t *testing.T) {
 	ref := testregistry.Push(t, addr, layered(t))
 	project, root := devcontainerProject(t, `{"image": "`+ref+`",
 		"postCreateCommand": {"ok": "echo ok >> ok.txt", "bad": "echo bad >&2; exit 3"}}`)
-	name := workspaceName(project)
+	name := workspace.Name(project)
 	r := runProc(t, root, "", "up", "--detach", project)
 	if r.code == 0 || !strings.Contains(r.stderr, "postCreateCommand (bad: echo bad >&2; exit 3) failed with exit status 3") ||
 		!strings.Contains(r.stderr, "is stopped") {
@@ -183,7 +184,7 @@ func TestDevcontainerTrust(t *testing.T) {
 		"initializeCommand": "touch ` + canary + `",
 		"mounts": ["source=` + canaryDir + `,target=/host-dir,type=bind"]}`
 	project, root := devcontainerProject(t, body)
-	name := workspaceName(project)
+	name := workspace.Name(project)
 	env := []string{"HOME=" + t.TempDir(), "COVE_TEST_SECRET=s3cr3t"}
 	r := runEnv(t, root, env, "up", "--detach", project)
 	if r.code != 0 || !strings.Contains(r.stderr, "initializeCommand (it runs on this host)") || !strings.Contains(r.stderr, "COVE_TEST_SECRET in containerEnv.LEAK") ||
@@ -257,7 +258,7 @@ func TestDevcontainerRemoteUser(t *testing.T) {
 	project, root := devcontainerProject(t, `{"image": "`+ref+`", "postCreateCommand": "echo $HOME $FROM_LABEL > made.txt",
 		"mounts": ["source=data,target=/data,type=volume"]}`)
 	os.Chown(project, uid, gid)
-	name := workspaceName(project)
+	name := workspace.Name(project)
 	r := runProc(t, root, "", "up", "--detach", project)
 	if r.code != 0 || !strings.Contains(r.stderr, "devcontainer.metadata asks for capAdd") {
 		t.Fatalf("up: %+v", r)
@@ -310,7 +311,7 @@ func TestDevcontainerBuild(t *testing.T) {
 		"RUN echo \"$GREETING\" > /greeting; printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 3 "+strings.Replace(l.Addr().String(), ":", " ", 1)+
 		" > /net; grep -q host-secret /net && echo reached > /net || echo unreachable > /net\n"), 0o644)
 	os.WriteFile(filepath.Join(project, "app.txt"), []byte("v1\n"), 0o644)
-	name := workspaceName(project)
+	name := workspace.Name(project)
 	r := runProc(t, root, "", "up", "--detach", project)
 	if r.code != 0 || !strings.Contains(r.stderr, "cove: building the workspace image from "+project+"/.devcontainer/Dockerfile") {
 		t.Fatalf("up: %+v", r)

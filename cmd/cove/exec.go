@@ -1,15 +1,12 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"path/filepath"
-	"syscall"
 
 	"github.com/cove-sh/cove/container"
+	"github.com/cove-sh/cove/workspace"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 )
@@ -30,74 +27,37 @@ func execCommand() *cli.Command {
 			if c.NArg() < 2 {
 				return fmt.Errorf("exec takes a container name and a command (see cove ps)")
 			}
-			if c.Bool("kube") {
-				return kubeExec(c, c.Args().First(), c.Args().Tail())
-			}
 			e, err := globalEnv(c)
 			if err != nil {
 				return err
 			}
-			name := c.Args().First()
-			st, err := e.states().Load(name)
+			ws, err := e.backend(c).Open(c.Context, c.Args().First())
 			if err != nil {
 				return err
-			}
-			if st.Status() != container.Running {
-				return fmt.Errorf("container %s is not running (cove ps --all)", name)
 			}
 			req := container.ExecRequest{Args: c.Args().Tail(), Env: envFlags(c), Cwd: c.String("workdir"), User: c.String("user"), Terminal: c.Bool("tty")}
 			if req.Terminal {
 				// The terminal is relayed alone: a second reader of our
 				// stdin (the pipe below) took the keys meant for it.
-				return e.exec(name, req, [3]*os.File{})
+				return execIn(c, ws, req, [3]*os.File{})
 			}
 			stdio, closeStdio, err := execStdio(c)
 			if err != nil {
 				return err
 			}
 			defer closeStdio()
-			return e.exec(name, req, stdio)
+			return execIn(c, ws, req, stdio)
 		},
 	}
 }
 
-// exec runs req in the container name, relaying its terminal if it has
-// one, and returns its exit status as the command's.
-func (e *env) exec(name string, req container.ExecRequest, stdio [3]*os.File) error {
-	rs := &runStdio{copying: make(chan struct{}), tty: req.Terminal, restore: func() {}}
-	var console *os.File
-	// SIGTERM or SIGHUP ends a terminal session as closing a terminal
-	// window does: its master closes, and the shell in it gets SIGHUP.
-	hangup := make(chan os.Signal, 1)
-	signal.Notify(hangup, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(hangup)
-	code, err := container.Exec(filepath.Join(e.states().Dir(name), "ctl.sock"), req, stdio, func(con *os.File) {
-		console = con
-		rs.start(con)
-		if con != nil {
-			go func() {
-				if _, ok := <-hangup; ok {
-					con.Close()
-				}
-			}()
-		}
-	})
-	if console != nil {
-		rs.wait(console)
-	}
-	rs.restore()
-	var ee *container.ExecError
-	if errors.As(err, &ee) && ee.Code != 0 {
-		// As a shell says it (and podman exec): 127 not found, 126 not runnable.
-		return &exitError{code: ee.Code, err: fmt.Errorf("exec in %s: %w", name, err)}
-	}
-	if err != nil {
-		return err
-	}
+// execIn runs req in ws and returns its exit status as cove's.
+func execIn(c *cli.Context, ws workspace.Workspace, req container.ExecRequest, stdio [3]*os.File) error {
+	code, err := ws.Exec(c.Context, req, stdio)
 	if code != 0 {
-		return &exitError{code: code}
+		return &exitError{code: code, err: err}
 	}
-	return nil
+	return err
 }
 
 // execStdio gives the process our streams, or pipes where ours are a

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cove-sh/cove/internal/testregistry"
+	"github.com/cove-sh/cove/workspace"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -97,7 +98,7 @@ func TestDevcontainerFeatures(t *testing.T) {
 	os.WriteFile(filepath.Join(local, "devcontainer-feature.json"), []byte(fmt.Sprintf(`{"id": "local-c", "version": "0.1.0", "installsAfter": ["%s"]}`, auser)), 0o644)
 	os.WriteFile(filepath.Join(local, "install.sh"), []byte("#!/bin/sh\necho \"local-c $(cat note.txt)\" >> /features.log\n"), 0o755)
 	os.WriteFile(filepath.Join(local, "note.txt"), []byte("beside"), 0o644)
-	name := workspaceName(project)
+	name := workspace.Name(project)
 
 	start := time.Now()
 	r := runProc(t, root, "", "up", "--detach", project)
@@ -167,7 +168,7 @@ func TestDevcontainerFeatureTarball(t *testing.T) {
 	}))
 	defer srv.Close()
 	project, root := devcontainerProject(t, fmt.Sprintf(`{"image": "%s", "features": {"%s/devcontainer-feature-tgz.tgz": {"opt": "x"}}}`, busyboxRef(t), srv.URL))
-	name := workspaceName(project)
+	name := workspace.Name(project)
 	env := []string{"HOME=" + t.TempDir()}
 	if r := runEnv(t, root, env, "up", "--detach", project); r.code != 0 || !strings.Contains(r.stderr, "not installed until you trust the file") || fetched.Load() != 0 {
 		t.Fatalf("untrusted: %+v (fetched %d)", r, fetched.Load())
@@ -221,7 +222,7 @@ func TestDevcontainerRootless(t *testing.T) {
 		}
 		return result{out.String(), errb.String(), code}
 	}
-	name := workspaceName(project)
+	name := workspace.Name(project)
 	defer as("rm", "-f", name)
 	if r := as("up", "--detach", project); r.code != 0 {
 		t.Fatalf("rootless up: %+v", r)

@@ -16,6 +16,7 @@ import (
 	"github.com/cove-sh/cove/internal/llmtest"
 	"github.com/cove-sh/cove/internal/testimage"
 	"github.com/cove-sh/cove/internal/testregistry"
+	"github.com/cove-sh/cove/workspace"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
@@ -56,12 +57,12 @@ func TestShellReadsCommandsFromStdin(t *testing.T) {
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))
 	root, project := t.TempDir(), t.TempDir()
-	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", workspaceName(project)) })
+	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", workspace.Name(project)) })
 	r := runProc(t, root, "echo piped-$((6*7)) in $PWD\n[ -t 0 ] && echo has-a-terminal\nexit 3\n", "shell", "--image", ref, project)
 	if r.code != 3 || r.stdout != "piped-42 in /workspace\n" {
 		t.Errorf("echo … | cove shell: status %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
-	if !strings.Contains(r.stderr, "keeps running (cove stop "+workspaceName(project)) {
+	if !strings.Contains(r.stderr, "keeps running (cove stop "+workspace.Name(project)) {
 		t.Errorf("the shell that started the workspace did not say it keeps running: %q", r.stderr)
 	}
 	if r := runProc(t, root, "true\n", "shell", project); r.code != 0 || strings.Contains(r.stderr, "keeps running") {
@@ -97,7 +98,7 @@ func TestTwoUpsAtOnce(t *testing.T) {
 		t.Cleanup(func() { cmd.Process.Signal(syscall.SIGINT); cmd.Wait() })
 		return up{cmd, url, errb}
 	}
-	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", workspaceName(project)) })
+	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", workspace.Name(project)) })
 	a, b := start(), start()
 	var urls []string
 	for _, u := range []up{a, b} {
@@ -172,7 +173,7 @@ func TestAgentWithNoOneToApprove(t *testing.T) {
 		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "I could not."})},
 	)
 	root := t.TempDir()
-	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", workspaceName(project)) })
+	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", workspace.Name(project)) })
 	cmd, _, errb := coveProc(root, "agent", "--image", ref, "-p", "make a file", project)
 	cmd.Env = append(cmd.Env, "COVE_BASE_URL="+srv.URL(), "COVE_MODEL=test-model", "COVE_API_KEY=sk-test-key")
 	cmd.Stdin = strings.NewReader("")

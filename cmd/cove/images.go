@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cove-sh/cove/build"
+	"github.com/cove-sh/cove/internal/progress"
 	"github.com/urfave/cli/v2"
 )
 
@@ -60,31 +61,11 @@ func imagesCommand() *cli.Command {
 				if !en.Image.Created.IsZero() {
 					created = en.Image.Created.Format("2006-01-02")
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", ref, en.Image.Digest.Hex[:12], humanBytes(en.Image.Size), created)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", ref, en.Image.Digest.Hex[:12], progress.Bytes(en.Image.Size), created)
 			}
 			return tw.Flush()
 		},
 	}
-}
-
-func humanBytes(n int64) string {
-	for _, u := range []struct {
-		size int64
-		name string
-	}{{1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
-		if n >= u.size && n%u.size == 0 {
-			return fmt.Sprintf("%d %s", n/u.size, u.name)
-		}
-	}
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 func rmiCommand() *cli.Command {
@@ -136,14 +117,14 @@ func pruneCommand() *cli.Command {
 			if err != nil {
 				return fmt.Errorf("prune: %w", err)
 			}
-			fmt.Fprintf(c.App.Writer, "removed %d images and %d blobs, freed %s of blobs\n", rep.Images, rep.Blobs, humanBytes(rep.Bytes))
+			fmt.Fprintf(c.App.Writer, "removed %d images and %d blobs, freed %s of blobs\n", rep.Images, rep.Blobs, progress.Bytes(rep.Bytes))
 			// After the images: the steps of an image just removed are
 			// no longer used.
 			crep, err := build.PruneCache(c.Context, filepath.Join(e.layout.Data, "build"), store, c.Bool("build-cache"))
 			if err != nil {
 				return fmt.Errorf("prune: %w", err)
 			}
-			fmt.Fprintf(c.App.Writer, "removed %d build steps and %d build cache mounts, freed %s\n", crep.Steps, crep.Mounts, humanBytes(crep.Bytes))
+			fmt.Fprintf(c.App.Writer, "removed %d build steps and %d build cache mounts, freed %s\n", crep.Steps, crep.Mounts, progress.Bytes(crep.Bytes))
 			return nil
 		},
 	}

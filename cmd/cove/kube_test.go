@@ -18,6 +18,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/cove-sh/cove/internal/llmtest"
 	"github.com/cove-sh/cove/internal/testregistry"
+	"github.com/cove-sh/cove/workspace"
 	"github.com/cove-sh/cove/workspace/kube"
 )
 
@@ -50,7 +51,7 @@ func TestUpKube(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	name := workspaceName(project)
+	name := workspace.Name(project)
 	t.Cleanup(func() { k.Remove(context.Background(), name) })
 	// The panel's model: one command, then an answer.
 	llm := llmtest.New(t)
@@ -210,7 +211,7 @@ func TestBrowserKube(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { k.Remove(context.Background(), workspaceName(project)) })
+	t.Cleanup(func() { k.Remove(context.Background(), workspace.Name(project)) })
 	_, url := startUp(t, t.TempDir(), ref, project, "--kube", "--kubeconfig", kc, "--grace", "0")
 	out, err := exec.Command(node, "../../ide/web/test/kube.mjs", url).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "ok") {
@@ -243,7 +244,7 @@ func TestAgentKube(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { k.Remove(context.Background(), workspaceName(project)) })
+	t.Cleanup(func() { k.Remove(context.Background(), workspace.Name(project)) })
 	srv := llmtest.New(t)
 	toolCall := func(id, name string, args any) llmtest.Response {
 		b, _ := json.Marshal(args)
@@ -295,7 +296,7 @@ func TestShellKube(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { k.Remove(context.Background(), workspaceName(project)) })
+	t.Cleanup(func() { k.Remove(context.Background(), workspace.Name(project)) })
 	r := runProc(t, t.TempDir(), "cat in.txt; echo shell-$((6*7)) > from-shell.txt; test -f /.cove/ide.pid && echo in-the-pod\n",
 		"shell", "--kube", "--kubeconfig", kc, "--image", ref, project)
 	if r.code != 0 || r.stdout != "from the laptop\nin-the-pod\n" {

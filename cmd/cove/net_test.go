@@ -26,6 +26,7 @@ import (
 
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/internal/testregistry"
+	"github.com/cove-sh/cove/workspace"
 	"golang.org/x/sys/unix"
 )
 
@@ -469,7 +470,7 @@ func TestNetWorkspaceForwardPorts(t *testing.T) {
 			}
 			projects = append(projects, p)
 		}
-		first := workspaceName(projects[0])
+		first := workspace.Name(projects[0])
 		t.Cleanup(func() { u.cove(t, h.ns, "rm", "-f", first) })
 		if r := u.cove(t, h.ns, "up", "--detach", projects[0]); r.code != 0 {
 			t.Fatalf("up --detach: %+v", r)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -8,7 +9,7 @@ import (
 	"time"
 
 	"github.com/cove-sh/cove/container"
-	"github.com/cove-sh/cove/internal/nsremove"
+	"github.com/cove-sh/cove/workspace"
 	"github.com/urfave/cli/v2"
 )
 
@@ -21,6 +22,7 @@ type psJSON struct {
 	Status  string    `json:"status"`
 	Created time.Time `json:"created"`
 	Dir     string    `json:"dir"`
+	Where   string    `json:"where,omitempty"`
 }
 
 func (e *env) states() container.StateDir {
@@ -33,44 +35,20 @@ func psCommand() *cli.Command {
 		Usage: "list containers",
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "all", Aliases: []string{"a"}, Usage: "also the ones that exited"},
-			&cli.BoolFlag{Name: "json", Usage: "print one JSON array of {name, id, pid, image, status, created, dir}"},
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON array of {name, id, pid, image, status, created, dir, where}"},
 		}, kubeFlags()...),
 		Action: func(c *cli.Context) error {
-			if c.Bool("kube") {
-				return kubeList(c)
-			}
 			e, err := globalEnv(c)
 			if err != nil {
 				return err
 			}
-			list, err := e.states().List()
+			list, err := e.backend(c).List(c.Context, c.Bool("all"))
 			if err != nil {
 				return err
 			}
 			out := []psJSON{}
-			for _, st := range list {
-				status := st.Status()
-				if status != container.Running {
-					if st.Remove {
-						// A --rm container whose launcher died: finish its cleanup.
-						st.Stop(0)
-						e.states().Delete(st.Name)
-						e.removeLayer(c.Context, st.Dir)
-						continue
-					}
-					if !c.Bool("all") {
-						continue
-					}
-				}
-				s := string(status)
-				pid := st.Pid
-				if status != container.Running {
-					pid = 0
-					if st.ExitCode != nil {
-						s = fmt.Sprintf("exited (%d)", *st.ExitCode)
-					}
-				}
-				out = append(out, psJSON{Name: st.Name, ID: st.ID, PID: pid, Image: st.Image, Status: s, Created: st.Created, Dir: st.Workdir})
+			for _, w := range list {
+				out = append(out, psJSON{Name: w.Name, ID: w.ID, PID: w.Pid, Image: w.Image, Status: w.Status, Created: w.Created, Dir: w.Dir, Where: w.Where})
 			}
 			if c.Bool("json") {
 				enc := json.NewEncoder(c.App.Writer)
@@ -78,9 +56,13 @@ func psCommand() *cli.Command {
 				return enc.Encode(out)
 			}
 			tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tPID\tIMAGE\tSTATUS\tCREATED")
+			fmt.Fprintln(tw, "NAME\tPID\tIMAGE\tSTATUS\tCREATED\tWHERE")
 			for _, p := range out {
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", p.Name, p.PID, p.Image, p.Status, p.Created.Local().Format("2006-01-02 15:04:05"))
+				created := ""
+				if !p.Created.IsZero() {
+					created = p.Created.Local().Format("2006-01-02 15:04:05")
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", p.Name, p.PID, p.Image, p.Status, created, p.Where)
 			}
 			return tw.Flush()
 		},
@@ -99,14 +81,8 @@ func stopCommand() *cli.Command {
 			if c.NArg() == 0 {
 				return fmt.Errorf("stop takes one or more container names (see cove ps)")
 			}
-			if c.Bool("kube") {
-				return kubeStopOrRemove(c, false)
-			}
-			return eachContainer(c, func(e *env, st *container.State) error {
-				if err := st.Stop(time.Duration(c.Int("time")) * time.Second); err != nil {
-					return fmt.Errorf("stop %s: %w", st.Name, err)
-				}
-				return nil
+			return eachWorkspace(c, func(ctx context.Context, b workspace.Backend, name string) error {
+				return b.Stop(ctx, name, time.Duration(c.Int("time"))*time.Second)
 			})
 		},
 	}
@@ -124,56 +100,26 @@ func rmCommand() *cli.Command {
 			if c.NArg() == 0 {
 				return fmt.Errorf("rm takes one or more container names (see cove ps --all)")
 			}
-			if c.Bool("kube") {
-				return kubeStopOrRemove(c, true)
-			}
-			return eachContainer(c, func(e *env, st *container.State) error {
-				name := st.Name
-				if st.Status() == container.Running {
-					if !c.Bool("force") {
-						return fmt.Errorf("container %s is running: cove stop %s first, or cove rm -f", name, name)
-					}
-					if err := st.Stop(10 * time.Second); err != nil {
-						return err
-					}
-				}
-				if err := st.Stop(0); err != nil { // also removes what is left of its cgroup
-					return err
-				}
-				// The layer goes to the trash before the name is forgotten:
-				// whatever happens next, no later start reuses a layer that
-				// is half deleted.
-				trash := filepath.Join(e.layout.Data, "trash")
-				tomb, err := nsremove.Retire(st.Dir, trash)
-				if err != nil {
-					return fmt.Errorf("rm %s: %w", name, err)
-				}
-				forgetWorkspaceImages(c, e, name)
-				if err := e.states().Delete(name); err != nil {
-					return fmt.Errorf("rm %s: %w", name, err)
-				}
-				if err := nsremove.Sweep(c.Context, trash); err != nil {
-					return fmt.Errorf("rm %s: removed, but deleting its files in %s failed: %w (cove rm deletes them the next time it runs)", name, tomb, err)
-				}
-				return nil
+			return eachWorkspace(c, func(ctx context.Context, b workspace.Backend, name string) error {
+				return b.Remove(ctx, name, c.Bool("force"))
 			})
 		},
 	}
 }
 
-// eachContainer runs do for each container named in the arguments and
-// prints the name of each it was done for.
-func eachContainer(c *cli.Context, do func(*env, *container.State) error) error {
+// eachWorkspace runs do for each workspace (or container) named in the
+// arguments, on the command's backend, and prints the name of each it was
+// done for.
+func eachWorkspace(c *cli.Context, do func(context.Context, workspace.Backend, string) error) error {
 	e, err := globalEnv(c)
 	if err != nil {
 		return err
 	}
+	b := e.backend(c)
+	ctx, cancel := context.WithTimeout(c.Context, 2*time.Minute)
+	defer cancel()
 	for _, name := range c.Args().Slice() {
-		st, err := e.states().Load(name)
-		if err != nil {
-			return err
-		}
-		if err := do(e, st); err != nil {
+		if err := do(ctx, b, name); err != nil {
 			return err
 		}
 		fmt.Fprintln(c.App.Writer, name)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/internal/testregistry"
+	"github.com/cove-sh/cove/workspace"
 )
 
 // TestRootlessRmSubordinateIDs: a rootless workspace whose layer holds
@@ -38,7 +39,7 @@ func TestRootlessRmSubordinateIDs(t *testing.T) {
 		err := cmd.Run()
 		return out.String(), errb.String(), err
 	}
-	name := workspaceName(project)
+	name := workspace.Name(project)
 	t.Cleanup(func() { as("rm", "-f", name) })
 	up := func() {
 		t.Helper()

@@ -1,29 +1,16 @@
 package main
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/image"
-	"github.com/cove-sh/cove/internal/apparmor"
-	"github.com/cove-sh/cove/internal/progress"
-	"github.com/cove-sh/cove/internal/userscope"
-	"github.com/creack/pty"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/cove-sh/cove/workspace"
 	"github.com/urfave/cli/v2"
-	"golang.org/x/term"
 )
 
 func limitFlags() []cli.Flag {
@@ -79,59 +66,27 @@ when cove could not start the container.`,
 	}
 }
 
-// parseSize reads 512, 64k, 64m, 2g (powers of 1024).
-func parseSize(s string) (int64, error) {
-	if s == "" {
-		return 0, nil
-	}
-	mult := int64(1)
-	switch strings.ToLower(s[len(s)-1:]) {
-	case "k":
-		mult = 1 << 10
-	case "m":
-		mult = 1 << 20
-	case "g":
-		mult = 1 << 30
-	}
-	num := s
-	if mult != 1 {
-		num = s[:len(s)-1]
-	}
-	n, err := strconv.ParseInt(strings.TrimSuffix(strings.ToLower(num), "i"), 10, 64)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("size %q: want a number with an optional k, m or g", s)
-	}
-	return n * mult, nil
-}
-
-// confinement is what limitFlags say beyond the limits.
-type confinement struct {
-	Net       string // container.NetPrivate, NetHost or NetNone
-	NoSeccomp bool
-}
-
-func limitsFrom(c *cli.Context) (container.Limits, confinement, error) {
-	mem, err := parseSize(c.String("memory"))
+// limitsFrom reads limitFlags. What is not given is zero (Net ""): a
+// workspace's devcontainer.json may say it.
+func limitsFrom(c *cli.Context) (container.Limits, workspace.Confinement, error) {
+	mem, err := workspace.ParseSize(c.String("memory"))
 	if err != nil {
-		return container.Limits{}, confinement{}, fmt.Errorf("--memory: %w", err)
+		return container.Limits{}, workspace.Confinement{}, fmt.Errorf("--memory: %w", err)
 	}
-	conf := confinement{Net: c.String("net")}
-	if conf.Net != container.NetPrivate && conf.Net != container.NetHost && conf.Net != container.NetNone {
-		return container.Limits{}, confinement{}, fmt.Errorf("--net %q: use private, host or none", conf.Net)
+	var conf workspace.Confinement
+	if c.IsSet("net") {
+		conf.Net = c.String("net")
+	}
+	if conf.Net != "" && conf.Net != container.NetPrivate && conf.Net != container.NetHost && conf.Net != container.NetNone {
+		return container.Limits{}, workspace.Confinement{}, fmt.Errorf("--net %q: use private, host or none", conf.Net)
 	}
 	for _, opt := range c.StringSlice("security-opt") {
 		if opt != "seccomp=unconfined" {
-			return container.Limits{}, confinement{}, fmt.Errorf("--security-opt %q: the one cove knows is seccomp=unconfined", opt)
+			return container.Limits{}, workspace.Confinement{}, fmt.Errorf("--security-opt %q: the one cove knows is seccomp=unconfined", opt)
 		}
 		conf.NoSeccomp = true
 	}
 	return container.Limits{Memory: mem, PIDs: c.Int64("pids"), CPUs: c.Float64("cpus")}, conf, nil
-}
-
-func randomID() string {
-	b := make([]byte, 16)
-	rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // coveBinary is the static binary bound into containers as their init.
@@ -141,42 +96,6 @@ func coveBinary() (string, error) {
 		return "", err
 	}
 	return filepath.EvalSymlinks(exe)
-}
-
-// launch is one container to start: what cove run's flags say, or what a
-// workspace needs.
-type launch struct {
-	Ref         string
-	Policy      image.Policy
-	Name        string // "" generates one
-	Hostname    string // "" is the name
-	Args, Env   []string
-	Workdir     string
-	User        string
-	Binds       []container.Bind
-	Limits      container.Limits
-	Net         string
-	Ports       []container.Port // forwarded from the host (Net private)
-	NoSeccomp   bool
-	Remove      bool // --rm
-	Detach      bool
-	Quiet       bool // detached: do not print the name
-	TTY         bool
-	Interactive bool
-	// Dir, if set, holds the container's own layer and is kept when it
-	// stops (a workspace's installed packages survive); by default each
-	// container gets a fresh one under DATA/containers.
-	Dir string
-	// CapAdd and CapDrop change the capabilities (container.ParseCap
-	// names); NoNewPrivileges sets no_new_privs (a workspace's
-	// devcontainer.json: capAdd, securityOpt, runArgs).
-	CapAdd, CapDrop []string
-	NoNewPrivileges bool
-	// Prepare, if set, sees the image's config and root filesystem and
-	// may change the process made from it and the launch (binds,
-	// capabilities: a workspace's devcontainer.json with the image's
-	// metadata) before anything starts; its error stops the launch.
-	Prepare func(cfg *v1.ConfigFile, rootfs string, proc *container.Process, l *launch) error
 }
 
 func runContainer(c *cli.Context) (int, error) {
@@ -192,7 +111,7 @@ func runContainer(c *cli.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	l := launch{
+	l := workspace.Launch{
 		Ref: c.Args().First(), Policy: policy, Name: c.String("name"), Hostname: c.String("hostname"),
 		Args: c.Args().Tail(), Env: envFlags(c), Workdir: c.String("workdir"), User: c.String("user"),
 		Limits: limits, Net: conf.Net, NoSeccomp: conf.NoSeccomp, Remove: c.Bool("rm"), Detach: c.Bool("detach"),
@@ -215,7 +134,7 @@ func runContainer(c *cli.Context) (int, error) {
 		}
 		l.Binds = append(l.Binds, b)
 	}
-	return e.launch(c, l)
+	return e.local(c).Run(c.Context, l)
 }
 
 func envFlags(c *cli.Context) []string {
@@ -231,338 +150,4 @@ func envFlags(c *cli.Context) []string {
 		env = append(env, kv)
 	}
 	return env
-}
-
-// launch starts l and, unless it is detached, waits for it and returns
-// its exit status.
-func (e *env) launch(c *cli.Context, l launch) (int, error) {
-	store, err := e.store()
-	if err != nil {
-		return 0, err
-	}
-	bars := progress.New(c.App.ErrWriter, l.Ref, false)
-	img, err := image.Pull(c.Context, store, l.Ref, image.WithPolicy(l.Policy), image.WithProgress(bars.Update))
-	bars.Wait()
-	if err != nil {
-		return 0, err
-	}
-	cfg, err := store.ConfigFile(img)
-	if err != nil {
-		return 0, fmt.Errorf("image config: %w", err)
-	}
-	proc, err := container.ProcessFromImage(cfg.Config, l.Args, l.Env, l.Workdir, l.User)
-	if err != nil {
-		return 0, err
-	}
-	proc.Terminal = l.TTY
-	if l.Prepare != nil {
-		if err := l.Prepare(cfg, img.RootFS, &proc, &l); err != nil {
-			return 0, err
-		}
-	}
-	for i, b := range l.Binds {
-		if l.Dir != "" && strings.HasPrefix(b.Source, l.Dir+"/") {
-			continue // the container's own files (a workspace's volumes), with its ids, as its layer
-		}
-		// Root working on a user's files: they stay the user's.
-		if fi, err := os.Stat(b.Source); err == nil && os.Geteuid() == 0 && !b.MapOwner {
-			if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 {
-				l.Binds[i].MapOwner = true
-			}
-		}
-	}
-	bin, err := coveBinary()
-	if err != nil {
-		return 0, err
-	}
-
-	id := randomID()
-	name := l.Name
-	if name == "" {
-		name = "cove-" + id[:8]
-	}
-	states := e.states()
-	if err := checkPorts(states, l.Net, l.Ports); err != nil {
-		return 0, err
-	}
-	if err := states.Create(name); err != nil {
-		return 0, err
-	}
-	dir, keep := l.Dir, l.Dir != ""
-	if !keep {
-		dir = filepath.Join(e.layout.Data, "containers", id)
-	}
-	claimed := true
-	defer func() {
-		if claimed {
-			states.Delete(name)
-			if !keep {
-				e.removeLayer(c.Context, dir)
-			}
-		}
-	}()
-	hostname := l.Hostname
-	if hostname == "" {
-		hostname = name
-	}
-	resolv, hosts, err := etcFiles(dir, hostname, l.Net)
-	if err != nil {
-		return 0, err
-	}
-	os.RemoveAll(filepath.Join(dir, "work")) // overlay's scratch space, stale after a crash
-	spec := &container.Spec{
-		ID: id, Name: name, Hostname: hostname,
-		Lower: img.RootFS, Upper: filepath.Join(dir, "upper"), Work: filepath.Join(dir, "work"), Merged: filepath.Join(dir, "merged"),
-		Binary: bin, ResolvConf: resolv, Hosts: hosts, HostnameFile: filepath.Join(filepath.Dir(hosts), "hostname"),
-		Binds: l.Binds, Net: l.Net, Ports: l.Ports, NoSeccomp: l.NoSeccomp, UserNS: os.Geteuid() != 0, Process: proc,
-		CapAdd: l.CapAdd, CapDrop: l.CapDrop, NoNewPrivileges: l.NoNewPrivileges,
-		Control: filepath.Join(states.Dir(name), "ctl.sock"),
-	}
-
-	stdio, restore := setupStdio(l.TTY, l.Interactive, c.App.Writer, c.App.ErrWriter)
-	defer restore()
-	if l.Detach {
-		// Nothing of ours may stay open in a container that outlives us:
-		// its output goes to a log file beside its files.
-		if l.TTY {
-			return 0, fmt.Errorf("-d and -t do not go together: the terminal would have no one to talk to")
-		}
-		log, err := os.OpenFile(filepath.Join(dir, "log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-		if err != nil {
-			return 0, err
-		}
-		defer log.Close()
-		stdio.Stdin, stdio.Stdout, stdio.Stderr = nil, log, log
-	}
-	sigs := make(chan os.Signal, 8)
-	if !l.Detach {
-		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-		defer signal.Stop(sigs)
-	}
-	if spec.UserNS {
-		// A login session's cgroup is root's: a scope of the user's
-		// systemd gives the containers' cgroups a place.
-		if _, err := userscope.Enter(c.Context, os.Getenv("XDG_RUNTIME_DIR")); err != nil && l.Limits != (container.Limits{}) {
-			fmt.Fprintf(c.App.ErrWriter, "cove: warning: %v\n", err)
-		}
-	}
-	ctr, err := container.Start(spec, stdio.Stdio, l.Limits, func(msg string) { fmt.Fprintf(c.App.ErrWriter, "cove: warning: %s\n", msg) })
-	if err != nil {
-		if spec.UserNS && deniedByAppArmor(err, "/proc") {
-			// A bare "operation not permitted" would not say why.
-			return 0, fmt.Errorf("%w: %s", err, apparmor.Advice(coveExecutable()))
-		}
-		return 0, err
-	}
-	st := &container.State{
-		Name: name, ID: id, Image: l.Ref, Digest: img.Digest.String(), Cgroup: ctr.CgroupPaths(),
-		Dir: dir, Created: time.Now().UTC(), Remove: l.Remove, Keep: keep,
-	}
-	if len(l.Binds) > 0 {
-		st.Workdir = l.Binds[0].Source // what ps --json shows as the container's dir
-	}
-	st.SetIdentity(ctr)
-	if err := states.Save(st); err != nil {
-		ctr.Kill()
-		ctr.Wait() // removes the cgroup
-		return 0, err
-	}
-	if l.Detach {
-		claimed = false
-		if !l.Quiet {
-			fmt.Fprintln(c.App.Writer, name)
-		}
-		return 0, ctr.Release()
-	}
-	// Ctrl-C and friends go to the container (init forwards them), not to
-	// us; caught from before the start, so that one pressed as the workload
-	// begins is held until the container is there to take it.
-	go func() {
-		for s := range sigs {
-			ctr.Signal(s)
-		}
-	}()
-	stdio.start(ctr.Console)
-	code, oom, err := ctr.Wait()
-	stdio.wait(ctr.Console)
-	restore()
-	if err != nil && code == 0 {
-		return 0, err
-	}
-	if oom {
-		fmt.Fprintf(c.App.ErrWriter, "cove: killed: out of memory (limit %s)\n", humanBytes(ctr.MemoryLimit()))
-	}
-	if st.Remove {
-		states.Delete(name)
-		if !keep {
-			if err := e.removeLayer(c.Context, dir); err != nil {
-				fmt.Fprintf(c.App.ErrWriter, "cove: warning: --rm: %v\n", err)
-			}
-		}
-	} else {
-		st.ExitCode = &code
-		st.Pid = 0
-		states.Save(st)
-	}
-	claimed = false
-	return code, nil
-}
-
-// deniedByAppArmor says whether err, a rootless start's failure, is what
-// AppArmor's restriction on user namespaces gives (a namespace without
-// capabilities: mounts and maps refused), on a host that has it on.
-func deniedByAppArmor(err error, proc string) bool {
-	msg := err.Error()
-	denied := errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES) ||
-		strings.Contains(msg, "operation not permitted") || strings.Contains(msg, "permission denied")
-	return denied && apparmor.Restricted(proc)
-}
-
-// checkPorts refuses, before anything starts, host ports that another
-// container forwards or another program holds, naming who has them.
-func checkPorts(states container.StateDir, net string, ports []container.Port) error {
-	if len(ports) > 0 && net != container.NetPrivate {
-		return fmt.Errorf("-p forwards ports into a network of the container's own (--net private); with --net %s there is none", net)
-	}
-	for i, p := range ports {
-		for _, q := range ports[:i] {
-			if p.Overlaps(q) {
-				return fmt.Errorf("host port %s is asked for twice", p)
-			}
-		}
-		if who := states.PortUser(p); who != "" {
-			return fmt.Errorf("host port %s: container %s forwards it already: cove stop %s, or choose another host port", p, who, who)
-		}
-		if err := probePort(p); err != nil {
-			return fmt.Errorf("host port %s: %v: another program has it; choose another host port", p, err)
-		}
-	}
-	return nil
-}
-
-// probePort binds p's host side for a moment, so that a port in use is
-// said plainly rather than as pasta's refusal.
-func probePort(p container.Port) error {
-	addr := net.JoinHostPort(p.HostIP, strconv.Itoa(int(p.HostPort)))
-	if p.Proto == "udp" {
-		c, err := net.ListenPacket("udp", addr)
-		if err != nil {
-			return err
-		}
-		return c.Close()
-	}
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	return l.Close()
-}
-
-// etcFiles writes the container's resolv.conf and hosts: the host's, plus
-// the container's own name. In a network of its own the resolver is
-// pasta's forwarder (the host's may be on its loopback).
-func etcFiles(dir, hostname, network string) (resolv, hosts string, err error) {
-	etc := filepath.Join(dir, "etc")
-	if err := os.MkdirAll(etc, 0o755); err != nil {
-		return "", "", err
-	}
-	// /etc/hostname, as podman and Docker write it.
-	if err := os.WriteFile(filepath.Join(etc, "hostname"), []byte(hostname+"\n"), 0o644); err != nil {
-		return "", "", err
-	}
-	r, _ := os.ReadFile("/etc/resolv.conf")
-	if network == container.NetPrivate {
-		r = container.ResolvConf(r)
-	}
-	h, err := os.ReadFile("/etc/hosts")
-	if err != nil {
-		h = []byte("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
-	}
-	h = append(h, []byte(fmt.Sprintf("127.0.1.1\t%s\n", hostname))...)
-	resolv, hosts = filepath.Join(etc, "resolv.conf"), filepath.Join(etc, "hosts")
-	if err := os.WriteFile(resolv, r, 0o644); err != nil {
-		return "", "", err
-	}
-	return resolv, hosts, os.WriteFile(hosts, h, 0o644)
-}
-
-// runStdio connects the container to our terminal or streams. No terminal
-// of ours is handed to the container (it could push keystrokes into it with
-// TIOCSTI): with -t it gets a terminal of its own, made inside it, whose
-// master we relay; else pipes.
-type runStdio struct {
-	container.Stdio
-	tty     bool
-	copying chan struct{}
-	restore func()
-}
-
-func setupStdio(tty, interactive bool, stdout, stderr io.Writer) (*runStdio, func()) {
-	rs := &runStdio{copying: make(chan struct{}), tty: tty, restore: func() {}}
-	isTTY := func(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
-	if !rs.tty {
-		// Wrapping in plain readers and writers makes os/exec give the
-		// container pipes and copy, instead of our descriptors.
-		switch {
-		case !interactive:
-			rs.Stdin = nil // /dev/null: without -i, as podman and Docker, nothing
-		case isTTY(os.Stdin):
-			rs.Stdin = struct{ io.Reader }{os.Stdin}
-		default:
-			rs.Stdin = os.Stdin
-		}
-		rs.Stdout, rs.Stderr = writerFor(stdout), writerFor(stderr)
-	}
-	return rs, func() { rs.restore() }
-}
-
-func writerFor(w io.Writer) io.Writer {
-	if f, ok := w.(*os.File); ok && !term.IsTerminal(int(f.Fd())) {
-		return f
-	}
-	return struct{ io.Writer }{w}
-}
-
-// start relays the container's terminal, if it has one: our terminal goes
-// raw, and its size follows ours.
-func (rs *runStdio) start(console *os.File) {
-	if console == nil {
-		close(rs.copying)
-		return
-	}
-	if term.IsTerminal(int(os.Stdin.Fd())) {
-		pty.InheritSize(os.Stdin, console)
-		if old, err := term.MakeRaw(int(os.Stdin.Fd())); err == nil {
-			done := false
-			rs.restore = func() {
-				if !done {
-					done = true
-					term.Restore(int(os.Stdin.Fd()), old)
-				}
-			}
-		}
-		winch := make(chan os.Signal, 1)
-		signal.Notify(winch, syscall.SIGWINCH)
-		go func() {
-			for range winch {
-				pty.InheritSize(os.Stdin, console)
-			}
-		}()
-	}
-	go io.Copy(console, os.Stdin)
-	go func() {
-		io.Copy(os.Stdout, console)
-		close(rs.copying)
-	}()
-}
-
-// wait lets the last output through once the container is gone.
-func (rs *runStdio) wait(console *os.File) {
-	select {
-	case <-rs.copying:
-	case <-time.After(2 * time.Second):
-	}
-	if console != nil {
-		console.Close()
-	}
 }

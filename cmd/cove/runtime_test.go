@@ -10,6 +10,7 @@ import (
 
 	"github.com/cove-sh/cove/internal/testimage"
 	"github.com/cove-sh/cove/internal/testregistry"
+	"github.com/cove-sh/cove/workspace"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 )
@@ -59,7 +60,7 @@ func TestDevcontainerRuntime(t *testing.T) {
 		"runArgs": ["--cap-add=NET_ADMIN", "--cap-drop", "CHOWN", "-e", "FROM_RUNARGS=yes", "--hostname", "devbox",
 			"--security-opt", "no-new-privileges", "--pids-limit", "200", "--add-host", "x:1.2.3.4"]}`)
 	os.WriteFile(filepath.Join(project, "marker"), []byte("m"), 0o644)
-	name := workspaceName(project)
+	name := workspace.Name(project)
 	env := []string{"HOME=" + t.TempDir()}
 	const chown, netAdmin, ptrace, nice = 1 << 0, 1 << 12, 1 << 19, 1 << 23
 

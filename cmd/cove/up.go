@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +26,7 @@ import (
 	"github.com/cove-sh/cove/internal/atomicfile"
 	"github.com/cove-sh/cove/internal/procstat"
 	"github.com/cove-sh/cove/internal/projectwalk"
+	"github.com/cove-sh/cove/workspace"
 	"github.com/urfave/cli/v2"
 )
 
@@ -38,9 +41,9 @@ type launcherRecord struct {
 	Workspace string `json:"workspace,omitempty"`
 }
 
-// serves says whether the launcher of rec serves the workspace st.
-func (rec launcherRecord) serves(st *container.State) bool {
-	return st.Status() == container.Running && rec.Workspace == st.ID
+// serves says whether the launcher of rec serves the workspace ws.
+func (rec launcherRecord) serves(ws workspace.Workspace) bool {
+	return ws.Running() && rec.Workspace == ws.ID()
 }
 
 func upFlags() []cli.Flag {
@@ -72,16 +75,15 @@ func upAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.Bool("kube") {
-		return kubeUp(c, e, dir)
-	}
-	name := workspaceName(dir)
-	recPath := filepath.Join(workspaceRunDir(e, name), "launcher.json")
+	b := e.backend(c)
+	name := workspace.Name(dir)
+	runDir := launcherDir(c, e, name)
+	recPath := filepath.Join(runDir, "launcher.json")
 	if rec, ok := readLauncher(recPath); ok && !c.Bool("fresh") {
 		// Another cove serves this workspace: a new window on it (unless
 		// the workspace was stopped and that launcher is on its way out).
-		if st, err := e.states().Load(name); err == nil && rec.serves(st) {
-			attachRunning(c, e, st)
+		if ws, err := b.Open(c.Context, name); err == nil && rec.serves(ws) {
+			attachRunning(c, b, name)
 			return showURL(c, rec.URL)
 		}
 	}
@@ -90,31 +92,35 @@ func upAction(c *cli.Context) error {
 	}
 	// One launcher a workspace: a second cove up while the first starts
 	// waits for it and opens a window on it.
-	lock, url, err := lockOrWait(c, e, name, recPath)
+	lock, url, err := lockOrWait(c, b, name, runDir, recPath)
 	if err != nil {
 		return err
 	}
 	if lock == nil {
+		// The other cove serves it now: this is a user attaching.
+		attachRunning(c, b, name)
 		return showURL(c, url)
 	}
 	defer lock.Close()
-	st, err := ensureWorkspace(c, e, dir)
+	ws, _, err := ensure(c, e, dir)
 	if err != nil {
 		return err
 	}
-	panel := &agentPanel{root: c.String("root"), layout: e.layout, target: execTarget{Name: st.Name}, dir: dir, ctx: c.Context}
+	panel := &agentPanel{root: c.String("root"), layout: e.layout, target: ws, dir: dir, ctx: c.Context}
 	defer panel.Close()
-	sock := workspaceSocket(e, name)
-	proxy, srv, err := serveLauncher(c, func(ctx context.Context) (net.Conn, error) { return ide.DialSocket(ctx, sock) }, dir, panel)
+	proxy, srv, err := serveLauncher(c, ws.DialIDE, dir, panel)
 	if err != nil {
+		ws.Close()
 		return err
 	}
-	rec := launcherRecord{URL: proxy.URL(), Workspace: st.ID}
+	rec := launcherRecord{URL: proxy.URL(), Workspace: ws.ID()}
 	if err := rec.Launcher.Track(os.Getpid()); err != nil {
+		ws.Close()
 		return err
 	}
-	b, _ := json.Marshal(rec)
-	if err := atomicfile.WriteFile(recPath, b); err != nil {
+	b2, _ := json.Marshal(rec)
+	if err := atomicfile.WriteFile(recPath, b2); err != nil {
+		ws.Close()
 		return err
 	}
 	defer func() {
@@ -126,19 +132,20 @@ func upAction(c *cli.Context) error {
 	if c.Bool("serve") {
 		fmt.Fprintln(c.App.Writer, rec.URL)
 	} else if err := showURL(c, rec.URL); err != nil {
+		ws.Close()
 		return err
 	}
 	// The launcher is the parent: until Ctrl-C (or SIGTERM), it serves;
 	// then the workspace stops (its files and layer stay). If the
 	// workspace stops first (cove stop), there is nothing left to serve.
-	if stopped := serveUntilDone(c, proxy, func() bool { return st.Status() != container.Running }); stopped {
+	if stopped := serveUntilDone(c, proxy, func() bool { return !ws.Running() }); stopped {
 		// The windows say so, and keep what is unsaved in them.
 		farewell(proxy, ide.Farewell{Reason: "the workspace was stopped"})
 		srv.Close()
-		fmt.Fprintf(c.App.ErrWriter, "cove: the workspace %s stopped\n", st.Name)
+		ws.Close()
+		fmt.Fprintf(c.App.ErrWriter, "cove: the workspace %s stopped\n", name)
 		return nil
 	}
-	fmt.Fprintln(c.App.ErrWriter, "cove: stopping the workspace")
 	// Ended by its user: app windows close themselves (those with unsaved
 	// changes stay, saying the workspace stopped).
 	bye := ide.Farewell{Reason: "cove up was stopped", Close: true}
@@ -149,10 +156,42 @@ func upAction(c *cli.Context) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	srv.Shutdown(sctx)
-	if !c.Bool("detach") {
-		return st.Stop(10 * time.Second)
+	if _, local := b.(*workspace.Local); !local {
+		// The last round first: what was saved in the workspace is here
+		// before it goes.
+		fmt.Fprintln(c.App.ErrWriter, "cove: synchronising the files")
 	}
-	return nil
+	if err := ws.Close(); err != nil {
+		fmt.Fprintf(c.App.ErrWriter, "cove: %v\n", err)
+	}
+	if c.Bool("detach") {
+		return nil
+	}
+	fmt.Fprintln(c.App.ErrWriter, "cove: stopping the workspace")
+	stopCtx, stopCancel := context.WithTimeout(context.Background(), time.Minute)
+	defer stopCancel()
+	return b.Stop(stopCtx, name, 10*time.Second)
+}
+
+// launcherDir holds the launcher's record and locks of DIR's workspace on
+// the command's backend: this machine's runtime dir, never the
+// workspace's to see.
+func launcherDir(c *cli.Context, e *env, name string) string {
+	key := name
+	if c.Bool("kube") {
+		// A Pod of the same project elsewhere is another workspace.
+		sum := sha256.Sum256([]byte(c.String("kubeconfig") + "\x00" + c.String("context") + "\x00" + c.String("namespace")))
+		key = "kube-" + hex.EncodeToString(sum[:4]) + "-" + name
+	}
+	return filepath.Join(e.layout.Runtime, "workspaces", key)
+}
+
+// attachRunning runs the postAttachCommand of the running workspace for a
+// user who attaches to it as it runs (this machine's workspaces).
+func attachRunning(c *cli.Context, b workspace.Backend, name string) {
+	if lo, ok := b.(*workspace.Local); ok {
+		lo.Attach(c.Context, name)
+	}
 }
 
 // serveLauncher serves the launcher's side of a workspace on
@@ -349,7 +388,12 @@ func detachUp(c *cli.Context, e *env, dir, recPath string) error {
 	// The workspace starts here, where the user is: its notes, the pull's
 	// progress and the lifecycle commands' output go to this stderr, not
 	// only to the background server's log; the server finds it running.
-	if _, err := ensureWorkspace(c, e, dir); err != nil {
+	ws, _, err := ensure(c, e, dir)
+	if err != nil {
+		return err
+	}
+	// On a cluster, the server holds the sync from here on.
+	if err := ws.Close(); err != nil {
 		return err
 	}
 	args := []string{"up", "--serve", "--detach", "--port", fmt.Sprint(c.Int("port"))}
@@ -359,13 +403,16 @@ func detachUp(c *cli.Context, e *env, dir, recPath string) error {
 	if cfg := c.String("config"); cfg != "" {
 		args = append(args, "--config", cfg)
 	}
-	for _, f := range []string{"memory", "pids", "cpus", "net"} {
+	for _, f := range []string{"memory", "pids", "cpus", "net", "kubeconfig", "context", "namespace"} {
 		if c.IsSet(f) {
 			args = append(args, "--"+f, fmt.Sprint(c.Value(f)))
 		}
 	}
 	for _, opt := range c.StringSlice("security-opt") {
 		args = append(args, "--security-opt", opt)
+	}
+	if c.Bool("kube") {
+		args = append(args, "--kube")
 	}
 	args = append(args, dir)
 	if err := os.MkdirAll(filepath.Dir(recPath), 0o700); err != nil {
@@ -422,20 +469,20 @@ func hostWalkOptions() *projectwalk.Options {
 // holds it (starting the workspace, or a launcher on its way out), it
 // waits: for that cove to serve (then it returns no lock and its URL), or
 // to let go (then the lock is ours).
-func lockOrWait(c *cli.Context, e *env, name, recPath string) (*os.File, string, error) {
+func lockOrWait(c *cli.Context, b workspace.Backend, name, runDir, recPath string) (*os.File, string, error) {
 	said := false
 	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); {
-		lock, err := lockFile(filepath.Join(workspaceRunDir(e, name), "launcher.lock"), 0)
-		if !errors.Is(err, errLocked) {
+		lock, err := workspace.LockFile(filepath.Join(runDir, "launcher.lock"), 0)
+		if !errors.Is(err, workspace.ErrLocked) {
 			return lock, "", err
 		}
 		if rec, ok := readLauncher(recPath); ok {
-			if st, err := e.states().Load(name); err == nil && rec.serves(st) {
+			if ws, err := b.Open(c.Context, name); err == nil && rec.serves(ws) {
 				if !c.Bool("fresh") {
 					return nil, rec.URL, nil
 				}
 				// --fresh: that launcher leaves once its workspace stops.
-				if err := st.Stop(10 * time.Second); err != nil {
+				if err := b.Stop(c.Context, name, 10*time.Second); err != nil {
 					return nil, "", fmt.Errorf("--fresh: stop the workspace %s: %w", name, err)
 				}
 			}

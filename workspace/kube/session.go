@@ -14,9 +14,9 @@ import (
 	"github.com/cove-sh/cove/workspace/filesync"
 )
 
-// idePort is where cove's IDE server listens in the Pod, on its loopback:
+// IDEPort is where cove's IDE server listens in the Pod, on its loopback:
 // reached only through port-forward.
-const idePort = 7777
+const IDEPort = 7777
 
 // SyncInterval is how often the project's copies are compared: a save
 // on either side is on the other within about this much.
@@ -87,7 +87,7 @@ func (k *Cluster) Start(ctx context.Context, s Spec, o SessionOptions) (*Session
 	}()
 	// One server a Pod: a second launcher (or a restart) finds it up.
 	script := "pid=$(cat " + coveDir + "/ide.pid 2>/dev/null) && kill -0 \"$pid\" 2>/dev/null && exit 0; " +
-		"setsid " + CovePath + " ide serve --tcp 127.0.0.1:" + strconv.Itoa(idePort) + " --dir " + WorkspaceDir +
+		"setsid " + CovePath + " ide serve --tcp 127.0.0.1:" + strconv.Itoa(IDEPort) + " --dir " + WorkspaceDir +
 		" </dev/null >" + coveDir + "/ide.log 2>&1 & echo $! >" + coveDir + "/ide.pid"
 	var errb bytes.Buffer
 	if code, err := pod.Exec(ctx, []string{"/bin/sh", "-c", script}, ExecOptions{Stderr: &limited{w: &errb, n: 4096}}); err != nil || code != 0 {
@@ -97,7 +97,7 @@ func (k *Cluster) Start(ctx context.Context, s Spec, o SessionOptions) (*Session
 		}
 		return nil, fmt.Errorf("start the IDE server in the Pod: %w", err)
 	}
-	se.ide = pod.Forward(idePort)
+	se.ide = pod.Forward(IDEPort)
 	// It answers once it listens.
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		c, err := se.DialIDE(ctx)

@@ -1,4 +1,4 @@
-package main
+package workspace
 
 import (
 	"context"
@@ -25,23 +25,22 @@ import (
 	"github.com/cove-sh/cove/internal/projectfs"
 	"github.com/cove-sh/cove/internal/termtext"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/urfave/cli/v2"
 )
 
 // devcontainerOptions are where cove finds the project's devcontainer.json
 // and what the host gives it: the user's trust record, and the host's
 // environment for a trusted file's ${localEnv:…}.
-func devcontainerOptions(c *cli.Context) devcontainer.Options {
+func devcontainerOptions(s Spec) devcontainer.Options {
 	home, _ := os.UserHomeDir()
-	return devcontainer.Options{ConfigPath: c.String("config"), Home: home, Getenv: os.Getenv}
+	return devcontainer.Options{ConfigPath: s.Config, Home: home, Getenv: os.Getenv}
 }
 
 // loadDevcontainer reads the project's devcontainer.json, trusting it
 // first when --trust says so, and says once on stderr what of it is not
 // applied.
-func loadDevcontainer(c *cli.Context, dir string) (*devcontainer.Config, error) {
-	opts := devcontainerOptions(c)
-	if c.Bool("trust") {
+func (lo *Local) loadDevcontainer(s Spec, dir string) (*devcontainer.Config, error) {
+	opts := devcontainerOptions(s)
+	if s.Trust {
 		path, grants, err := devcontainer.Trust(dir, opts)
 		if err != nil {
 			return nil, fmt.Errorf("--trust: %w", err)
@@ -54,7 +53,7 @@ func loadDevcontainer(c *cli.Context, dir string) (*devcontainer.Config, error) 
 			what = "what takes effect now:\n  - " + strings.Join(grants, "\n  - ")
 		}
 		// The file is the workspace's: its text is shown as text.
-		fmt.Fprintf(c.App.ErrWriter, "cove: trusting %s as it is now (recorded in %s); %s\n",
+		fmt.Fprintf(lo.Stderr, "cove: trusting %s as it is now (recorded in %s); %s\n",
 			path, devcontainer.TrustPath(opts.Home), termtext.Visible(what))
 	}
 	dc, err := devcontainer.Load(dir, opts)
@@ -62,10 +61,10 @@ func loadDevcontainer(c *cli.Context, dir string) (*devcontainer.Config, error) 
 		return dc, err
 	}
 	for _, n := range dc.Notes {
-		fmt.Fprintf(c.App.ErrWriter, "cove: note: devcontainer.json: %s\n", termtext.Visible(n))
+		fmt.Fprintf(lo.Stderr, "cove: note: devcontainer.json: %s\n", termtext.Visible(n))
 	}
 	if n := dc.UntrustedNote(); n != "" {
-		fmt.Fprintf(c.App.ErrWriter, "cove: note: %s\n", termtext.Visible(n))
+		fmt.Fprintf(lo.Stderr, "cove: note: %s\n", termtext.Visible(n))
 	}
 	return dc, nil
 }
@@ -75,32 +74,32 @@ func loadDevcontainer(c *cli.Context, dir string) (*devcontainer.Config, error) 
 // stored under a tag of the workspace's own, and returns that tag and the
 // image's digest; without a build section, ref and "". An unchanged
 // Dockerfile and context rebuild from the cache to the same digest.
-func buildWorkspaceImage(c *cli.Context, e *env, dc *devcontainer.Config, dir, name, ref string) (string, string, error) {
+func (lo *Local) buildImage(ctx context.Context, dc *devcontainer.Config, dir, name, ref string) (string, string, error) {
 	ib, err := dc.ImageBuild()
 	if err != nil || ib == nil {
 		return ref, "", err
 	}
-	store, err := e.store()
+	store, err := lo.store()
 	if err != nil {
 		return "", "", err
 	}
-	bin, err := coveBinary()
+	bin, err := lo.binary()
 	if err != nil {
 		return "", "", err
 	}
 	tag := "cove-devcontainer/" + name + ":build"
-	fmt.Fprintf(c.App.ErrWriter, "cove: building the workspace image from %s\n", termtext.Visible(filepath.Join(dir, ib.Dockerfile)))
+	fmt.Fprintf(lo.Stderr, "cove: building the workspace image from %s\n", termtext.Visible(filepath.Join(dir, ib.Dockerfile)))
 	// FROM's pull, a line a layer (bars would fight the build's output).
-	bars := progress.New(struct{ io.Writer }{c.App.ErrWriter}, "the Dockerfile's base image", false)
-	res, err := devimage.Build(c.Context, dir, ib, tag, devimage.Options{
-		Store: store, Binary: bin, CacheDir: filepath.Join(e.layout.Data, "build"),
+	bars := progress.New(struct{ io.Writer }{lo.Stderr}, "the Dockerfile's base image", false)
+	res, err := devimage.Build(ctx, dir, ib, tag, devimage.Options{
+		Store: store, Binary: bin, CacheDir: filepath.Join(lo.Layout.Data, "build"),
 		// The Dockerfile is the project's: its output is shown as text.
-		Output: termtext.NewWriter(c.App.ErrWriter), Pull: []image.Option{image.WithProgress(bars.Update)},
+		Output: termtext.NewWriter(lo.Stderr), Pull: []image.Option{image.WithProgress(bars.Update)},
 	})
 	if err != nil {
 		return "", "", err
 	}
-	fmt.Fprintf(c.App.ErrWriter, "cove: built %s (%d of %d layer steps cached)\n", res.Ref, res.Hits, res.Steps)
+	fmt.Fprintf(lo.Stderr, "cove: built %s (%d of %d layer steps cached)\n", res.Ref, res.Hits, res.Steps)
 	return tag, res.Image.Digest.String(), nil
 }
 
@@ -110,36 +109,36 @@ func buildWorkspaceImage(c *cli.Context, e *env, dc *devcontainer.Config, dir, n
 // options), stored under a tag of the workspace's own; nil when it asks
 // for none. Fetching a Feature from a registry is as pulling the image:
 // the project chooses both, and what they run runs in containers.
-func installWorkspaceFeatures(c *cli.Context, e *env, dc *devcontainer.Config, base, name string) (*devimage.FeatureResult, error) {
+func (lo *Local) installFeatures(ctx context.Context, dc *devcontainer.Config, base, name string) (*devimage.FeatureResult, error) {
 	if want, err := dc.Features(); err != nil || len(want) == 0 {
 		return nil, err
 	}
-	store, err := e.store()
+	store, err := lo.store()
 	if err != nil {
 		return nil, err
 	}
-	bin, err := coveBinary()
+	bin, err := lo.binary()
 	if err != nil {
 		return nil, err
 	}
 	start := time.Now()
 	// The base image's pull, a line a layer (bars would fight the build's
 	// output for the terminal).
-	bars := progress.New(struct{ io.Writer }{c.App.ErrWriter}, base, false)
-	res, err := devimage.InstallFeatures(c.Context, dc, base, "cove-devcontainer/"+name+":features", devimage.Options{
-		Store: store, Binary: bin, CacheDir: filepath.Join(e.layout.Data, "build"),
-		Output: termtext.NewWriter(c.App.ErrWriter), Pull: []image.Option{image.WithProgress(bars.Update)},
+	bars := progress.New(struct{ io.Writer }{lo.Stderr}, base, false)
+	res, err := devimage.InstallFeatures(ctx, dc, base, "cove-devcontainer/"+name+":features", devimage.Options{
+		Store: store, Binary: bin, CacheDir: filepath.Join(lo.Layout.Data, "build"),
+		Output: termtext.NewWriter(lo.Stderr), Pull: []image.Option{image.WithProgress(bars.Update)},
 	})
 	if err != nil {
 		return nil, err
 	}
 	for _, n := range res.Notes {
-		fmt.Fprintf(c.App.ErrWriter, "cove: note: %s\n", termtext.Visible(n))
+		fmt.Fprintf(lo.Stderr, "cove: note: %s\n", termtext.Visible(n))
 	}
 	if res.Digest == "" {
 		return nil, nil // every one held back, and said
 	}
-	fmt.Fprintf(c.App.ErrWriter, "cove: Features installed: %s (%d of %d layer steps cached, %v)\n",
+	fmt.Fprintf(lo.Stderr, "cove: Features installed: %s (%d of %d layer steps cached, %v)\n",
 		termtext.Visible(strings.Join(res.Order, ", ")), res.Hits, res.Steps, time.Since(start).Round(time.Millisecond))
 	return res, nil
 }
@@ -147,15 +146,15 @@ func installWorkspaceFeatures(c *cli.Context, e *env, dc *devcontainer.Config, b
 // initializeCommand runs a trusted file's initializeCommand on the host,
 // in the project, with pipes (never the terminal); an untrusted file's
 // was dropped when it was read.
-func initializeCommand(c *cli.Context, dc *devcontainer.Config, dir string) error {
+func (lo *Local) initializeCommand(ctx context.Context, dc *devcontainer.Config, dir string) error {
 	steps := dc.Steps("initializeCommand", os.Environ())
 	if len(steps) == 0 {
 		return nil
 	}
-	fmt.Fprintf(c.App.ErrWriter, "cove: initializeCommand (on this host, as you trusted it): %s\n", termtext.Visible(stepsString(steps)))
-	out := &lockedWriter{w: termtext.NewWriter(c.App.ErrWriter)}
+	fmt.Fprintf(lo.Stderr, "cove: initializeCommand (on this host, as you trusted it): %s\n", termtext.Visible(stepsString(steps)))
+	out := &lockedWriter{w: termtext.NewWriter(lo.Stderr)}
 	return runParallel(steps, "initializeCommand", func(s devcontainer.Step) (int, error) {
-		cmd := exec.CommandContext(c.Context, s.Argv[0], s.Argv[1:]...)
+		cmd := exec.CommandContext(ctx, s.Argv[0], s.Argv[1:]...)
 		cmd.Dir, cmd.Stdout, cmd.Stderr = dir, out, out
 		err := cmd.Run()
 		var ee *exec.ExitError
@@ -215,7 +214,7 @@ func runParallel(steps []devcontainer.Step, key string, run func(devcontainer.St
 // postAttachCommand where a user attaches (cove up, cove shell). Each runs
 // in the workspace folder as the workspace's user, with pipes; its output
 // is shown with control characters made visible.
-func lifecycle(c *cli.Context, e *env, st *container.State, dc *devcontainer.Config, layerDir string, env []string, started, attach bool) error {
+func (lo *Local) lifecycle(ctx context.Context, st *container.State, dc *devcontainer.Config, layerDir string, env []string, started, attach bool) error {
 	if dc == nil {
 		return nil
 	}
@@ -244,9 +243,9 @@ func lifecycle(c *cli.Context, e *env, st *container.State, dc *devcontainer.Con
 	}
 	for _, key := range keys {
 		for _, steps := range dc.Lifecycle(key, env) {
-			if err := runInWorkspace(c, e, st, key, steps, dc.Folder()); err != nil {
+			if err := lo.runInWorkspace(ctx, st, key, steps, dc.Folder()); err != nil {
 				if key == devcontainer.PostStart || key == devcontainer.PostAttach {
-					fmt.Fprintf(c.App.ErrWriter, "cove: warning: %v\n", err)
+					fmt.Fprintf(lo.Stderr, "cove: warning: %v\n", err)
 					continue
 				}
 				return err
@@ -260,18 +259,18 @@ func lifecycle(c *cli.Context, e *env, st *container.State, dc *devcontainer.Con
 }
 
 // runInWorkspace runs steps in the workspace, in parallel, in dir.
-func runInWorkspace(c *cli.Context, e *env, st *container.State, key string, steps []devcontainer.Step, dir string) error {
-	fmt.Fprintf(c.App.ErrWriter, "cove: %s: %s\n", key, termtext.Visible(stepsString(steps)))
-	out := &lockedWriter{w: termtext.NewWriter(c.App.ErrWriter)}
+func (lo *Local) runInWorkspace(ctx context.Context, st *container.State, key string, steps []devcontainer.Step, dir string) error {
+	fmt.Fprintf(lo.Stderr, "cove: %s: %s\n", key, termtext.Visible(stepsString(steps)))
+	out := &lockedWriter{w: termtext.NewWriter(lo.Stderr)}
 	return runParallel(steps, key, func(s devcontainer.Step) (int, error) {
-		return execPiped(c.Context, e, st, container.ExecRequest{Args: s.Argv, Cwd: dir}, out)
+		return lo.execPiped(ctx, st, container.ExecRequest{Args: s.Argv, Cwd: dir}, out)
 	})
 }
 
 // execPiped runs req in the workspace with /dev/null for input and a pipe
 // to out for its output: the command is the workspace's, and never gets
 // the host's terminal.
-func execPiped(ctx context.Context, e *env, st *container.State, req container.ExecRequest, out io.Writer) (int, error) {
+func (lo *Local) execPiped(ctx context.Context, st *container.State, req container.ExecRequest, out io.Writer) (int, error) {
 	null, err := os.Open(os.DevNull)
 	if err != nil {
 		return 0, err
@@ -287,7 +286,7 @@ func execPiped(ctx context.Context, e *env, st *container.State, req container.E
 		pr.Close()
 		close(copied)
 	}()
-	code, err := container.Exec(filepath.Join(e.states().Dir(st.Name), "ctl.sock"), req, [3]*os.File{null, pw, pw}, nil)
+	code, err := container.Exec(filepath.Join(lo.states().Dir(st.Name), "ctl.sock"), req, [3]*os.File{null, pw, pw}, nil)
 	pw.Close()
 	select {
 	case <-copied:
@@ -465,27 +464,27 @@ func copyAccounts(layer, dir string) (passwd, group string, err error) {
 // securityOpt ask of the runtime (a trusted file's: an untrusted one's
 // were dropped when it was read), and applies its limits, network and
 // seccomp where the command line says nothing.
-func fileRuntime(c *cli.Context, dc *devcontainer.Config, limits *container.Limits, conf *confinement) (*devcontainer.Runtime, error) {
+func fileRuntime(dc *devcontainer.Config, limits *container.Limits, conf *Confinement) (*devcontainer.Runtime, error) {
 	rt, err := dc.Runtime()
 	if err != nil {
 		return nil, err
 	}
-	if rt.Memory != "" && !c.IsSet("memory") {
-		if limits.Memory, err = parseSize(rt.Memory); err != nil {
+	if rt.Memory != "" && limits.Memory == 0 {
+		if limits.Memory, err = ParseSize(rt.Memory); err != nil {
 			return nil, fmt.Errorf("%s: runArgs --memory: %w", dc.Path, err)
 		}
 	}
-	if rt.CPUs != "" && !c.IsSet("cpus") {
+	if rt.CPUs != "" && limits.CPUs == 0 {
 		if limits.CPUs, err = strconv.ParseFloat(rt.CPUs, 64); err != nil || limits.CPUs <= 0 {
 			return nil, fmt.Errorf("%s: runArgs --cpus %q: want a number of CPUs, as 1.5", dc.Path, rt.CPUs)
 		}
 	}
-	if rt.PIDs != "" && !c.IsSet("pids") {
+	if rt.PIDs != "" && limits.PIDs == 0 {
 		if limits.PIDs, err = strconv.ParseInt(rt.PIDs, 10, 64); err != nil {
 			return nil, fmt.Errorf("%s: runArgs --pids-limit %q: want a number", dc.Path, rt.PIDs)
 		}
 	}
-	if rt.Net != "" && !c.IsSet("net") {
+	if rt.Net != "" && conf.Net == "" {
 		conf.Net = rt.Net
 	}
 	conf.NoSeccomp = conf.NoSeccomp || rt.NoSeccomp
@@ -516,7 +515,7 @@ func workspaceMountBind(dc *devcontainer.Config, project, layerDir string) (*con
 // applyRuntime applies, once the image's metadata is merged into dc, its
 // capabilities and security options (the file's with the image's and the
 // Features') and the mounts the metadata added (from index before on).
-func applyRuntime(c *cli.Context, dc *devcontainer.Config, l *launch, layerDir string, before int) error {
+func (lo *Local) applyRuntime(dc *devcontainer.Config, l *Launch, layerDir string, before int) error {
 	if dc == nil {
 		return nil
 	}
@@ -533,7 +532,7 @@ func applyRuntime(c *cli.Context, dc *devcontainer.Config, l *launch, layerDir s
 	if l.Net == container.NetPrivate && slices.ContainsFunc(rt.CapAdd, func(n string) bool {
 		return strings.EqualFold(strings.TrimPrefix(strings.ToUpper(n), "CAP_"), "NET_RAW")
 	}) {
-		fmt.Fprintf(c.App.ErrWriter, "cove: note: capAdd NET_RAW is not given in the private network: raw packets would reach around the routes that keep your host out of reach (--net host gives it)\n")
+		fmt.Fprintf(lo.Stderr, "cove: note: capAdd NET_RAW is not given in the private network: raw packets would reach around the routes that keep your host out of reach (--net host gives it)\n")
 	}
 	l.NoNewPrivileges = rt.NoNewPrivileges
 	l.NoSeccomp = l.NoSeccomp || rt.NoSeccomp
@@ -596,8 +595,8 @@ type attachRecord struct {
 // attachRunning runs the postAttachCommand of the running workspace st
 // (its record says it) for a user who attaches to it as it runs: a second
 // cove up, cove shell. A failure is a warning, as at a start.
-func attachRunning(c *cli.Context, e *env, st *container.State) {
-	b, err := os.ReadFile(filepath.Join(e.layout.Data, "workspaces", st.Name, "post-attach.json"))
+func (lo *Local) attachRunning(ctx context.Context, st *container.State) {
+	b, err := os.ReadFile(filepath.Join(lo.Layout.Data, "workspaces", st.Name, "post-attach.json"))
 	if err != nil {
 		return
 	}
@@ -606,20 +605,20 @@ func attachRunning(c *cli.Context, e *env, st *container.State) {
 		return
 	}
 	for _, steps := range rec.Groups {
-		if err := runInWorkspace(c, e, st, devcontainer.PostAttach, steps, rec.Folder); err != nil {
-			fmt.Fprintf(c.App.ErrWriter, "cove: warning: %v\n", err)
+		if err := lo.runInWorkspace(ctx, st, devcontainer.PostAttach, steps, rec.Folder); err != nil {
+			fmt.Fprintf(lo.Stderr, "cove: warning: %v\n", err)
 		}
 	}
 }
 
 // chownVolumes gives the new volumes workspaceUser named (owner first,
 // then targets) to the workspace's user, as the workspace's root.
-func chownVolumes(c *cli.Context, e *env, st *container.State, chown []string) error {
+func (lo *Local) chownVolumes(ctx context.Context, st *container.State, chown []string) error {
 	if len(chown) < 2 {
 		return nil
 	}
-	out := termtext.NewWriter(c.App.ErrWriter)
-	code, err := execPiped(c.Context, e, st, container.ExecRequest{Args: append([]string{"chown"}, chown...), Cwd: "/", User: "0"}, out)
+	out := termtext.NewWriter(lo.Stderr)
+	code, err := lo.execPiped(ctx, st, container.ExecRequest{Args: append([]string{"chown"}, chown...), Cwd: "/", User: "0"}, out)
 	if err == nil && code != 0 {
 		err = fmt.Errorf("exit status %d", code)
 	}
@@ -631,16 +630,16 @@ func chownVolumes(c *cli.Context, e *env, st *container.State, chown []string) e
 
 // startEntrypoints runs startCommand in the workspace that just started;
 // its failure stops the start as a create command's does.
-func startEntrypoints(c *cli.Context, e *env, st *container.State, dc *devcontainer.Config, cfg *v1.ConfigFile) error {
+func (lo *Local) startEntrypoints(ctx context.Context, st *container.State, dc *devcontainer.Config, cfg *v1.ConfigFile) error {
 	argv, user, err := startCommand(dc, cfg)
 	if err != nil || argv == nil {
 		return err
 	}
 	step := devcontainer.Step{Name: "entrypoint", Argv: argv}
-	fmt.Fprintf(c.App.ErrWriter, "cove: entrypoint (as %s): %s\n", termtext.Visible(user), termtext.Visible(strings.TrimSpace(argv[2])))
-	out := termtext.NewWriter(c.App.ErrWriter)
+	fmt.Fprintf(lo.Stderr, "cove: entrypoint (as %s): %s\n", termtext.Visible(user), termtext.Visible(strings.TrimSpace(argv[2])))
+	out := termtext.NewWriter(lo.Stderr)
 	return runParallel([]devcontainer.Step{step}, "entrypoint", func(s devcontainer.Step) (int, error) {
-		return execPiped(c.Context, e, st, container.ExecRequest{Args: s.Argv, Cwd: "/", User: user}, out)
+		return lo.execPiped(ctx, st, container.ExecRequest{Args: s.Argv, Cwd: "/", User: user}, out)
 	})
 }
 
@@ -648,15 +647,15 @@ func startEntrypoints(c *cli.Context, e *env, st *container.State, dc *devcontai
 // made (its build, its Features), which no other workspace uses by those
 // names; their rootfs goes when no name is left on it (cove prune drops
 // the blobs).
-func forgetWorkspaceImages(c *cli.Context, e *env, name string) {
-	store, err := e.store()
+func (lo *Local) forgetImages(ctx context.Context, name string) {
+	store, err := lo.store()
 	if err != nil {
 		return
 	}
 	for _, tag := range []string{"build", "features"} {
 		ref := "cove-devcontainer/" + name + ":" + tag
 		if _, err := store.Get(ref); err == nil {
-			store.Remove(c.Context, ref)
+			store.Remove(ctx, ref)
 		}
 	}
 }

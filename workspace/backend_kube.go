@@ -1,0 +1,293 @@
+package workspace
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/cove-sh/cove/container"
+	"github.com/cove-sh/cove/internal/projectwalk"
+	"github.com/cove-sh/cove/internal/termtext"
+	"github.com/cove-sh/cove/workspace/filesync"
+	"github.com/cove-sh/cove/workspace/kube"
+	"golang.org/x/term"
+)
+
+// Kube runs workspaces as Pods on a Kubernetes cluster: the launcher, the
+// window, the agent and the keys stay on this machine, the project too,
+// synchronised with the Pod's copy while a launcher holds it.
+type Kube struct {
+	Config kube.Config
+	// Binary is cove's static binary, brought into each Pod.
+	Binary string
+	// Walk are the ignore rules' options for the project's files.
+	Walk *projectwalk.Options
+	// Stderr hears the sync's notes (a file changed on both sides).
+	Stderr io.Writer
+
+	once    sync.Once
+	cluster *kube.Cluster
+	err     error
+}
+
+var _ Backend = (*Kube)(nil)
+
+// Cluster connects, once, to the cluster and namespace Config names.
+func (b *Kube) Cluster() (*kube.Cluster, error) {
+	b.once.Do(func() { b.cluster, b.err = kube.Connect(b.Config) })
+	return b.cluster, b.err
+}
+
+func (b *Kube) where(k *kube.Cluster) string { return k.Namespace + " on " + k.Server() }
+
+// Ensure runs s.Dir's workspace as a Pod (started if need be), cove
+// brought into it, the project synchronised once and then while the
+// Workspace is held: Close it to let go (a last sync round).
+func (b *Kube) Ensure(ctx context.Context, s Spec) (Workspace, error) {
+	k, err := b.Cluster()
+	if err != nil {
+		return nil, err
+	}
+	img := s.Image
+	if img == "" {
+		img = DefaultImage
+	}
+	name := Name(s.Dir)
+	fmt.Fprintf(b.Stderr, "cove: starting %s as a Pod in %s\n", name, b.where(k))
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	se, err := k.Start(ctx, kube.Spec{Name: name, Image: img, Limits: s.Limits}, kube.SessionOptions{
+		Dir: s.Dir, Binary: b.Binary, Walk: b.Walk,
+		Report: func(r filesync.Report, err error) { SyncNotes(b.Stderr, r, err) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &KubeWorkspace{b: b, k: k, name: name, pod: se.Pod, session: se}, nil
+}
+
+// Open returns the named workspace's Pod if it runs (no sync: that is
+// its launcher's).
+func (b *Kube) Open(ctx context.Context, name string) (Workspace, error) {
+	k, err := b.Cluster()
+	if err != nil {
+		return nil, err
+	}
+	pod, err := k.Pod(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return &KubeWorkspace{b: b, k: k, name: name, pod: pod}, nil
+}
+
+// List lists cove's workspaces in the namespace, stopped ones (their
+// volume left) among them only with all.
+func (b *Kube) List(ctx context.Context, all bool) ([]Info, error) {
+	k, err := b.Cluster()
+	if err != nil {
+		return nil, err
+	}
+	list, err := k.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []Info
+	for _, w := range list {
+		if w.Phase == "stopped" && !all {
+			continue
+		}
+		out = append(out, Info{Name: w.Name, Status: strings.ToLower(w.Phase), Where: b.where(k), Created: w.Started})
+	}
+	return out, nil
+}
+
+// Stop deletes the workspace's Pod; its volume stays.
+func (b *Kube) Stop(ctx context.Context, name string, grace time.Duration) error {
+	k, err := b.Cluster()
+	if err != nil {
+		return err
+	}
+	return k.Stop(ctx, name)
+}
+
+// Remove deletes the workspace's Pod and volume; a running one only with
+// force.
+func (b *Kube) Remove(ctx context.Context, name string, force bool) error {
+	k, err := b.Cluster()
+	if err != nil {
+		return err
+	}
+	if !force {
+		if _, err := k.Pod(ctx, name); err == nil {
+			return fmt.Errorf("the workspace %s is running: cove stop --kube %s first, or cove rm --kube -f", name, name)
+		}
+	}
+	return k.Remove(ctx, name)
+}
+
+// KubeWorkspace is a workspace's Pod, and while a launcher holds it, the
+// sync of its files.
+type KubeWorkspace struct {
+	b       *Kube
+	k       *kube.Cluster
+	name    string
+	pod     *kube.Pod
+	session *kube.Session // nil when opened, not ensured
+
+	mu  sync.Mutex
+	ide *kube.Forwarder
+}
+
+// Name is the workspace's name.
+func (w *KubeWorkspace) Name() string { return w.name }
+
+// ID is the Pod's name: one Pod a workspace.
+func (w *KubeWorkspace) ID() string { return w.pod.Namespace + "/" + w.pod.Name }
+
+// Where is the namespace and the API server.
+func (w *KubeWorkspace) Where() string { return w.b.where(w.k) }
+
+// Pod is the workspace's Pod.
+func (w *KubeWorkspace) Pod() *kube.Pod { return w.pod }
+
+// Exec runs req in the Pod through the API server. Kubernetes' exec has
+// no working directory, environment or user of its own: env and cd do the
+// first two, as kubectl users do; another user is refused.
+func (w *KubeWorkspace) Exec(ctx context.Context, req container.ExecRequest, stdio [3]*os.File) (int, error) {
+	if req.User != "" {
+		return 0, fmt.Errorf("exec --kube runs as the Pod's user: --user is not supported there")
+	}
+	argv := req.Args
+	if req.Cwd != "" {
+		argv = append([]string{"/bin/sh", "-c", `cd "$0" && exec "$@"`, req.Cwd}, argv...)
+	}
+	if len(req.Env) > 0 {
+		argv = append(append([]string{"env"}, req.Env...), argv...)
+	}
+	o := kube.ExecOptions{TTY: req.Terminal}
+	if req.Terminal {
+		o.Stdin, o.Stdout = os.Stdin, os.Stdout
+		restore, sizes, err := relayTerminal()
+		if err != nil {
+			return 0, err
+		}
+		defer restore()
+		o.Resize = sizes
+	} else {
+		if stdio[0] != nil {
+			o.Stdin = stdio[0]
+		}
+		if stdio[1] != nil {
+			o.Stdout = stdio[1]
+		}
+		if stdio[2] != nil {
+			o.Stderr = stdio[2]
+		}
+	}
+	return w.pod.Exec(ctx, argv, o)
+}
+
+// relayTerminal makes this process's terminal raw and follows its size,
+// for a command's terminal in the Pod.
+func relayTerminal() (restore func(), sizes chan kube.TermSize, err error) {
+	fd := int(os.Stdin.Fd())
+	if !term.IsTerminal(fd) {
+		return nil, nil, fmt.Errorf("exec -t: standard input is not a terminal")
+	}
+	old, err := term.MakeRaw(fd)
+	if err != nil {
+		return nil, nil, err
+	}
+	sizes = make(chan kube.TermSize, 1)
+	if w, h, err := term.GetSize(fd); err == nil {
+		sizes <- kube.TermSize{Width: uint16(w), Height: uint16(h)}
+	}
+	winch := make(chan os.Signal, 1)
+	signal.Notify(winch, syscall.SIGWINCH)
+	go func() {
+		for range winch {
+			if w, h, err := term.GetSize(fd); err == nil {
+				select {
+				case sizes <- kube.TermSize{Width: uint16(w), Height: uint16(h)}:
+				default:
+				}
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(winch)
+		term.Restore(fd, old)
+	}, sizes, nil
+}
+
+// DialIDE connects to the IDE server in the Pod through a port-forward.
+func (w *KubeWorkspace) DialIDE(ctx context.Context) (net.Conn, error) {
+	if w.session != nil {
+		return w.session.DialIDE(ctx)
+	}
+	w.mu.Lock()
+	if w.ide == nil {
+		w.ide = w.pod.Forward(kube.IDEPort)
+	}
+	f := w.ide
+	w.mu.Unlock()
+	return f.Dial()
+}
+
+// Sync runs a sync round now, when this process holds the sync.
+func (w *KubeWorkspace) Sync(ctx context.Context) error {
+	if w.session == nil {
+		return nil
+	}
+	return w.session.Flush(ctx)
+}
+
+// Running is true: a Pod deleted under it is seen, and said, by the next
+// sync round, and a passing API server outage must not end the launcher.
+func (w *KubeWorkspace) Running() bool { return true }
+
+// ExecFlags reach the same Pod: --kube and the cluster's flags.
+func (w *KubeWorkspace) ExecFlags() []string {
+	flags := []string{"--kube"}
+	for _, f := range [][2]string{{"kubeconfig", w.b.Config.Kubeconfig}, {"context", w.b.Config.Context}, {"namespace", w.b.Config.Namespace}} {
+		if f[1] != "" {
+			flags = append(flags, "--"+f[0], f[1])
+		}
+	}
+	return flags
+}
+
+// Close lets go of the workspace: a last sync round (what was saved in
+// the Pod is here), then the sync and the port-forward end. The Pod runs
+// on.
+func (w *KubeWorkspace) Close() error {
+	if w.session == nil {
+		return nil
+	}
+	return w.session.Close()
+}
+
+// SyncNotes says what a sync round did that the user should know: a file
+// changed on both sides (both kept), files too large to carry, a failure.
+func SyncNotes(w io.Writer, r filesync.Report, err error) {
+	for _, cf := range r.Conflicts {
+		if cf.Kept != "" {
+			fmt.Fprintf(w, "cove: %s changed here and in the workspace: yours stays, the workspace's is %s\n", termtext.Visible(cf.Path), termtext.Visible(cf.Kept))
+		} else {
+			fmt.Fprintf(w, "cove: %s was deleted on one side and changed on the other: the change is kept\n", termtext.Visible(cf.Path))
+		}
+	}
+	for _, p := range r.TooLarge {
+		fmt.Fprintf(w, "cove: %s is over %d MiB and is not synchronised\n", termtext.Visible(p), filesync.MaxFileSize>>20)
+	}
+	if err != nil {
+		fmt.Fprintf(w, "cove: sync: %s (tried again)\n", termtext.Visible(err.Error()))
+	}
+}

@@ -1,0 +1,80 @@
+package workspace
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cove-sh/cove/container"
+)
+
+// TestRootlessStartExplainsAppArmor: a rootless start refused with EPERM on
+// a host whose AppArmor restricts user namespaces is told so; the same
+// error elsewhere, or another error, is left as it is.
+func TestRootlessStartExplainsAppArmor(t *testing.T) {
+	proc := func(sysctl string) string {
+		root := t.TempDir()
+		p := filepath.Join(root, "sys/kernel/apparmor_restrict_unprivileged_userns")
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(sysctl+"\n"), 0o644)
+		return root
+	}
+	eperm := fmt.Errorf("start the container: %w", syscall.EPERM)
+	fromInit := errors.New("mount /proc: operation not permitted")
+	other := errors.New("no such image")
+	for _, tc := range []struct {
+		err    error
+		sysctl string
+		want   bool
+	}{
+		{eperm, "1", true}, {fromInit, "1", true}, {other, "1", false}, {eperm, "0", false},
+	} {
+		if got := deniedByAppArmor(tc.err, proc(tc.sysctl)); got != tc.want {
+			t.Errorf("%v with the sysctl at %s: %v, want %v", tc.err, tc.sysctl, got, tc.want)
+		}
+	}
+}
+
+// TestBoundaryLayerAccountsReadConfined: the workspace's kept layer is
+// its to write; the accounts the launcher reads from it (for
+// remoteUser) are read confined to it: a symlink to a host file is not
+// followed, and a FIFO does not hang the launcher.
+func TestBoundaryLayerAccountsReadConfined(t *testing.T) {
+	layer, host := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(host, "shadow"), []byte("root:HOST-SECRET:19000:0:99999:7:::\n"), 0o600)
+	os.MkdirAll(filepath.Join(layer, "etc"), 0o755)
+	os.Symlink(filepath.Join(host, "shadow"), filepath.Join(layer, "etc", "passwd"))
+	if err := syscall.Mkfifo(filepath.Join(layer, "etc", "group"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	var passwd string
+	go func() {
+		var err error
+		passwd, _, err = copyAccounts(layer, t.TempDir())
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			b, _ := os.ReadFile(passwd)
+			t.Errorf("read through the layer's symlink: %q", b)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("a FIFO in the layer hangs the launcher")
+	}
+	os.Remove(filepath.Join(layer, "etc", "passwd"))
+	os.WriteFile(filepath.Join(layer, "etc", "passwd"), []byte("vscode:x:1234:1234::/home/vscode:/bin/sh\n"), 0o644)
+	os.Remove(filepath.Join(layer, "etc", "group"))
+	p, g, err := copyAccounts(layer, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u, err := container.LookupUser("vscode", p, g); err != nil || u.UID != 1234 || u.Home != "/home/vscode" {
+		t.Errorf("the layer's own account: %+v %v", u, err)
+	}
+}

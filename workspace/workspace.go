@@ -1,0 +1,121 @@
+// Package workspace is a project's workspace: started from the project's
+// image and devcontainer.json, its commands run, its IDE server reached,
+// its files kept in step, stopped and removed — on a backend: this machine
+// (Local, with package container) or a Kubernetes cluster (Kube, with
+// package workspace/kube). cmd/cove only wires flags to it.
+package workspace
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cove-sh/cove/container"
+)
+
+// A Backend runs workspaces somewhere. Another place (an SSH host) is
+// another Backend.
+type Backend interface {
+	// Ensure returns s.Dir's workspace, running, starting it if it is not.
+	Ensure(ctx context.Context, s Spec) (Workspace, error)
+	// Open returns the named workspace if it runs.
+	Open(ctx context.Context, name string) (Workspace, error)
+	// List says which workspaces there are and where they run; all
+	// includes the ones that stopped.
+	List(ctx context.Context, all bool) ([]Info, error)
+	// Stop stops the named workspace, waiting up to grace for it to end
+	// on its own; what it keeps stays.
+	Stop(ctx context.Context, name string, grace time.Duration) error
+	// Remove deletes the named workspace and what it kept; a running one
+	// only with force.
+	Remove(ctx context.Context, name string, force bool) error
+}
+
+// A Workspace is one project's workspace, running.
+type Workspace interface {
+	// Name is its name: Name(the project's directory).
+	Name() string
+	// ID tells this run of it from the next (a launcher serves one).
+	ID() string
+	// Where says where it runs, for cove ps and the messages.
+	Where() string
+	// Exec runs req in it and returns its exit status. stdio are the
+	// command's streams (nil: none); with req.Terminal it gets a
+	// terminal of its own, relayed to this process's.
+	Exec(ctx context.Context, req container.ExecRequest, stdio [3]*os.File) (int, error)
+	// DialIDE connects to its IDE server.
+	DialIDE(ctx context.Context) (net.Conn, error)
+	// Sync carries what was saved on either side to the other now (before
+	// a command runs: the agent's edit is there). Local: nothing to do.
+	Sync(ctx context.Context) error
+	// Running says whether it still runs.
+	Running() bool
+	// ExecFlags are cove exec's flags that reach it from another process
+	// (the agent's commands run as cove exec NAME …).
+	ExecFlags() []string
+	// Close lets go of it: it runs on (a last sync round first).
+	Close() error
+}
+
+// Spec says which workspace to ensure and how to start it: the flags of
+// cove up, cove shell and cove agent.
+type Spec struct {
+	Dir    string // the project, absolute
+	Image  string // "": devcontainer.json's, else DefaultImage
+	Fresh  bool   // start from the image again, dropping what was installed
+	Config string // devcontainer.json's path, when the project has several
+	Trust  bool   // trust the project's devcontainer.json as it is now
+	// Limits and Confinement are the command line's; zero is not given
+	// (devcontainer.json's runArgs may say).
+	Limits      container.Limits
+	Confinement Confinement
+	// Attach says a user attaches (cove up, cove shell): the spec's
+	// postAttachCommand runs.
+	Attach bool
+}
+
+// Info is one workspace as cove ps shows it.
+type Info struct {
+	Name, ID string
+	Pid      int
+	Image    string
+	Status   string // running, exited (N), a Pod's phase
+	Where    string
+	Created  time.Time
+	Dir      string
+}
+
+// ParseSize reads 512, 64k, 64m, 2g (powers of 1024).
+func ParseSize(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	mult := int64(1)
+	switch strings.ToLower(s[len(s)-1:]) {
+	case "k":
+		mult = 1 << 10
+	case "m":
+		mult = 1 << 20
+	case "g":
+		mult = 1 << 30
+	}
+	num := s
+	if mult != 1 {
+		num = s[:len(s)-1]
+	}
+	n, err := strconv.ParseInt(strings.TrimSuffix(strings.ToLower(num), "i"), 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("size %q: want a number with an optional k, m or g", s)
+	}
+	return n * mult, nil
+}
+
+// Confinement is how a container is kept in beyond its limits.
+type Confinement struct {
+	Net       string // container.NetPrivate (also ""), NetHost or NetNone
+	NoSeccomp bool
+}
