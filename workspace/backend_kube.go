@@ -55,7 +55,20 @@ func (b *Kube) Ensure(ctx context.Context, s Spec) (Workspace, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.Confinement.Net != "" || s.Confinement.NoSeccomp {
+		return nil, fmt.Errorf("--net and --security-opt are this machine's: a Pod has the cluster's network and the RuntimeDefault seccomp profile")
+	}
+	if s.Fresh {
+		return nil, fmt.Errorf("--fresh is this machine's: cove rm --kube -f NAME, then cove up --kube, starts a Pod and volume anew")
+	}
+	dc, err := b.devcontainer(ctx, s)
+	if err != nil {
+		return nil, err
+	}
 	img := s.Image
+	if img == "" && dc != nil {
+		img = dc.Image
+	}
 	if img == "" {
 		img = DefaultImage
 	}
@@ -63,14 +76,34 @@ func (b *Kube) Ensure(ctx context.Context, s Spec) (Workspace, error) {
 	fmt.Fprintf(b.Stderr, "cove: starting %s as a Pod in %s\n", name, b.where(k))
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
+	var env []string
 	se, err := k.Start(ctx, kube.Spec{Name: name, Image: img, Limits: s.Limits}, kube.SessionOptions{
 		Dir: s.Dir, Binary: b.Binary, Walk: b.Walk,
 		Report: func(r filesync.Report, err error) { SyncNotes(b.Stderr, r, err) },
+		Prepare: func(ctx context.Context, pod *kube.Pod) (err error) {
+			if dc != nil {
+				env, err = podEnv(ctx, pod, dc)
+			}
+			return err
+		},
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &KubeWorkspace{b: b, k: k, name: name, pod: se.Pod, session: se}, nil
+	w := &KubeWorkspace{b: b, k: k, name: name, pod: se.Pod, session: se}
+	if dc == nil {
+		return w, nil
+	}
+	if err := w.lifecycle(ctx, dc, env, s.Attach); err != nil {
+		// Never a workspace left running by a failed start; its volume
+		// stays, and the create commands run again next time.
+		w.Close()
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		k.Stop(stopCtx, name)
+		return nil, fmt.Errorf("%w; the workspace %s is stopped (its volume is kept: cove up --kube runs the create commands again)", err, name)
+	}
+	return w, nil
 }
 
 // Open returns the named workspace's Pod if it runs (no sync: that is
@@ -161,16 +194,6 @@ func (w *KubeWorkspace) Pod() *kube.Pod { return w.pod }
 // no working directory, environment or user of its own: env and cd do the
 // first two, as kubectl users do; another user is refused.
 func (w *KubeWorkspace) Exec(ctx context.Context, req container.ExecRequest, stdio [3]*os.File) (int, error) {
-	if req.User != "" {
-		return 0, fmt.Errorf("exec --kube runs as the Pod's user: --user is not supported there")
-	}
-	argv := req.Args
-	if req.Cwd != "" {
-		argv = append([]string{"/bin/sh", "-c", `cd "$0" && exec "$@"`, req.Cwd}, argv...)
-	}
-	if len(req.Env) > 0 {
-		argv = append(append([]string{"env"}, req.Env...), argv...)
-	}
 	o := kube.ExecOptions{TTY: req.Terminal}
 	if req.Terminal {
 		o.Stdin, o.Stdout = os.Stdin, os.Stdout
@@ -191,7 +214,24 @@ func (w *KubeWorkspace) Exec(ctx context.Context, req container.ExecRequest, std
 			o.Stderr = stdio[2]
 		}
 	}
-	return w.pod.Exec(ctx, argv, o)
+	return w.exec(ctx, req, o)
+}
+
+// exec runs req in the Pod with the workspace's environment (EnvFile),
+// in req.Cwd, with req.Env on top.
+func (w *KubeWorkspace) exec(ctx context.Context, req container.ExecRequest, o kube.ExecOptions) (int, error) {
+	if req.User != "" {
+		return 0, fmt.Errorf("exec --kube runs as the Pod's user: --user is not supported there")
+	}
+	cwd := req.Cwd
+	if cwd == "" {
+		cwd = kube.WorkspaceDir
+	}
+	argv := []string{"/bin/sh", "-c", `[ -r ` + kube.EnvFile + ` ] && . ` + kube.EnvFile + `; cd "$0" && exec "$@"`, cwd}
+	if len(req.Env) > 0 {
+		argv = append(append(argv, "env"), req.Env...)
+	}
+	return w.pod.Exec(ctx, append(argv, req.Args...), o)
 }
 
 // relayTerminal makes this process's terminal raw and follows its size,

@@ -38,7 +38,7 @@ func devcontainerOptions(s Spec) devcontainer.Options {
 // loadDevcontainer reads the project's devcontainer.json, trusting it
 // first when --trust says so, and says once on stderr what of it is not
 // applied.
-func (lo *Local) loadDevcontainer(s Spec, dir string) (*devcontainer.Config, error) {
+func loadDevcontainer(errw io.Writer, s Spec, dir string) (*devcontainer.Config, error) {
 	opts := devcontainerOptions(s)
 	if s.Trust {
 		path, grants, err := devcontainer.Trust(dir, opts)
@@ -53,7 +53,7 @@ func (lo *Local) loadDevcontainer(s Spec, dir string) (*devcontainer.Config, err
 			what = "what takes effect now:\n  - " + strings.Join(grants, "\n  - ")
 		}
 		// The file is the workspace's: its text is shown as text.
-		fmt.Fprintf(lo.Stderr, "cove: trusting %s as it is now (recorded in %s); %s\n",
+		fmt.Fprintf(errw, "cove: trusting %s as it is now (recorded in %s); %s\n",
 			path, devcontainer.TrustPath(opts.Home), termtext.Visible(what))
 	}
 	dc, err := devcontainer.Load(dir, opts)
@@ -61,10 +61,10 @@ func (lo *Local) loadDevcontainer(s Spec, dir string) (*devcontainer.Config, err
 		return dc, err
 	}
 	for _, n := range dc.Notes {
-		fmt.Fprintf(lo.Stderr, "cove: note: devcontainer.json: %s\n", termtext.Visible(n))
+		fmt.Fprintf(errw, "cove: note: devcontainer.json: %s\n", termtext.Visible(n))
 	}
 	if n := dc.UntrustedNote(); n != "" {
-		fmt.Fprintf(lo.Stderr, "cove: note: %s\n", termtext.Visible(n))
+		fmt.Fprintf(errw, "cove: note: %s\n", termtext.Visible(n))
 	}
 	return dc, nil
 }
@@ -146,13 +146,13 @@ func (lo *Local) installFeatures(ctx context.Context, dc *devcontainer.Config, b
 // initializeCommand runs a trusted file's initializeCommand on the host,
 // in the project, with pipes (never the terminal); an untrusted file's
 // was dropped when it was read.
-func (lo *Local) initializeCommand(ctx context.Context, dc *devcontainer.Config, dir string) error {
+func initializeCommand(ctx context.Context, errw io.Writer, dc *devcontainer.Config, dir string) error {
 	steps := dc.Steps("initializeCommand", os.Environ())
 	if len(steps) == 0 {
 		return nil
 	}
-	fmt.Fprintf(lo.Stderr, "cove: initializeCommand (on this host, as you trusted it): %s\n", termtext.Visible(stepsString(steps)))
-	out := &lockedWriter{w: termtext.NewWriter(lo.Stderr)}
+	fmt.Fprintf(errw, "cove: initializeCommand (on this host, as you trusted it): %s\n", termtext.Visible(stepsString(steps)))
+	out := &lockedWriter{w: termtext.NewWriter(errw)}
 	return runParallel(steps, "initializeCommand", func(s devcontainer.Step) (int, error) {
 		cmd := exec.CommandContext(ctx, s.Argv[0], s.Argv[1:]...)
 		cmd.Dir, cmd.Stdout, cmd.Stderr = dir, out, out

@@ -82,7 +82,7 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (*container.State, error) {
 	}
 	// Read before anything stops or starts: a config cove refuses leaves
 	// the workspace as it is.
-	dc, err := lo.loadDevcontainer(s, abs)
+	dc, err := loadDevcontainer(lo.Stderr, s, abs)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +110,7 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (*container.State, error) {
 	}
 	// initializeCommand comes first, as the spec has it: before the image
 	// is pulled or built.
-	if err := lo.initializeCommand(ctx, dc, abs); err != nil {
+	if err := initializeCommand(ctx, lo.Stderr, dc, abs); err != nil {
 		return nil, err
 	}
 	ref := s.Image

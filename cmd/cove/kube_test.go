@@ -144,7 +144,7 @@ func TestUpKube(t *testing.T) {
 		r.stdout != "int main(void) { return 0; }\n" || !strings.Contains(r.stderr, "err") {
 		t.Errorf("cove exec --kube: %+v", r)
 	}
-	if r := runProc(t, root, "", append([]string{"ps"}, kc2...)...); !regexp.MustCompile(name + `\s+default on https://\S+\s+running`).MatchString(r.stdout) {
+	if r := runProc(t, root, "", append([]string{"ps"}, kc2...)...); !regexp.MustCompile(name + `\s+0\s+running\s+\S+ \S+\s+default on https://\S+`).MatchString(r.stdout) {
 		t.Errorf("cove ps --kube: %+v", r)
 	}
 
@@ -304,5 +304,88 @@ func TestShellKube(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(project, "from-shell.txt")); string(b) != "shell-42\n" {
 		t.Errorf("what the shell wrote, on the laptop: %q", b)
+	}
+}
+
+// TestDevcontainerKube: on a cluster, devcontainer.json's image, its
+// environment (with ${containerEnv:…} resolved against the Pod's image)
+// and its lifecycle commands apply, the create commands once a volume;
+// what a Pod cannot take is said; a build is refused before anything
+// starts; a failing create command stops the Pod and says which failed.
+func TestDevcontainerKube(t *testing.T) {
+	needRoot(t)
+	kc := testKubeconfig(t)
+	ref := testregistry.Push(t, testregistry.Addr(t), layered(t))
+	k, err := kube.Connect(kube.Config{Kubeconfig: kc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	project := t.TempDir()
+	os.MkdirAll(filepath.Join(project, ".devcontainer"), 0o755)
+	os.WriteFile(filepath.Join(project, "setup.sh"), []byte("echo setup-ran-in-$(pwd) >> created.log\n"), 0o644)
+	os.WriteFile(filepath.Join(project, ".devcontainer", "devcontainer.json"), []byte(`{
+		// as projects write it
+		"image": "`+ref+`",
+		"containerEnv": {"TOOLPATH": "/opt/tool:${containerEnv:PATH}", "QUOTED": "it's $HOME"},
+		"remoteEnv": {"HOSTNAME": null},
+		"onCreateCommand": "echo oncreate >> created.log",
+		"postCreateCommand": ["sh", "./setup.sh"],
+		"postStartCommand": {"a": "echo start-a", "b": "echo start-b"},
+		"mounts": ["type=volume,source=cache,target=/cache"],
+		"forwardPorts": [3000],
+	}`), 0o644)
+	name := workspace.Name(project)
+	t.Cleanup(func() { k.Remove(context.Background(), name) })
+	root := t.TempDir()
+	kflags := []string{"--kube", "--kubeconfig", kc}
+	script := `echo "T=$TOOLPATH"; echo "Q=$QUOTED"; echo "G=${HOSTNAME-unset}"; cat created.log` + "\n"
+	r := runProc(t, root, script, append(append([]string{"shell"}, kflags...), project)...)
+	if r.code != 0 {
+		t.Fatalf("cove shell --kube: %+v", r)
+	}
+	lines := strings.Split(r.stdout, "\n")
+	if len(lines) < 5 || !strings.HasPrefix(lines[0], "T=/opt/tool:") || !strings.Contains(lines[0], "/bin") ||
+		lines[1] != "Q=it's $HOME" || lines[2] != "G=unset" || lines[3] != "oncreate" || lines[4] != "setup-ran-in-/workspace" {
+		t.Errorf("the Pod's environment and create commands: %q\nstderr %s", r.stdout, r.stderr)
+	}
+	for _, want := range []string{"mounts, forwardPorts are not applied", "start-a", "start-b", "onCreateCommand"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q: %s", want, r.stderr)
+		}
+	}
+	// cove exec gets the workspace's environment too.
+	if r := runProc(t, root, "", append(append([]string{"exec"}, kflags...), name, "sh", "-c", `echo "$QUOTED"`)...); r.stdout != "it's $HOME\n" {
+		t.Errorf("cove exec --kube's environment: %+v", r)
+	}
+	// Again, the Pod running: the create commands do not run twice.
+	r = runProc(t, root, "cat created.log\n", append(append([]string{"shell"}, kflags...), project)...)
+	if r.code != 0 || r.stdout != "oncreate\nsetup-ran-in-/workspace\n" || strings.Contains(r.stderr, "onCreateCommand") || strings.Contains(r.stderr, "start-a") {
+		t.Errorf("a second cove shell --kube: %+v", r)
+	}
+
+	// A build needs a registry: refused before anything starts.
+	built := t.TempDir()
+	os.MkdirAll(filepath.Join(built, ".devcontainer"), 0o755)
+	os.WriteFile(filepath.Join(built, ".devcontainer", "Dockerfile"), []byte("FROM "+ref+"\n"), 0o644)
+	os.WriteFile(filepath.Join(built, ".devcontainer", "devcontainer.json"), []byte(`{"build": {"dockerfile": "Dockerfile"}}`), 0o644)
+	r = runProc(t, root, "true\n", append(append([]string{"shell"}, kflags...), built)...)
+	if r.code == 0 || !strings.Contains(r.stderr, "builds its image (build)") || !strings.Contains(r.stderr, "--image") {
+		t.Errorf("a build on --kube: %+v", r)
+	}
+	if list, _ := k.List(context.Background()); slices.ContainsFunc(list, func(w kube.Workspace) bool { return w.Name == workspace.Name(built) }) {
+		t.Errorf("a refused build left %s in the cluster", workspace.Name(built))
+	}
+
+	// A failing create command: said with its status, the Pod stopped,
+	// the volume kept.
+	failing := t.TempDir()
+	os.WriteFile(filepath.Join(failing, ".devcontainer.json"), []byte(`{"image": "`+ref+`", "postCreateCommand": "exit 3"}`), 0o644)
+	t.Cleanup(func() { k.Remove(context.Background(), workspace.Name(failing)) })
+	r = runProc(t, root, "true\n", append(append([]string{"shell"}, kflags...), failing)...)
+	if r.code == 0 || !strings.Contains(r.stderr, "postCreateCommand (exit 3) failed with exit status 3") || !strings.Contains(r.stderr, "is stopped") {
+		t.Errorf("a failing postCreateCommand on --kube: %+v", r)
+	}
+	if _, err := k.Pod(context.Background(), workspace.Name(failing)); err == nil {
+		t.Errorf("the Pod runs on after its create command failed")
 	}
 }

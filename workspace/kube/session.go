@@ -45,7 +45,17 @@ type SessionOptions struct {
 	// Report hears each sync round that did something or failed
 	// (conflicts among them).
 	Report func(filesync.Report, error)
+	// Prepare, if set, runs once cove is in the Pod, before the IDE
+	// server starts (it writes the workspace's EnvFile, for one).
+	Prepare func(context.Context, *Pod) error
 }
+
+// EnvFile is the workspace's environment in the Pod (devcontainer.json's
+// containerEnv and remoteEnv, as export and unset lines): the IDE server
+// and each command cove runs there read it first. Kubernetes' own env
+// cannot hold it: it is resolved against the image's environment, known
+// once the Pod runs.
+const EnvFile = coveDir + "/env"
 
 // Start runs the workspace s as a Pod and makes it ready to serve: cove
 // brought in, the project synchronised once (the Pod's copy and the local
@@ -58,6 +68,11 @@ func (k *Cluster) Start(ctx context.Context, s Spec, o SessionOptions) (*Session
 	}
 	if err := pod.Bring(ctx, o.Binary); err != nil {
 		return nil, err
+	}
+	if o.Prepare != nil {
+		if err := o.Prepare(ctx, pod); err != nil {
+			return nil, err
+		}
 	}
 	local, err := filesync.OpenDir(o.Dir, o.Walk)
 	if err != nil {
@@ -87,6 +102,7 @@ func (k *Cluster) Start(ctx context.Context, s Spec, o SessionOptions) (*Session
 	}()
 	// One server a Pod: a second launcher (or a restart) finds it up.
 	script := "pid=$(cat " + coveDir + "/ide.pid 2>/dev/null) && kill -0 \"$pid\" 2>/dev/null && exit 0; " +
+		"[ -r " + EnvFile + " ] && . " + EnvFile + "; " +
 		"setsid " + CovePath + " ide serve --tcp 127.0.0.1:" + strconv.Itoa(IDEPort) + " --dir " + WorkspaceDir +
 		" </dev/null >" + coveDir + "/ide.log 2>&1 & echo $! >" + coveDir + "/ide.pid"
 	var errb bytes.Buffer

@@ -1,0 +1,37 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// markPrefix is where cove's marks on a workspace's volume claim are: in
+// the API, where the Pod (no service-account token) cannot write them.
+const markPrefix = "cove.sh/"
+
+// Marked says whether the workspace's volume carries the mark key (its
+// create commands ran on it, for one).
+func (k *Cluster) Marked(ctx context.Context, workspace, key string) (bool, error) {
+	c, err := k.claims().Get(ctx, objectName(workspace), metav1.GetOptions{})
+	if err != nil {
+		return false, fmt.Errorf("read the volume claim of %s: %w", workspace, err)
+	}
+	_, ok := c.Annotations[markPrefix+key]
+	return ok, nil
+}
+
+// Mark puts the mark key on the workspace's volume claim, with value.
+// It goes with the volume (cove rm --kube).
+func (k *Cluster) Mark(ctx context.Context, workspace, key, value string) error {
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{markPrefix + key: value}}})
+	err := k.rc.Patch(types.MergePatchType).Namespace(k.Namespace).Resource("persistentvolumeclaims").
+		Name(objectName(workspace)).Body(patch).Do(ctx).Error()
+	if err != nil {
+		return fmt.Errorf("mark the volume claim of %s: %w", workspace, err)
+	}
+	return nil
+}

@@ -1,0 +1,195 @@
+package workspace
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/cove-sh/cove/container"
+	"github.com/cove-sh/cove/internal/devcontainer"
+	"github.com/cove-sh/cove/internal/termtext"
+	"github.com/cove-sh/cove/workspace/kube"
+)
+
+// kubeDevcontainer reads the project's devcontainer.json for a Pod. A Pod
+// takes its image, its environment (containerEnv, remoteEnv) and its
+// lifecycle commands, and the trusted file's initializeCommand runs here
+// as locally. What a cluster cannot do from here is refused before
+// anything starts: a build or Features make an image on this machine, and
+// a cluster pulls its image from a registry. The rest is said once.
+func (b *Kube) devcontainer(ctx context.Context, s Spec) (*devcontainer.Config, error) {
+	dc, err := loadDevcontainer(b.Stderr, s, s.Dir)
+	if err != nil || dc == nil {
+		return dc, err
+	}
+	ib, err := dc.ImageBuild()
+	if err != nil {
+		return nil, err
+	}
+	features, err := dc.Features()
+	if err != nil {
+		return nil, err
+	}
+	made := ""
+	switch {
+	case ib != nil:
+		made = "builds its image (build)"
+	case len(features) > 0:
+		made = "installs Features into its image"
+	}
+	if made != "" {
+		if s.Image == "" {
+			return nil, fmt.Errorf("%s %s, which cove does on this machine, and a cluster pulls its image from a registry: build it and push it where the cluster pulls from (cove build -t REGISTRY/NAME --push …, or cove up --detach then cove push), then cove up --kube --image REGISTRY/NAME", dc.Path, made)
+		}
+		fmt.Fprintf(b.Stderr, "cove: note: %s %s: on the cluster, --image %s is used instead\n", dc.Path, made, termtext.Visible(s.Image))
+	}
+	var skipped []string
+	for _, k := range []struct {
+		key string
+		set bool
+	}{
+		{"mounts", len(dc.Mounts) > 0}, {"workspaceMount", dc.WorkspaceMount != ""},
+		{"workspaceFolder", dc.WorkspaceFolder != "" && dc.WorkspaceFolder != kube.WorkspaceDir},
+		{"runArgs", len(dc.RunArgs) > 0}, {"capAdd", len(dc.CapAdd) > 0}, {"securityOpt", len(dc.SecurityOpt) > 0},
+		{"privileged", dc.Privileged != nil && *dc.Privileged}, {"init", dc.Init != nil && *dc.Init},
+		{"forwardPorts", len(dc.ForwardPorts) > 0}, {"appPort", len(dc.AppPort) > 0 && string(dc.AppPort) != "null"},
+		{"remoteUser", dc.RemoteUser != ""}, {"containerUser", dc.ContainerUser != ""},
+		{"overrideCommand", dc.OverrideCommand != nil && !*dc.OverrideCommand},
+	} {
+		if k.set {
+			skipped = append(skipped, k.key)
+		}
+	}
+	if len(skipped) > 0 {
+		fmt.Fprintf(b.Stderr, "cove: note: %s: on a cluster, %s not applied: the Pod is cove's locked-down Pod, runs as the image's user, has the project at %s and forwards no ports (the image's devcontainer.metadata label is not read either)\n",
+			dc.Path, strings.Join(skipped, ", ")+map[bool]string{true: " is", false: " are"}[len(skipped) == 1], kube.WorkspaceDir)
+	}
+	if err := initializeCommand(ctx, b.Stderr, dc, s.Dir); err != nil {
+		return nil, err
+	}
+	return dc, nil
+}
+
+// podEnv writes the workspace's environment to the Pod's EnvFile:
+// devcontainer.json's containerEnv and remoteEnv resolved against the
+// environment the Pod's image gives. It returns that environment, for the
+// lifecycle commands' ${containerEnv:…}. What the Pod answers is the
+// workspace's own environment: it shapes nothing but its own processes.
+func podEnv(ctx context.Context, pod *kube.Pod, dc *devcontainer.Config) ([]string, error) {
+	var out bytes.Buffer
+	code, err := pod.Exec(ctx, []string{"/bin/sh", "-c", "env"}, kube.ExecOptions{Stdout: &limitedBuffer{b: &out, n: 256 << 10}})
+	if err == nil && code != 0 {
+		err = fmt.Errorf("exit status %d", code)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the Pod's environment: %w", err)
+	}
+	var base []string
+	for _, line := range strings.Split(out.String(), "\n") {
+		if k, _, ok := strings.Cut(line, "="); ok && validEnvName(k) {
+			base = append(base, line)
+		}
+	}
+	set, unset := dc.Env(base)
+	var script strings.Builder
+	for _, kv := range set {
+		k, v, _ := strings.Cut(kv, "=")
+		if validEnvName(k) {
+			fmt.Fprintf(&script, "export %s=%s\n", k, shellQuote(v))
+		}
+	}
+	for _, k := range unset {
+		if validEnvName(k) {
+			fmt.Fprintf(&script, "unset %s\n", k)
+		}
+	}
+	code, err = pod.Exec(ctx, []string{"/bin/sh", "-c", "cat >" + kube.EnvFile}, kube.ExecOptions{Stdin: strings.NewReader(script.String())})
+	if err == nil && code != 0 {
+		err = fmt.Errorf("exit status %d", code)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("write the workspace's environment in the Pod: %w", err)
+	}
+	return workspaceEnv(dc, base), nil
+}
+
+// kubeLifecycle runs devcontainer.json's lifecycle commands in the Pod as
+// the spec orders them: the create commands once a volume (its claim is
+// marked, where the Pod cannot write), postStartCommand when the Pod was
+// made, postAttachCommand when a user attaches. A create command's
+// failure is an error; the others' are warnings.
+func (w *KubeWorkspace) lifecycle(ctx context.Context, dc *devcontainer.Config, env []string, attach bool) error {
+	const mark = "created"
+	created, err := w.k.Marked(ctx, w.name, mark)
+	if err != nil {
+		return err
+	}
+	var keys []string
+	if !created {
+		keys = append(keys, devcontainer.OnCreate, devcontainer.UpdateContent, devcontainer.PostCreate)
+	}
+	if w.pod.Created || !created {
+		keys = append(keys, devcontainer.PostStart)
+	}
+	if attach {
+		keys = append(keys, devcontainer.PostAttach)
+	}
+	errw := w.b.Stderr
+	for _, key := range keys {
+		for _, steps := range dc.Lifecycle(key, env) {
+			fmt.Fprintf(errw, "cove: %s: %s\n", key, termtext.Visible(stepsString(steps)))
+			out := &lockedWriter{w: termtext.NewWriter(errw)}
+			err := runParallel(steps, key, func(s devcontainer.Step) (int, error) {
+				return w.exec(ctx, container.ExecRequest{Args: s.Argv, Cwd: kube.WorkspaceDir}, kube.ExecOptions{Stdout: out, Stderr: out})
+			})
+			if err == nil {
+				continue
+			}
+			if key == devcontainer.PostStart || key == devcontainer.PostAttach {
+				fmt.Fprintf(errw, "cove: warning: %v\n", err)
+				continue
+			}
+			return err
+		}
+	}
+	if !created {
+		return w.k.Mark(ctx, w.name, mark, time.Now().UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// validEnvName says whether k can be an exported shell variable.
+func validEnvName(k string) bool {
+	if k == "" || k[0] >= '0' && k[0] <= '9' {
+		return false
+	}
+	for _, r := range k {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// shellQuote quotes s for sh: single quotes, with each ' written '\''.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// limitedBuffer keeps the first n bytes written to it and drops the rest.
+type limitedBuffer struct {
+	b *bytes.Buffer
+	n int
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if room := l.n - l.b.Len(); room > 0 {
+		l.b.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+var _ io.Writer = (*limitedBuffer)(nil)
