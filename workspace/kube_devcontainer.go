@@ -87,26 +87,8 @@ func podEnv(ctx context.Context, pod *kube.Pod, dc *devcontainer.Config) ([]stri
 	if err != nil {
 		return nil, fmt.Errorf("read the Pod's environment: %w", err)
 	}
-	var base []string
-	for _, line := range strings.Split(out.String(), "\n") {
-		if k, _, ok := strings.Cut(line, "="); ok && validEnvName(k) {
-			base = append(base, line)
-		}
-	}
-	set, unset := dc.Env(base)
-	var script strings.Builder
-	for _, kv := range set {
-		k, v, _ := strings.Cut(kv, "=")
-		if validEnvName(k) {
-			fmt.Fprintf(&script, "export %s=%s\n", k, shellQuote(v))
-		}
-	}
-	for _, k := range unset {
-		if validEnvName(k) {
-			fmt.Fprintf(&script, "unset %s\n", k)
-		}
-	}
-	code, err = pod.Exec(ctx, []string{"/bin/sh", "-c", "cat >" + kube.EnvFile}, kube.ExecOptions{Stdin: strings.NewReader(script.String())})
+	base, script := envScript(dc, out.String())
+	code, err = pod.Exec(ctx, []string{"/bin/sh", "-c", "cat >" + kube.EnvFile}, kube.ExecOptions{Stdin: strings.NewReader(script)})
 	if err == nil && code != 0 {
 		err = fmt.Errorf("exit status %d", code)
 	}
@@ -114,6 +96,31 @@ func podEnv(ctx context.Context, pod *kube.Pod, dc *devcontainer.Config) ([]stri
 		return nil, fmt.Errorf("write the workspace's environment in the Pod: %w", err)
 	}
 	return workspaceEnv(dc, base), nil
+}
+
+// envScript is the EnvFile for dc on a Pod whose image's environment is
+// env's output (lines K=V; a value's own newlines lose what follows them),
+// and that environment as K=V.
+func envScript(dc *devcontainer.Config, env string) (base []string, script string) {
+	for _, line := range strings.Split(env, "\n") {
+		if k, _, ok := strings.Cut(line, "="); ok && validEnvName(k) {
+			base = append(base, line)
+		}
+	}
+	set, unset := dc.Env(base)
+	var b strings.Builder
+	for _, kv := range set {
+		k, v, _ := strings.Cut(kv, "=")
+		if validEnvName(k) {
+			fmt.Fprintf(&b, "export %s=%s\n", k, shellQuote(v))
+		}
+	}
+	for _, k := range unset {
+		if validEnvName(k) {
+			fmt.Fprintf(&b, "unset %s\n", k)
+		}
+	}
+	return base, b.String()
 }
 
 // kubeLifecycle runs devcontainer.json's lifecycle commands in the Pod as

@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cove-sh/cove/container"
+	"github.com/cove-sh/cove/internal/devcontainer"
 )
 
 // TestRootlessStartExplainsAppArmor: a rootless start refused with EPERM on
@@ -76,5 +78,27 @@ func TestBoundaryLayerAccountsReadConfined(t *testing.T) {
 	}
 	if u, err := container.LookupUser("vscode", p, g); err != nil || u.UID != 1234 || u.Home != "/home/vscode" {
 		t.Errorf("the layer's own account: %+v %v", u, err)
+	}
+}
+
+// TestEnvScript: a Pod's EnvFile sets containerEnv and remoteEnv resolved
+// against the image's environment, quoted for sh, and unsets remoteEnv's
+// nulls.
+func TestEnvScript(t *testing.T) {
+	dir := t.TempDir()
+	dc, err := devcontainer.Parse(dir, filepath.Join(dir, ".devcontainer.json"), []byte(`{
+		"containerEnv": {"TOOLPATH": "/opt/tool:${containerEnv:PATH}", "QUOTED": "it's $HOME"},
+		"remoteEnv": {"HOSTNAME": null}
+	}`), devcontainer.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, script := envScript(dc, "PATH=/usr/bin:/bin\nHOSTNAME=pod\nbad name=x\n")
+	if len(base) != 2 {
+		t.Errorf("base %q", base)
+	}
+	out, err := exec.Command("/bin/sh", "-c", script+`echo "$TOOLPATH|$QUOTED|${HOSTNAME-unset}"`).Output()
+	if err != nil || string(out) != "/opt/tool:/usr/bin:/bin|it's $HOME|unset\n" {
+		t.Errorf("the script %q gives %q (%v)", script, out, err)
 	}
 }

@@ -327,7 +327,7 @@ func TestDevcontainerKube(t *testing.T) {
 		// as projects write it
 		"image": "`+ref+`",
 		"containerEnv": {"TOOLPATH": "/opt/tool:${containerEnv:PATH}", "QUOTED": "it's $HOME"},
-		"remoteEnv": {"HOSTNAME": null},
+		"remoteEnv": {"KUBERNETES_SERVICE_HOST": null},
 		"onCreateCommand": "echo oncreate >> created.log",
 		"postCreateCommand": ["sh", "./setup.sh"],
 		"postStartCommand": {"a": "echo start-a", "b": "echo start-b"},
@@ -338,7 +338,7 @@ func TestDevcontainerKube(t *testing.T) {
 	t.Cleanup(func() { k.Remove(context.Background(), name) })
 	root := t.TempDir()
 	kflags := []string{"--kube", "--kubeconfig", kc}
-	script := `echo "T=$TOOLPATH"; echo "Q=$QUOTED"; echo "G=${HOSTNAME-unset}"; cat created.log` + "\n"
+	script := `echo "T=$TOOLPATH"; echo "Q=$QUOTED"; echo "G=${KUBERNETES_SERVICE_HOST-unset}"; cat created.log` + "\n"
 	r := runProc(t, root, script, append(append([]string{"shell"}, kflags...), project)...)
 	if r.code != 0 {
 		t.Fatalf("cove shell --kube: %+v", r)
