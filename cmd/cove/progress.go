@@ -30,6 +30,9 @@ type layerBar struct {
 }
 
 func newProgress(w io.Writer, ref string, quiet bool) *progress {
+	if t, ok := w.(interface{ Terminal() io.Writer }); ok {
+		w = t.Terminal() // stderr copied to the IDE's log (notes.go): the bars draw on stderr alone
+	}
 	pr := &progress{w: w, ref: ref, quiet: quiet, bars: map[int]*layerBar{}}
 	if f, ok := w.(*os.File); ok && !quiet && term.IsTerminal(int(f.Fd())) {
 		// A terminal that reports no size (some ptys) cannot hold bars.

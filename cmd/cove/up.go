@@ -98,7 +98,10 @@ func upAction(c *cli.Context) error {
 		return showURL(c, url)
 	}
 	defer lock.Close()
+	notes := &ide.Notes{}
+	restore := teeNotes(c, notes) // the notes and lifecycle output, for the IDE's log too
 	st, err := ensureWorkspace(c, e, dir)
+	restore()
 	if err != nil {
 		return err
 	}
@@ -109,6 +112,7 @@ func upAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	launcherNotes(proxy, notes)
 	rec := launcherRecord{URL: proxy.URL(), Workspace: st.ID}
 	if err := rec.Launcher.Track(os.Getpid()); err != nil {
 		return err

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"io"
+
+	"github.com/cove-sh/cove/ide"
+	"github.com/urfave/cli/v2"
+)
+
+// launcherNotes serves n, what the launcher said while it started the
+// workspace (its notes, the lifecycle commands' output), to the IDE's
+// workspace log at /api/notes, behind the proxy's checks.
+func launcherNotes(proxy *ide.Proxy, n *ide.Notes) {
+	proxy.Handle("/api/notes", n)
+}
+
+// teeNotes makes what the command says on stderr go to n too, until
+// restore is called: the notes and the lifecycle commands' output are
+// said where the user is, the terminal and the IDE.
+func teeNotes(c *cli.Context, n *ide.Notes) (restore func()) {
+	was := c.App.ErrWriter
+	c.App.ErrWriter = notesTee{w: was, notes: n}
+	return func() { c.App.ErrWriter = was }
+}
+
+// notesTee writes to the launcher's stderr and its notes.
+type notesTee struct {
+	w     io.Writer
+	notes *ide.Notes
+}
+
+func (t notesTee) Write(b []byte) (int, error) {
+	t.notes.Write(b)
+	return t.w.Write(b)
+}
+
+// Terminal is the stderr under the tee, where a pull's progress bars are
+// drawn (they are not notes).
+func (t notesTee) Terminal() io.Writer { return t.w }
