@@ -2,8 +2,12 @@ package main
 
 import (
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/cove-sh/cove/ide"
+	"github.com/cove-sh/cove/internal/atomicfile"
 	"github.com/urfave/cli/v2"
 )
 
@@ -37,3 +41,30 @@ func (t notesTee) Write(b []byte) (int, error) {
 // Terminal is the stderr under the tee, where a pull's progress bars are
 // drawn (they are not notes).
 func (t notesTee) Terminal() io.Writer { return t.w }
+
+// keepNotes leaves n beside the launcher's record at recPath, for the
+// background launcher of cove up --detach, which finds the workspace
+// started: its IDE shows what was said here. The directory is the
+// launcher's, which the workspace never sees.
+func keepNotes(recPath string, n *ide.Notes) error {
+	var b strings.Builder
+	lines, _ := n.Lines(0)
+	for _, l := range lines {
+		b.WriteString(l.Text + "\n")
+	}
+	return atomicfile.WriteFile(filepath.Join(filepath.Dir(recPath), "notes.txt"), []byte(b.String()))
+}
+
+// launcherNotesFor is the record of what the launcher at recPath says: a
+// new one, or for the background launcher (--serve), what cove up
+// --detach kept for it.
+func launcherNotesFor(c *cli.Context, recPath string) *ide.Notes {
+	n := &ide.Notes{}
+	if c.Bool("serve") {
+		if f, err := os.Open(filepath.Join(filepath.Dir(recPath), "notes.txt")); err == nil {
+			io.Copy(n, io.LimitReader(f, 2*ide.DefaultNotesLimit))
+			f.Close()
+		}
+	}
+	return n
+}

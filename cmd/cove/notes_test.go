@@ -1,10 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"os/exec"
 	"strings"
 	"testing"
 
+	"github.com/cove-sh/cove/ide"
 	"github.com/cove-sh/cove/internal/testregistry"
 )
 
@@ -31,5 +33,35 @@ func TestBrowserWorkspaceLog(t *testing.T) {
 	// Said on the terminal too, as it was.
 	if errs := upErr(t); !strings.Contains(errs, "cove: note: devcontainer.json: "+note) || !strings.Contains(errs, "MARK ␛[1m<b>x</b>␛[0m end") {
 		t.Errorf("the launcher's stderr: %s", errs)
+	}
+}
+
+// TestDetachedWorkspaceLog: cove up --detach starts the workspace where
+// the user is and leaves its launcher in the background: that launcher's
+// IDE has the notes and the lifecycle output too, once each, though they
+// were said by the cove that started it (before, they were only on its
+// stderr).
+func TestDetachedWorkspaceLog(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	ref := testregistry.Push(t, addr, layered(t))
+	project, root := devcontainerProject(t, `{"image": "`+ref+`", "fancyKey": true, "postCreateCommand": "echo detached-marker"}`)
+	r := runProc(t, root, "", "up", "--detach", project)
+	const note = "cove: note: devcontainer.json: fancyKey is not supported by cove; it is ignored"
+	if r.code != 0 || !strings.Contains(r.stderr, note) || !strings.Contains(r.stderr, "\ndetached-marker\n") {
+		t.Fatalf("up --detach: %+v", r)
+	}
+	base, token, _ := strings.Cut(strings.TrimSpace(r.stdout), "/?token=")
+	code, body := getWithToken(t, base, token, "/api/notes")
+	var page struct{ Lines []ide.NoteLine }
+	if err := json.Unmarshal([]byte(body), &page); code != 200 || err != nil {
+		t.Fatalf("/api/notes: %d %q", code, body)
+	}
+	seen := map[string]int{}
+	for _, l := range page.Lines {
+		seen[l.Kind+" "+l.Text]++
+	}
+	if seen["note "+note] != 1 || seen["output detached-marker"] != 1 {
+		t.Errorf("the background launcher's notes: %+v", page.Lines)
 	}
 }

@@ -98,7 +98,7 @@ func upAction(c *cli.Context) error {
 		return showURL(c, url)
 	}
 	defer lock.Close()
-	notes := &ide.Notes{}
+	notes := launcherNotesFor(c, recPath)
 	restore := teeNotes(c, notes) // the notes and lifecycle output, for the IDE's log too
 	st, err := ensureWorkspace(c, e, dir)
 	restore()
@@ -353,7 +353,14 @@ func detachUp(c *cli.Context, e *env, dir, recPath string) error {
 	// The workspace starts here, where the user is: its notes, the pull's
 	// progress and the lifecycle commands' output go to this stderr, not
 	// only to the background server's log; the server finds it running.
-	if _, err := ensureWorkspace(c, e, dir); err != nil {
+	notes := &ide.Notes{}
+	restore := teeNotes(c, notes) // and kept for the background launcher's IDE
+	_, err = ensureWorkspace(c, e, dir)
+	restore()
+	if err != nil {
+		return err
+	}
+	if err := keepNotes(recPath, notes); err != nil {
 		return err
 	}
 	args := []string{"up", "--serve", "--detach", "--port", fmt.Sprint(c.Int("port"))}
