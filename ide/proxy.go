@@ -42,16 +42,16 @@ type Proxy struct {
 	port int
 	rp   *httputil.ReverseProxy
 
-	local map[string]http.Handler // paths served on this side
-	ui    http.Handler
-	life  lifeline // the windows' line to the launcher (lifeline.go)
+	ui   http.Handler
+	life lifeline // the windows' line to the launcher (lifeline.go)
 
 	socket string // the server's socket ("": reached by a dial function)
 
 	mu      sync.Mutex
-	sockets int       // WebSockets open through the proxy: windows on the workspace
-	seen    bool      // whether one ever was
-	since   time.Time // when the last one closed
+	local   map[string]http.Handler // paths served on this side
+	sockets int                     // WebSockets open through the proxy: windows on the workspace
+	seen    bool                    // whether one ever was
+	since   time.Time               // when the last one closed
 }
 
 const tokenCookie = "cove_token"
@@ -140,8 +140,12 @@ func dataOnly(resp *http.Response) error {
 
 // Handle serves path on the host side instead of forwarding it, behind
 // the same checks (the agent panel: the model is called from the host, so
-// keys never enter the container). Call it before serving.
+// keys never enter the container). It is safe to call while serving (a
+// route the launcher has only later), but a route is best added before
+// the URL is shown.
 func (p *Proxy) Handle(path string, h http.Handler) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.local == nil {
 		p.local = map[string]http.Handler{}
 	}
@@ -196,7 +200,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.serveLifeline(w, r)
 		return
 	}
-	if h, ok := p.local[r.URL.Path]; ok {
+	p.mu.Lock()
+	h, ok := p.local[r.URL.Path]
+	p.mu.Unlock()
+	if ok {
 		w.Header().Set("Content-Security-Policy", dataPolicy)
 		h.ServeHTTP(w, r)
 		return

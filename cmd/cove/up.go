@@ -102,7 +102,12 @@ func upAction(c *cli.Context) error {
 		return showURL(c, url)
 	}
 	defer lock.Close()
+	notes := launcherNotesFor(c, recPath)
+	// The notes and lifecycle output, for the IDE's log too (on a
+	// cluster, the sync's notes as well: the backend keeps the writer).
+	restore := teeNotes(c, notes)
 	ws, _, err := ensure(c, e, dir)
+	restore()
 	if err != nil {
 		return err
 	}
@@ -113,6 +118,7 @@ func upAction(c *cli.Context) error {
 		ws.Close()
 		return err
 	}
+	launcherNotes(proxy, notes)
 	rec := launcherRecord{URL: proxy.URL(), Workspace: ws.ID()}
 	if err := rec.Launcher.Track(os.Getpid()); err != nil {
 		ws.Close()
@@ -388,12 +394,18 @@ func detachUp(c *cli.Context, e *env, dir, recPath string) error {
 	// The workspace starts here, where the user is: its notes, the pull's
 	// progress and the lifecycle commands' output go to this stderr, not
 	// only to the background server's log; the server finds it running.
+	notes := &ide.Notes{}
+	restore := teeNotes(c, notes) // and kept for the background launcher's IDE
 	ws, _, err := ensure(c, e, dir)
+	restore()
 	if err != nil {
 		return err
 	}
 	// On a cluster, the server holds the sync from here on.
 	if err := ws.Close(); err != nil {
+		return err
+	}
+	if err := keepNotes(recPath, notes); err != nil {
 		return err
 	}
 	args := []string{"up", "--serve", "--detach", "--port", fmt.Sprint(c.Int("port"))}

@@ -31,8 +31,13 @@ type layerBar struct {
 	phase atomic.Value // string
 }
 
-// New draws the pull of ref on w.
+// New draws the pull of ref on w. A w with a Terminal method (stderr
+// copied to the IDE's log) draws on what that gives: the bars are for the
+// terminal alone.
 func New(w io.Writer, ref string, quiet bool) *Bars {
+	if t, ok := w.(interface{ Terminal() io.Writer }); ok {
+		w = t.Terminal()
+	}
 	pr := &Bars{w: w, ref: ref, quiet: quiet, bars: map[int]*layerBar{}}
 	if f, ok := w.(*os.File); ok && !quiet && term.IsTerminal(int(f.Fd())) {
 		// A terminal that reports no size (some ptys) cannot hold bars.

@@ -9,6 +9,7 @@ import { Commands } from "./commands.js";
 import { startLayout } from "./layout.js";
 import { startLifeline } from "./lifeline.js";
 import { startStatusBar } from "./statusbar.js";
+import { startNotes } from "./notes.js";
 import { $, el } from "./dom.js";
 
 const darkQuery = matchMedia("(prefers-color-scheme: dark)");
@@ -342,9 +343,23 @@ function showShell(entry) {
     s.pane.hidden = s !== entry;
     s.tab.classList.toggle("active", s === entry);
   }
+  $("#log").hidden = true;
+  $("#log-tab").classList.remove("active");
   if (!layout.shown("bottom")) layout.toggle("bottom", true);
   entry.shell.resize();
   entry.shell.focus();
+}
+
+// showLog shows the workspace log in place of the terminals.
+function showLog() {
+  for (const s of shells) {
+    s.pane.hidden = true;
+    s.tab.classList.remove("active");
+  }
+  $("#log").hidden = false;
+  $("#log-tab").classList.add("active");
+  if (!layout.shown("bottom")) layout.toggle("bottom", true);
+  $("#log").focus();
 }
 
 // The terminals outlive the page: remember their ids for a reload.
@@ -363,6 +378,7 @@ darkQuery.addEventListener("change", () => {
   for (const { doc } of docs.values()) doc.setDark(darkQuery.matches);
 });
 $("#new-term").addEventListener("click", () => newShell());
+$("#log-tab").addEventListener("click", showLog);
 $("#new-file").addEventListener("click", () => newEntry(false));
 $("#new-folder").addEventListener("click", () => newEntry(true));
 $("#md-preview").addEventListener("click", () => togglePreview());
@@ -419,6 +435,7 @@ const commands = new Commands()
     const s = activeShell();
     if (s) showShell(s);
   }, { key: "Ctrl+`" })
+  .add("workspaceLog", "View: Workspace log (cove's notes, the lifecycle commands' output)", showLog)
   .add("closeTerminal", "Terminal: Close the terminal (ends its shell)", () => activeShell() && closeShell(activeShell()))
   .add("agent", "Agent: Ask the agent", () => {
     if (!layout.shown("agent")) layout.toggle("agent", true);
@@ -472,6 +489,7 @@ const lifeline = startLifeline({
     status(`the workspace stopped: ${why.reason}`);
   },
 });
+startNotes({ pane: $("#log"), badge: $("#st-notes"), show: showLog, stopped: () => lifeline.stopped() });
 window.cove = { shells, docs, layout, commands };
 renderDir(".", $("#tree")).catch((e) => status(`files: ${e.message}`));
 restoreDocs().catch((e) => status(`files: ${e.message}`));

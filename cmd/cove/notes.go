@@ -1,0 +1,70 @@
+package main
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cove-sh/cove/ide"
+	"github.com/cove-sh/cove/internal/atomicfile"
+	"github.com/urfave/cli/v2"
+)
+
+// launcherNotes serves n, what the launcher said while it started the
+// workspace (its notes, the lifecycle commands' output), to the IDE's
+// workspace log at /api/notes, behind the proxy's checks.
+func launcherNotes(proxy *ide.Proxy, n *ide.Notes) {
+	proxy.Handle("/api/notes", n)
+}
+
+// teeNotes makes what the command says on stderr go to n too, until
+// restore is called: the notes and the lifecycle commands' output are
+// said where the user is, the terminal and the IDE.
+func teeNotes(c *cli.Context, n *ide.Notes) (restore func()) {
+	was := c.App.ErrWriter
+	c.App.ErrWriter = notesTee{w: was, notes: n}
+	return func() { c.App.ErrWriter = was }
+}
+
+// notesTee writes to the launcher's stderr and its notes.
+type notesTee struct {
+	w     io.Writer
+	notes *ide.Notes
+}
+
+func (t notesTee) Write(b []byte) (int, error) {
+	t.notes.Write(b)
+	return t.w.Write(b)
+}
+
+// Terminal is the stderr under the tee, where a pull's progress bars are
+// drawn (they are not notes).
+func (t notesTee) Terminal() io.Writer { return t.w }
+
+// keepNotes leaves n beside the launcher's record at recPath, for the
+// background launcher of cove up --detach, which finds the workspace
+// started: its IDE shows what was said here. The directory is the
+// launcher's, which the workspace never sees.
+func keepNotes(recPath string, n *ide.Notes) error {
+	var b strings.Builder
+	lines, _ := n.Lines(0)
+	for _, l := range lines {
+		b.WriteString(l.Text + "\n")
+	}
+	return atomicfile.WriteFile(filepath.Join(filepath.Dir(recPath), "notes.txt"), []byte(b.String()))
+}
+
+// launcherNotesFor is the record of what the launcher at recPath says: a
+// new one, or for the background launcher (--serve), what cove up
+// --detach kept for it.
+func launcherNotesFor(c *cli.Context, recPath string) *ide.Notes {
+	n := &ide.Notes{}
+	if c.Bool("serve") {
+		if f, err := os.Open(filepath.Join(filepath.Dir(recPath), "notes.txt")); err == nil {
+			io.Copy(n, io.LimitReader(f, 2*ide.DefaultNotesLimit))
+			f.Close()
+		}
+	}
+	return n
+}
