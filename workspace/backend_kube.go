@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cove-sh/cove/container"
+	"github.com/cove-sh/cove/internal/devcontainer"
 	"github.com/cove-sh/cove/internal/projectwalk"
 	"github.com/cove-sh/cove/internal/termtext"
 	"github.com/cove-sh/cove/workspace/filesync"
@@ -330,4 +331,26 @@ func SyncNotes(w io.Writer, r filesync.Report, err error) {
 	if err != nil {
 		fmt.Fprintf(w, "cove: sync: %s (tried again)\n", termtext.Visible(err.Error()))
 	}
+}
+
+// KubeChoice is the cluster s.Dir's devcontainer.json chooses for its
+// workspace (customizations.cove.kube), nil when it chooses none. The
+// file is the project's to write: its choice (which sends the project's
+// files to that cluster) is followed only once the user trusted the file
+// (or trusts it now, s.Trust); until then it is said on w. A file cove
+// cannot read chooses nothing here: Ensure says why.
+func KubeChoice(w io.Writer, s Spec) *kube.Config {
+	dc, err := devcontainer.Load(s.Dir, devcontainerOptions(s))
+	if err != nil || dc == nil {
+		return nil
+	}
+	choice, err := dc.Kube()
+	if err != nil || choice == nil {
+		return nil
+	}
+	if !dc.Trusted && !s.Trust {
+		fmt.Fprintf(w, "cove: note: %s asks for the workspace to run on a Kubernetes cluster (customizations.cove.kube): it does once you trust the file (cove up --trust), or with cove up --kube; it runs here now\n", dc.Path)
+		return nil
+	}
+	return &kube.Config{Context: choice.Context, Namespace: choice.Namespace}
 }

@@ -105,7 +105,7 @@ never in DIR: the workspace can neither forge nor arm them.`,
 			if _, err := cfg.NewProvider(); err != nil {
 				return err // before a workspace is started for nothing
 			}
-			ws, started, err := ensure(c, e, dir)
+			ws, started, err := ensure(c, dirBackend(c, e, dir), dir)
 			if err != nil {
 				return err
 			}

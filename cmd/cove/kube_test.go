@@ -389,3 +389,43 @@ func TestDevcontainerKube(t *testing.T) {
 		t.Errorf("the Pod runs on after its create command failed")
 	}
 }
+
+// TestKubeChosenByDevcontainer: a project's devcontainer.json may choose
+// a cluster (customizations.cove.kube), but the file is the project's: it
+// takes effect only once the user trusts it; until then the workspace
+// runs here, and that is said.
+func TestKubeChosenByDevcontainer(t *testing.T) {
+	needRoot(t)
+	kc := testKubeconfig(t)
+	ref := testregistry.Push(t, testregistry.Addr(t), layered(t))
+	k, err := kube.Connect(kube.Config{Kubeconfig: kc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	project := t.TempDir()
+	os.WriteFile(filepath.Join(project, ".devcontainer.json"), []byte(`{"image": "`+ref+`", "customizations": {"cove": {"kube": {"namespace": "default"}}}}`), 0o644)
+	name := workspace.Name(project)
+	t.Cleanup(func() { k.Remove(context.Background(), name) })
+	root, home := t.TempDir(), t.TempDir()
+	shell := func(args ...string) result {
+		cmd, out, errb := coveProc(root, append(append([]string{"shell", "--kubeconfig", kc}, args...), project)...)
+		cmd.Env = append(cmd.Env, "HOME="+home)
+		cmd.Stdin = strings.NewReader("test -f /.cove/ide.pid && echo in-the-pod || echo here\n")
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		return result{out.String(), errb.String(), code}
+	}
+	if r := shell(); r.code != 0 || r.stdout != "here\n" || !strings.Contains(r.stderr, "asks for the workspace to run on a Kubernetes cluster") {
+		t.Fatalf("an untrusted choice of a cluster: %+v", r)
+	}
+	runProc(t, root, "", "stop", name)
+	if r := shell("--trust"); r.code != 0 || r.stdout != "in-the-pod\n" {
+		t.Fatalf("the trusted choice of a cluster: %+v", r)
+	}
+	if _, err := k.Pod(context.Background(), name); err != nil {
+		t.Errorf("the chosen cluster has no Pod: %v", err)
+	}
+}

@@ -75,9 +75,9 @@ func upAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	b := e.backend(c)
+	b := dirBackend(c, e, dir)
 	name := workspace.Name(dir)
-	runDir := launcherDir(c, e, name)
+	runDir := launcherDir(e, b, name)
 	recPath := filepath.Join(runDir, "launcher.json")
 	if rec, ok := readLauncher(recPath); ok && !c.Bool("fresh") {
 		// Another cove serves this workspace: a new window on it (unless
@@ -88,7 +88,7 @@ func upAction(c *cli.Context) error {
 		}
 	}
 	if c.Bool("detach") && !c.Bool("serve") {
-		return detachUp(c, e, dir, recPath)
+		return detachUp(c, b, dir, recPath)
 	}
 	// One launcher a workspace: a second cove up while the first starts
 	// waits for it and opens a window on it.
@@ -106,7 +106,7 @@ func upAction(c *cli.Context) error {
 	// The notes and lifecycle output, for the IDE's log too (on a
 	// cluster, the sync's notes as well: the backend keeps the writer).
 	restore := teeNotes(c, notes)
-	ws, _, err := ensure(c, e, dir)
+	ws, _, err := ensure(c, b, dir)
 	restore()
 	if err != nil {
 		return err
@@ -182,11 +182,11 @@ func upAction(c *cli.Context) error {
 // launcherDir holds the launcher's record and locks of DIR's workspace on
 // the command's backend: this machine's runtime dir, never the
 // workspace's to see.
-func launcherDir(c *cli.Context, e *env, name string) string {
+func launcherDir(e *env, b workspace.Backend, name string) string {
 	key := name
-	if c.Bool("kube") {
+	if k, ok := b.(*workspace.Kube); ok {
 		// A Pod of the same project elsewhere is another workspace.
-		sum := sha256.Sum256([]byte(c.String("kubeconfig") + "\x00" + c.String("context") + "\x00" + c.String("namespace")))
+		sum := sha256.Sum256([]byte(k.Config.Kubeconfig + "\x00" + k.Config.Context + "\x00" + k.Config.Namespace))
 		key = "kube-" + hex.EncodeToString(sum[:4]) + "-" + name
 	}
 	return filepath.Join(e.layout.Runtime, "workspaces", key)
@@ -386,7 +386,7 @@ func isDir(p string) bool {
 
 // detachUp runs `cove up --serve` in its own session in the background, a
 // small per-workspace server (no system daemon), and prints its URL.
-func detachUp(c *cli.Context, e *env, dir, recPath string) error {
+func detachUp(c *cli.Context, b workspace.Backend, dir, recPath string) error {
 	bin, err := coveBinary()
 	if err != nil {
 		return err
@@ -396,7 +396,7 @@ func detachUp(c *cli.Context, e *env, dir, recPath string) error {
 	// only to the background server's log; the server finds it running.
 	notes := &ide.Notes{}
 	restore := teeNotes(c, notes) // and kept for the background launcher's IDE
-	ws, _, err := ensure(c, e, dir)
+	ws, _, err := ensure(c, b, dir)
 	restore()
 	if err != nil {
 		return err

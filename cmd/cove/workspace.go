@@ -119,7 +119,7 @@ func shellCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			ws, started, err := ensure(c, e, dir)
+			ws, started, err := ensure(c, dirBackend(c, e, dir), dir)
 			if err != nil {
 				return err
 			}
@@ -156,12 +156,11 @@ func workspaceSpec(c *cli.Context, dir string) (workspace.Spec, error) {
 // ensure starts DIR's workspace on the command's backend if it is not
 // running; started says it was not (on a cluster: always, the Pod's sync
 // was not running).
-func ensure(c *cli.Context, e *env, dir string) (ws workspace.Workspace, started bool, err error) {
+func ensure(c *cli.Context, b workspace.Backend, dir string) (ws workspace.Workspace, started bool, err error) {
 	s, err := workspaceSpec(c, dir)
 	if err != nil {
 		return nil, false, err
 	}
-	b := e.backend(c)
 	started = true
 	if lo, ok := b.(*workspace.Local); ok {
 		started = !lo.Running(dir)

@@ -65,6 +65,9 @@ type Config struct {
 	// to install first, in its order.
 	OverrideFeatureInstallOrder []string `json:"overrideFeatureInstallOrder"`
 	DockerFile                  string   `json:"dockerFile"`
+	// Customizations are the tools' own settings; cove reads its own
+	// (customizations.cove: Kube).
+	Customizations map[string]json.RawMessage `json:"customizations"`
 
 	InitializeCommand    *Command `json:"initializeCommand"`
 	OnCreateCommand      *Command `json:"onCreateCommand"`
@@ -213,11 +216,12 @@ var supported = map[string]bool{
 	"forwardPorts": true, "appPort": true, "portsAttributes": true, "otherPortsAttributes": true,
 	// Descriptive only.
 	"name": true, "$schema": true,
+	// Cove's own part is read (Kube); the other tools' are said below.
+	"customizations": true,
 }
 
 // ignoredWhy says, for keys cove knows and does not apply, why.
 var ignoredWhy = map[string]string{
-	"customizations":   "it holds settings for other tools",
 	"shutdownAction":   "cove stops the workspace when its last window closes (or with cove stop)",
 	"waitFor":          "cove runs every create command before it opens the workspace",
 	"userEnvProbe":     "cove takes the environment from the image and the file, not from a login shell",
@@ -266,6 +270,12 @@ func Parse(dir, path string, b []byte, opts Options) (*Config, error) {
 		}
 	}
 	c.Notes = append(c.Notes, v.notes...)
+	if others := c.otherCustomizations(); len(others) > 0 {
+		c.Notes = append(c.Notes, fmt.Sprintf("customizations for %s are other tools' settings; cove ignores them", strings.Join(others, ", ")))
+	}
+	if _, err := c.Kube(); err != nil {
+		return nil, err
+	}
 	// A build section cove cannot follow stops here, before anything
 	// starts; what of it cove ignores is said with the rest.
 	_, buildNotes, err := c.imageBuild()

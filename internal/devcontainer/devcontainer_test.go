@@ -154,7 +154,7 @@ func TestNotes(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := strings.Join(c.Notes, "\n")
-	for _, want := range []string{"customizations is not supported",
+	for _, want := range []string{"customizations for vscode are other tools' settings",
 		"hostRequirements is not supported", "somethingNew is not supported by cove; it is ignored"} {
 		if strings.Count(got, want) != 1 {
 			t.Errorf("notes %q: want %q once", got, want)
@@ -402,5 +402,37 @@ func TestMetadataVariables(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(c.Notes, "\n"), "reads the host's environment (SECRET in devcontainer.metadata[0].containerEnv.K)") {
 		t.Errorf("notes: %q", c.Notes)
+	}
+}
+
+// TestKubeChoice: customizations.cove.kube is true or {context,
+// namespace}; anything else is an error that names the key.
+func TestKubeChoice(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		json string
+		want *KubeChoice
+		err  string
+	}{
+		{`{"image": "x"}`, nil, ""},
+		{`{"customizations": {"cove": {"kube": true}}}`, &KubeChoice{}, ""},
+		{`{"customizations": {"cove": {"kube": {"context": "gpu", "namespace": "dev"}}}}`, &KubeChoice{Context: "gpu", Namespace: "dev"}, ""},
+		{`{"customizations": {"cove": {"kube": false}, "vscode": {}}}`, nil, ""},
+		{`{"customizations": {"cove": {"kube": "gpu"}}}`, nil, "customizations.cove.kube: want true or"},
+	} {
+		c, err := Parse(dir, filepath.Join(dir, ".devcontainer.json"), []byte(tc.json), Options{})
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: %v, want %q", tc.json, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.json, err)
+		}
+		got, err := c.Kube()
+		if err != nil || (got == nil) != (tc.want == nil) || got != nil && *got != *tc.want {
+			t.Errorf("%s: %+v %v, want %+v", tc.json, got, err, tc.want)
+		}
 	}
 }
