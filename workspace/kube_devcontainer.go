@@ -181,7 +181,7 @@ func validEnvName(k string) bool {
 	return true
 }
 
-// shellQuote quotes s for sh: single quotes, with each ' written '\''.
+// shellQuote quotes s for sh: single quotes, with each ' written '\”.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

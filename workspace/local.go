@@ -296,7 +296,6 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (*container.State, error) {
 	return st, nil
 }
 
-
 // runDir holds a workspace's runtime files on the host side: the
 // launcher's record and log, never bound into the workspace.
 func (lo *Local) runDir(name string) string {
