@@ -181,7 +181,8 @@ func validEnvName(k string) bool {
 	return true
 }
 
-// shellQuote quotes s for sh: single quotes, with each ' written '\”.
+// shellQuote quotes s for sh in single quotes (a quote in s closes them,
+// is escaped, and reopens them).
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
