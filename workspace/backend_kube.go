@@ -175,8 +175,10 @@ type KubeWorkspace struct {
 	pod     *kube.Pod
 	session *kube.Session // nil when opened, not ensured
 
-	mu  sync.Mutex
-	ide *kube.Forwarder
+	mu      sync.Mutex
+	ide     *kube.Forwarder
+	checked time.Time // when Running last asked
+	gone    bool
 }
 
 // Name is the workspace's name.
@@ -290,9 +292,24 @@ func (w *KubeWorkspace) Sync(ctx context.Context) error {
 	return w.session.Flush(ctx)
 }
 
-// Running is true: a Pod deleted under it is seen, and said, by the next
-// sync round, and a passing API server outage must not end the launcher.
-func (w *KubeWorkspace) Running() bool { return true }
+// Running says whether the Pod is still there: false once it is deleted
+// (cove stop --kube). An API server that does not answer (asleep, a
+// restart) is not taken for a stop: the launcher waits for it. Asked at
+// most every few seconds.
+func (w *KubeWorkspace) Running() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if time.Since(w.checked) < 3*time.Second {
+		return !w.gone
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if gone, err := w.k.Gone(ctx, w.name); err == nil {
+		w.gone = gone
+	}
+	w.checked = time.Now()
+	return !w.gone
+}
 
 // ExecFlags reach the same Pod: --kube and the cluster's flags.
 func (w *KubeWorkspace) ExecFlags() []string {

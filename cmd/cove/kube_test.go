@@ -429,3 +429,51 @@ func TestKubeChosenByDevcontainer(t *testing.T) {
 		t.Errorf("the chosen cluster has no Pod: %v", err)
 	}
 }
+
+// TestUpKubeDetach: cove up --kube --detach leaves a launcher serving the
+// Pod in the background; a second cove up --kube finds it (one launcher,
+// one sync); cove stop --kube deletes the Pod and that launcher sees it
+// and leaves.
+func TestUpKubeDetach(t *testing.T) {
+	needRoot(t)
+	kc := testKubeconfig(t)
+	ref := testregistry.Push(t, testregistry.Addr(t), layered(t))
+	k, err := kube.Connect(kube.Config{Kubeconfig: kc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	project := t.TempDir()
+	os.WriteFile(filepath.Join(project, "a.txt"), []byte("a\n"), 0o644)
+	name := workspace.Name(project)
+	t.Cleanup(func() { k.Remove(context.Background(), name) })
+	root := t.TempDir()
+	up := []string{"up", "--kube", "--kubeconfig", kc, "--detach", "--image", ref, project}
+	r := runProc(t, root, "", up...)
+	url := strings.TrimSpace(r.stdout)
+	if r.code != 0 || !strings.HasPrefix(url, "http://127.0.0.1:") {
+		t.Fatalf("cove up --kube --detach: %+v", r)
+	}
+	base, token, _ := strings.Cut(url, "/?token=")
+	if code, body := getWithToken(t, base, token, "/api/tree"); code != 200 || !strings.Contains(body, `"a.txt"`) {
+		t.Fatalf("the detached launcher's proxy: %d %s", code, body)
+	}
+	recs, _ := filepath.Glob(filepath.Join(root, "run", "workspaces", "kube-*-"+name, "launcher.json"))
+	if len(recs) != 1 {
+		t.Fatalf("launcher records: %v", recs)
+	}
+	if r := runProc(t, root, "", up...); r.code != 0 || strings.TrimSpace(r.stdout) != url {
+		t.Errorf("a second cove up --kube: %+v, want %s", r, url)
+	}
+	if r := runProc(t, root, "", "stop", "--kube", "--kubeconfig", kc, name); r.code != 0 {
+		t.Fatalf("cove stop --kube: %+v", r)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if _, err := os.Stat(recs[0]); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(filepath.Join(filepath.Dir(recs[0]), "launcher.log"))
+			t.Fatalf("the detached launcher serves on after its Pod was deleted; its log: %s", b)
+		}
+	}
+}

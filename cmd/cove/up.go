@@ -79,6 +79,9 @@ func upAction(c *cli.Context) error {
 	name := workspace.Name(dir)
 	runDir := launcherDir(e, b, name)
 	recPath := filepath.Join(runDir, "launcher.json")
+	if err := os.MkdirAll(runDir, 0o700); err != nil {
+		return err
+	}
 	if rec, ok := readLauncher(recPath); ok && !c.Bool("fresh") {
 		// Another cove serves this workspace: a new window on it (unless
 		// the workspace was stopped and that launcher is on its way out).

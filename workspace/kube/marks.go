@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -34,4 +35,17 @@ func (k *Cluster) Mark(ctx context.Context, workspace, key, value string) error 
 		return fmt.Errorf("mark the volume claim of %s: %w", workspace, err)
 	}
 	return nil
+}
+
+// Gone says whether the workspace's Pod is gone or going (deleted: cove
+// stop --kube, or by hand). An error is an API server that did not say.
+func (k *Cluster) Gone(ctx context.Context, workspace string) (bool, error) {
+	p, err := k.pods().Get(ctx, objectName(workspace), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return p.DeletionTimestamp != nil || p.Labels[LabelWorkspace] != workspace, nil
 }
