@@ -20,7 +20,8 @@ func launcherNotes(proxy *ide.Proxy, n *ide.Notes) {
 
 // teeNotes makes what the command says on stderr go to n too, until
 // restore is called: the notes and the lifecycle commands' output are
-// said where the user is, the terminal and the IDE.
+// said where the user is, the terminal and the IDE (and kept for the
+// background launcher under --detach: keepNotes).
 func teeNotes(c *cli.Context, n *ide.Notes) (restore func()) {
 	was := c.App.ErrWriter
 	c.App.ErrWriter = notesTee{w: was, notes: n}
@@ -55,16 +56,11 @@ func keepNotes(recPath string, n *ide.Notes) error {
 	return atomicfile.WriteFile(filepath.Join(filepath.Dir(recPath), "notes.txt"), []byte(b.String()))
 }
 
-// launcherNotesFor is the record of what the launcher at recPath says: a
-// new one, or for the background launcher (--serve), what cove up
-// --detach kept for it.
-func launcherNotesFor(c *cli.Context, recPath string) *ide.Notes {
-	n := &ide.Notes{}
-	if c.Bool("serve") {
-		if f, err := os.Open(filepath.Join(filepath.Dir(recPath), "notes.txt")); err == nil {
-			io.Copy(n, io.LimitReader(f, 2*ide.DefaultNotesLimit))
-			f.Close()
-		}
+// keptNotes adds to n what cove up --detach kept beside the launcher's
+// record at recPath for this background launcher (--serve).
+func keptNotes(n *ide.Notes, recPath string) {
+	if f, err := os.Open(filepath.Join(filepath.Dir(recPath), "notes.txt")); err == nil {
+		io.Copy(n, io.LimitReader(f, 2*ide.DefaultNotesLimit))
+		f.Close()
 	}
-	return n
 }

@@ -75,6 +75,11 @@ func upAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	// What the launcher says (the notes, the lifecycle commands' output,
+	// on a cluster the sync's notes) goes to the IDE's workspace log too:
+	// the backends write to the command's stderr, made a tee first.
+	notes := &ide.Notes{}
+	defer teeNotes(c, notes)()
 	b := dirBackend(c, e, dir)
 	name := workspace.Name(dir)
 	runDir := launcherDir(e, b, name)
@@ -91,7 +96,7 @@ func upAction(c *cli.Context) error {
 		}
 	}
 	if c.Bool("detach") && !c.Bool("serve") {
-		return detachUp(c, b, dir, recPath)
+		return detachUp(c, b, dir, recPath, notes)
 	}
 	// One launcher a workspace: a second cove up while the first starts
 	// waits for it and opens a window on it.
@@ -105,12 +110,10 @@ func upAction(c *cli.Context) error {
 		return showURL(c, url)
 	}
 	defer lock.Close()
-	notes := launcherNotesFor(c, recPath)
-	// The notes and lifecycle output, for the IDE's log too (on a
-	// cluster, the sync's notes as well: the backend keeps the writer).
-	restore := teeNotes(c, notes)
+	if c.Bool("serve") {
+		keptNotes(notes, recPath)
+	}
 	ws, _, err := ensure(c, b, dir)
-	restore()
 	if err != nil {
 		return err
 	}
@@ -389,7 +392,7 @@ func isDir(p string) bool {
 
 // detachUp runs `cove up --serve` in its own session in the background, a
 // small per-workspace server (no system daemon), and prints its URL.
-func detachUp(c *cli.Context, b workspace.Backend, dir, recPath string) error {
+func detachUp(c *cli.Context, b workspace.Backend, dir, recPath string, notes *ide.Notes) error {
 	bin, err := coveBinary()
 	if err != nil {
 		return err
@@ -397,10 +400,7 @@ func detachUp(c *cli.Context, b workspace.Backend, dir, recPath string) error {
 	// The workspace starts here, where the user is: its notes, the pull's
 	// progress and the lifecycle commands' output go to this stderr, not
 	// only to the background server's log; the server finds it running.
-	notes := &ide.Notes{}
-	restore := teeNotes(c, notes) // and kept for the background launcher's IDE
 	ws, _, err := ensure(c, b, dir)
-	restore()
 	if err != nil {
 		return err
 	}
