@@ -19,12 +19,16 @@ import (
 type CacheReport struct {
 	Steps  int   // step cache entries (a layer each)
 	Mounts int   // RUN --mount=type=cache directories
+	// Features are fetched devcontainer Features (internal/devimage keeps
+	// them beside the steps), fetched again when next needed.
+	Features int
 	Bytes  int64 // bytes of files freed
 }
 
 // PruneCache removes from the build cache in cacheDir (Options.CacheDir)
 // the steps whose layer no image in store has, and what killed builds
-// left; with all, every step and every RUN --mount=type=cache directory.
+// left; with all, every step, every RUN --mount=type=cache directory and
+// every fetched devcontainer Feature.
 // It waits (until ctx ends) for builds in progress, which may be using
 // any step as a lower layer.
 func PruneCache(ctx context.Context, cacheDir string, store *image.Store, all bool) (rep CacheReport, err error) {
@@ -97,6 +101,18 @@ func PruneCache(ctx context.Context, cacheDir string, store *image.Store, all bo
 				return rep, err
 			}
 			rep.Mounts++
+		}
+		features := filepath.Join(cacheDir, "features")
+		fs, _ := os.ReadDir(features)
+		for _, f := range fs {
+			p := filepath.Join(features, f.Name())
+			rep.Bytes += du(p)
+			if err := os.RemoveAll(p); err != nil {
+				return rep, err
+			}
+			if strings.HasPrefix(f.Name(), "ref-") || strings.HasPrefix(f.Name(), "url-") {
+				rep.Features++
+			}
 		}
 	}
 	return rep, nil

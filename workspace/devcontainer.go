@@ -108,8 +108,9 @@ func (lo *Local) buildImage(ctx context.Context, dc *devcontainer.Config, dir, n
 // container, with a network of its own, cached by the Feature's content and
 // options), stored under a tag of the workspace's own; nil when it asks
 // for none. Fetching a Feature from a registry is as pulling the image:
-// the project chooses both, and what they run runs in containers.
-func (lo *Local) installFeatures(ctx context.Context, dc *devcontainer.Config, base, name string) (*devimage.FeatureResult, error) {
+// the project chooses both, and what they run runs in containers. With
+// refresh (--fresh) each reference is asked for again.
+func (lo *Local) installFeatures(ctx context.Context, dc *devcontainer.Config, base, name string, refresh bool) (*devimage.FeatureResult, error) {
 	if want, err := dc.Features(); err != nil || len(want) == 0 {
 		return nil, err
 	}
@@ -127,7 +128,7 @@ func (lo *Local) installFeatures(ctx context.Context, dc *devcontainer.Config, b
 	bars := progress.New(struct{ io.Writer }{lo.Stderr}, base, false)
 	res, err := devimage.InstallFeatures(ctx, dc, base, "cove-devcontainer/"+name+":features", devimage.Options{
 		Store: store, Binary: bin, CacheDir: filepath.Join(lo.Layout.Data, "build"),
-		Output: termtext.NewWriter(lo.Stderr), Pull: []image.Option{image.WithProgress(bars.Update)},
+		Output: termtext.NewWriter(lo.Stderr), Pull: []image.Option{image.WithProgress(bars.Update)}, Refresh: refresh,
 	})
 	if err != nil {
 		return nil, err

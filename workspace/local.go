@@ -124,7 +124,7 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (*container.State, error) {
 	if ref == "" {
 		ref = DefaultImage
 	}
-	feats, err := lo.installFeatures(ctx, dc, ref, name)
+	feats, err := lo.installFeatures(ctx, dc, ref, name, s.Fresh)
 	if err != nil {
 		return nil, err
 	}

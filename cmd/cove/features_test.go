@@ -144,6 +144,33 @@ func TestDevcontainerFeatures(t *testing.T) {
 	if r := runProc(t, root, "", "exec", name, "cat", "/features.log"); r.stdout != strings.Replace(want, "one", "two", 1) {
 		t.Errorf("after --fresh: %+v", r)
 	}
+
+	// The tag moves to a new z-base: a start keeps the Feature it has
+	// (the registry is not asked); --fresh asks again and installs the new.
+	pushFeature(t, addr, "z-base", map[string]string{
+		"devcontainer-feature.json": `{"id": "z-base", "version": "1.1.0", "options": {"greeting": {"type": "string", "default": "hello"}}}`,
+		"install.sh":                "#!/bin/sh\necho \"z-base-v2 $GREETING\" >> /features.log\n",
+	})
+	runProc(t, root, "", "stop", "--time", "2", name)
+	if r := runProc(t, root, "", "up", "--detach", project); r.code != 0 {
+		t.Fatalf("up after the tag moved: %+v", r)
+	}
+	if r := runProc(t, root, "", "exec", name, "head", "-1", "/features.log"); r.stdout != "z-base from-dep false root /root 0\n" {
+		t.Errorf("a plain start after the tag moved: %+v", r)
+	}
+	if r := runProc(t, root, "", "up", "--detach", "--fresh", project); r.code != 0 {
+		t.Fatalf("up --fresh after the tag moved: %+v", r)
+	}
+	if r := runProc(t, root, "", "exec", name, "head", "-1", "/features.log"); r.stdout != "z-base-v2 from-dep\n" {
+		t.Errorf("--fresh after the tag moved: %+v", r)
+	}
+	runProc(t, root, "", "rm", "-f", name)
+	if r := runProc(t, root, "", "prune", "--build-cache"); r.code != 0 || !strings.Contains(r.stdout, "fetched devcontainer Features") {
+		t.Errorf("prune --build-cache: %+v", r)
+	}
+	if fs, _ := os.ReadDir(filepath.Join(root, "data", "build", "features")); len(fs) != 0 {
+		t.Errorf("after prune --build-cache the Features cache holds %d entries", len(fs))
+	}
 }
 
 // TestDevcontainerFeatureTarball: a Feature published as a .tgz at a URL

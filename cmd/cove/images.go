@@ -102,7 +102,7 @@ func pruneCommand() *cli.Command {
 		Name:  "prune",
 		Usage: "remove cached blobs and images that no image name uses, and build steps no image has",
 		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "build-cache", Usage: "remove all of cove build's cache: every step and every RUN --mount=type=cache"},
+			&cli.BoolFlag{Name: "build-cache", Usage: "remove all of cove build's cache: every step, every RUN --mount=type=cache and the fetched devcontainer Features"},
 		},
 		Action: func(c *cli.Context) error {
 			e, err := globalEnv(c)
@@ -125,6 +125,9 @@ func pruneCommand() *cli.Command {
 				return fmt.Errorf("prune: %w", err)
 			}
 			fmt.Fprintf(c.App.Writer, "removed %d build steps and %d build cache mounts, freed %s\n", crep.Steps, crep.Mounts, progress.Bytes(crep.Bytes))
+			if crep.Features > 0 {
+				fmt.Fprintf(c.App.Writer, "removed %d fetched devcontainer Features (fetched again when a workspace needs them)\n", crep.Features)
+			}
 			return nil
 		},
 	}

@@ -38,6 +38,10 @@ type Options struct {
 	Output io.Writer
 	// Pull are the options FROM's pulls use (progress…).
 	Pull []image.Option
+	// Refresh asks the registry again for each OCI Feature reference,
+	// fetched before or not (a workspace started --fresh takes a moved
+	// tag's newest Feature); a layer already here is not fetched again.
+	Refresh bool
 }
 
 // maxDockerfile is the most of a Dockerfile read: real ones are a few KiB.

@@ -479,7 +479,7 @@ func (r *resolver) local(f *feature) error {
 // application/vnd.devcontainers), and its one tar layer unpacked as a
 // layer is (nothing out of its directory). A reference fetched before is
 // taken from the cache without asking the registry, as cove pull does
-// with an image it has.
+// with an image it has, unless Options.Refresh says to ask again.
 func (r *resolver) oci(f *feature) error {
 	ref, err := name.ParseReference(f.id, name.WithDefaultTag("latest"))
 	if err != nil {
@@ -492,7 +492,7 @@ func (r *resolver) oci(f *feature) error {
 	}
 	sum := sha256.Sum256([]byte(ref.Name()))
 	refFile := filepath.Join(store, "ref-"+hex.EncodeToString(sum[:12]))
-	if b, err := os.ReadFile(refFile); err == nil {
+	if b, err := os.ReadFile(refFile); err == nil && !r.o.Refresh {
 		var rec struct{ Canonical, Layer string }
 		if json.Unmarshal(b, &rec) == nil && rec.Layer != "" {
 			if fi, err := os.Stat(filepath.Join(store, rec.Layer)); err == nil && fi.IsDir() {
