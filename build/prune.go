@@ -17,12 +17,12 @@ import (
 
 // CacheReport says what PruneCache removed.
 type CacheReport struct {
-	Steps  int   // step cache entries (a layer each)
-	Mounts int   // RUN --mount=type=cache directories
+	Steps  int // step cache entries (a layer each)
+	Mounts int // RUN --mount=type=cache directories
 	// Features are fetched devcontainer Features (internal/devimage keeps
 	// them beside the steps), fetched again when next needed.
 	Features int
-	Bytes  int64 // bytes of files freed
+	Bytes    int64 // bytes of files freed
 }
 
 // PruneCache removes from the build cache in cacheDir (Options.CacheDir)
