@@ -103,8 +103,8 @@ func PruneCache(ctx context.Context, cacheDir string, store *image.Store, all bo
 			rep.Mounts++
 		}
 		features := filepath.Join(cacheDir, "features")
-		fs, _ := os.ReadDir(features)
-		for _, f := range fs {
+		fetched, _ := os.ReadDir(features)
+		for _, f := range fetched {
 			p := filepath.Join(features, f.Name())
 			rep.Bytes += du(p)
 			if err := os.RemoveAll(p); err != nil {
