@@ -137,7 +137,7 @@ func (b *Kube) List(ctx context.Context, all bool) ([]Info, error) {
 		if w.Phase == "stopped" && !all {
 			continue
 		}
-		out = append(out, Info{Name: w.Name, Status: strings.ToLower(w.Phase), Where: b.where(k), Created: w.Started})
+		out = append(out, Info{Name: w.Name, Image: w.Image, Status: strings.ToLower(w.Phase), Where: b.where(k), Created: w.Started})
 	}
 	return out, nil
 }

@@ -144,7 +144,7 @@ func TestUpKube(t *testing.T) {
 		r.stdout != "int main(void) { return 0; }\n" || !strings.Contains(r.stderr, "err") {
 		t.Errorf("cove exec --kube: %+v", r)
 	}
-	if r := runProc(t, root, "", append([]string{"ps"}, kc2...)...); !regexp.MustCompile(name + `\s+0\s+running\s+\S+ \S+\s+default on https://\S+`).MatchString(r.stdout) {
+	if r := runProc(t, root, "", append([]string{"ps"}, kc2...)...); !regexp.MustCompile(name + `\s+0\s+` + regexp.QuoteMeta(ref) + `\s+running\s+\S+ \S+\s+default on https://\S+`).MatchString(r.stdout) {
 		t.Errorf("cove ps --kube: %+v", r)
 	}
 

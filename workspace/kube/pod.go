@@ -333,6 +333,7 @@ func (k *Cluster) Remove(ctx context.Context, workspace string) error {
 type Workspace struct {
 	Name    string
 	Phase   string // the Pod's phase, or "stopped" (only the volume is left)
+	Image   string // the Pod's image; "" when stopped
 	Started time.Time
 }
 
@@ -352,6 +353,9 @@ func (k *Cluster) List(ctx context.Context) ([]Workspace, error) {
 	seen := map[string]bool{}
 	for _, p := range pods.Items {
 		w := Workspace{Name: p.Labels[LabelWorkspace], Phase: string(p.Status.Phase)}
+		if len(p.Spec.Containers) > 0 {
+			w.Image = p.Spec.Containers[0].Image
+		}
 		if p.Status.StartTime != nil {
 			w.Started = p.Status.StartTime.Time
 		}
