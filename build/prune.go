@@ -92,30 +92,38 @@ func PruneCache(ctx context.Context, cacheDir string, store *image.Store, all bo
 		}
 	}
 	if all {
-		mounts := filepath.Join(cacheDir, "mounts")
-		ms, _ := os.ReadDir(mounts)
-		for _, m := range ms {
-			p := filepath.Join(mounts, m.Name())
-			rep.Bytes += du(p)
-			if err := os.RemoveAll(p); err != nil {
-				return rep, err
-			}
-			rep.Mounts++
+		n, bytes, err := emptyDir(filepath.Join(cacheDir, "mounts"), func(string) bool { return true })
+		rep.Mounts, rep.Bytes = n, rep.Bytes+bytes
+		if err != nil {
+			return rep, err
 		}
-		features := filepath.Join(cacheDir, "features")
-		fetched, _ := os.ReadDir(features)
-		for _, f := range fetched {
-			p := filepath.Join(features, f.Name())
-			rep.Bytes += du(p)
-			if err := os.RemoveAll(p); err != nil {
-				return rep, err
-			}
-			if strings.HasPrefix(f.Name(), "ref-") || strings.HasPrefix(f.Name(), "url-") {
-				rep.Features++
-			}
+		// A Feature is a record (ref-…, url-…) and the layer it names.
+		n, bytes, err = emptyDir(filepath.Join(cacheDir, "features"), func(name string) bool {
+			return strings.HasPrefix(name, "ref-") || strings.HasPrefix(name, "url-")
+		})
+		rep.Features, rep.Bytes = n, rep.Bytes+bytes
+		if err != nil {
+			return rep, err
 		}
 	}
 	return rep, nil
+}
+
+// emptyDir removes everything in dir, and says how many of the names
+// counts counted and how many bytes of files went.
+func emptyDir(dir string, counts func(name string) bool) (n int, bytes int64, err error) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		bytes += du(p)
+		if err := os.RemoveAll(p); err != nil {
+			return n, bytes, err
+		}
+		if counts(e.Name()) {
+			n++
+		}
+	}
+	return n, bytes, nil
 }
 
 // lockCache takes the build cache's lock: builds hold it shared while

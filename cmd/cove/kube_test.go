@@ -36,6 +36,21 @@ func testKubeconfig(t *testing.T) string {
 	return kc
 }
 
+// kubeTest is what a test on the cluster starts with: the test
+// cluster's kubeconfig, the test image pushed to the registry, and a
+// client for the default namespace.
+func kubeTest(t *testing.T) (kubeconfig, ref string, k *kube.Cluster) {
+	t.Helper()
+	needRoot(t)
+	kc := testKubeconfig(t)
+	ref = testregistry.Push(t, testregistry.Addr(t), layered(t))
+	k, err := kube.Connect(kube.Config{Kubeconfig: kc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kc, ref, k
+}
+
 // TestUpKube: cove up --kube serves a workspace that runs as a Pod: the
 // IDE's API and terminals answer from the Pod through the launcher's
 // proxy, a local save is in the Pod within a second or two and a file made
@@ -165,13 +180,7 @@ func TestUpKube(t *testing.T) {
 // TestRmKube: cove rm --kube refuses a running workspace without -f, and
 // leaves nothing of it in the cluster.
 func TestRmKube(t *testing.T) {
-	needRoot(t)
-	kc := testKubeconfig(t)
-	ref := testregistry.Push(t, testregistry.Addr(t), layered(t))
-	k, err := kube.Connect(kube.Config{Kubeconfig: kc})
-	if err != nil {
-		t.Fatal(err)
-	}
+	kc, ref, k := kubeTest(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	name := fmt.Sprintf("rm%d", time.Now().UnixNano()%1e6)
@@ -313,13 +322,7 @@ func TestShellKube(t *testing.T) {
 // what a Pod cannot take is said; a build is refused before anything
 // starts; a failing create command stops the Pod and says which failed.
 func TestDevcontainerKube(t *testing.T) {
-	needRoot(t)
-	kc := testKubeconfig(t)
-	ref := testregistry.Push(t, testregistry.Addr(t), layered(t))
-	k, err := kube.Connect(kube.Config{Kubeconfig: kc})
-	if err != nil {
-		t.Fatal(err)
-	}
+	kc, ref, k := kubeTest(t)
 	project := t.TempDir()
 	os.MkdirAll(filepath.Join(project, ".devcontainer"), 0o755)
 	os.WriteFile(filepath.Join(project, "setup.sh"), []byte("echo setup-ran-in-$(pwd) >> created.log\n"), 0o644)
@@ -395,13 +398,7 @@ func TestDevcontainerKube(t *testing.T) {
 // takes effect only once the user trusts it; until then the workspace
 // runs here, and that is said.
 func TestKubeChosenByDevcontainer(t *testing.T) {
-	needRoot(t)
-	kc := testKubeconfig(t)
-	ref := testregistry.Push(t, testregistry.Addr(t), layered(t))
-	k, err := kube.Connect(kube.Config{Kubeconfig: kc})
-	if err != nil {
-		t.Fatal(err)
-	}
+	kc, ref, k := kubeTest(t)
 	project := t.TempDir()
 	os.WriteFile(filepath.Join(project, ".devcontainer.json"), []byte(`{"image": "`+ref+`", "customizations": {"cove": {"kube": {"namespace": "default"}}}}`), 0o644)
 	name := workspace.Name(project)
@@ -435,13 +432,7 @@ func TestKubeChosenByDevcontainer(t *testing.T) {
 // one sync); cove stop --kube deletes the Pod and that launcher sees it
 // and leaves.
 func TestUpKubeDetach(t *testing.T) {
-	needRoot(t)
-	kc := testKubeconfig(t)
-	ref := testregistry.Push(t, testregistry.Addr(t), layered(t))
-	k, err := kube.Connect(kube.Config{Kubeconfig: kc})
-	if err != nil {
-		t.Fatal(err)
-	}
+	kc, ref, k := kubeTest(t)
 	project := t.TempDir()
 	os.WriteFile(filepath.Join(project, "a.txt"), []byte("a\n"), 0o644)
 	name := workspace.Name(project)
