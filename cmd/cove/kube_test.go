@@ -455,6 +455,10 @@ func TestUpKubeDetach(t *testing.T) {
 	if r := runProc(t, root, "", up...); r.code != 0 || strings.TrimSpace(r.stdout) != url {
 		t.Errorf("a second cove up --kube: %+v, want %s", r, url)
 	}
+	// cove ps here lists it, where it runs, with its launcher's pid.
+	if r := runProc(t, root, "", "ps"); !regexp.MustCompile(name + `\s+[1-9]\d*\s+running\s+\S+ \S+\s+default on https://`).MatchString(r.stdout) {
+		t.Errorf("cove ps does not show the Pod served from here: %+v", r)
+	}
 	if r := runProc(t, root, "", "stop", "--kube", "--kubeconfig", kc, name); r.code != 0 {
 		t.Fatalf("cove stop --kube: %+v", r)
 	}

@@ -46,6 +46,11 @@ func psCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			if !c.Bool("kube") {
+				// What this machine's launchers serve elsewhere: the PID
+				// is the launcher's.
+				list = append(list, servedElsewhere(e)...)
+			}
 			out := []psJSON{}
 			for _, w := range list {
 				out = append(out, psJSON{Name: w.Name, ID: w.ID, PID: w.Pid, Image: w.Image, Status: w.Status, Created: w.Created, Dir: w.Dir, Where: w.Where})

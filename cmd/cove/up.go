@@ -39,6 +39,11 @@ type launcherRecord struct {
 	// Workspace is the ID of the workspace it serves: a launcher on its
 	// way out (its workspace stopped) does not serve the next one.
 	Workspace string `json:"workspace,omitempty"`
+	// Name, Where and Dir say which workspace, where it runs and on which
+	// project, for cove ps (a cluster's workspaces served from here).
+	Name  string `json:"name,omitempty"`
+	Where string `json:"where,omitempty"`
+	Dir   string `json:"dir,omitempty"`
 }
 
 // serves says whether the launcher of rec serves the workspace ws.
@@ -125,7 +130,8 @@ func upAction(c *cli.Context) error {
 		return err
 	}
 	launcherNotes(proxy, notes)
-	rec := launcherRecord{URL: proxy.URL(), Workspace: ws.ID()}
+	rec := launcherRecord{URL: proxy.URL(), Workspace: ws.ID(), Name: name, Where: ws.Where(), Dir: dir}
+	rec.Launcher.Created = time.Now().UTC()
 	if err := rec.Launcher.Track(os.Getpid()); err != nil {
 		ws.Close()
 		return err
@@ -255,6 +261,19 @@ func farewell(proxy *ide.Proxy, bye ide.Farewell) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	proxy.Stopping(ctx, bye)
+}
+
+// servedElsewhere are the workspaces on other backends (a cluster's Pods)
+// that a launcher on this machine serves now, for cove ps.
+func servedElsewhere(e *env) []workspace.Info {
+	recs, _ := filepath.Glob(filepath.Join(e.layout.Runtime, "workspaces", "kube-*", "launcher.json"))
+	var out []workspace.Info
+	for _, p := range recs {
+		if rec, ok := readLauncher(p); ok && rec.Name != "" {
+			out = append(out, workspace.Info{Name: rec.Name, ID: rec.Workspace, Pid: rec.Launcher.Pid, Status: "running", Where: rec.Where, Dir: rec.Dir, Created: rec.Launcher.Created})
+		}
+	}
+	return out
 }
 
 func readLauncher(path string) (launcherRecord, bool) {
