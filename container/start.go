@@ -216,6 +216,10 @@ func Start(spec *Spec, stdio Stdio, limits Limits, warn func(string)) (c *Contai
 		// From here on, init is the keeper's child.
 		c.Pid = msg.PID
 		if err := c.Identity.Track(c.Pid); err != nil {
+			// Gone already: its own line says why, if it could.
+			if msg, _, rerr := readSyncLine(sync); rerr == nil && msg.Error != "" {
+				return fail(&StartError{Err: errors.New(msg.Error), Code: msg.Code})
+			}
 			return fail(fmt.Errorf("track init: %w", err))
 		}
 	}
