@@ -26,6 +26,11 @@ import (
 var coveBin string
 
 func TestMain(m *testing.M) {
+	if bin := os.Getenv(keepIDChild); bin != "" {
+		// TestRunKeepID's rootless side: its parent built cove.
+		coveBin = bin
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "cove-container-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -68,6 +68,9 @@ func Init(args []string) {
 	if len(args) > 0 && args[0] == netHelperArg {
 		runNetHelper()
 	}
+	if len(args) > 0 && (args[0] == keeperArg || args[0] == keeperMappedArg) {
+		runKeeper(args[0] == keeperMappedArg)
+	}
 	stage2 := len(args) > 0 && args[0] == "--stage2"
 	sync := os.NewFile(syncFd, "sync")
 	fail := func(err error) {

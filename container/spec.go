@@ -47,6 +47,15 @@ type Spec struct {
 	// inside: Start fills them in.
 	Blocked []string `json:"blocked,omitempty"`
 	UserNS  bool     `json:"userns,omitempty"`
+	// KeepID, with UserNS, makes the launching user's own uid and gid
+	// KeepID's inside instead of root's (podman's --userns=keep-id): the
+	// user's files (the image as a rootless store holds it, a project
+	// bound in) are that user's inside, and root is the first of the
+	// user's subordinate ids, the rest following around the user's ids
+	// (the same host ids as without it, so the layer is removed as
+	// ever). It needs newuidmap and subordinate ranges (IDMap.Ranged);
+	// Start refuses it without them.
+	KeepID *KeepID `json:"keep_id,omitempty"`
 	// NoSeccomp leaves out the seccomp filter (see deniedSyscalls), for
 	// containers in the container, perf, bpf tools.
 	NoSeccomp bool `json:"no_seccomp,omitempty"`
@@ -69,6 +78,13 @@ type Spec struct {
 	// hierarchy's controllers ("memory", "cpu,cpuacct"). Start fills it in.
 	Cgroups []string `json:"cgroups,omitempty"`
 	Process Process  `json:"process"`
+}
+
+// KeepID is the user and group a rootless container's launching user is
+// inside (Spec.KeepID).
+type KeepID struct {
+	UID int `json:"uid"`
+	GID int `json:"gid"`
 }
 
 // Bind is a host path mounted into the container.

@@ -145,6 +145,16 @@ func Start(spec *Spec, stdio Stdio, limits Limits, warn func(string)) (c *Contai
 	}
 	cmd.Dir = spec.LowerBase // "": ours
 	ranged, useRanges := rangedMapping()
+	keeper := spec.UserNS && spec.KeepID != nil
+	if keeper && !useRanges {
+		return nil, errors.New("keep-id needs newuidmap and newgidmap (Debian's uidmap package) and subordinate ids for you in /etc/subuid and /etc/subgid")
+	}
+	if keeper {
+		// The keeper makes init's namespaces, in a user namespace nested
+		// in its own (see keepid.go).
+		cmd.Args = []string{"cove", InitArg, keeperArg}
+		cmd.SysProcAttr.Cloneflags = unix.CLONE_NEWUSER
+	}
 	if spec.UserNS {
 		cmd.SysProcAttr.Cloneflags |= unix.CLONE_NEWUSER
 		if !useRanges {
@@ -194,6 +204,25 @@ func Start(spec *Spec, stdio Stdio, limits Limits, warn func(string)) (c *Contai
 		return fail(fmt.Errorf("send the spec to init: %w", err))
 	}
 	specW.Close()
+	sync := &lineReader{recv: fileRecvmsg(syncR)}
+	if keeper {
+		msg, _, err := readSyncLine(sync)
+		if err != nil {
+			return fail(fmt.Errorf("keep-id: the keeper died during setup: %s", err))
+		}
+		if msg.Error != "" {
+			return fail(errors.New(msg.Error))
+		}
+		// From here on, init is the keeper's child.
+		c.Pid = msg.PID
+		if err := c.Identity.Track(c.Pid); err != nil {
+			// Gone already: its own line says why, if it could.
+			if msg, _, rerr := readSyncLine(sync); rerr == nil && msg.Error != "" {
+				return fail(&StartError{Err: errors.New(msg.Error), Code: msg.Code})
+			}
+			return fail(fmt.Errorf("track init: %w", err))
+		}
+	}
 	if err := cg.join(c.Pid); err != nil {
 		return fail(err)
 	}
@@ -214,7 +243,7 @@ func Start(spec *Spec, stdio Stdio, limits Limits, warn func(string)) (c *Contai
 	// An init that failed meanwhile is not written to: its reason is read
 	// below.
 	syncR.Write([]byte{1})
-	msg, fds, err := readSyncMsg(syncR)
+	msg, fds, err := readSyncLine(sync)
 	if err != nil {
 		cmd.Wait()
 		c.waitNetHelper()
@@ -250,10 +279,12 @@ func controlSocket(path string) (*os.File, error) {
 	return l.File()
 }
 
-// readSyncMsg reads init's one JSON line and the descriptors sent with it.
-func readSyncMsg(f *os.File) (syncMsg, []int, error) {
+// readSyncLine reads a JSON line of init's (or the keeper's: the first
+// line, with keep-id) and the descriptors sent with it. One reader reads
+// both lines: one read may bring both.
+func readSyncLine(r *lineReader) (syncMsg, []int, error) {
 	var msg syncMsg
-	line, fds, err := recvLine(fileRecvmsg(f))
+	line, fds, err := r.next()
 	if err != nil {
 		return msg, fds, err
 	}

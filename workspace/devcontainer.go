@@ -307,13 +307,18 @@ func (lo *Local) execPiped(ctx context.Context, st *container.State, req contain
 // bind maps its owner to the user's ids): devcontainer.json's
 // updateRemoteUserUID, without changing the image's /etc/passwd.
 //
-// Rootless, a new volume cannot be given to the user from here (its id is
+// Rootless, the user namespace does it: with subordinate ids, the user
+// is mapped to the workspace user's ids (keep-id, returned for the
+// launch), so that the project, and the image a rootless store holds as
+// the user's, are that user's inside; note says what that costs, or, where
+// it cannot be, what the user cannot do and how to get it. Without
+// keep-id a new volume cannot be given to the user from here (its id is
 // in the user's subordinate range): chown names it (the ids and the
 // volumes' targets), for the workspace's root to do once it runs.
-func workspaceUser(dc *devcontainer.Config, rootfs, upper, sockDir, project string, proc *container.Process, binds []container.Bind, chown *[]string) error {
+func workspaceUser(dc *devcontainer.Config, rootfs, upper, sockDir, project string, proc *container.Process, binds []container.Bind, chown *[]string, wsName string, note func(string)) (*container.KeepID, error) {
 	name := dc.User()
 	if name == "" {
-		return nil
+		return nil, nil
 	}
 	proc.User = name
 	// The user's HOME from /etc/passwd, unless the file sets one.
@@ -330,30 +335,38 @@ func workspaceUser(dc *devcontainer.Config, rootfs, upper, sockDir, project stri
 		// followed), from a copy.
 		tmp, err := os.MkdirTemp("", "cove-accounts-")
 		if err != nil {
-			return err
+			return nil, err
 		}
 		defer os.RemoveAll(tmp)
 		if passwd, group, err = copyAccounts(upper, tmp); err != nil {
-			return fmt.Errorf("the workspace's /etc/passwd: %w", err)
+			return nil, fmt.Errorf("the workspace's /etc/passwd: %w", err)
 		}
 	}
 	u, err := container.LookupUser(name, passwd, group)
 	if err != nil {
-		return fmt.Errorf("devcontainer.json: remoteUser/containerUser %q: %w; add the user to the image, or name one it has", name, err)
+		return nil, fmt.Errorf("devcontainer.json: remoteUser/containerUser %q: %w; add the user to the image, or name one it has", name, err)
 	}
 	if u.UID == 0 {
-		return nil
+		return nil, nil
+	}
+	update := dc.UpdateRemoteUserUID == nil || *dc.UpdateRemoteUserUID
+	var keep *container.KeepID
+	if os.Geteuid() != 0 {
+		keep = rootlessKeepID(name, u, wsName, update, container.RootlessIDMap().Ranged, note)
 	}
 	// The server, as that user, makes its socket here; the directory is
 	// the workspace's to write anyway, and its parent (0700) keeps the
 	// host's other users out.
 	if err := os.Chmod(sockDir, 0o777); err != nil {
-		return err
+		return nil, err
 	}
 	// A new volume (still empty) is the user's to write, as a Docker
 	// volume takes its mount point's owner; one in use keeps its owner.
 	volumes := filepath.Join(filepath.Dir(upper), "volumes") + "/"
 	for _, b := range binds {
+		if keep != nil {
+			break // the user's directories are the user's inside
+		}
 		if strings.HasPrefix(b.Source, volumes) {
 			if names, err := os.ReadDir(b.Source); err == nil && len(names) == 0 {
 				if os.Geteuid() != 0 {
@@ -364,16 +377,16 @@ func workspaceUser(dc *devcontainer.Config, rootfs, upper, sockDir, project stri
 					continue
 				}
 				if err := os.Lchown(b.Source, int(u.UID), int(u.GID)); err != nil {
-					return fmt.Errorf("volume %s: %w", b.Target, err)
+					return nil, fmt.Errorf("volume %s: %w", b.Target, err)
 				}
 			}
 		}
 	}
 	if os.Geteuid() != 0 {
-		return nil // rootless: the user namespace maps the ids
+		return keep, nil // rootless: the user namespace maps the ids
 	}
 	if fi, err := os.Stat(project); err == nil {
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 && (dc.UpdateRemoteUserUID == nil || *dc.UpdateRemoteUserUID) {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 && update {
 			for i := range binds {
 				if binds[i].Source == project {
 					binds[i].MapOwner, binds[i].OwnerUID, binds[i].OwnerGID = true, int(u.UID), int(u.GID)
@@ -381,7 +394,29 @@ func workspaceUser(dc *devcontainer.Config, rootfs, upper, sockDir, project stri
 			}
 		}
 	}
-	return nil
+	return nil, nil
+}
+
+// rootlessKeepID decides, for a rootless workspace (wsName) whose user
+// (name, u) is not root, whether the user namespace maps the launching user to u
+// (keep-id: the project and the image's files are u's inside), and says
+// once what the choice means: with keep-id, that the image's own files
+// are u's too (so setuid-root programs such as sudo do nothing, and
+// cove exec -u root is the way to root); without it (updateRemoteUserUID
+// false, or no subordinate ids: ranged false), that u cannot write the
+// project, and how to have it.
+func rootlessKeepID(name string, u container.User, wsName string, update, ranged bool, note func(string)) *container.KeepID {
+	who := fmt.Sprintf("the workspace's user %s (uid %d)", name, u.UID)
+	switch {
+	case !update:
+		note(fmt.Sprintf("updateRemoteUserUID is false: the project and the image's files are root's inside, and %s cannot write them", who))
+		return nil
+	case !ranged:
+		note(fmt.Sprintf("%s cannot write the project: inside, your files are root's. To map you to that user, as with updateRemoteUserUID, install newuidmap/newgidmap (the uidmap package) and give your user subordinate ids in /etc/subuid and /etc/subgid (usermod --add-subuids 100000-165535 --add-subgids 100000-165535 USER), or run cove as root", who))
+		return nil
+	}
+	note(fmt.Sprintf("rootless, you are %s inside (your user namespace maps you to it): the project is that user's to write, and so are the image's files, which your rootless store holds as yours, so setuid-root programs such as sudo give nothing; for root, cove exec -u root %s …", who, wsName))
+	return &container.KeepID{UID: int(u.UID), GID: int(u.GID)}
 }
 
 // workspaceMounts are devcontainer.json's mounts as binds: a volume is a

@@ -55,6 +55,10 @@ type Launch struct {
 	// devcontainer.json: capAdd, securityOpt, runArgs).
 	CapAdd, CapDrop []string
 	NoNewPrivileges bool
+	// KeepID, rootless, makes the user these ids inside instead of root
+	// (container.Spec.KeepID): a workspace's non-root user. As root it
+	// is not used (the ID-mapped bind does that part).
+	KeepID *container.KeepID
 	// Prepare, if set, sees the image's config and root filesystem and
 	// may change the process made from it and the launch (binds,
 	// capabilities: a workspace's devcontainer.json with the image's
@@ -146,6 +150,9 @@ func (lo *Local) Run(ctx context.Context, l Launch) (int, error) {
 		Binds: l.Binds, Net: l.Net, Ports: l.Ports, NoSeccomp: l.NoSeccomp, UserNS: os.Geteuid() != 0, Process: proc,
 		CapAdd: l.CapAdd, CapDrop: l.CapDrop, NoNewPrivileges: l.NoNewPrivileges,
 		Control: filepath.Join(states.Dir(name), "ctl.sock"),
+	}
+	if spec.UserNS {
+		spec.KeepID = l.KeepID
 	}
 
 	stdio, restore := setupStdio(l.TTY, l.Interactive, lo.Stdout, lo.Stderr)

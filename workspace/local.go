@@ -203,6 +203,7 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (*container.State, error) {
 	var wsEnv []string // the workspace's environment, for the lifecycle commands' ${containerEnv:…}
 	var imageCfg *v1.ConfigFile
 	var chown []string // rootless: new volumes for the user (see workspaceUser)
+	var idMap string   // rootless: how the user namespace maps (see idMapRecord)
 	l := Launch{
 		Ref: ref, Policy: image.PullMissing, Name: name,
 		// The workload is the IDE server, on a socket in a directory bound
@@ -247,7 +248,13 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (*container.State, error) {
 				return err
 			}
 			imageCfg = cfg
-			return workspaceUser(dc, rootfs, filepath.Join(layerDir, "upper"), sockDir, abs, proc, l.Binds, &chown)
+			note := func(n string) { fmt.Fprintf(lo.Stderr, "cove: note: %s\n", termtext.Visible(n)) }
+			l.KeepID, err = workspaceUser(dc, rootfs, filepath.Join(layerDir, "upper"), sockDir, abs, proc, l.Binds, &chown, name, note)
+			if err == nil && os.Geteuid() != 0 {
+				idMap = idMapRecord(l.KeepID)
+				checkIDMap(layerDir, idMap, name, note)
+			}
+			return err
 		},
 	}
 	if _, err := lo.Run(ctx, l); err != nil {
@@ -258,6 +265,9 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (*container.State, error) {
 		return nil, err
 	}
 	os.WriteFile(filepath.Join(layerDir, "image-ref"), []byte(ref), 0o600)
+	if idMap != "" {
+		os.WriteFile(filepath.Join(layerDir, "id-map"), []byte(idMap), 0o600)
+	}
 	if built != "" {
 		os.WriteFile(filepath.Join(layerDir, "image-built"), []byte(built), 0o600)
 	}
@@ -343,4 +353,32 @@ func LockFile(path string, wait time.Duration) (*os.File, error) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// idMapRecord names how a rootless workspace's user namespace maps, as
+// its layer's id-map file records it: "root" (the user is root inside),
+// or "keep-id UID:GID".
+func idMapRecord(k *container.KeepID) string {
+	if k == nil {
+		return "root"
+	}
+	return fmt.Sprintf("keep-id %d:%d", k.UID, k.GID)
+}
+
+// checkIDMap says, once, when a rootless workspace's kept layer was made
+// under another mapping than now (a layer without a record was made with
+// the user as root, before keep-id): its files' ids read differently
+// inside, so the workspace's user may find its own files another's.
+func checkIDMap(layerDir, now, name string, note func(string)) {
+	prev := "root"
+	if b, err := os.ReadFile(filepath.Join(layerDir, "id-map")); err == nil {
+		prev = string(b)
+	}
+	if prev == now {
+		return
+	}
+	if entries, err := os.ReadDir(filepath.Join(layerDir, "upper")); err != nil || len(entries) == 0 {
+		return // nothing made under the old one
+	}
+	note(fmt.Sprintf("the workspace %s's kept layer was made with another user namespace mapping (%s, now %s): the files made in it show under other ids now; if its user cannot write them, cove up --fresh starts it anew (what was installed in it goes)", name, prev, now))
 }

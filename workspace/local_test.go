@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -100,5 +101,30 @@ func TestEnvScript(t *testing.T) {
 	out, err := exec.Command("/bin/sh", "-c", script+`echo "$TOOLPATH|$QUOTED|${HOSTNAME-unset}"`).Output()
 	if err != nil || string(out) != "/opt/tool:/usr/bin:/bin|it's $HOME|unset\n" {
 		t.Errorf("the script %q gives %q (%v)", script, out, err)
+	}
+}
+
+// TestRootlessKeepIDChoice: a rootless workspace's non-root user is mapped
+// to (keep-id) when subordinate ids exist, with its cost said; without
+// them, or with updateRemoteUserUID false, it is not, and the note says
+// the user cannot write the project (and, without ids, how to have them).
+func TestRootlessKeepIDChoice(t *testing.T) {
+	u := container.User{UID: 1000, GID: 1001}
+	var notes []string
+	note := func(n string) { notes = append(notes, n) }
+	if k := rootlessKeepID("vscode", u, "proj-abc123", true, true, note); k == nil || *k != (container.KeepID{UID: 1000, GID: 1001}) ||
+		len(notes) != 1 || !strings.Contains(notes[0], "sudo give nothing; for root, cove exec -u root proj-abc123") {
+		t.Errorf("with subordinate ids: %+v, %q", k, notes)
+	}
+	notes = nil
+	if k := rootlessKeepID("vscode", u, "proj-abc123", true, false, note); k != nil || len(notes) != 1 ||
+		!strings.Contains(notes[0], "the workspace's user vscode (uid 1000) cannot write the project") ||
+		!strings.Contains(notes[0], "/etc/subuid") || !strings.Contains(notes[0], "or run cove as root") {
+		t.Errorf("without subordinate ids: %+v, %q", k, notes)
+	}
+	notes = nil
+	if k := rootlessKeepID("vscode", u, "proj-abc123", false, true, note); k != nil || len(notes) != 1 ||
+		!strings.Contains(notes[0], "updateRemoteUserUID is false") {
+		t.Errorf("updateRemoteUserUID false: %+v, %q", k, notes)
 	}
 }

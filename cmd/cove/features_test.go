@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -215,7 +217,12 @@ func TestDevcontainerFeatureTarball(t *testing.T) {
 
 // TestDevcontainerRootless: a user's cove builds devcontainer.json's
 // Dockerfile and installs a local Feature on it (install.sh as root in
-// the user namespace), and the workspace starts on the result.
+// the user namespace), and the workspace starts on the result. Its
+// remoteUser (uid 1234, not the host user's) is the host user inside
+// (keep-id): it writes the project (its files are the host user's on the
+// host, a postCreateCommand's too) and its home; cove exec -u root is
+// root and writes the image's /etc; the cost is said; cove rm leaves no
+// file of a subordinate id behind.
 func TestDevcontainerRootless(t *testing.T) {
 	needRoot(t)
 	u, uid, gid := testUser(t)
@@ -228,7 +235,8 @@ func TestDevcontainerRootless(t *testing.T) {
 	}
 	for p, body := range map[string]string{
 		".devcontainer/devcontainer.json": `{"build": {"dockerfile": "Dockerfile"}, "features": {"./feat": {"word": "rootless"}},
-			"remoteUser": "dev", "mounts": ["source=data,target=/data,type=volume"]}`,
+			"remoteUser": "dev", "mounts": ["source=data,target=/data,type=volume"],
+			"postCreateCommand": "id -u > /workspace/post.log && touch $HOME/post"}`,
 		".devcontainer/Dockerfile":                     "FROM " + base + "\nRUN echo built > /built && echo dev:x:1234:1234::/home/dev:/bin/sh >> /etc/passwd && echo dev:x:1234: >> /etc/group && mkdir -p /home/dev && chown 1234:1234 /home/dev\n",
 		".devcontainer/feat/devcontainer-feature.json": `{"id": "feat", "version": "1.0.0", "options": {"word": {"type": "string", "default": "x"}}}`,
 		".devcontainer/feat/install.sh":                "#!/bin/sh\necho \"$WORD $(id -u) $_REMOTE_USER $_REMOTE_USER_HOME\" > /feat.log\n",
@@ -251,11 +259,74 @@ func TestDevcontainerRootless(t *testing.T) {
 	}
 	name := workspace.Name(project)
 	defer as("rm", "-f", name)
-	if r := as("up", "--detach", project); r.code != 0 {
+	r := as("up", "--detach", project)
+	if r.code != 0 {
 		t.Fatalf("rootless up: %+v", r)
+	}
+	if !strings.Contains(r.stderr, "cove: note: rootless, you are the workspace's user dev (uid 1234) inside") ||
+		!strings.Contains(r.stderr, "sudo give nothing; for root, cove exec -u root "+name) {
+		t.Errorf("rootless up should say what keep-id costs: %+v", r)
 	}
 	// The Feature is told the users; a new volume is remoteUser's.
 	if r := as("exec", name, "sh", "-c", "cat /built /feat.log; touch /data/x && stat -c %u /data/x"); r.stdout != "built\nrootless 0 dev /home/dev\n1234\n" {
 		t.Errorf("rootless: %+v", r)
 	}
+	// remoteUser writes the project and its home; the image's files and
+	// the project are its own inside.
+	if r := as("exec", name, "sh", "-c", "id -u && touch /workspace/new $HOME/x && stat -c %u /workspace/new /workspace $HOME/x /bin/sh && cat /workspace/post.log && ls $HOME/post"); r.code != 0 ||
+		r.stdout != "1234\n1234\n1234\n1234\n1234\n1234\n/home/dev/post\n" {
+		t.Errorf("remoteUser in the project and its home: %+v", r)
+	}
+	for _, f := range []string{"new", "post.log"} {
+		fi, err := os.Stat(filepath.Join(project, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != uid || int(st.Gid) != gid {
+			t.Errorf("%s is %d:%d on the host, want the host user's %d:%d", f, st.Uid, st.Gid, uid, gid)
+		}
+	}
+	// Root inside is root: it writes the image's /etc, and what it makes
+	// is its own.
+	if r := as("exec", "-u", "root", name, "sh", "-c", "id -u && touch /etc/x && stat -c %u /etc/x"); r.code != 0 || r.stdout != "0\n0\n" {
+		t.Errorf("cove exec -u root: %+v", r)
+	}
+	// updateRemoteUserUID false: the user is root inside again, and both
+	// that and the layer made under keep-id are said.
+	dcFile := filepath.Join(project, ".devcontainer", "devcontainer.json")
+	b, _ := os.ReadFile(dcFile)
+	os.WriteFile(dcFile, []byte(strings.Replace(string(b), `"remoteUser": "dev",`, `"remoteUser": "dev", "updateRemoteUserUID": false,`, 1)), 0o644)
+	as("stop", name)
+	r = as("up", "--detach", project)
+	if r.code != 0 || !strings.Contains(r.stderr, "updateRemoteUserUID is false: the project and the image's files are root's inside, and the workspace's user dev (uid 1234) cannot write them") ||
+		!strings.Contains(r.stderr, "kept layer was made with another user namespace mapping (keep-id 1234:1234, now root)") {
+		t.Errorf("updateRemoteUserUID false: %+v", r)
+	}
+	if r := as("exec", name, "sh", "-c", "stat -c %u /workspace"); r.stdout != "0\n" {
+		t.Errorf("updateRemoteUserUID false, the project should be root's inside: %+v", r)
+	}
+	if r := as("rm", "-f", name); r.code != 0 {
+		t.Fatalf("rootless rm: %+v", r)
+	}
+	// Nothing of the workspace is left, of a subordinate id or another.
+	filepath.WalkDir(filepath.Join(root, "data", "workspaces", name), func(p string, d fs.DirEntry, err error) error {
+		if err == nil {
+			t.Errorf("left after cove rm: %s", p)
+		}
+		return nil
+	})
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if p == filepath.Join(root, "data", "build") {
+			return filepath.SkipDir // the build's cache, kept for the next build, with the ids its RUN gave
+		}
+		if fi, err := d.Info(); err == nil {
+			if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != uid {
+				t.Errorf("left after cove rm, owned by %d: %s", st.Uid, p)
+			}
+		}
+		return nil
+	})
 }
