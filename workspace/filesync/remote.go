@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/rpc"
 	"sync"
 	"sync/atomic"
@@ -316,11 +317,23 @@ func (r *Remote) Scan(ctx context.Context) (map[string]Entry, error) {
 		if err := checkPath(p); err != nil {
 			return nil, err
 		}
-		if e.Size < 0 || e.Mode&^(0o777|modeSymlink) != 0 {
+		if !validEntry(e) {
 			return nil, fmt.Errorf("sync: the workspace says %q is %v, %d bytes", p, e.Mode, e.Size)
 		}
 	}
 	return out, nil
+}
+
+// validEntry says whether e is one a side can have: a file, a symlink or
+// a directory (no size, no sum), with permissions only.
+func validEntry(e Entry) bool {
+	switch e.Mode &^ 0o777 {
+	case 0, modeSymlink:
+		return e.Size >= 0
+	case fs.ModeDir:
+		return e.Size == 0 && e.Sum == ""
+	}
+	return false
 }
 
 // Read is Tree.Read.
