@@ -132,7 +132,7 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 			}
 		}
 	})
-	rd := &round{local: local, remote: remote, rep: &rep}
+	rd := &round{local: local, remote: remote, rep: &rep, settled: map[string]bool{}}
 	// A path that fails is said, and the others go on: one file the
 	// other side cannot write does not hold the project back. A broken
 	// stream ends the round: every call after it would fail too.
@@ -148,7 +148,7 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
-		if rd.under(p) {
+		if rd.under(p) || rd.settled[p] {
 			continue
 		}
 		if err := s.reconcile(ctx, rd, p, get(local, p), get(remote, p), get(s.Base, p)); err != nil && fail(p, err) {
@@ -178,6 +178,9 @@ type round struct {
 	rmdirs        []pathOn // directories to remove, once emptied
 	late          []lateWrite
 	clashes       []string // a directory on one side, a file on the other, unresolved
+	// settled are paths this round wrote on both sides (conflict
+	// copies), which its scans do not describe any more.
+	settled map[string]bool
 }
 
 type pathOn struct {
@@ -256,7 +259,7 @@ func (s *Syncer) reconcile(ctx context.Context, rd *round, p string, l, r, base 
 	if err := check(r, theirs); err != nil {
 		return err
 	}
-	kept := s.conflictName(p)
+	kept := s.keptName(rd, p, r)
 	if err := s.Local.Write(ctx, kept, *r, theirs); err != nil {
 		return err
 	}
@@ -272,6 +275,7 @@ func (s *Syncer) reconcile(ctx context.Context, rd *round, p string, l, r, base 
 	}
 	s.agree(p, l)
 	s.agree(kept, r)
+	rd.settled[kept] = true
 	rep.Conflicts = append(rep.Conflicts, Conflict{Path: p, Kept: kept})
 	return nil
 }
@@ -297,7 +301,7 @@ func (s *Syncer) clash(ctx context.Context, rd *round, p string, l, r *Entry) er
 		rd.clashes = append(rd.clashes, p) // the next round tries again
 		return err
 	}
-	kept := s.conflictName(p)
+	kept := s.keptName(rd, p, file)
 	for _, t := range []Tree{s.Local, s.Remote} {
 		if err := t.Write(ctx, kept, *file, data); err != nil {
 			rd.clashes = append(rd.clashes, p)
@@ -305,6 +309,7 @@ func (s *Syncer) clash(ctx context.Context, rd *round, p string, l, r *Entry) er
 		}
 	}
 	s.agree(kept, file)
+	rd.settled[kept] = true
 	if err := fileSide.Write(ctx, p, *dir, nil); err != nil {
 		rd.clashes = append(rd.clashes, p)
 		return err
@@ -392,6 +397,21 @@ func check(e *Entry, data []byte) error {
 		return fmt.Errorf("the file changed during the round")
 	}
 	return nil
+}
+
+// keptName is where the remote version r of p is kept: where a round cut
+// half way already put it (a copy of it here, in the base on neither
+// side yet), or a new conflictName, so that a conflict settled over a
+// broken connection leaves one copy, not one per attempt.
+func (s *Syncer) keptName(rd *round, p string, r *Entry) string {
+	dir, name := path.Split(p)
+	prefix := dir + strings.TrimPrefix(name, ".") + ".conflict-"
+	for q, e := range rd.local {
+		if _, inBase := s.Base[q]; strings.HasPrefix(q, prefix) && !strings.Contains(q[len(prefix):], "/") && !inBase && same(&e, r) {
+			return q
+		}
+	}
+	return s.conflictName(p)
 }
 
 // conflictName is where the remote version of p is kept: beside it, named

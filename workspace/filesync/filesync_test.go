@@ -2,6 +2,8 @@ package filesync
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -381,5 +383,51 @@ func TestSyncNeverWritesGit(t *testing.T) {
 	}
 	if p.read(p.local, "fine.txt") != "fine" {
 		t.Error("the rest was not synchronised")
+	}
+}
+
+// breaking is the workspace's side whose first write of a conflict copy
+// is cut (the connection broke).
+type breaking struct {
+	Tree
+	broke bool
+}
+
+func (b *breaking) Write(ctx context.Context, p string, e Entry, data []byte) error {
+	if strings.Contains(p, ".conflict-") && !b.broke {
+		b.broke = true
+		return fmt.Errorf("%w: the stream ended", ErrAway)
+	}
+	return b.Tree.Write(ctx, p, e, data)
+}
+
+// TestSyncConflictOverABreak: a conflict whose round is cut half way (its
+// copy made here, not yet there) is settled by the next round, a minute
+// later, with one copy on each side, not one per attempt, and nothing
+// lost.
+func TestSyncConflictOverABreak(t *testing.T) {
+	p := newPair(t)
+	p.write(p.local, "notes.md", "v1")
+	p.sync()
+	p.write(p.local, "notes.md", "mine")
+	p.write(p.rem, "notes.md", "the agent's")
+	p.s.Remote = &breaking{Tree: p.s.Remote}
+	if _, err := p.s.Sync(context.Background()); !errors.Is(err, ErrAway) {
+		t.Fatalf("the cut round: %v", err)
+	}
+	p.s.Now = func() time.Time { return time.Date(2026, 12, 1, 14, 26, 30, 0, time.UTC) }
+	rep := p.sync()
+	kept := "notes.md.conflict-20261201-142530"
+	if !slices.Equal(rep.Conflicts, []Conflict{{Path: "notes.md", Kept: kept}}) {
+		t.Errorf("the round after the cut: %+v", rep)
+	}
+	for _, dir := range []string{p.local, p.rem} {
+		names, _ := os.ReadDir(dir)
+		if len(names) != 2 || p.read(dir, "notes.md") != "mine" || p.read(dir, kept) != "the agent's" {
+			t.Errorf("%s holds %v: notes.md %q, %s %q", dir, names, p.read(dir, "notes.md"), kept, p.read(dir, kept))
+		}
+	}
+	if !p.sync().Empty() {
+		t.Error("the round after did something")
 	}
 }

@@ -86,7 +86,7 @@ type RemoteOptions struct {
 	// Remote. The default is to say nothing.
 	Link func(err error, away time.Duration)
 	// MaxBackoff is the longest wait between two attempts to re-open.
-	// The default is 2 seconds: an attempt is one exec, cheap to make and
+	// The default is 1 second: an attempt is one exec, cheap to make and
 	// to refuse, and the user waits for it.
 	MaxBackoff time.Duration
 	// OpenTimeout is how long a new stream may take to answer its first
@@ -138,7 +138,7 @@ func NewRemote(rw io.ReadWriteCloser) *Remote {
 // first call, a new one each time one breaks.
 func DialRemote(dial Dialer, o RemoteOptions) *Remote {
 	if o.MaxBackoff <= 0 {
-		o.MaxBackoff = 2 * time.Second
+		o.MaxBackoff = time.Second
 	}
 	if o.OpenTimeout <= 0 {
 		o.OpenTimeout = 30 * time.Second

@@ -460,4 +460,3 @@ func restartAPIServer(t *testing.T) {
 	cmd.Process.Release()
 	t.Logf("kube-apiserver restarted (pid %d)", cmd.Process.Pid)
 }
-

@@ -54,7 +54,7 @@ type SessionOptions struct {
 	// breaks (a sync server killed, an API server restarted, a laptop
 	// that slept), once with nil when a new one answers, with how long
 	// it was away. Meanwhile the Session opens a new one, backing off up
-	// to 2 seconds between attempts, and loses nothing: the round after
+	// to 1 second between attempts, and loses nothing: the round after
 	// it compares both sides again. When nil, the break is said through
 	// Report (once) and the return not at all.
 	Link func(err error, away time.Duration)
