@@ -350,12 +350,12 @@ func TestSessionReconnects(t *testing.T) {
 	// 2. The connection to the API server is cut for a while (or the API
 	// server restarted), with saves on both sides meanwhile.
 	restart := os.Getenv("COVE_TEST_KUBE_RESTART_APISERVER") == "1"
+	broke = time.Now()
 	if restart {
 		restartAPIServer(t)
 	} else {
 		cut.cut(true)
 	}
-	broke = time.Now()
 	os.WriteFile(filepath.Join(laptop, "during.txt"), []byte("saved here while cut\n"), 0o644)
 	if !restart {
 		run(t, pod, "sh", "-c", "echo saved there while cut > "+WorkspaceDir+"/there.txt")
@@ -380,6 +380,14 @@ func TestSessionReconnects(t *testing.T) {
 	if e := l.take(); strings.Join(e, ",") != "lost,back" {
 		t.Errorf("said %q for a cut connection, want lost then back once each", e)
 	}
+
+	// The servers of the broken streams are gone from the Pod: a day of
+	// breaks does not pile them up.
+	servers := func() string {
+		out, _, _ := run(t, pod, "sh", "-c", `n=0; for d in /proc/[0-9]*; do case "$(tr '\0' ' ' <$d/cmdline 2>/dev/null)" in *sync-ser[v]e*) n=$((n+1));; esac; done; echo $n`)
+		return strings.TrimSpace(out)
+	}
+	eventually(t, "one sync server in the Pod", func() bool { return servers() == "1" })
 
 	// The IDE's server answers again through port-forward, and the
 	// terminal's output from before the cut is replayed.
@@ -457,6 +465,6 @@ func restartAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(pidFile, []byte(fmt.Sprintln(cmd.Process.Pid)), 0o644)
+	t.Logf("kube-apiserver stopped, started again (pid %d)", cmd.Process.Pid)
 	cmd.Process.Release()
-	t.Logf("kube-apiserver restarted (pid %d)", cmd.Process.Pid)
 }
