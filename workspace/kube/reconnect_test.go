@@ -359,8 +359,17 @@ func TestSessionReconnects(t *testing.T) {
 	os.WriteFile(filepath.Join(laptop, "during.txt"), []byte("saved here while cut\n"), 0o644)
 	if !restart {
 		run(t, pod, "sh", "-c", "echo saved there while cut > "+WorkspaceDir+"/there.txt")
-		time.Sleep(3 * time.Second) // a few rounds fail meanwhile
-		cut.up()
+		// A few rounds fail meanwhile; a command the agent runs now waits
+		// for the return, and finds the save there.
+		go func() { time.Sleep(3 * time.Second); cut.up() }()
+		start := time.Now()
+		if err := se.Flush(ctx); err != nil {
+			t.Fatalf("a flush while the connection is cut: %v", err)
+		}
+		if inPod("during.txt") != "saved here while cut\n" {
+			t.Error("a flush across the cut returned before the save was in the Pod")
+		}
+		t.Logf("a flush made while cut returned %v later", time.Since(start).Round(time.Millisecond))
 	}
 	var back time.Time
 	select {
