@@ -350,9 +350,13 @@ func TestSessionReconnects(t *testing.T) {
 	// 2. The connection to the API server is cut for a while (or the API
 	// server restarted), with saves on both sides meanwhile.
 	restart := os.Getenv("COVE_TEST_KUBE_RESTART_APISERVER") == "1"
+	var back time.Time
 	broke = time.Now()
 	if restart {
-		restartAPIServer(t)
+		started := restartAPIServer(t)
+		defer func() {
+			t.Logf("the sync answered again %v after the new API server started", back.Sub(started).Round(time.Millisecond))
+		}()
 	} else {
 		cut.cut(true)
 	}
@@ -371,7 +375,6 @@ func TestSessionReconnects(t *testing.T) {
 		}
 		t.Logf("a flush made while cut returned %v later", time.Since(start).Round(time.Millisecond))
 	}
-	var back time.Time
 	select {
 	case back = <-l.back:
 	case <-time.After(90 * time.Second):
@@ -436,8 +439,8 @@ func TestSessionReconnects(t *testing.T) {
 
 // restartAPIServer restarts the test cluster's kube-apiserver as
 // scripts/kube/cluster.sh starts it (same command line, its own session,
-// its log), and waits until it answers again.
-func restartAPIServer(t *testing.T) {
+// its log), and returns when the new one started.
+func restartAPIServer(t *testing.T) time.Time {
 	t.Helper()
 	state := filepath.Dir(os.Getenv("COVE_TEST_KUBECONFIG"))
 	pidFile := filepath.Join(state, "pid", "kube-apiserver")
@@ -457,10 +460,12 @@ func restartAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	syscall.Kill(pid, syscall.SIGTERM)
-	for start := time.Now(); syscall.Kill(pid, 0) == nil; time.Sleep(50 * time.Millisecond) {
-		if time.Since(start) > 30*time.Second {
+	stopping := time.Now()
+	for syscall.Kill(pid, 0) == nil {
+		if time.Since(stopping) > 30*time.Second {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	logf, err := os.OpenFile(filepath.Join(state, "log", "kube-apiserver.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
@@ -474,6 +479,7 @@ func restartAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(pidFile, []byte(fmt.Sprintln(cmd.Process.Pid)), 0o644)
-	t.Logf("kube-apiserver stopped, started again (pid %d)", cmd.Process.Pid)
+	t.Logf("kube-apiserver stopped in %v, started again (pid %d)", time.Since(stopping).Round(time.Millisecond), cmd.Process.Pid)
 	cmd.Process.Release()
+	return time.Now()
 }
