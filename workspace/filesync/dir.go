@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -68,6 +69,7 @@ func (d *Dir) Scan(ctx context.Context) (map[string]Entry, error) {
 		return nil, err
 	}
 	out := make(map[string]Entry, len(files)+len(dirs))
+	files, dirs = slices.DeleteFunc(files, fsOwn), slices.DeleteFunc(dirs, fsOwn)
 	for _, p := range dirs {
 		fi, err := d.fs.Lstat(p)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -144,6 +146,10 @@ func (d *Dir) entry(p string, fi fs.FileInfo) (Entry, error) {
 	d.mu.Unlock()
 	return e, nil
 }
+
+// fsOwn says whether p is the file system's own lost+found, which mkfs
+// puts at a volume's root (the Pod's copy is one): not the project's.
+func fsOwn(p string) bool { return p == "lost+found" || strings.HasPrefix(p, "lost+found/") }
 
 // dirPerm is a directory's permissions as synchronised: the owner's
 // always all there, so that neither side locks itself (or the sync) out

@@ -139,7 +139,11 @@ func TestSyncDirectories(t *testing.T) {
 	os.MkdirAll(filepath.Join(p.local, "empty/nested"), 0o755)
 	os.Mkdir(filepath.Join(p.rem, "made-there"), 0o750)
 	os.Mkdir(filepath.Join(p.rem, "locked"), 0o555)
+	os.Mkdir(filepath.Join(p.rem, "lost+found"), 0o700) // a volume's root
 	p.sync()
+	if ok, _ := p.isDir(p.local, "lost+found"); ok {
+		t.Error("the volume's lost+found came here")
+	}
 	for _, c := range []struct {
 		dir, name string
 		mode      os.FileMode
