@@ -69,7 +69,7 @@ func (d *Dir) Scan(ctx context.Context) (map[string]Entry, error) {
 		return nil, err
 	}
 	out := make(map[string]Entry, len(files)+len(dirs))
-	files, dirs = slices.DeleteFunc(files, fsOwn), slices.DeleteFunc(dirs, fsOwn)
+	files, dirs = slices.DeleteFunc(files, notSynced), slices.DeleteFunc(dirs, notSynced)
 	for _, p := range dirs {
 		fi, err := d.fs.Lstat(p)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -147,9 +147,31 @@ func (d *Dir) entry(p string, fi fs.FileInfo) (Entry, error) {
 	return e, nil
 }
 
-// fsOwn says whether p is the file system's own lost+found, which mkfs
-// puts at a volume's root (the Pod's copy is one): not the project's.
-func fsOwn(p string) bool { return p == "lost+found" || strings.HasPrefix(p, "lost+found/") }
+// notSynced says whether a Dir never lists p, whatever the ignore rules:
+// node_modules anywhere (a walk outside git skips it; in a git project it
+// would be carried one way and not back, then deleted as gone), and the
+// file system's own lost+found, which mkfs puts at a volume's root (the
+// Pod's copy is one).
+func notSynced(p string) bool {
+	if p == "lost+found" || strings.HasPrefix(p, "lost+found/") {
+		return true
+	}
+	for c := range strings.SplitSeq(p, "/") {
+		if c == "node_modules" {
+			return true
+		}
+	}
+	return false
+}
+
+// Hider returns a predicate saying whether this side's rules hide p (a
+// directory if isDir), for the paths the other side lists that this one
+// does not: the Syncer lets this machine's rules decide for both sides.
+// It reads each directory's rules once: make one for each round.
+func (d *Dir) Hider() func(p string, isDir bool) bool {
+	hides := d.walk.Ignorer()
+	return func(p string, isDir bool) bool { return notSynced(p) || hides(p, isDir) }
+}
 
 // dirPerm is a directory's permissions as synchronised: the owner's
 // always all there, so that neither side locks itself (or the sync) out

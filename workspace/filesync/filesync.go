@@ -91,7 +91,13 @@ func (r Report) Empty() bool {
 	return len(r.ToRemote)+len(r.ToLocal)+len(r.Removed)+len(r.Conflicts) == 0
 }
 
-// Syncer synchronises Local and Remote. Base is what both had after the
+// hider is a side whose ignore rules decide for both (Dir).
+type hider interface {
+	Hider() func(p string, isDir bool) bool
+}
+
+// Syncer synchronises Local and Remote. When Local is a Dir, its ignore
+// rules decide for both sides. Base is what both had after the
 // last round (empty at first: the first round unites both sides, and a
 // file both have with different content is a conflict).
 type Syncer struct {
@@ -118,6 +124,18 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 	}
 	if s.Base == nil {
 		s.Base = map[string]Entry{}
+	}
+	if h, ok := s.Local.(hider); ok {
+		// This machine's rules decide for both sides: the workspace's
+		// copy may make something else of its own (the Pod's has no .git,
+		// so git's rules do not apply there). A path they hide is left
+		// alone on both sides, neither carried nor deleted as gone.
+		hides := h.Hider()
+		for p, e := range remote {
+			if _, ok := local[p]; !ok && hides(p, e.dir()) {
+				delete(remote, p)
+			}
+		}
 	}
 	paths := map[string]bool{}
 	for _, m := range []map[string]Entry{local, remote, s.Base} {

@@ -435,3 +435,58 @@ func TestSyncConflictOverABreak(t *testing.T) {
 		t.Error("the round after did something")
 	}
 }
+
+// TestSyncRulesAreThisMachines: this machine's ignore rules decide for
+// both sides, whatever the workspace's copy would make of its own (the
+// Pod's has no .git, so git's rules do not apply there): build outputs
+// made there stay there, and are not deleted there after a round trip;
+// node_modules is carried neither way, and never deleted for it; a file
+// a new rule hides stays on both sides.
+func TestSyncRulesAreThisMachines(t *testing.T) {
+	p := newPair(t)
+	os.Mkdir(filepath.Join(p.local, ".git"), 0o755)
+	l, err := OpenDir(p.local, nil) // a git project here, not there
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	p.s.Local = l
+	p.write(p.local, ".gitignore", "build/\n*.log\n")
+	p.write(p.local, "notes.txt", "notes")
+	p.write(p.local, "node_modules/here.js", "here")
+	p.sync()
+	p.write(p.rem, "build/app", "binary")
+	p.write(p.rem, "out.log", "log")
+	p.write(p.rem, "node_modules/there.js", "there")
+	p.write(p.rem, "main.c", "source")
+	p.sync()
+	p.sync()
+	if p.read(p.local, "main.c") != "source" {
+		t.Fatal("main.c was not carried")
+	}
+	for _, f := range []string{"build/app", "out.log", "node_modules/there.js"} {
+		if _, err := os.Lstat(filepath.Join(p.local, f)); !os.IsNotExist(err) {
+			t.Errorf("%s came here", f)
+		}
+	}
+	for f, want := range map[string]string{"build/app": "binary", "out.log": "log", "node_modules/there.js": "there"} {
+		if got := p.read(p.rem, f); got != want {
+			t.Errorf("%s there: %q", f, got)
+		}
+	}
+	if p.read(p.local, "node_modules/here.js") != "here" {
+		t.Error("node_modules here was deleted")
+	}
+	if _, err := os.Lstat(filepath.Join(p.rem, "node_modules/here.js")); !os.IsNotExist(err) {
+		t.Error("node_modules went there")
+	}
+	p.write(p.local, ".gitignore", "build/\n*.log\nnotes.txt\n")
+	p.sync()
+	p.sync()
+	if p.read(p.local, "notes.txt") != "notes" || p.read(p.rem, "notes.txt") != "notes" {
+		t.Error("a file a new rule hides was deleted on a side")
+	}
+	if !p.sync().Empty() {
+		t.Error("the round after did something")
+	}
+}
