@@ -119,7 +119,7 @@ func (d *Dir) entry(p string, fi fs.FileInfo) (Entry, error) {
 		}
 		return Entry{Mode: fs.ModeSymlink | 0o777, Size: int64(len(target)), Sum: target}, nil
 	}
-	e := Entry{Mode: fi.Mode().Perm(), Size: fi.Size()}
+	e := Entry{Mode: filePerm(fi.Mode()), Size: fi.Size()}
 	if e.Size > MaxFileSize {
 		return e, nil // not read: it is not carried
 	}
@@ -172,6 +172,11 @@ func (d *Dir) Hider() func(p string, isDir bool) bool {
 	hides := d.walk.Ignorer()
 	return func(p string, isDir bool) bool { return notSynced(p) || hides(p, isDir) }
 }
+
+// filePerm is a file's permissions as synchronised: the owner may always
+// read it, or a file the other side made unreadable would fail every
+// scan here (for a user who is not root) and hold the sync up.
+func filePerm(m fs.FileMode) fs.FileMode { return m.Perm() | 0o400 }
 
 // dirPerm is a directory's permissions as synchronised: the owner's
 // always all there, so that neither side locks itself (or the sync) out
@@ -232,7 +237,7 @@ func (d *Dir) Write(_ context.Context, p string, e Entry, data []byte) error {
 	if err := d.fs.WriteFile(p, data); err != nil {
 		return err
 	}
-	return d.fs.Chmod(p, e.Mode.Perm())
+	return d.fs.Chmod(p, filePerm(e.Mode))
 }
 
 // clear removes what is at p (described by fi) to put something else

@@ -140,7 +140,12 @@ func TestSyncDirectories(t *testing.T) {
 	os.Mkdir(filepath.Join(p.rem, "made-there"), 0o750)
 	os.Mkdir(filepath.Join(p.rem, "locked"), 0o555)
 	os.Mkdir(filepath.Join(p.rem, "lost+found"), 0o700) // a volume's root
+	p.write(p.rem, "unreadable", "x")
+	os.Chmod(filepath.Join(p.rem, "unreadable"), 0)
 	p.sync()
+	if fi, err := os.Stat(filepath.Join(p.local, "unreadable")); err != nil || fi.Mode().Perm() != 0o400 {
+		t.Errorf("a file made unreadable there is here as %v (%v), want readable by its owner", fi.Mode(), err)
+	}
 	if ok, _ := p.isDir(p.local, "lost+found"); ok {
 		t.Error("the volume's lost+found came here")
 	}
