@@ -122,6 +122,8 @@ type Remote struct {
 	lostAt   time.Time // when
 	fails    int       // streams opened since that failed before answering
 	retryAt  time.Time // no new stream before then
+	up       bool      // a stream has answered once
+	said     bool      // Link heard of the break
 	isClosed bool
 }
 
@@ -215,7 +217,10 @@ func (r *Remote) broke(err error) {
 	}
 	if r.lost == nil {
 		r.lost, r.lostAt, r.fails = err, time.Now(), 0
-		if r.o.Link != nil {
+		// A stream that never answered was not lost: the caller hears
+		// its error (a first round that cannot start).
+		r.said = r.up
+		if r.said && r.o.Link != nil {
 			r.o.Link(err, 0)
 		}
 		return // the first new stream is tried at once
@@ -238,13 +243,13 @@ func backoff(fails int, max time.Duration) time.Duration {
 // answered notes that the stream answers, and says so if it is a new one
 // after a break.
 func (r *Remote) answered() {
-	r.fresh = false
+	r.fresh, r.up = false, true
 	if r.lost == nil {
 		return
 	}
 	away := time.Since(r.lostAt)
 	r.lost, r.fails, r.retryAt = nil, 0, time.Time{}
-	if r.o.Link != nil {
+	if r.said && r.o.Link != nil {
 		r.o.Link(nil, away)
 	}
 }

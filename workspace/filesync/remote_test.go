@@ -166,11 +166,25 @@ func TestRemoteReopens(t *testing.T) {
 		return l
 	}
 
+	// A side never reached is not a lost one: the first round fails,
+	// and Link hears nothing, nor when it is reached.
+	srv.cut(true)
+	if _, err := p.s.Sync(context.Background()); !errors.Is(err, ErrAway) {
+		t.Fatalf("a first round with the side unreachable: %v", err)
+	}
+	srv.mu.Lock()
+	srv.refused, srv.dials = false, 0
+	srv.mu.Unlock()
+	time.Sleep(300 * time.Millisecond) // the backoff
+
 	p.write(p.local, "a.txt", "one")
 	p.write(p.rem, "b.txt", "two")
 	p.sync()
 	if p.read(p.rem, "a.txt") != "one" || p.read(p.local, "b.txt") != "two" || srv.dialed() != 1 {
 		t.Fatalf("the first round: %d dials", srv.dialed())
+	}
+	if l := said(); len(l) != 0 {
+		t.Errorf("said %q before the side was ever reached", l)
 	}
 
 	// The server goes (killed in the Pod) between rounds: the next round
