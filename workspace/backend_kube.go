@@ -81,6 +81,13 @@ func (b *Kube) Ensure(ctx context.Context, s Spec) (Workspace, error) {
 	se, err := k.Start(ctx, kube.Spec{Name: name, Image: img, Limits: s.Limits}, kube.SessionOptions{
 		Dir: s.Dir, Binary: b.Binary, Walk: b.Walk,
 		Report: func(r filesync.Report, err error) { SyncNotes(b.Stderr, r, err) },
+		Link: func(err error, away time.Duration) {
+			if err != nil {
+				fmt.Fprintf(b.Stderr, "cove: lost the connection to the workspace's files (%s): reconnecting\n", termtext.Visible(err.Error()))
+			} else {
+				fmt.Fprintf(b.Stderr, "cove: the workspace's files are synchronised again (away %v)\n", away.Round(100*time.Millisecond))
+			}
+		},
 		Prepare: func(ctx context.Context, pod *kube.Pod) (err error) {
 			if dc != nil {
 				env, err = podEnv(ctx, pod, dc)
@@ -336,7 +343,9 @@ func (w *KubeWorkspace) Close() error {
 // changed on both sides (both kept), files too large to carry, a failure.
 func SyncNotes(w io.Writer, r filesync.Report, err error) {
 	for _, cf := range r.Conflicts {
-		if cf.Kept != "" {
+		if cf.Dir {
+			fmt.Fprintf(w, "cove: %s is a directory on one side and a file on the other: the directory stays, the file is %s\n", termtext.Visible(cf.Path), termtext.Visible(cf.Kept))
+		} else if cf.Kept != "" {
 			fmt.Fprintf(w, "cove: %s changed here and in the workspace: yours stays, the workspace's is %s\n", termtext.Visible(cf.Path), termtext.Visible(cf.Kept))
 		} else {
 			fmt.Fprintf(w, "cove: %s was deleted on one side and changed on the other: the change is kept\n", termtext.Visible(cf.Path))

@@ -2,12 +2,10 @@ package main
 
 import (
 	"cmp"
-	"io"
 
 	"github.com/cove-sh/cove/workspace"
 	"github.com/cove-sh/cove/workspace/kube"
 	"github.com/urfave/cli/v2"
-	"k8s.io/klog/v2"
 )
 
 // kubeFlags choose a Kubernetes cluster for the workspace instead of this
@@ -25,10 +23,6 @@ func kubeFlags() []cli.Flag {
 // trusted devcontainer.json chose, if anything), as kubectl reads the
 // kubeconfig.
 func kubeBackend(c *cli.Context, chosen *kube.Config) *workspace.Kube {
-	// client-go logs a broken stream's error on stderr by itself, as a
-	// raw line: cove says what failed in its own words.
-	klog.LogToStderr(false)
-	klog.SetOutput(io.Discard)
 	bin, _ := coveBinary()
 	cfg := kube.Config{Kubeconfig: c.String("kubeconfig"), Context: c.String("context"), Namespace: c.String("namespace")}
 	if chosen != nil {

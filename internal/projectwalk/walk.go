@@ -95,10 +95,11 @@ func Open(dir string, opts *Options) (*Tree, error) {
 func (t *Tree) Close() error { return t.root.Close() }
 
 // entry is a file a walk found: a regular file, or a symlink (listed,
-// never followed).
+// never followed); or a directory, when the walk lists them.
 type entry struct {
 	path    string
 	regular bool
+	dir     bool
 }
 
 // Files lists the files under the relative path under ("" or "." for the
@@ -106,7 +107,7 @@ type entry struct {
 // byte-wise as git ls-files sorts them. Under inside an ignored directory
 // lists nothing.
 func (t *Tree) Files(ctx context.Context, under string) ([]string, error) {
-	es, err := t.walk(ctx, under)
+	es, err := t.walk(ctx, under, false)
 	if err != nil {
 		return nil, err
 	}
@@ -115,6 +116,24 @@ func (t *Tree) Files(ctx context.Context, under string) ([]string, error) {
 		files[i] = e.path
 	}
 	return files, nil
+}
+
+// FilesAndDirs lists what Files does, and the directories the walk
+// entered (not under itself): those the rules let through, empty ones
+// among them, as a file sync carries them.
+func (t *Tree) FilesAndDirs(ctx context.Context, under string) (files, dirs []string, err error) {
+	es, err := t.walk(ctx, under, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, e := range es {
+		if e.dir {
+			dirs = append(dirs, e.path)
+		} else {
+			files = append(files, e.path)
+		}
+	}
+	return files, dirs, nil
 }
 
 // Ignored lists the names in the directory dir (relative) that the rules
@@ -153,8 +172,9 @@ func (t *Tree) Ignored(ctx context.Context, dir string) ([]string, error) {
 	return names, nil
 }
 
-// walk finds the files under under, sorted by path.
-func (t *Tree) walk(ctx context.Context, under string) ([]entry, error) {
+// walk finds the files under under (and the directories, with dirs),
+// sorted by path.
+func (t *Tree) walk(ctx context.Context, under string, dirs bool) ([]entry, error) {
 	comps, err := split(under)
 	if err != nil {
 		return nil, err
@@ -179,7 +199,7 @@ func (t *Tree) walk(ctx context.Context, under string) ([]entry, error) {
 		return nil, fmt.Errorf("list %s: %w", under, err)
 	}
 	var out []entry
-	err = t.walkDir(ctx, d, comps, ps, &out)
+	err = t.walkDir(ctx, d, comps, ps, dirs, &out)
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +211,7 @@ func (t *Tree) walk(ctx context.Context, under string) ([]entry, error) {
 // it), whose parents' rules are ps, and in its subdirectories, to out. A
 // directory that cannot be read is left out, as a walk that ignores
 // errors does.
-func (t *Tree) walkDir(ctx context.Context, d *os.File, comps []string, ps []gitignore.Pattern, out *[]entry) error {
+func (t *Tree) walkDir(ctx context.Context, d *os.File, comps []string, ps []gitignore.Pattern, dirs bool, out *[]entry) error {
 	defer d.Close()
 	if err := ctx.Err(); err != nil {
 		return err
@@ -211,7 +231,10 @@ func (t *Tree) walkDir(ctx context.Context, d *os.File, comps []string, ps []git
 			if err != nil {
 				continue
 			}
-			if err := t.walkDir(ctx, sub, p, ps, out); err != nil {
+			if dirs {
+				*out = append(*out, entry{path: strings.Join(p, "/"), dir: true})
+			}
+			if err := t.walkDir(ctx, sub, p, ps, dirs, out); err != nil {
 				return err
 			}
 		} else if listed(e.Type()) {

@@ -167,6 +167,41 @@ func TestNotGit(t *testing.T) {
 	}
 }
 
+// TestFilesAndDirs: the directories a file sync carries are those the
+// walk enters, empty ones among them, never .git, an ignored one or
+// node_modules outside git; a symlink to a directory is a file.
+func TestFilesAndDirs(t *testing.T) {
+	for _, git := range []bool{true, false} {
+		dir := t.TempDir()
+		write(t, dir, map[string]string{".gitignore": "build/\n", "src/a.c": "", "build/out.o": "", "node_modules/x/y.js": "", "link": "->src"})
+		for _, d := range []string{"empty/nested", "src/sub", "build/more"} {
+			os.MkdirAll(filepath.Join(dir, d), 0o755)
+		}
+		want := []string{"empty", "empty/nested", "src", "src/sub"}
+		if git {
+			os.MkdirAll(filepath.Join(dir, ".git/hooks"), 0o755)
+			want = append(want[:2:2], "node_modules", "node_modules/x", "src", "src/sub")
+		} else {
+			want = []string{"build", "build/more", "empty", "empty/nested", "src", "src/sub"}
+		}
+		tree, err := Open(dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, dirs, err := tree.FilesAndDirs(context.Background(), "")
+		tree.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(dirs, want) {
+			t.Errorf("git %v: dirs %q, want %q", git, dirs, want)
+		}
+		if !slices.Contains(files, "link") || !slices.Contains(files, "src/a.c") || slices.Contains(files, "src") {
+			t.Errorf("git %v: files %q", git, files)
+		}
+	}
+}
+
 // TestIgnored: the names a directory's listing hides, for the tree's
 // dimming; all of them inside an ignored directory; never .git.
 func TestIgnored(t *testing.T) {

@@ -12,6 +12,7 @@ package filesync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -25,12 +26,13 @@ import (
 // where they are and reported.
 const MaxFileSize = 64 << 20
 
-// Entry is what a side has at a path: a regular file or a symlink.
+// Entry is what a side has at a path: a regular file, a symlink or a
+// directory.
 type Entry struct {
-	Mode fs.FileMode // the type bit (symlink or none) and the permissions
-	Size int64
+	Mode fs.FileMode // the type bit (symlink, directory or none) and the permissions
+	Size int64       // 0 for a directory
 	// Sum identifies the content: a SHA-256 of a file's bytes, or a
-	// symlink's target as written.
+	// symlink's target as written; "" for a directory.
 	Sum string
 }
 
@@ -45,6 +47,7 @@ func same(a, b *Entry) bool {
 const modeSymlink = fs.ModeSymlink
 
 func (e Entry) symlink() bool { return e.Mode&modeSymlink != 0 }
+func (e Entry) dir() bool     { return e.Mode&fs.ModeDir != 0 }
 
 // Tree is one side: paths are slash-separated and relative to the project.
 type Tree interface {
@@ -53,9 +56,12 @@ type Tree interface {
 	// Read returns a file's content, or a symlink's target.
 	Read(ctx context.Context, p string) ([]byte, error)
 	// Write replaces what is at p (atomically) with a file of that
-	// content and permissions, or a symlink to string(data).
+	// content and permissions, a symlink to string(data), or a
+	// directory (data is nil); it never removes a directory that holds
+	// something to do so.
 	Write(ctx context.Context, p string, e Entry, data []byte) error
-	// Remove deletes what is at p, and directories it leaves empty.
+	// Remove deletes what is at p: a directory only if it is empty (it
+	// stays otherwise, with no error).
 	Remove(ctx context.Context, p string) error
 }
 
@@ -66,6 +72,10 @@ type Conflict struct {
 	// local version stays at Path. "" when one side had deleted it: the
 	// change won.
 	Kept string
+	// Dir says that one side made a directory at Path and the other a
+	// file (or symlink): the directory is at Path on both sides, and the
+	// file at Kept, whichever side it came from.
+	Dir bool
 }
 
 // Report is what a round did.
@@ -81,7 +91,13 @@ func (r Report) Empty() bool {
 	return len(r.ToRemote)+len(r.ToLocal)+len(r.Removed)+len(r.Conflicts) == 0
 }
 
-// Syncer synchronises Local and Remote. Base is what both had after the
+// hider is a side whose ignore rules decide for both (Dir).
+type hider interface {
+	Hider() func(p string, isDir bool) bool
+}
+
+// Syncer synchronises Local and Remote. When Local is a Dir, its ignore
+// rules decide for both sides. Base is what both had after the
 // last round (empty at first: the first round unites both sides, and a
 // file both have with different content is a conflict).
 type Syncer struct {
@@ -109,6 +125,18 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 	if s.Base == nil {
 		s.Base = map[string]Entry{}
 	}
+	if h, ok := s.Local.(hider); ok {
+		// This machine's rules decide for both sides: the workspace's
+		// copy may make something else of its own (the Pod's has no .git,
+		// so git's rules do not apply there). A path they hide is left
+		// alone on both sides, neither carried nor deleted as gone.
+		hides := h.Hider()
+		for p, e := range remote {
+			if _, ok := local[p]; !ok && hides(p, e.dir()) {
+				delete(remote, p)
+			}
+		}
+	}
 	paths := map[string]bool{}
 	for _, m := range []map[string]Entry{local, remote, s.Base} {
 		for p := range m {
@@ -122,15 +150,76 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 			}
 		}
 	})
+	rd := &round{local: local, remote: remote, rep: &rep, settled: map[string]bool{}}
+	// A path that fails is said, and the others go on: one file the
+	// other side cannot write does not hold the project back. A broken
+	// stream ends the round: every call after it would fail too.
+	var first error
+	fail := func(p string, err error) bool {
+		err = fmt.Errorf("sync %s: %w", p, err)
+		if first == nil {
+			first = err
+		}
+		return errors.Is(err, ErrAway) || ctx.Err() != nil
+	}
 	for _, p := range sorted {
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
-		if err := s.reconcile(ctx, p, get(local, p), get(remote, p), get(s.Base, p), &rep); err != nil {
-			return rep, fmt.Errorf("sync %s: %w", p, err)
+		if rd.under(p) || rd.settled[p] {
+			continue
+		}
+		if err := s.reconcile(ctx, rd, p, get(local, p), get(remote, p), get(s.Base, p)); err != nil && fail(p, err) {
+			return rep, first
 		}
 	}
-	return rep, nil
+	// Directories the other side removed, deepest first, now that what
+	// they held is gone; then what takes their place.
+	for i := len(rd.rmdirs) - 1; i >= 0; i-- {
+		d := rd.rmdirs[i]
+		if err := d.side.Remove(ctx, d.path); err != nil && fail(d.path, err) {
+			return rep, first
+		}
+	}
+	for _, l := range rd.late {
+		if err := l.do(); err != nil && fail(l.path, err) {
+			return rep, first
+		}
+	}
+	return rep, first
+}
+
+// round is one Sync's scans and what it does last.
+type round struct {
+	local, remote map[string]Entry
+	rep           *Report
+	rmdirs        []pathOn // directories to remove, once emptied
+	late          []lateWrite
+	clashes       []string // a directory on one side, a file on the other, unresolved
+	// settled are paths this round wrote on both sides (conflict
+	// copies), which its scans do not describe any more.
+	settled map[string]bool
+}
+
+type pathOn struct {
+	path string
+	side Tree
+}
+
+type lateWrite struct {
+	path string
+	do   func() error
+}
+
+// under says whether p is under a clash left unresolved: its side has a
+// file where its parent would be.
+func (rd *round) under(p string) bool {
+	for _, c := range rd.clashes {
+		if strings.HasPrefix(p, c+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 func get(m map[string]Entry, p string) *Entry {
@@ -141,26 +230,39 @@ func get(m map[string]Entry, p string) *Entry {
 }
 
 // reconcile brings one path to agreement.
-func (s *Syncer) reconcile(ctx context.Context, p string, l, r, base *Entry, rep *Report) error {
+func (s *Syncer) reconcile(ctx context.Context, rd *round, p string, l, r, base *Entry) error {
+	rep := rd.rep
+	toLocal := func(e *Entry) error { return s.carry(ctx, rd, p, e, s.Remote, s.Local, rd.local, &rep.ToLocal) }
+	toRemote := func(e *Entry) error { return s.carry(ctx, rd, p, e, s.Local, s.Remote, rd.remote, &rep.ToRemote) }
 	switch {
 	case same(l, r):
 		s.agree(p, l)
 		return nil
 	case same(l, base):
 		// Only the remote side changed.
-		return s.carry(ctx, p, r, s.Remote, s.Local, &rep.ToLocal, rep)
+		return toLocal(r)
 	case same(r, base):
-		return s.carry(ctx, p, l, s.Local, s.Remote, &rep.ToRemote, rep)
+		return toRemote(l)
 	}
 	// Both changed, differently.
 	switch {
+	case l != nil && r != nil && l.dir() && r.dir():
+		// Modes only: a directory has no versions to keep; this
+		// machine's wins.
+		return toRemote(l)
 	case l == nil:
 		// Deleted here, changed there: the change wins.
-		rep.Conflicts = append(rep.Conflicts, Conflict{Path: p})
-		return s.carry(ctx, p, r, s.Remote, s.Local, &rep.ToLocal, rep)
+		if !r.dir() {
+			rep.Conflicts = append(rep.Conflicts, Conflict{Path: p})
+		}
+		return toLocal(r)
 	case r == nil:
-		rep.Conflicts = append(rep.Conflicts, Conflict{Path: p})
-		return s.carry(ctx, p, l, s.Local, s.Remote, &rep.ToRemote, rep)
+		if !l.dir() {
+			rep.Conflicts = append(rep.Conflicts, Conflict{Path: p})
+		}
+		return toRemote(l)
+	case l.dir() || r.dir():
+		return s.clash(ctx, rd, p, l, r)
 	}
 	if tooLarge(l) || tooLarge(r) {
 		rep.TooLarge = append(rep.TooLarge, p)
@@ -175,7 +277,7 @@ func (s *Syncer) reconcile(ctx context.Context, p string, l, r, base *Entry, rep
 	if err := check(r, theirs); err != nil {
 		return err
 	}
-	kept := s.conflictName(p)
+	kept := s.keptName(rd, p, r)
 	if err := s.Local.Write(ctx, kept, *r, theirs); err != nil {
 		return err
 	}
@@ -191,22 +293,79 @@ func (s *Syncer) reconcile(ctx context.Context, p string, l, r, base *Entry, rep
 	}
 	s.agree(p, l)
 	s.agree(kept, r)
+	rd.settled[kept] = true
 	rep.Conflicts = append(rep.Conflicts, Conflict{Path: p, Kept: kept})
 	return nil
 }
 
-// carry makes to's p what from has (e), or removes it when e is nil.
-func (s *Syncer) carry(ctx context.Context, p string, e *Entry, from, to Tree, done *[]string, rep *Report) error {
+// clash settles a directory made on one side where the other made a file
+// (or symlink): the directory stays at p, the file is kept beside it on
+// both sides, and what the directory holds follows in this round.
+func (s *Syncer) clash(ctx context.Context, rd *round, p string, l, r *Entry) error {
+	fileSide, file, dir := s.Local, l, r
+	if l.dir() {
+		fileSide, file, dir = s.Remote, r, l
+	}
+	if tooLarge(file) {
+		rd.rep.TooLarge = append(rd.rep.TooLarge, p)
+		rd.clashes = append(rd.clashes, p)
+		return nil
+	}
+	data, err := fileSide.Read(ctx, p)
+	if err == nil {
+		err = check(file, data)
+	}
+	if err != nil {
+		rd.clashes = append(rd.clashes, p) // the next round tries again
+		return err
+	}
+	kept := s.keptName(rd, p, file)
+	for _, t := range []Tree{s.Local, s.Remote} {
+		if err := t.Write(ctx, kept, *file, data); err != nil {
+			rd.clashes = append(rd.clashes, p)
+			return err
+		}
+	}
+	s.agree(kept, file)
+	rd.settled[kept] = true
+	if err := fileSide.Write(ctx, p, *dir, nil); err != nil {
+		rd.clashes = append(rd.clashes, p)
+		return err
+	}
+	s.agree(p, dir)
+	rd.rep.Conflicts = append(rd.rep.Conflicts, Conflict{Path: p, Kept: kept, Dir: true})
+	return nil
+}
+
+// carry makes to's p what from has (e), or removes it when e is nil. has
+// is what to had at the scan.
+func (s *Syncer) carry(ctx context.Context, rd *round, p string, e *Entry, from, to Tree, has map[string]Entry, done *[]string) error {
+	there, isThere := has[p]
 	if e == nil {
+		if isThere && there.dir() {
+			// Once what it holds is gone; its base stays until a scan
+			// finds it gone on both sides (it stays if it holds what the
+			// sync does not carry).
+			rd.rmdirs = append(rd.rmdirs, pathOn{p, to})
+			return nil
+		}
 		if err := to.Remove(ctx, p); err != nil {
 			return err
 		}
-		rep.Removed = append(rep.Removed, p)
+		rd.rep.Removed = append(rd.rep.Removed, p)
 		s.agree(p, nil)
 		return nil
 	}
+	if e.dir() {
+		if err := to.Write(ctx, p, *e, nil); err != nil {
+			return err
+		}
+		*done = append(*done, p)
+		s.agree(p, e)
+		return nil
+	}
 	if tooLarge(e) {
-		rep.TooLarge = append(rep.TooLarge, p)
+		rd.rep.TooLarge = append(rd.rep.TooLarge, p)
 		return nil
 	}
 	data, err := from.Read(ctx, p)
@@ -217,12 +376,20 @@ func (s *Syncer) carry(ctx context.Context, p string, e *Entry, from, to Tree, d
 		// It changed since the scan: the next round carries it.
 		return nil
 	}
-	if err := to.Write(ctx, p, *e, data); err != nil {
-		return err
+	write := func() error {
+		if err := to.Write(ctx, p, *e, data); err != nil {
+			return err
+		}
+		*done = append(*done, p)
+		s.agree(p, e)
+		return nil
 	}
-	*done = append(*done, p)
-	s.agree(p, e)
-	return nil
+	if isThere && there.dir() {
+		// A file where a directory was: once the directory is emptied.
+		rd.late = append(rd.late, lateWrite{p, write})
+		return nil
+	}
+	return write()
 }
 
 func (s *Syncer) agree(p string, e *Entry) {
@@ -233,7 +400,7 @@ func (s *Syncer) agree(p string, e *Entry) {
 	}
 }
 
-func tooLarge(e *Entry) bool { return !e.symlink() && e.Size > MaxFileSize }
+func tooLarge(e *Entry) bool { return !e.symlink() && !e.dir() && e.Size > MaxFileSize }
 
 // check says whether data is what e describes: a side answers Read with
 // what it has now, which may have changed since it was scanned.
@@ -248,6 +415,21 @@ func check(e *Entry, data []byte) error {
 		return fmt.Errorf("the file changed during the round")
 	}
 	return nil
+}
+
+// keptName is where the remote version r of p is kept: where a round cut
+// half way already put it (a copy of it here, in the base on neither
+// side yet), or a new conflictName, so that a conflict settled over a
+// broken connection leaves one copy, not one per attempt.
+func (s *Syncer) keptName(rd *round, p string, r *Entry) string {
+	dir, name := path.Split(p)
+	prefix := dir + strings.TrimPrefix(name, ".") + ".conflict-"
+	for q, e := range rd.local {
+		if _, inBase := s.Base[q]; strings.HasPrefix(q, prefix) && !strings.Contains(q[len(prefix):], "/") && !inBase && same(&e, r) {
+			return q
+		}
+	}
+	return s.conflictName(p)
 }
 
 // conflictName is where the remote version of p is kept: beside it, named

@@ -2,9 +2,13 @@ package filesync
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -95,11 +99,148 @@ func TestSyncBothWays(t *testing.T) {
 		t.Errorf("the symlink: %q %v", target, err)
 	}
 
-	// A deletion is carried, and the directory it empties goes too.
+	// A deletion is carried; the directory it empties stays, as on the
+	// side that deleted; its removal is carried too.
 	os.Remove(filepath.Join(p.rem, "src/main.c"))
 	rep = p.sync()
-	if _, err := os.Stat(filepath.Join(p.local, "src")); !os.IsNotExist(err) || !slices.Contains(rep.Removed, "src/main.c") {
+	if _, err := os.Stat(filepath.Join(p.local, "src/main.c")); !os.IsNotExist(err) || !slices.Contains(rep.Removed, "src/main.c") {
 		t.Errorf("the deletion: %v %+v", err, rep)
+	}
+	if fi, err := os.Stat(filepath.Join(p.local, "src")); err != nil || !fi.IsDir() {
+		t.Errorf("the directory the deletion emptied went: %v", err)
+	}
+	os.Remove(filepath.Join(p.rem, "src"))
+	p.sync()
+	if _, err := os.Stat(filepath.Join(p.local, "src")); !os.IsNotExist(err) {
+		t.Errorf("the directory's removal was not carried: %v", err)
+	}
+	if !p.sync().Empty() {
+		t.Error("a round after the removals did something")
+	}
+}
+
+func (p *pair) isDir(dir, name string) (bool, os.FileMode) {
+	fi, err := os.Lstat(filepath.Join(dir, name))
+	if err != nil || !fi.IsDir() {
+		return false, 0
+	}
+	return true, fi.Mode().Perm()
+}
+
+// TestSyncDirectories: directories are carried as files are, empty ones
+// among them, made and removed on either side, with their permissions
+// (the owner's always all there); a directory removed with what it held
+// goes on the other side, but not what the other side made in it
+// meanwhile nor what its ignore rules keep there; a file where the other
+// side made a directory keeps both.
+func TestSyncDirectories(t *testing.T) {
+	p := newPair(t, true)
+	p.write(p.local, ".gitignore", "build/\n")
+	os.MkdirAll(filepath.Join(p.local, "empty/nested"), 0o755)
+	os.Mkdir(filepath.Join(p.rem, "made-there"), 0o750)
+	os.Mkdir(filepath.Join(p.rem, "locked"), 0o555)
+	os.Mkdir(filepath.Join(p.rem, "lost+found"), 0o700) // a volume's root
+	p.write(p.rem, "unreadable", "x")
+	os.Chmod(filepath.Join(p.rem, "unreadable"), 0)
+	p.sync()
+	if fi, err := os.Stat(filepath.Join(p.local, "unreadable")); err != nil || fi.Mode().Perm() != 0o400 {
+		t.Errorf("a file made unreadable there is here as %v (%v), want readable by its owner", fi.Mode(), err)
+	}
+	if ok, _ := p.isDir(p.local, "lost+found"); ok {
+		t.Error("the volume's lost+found came here")
+	}
+	for _, c := range []struct {
+		dir, name string
+		mode      os.FileMode
+	}{{p.rem, "empty", 0o755}, {p.rem, "empty/nested", 0o755}, {p.local, "made-there", 0o750}, {p.local, "locked", 0o755}} {
+		if ok, mode := p.isDir(c.dir, c.name); !ok || mode != c.mode {
+			t.Errorf("%s in %s: a directory %v, mode %v; want %v", c.name, c.dir, ok, mode, c.mode)
+		}
+	}
+	if !p.sync().Empty() {
+		t.Error("a second round did something")
+	}
+
+	// Removed on either side: removed on the other.
+	os.Remove(filepath.Join(p.rem, "empty/nested"))
+	os.Remove(filepath.Join(p.local, "made-there"))
+	p.sync()
+	if ok, _ := p.isDir(p.local, "empty/nested"); ok {
+		t.Error("empty/nested, removed there, is still here")
+	}
+	if ok, _ := p.isDir(p.rem, "made-there"); ok {
+		t.Error("made-there, removed here, is still there")
+	}
+	if ok, _ := p.isDir(p.local, "empty"); !ok {
+		t.Error("empty, kept on both sides, went")
+	}
+
+	// A tree removed whole here; there, a file made in it meanwhile and
+	// build outputs the rules keep there. The file comes here (nothing is
+	// lost), the outputs stay, and no round fails.
+	p.write(p.local, "tree/a/one.txt", "one")
+	p.write(p.local, "tree/b/two.txt", "two")
+	p.write(p.local, "gone/x.txt", "x")
+	p.sync()
+	os.RemoveAll(filepath.Join(p.local, "tree"))
+	os.RemoveAll(filepath.Join(p.local, "gone"))
+	p.write(p.rem, "tree/b/new.txt", "made there meanwhile")
+	p.write(p.rem, "gone/build/out.o", "output")
+	p.sync()
+	p.sync()
+	if p.read(p.local, "tree/b/new.txt") != "made there meanwhile" {
+		t.Error("a file made in a directory removed on the other side was lost")
+	}
+	for _, f := range []string{"tree/a", "tree/b/two.txt"} {
+		if _, err := os.Lstat(filepath.Join(p.rem, f)); !os.IsNotExist(err) {
+			t.Errorf("%s, removed here, is still there", f)
+		}
+	}
+	if p.read(p.rem, "gone/build/out.o") != "output" {
+		t.Error("what the ignore rules keep there went")
+	}
+	if _, err := os.Lstat(filepath.Join(p.rem, "gone/x.txt")); !os.IsNotExist(err) {
+		t.Error("gone/x.txt, removed here, is still there")
+	}
+	if ok, _ := p.isDir(p.local, "gone"); ok {
+		t.Error("gone, removed here, came back (it holds only what the rules keep there)")
+	}
+	if !p.sync().Empty() {
+		t.Error("the round after did something")
+	}
+
+	// A file made here where a directory was made there: both kept.
+	p.write(p.local, "both", "a file here")
+	p.write(p.rem, "both/inside.txt", "a directory there")
+	rep := p.sync()
+	kept := "both.conflict-20261201-142530"
+	if !slices.Contains(rep.Conflicts, Conflict{Path: "both", Kept: kept, Dir: true}) {
+		t.Errorf("the clash: %+v", rep)
+	}
+	for _, dir := range []string{p.local, p.rem} {
+		if p.read(dir, kept) != "a file here" || p.read(dir, "both/inside.txt") != "a directory there" {
+			t.Errorf("%s after the clash: %q %q", dir, p.read(dir, kept), p.read(dir, "both/inside.txt"))
+		}
+	}
+
+	// A directory replaced by a file, and a file by a directory.
+	p.write(p.local, "was-dir/f", "f")
+	p.write(p.local, "was-file", "f")
+	p.sync()
+	os.RemoveAll(filepath.Join(p.local, "was-dir"))
+	p.write(p.local, "was-dir", "now a file")
+	os.Remove(filepath.Join(p.rem, "was-file"))
+	p.write(p.rem, "was-file/f", "now a directory")
+	if _, err := p.s.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{p.local, p.rem} {
+		if p.read(dir, "was-dir") != "now a file" || p.read(dir, "was-file/f") != "now a directory" {
+			t.Errorf("%s: was-dir %q, was-file/f %q", dir, p.read(dir, "was-dir"), p.read(dir, "was-file/f"))
+		}
+	}
+	if !p.sync().Empty() {
+		t.Error("the round after did something")
 	}
 }
 
@@ -193,5 +334,164 @@ func TestSyncRefusesPathsOutside(t *testing.T) {
 	if _, err := os.Stat("/etc/cove-canary"); err == nil {
 		os.Remove("/etc/cove-canary")
 		t.Fatal("a write went through a symlink out of the project")
+	}
+}
+
+// planting is a hostile workspace's side: besides its real files, its
+// scan claims files in .git (a hook git would run on the host) and under
+// a symlink to .git.
+type planting struct {
+	Tree
+	claims map[string]string // path: content, or "->target" for a symlink
+}
+
+func (p planting) Scan(ctx context.Context) (map[string]Entry, error) {
+	m, err := p.Tree.Scan(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for name, body := range p.claims {
+		if target, ok := strings.CutPrefix(body, "->"); ok {
+			m[name] = Entry{Mode: fs.ModeSymlink | 0o777, Size: int64(len(target)), Sum: target}
+		} else {
+			m[name] = Entry{Mode: 0o755, Size: int64(len(body)), Sum: Sum([]byte(body))}
+		}
+	}
+	return m, nil
+}
+
+func (p planting) Read(ctx context.Context, name string) ([]byte, error) {
+	if body, ok := p.claims[name]; ok {
+		return []byte(strings.TrimPrefix(body, "->")), nil
+	}
+	return p.Tree.Read(ctx, name)
+}
+
+// TestSyncNeverWritesGit: the host never receives a .git the workspace
+// wrote (its hooks and config would run on the host): neither straight
+// into .git nor through a symlink to it; and the rest is synchronised
+// all the same.
+func TestSyncNeverWritesGit(t *testing.T) {
+	p := newPair(t, true)
+	os.MkdirAll(filepath.Join(p.local, ".git", "hooks"), 0o755)
+	p.write(p.rem, "fine.txt", "fine")
+	p.s.Remote = planting{Tree: p.s.Remote, claims: map[string]string{
+		".git/hooks/pre-commit":    "#!/bin/sh\ntouch /tmp/pwned\n",
+		"sub/.git/config":          "[core]\n\tfsmonitor = touch /tmp/pwned\n",
+		"g":                        "->.git",
+		"g/hooks/post-checkout":    "#!/bin/sh\ntouch /tmp/pwned\n",
+		"deep/link":                "->../.git",
+		"deep/link/hooks/pre-push": "#!/bin/sh\ntouch /tmp/pwned\n",
+	}}
+	p.s.Sync(context.Background())
+	p.s.Sync(context.Background())
+	for _, f := range []string{".git/hooks/pre-commit", "sub/.git/config", ".git/hooks/post-checkout", ".git/hooks/pre-push"} {
+		if _, err := os.Lstat(filepath.Join(p.local, f)); !os.IsNotExist(err) {
+			t.Errorf("the workspace wrote %s on the host", f)
+		}
+	}
+	if p.read(p.local, "fine.txt") != "fine" {
+		t.Error("the rest was not synchronised")
+	}
+}
+
+// breaking is the workspace's side whose first write of a conflict copy
+// is cut (the connection broke).
+type breaking struct {
+	Tree
+	broke bool
+}
+
+func (b *breaking) Write(ctx context.Context, p string, e Entry, data []byte) error {
+	if strings.Contains(p, ".conflict-") && !b.broke {
+		b.broke = true
+		return fmt.Errorf("%w: the stream ended", ErrAway)
+	}
+	return b.Tree.Write(ctx, p, e, data)
+}
+
+// TestSyncConflictOverABreak: a conflict whose round is cut half way (its
+// copy made here, not yet there) is settled by the next round, a minute
+// later, with one copy on each side, not one per attempt, and nothing
+// lost.
+func TestSyncConflictOverABreak(t *testing.T) {
+	p := newPair(t)
+	p.write(p.local, "notes.md", "v1")
+	p.sync()
+	p.write(p.local, "notes.md", "mine")
+	p.write(p.rem, "notes.md", "the agent's")
+	p.s.Remote = &breaking{Tree: p.s.Remote}
+	if _, err := p.s.Sync(context.Background()); !errors.Is(err, ErrAway) {
+		t.Fatalf("the cut round: %v", err)
+	}
+	p.s.Now = func() time.Time { return time.Date(2026, 12, 1, 14, 26, 30, 0, time.UTC) }
+	rep := p.sync()
+	kept := "notes.md.conflict-20261201-142530"
+	if !slices.Equal(rep.Conflicts, []Conflict{{Path: "notes.md", Kept: kept}}) {
+		t.Errorf("the round after the cut: %+v", rep)
+	}
+	for _, dir := range []string{p.local, p.rem} {
+		names, _ := os.ReadDir(dir)
+		if len(names) != 2 || p.read(dir, "notes.md") != "mine" || p.read(dir, kept) != "the agent's" {
+			t.Errorf("%s holds %v: notes.md %q, %s %q", dir, names, p.read(dir, "notes.md"), kept, p.read(dir, kept))
+		}
+	}
+	if !p.sync().Empty() {
+		t.Error("the round after did something")
+	}
+}
+
+// TestSyncRulesAreThisMachines: this machine's ignore rules decide for
+// both sides, whatever the workspace's copy would make of its own (the
+// Pod's has no .git, so git's rules do not apply there): build outputs
+// made there stay there, and are not deleted there after a round trip;
+// node_modules is carried neither way, and never deleted for it; a file
+// a new rule hides stays on both sides.
+func TestSyncRulesAreThisMachines(t *testing.T) {
+	p := newPair(t)
+	os.Mkdir(filepath.Join(p.local, ".git"), 0o755)
+	l, err := OpenDir(p.local, nil) // a git project here, not there
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	p.s.Local = l
+	p.write(p.local, ".gitignore", "build/\n*.log\n")
+	p.write(p.local, "notes.txt", "notes")
+	p.write(p.local, "node_modules/here.js", "here")
+	p.sync()
+	p.write(p.rem, "build/app", "binary")
+	p.write(p.rem, "out.log", "log")
+	p.write(p.rem, "node_modules/there.js", "there")
+	p.write(p.rem, "main.c", "source")
+	p.sync()
+	p.sync()
+	if p.read(p.local, "main.c") != "source" {
+		t.Fatal("main.c was not carried")
+	}
+	for _, f := range []string{"build/app", "out.log", "node_modules/there.js"} {
+		if _, err := os.Lstat(filepath.Join(p.local, f)); !os.IsNotExist(err) {
+			t.Errorf("%s came here", f)
+		}
+	}
+	for f, want := range map[string]string{"build/app": "binary", "out.log": "log", "node_modules/there.js": "there"} {
+		if got := p.read(p.rem, f); got != want {
+			t.Errorf("%s there: %q", f, got)
+		}
+	}
+	if p.read(p.local, "node_modules/here.js") != "here" {
+		t.Error("node_modules here was deleted")
+	}
+	if _, err := os.Lstat(filepath.Join(p.rem, "node_modules/here.js")); !os.IsNotExist(err) {
+		t.Error("node_modules went there")
+	}
+	p.write(p.local, ".gitignore", "build/\n*.log\nnotes.txt\n")
+	p.sync()
+	p.sync()
+	if p.read(p.local, "notes.txt") != "notes" || p.read(p.rem, "notes.txt") != "notes" {
+		t.Error("a file a new rule hides was deleted on a side")
+	}
+	if !p.sync().Empty() {
+		t.Error("the round after did something")
 	}
 }

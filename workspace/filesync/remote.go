@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/rpc"
+	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // The other side runs where the workspace is (`cove sync-serve DIR` in a
@@ -66,24 +69,94 @@ func (s *service) Remove(p string, _ *struct{}) error {
 // MaxFileSize, or a scan at maxEntries, and room for gob's framing.
 const maxAnswer = 256 << 20
 
+// ErrAway is in the errors of calls made while the stream to the other
+// side is broken: the Remote opens a new one (see DialRemote), and the
+// Syncer's next round goes on from where the base says.
+var ErrAway = errors.New("the workspace's side of the sync is away")
+
+// Dialer opens a new stream to the other side's Serve. The stream must
+// outlive ctx, which bounds only the opening; the Remote closes it.
+type Dialer func(ctx context.Context) (io.ReadWriteCloser, error)
+
+// RemoteOptions are a re-opening Remote's. The zero value works.
+type RemoteOptions struct {
+	// Link hears the stream's state: once with why when it breaks, once
+	// with nil when a new one answers, with how long it was away. It is
+	// called with the Remote's call in progress: it must not call the
+	// Remote. The default is to say nothing.
+	Link func(err error, away time.Duration)
+	// MaxBackoff is the longest wait between two attempts to re-open.
+	// The default is 1 second: an attempt is one exec, cheap to make and
+	// to refuse, and the user waits for it.
+	MaxBackoff time.Duration
+	// OpenTimeout is how long a new stream may take to answer its first
+	// call before it counts as failed (a network that drops packets
+	// rather than refusing). The default is 30 seconds.
+	OpenTimeout time.Duration
+}
+
 // Remote is a side reached over a stream, whose answers are not trusted:
 // the paths it names are checked, its sizes bounded, and no answer may
 // take more than maxAnswer bytes of the stream (gob alone would take up to
 // a gigabyte for one message).
+//
+// A Remote from DialRemote opens a new stream when one breaks (a server
+// killed, an API server restarted, a laptop that slept): the call that
+// found it broken fails, and the next ones try a new stream, at once and
+// then backing off up to MaxBackoff, failing with ErrAway meanwhile. A
+// call that was cut may have been done by the other side or not; the
+// Syncer's next round compares both sides again, so neither is lost.
+//
+// Calls are one at a time (a Syncer makes them so); a Remote is safe for
+// concurrent use, calls waiting their turn.
 type Remote struct {
-	c      *rpc.Client
-	budget *budgetReader
-	max    int64 // maxAnswer; smaller in tests
+	dial Dialer // nil: the one stream NewRemote was given
+	o    RemoteOptions
+	max  int64 // maxAnswer; smaller in tests
+
+	mu       sync.Mutex // one call at a time; guards what follows
+	c        *rpc.Client
+	budget   *budgetReader
+	fresh    bool      // c has not answered yet
+	lost     error     // why the stream went; nil while it answers
+	lostAt   time.Time // when
+	fails    int       // streams opened since that failed before answering
+	retryAt  time.Time // no new stream before then
+	up       bool      // a stream has answered once
+	said     bool      // Link heard of the break
+	isClosed bool
 }
 
-// NewRemote talks to a Serve on rw.
+// NewRemote talks to a Serve on rw, the one stream: once it breaks,
+// every call fails.
 func NewRemote(rw io.ReadWriteCloser) *Remote {
+	r := &Remote{max: maxAnswer}
+	r.open(rw)
+	r.fresh = false
+	return r
+}
+
+// DialRemote talks to a Serve over streams dial opens: the first at the
+// first call, a new one each time one breaks.
+func DialRemote(dial Dialer, o RemoteOptions) *Remote {
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = time.Second
+	}
+	if o.OpenTimeout <= 0 {
+		o.OpenTimeout = 30 * time.Second
+	}
+	return &Remote{dial: dial, o: o, max: maxAnswer}
+}
+
+func (r *Remote) open(rw io.ReadWriteCloser) {
 	b := &budgetReader{r: rw}
-	b.left.Store(maxAnswer)
-	return &Remote{c: rpc.NewClient(struct {
+	b.left.Store(r.max)
+	r.budget = b
+	r.c = rpc.NewClient(struct {
 		io.Reader
 		io.WriteCloser
-	}{b, rw}), budget: b, max: maxAnswer}
+	}{b, rw})
+	r.fresh = true
 }
 
 // budgetReader fails once more than its budget is read; each call sets it
@@ -103,18 +176,134 @@ func (b *budgetReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Close ends the stream.
-func (r *Remote) Close() error { return r.c.Close() }
+// Close ends the stream; later calls fail.
+func (r *Remote) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.isClosed = true
+	if r.c == nil {
+		return nil
+	}
+	return r.c.Close()
+}
 
+// connect makes sure there is a stream to call on.
+func (r *Remote) connect(ctx context.Context) error {
+	switch {
+	case r.c != nil:
+		return nil
+	case r.isClosed:
+		return rpc.ErrShutdown
+	case r.dial == nil:
+		return fmt.Errorf("%w: %v", ErrAway, r.lost)
+	case time.Now().Before(r.retryAt):
+		return fmt.Errorf("%w (opening it again): %v", ErrAway, r.lost)
+	}
+	rw, err := r.dial(ctx)
+	if err != nil {
+		r.broke(err)
+		return fmt.Errorf("%w (opening it again): %v", ErrAway, err)
+	}
+	r.open(rw)
+	return nil
+}
+
+// broke drops the stream, says so if it answered before, and sets when
+// the next may be opened.
+func (r *Remote) broke(err error) {
+	if r.c != nil {
+		r.c.Close()
+		r.c = nil
+	}
+	if r.lost == nil {
+		r.lost, r.lostAt, r.fails = err, time.Now(), 0
+		// A stream that never answered was not lost: the caller hears
+		// its error (a first round that cannot start).
+		r.said = r.up
+		if r.said && r.o.Link != nil {
+			r.o.Link(err, 0)
+		}
+		return // the first new stream is tried at once
+	}
+	r.lost = err
+	r.fails++
+	r.retryAt = time.Now().Add(backoff(r.fails, r.o.MaxBackoff))
+}
+
+// backoff is the wait before the next stream after fails failed ones:
+// 250 ms, doubling, at most max.
+func backoff(fails int, max time.Duration) time.Duration {
+	d := 250 * time.Millisecond
+	for i := 1; i < fails && d < max; i++ {
+		d *= 2
+	}
+	return min(d, max)
+}
+
+// answered notes that the stream answers, and says so if it is a new one
+// after a break.
+func (r *Remote) answered() {
+	r.fresh, r.up = false, true
+	if r.lost == nil {
+		return
+	}
+	away := time.Since(r.lostAt)
+	r.lost, r.fails, r.retryAt = nil, 0, time.Time{}
+	if r.said && r.o.Link != nil {
+		r.o.Link(nil, away)
+	}
+}
+
+// call makes one call. Every call is idempotent (a scan, a read, a write
+// of given bytes, a removal), so one cut by a broken stream is made once
+// more at once on a new one: a server killed or a connection reset costs
+// no round.
 func (r *Remote) call(ctx context.Context, method string, args, reply any) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	err := r.callOnce(ctx, method, args, reply)
+	if errors.Is(err, ErrAway) && r.dial != nil && !r.isClosed && ctx.Err() == nil {
+		err = r.callOnce(ctx, method, args, reply)
+	}
+	return err
+}
+
+func (r *Remote) callOnce(ctx context.Context, method string, args, reply any) error {
+	if err := r.connect(ctx); err != nil {
+		return err
+	}
 	r.budget.left.Store(r.max)
 	call := r.c.Go("Tree."+method, args, reply, make(chan *rpc.Call, 1))
+	var opening <-chan time.Time
+	if r.fresh {
+		t := time.NewTimer(r.o.OpenTimeout)
+		defer t.Stop()
+		opening = t.C
+	}
 	select {
 	case <-call.Done:
-		if errors.Is(call.Error, rpc.ErrShutdown) || errors.Is(call.Error, io.ErrUnexpectedEOF) {
-			return fmt.Errorf("the workspace's side of the sync went away: %w", call.Error)
+		var refused rpc.ServerError
+		switch {
+		case call.Error == nil:
+			r.answered()
+			return nil
+		case errors.As(call.Error, &refused):
+			// The other side answered, with an error of its own.
+			r.answered()
+			return call.Error
+		case r.isClosed:
+			return call.Error
 		}
-		return call.Error
+		err := call.Error
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, rpc.ErrShutdown) {
+			err = fmt.Errorf("the stream ended: %w", err)
+		}
+		r.broke(err)
+		return fmt.Errorf("%w: %w", ErrAway, err)
+	case <-opening:
+		err := fmt.Errorf("no answer in %v", r.o.OpenTimeout)
+		r.broke(err)
+		return fmt.Errorf("%w: %w", ErrAway, err)
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -133,11 +322,23 @@ func (r *Remote) Scan(ctx context.Context) (map[string]Entry, error) {
 		if err := checkPath(p); err != nil {
 			return nil, err
 		}
-		if e.Size < 0 || e.Mode&^(0o777|modeSymlink) != 0 {
+		if !validEntry(e) {
 			return nil, fmt.Errorf("sync: the workspace says %q is %v, %d bytes", p, e.Mode, e.Size)
 		}
 	}
 	return out, nil
+}
+
+// validEntry says whether e is one a side can have: a file, a symlink or
+// a directory (no size, no sum), with permissions only.
+func validEntry(e Entry) bool {
+	switch e.Mode &^ 0o777 {
+	case 0, modeSymlink:
+		return e.Size >= 0
+	case fs.ModeDir:
+		return e.Size == 0 && e.Sum == ""
+	}
+	return false
 }
 
 // Read is Tree.Read.

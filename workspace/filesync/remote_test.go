@@ -2,12 +2,18 @@ package filesync
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/rpc"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestSyncOverAStream: the remote side answers over one stream, as a
@@ -69,5 +75,192 @@ func TestRemoteBoundsAnAnswer(t *testing.T) {
 	defer r.Close()
 	if _, err := r.Read(context.Background(), "big"); err == nil || !strings.Contains(err.Error(), "larger than cove reads") {
 		t.Fatalf("an answer over the budget: %v", err)
+	}
+}
+
+// server is a side served over streams a DialRemote opens, which a test
+// can break: the streams cut (a server killed), new ones refused (an API
+// server down).
+type server struct {
+	t       *testing.T
+	tree    Tree
+	mu      sync.Mutex
+	conns   []net.Conn
+	refused bool
+	dials   int
+}
+
+func (s *server) dial(context.Context) (io.ReadWriteCloser, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dials++
+	if s.refused {
+		return nil, errors.New("connection refused")
+	}
+	a, b := net.Pipe()
+	s.conns = append(s.conns, b)
+	go Serve(b, s.tree)
+	return a, nil
+}
+
+// cut ends the open streams; with refuse, new ones fail until allowed.
+func (s *server) cut(refuse bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.conns {
+		c.Close()
+	}
+	s.conns = nil
+	s.refused = refuse
+}
+
+func (s *server) dialed() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dials
+}
+
+// cutAfter is the workspace's side, which breaks the stream after its nth
+// write, done (its answer lost) and the workspace then unreachable.
+type cutAfter struct {
+	Tree
+	n   atomic.Int32
+	cut func()
+}
+
+func (c *cutAfter) Write(ctx context.Context, p string, e Entry, data []byte) error {
+	err := c.Tree.Write(ctx, p, e, data)
+	if c.n.Add(-1) == 0 {
+		c.cut()
+	}
+	return err
+}
+
+// TestRemoteReopens: a broken stream is opened again, at once when the
+// other side is reachable, and backing off while it is not; it is said
+// once when it breaks and once when it is back; a round cut half way
+// loses nothing and makes no conflict: the next one finishes it.
+func TestRemoteReopens(t *testing.T) {
+	p := newPair(t)
+	srv := &server{t: t}
+	cut := &cutAfter{Tree: p.s.Remote}
+	srv.tree = cut
+	var mu sync.Mutex
+	var links []string
+	r := DialRemote(srv.dial, RemoteOptions{Link: func(err error, away time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			links = append(links, "lost: "+err.Error())
+		} else {
+			links = append(links, "back")
+		}
+	}})
+	defer r.Close()
+	p.s.Remote = r
+	said := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		l := links
+		links = nil
+		return l
+	}
+
+	// A side never reached is not a lost one: the first round fails,
+	// and Link hears nothing, nor when it is reached.
+	srv.cut(true)
+	if _, err := p.s.Sync(context.Background()); !errors.Is(err, ErrAway) {
+		t.Fatalf("a first round with the side unreachable: %v", err)
+	}
+	srv.mu.Lock()
+	srv.refused, srv.dials = false, 0
+	srv.mu.Unlock()
+	time.Sleep(300 * time.Millisecond) // the backoff
+
+	p.write(p.local, "a.txt", "one")
+	p.write(p.rem, "b.txt", "two")
+	p.sync()
+	if p.read(p.rem, "a.txt") != "one" || p.read(p.local, "b.txt") != "two" || srv.dialed() != 1 {
+		t.Fatalf("the first round: %d dials", srv.dialed())
+	}
+	if l := said(); len(l) != 0 {
+		t.Errorf("said %q before the side was ever reached", l)
+	}
+
+	// The server goes (killed in the Pod) between rounds: the next round
+	// opens a new stream and goes through.
+	srv.cut(false)
+	p.write(p.local, "a.txt", "one, after the cut")
+	p.write(p.rem, "c.txt", "three")
+	if rep, err := p.s.Sync(context.Background()); err != nil || len(rep.ToRemote) != 1 || len(rep.ToLocal) != 1 {
+		t.Fatalf("the round after the server went: %+v %v", rep, err)
+	}
+	if p.read(p.rem, "a.txt") != "one, after the cut" || p.read(p.local, "c.txt") != "three" {
+		t.Fatal("not carried after the server went")
+	}
+	if l := said(); len(l) != 2 || !strings.HasPrefix(l[0], "lost: ") || l[1] != "back" {
+		t.Errorf("said %q, want lost then back", l)
+	}
+
+	// Cut half way through a round, and unreachable for a while: the
+	// round fails, with ErrAway; so do the next ones, fast, and the
+	// attempts back off.
+	for i := range 6 {
+		p.write(p.local, fmt.Sprintf("new/%d.txt", i), fmt.Sprintf("local %d", i))
+	}
+	os.Remove(filepath.Join(p.local, "b.txt"))
+	p.write(p.rem, "from-there.txt", "made there")
+	cut.n.Store(3)
+	cut.cut = func() { srv.cut(true) }
+	if _, err := p.s.Sync(context.Background()); !errors.Is(err, ErrAway) {
+		t.Fatalf("a round cut half way: %v", err)
+	}
+	dials := srv.dialed()
+	start := time.Now()
+	for time.Since(start) < time.Second {
+		if _, err := p.s.Sync(context.Background()); !errors.Is(err, ErrAway) {
+			t.Fatalf("a round while the side is unreachable: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := srv.dialed() - dials; n < 2 || n > 5 {
+		t.Errorf("%d attempts in a second while unreachable: want a few (250 ms, doubling)", n)
+	}
+	if l := said(); len(l) != 1 || !strings.HasPrefix(l[0], "lost: ") {
+		t.Errorf("said %q while unreachable, want lost once", l)
+	}
+
+	// Back: the next round finishes what the cut one began, nothing lost,
+	// nothing deleted, no conflict.
+	srv.mu.Lock()
+	srv.refused = false
+	srv.mu.Unlock()
+	var rep Report
+	var err error
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if rep, err = p.s.Sync(context.Background()); !errors.Is(err, ErrAway) || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil || len(rep.Conflicts) != 0 {
+		t.Fatalf("the round after the return: %+v %v", rep, err)
+	}
+	for i := range 6 {
+		name := fmt.Sprintf("new/%d.txt", i)
+		if l, r := p.read(p.local, name), p.read(p.rem, name); l != fmt.Sprintf("local %d", i) || r != l {
+			t.Errorf("%s: here %q, there %q", name, l, r)
+		}
+	}
+	if p.read(p.local, "from-there.txt") != "made there" || p.read(p.local, "a.txt") != "one, after the cut" {
+		t.Error("a file was lost")
+	}
+	if _, err := os.Stat(filepath.Join(p.rem, "b.txt")); !os.IsNotExist(err) {
+		t.Error("the deletion made before the cut was not carried")
+	}
+	if !p.sync().Empty() {
+		t.Error("the round after did something")
+	}
+	if l := said(); len(l) != 1 || l[0] != "back" {
+		t.Errorf("said %q on the return, want back once", l)
 	}
 }

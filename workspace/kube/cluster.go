@@ -12,9 +12,11 @@ package kube
 import (
 	"fmt"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 )
 
 // Config says which cluster to use; its zero value is kubectl's choice.
@@ -35,6 +37,12 @@ type Cluster struct {
 // Connect reads the kubeconfig as kubectl does and returns a client for
 // the namespace cfg names. It does not talk to the cluster yet.
 func Connect(cfg Config) (*Cluster, error) {
+	// client-go logs through klog, to standard error by default: a
+	// broken exec or port-forward stream would print its "Unhandled
+	// Error" lines over the user's terminal. cove says what happened
+	// itself (a Session's Link), so they go. klog's logger is the
+	// process's; setting it again is harmless.
+	klog.SetLogger(logr.Discard())
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if cfg.Kubeconfig != "" {
 		rules.ExplicitPath = cfg.Kubeconfig

@@ -12,11 +12,29 @@ import (
 
 // Files opens the workspace's side of the file sync: cove's sync server
 // in the Pod (Bring puts cove there) answering over one exec stream for
-// the project's copy. Closing the Remote ends it.
+// the project's copy. Closing the Remote ends it. Once the stream breaks,
+// the Remote fails; a Session's opens a new stream instead (see
+// SyncDialer).
 func (p *Pod) Files(ctx context.Context) *filesync.Remote {
+	return filesync.NewRemote(p.syncStream(ctx))
+}
+
+// SyncDialer opens streams to the sync server in the Pod for
+// filesync.DialRemote: each is a new exec of it, lasting until it is
+// closed, the server or the connection ends, or ctx ends.
+func (p *Pod) SyncDialer(ctx context.Context) filesync.Dialer {
+	return func(context.Context) (io.ReadWriteCloser, error) { return p.syncStream(ctx), nil }
+}
+
+// syncStream starts cove sync-serve in the Pod and returns its stdout and
+// stdin as one stream. The exec starts in the background: its failure
+// is the stream's read error. Closing the stream ends the exec.
+func (p *Pod) syncStream(ctx context.Context) io.ReadWriteCloser {
+	ctx, cancel := context.WithCancel(ctx)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	go func() {
+		defer cancel()
 		var errb bytes.Buffer
 		code, err := p.Exec(ctx, []string{CovePath, "sync-serve", WorkspaceDir}, ExecOptions{Stdin: inR, Stdout: outW, Stderr: &limited{w: &errb, n: 4096}})
 		if err == nil && code != 0 {
@@ -28,20 +46,25 @@ func (p *Pod) Files(ctx context.Context) *filesync.Remote {
 		outW.CloseWithError(err)
 		inR.CloseWithError(err)
 	}()
-	return filesync.NewRemote(pipeConn{outR, inW})
+	return pipeConn{outR, inW, cancel}
 }
 
 // pipeConn is the exec's stdout and stdin as one stream.
 type pipeConn struct {
-	r *io.PipeReader
-	w *io.PipeWriter
+	r      *io.PipeReader
+	w      *io.PipeWriter
+	cancel context.CancelFunc // ends the exec
 }
 
 func (c pipeConn) Read(b []byte) (int, error)  { return c.r.Read(b) }
 func (c pipeConn) Write(b []byte) (int, error) { return c.w.Write(b) }
 func (c pipeConn) Close() error {
 	c.w.Close()
-	return c.r.Close()
+	c.r.Close()
+	// A stream that broke half way (a connection that went silent) may
+	// not end by itself: the exec goes with it.
+	c.cancel()
+	return nil
 }
 
 // limited keeps the first n bytes written to it: what the Pod says is

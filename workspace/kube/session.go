@@ -3,6 +3,7 @@ package kube
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -35,6 +36,9 @@ type Session struct {
 	report func(filesync.Report, error)
 	stop   context.CancelFunc
 	done   sync.WaitGroup
+
+	mu   sync.Mutex
+	lost error // the sync's connection to the Pod broke, and is not back
 }
 
 // SessionOptions say what a Session needs from this machine.
@@ -43,11 +47,20 @@ type SessionOptions struct {
 	Binary string               // cove's static binary, brought into the Pod
 	Walk   *projectwalk.Options // the ignore rules' options
 	// Report hears each sync round that did something or failed
-	// (conflicts among them).
+	// (conflicts among them). A round that fails because the stream to
+	// the Pod broke is said once, through Link.
 	Report func(filesync.Report, error)
 	// Prepare, if set, runs once cove is in the Pod, before the IDE
 	// server starts (it writes the workspace's EnvFile, for one).
 	Prepare func(context.Context, *Pod) error
+	// Link hears the sync's connection to the Pod: once with why when it
+	// breaks (a sync server killed, an API server restarted, a laptop
+	// that slept), once with nil when a new one answers, with how long
+	// it was away. Meanwhile the Session opens a new one, backing off up
+	// to 1 second between attempts, and loses nothing: the round after
+	// it compares both sides again. When nil, the break is said through
+	// Report (once) and the return not at all.
+	Link func(err error, away time.Duration)
 }
 
 // EnvFile is the workspace's environment in the Pod (devcontainer.json's
@@ -81,7 +94,25 @@ func (k *Cluster) Start(ctx context.Context, s Spec, o SessionOptions) (*Session
 	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	se := &Session{Pod: pod, local: local, stop: stop, report: o.Report}
 	// Its own context: the last round, after stop, still needs it.
-	se.remote = pod.Files(context.WithoutCancel(ctx))
+	se.remote = filesync.DialRemote(pod.SyncDialer(context.WithoutCancel(ctx)), filesync.RemoteOptions{Link: func(err error, away time.Duration) {
+		se.mu.Lock()
+		se.lost = err
+		se.mu.Unlock()
+		switch {
+		case o.Link != nil:
+			o.Link(err, away)
+		case err != nil && o.Report != nil:
+			o.Report(filesync.Report{}, fmt.Errorf("%w: %w", filesync.ErrAway, err))
+		}
+	}})
+	se.report = func(r filesync.Report, err error) {
+		if errors.Is(err, filesync.ErrAway) {
+			err = nil // Link says it, once
+		}
+		if o.Report != nil && (err != nil || !r.Empty()) {
+			o.Report(r, err)
+		}
+	}
 	se.syncer = &filesync.Syncer{Local: local, Remote: se.remote}
 	rep, err := se.syncer.Sync(ctx)
 	if err != nil {
@@ -94,11 +125,7 @@ func (k *Cluster) Start(ctx context.Context, s Spec, o SessionOptions) (*Session
 	se.done.Add(1)
 	go func() {
 		defer se.done.Done()
-		se.syncer.Run(sctx, SyncInterval, func(r filesync.Report, err error) {
-			if o.Report != nil {
-				o.Report(r, err)
-			}
-		})
+		se.syncer.Run(sctx, SyncInterval, se.report)
 	}()
 	// One server a Pod: a second launcher (or a restart) finds it up.
 	script := "pid=$(cat " + coveDir + "/ide.pid 2>/dev/null) && kill -0 \"$pid\" 2>/dev/null && exit 0; " +
@@ -134,14 +161,30 @@ func (k *Cluster) Start(ctx context.Context, s Spec, o SessionOptions) (*Session
 	return se, nil
 }
 
+// flushWait is how long Flush waits for a broken sync stream to be
+// opened again before it fails.
+const flushWait = 20 * time.Second
+
 // Flush runs a sync round now: before a command runs in the Pod, what
-// was just saved here is there.
+// was just saved here is there. While the stream to the Pod is broken it
+// waits for a new one (up to 20 seconds, within ctx): the command would
+// otherwise run on files older than the user's.
 func (se *Session) Flush(ctx context.Context) error {
-	rep, err := se.syncer.Sync(ctx)
-	if se.report != nil && !rep.Empty() {
-		se.report(rep, nil) // its conflicts are said as the loop's are
+	deadline := time.Now().Add(flushWait)
+	for {
+		rep, err := se.syncer.Sync(ctx)
+		if !rep.Empty() {
+			se.report(rep, nil) // its conflicts are said as the loop's are
+		}
+		if !errors.Is(err, filesync.ErrAway) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
-	return err
 }
 
 // DialIDE connects to the IDE server in the Pod.
@@ -149,10 +192,32 @@ func (se *Session) DialIDE(context.Context) (net.Conn, error) { return se.ide.Di
 
 // Close ends the session: a last sync round (what was saved on either side
 // is on both), then the sync server and the port-forward. The Pod runs on.
+// If the connection to the Pod is broken then, it waits for it as Flush
+// does, and says so in its error if it does not come back: what changed
+// in the Pod since the break is not here.
 func (se *Session) Close() error {
 	se.stop()
 	se.done.Wait()
-	return se.close()
+	var err error
+	if away := se.away(); away != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), flushWait+time.Second)
+		if ferr := se.Flush(ctx); ferr != nil {
+			err = fmt.Errorf("the last sync with the Pod: %w", ferr)
+		}
+		cancel()
+	}
+	if cerr := se.close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// away is why the sync's connection to the Pod is broken, nil while it
+// answers.
+func (se *Session) away() error {
+	se.mu.Lock()
+	defer se.mu.Unlock()
+	return se.lost
 }
 
 func (se *Session) close() error {
