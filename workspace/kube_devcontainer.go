@@ -144,6 +144,19 @@ func (w *KubeWorkspace) lifecycle(ctx context.Context, dc *devcontainer.Config, 
 	if attach {
 		keys = append(keys, devcontainer.PostAttach)
 	}
+	if err := w.runLifecycle(ctx, dc, env, keys...); err != nil {
+		return err
+	}
+	if !created {
+		return w.k.Mark(ctx, w.name, mark, time.Now().UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// runLifecycle runs the lifecycle commands keys in the Pod, in order, in
+// /workspace, their output shown as text; a create command's failure is
+// the error, the others' are warnings.
+func (w *KubeWorkspace) runLifecycle(ctx context.Context, dc *devcontainer.Config, env []string, keys ...string) error {
 	errw := w.b.Stderr
 	for _, key := range keys {
 		for _, steps := range dc.Lifecycle(key, env) {
@@ -161,9 +174,6 @@ func (w *KubeWorkspace) lifecycle(ctx context.Context, dc *devcontainer.Config, 
 			}
 			return err
 		}
-	}
-	if !created {
-		return w.k.Mark(ctx, w.name, mark, time.Now().UTC().Format(time.RFC3339))
 	}
 	return nil
 }
@@ -201,3 +211,25 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 }
 
 var _ io.Writer = (*limitedBuffer)(nil)
+
+// Attach runs the postAttachCommand of s.Dir's workspace, running, for a
+// user who attaches to it as it runs (a second window on its launcher):
+// devcontainer.json read again (what it says was said at the start), its
+// ${containerEnv:…} resolved in the Pod as then.
+func (b *Kube) Attach(ctx context.Context, s Spec) {
+	dc, err := loadDevcontainer(io.Discard, s, s.Dir)
+	if err != nil || dc == nil || len(dc.Lifecycle(devcontainer.PostAttach, nil)) == 0 {
+		return
+	}
+	ws, err := b.Open(ctx, Name(s.Dir))
+	if err != nil {
+		return
+	}
+	w := ws.(*KubeWorkspace)
+	env, err := podEnv(ctx, w.pod, dc)
+	if err != nil {
+		fmt.Fprintf(b.Stderr, "cove: warning: postAttachCommand: %v\n", err)
+		return
+	}
+	w.runLifecycle(ctx, dc, env, devcontainer.PostAttach)
+}

@@ -435,6 +435,7 @@ func TestUpKubeDetach(t *testing.T) {
 	kc, ref, k := kubeTest(t)
 	project := t.TempDir()
 	os.WriteFile(filepath.Join(project, "a.txt"), []byte("a\n"), 0o644)
+	os.WriteFile(filepath.Join(project, ".devcontainer.json"), []byte(`{"postAttachCommand": "echo attached >> attach.log"}`), 0o644)
 	name := workspace.Name(project)
 	t.Cleanup(func() { k.Remove(context.Background(), name) })
 	root := t.TempDir()
@@ -454,6 +455,15 @@ func TestUpKubeDetach(t *testing.T) {
 	}
 	if r := runProc(t, root, "", up...); r.code != 0 || strings.TrimSpace(r.stdout) != url {
 		t.Errorf("a second cove up --kube: %+v, want %s", r, url)
+	}
+	// Each window is a user attaching: postAttachCommand ran twice, and
+	// the background launcher's sync brought its file here.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if b, _ := os.ReadFile(filepath.Join(project, "attach.log")); string(b) == "attached\nattached\n" {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("attach.log after two windows: %q", b)
+		}
 	}
 	// cove ps here lists it, where it runs, with its launcher's pid.
 	if r := runProc(t, root, "", "ps"); !regexp.MustCompile(name + `\s+[1-9]\d*\s+running\s+\S+ \S+\s+default on https://`).MatchString(r.stdout) {

@@ -96,7 +96,7 @@ func upAction(c *cli.Context) error {
 		// Another cove serves this workspace: a new window on it (unless
 		// the workspace was stopped and that launcher is on its way out).
 		if ws, err := b.Open(c.Context, name); err == nil && rec.serves(ws) {
-			attachRunning(c, b, name)
+			attachRunning(c, b, dir)
 			return showURL(c, rec.URL)
 		}
 	}
@@ -111,7 +111,7 @@ func upAction(c *cli.Context) error {
 	}
 	if lock == nil {
 		// The other cove serves it now: this is a user attaching.
-		attachRunning(c, b, name)
+		attachRunning(c, b, dir)
 		return showURL(c, url)
 	}
 	defer lock.Close()
@@ -204,11 +204,16 @@ func launcherDir(e *env, b workspace.Backend, name string) string {
 	return filepath.Join(e.layout.Runtime, "workspaces", key)
 }
 
-// attachRunning runs the postAttachCommand of the running workspace for a
-// user who attaches to it as it runs (this machine's workspaces).
-func attachRunning(c *cli.Context, b workspace.Backend, name string) {
-	if lo, ok := b.(*workspace.Local); ok {
-		lo.Attach(c.Context, name)
+// attachRunning runs the postAttachCommand of DIR's running workspace
+// for a user who attaches to it as it runs (a new window).
+func attachRunning(c *cli.Context, b workspace.Backend, dir string) {
+	switch b := b.(type) {
+	case *workspace.Local:
+		b.Attach(c.Context, workspace.Name(dir))
+	case *workspace.Kube:
+		if s, err := workspaceSpec(c, dir); err == nil {
+			b.Attach(c.Context, s)
+		}
 	}
 }
 
