@@ -233,6 +233,25 @@ if [ "$rc" = 0 ] && [ -n "$layer" ] && [ ! -e "$layer" ]; then pass rm-workspace
 	fail rm-workspace "cove rm $ws: exit $rc, layer '${layer:-none}' $( [ -e "$layer" ] && echo still there), stderr '$(brief "$out/wsrm.err")'"
 fi
 
+# remote-user: devcontainer.json's remoteUser is not root (app, uid 1000
+# in the multi-user image): its commands run as app under the workspace's
+# limit, it writes the project, and what it makes there is the project
+# owner's on the host (as the user: keep-id; as root: the ID-mapped bind).
+kproj=/home/$user/kproj-$mode
+mkdir -p "$kproj"
+printf '{"image": "%s", "remoteUser": "app"}\n' "$multiuser" >"$kproj/.devcontainer.json"
+[ "$mode" = root ] && chown -R "$user:$user" "$kproj"
+run kup 300 cove up --detach --net none --memory 64m "$kproj"
+kws=$(cove ps --json | sed -n 's/^ *"name": "\(kproj-'"$mode"'-[0-9a-f]*\)".*/\1/p' | head -n 1)
+run kexec 60 cove exec "$kws" sh -c 'id -u && touch /workspace/by-app && cat /sys/fs/cgroup/memory.max'
+owner=$(stat -c %U "$kproj/by-app" 2>&1)
+if [ "$rc" = 0 ] && [ "$(sed -n 1p "$out/kexec.out")" = 1000 ] && [ "$(sed -n 2p "$out/kexec.out")" = 67108864 ] && [ "$owner" = "$user" ]; then pass remote-user; else
+	fail remote-user "workspace '${kws:-none}': exit $rc, stdout '$(brief "$out/kexec.out")' (want 1000 and 67108864), by-app owned by '$owner' (want $user), stderr '$(brief "$out/kexec.err")', up: '$(brief "$out/kup.err")'"
+fi
+cove stop --time 2 "$kws" >/dev/null 2>&1
+run krm 120 cove rm -f "$kws"
+if [ "$rc" != 0 ]; then fail remote-user-rm "cove rm $kws: exit $rc, stderr '$(brief "$out/krm.err")'"; fi
+
 # no-cgroup-left: under the user's slice (or, as root, anywhere) no cgroup
 # of cove's is left but empty parents named cove.
 scope=/sys/fs/cgroup
