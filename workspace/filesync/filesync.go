@@ -446,15 +446,19 @@ func (s *Syncer) conflictName(p string) string {
 
 // Run syncs a round every interval until ctx ends, and once more as it
 // ends (a stop flushes), reporting each round that changed something or
-// failed; a failed round is tried again at the next tick.
+// failed, and the first good one after a failure (an empty Report, no
+// error: the failure is over); a failed round is tried again at the next
+// tick.
 func (s *Syncer) Run(ctx context.Context, interval time.Duration, report func(Report, error)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	failed := false
 	for {
 		rep, err := s.Sync(ctx)
-		if err != nil && ctx.Err() == nil || !rep.Empty() {
+		if err != nil && ctx.Err() == nil || !rep.Empty() || err == nil && failed {
 			report(rep, err)
 		}
+		failed = err != nil
 		select {
 		case <-ctx.Done():
 			// The last round, on a context of its own: ctx is over.

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -493,5 +495,56 @@ func TestSyncRulesAreThisMachines(t *testing.T) {
 	}
 	if !p.sync().Empty() {
 		t.Error("the round after did something")
+	}
+}
+
+// failingScans is a Tree whose scans fail while fail is set.
+type failingScans struct {
+	Tree
+	fail atomic.Bool
+}
+
+func (f *failingScans) Scan(ctx context.Context) (map[string]Entry, error) {
+	if f.fail.Load() {
+		return nil, errors.New("scan refused")
+	}
+	return f.Tree.Scan(ctx)
+}
+
+// TestRunSaysTheEndOfAFailure: Run reports each failed round and then the
+// first good one (empty, no error), so a listener that says a repeated
+// failure once knows when it is over; good rounds with nothing to do are
+// not reported.
+func TestRunSaysTheEndOfAFailure(t *testing.T) {
+	p := newPair(t)
+	remote := &failingScans{Tree: p.s.Remote}
+	p.s.Remote = remote
+	remote.fail.Store(true)
+	var mu sync.Mutex
+	var got []string
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.s.Run(ctx, 10*time.Millisecond, func(r Report, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				got = append(got, "fail")
+			} else if r.Empty() {
+				got = append(got, "good")
+			}
+		})
+	}()
+	time.Sleep(100 * time.Millisecond)
+	remote.fail.Store(false)
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	s := strings.Join(got, " ")
+	if !strings.HasPrefix(s, "fail") || !strings.HasSuffix(s, "fail good") || strings.Count(s, "good") != 1 {
+		t.Errorf("reports %q, want failures then one good", s)
 	}
 }

@@ -105,10 +105,21 @@ func (k *Cluster) Start(ctx context.Context, s Spec, o SessionOptions) (*Session
 			o.Report(filesync.Report{}, fmt.Errorf("%w: %w", filesync.ErrAway, err))
 		}
 	}})
+	said := "" // the failure said last: a path that fails every round is said once
 	se.report = func(r filesync.Report, err error) {
 		if errors.Is(err, filesync.ErrAway) {
 			err = nil // Link says it, once
 		}
+		se.mu.Lock()
+		switch {
+		case err == nil:
+			said = ""
+		case err.Error() == said:
+			err = nil
+		default:
+			said = err.Error()
+		}
+		se.mu.Unlock()
 		if o.Report != nil && (err != nil || !r.Empty()) {
 			o.Report(r, err)
 		}
