@@ -223,7 +223,7 @@ func keptRunningNote(c *cli.Context, ws workspace.Workspace, started bool) {
 		fmt.Fprintf(c.App.ErrWriter, "cove: %v\n", err)
 	}
 	if started && ws.Running() {
-		stop := strings.Join(append(append([]string{"cove", "stop"}, ws.ExecFlags()...), ws.Name()), " ")
-		fmt.Fprintf(c.App.ErrWriter, "cove: the workspace %s keeps running (%s stops it; cove up opens it)\n", ws.Name(), stop)
+		flags := strings.Join(append([]string{""}, ws.ExecFlags()...), " ")
+		fmt.Fprintf(c.App.ErrWriter, "cove: the workspace %s keeps running (cove stop%s %s stops it; cove up%s opens it)\n", ws.Name(), flags, ws.Name(), flags)
 	}
 }
