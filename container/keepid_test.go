@@ -123,7 +123,7 @@ func keepIDAsUser(t *testing.T) {
 		trap 'echo got TERM; exit 7' TERM
 		id -u; stat -c %u:%g /bin/sh
 		cat >/dev/null
-		touch /etc/x /mine && chown 1234:1234 /mine
+		touch /etc/x /mine && chown 1234:1234 /mine && touch /ready
 		while :; do sleep 1; done`}, nil, "", "0")
 	must(t, err)
 	// Root's files (the first subordinate id's) are not this user's to
@@ -159,10 +159,12 @@ func keepIDAsUser(t *testing.T) {
 		}
 	}
 	stdinW.Close()
-	// Its files are made once its stdin is done: wait for them.
+	// Its files are made once its stdin is done: wait for them (ready
+	// comes last: a TERM between the touch and the chown would end the
+	// script before the chown).
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if _, err := os.Lstat(filepath.Join(spec.Upper, "mine")); err == nil {
+		if _, err := os.Lstat(filepath.Join(spec.Upper, "ready")); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
