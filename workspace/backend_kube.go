@@ -73,6 +73,9 @@ func (b *Kube) Ensure(ctx context.Context, s Spec) (Workspace, error) {
 	if img == "" {
 		img = DefaultImage
 	}
+	if dc, err = b.imageMetadata(ctx, dc, img); err != nil {
+		return nil, err
+	}
 	name := Name(s.Dir)
 	fmt.Fprintf(b.Stderr, "cove: starting %s as a Pod in %s\n", name, b.where(k))
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)

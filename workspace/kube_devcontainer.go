@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/cove-sh/cove/container"
+	"github.com/cove-sh/cove/image"
 	"github.com/cove-sh/cove/internal/devcontainer"
 	"github.com/cove-sh/cove/internal/termtext"
 	"github.com/cove-sh/cove/workspace/kube"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
 // kubeDevcontainer reads the project's devcontainer.json for a Pod. A Pod
@@ -73,6 +75,45 @@ func (b *Kube) devcontainer(ctx context.Context, s Spec) (*devcontainer.Config, 
 	return dc, nil
 }
 
+// imageMetadata merges into dc the image's devcontainer.metadata label,
+// as a local start does: its env and lifecycle commands apply on the Pod
+// too (what does not is said). The host reads the image's config from
+// the registry, as a pull would (no layer): an image it cannot reach
+// from here is said, and its label not applied.
+func (b *Kube) imageMetadata(ctx context.Context, dc *devcontainer.Config, ref string) (*devcontainer.Config, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	img, done, err := image.OpenImage(ctx, ref)
+	var cfg *v1.ConfigFile
+	if err == nil {
+		defer done()
+		cfg, err = img.ConfigFile()
+	}
+	if err != nil {
+		fmt.Fprintf(b.Stderr, "cove: note: the image's devcontainer.metadata label could not be read from here (%s): its users, env and commands are not applied\n", termtext.Visible(err.Error()))
+		return dc, nil
+	}
+	label := cfg.Config.Labels[devcontainer.MetadataLabel]
+	if label == "" {
+		return dc, nil
+	}
+	said := 0
+	if dc != nil {
+		said = len(dc.Notes)
+	}
+	md, err := dc.MergeMetadata(label)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range md.Notes[said:] {
+		fmt.Fprintf(b.Stderr, "cove: note: %s\n", termtext.Visible(n))
+	}
+	if md.User() != "" && dc.User() == "" { // the file's own user was said already
+		fmt.Fprintf(b.Stderr, "cove: note: the image's devcontainer.metadata names a user (%s): on a cluster the Pod runs as the image's user\n", termtext.Visible(md.User()))
+	}
+	return md, nil
+}
+
 // podEnv writes the workspace's environment to the Pod's EnvFile:
 // devcontainer.json's containerEnv and remoteEnv resolved against the
 // environment the Pod's image gives. It returns that environment, for the
@@ -88,7 +129,14 @@ func podEnv(ctx context.Context, pod *kube.Pod, dc *devcontainer.Config) ([]stri
 		return nil, fmt.Errorf("read the Pod's environment: %w", err)
 	}
 	base, script := envScript(dc, out.String())
-	code, err = pod.Exec(ctx, []string{"/bin/sh", "-c", "cat >" + kube.EnvFile}, kube.ExecOptions{Stdin: strings.NewReader(script)})
+	// With no output stream the exec could end before its input was read
+	// (seen: an empty file, one run in five): it answers when done.
+	var done bytes.Buffer
+	code, err = pod.Exec(ctx, []string{"/bin/sh", "-c", "cat >" + kube.EnvFile + " && echo written"},
+		kube.ExecOptions{Stdin: strings.NewReader(script), Stdout: &limitedBuffer{b: &done, n: 64}})
+	if err == nil && code == 0 && done.String() != "written\n" {
+		err = fmt.Errorf("the Pod did not say it was written")
+	}
 	if err == nil && code != 0 {
 		err = fmt.Errorf("exit status %d", code)
 	}

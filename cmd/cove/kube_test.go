@@ -20,6 +20,8 @@ import (
 	"github.com/cove-sh/cove/internal/testregistry"
 	"github.com/cove-sh/cove/workspace"
 	"github.com/cove-sh/cove/workspace/kube"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 )
 
 // testKubeconfig is the test cluster's (scripts/kube/cluster.sh), which
@@ -480,5 +482,26 @@ func TestUpKubeDetach(t *testing.T) {
 			b, _ := os.ReadFile(filepath.Join(filepath.Dir(recs[0]), "launcher.log"))
 			t.Fatalf("the detached launcher serves on after its Pod was deleted; its log: %s", b)
 		}
+	}
+}
+
+// TestKubeImageMetadata: on a cluster, the image's devcontainer.metadata
+// label applies as locally (read from the registry by the host): its
+// env and its create command, with no devcontainer.json in the project;
+// the user it names is said not to apply.
+func TestKubeImageMetadata(t *testing.T) {
+	kc, _, k := kubeTest(t)
+	img, err := mutate.Config(layered(t), v1.Config{Cmd: []string{"sh"}, Env: []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"},
+		Labels: map[string]string{"devcontainer.metadata": `[{"remoteUser": "nobody", "containerEnv": {"FROM_LABEL": "yes"},
+			"postCreateCommand": "echo label-created > label.txt"}]`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := testregistry.Push(t, testregistry.Addr(t), img)
+	project := t.TempDir()
+	t.Cleanup(func() { k.Remove(context.Background(), workspace.Name(project)) })
+	r := runProc(t, t.TempDir(), "echo \"label=$FROM_LABEL\"; cat label.txt\n", "shell", "--kube", "--kubeconfig", kc, "--image", ref, project)
+	if r.code != 0 || r.stdout != "label=yes\nlabel-created\n" || !strings.Contains(r.stderr, "names a user (nobody)") {
+		t.Fatalf("the image's metadata on a Pod: %+v", r)
 	}
 }

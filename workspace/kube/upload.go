@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -21,8 +22,16 @@ func (p *Pod) Bring(ctx context.Context, bin string) error {
 		return fmt.Errorf("bring cove into the Pod: %w", err)
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("bring cove into the Pod: %w", err)
+	}
 	var errb bytes.Buffer
-	script := "set -e; cat > " + CovePath + ".new; chmod 0755 " + CovePath + ".new; mv -f " + CovePath + ".new " + CovePath
+	// The size is checked before the binary takes its place: an exec's
+	// input can end short (its stream closed before all of it was read).
+	script := "set -e; cat > " + CovePath + ".new; n=$(wc -c < " + CovePath + ".new); " +
+		"[ \"$n\" -eq " + strconv.FormatInt(fi.Size(), 10) + " ] || { echo \"only $n bytes arrived\" >&2; exit 1; }; " +
+		"chmod 0755 " + CovePath + ".new; mv -f " + CovePath + ".new " + CovePath
 	code, err := p.Exec(ctx, []string{"/bin/sh", "-c", script}, ExecOptions{Stdin: f, Stderr: &errb})
 	if err != nil {
 		return fmt.Errorf("bring cove into the Pod: %w", err)
