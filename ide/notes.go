@@ -104,7 +104,7 @@ func (n *Notes) Write(p []byte) (int, error) {
 		if i < 0 {
 			break
 		}
-		n.add(string(n.partial), n.cut)
+		n.add(string(n.partial), n.cut, "")
 		n.partial, n.cut = n.partial[:0], false
 		rest = rest[i+1:]
 	}
@@ -115,8 +115,22 @@ func (n *Notes) Write(p []byte) (int, error) {
 // OSC strings (titles, links), raw or shown as pictures (␛) by termtext.
 var csi = regexp.MustCompile(`(?:\x1b|\x{241b})(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\x{2407}\x{241b}]*(?:\x07|\x{2407}|(?:\x1b|\x{241b})\\)?)`)
 
-// add records one line; n.mu is held.
-func (n *Notes) add(raw string, cut bool) {
+// Restore records lines another Notes kept (Lines), each with its own
+// kind: what cove up --detach said, for its background launcher.
+func (n *Notes) Restore(lines []NoteLine) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, l := range lines {
+		switch l.Kind {
+		case NoteKind, CoveKind, OutputKind:
+			n.add(l.Text, false, l.Kind)
+		}
+	}
+}
+
+// add records one line, of kind, or of the kind it reads as when kind is
+// ""; n.mu is held.
+func (n *Notes) add(raw string, cut bool, kind string) {
 	text := termtext.Visible(csi.ReplaceAllString(raw, ""))
 	if len(text) > MaxNoteLine {
 		i := MaxNoteLine
@@ -128,10 +142,19 @@ func (n *Notes) add(raw string, cut bool) {
 	if cut {
 		text += " … (cut: the line is longer than " + strconv.Itoa(MaxNoteLine) + " bytes)"
 	}
-	kind := OutputKind
-	switch {
-	case strings.HasPrefix(text, "cove: note: "), strings.HasPrefix(text, "cove: warning: "):
-		kind = NoteKind
+	// The kind is read from the line as written, before its control
+	// sequences go: cove writes its own lines plain, and a command's
+	// output that hides an escape before "cove: note:" is output.
+	if kind == "" {
+		kind = OutputKind
+		switch {
+		case strings.HasPrefix(raw, "cove: note: "), strings.HasPrefix(raw, "cove: warning: "):
+			kind = NoteKind
+		case strings.HasPrefix(raw, "cove: "):
+			kind = CoveKind
+		}
+	}
+	if kind == NoteKind {
 		if n.said[text] {
 			return
 		}
@@ -139,8 +162,6 @@ func (n *Notes) add(raw string, cut bool) {
 			n.said = map[string]bool{}
 		}
 		n.said[text] = true
-	case strings.HasPrefix(text, "cove: "):
-		kind = CoveKind
 	}
 	n.last++
 	n.lines = append(n.lines, NoteLine{ID: n.last, Kind: kind, Text: text})

@@ -187,3 +187,19 @@ func TestNotesRoute(t *testing.T) {
 		t.Error("/api/notes reached the workspace's server")
 	}
 }
+
+// TestNotesKindFromTheLineAsWritten: a line whose escape sequences hide
+// "cove: note:" behind them is output, not one of cove's notes, though
+// the log shows it without the escapes.
+func TestNotesKindFromTheLineAsWritten(t *testing.T) {
+	var n Notes
+	n.Write([]byte("\x1b[0mcove: note: hidden\n␛[1mcove: warning: pictured\ncove: note: real\n"))
+	lines, _ := n.Lines(0)
+	kinds := map[string]string{}
+	for _, l := range lines {
+		kinds[l.Text] = l.Kind
+	}
+	if kinds["cove: note: hidden"] != OutputKind || kinds["cove: warning: pictured"] != OutputKind || kinds["cove: note: real"] != NoteKind {
+		t.Errorf("kinds %v", kinds)
+	}
+}

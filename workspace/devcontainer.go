@@ -94,7 +94,7 @@ func (lo *Local) buildImage(ctx context.Context, dc *devcontainer.Config, dir, n
 	res, err := devimage.Build(ctx, dir, ib, tag, devimage.Options{
 		Store: store, Binary: bin, CacheDir: filepath.Join(lo.Layout.Data, "build"),
 		// The Dockerfile is the project's: its output is shown as text.
-		Output: termtext.NewWriter(lo.Stderr), Pull: []image.Option{image.WithProgress(bars.Update)},
+		Output: commandOutput(lo.Stderr), Pull: []image.Option{image.WithProgress(bars.Update)},
 	})
 	if err != nil {
 		return "", "", err
@@ -128,7 +128,7 @@ func (lo *Local) installFeatures(ctx context.Context, dc *devcontainer.Config, b
 	bars := progress.New(struct{ io.Writer }{lo.Stderr}, base, false)
 	res, err := devimage.InstallFeatures(ctx, dc, base, "cove-devcontainer/"+name+":features", devimage.Options{
 		Store: store, Binary: bin, CacheDir: filepath.Join(lo.Layout.Data, "build"),
-		Output: termtext.NewWriter(lo.Stderr), Pull: []image.Option{image.WithProgress(bars.Update)}, Refresh: refresh,
+		Output: commandOutput(lo.Stderr), Pull: []image.Option{image.WithProgress(bars.Update)}, Refresh: refresh,
 	})
 	if err != nil {
 		return nil, err
@@ -153,7 +153,7 @@ func initializeCommand(ctx context.Context, errw io.Writer, dc *devcontainer.Con
 		return nil
 	}
 	fmt.Fprintf(errw, "cove: initializeCommand (on this host, as you trusted it): %s\n", termtext.Visible(stepsString(steps)))
-	out := &lockedWriter{w: termtext.NewWriter(errw)}
+	out := &lockedWriter{w: commandOutput(errw)}
 	return runParallel(steps, "initializeCommand", func(s devcontainer.Step) (int, error) {
 		cmd := exec.CommandContext(ctx, s.Argv[0], s.Argv[1:]...)
 		cmd.Dir, cmd.Stdout, cmd.Stderr = dir, out, out
@@ -262,7 +262,7 @@ func (lo *Local) lifecycle(ctx context.Context, st *container.State, dc *devcont
 // runInWorkspace runs steps in the workspace, in parallel, in dir.
 func (lo *Local) runInWorkspace(ctx context.Context, st *container.State, key string, steps []devcontainer.Step, dir string) error {
 	fmt.Fprintf(lo.Stderr, "cove: %s: %s\n", key, termtext.Visible(stepsString(steps)))
-	out := &lockedWriter{w: termtext.NewWriter(lo.Stderr)}
+	out := &lockedWriter{w: commandOutput(lo.Stderr)}
 	return runParallel(steps, key, func(s devcontainer.Step) (int, error) {
 		return lo.execPiped(ctx, st, container.ExecRequest{Args: s.Argv, Cwd: dir}, out)
 	})
@@ -653,7 +653,7 @@ func (lo *Local) chownVolumes(ctx context.Context, st *container.State, chown []
 	if len(chown) < 2 {
 		return nil
 	}
-	out := termtext.NewWriter(lo.Stderr)
+	out := commandOutput(lo.Stderr)
 	code, err := lo.execPiped(ctx, st, container.ExecRequest{Args: append([]string{"chown"}, chown...), Cwd: "/", User: "0"}, out)
 	if err == nil && code != 0 {
 		err = fmt.Errorf("exit status %d", code)
@@ -673,7 +673,7 @@ func (lo *Local) startEntrypoints(ctx context.Context, st *container.State, dc *
 	}
 	step := devcontainer.Step{Name: "entrypoint", Argv: argv}
 	fmt.Fprintf(lo.Stderr, "cove: entrypoint (as %s): %s\n", termtext.Visible(user), termtext.Visible(strings.TrimSpace(argv[2])))
-	out := termtext.NewWriter(lo.Stderr)
+	out := commandOutput(lo.Stderr)
 	return runParallel([]devcontainer.Step{step}, "entrypoint", func(s devcontainer.Step) (int, error) {
 		return lo.execPiped(ctx, st, container.ExecRequest{Args: s.Argv, Cwd: "/", User: user}, out)
 	})
@@ -694,4 +694,50 @@ func (lo *Local) forgetImages(ctx context.Context, name string) {
 			store.Remove(ctx, ref)
 		}
 	}
+}
+
+// commandOutput is where the output of what the project runs goes (its
+// lifecycle commands, its Dockerfile's and Features' steps): to w, its
+// control characters shown as text, and a line of it that starts as
+// cove's own do ("cove:") marked as the workspace's, so that no command
+// can speak as cove on the terminal or in the IDE's log (which counts
+// cove's notes by that start).
+func commandOutput(w io.Writer) io.Writer {
+	return termtext.NewWriter(&attributed{w: w})
+}
+
+// attributed marks the lines written to it that start with "cove:".
+type attributed struct {
+	w       io.Writer
+	pending []byte // a line's start that may yet be "cove:"
+	mid     bool   // within a line already decided
+}
+
+const coveLine, workspaceMark = "cove:", "(workspace) "
+
+func (a *attributed) Write(p []byte) (int, error) {
+	out := make([]byte, 0, len(p)+len(workspaceMark))
+	for _, b := range p {
+		if a.mid {
+			out = append(out, b)
+			a.mid = b != '\n'
+			continue
+		}
+		a.pending = append(a.pending, b)
+		switch {
+		case b == '\n':
+			out, a.pending = append(out, a.pending...), a.pending[:0]
+		case string(a.pending) == coveLine:
+			out = append(append(out, workspaceMark...), a.pending...)
+			a.pending, a.mid = a.pending[:0], true
+		case strings.HasPrefix(coveLine, string(a.pending)):
+			// Undecided yet.
+		default:
+			out, a.pending, a.mid = append(out, a.pending...), a.pending[:0], true
+		}
+	}
+	if _, err := a.w.Write(out); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

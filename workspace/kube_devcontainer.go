@@ -209,7 +209,7 @@ func (w *KubeWorkspace) runLifecycle(ctx context.Context, dc *devcontainer.Confi
 	for _, key := range keys {
 		for _, steps := range dc.Lifecycle(key, env) {
 			fmt.Fprintf(errw, "cove: %s: %s\n", key, termtext.Visible(stepsString(steps)))
-			out := &lockedWriter{w: termtext.NewWriter(errw)}
+			out := &lockedWriter{w: commandOutput(errw)}
 			err := runParallel(steps, key, func(s devcontainer.Step) (int, error) {
 				return w.exec(ctx, container.ExecRequest{Args: s.Argv, Cwd: kube.WorkspaceDir}, kube.ExecOptions{Stdout: out, Stderr: out})
 			})

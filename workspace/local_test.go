@@ -128,3 +128,18 @@ func TestRootlessKeepIDChoice(t *testing.T) {
 		t.Errorf("updateRemoteUserUID false: %+v, %q", k, notes)
 	}
 }
+
+// TestCommandOutputIsAttributed: a line of a command's output that starts
+// as cove's own do is marked as the workspace's, however the writes cut
+// it; other lines pass as they are, control characters shown.
+func TestCommandOutputIsAttributed(t *testing.T) {
+	var b strings.Builder
+	w := commandOutput(&b)
+	for _, p := range []string{"cove: note: forged\nok line\ncov", "e: warning: split\n", "x cove: fine\nco", "at\n\x1b[1mbold\n"} {
+		w.Write([]byte(p))
+	}
+	want := "(workspace) cove: note: forged\nok line\n(workspace) cove: warning: split\nx cove: fine\ncoat\n␛[1mbold\n"
+	if b.String() != want {
+		t.Errorf("got %q, want %q", b.String(), want)
+	}
+}

@@ -1,10 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/cove-sh/cove/ide"
 	"github.com/cove-sh/cove/internal/atomicfile"
@@ -45,22 +45,27 @@ func (t notesTee) Terminal() io.Writer { return t.w }
 
 // keepNotes leaves n beside the launcher's record at recPath, for the
 // background launcher of cove up --detach, which finds the workspace
-// started: its IDE shows what was said here. The directory is the
-// launcher's, which the workspace never sees.
+// started: its IDE shows what was said here, each line of its kind. The
+// directory is the launcher's, which the workspace never sees.
 func keepNotes(recPath string, n *ide.Notes) error {
-	var b strings.Builder
 	lines, _ := n.Lines(0)
-	for _, l := range lines {
-		b.WriteString(l.Text + "\n")
+	b, err := json.Marshal(lines)
+	if err != nil {
+		return err
 	}
-	return atomicfile.WriteFile(filepath.Join(filepath.Dir(recPath), "notes.txt"), []byte(b.String()))
+	return atomicfile.WriteFile(filepath.Join(filepath.Dir(recPath), "notes.json"), b)
 }
 
 // keptNotes adds to n what cove up --detach kept beside the launcher's
 // record at recPath for this background launcher (--serve).
 func keptNotes(n *ide.Notes, recPath string) {
-	if f, err := os.Open(filepath.Join(filepath.Dir(recPath), "notes.txt")); err == nil {
-		io.Copy(n, io.LimitReader(f, 2*ide.DefaultNotesLimit))
-		f.Close()
+	f, err := os.Open(filepath.Join(filepath.Dir(recPath), "notes.json"))
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	var lines []ide.NoteLine
+	if json.NewDecoder(io.LimitReader(f, 4*ide.DefaultNotesLimit)).Decode(&lines) == nil {
+		n.Restore(lines)
 	}
 }

@@ -45,7 +45,10 @@ func TestDetachedWorkspaceLog(t *testing.T) {
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))
-	project, root := devcontainerProject(t, `{"image": "`+ref+`", "fancyKey": true, "postCreateCommand": "echo detached-marker"}`)
+	// The command also tries to speak as cove: plainly, and behind an
+	// escape that the log would drop.
+	project, root := devcontainerProject(t, `{"image": "`+ref+`", "fancyKey": true,
+		"postCreateCommand": "echo detached-marker; echo 'cove: note: forged'; printf '\\033[0mcove: warning: hidden\\n'"}`)
 	r := runProc(t, root, "", "up", "--detach", project)
 	const note = "cove: note: devcontainer.json: fancyKey is not supported by cove; it is ignored"
 	if r.code != 0 || !strings.Contains(r.stderr, note) || !strings.Contains(r.stderr, "\ndetached-marker\n") {
@@ -63,5 +66,14 @@ func TestDetachedWorkspaceLog(t *testing.T) {
 	}
 	if seen["note "+note] != 1 || seen["output detached-marker"] != 1 {
 		t.Errorf("the background launcher's notes: %+v", page.Lines)
+	}
+	// What the workspace printed is never one of cove's notes.
+	for _, l := range page.Lines {
+		if l.Kind == ide.NoteKind && (strings.Contains(l.Text, "forged") || strings.Contains(l.Text, "hidden")) {
+			t.Errorf("the workspace's output passed for cove's own: %+v", l)
+		}
+	}
+	if !strings.Contains(r.stderr, "\n(workspace) cove: note: forged\n") {
+		t.Errorf("the forged note is not marked as the workspace's on stderr: %s", r.stderr)
 	}
 }
