@@ -242,16 +242,8 @@ func (lo *Local) lifecycle(ctx context.Context, st *container.State, dc *devcont
 			return err
 		}
 	}
-	for _, key := range keys {
-		for _, steps := range dc.Lifecycle(key, env) {
-			if err := lo.runInWorkspace(ctx, st, key, steps, dc.Folder()); err != nil {
-				if key == devcontainer.PostStart || key == devcontainer.PostAttach {
-					fmt.Fprintf(lo.Stderr, "cove: warning: %v\n", err)
-					continue
-				}
-				return err
-			}
-		}
+	if err := runLifecycle(ctx, lo.Stderr, dc, env, keys, lo.stepIn(st, dc.Folder())); err != nil {
+		return err
 	}
 	if started && !created {
 		return os.WriteFile(marker, nil, 0o600)
@@ -259,13 +251,41 @@ func (lo *Local) lifecycle(ctx context.Context, st *container.State, dc *devcont
 	return nil
 }
 
-// runInWorkspace runs steps in the workspace, in parallel, in dir.
-func (lo *Local) runInWorkspace(ctx context.Context, st *container.State, key string, steps []devcontainer.Step, dir string) error {
-	fmt.Fprintf(lo.Stderr, "cove: %s: %s\n", key, termtext.Visible(stepsString(steps)))
-	out := &lockedWriter{w: commandOutput(lo.Stderr)}
-	return runParallel(steps, key, func(s devcontainer.Step) (int, error) {
-		return lo.execPiped(ctx, st, container.ExecRequest{Args: s.Argv, Cwd: dir}, out)
-	})
+// runStep runs one lifecycle step's argv in the workspace, its output to
+// out, and returns its exit status.
+type runStep func(ctx context.Context, argv []string, out io.Writer) (int, error)
+
+// stepIn runs steps in the workspace st, in dir.
+func (lo *Local) stepIn(st *container.State, dir string) runStep {
+	return func(ctx context.Context, argv []string, out io.Writer) (int, error) {
+		return lo.execPiped(ctx, st, container.ExecRequest{Args: argv, Cwd: dir}, out)
+	}
+}
+
+// runLifecycle runs the lifecycle commands keys of dc in order, a group
+// after the other (see runGroup). A create command's failure is the
+// error; postStartCommand's and postAttachCommand's are warnings.
+func runLifecycle(ctx context.Context, errw io.Writer, dc *devcontainer.Config, env []string, keys []string, run runStep) error {
+	for _, key := range keys {
+		for _, steps := range dc.Lifecycle(key, env) {
+			if err := runGroup(ctx, errw, key, steps, run); err != nil {
+				if key == devcontainer.PostStart || key == devcontainer.PostAttach {
+					fmt.Fprintf(errw, "cove: warning: %v\n", err)
+					continue
+				}
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// runGroup runs steps, a group of the lifecycle command key, at once;
+// their output is shown on errw as the project's (commandOutput).
+func runGroup(ctx context.Context, errw io.Writer, key string, steps []devcontainer.Step, run runStep) error {
+	fmt.Fprintf(errw, "cove: %s: %s\n", key, termtext.Visible(stepsString(steps)))
+	out := &lockedWriter{w: commandOutput(errw)}
+	return runParallel(steps, key, func(s devcontainer.Step) (int, error) { return run(ctx, s.Argv, out) })
 }
 
 // execPiped runs req in the workspace with /dev/null for input and a pipe
@@ -641,7 +661,7 @@ func (lo *Local) attachRunning(ctx context.Context, st *container.State) {
 		return
 	}
 	for _, steps := range rec.Groups {
-		if err := lo.runInWorkspace(ctx, st, devcontainer.PostAttach, steps, rec.Folder); err != nil {
+		if err := runGroup(ctx, lo.Stderr, devcontainer.PostAttach, steps, lo.stepIn(st, rec.Folder)); err != nil {
 			fmt.Fprintf(lo.Stderr, "cove: warning: %v\n", err)
 		}
 	}

@@ -121,7 +121,7 @@ func (b *Kube) imageMetadata(ctx context.Context, dc *devcontainer.Config, ref s
 // workspace's own environment: it shapes nothing but its own processes.
 func podEnv(ctx context.Context, pod *kube.Pod, dc *devcontainer.Config) ([]string, error) {
 	var out bytes.Buffer
-	code, err := pod.Exec(ctx, []string{"/bin/sh", "-c", "env"}, kube.ExecOptions{Stdout: &limitedBuffer{b: &out, n: 256 << 10}})
+	code, err := pod.Exec(ctx, []string{"/bin/sh", "-c", "env"}, kube.ExecOptions{Stdout: kube.Capped(&out, 256<<10)})
 	if err == nil && code != 0 {
 		err = fmt.Errorf("exit status %d", code)
 	}
@@ -133,7 +133,7 @@ func podEnv(ctx context.Context, pod *kube.Pod, dc *devcontainer.Config) ([]stri
 	// (seen: an empty file, one run in five): it answers when done.
 	var done bytes.Buffer
 	code, err = pod.Exec(ctx, []string{"/bin/sh", "-c", "cat >" + kube.EnvFile + " && echo written"},
-		kube.ExecOptions{Stdin: strings.NewReader(script), Stdout: &limitedBuffer{b: &done, n: 64}})
+		kube.ExecOptions{Stdin: strings.NewReader(script), Stdout: kube.Capped(&done, 64)})
 	if err == nil && code == 0 && done.String() != "written\n" {
 		err = fmt.Errorf("the Pod did not say it was written")
 	}
@@ -192,7 +192,7 @@ func (w *KubeWorkspace) lifecycle(ctx context.Context, dc *devcontainer.Config, 
 	if attach {
 		keys = append(keys, devcontainer.PostAttach)
 	}
-	if err := w.runLifecycle(ctx, dc, env, keys...); err != nil {
+	if err := runLifecycle(ctx, w.b.Stderr, dc, env, keys, w.step); err != nil {
 		return err
 	}
 	if !created {
@@ -201,29 +201,9 @@ func (w *KubeWorkspace) lifecycle(ctx context.Context, dc *devcontainer.Config, 
 	return nil
 }
 
-// runLifecycle runs the lifecycle commands keys in the Pod, in order, in
-// /workspace, their output shown as text; a create command's failure is
-// the error, the others' are warnings.
-func (w *KubeWorkspace) runLifecycle(ctx context.Context, dc *devcontainer.Config, env []string, keys ...string) error {
-	errw := w.b.Stderr
-	for _, key := range keys {
-		for _, steps := range dc.Lifecycle(key, env) {
-			fmt.Fprintf(errw, "cove: %s: %s\n", key, termtext.Visible(stepsString(steps)))
-			out := &lockedWriter{w: commandOutput(errw)}
-			err := runParallel(steps, key, func(s devcontainer.Step) (int, error) {
-				return w.exec(ctx, container.ExecRequest{Args: s.Argv, Cwd: kube.WorkspaceDir}, kube.ExecOptions{Stdout: out, Stderr: out})
-			})
-			if err == nil {
-				continue
-			}
-			if key == devcontainer.PostStart || key == devcontainer.PostAttach {
-				fmt.Fprintf(errw, "cove: warning: %v\n", err)
-				continue
-			}
-			return err
-		}
-	}
-	return nil
+// step runs a lifecycle step in the Pod, in /workspace.
+func (w *KubeWorkspace) step(ctx context.Context, argv []string, out io.Writer) (int, error) {
+	return w.exec(ctx, container.ExecRequest{Args: argv, Cwd: kube.WorkspaceDir}, kube.ExecOptions{Stdout: out, Stderr: out})
 }
 
 // validEnvName says whether k can be an exported shell variable.
@@ -245,21 +225,6 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// limitedBuffer keeps the first n bytes written to it and drops the rest.
-type limitedBuffer struct {
-	b *bytes.Buffer
-	n int
-}
-
-func (l *limitedBuffer) Write(p []byte) (int, error) {
-	if room := l.n - l.b.Len(); room > 0 {
-		l.b.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
-var _ io.Writer = (*limitedBuffer)(nil)
-
 // Attach runs the postAttachCommand of s.Dir's workspace, running, for a
 // user who attaches to it as it runs (a second window on its launcher):
 // devcontainer.json read again (what it says was said at the start), its
@@ -279,5 +244,5 @@ func (b *Kube) Attach(ctx context.Context, s Spec) {
 		fmt.Fprintf(b.Stderr, "cove: warning: postAttachCommand: %v\n", err)
 		return
 	}
-	w.runLifecycle(ctx, dc, env, devcontainer.PostAttach)
+	runLifecycle(ctx, b.Stderr, dc, env, []string{devcontainer.PostAttach}, w.step)
 }

@@ -255,12 +255,7 @@ func TestAgentMCPServersRunInTheWorkspace(t *testing.T) {
 	if len(reqs) != 4 {
 		t.Fatalf("%d requests\n%s", len(reqs), errb)
 	}
-	var results []string
-	for _, m := range reqs[3].JSON(t)["messages"].([]any) {
-		if mm := m.(map[string]any); mm["role"] == "tool" {
-			results = append(results, mm["content"].(string))
-		}
-	}
+	results := reqs[3].ToolResults(t)
 	want := []string{"[FILE] marker.txt", name + "\n", "Echo: from the workspace's side"}
 	if len(results) != 3 || results[0] != want[0] || strings.TrimSpace(results[1]) != strings.TrimSpace(want[1]) || results[2] != want[2] {
 		t.Fatalf("the model saw %q, want %q\n%s", results, want, errb)
@@ -315,12 +310,7 @@ func TestAgentMCPServersRunInTheWorkspace(t *testing.T) {
 		t.Errorf("stdout %q", out)
 	}
 	reqs = srv.Requests()
-	results = nil
-	for _, m := range reqs[len(reqs)-1].JSON(t)["messages"].([]any) {
-		if mm := m.(map[string]any); mm["role"] == "tool" {
-			results = append(results, mm["content"].(string))
-		}
-	}
+	results = reqs[len(reqs)-1].ToolResults(t)
 	if len(results) != 2 || !strings.Contains(results[0], `"WHERE": "the-host-env"`) || results[1] != "Echo: on the host" {
 		t.Fatalf("the model saw %q\n%s", results, errb)
 	}
@@ -393,12 +383,7 @@ func TestChatMCP(t *testing.T) {
 	if n := strings.Count(out.String(), "allow?"); n != 1 {
 		t.Errorf("asked %d times, want once (the server was allowed for the session):\n%s", n, out)
 	}
-	var results []string
-	for _, msg := range srv.Requests()[2].JSON(t)["messages"].([]any) {
-		if mm := msg.(map[string]any); mm["role"] == "tool" {
-			results = append(results, mm["content"].(string))
-		}
-	}
+	results := srv.Requests()[2].ToolResults(t)
 	if len(results) != 2 || results[0] != "Echo: hi" || !strings.Contains(results[1], "3") {
 		t.Errorf("the model saw %q", results)
 	}

@@ -743,12 +743,7 @@ func TestAgentOneShotInWorkspace(t *testing.T) {
 	if len(reqs) != 6 {
 		t.Fatalf("%d requests", len(reqs))
 	}
-	var results []string
-	for _, m := range reqs[5].JSON(t)["messages"].([]any) {
-		if mm := m.(map[string]any); mm["role"] == "tool" {
-			results = append(results, mm["content"].(string))
-		}
-	}
+	results := reqs[5].ToolResults(t)
 	// It ran in the container (at /workspace, under the workspace's host
 	// name), and the key was not in its environment (grep counts 0).
 	if len(results) != 5 || results[0] != "FAIL\n[exit status 1]" ||

@@ -281,12 +281,7 @@ func TestAgentKube(t *testing.T) {
 	if len(reqs) != 4 {
 		t.Fatalf("%d requests; stderr %s", len(reqs), errb)
 	}
-	var results []string
-	for _, m := range reqs[3].JSON(t)["messages"].([]any) {
-		if mm := m.(map[string]any); mm["role"] == "tool" {
-			results = append(results, mm["content"].(string))
-		}
-	}
+	results := reqs[3].ToolResults(t)
 	if len(results) != 3 || results[0] != "FAIL\n[exit status 1]" || !strings.HasPrefix(results[2], "PASS\nin-the-pod") {
 		t.Fatalf("tool results the model saw: %q\nstderr: %s", results, errb)
 	}

@@ -51,6 +51,20 @@ func (r Request) JSON(t testing.TB) map[string]any {
 	return m
 }
 
+// ToolResults are the contents of the tool messages the request sent
+// (OpenAI's chat form: the results the model saw), in order.
+func (r Request) ToolResults(t testing.TB) []string {
+	t.Helper()
+	var out []string
+	for _, m := range r.JSON(t)["messages"].([]any) {
+		if mm := m.(map[string]any); mm["role"] == "tool" {
+			content, _ := mm["content"].(string)
+			out = append(out, content)
+		}
+	}
+	return out
+}
+
 // Server replays a script. It is safe for concurrent use.
 type Server struct {
 	srv      *httptest.Server

@@ -67,6 +67,10 @@ func (c pipeConn) Close() error {
 	return nil
 }
 
+// Capped is a writer to w that passes on the first n bytes written to it
+// and drops the rest: what the Pod says is read only so far.
+func Capped(w io.Writer, n int) io.Writer { return &limited{w: w, n: n} }
+
 // limited keeps the first n bytes written to it: what the Pod says is
 // only shown, never kept whole.
 type limited struct {
