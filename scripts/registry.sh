@@ -76,7 +76,7 @@ start() {
 
 stop() {
 	for pid in "$state"/*/pid; do
-		[ -f "$pid" ] && kill "$(cat "$pid")" 2>/dev/null
+		[ -f "$pid" ] && kill "$(cat "$pid")" 2>/dev/null || true
 	done
 	rm -rf "$state"
 }

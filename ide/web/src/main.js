@@ -175,6 +175,10 @@ async function dimIgnored(path, into) {
 // ---- editor tabs ----------------------------------------------------------
 
 const docs = new Map(); // path → {doc, tab, pane}
+// userChose is set once the user shows a file: what a reload brings back
+// (its files open in a popup too, which copies the session) comes in
+// behind it.
+let userChose = false;
 
 // openFile shows path in the editor (opening it if needed), at line if
 // given (with at: {col, len}, that part of it selected); focus false
@@ -182,14 +186,14 @@ const docs = new Map(); // path → {doc, tab, pane}
 // that F2 or Delete act on the file next).
 async function openFile(path, line, focus = true, at = {}) {
   if (docs.has(path)) {
-    showDoc(path, focus);
+    if (!(at.behind && userChose)) showDoc(path, focus, at.behind);
     if (line) docs.get(path).doc.goto(line, at.col, at.len);
     return;
   }
   const r = await fetch(`/api/file?path=${encodeURIComponent(path)}`);
   if (!r.ok) return status(`${path}: ${await r.text()}`);
   const text = await r.text();
-  if (docs.has(path)) return showDoc(path, focus); // opened meanwhile
+  if (docs.has(path)) return at.behind ? undefined : showDoc(path, focus); // opened meanwhile
   const pane = el("div", { class: "pane" });
   $("#editors").append(pane);
   const tab = el("button", { class: "tab", title: path, onclick: () => showDoc(tab.title) }, path.split("/").pop());
@@ -205,12 +209,16 @@ async function openFile(path, line, focus = true, at = {}) {
   });
   docs.set(path, { doc, tab, pane });
   $("#welcome").hidden = true;
-  showDoc(path, focus);
+  // A file brought back by a reload stays behind one the user opened
+  // meanwhile.
+  if (at.behind && userChose) pane.hidden = true;
+  else showDoc(path, focus, at.behind);
   saveDocs();
   if (line) doc.goto(line, at.col, at.len);
 }
 
-function showDoc(path, focus = true) {
+function showDoc(path, focus = true, restored = false) {
+  if (!restored) userChose = true;
   for (const [p, d] of docs) {
     d.pane.hidden = p !== path;
     d.tab.classList.toggle("active", p === path);
@@ -266,13 +274,13 @@ function saveDocs() {
 }
 async function restoreDocs() {
   const { paths = [], active = null } = JSON.parse(sessionStorage.getItem("cove-docs") || "{}");
-  for (const p of paths) await openFile(p, 0, false);
-  if (active && docs.has(active)) showDoc(active, false);
+  for (const p of paths) await openFile(p, 0, false, { behind: true });
+  if (active && docs.has(active) && !userChose) showDoc(active, false, true);
   // Unsaved changes stashed by a reconnect come back, unsaved.
   const stashed = JSON.parse(sessionStorage.getItem("cove-unsaved") || "{}");
   sessionStorage.removeItem("cove-unsaved");
   for (const [p, text] of Object.entries(stashed)) {
-    if (!docs.has(p)) await openFile(p, 0, false);
+    if (!docs.has(p)) await openFile(p, 0, false, { behind: true });
     if (docs.has(p)) docs.get(p).doc.edit(text);
     else status(`${p}: your unsaved changes could not be brought back (the file is gone)`);
   }

@@ -327,11 +327,7 @@ try {
     await app.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 15000 });
     if (new URL(app.url()).search !== "") await fail("the app window's address keeps its mark: " + app.url());
     const appClosed = new Promise((res) => app.once("close", () => res(true)));
-    const dirtyApp = await popup(narrow);
-    dirtyApp.errors = [];
-    await dirtyApp.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 15000 });
     await edit(narrow, "hello.txt");
-    await edit(dirtyApp, "notes.md");
     // A window that lost its launcher for a while (offline here): it says
     // so; Reconnect, once the launcher answers, reloads the page with the
     // unsaved changes brought back.
@@ -346,7 +342,13 @@ try {
       .catch(() => fail("Reconnect did not reload the page"));
     await wait(narrow, () => document.querySelector('.tab.dirty[title="hello.txt"]') && window.cove.docs.get("hello.txt").doc.text().endsWith("unsaved line"), null,
       "the unsaved change did not come back after the reconnect");
+    // Opened only now: a window of the context that was offline would
+    // (rightly) have found its launcher gone.
     where = "after Ctrl-C";
+    const dirtyApp = await popup(narrow);
+    dirtyApp.errors = [];
+    await dirtyApp.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 15000 });
+    await edit(dirtyApp, "notes.md");
     console.log("cove-test: interrupt");
     if (!(await Promise.race([appClosed, new Promise((res) => setTimeout(() => res(false), 15000))]))) await fail("the app window did not close");
     await stopped(wide, "cove up was stopped", null);
