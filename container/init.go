@@ -228,6 +228,9 @@ func initStage2(spec *Spec, sync *os.File) (int, error) {
 		nofile.Cur = nofile.Max
 		unix.Setrlimit(unix.RLIMIT_NOFILE, &nofile)
 	}
+	if err := setUlimits(spec.Ulimits); err != nil {
+		return 0, err
+	}
 	in := &initProc{spec: spec, waiters: map[int]chan int{}}
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, forwarded...)

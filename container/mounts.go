@@ -181,7 +181,11 @@ func (r *rootfs) mountDev() error {
 	if err := r.mountAt("dev/pts", false, "devpts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"); err != nil {
 		return err
 	}
-	if err := r.mountAt("dev/shm", false, "shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size=65536k"); err != nil {
+	shm := r.spec.ShmSize
+	if shm <= 0 {
+		shm = 64 << 20
+	}
+	if err := r.mountAt("dev/shm", false, "shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("mode=1777,size=%dk", (shm+1023)>>10)); err != nil {
 		return err
 	}
 	// POSIX message queues, of the container's own IPC namespace, where

@@ -67,6 +67,13 @@ type Spec struct {
 	// NoNewPrivileges sets no_new_privs for every process: setuid
 	// binaries and file capabilities give nothing more.
 	NoNewPrivileges bool `json:"no_new_privileges,omitempty"`
+	// ShmSize is the size of /dev/shm in bytes (it is memory, and counts
+	// against the memory limit); 0 gives 64 MiB, as Docker's.
+	ShmSize int64 `json:"shm_size,omitempty"`
+	// Ulimits are the resource limits the processes start with, as
+	// docker run --ulimit sets them (ParseUlimit). A hard limit above the
+	// caller's needs CAP_SYS_RESOURCE on the host: Start fails without it.
+	Ulimits []Ulimit `json:"ulimits,omitempty"`
 	// KeepTmp leaves the image's /tmp as it is instead of mounting a fresh
 	// tmpfs there: a build's RUN keeps what it writes in /tmp in its
 	// layer, as docker build does.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -59,6 +60,11 @@ type Launch struct {
 	// (container.Spec.KeepID): a workspace's non-root user. As root it
 	// is not used (the ID-mapped bind does that part).
 	KeepID *container.KeepID
+	// ShmSize, Ulimits and ExtraHosts are docker run's --shm-size,
+	// --ulimit and --add-host (a NAME and its IP, added to /etc/hosts).
+	ShmSize    int64
+	Ulimits    []container.Ulimit
+	ExtraHosts [][2]string
 	// Prepare, if set, sees the image's config and root filesystem and
 	// may change the process made from it and the launch (binds,
 	// capabilities: a workspace's devcontainer.json with the image's
@@ -138,7 +144,7 @@ func (lo *Local) Run(ctx context.Context, l Launch) (int, error) {
 	if hostname == "" {
 		hostname = name
 	}
-	resolv, hosts, err := etcFiles(dir, hostname, l.Net)
+	resolv, hosts, err := etcFiles(dir, hostname, l.Net, l.ExtraHosts)
 	if err != nil {
 		return 0, err
 	}
@@ -149,6 +155,7 @@ func (lo *Local) Run(ctx context.Context, l Launch) (int, error) {
 		Binary: bin, ResolvConf: resolv, Hosts: hosts, HostnameFile: filepath.Join(filepath.Dir(hosts), "hostname"),
 		Binds: l.Binds, Net: l.Net, Ports: l.Ports, NoSeccomp: l.NoSeccomp, UserNS: os.Geteuid() != 0, Process: proc,
 		CapAdd: l.CapAdd, CapDrop: l.CapDrop, NoNewPrivileges: l.NoNewPrivileges,
+		ShmSize: l.ShmSize, Ulimits: lo.ulimits(l.Ulimits),
 		Control: filepath.Join(states.Dir(name), "ctl.sock"),
 	}
 	if spec.UserNS {
@@ -294,10 +301,27 @@ func probePort(p container.Port) error {
 	return l.Close()
 }
 
+// ulimits are the limits asked for, each hard one no higher than this
+// process's where it cannot raise it (said).
+func (lo *Local) ulimits(us []container.Ulimit) []container.Ulimit {
+	if len(us) == 0 || container.CanRaiseLimits() {
+		return us
+	}
+	out := slices.Clone(us)
+	for i := range out {
+		asked := out[i]
+		if lowered, err := out[i].Within(); err == nil && lowered {
+			fmt.Fprintf(lo.Stderr, "cove: note: ulimit %s: above this machine's hard limit, which cove cannot raise (that needs CAP_SYS_RESOURCE); the workspace gets %s\n",
+				asked, out[i])
+		}
+	}
+	return out
+}
+
 // etcFiles writes the container's resolv.conf and hosts: the host's, plus
-// the container's own name. In a network of its own the resolver is
-// pasta's forwarder (the host's may be on its loopback).
-func etcFiles(dir, hostname, network string) (resolv, hosts string, err error) {
+// the container's own name and the extra entries. In a network of its own
+// the resolver is pasta's forwarder (the host's may be on its loopback).
+func etcFiles(dir, hostname, network string, extra [][2]string) (resolv, hosts string, err error) {
 	etc := filepath.Join(dir, "etc")
 	if err := os.MkdirAll(etc, 0o755); err != nil {
 		return "", "", err
@@ -315,6 +339,9 @@ func etcFiles(dir, hostname, network string) (resolv, hosts string, err error) {
 		h = []byte("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
 	}
 	h = append(h, []byte(fmt.Sprintf("127.0.1.1\t%s\n", hostname))...)
+	for _, e := range extra {
+		h = append(h, []byte(fmt.Sprintf("%s\t%s\n", e[1], e[0]))...)
+	}
 	resolv, hosts = filepath.Join(etc, "resolv.conf"), filepath.Join(etc, "hosts")
 	if err := os.WriteFile(resolv, r, 0o644); err != nil {
 		return "", "", err

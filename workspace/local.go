@@ -108,6 +108,12 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (*container.State, error) {
 	if conf.Net == "" {
 		conf.Net = container.NetPrivate
 	}
+	// runArgs' --shm-size, --ulimit, --add-host and --env-file, read now:
+	// a bad one stops the start before anything runs.
+	shaped := Launch{Net: conf.Net}
+	if err := lo.runArgsLaunch(dc, rt, abs, &shaped); err != nil {
+		return nil, err
+	}
 	// initializeCommand comes first, as the spec has it: before the image
 	// is pulled or built.
 	if err := initializeCommand(ctx, lo.Stderr, dc, abs); err != nil {
@@ -216,6 +222,7 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (*container.State, error) {
 		Limits:  limits, Net: conf.Net, Ports: ports, NoSeccomp: conf.NoSeccomp, Detach: true, Quiet: true,
 		Dir:      layerDir,
 		Hostname: rt.Hostname,
+		ShmSize:  shaped.ShmSize, Ulimits: shaped.Ulimits, ExtraHosts: shaped.ExtraHosts,
 		Prepare: func(cfg *v1.ConfigFile, rootfs string, proc *container.Process, l *Launch) error {
 			// The server is the workload: the image's ENTRYPOINT is not
 			// put in front of it (devcontainer.json's overrideCommand,

@@ -44,6 +44,9 @@ when cove could not start the container.`,
 			&cli.StringFlag{Name: "user", Aliases: []string{"u"}, Usage: "`UID[:GID]` or name[:group] inside"},
 			&cli.StringFlag{Name: "hostname", Usage: "host `NAME` inside (default: the container name)"},
 			&cli.StringFlag{Name: "pull", Value: "missing", Usage: "`POLICY`: missing, always or never"},
+			&cli.StringFlag{Name: "shm-size", Usage: "the `SIZE` of /dev/shm (default 64m; it counts as memory)"},
+			&cli.StringSliceFlag{Name: "ulimit", Usage: "a resource limit, `NAME=SOFT[:HARD]` (nofile=1024:4096; -1 is none)"},
+			&cli.StringSliceFlag{Name: "add-host", Usage: "add `NAME:IP` to /etc/hosts"},
 			&cli.StringSliceFlag{Name: "publish", Aliases: []string{"p"}, Usage: "forward `PORTS` from the host: [ADDR:]HOSTPORT:CONTAINERPORT[/udp] (on 127.0.0.1 unless ADDR is given; --net private)"},
 		}, limitFlags()...),
 		Action: func(c *cli.Context) error {
@@ -123,6 +126,30 @@ func runContainer(c *cli.Context) (int, error) {
 			return 0, fmt.Errorf("-p: %w", err)
 		}
 		l.Ports = append(l.Ports, p)
+	}
+	if l.ShmSize, err = workspace.ParseSize(c.String("shm-size")); err != nil {
+		return 0, fmt.Errorf("--shm-size: %w", err)
+	}
+	for _, v := range c.StringSlice("ulimit") {
+		u, err := container.ParseUlimit(v)
+		if err != nil {
+			return 0, fmt.Errorf("--%w", err)
+		}
+		l.Ulimits = append(l.Ulimits, u)
+	}
+	for _, v := range c.StringSlice("add-host") {
+		name, ip, err := container.ParseHostEntry(v)
+		if err == nil && ip == "host-gateway" {
+			// Only the host's own network reaches this machine's services.
+			ip = "127.0.0.1"
+			if conf.Net != container.NetHost {
+				err = fmt.Errorf("%s:host-gateway: a private network does not reach this machine's own services; --net host shares its network", name)
+			}
+		}
+		if err != nil {
+			return 0, fmt.Errorf("--add-host: %w", err)
+		}
+		l.ExtraHosts = append(l.ExtraHosts, [2]string{name, ip})
 	}
 	for _, v := range c.StringSlice("volume") {
 		b, err := container.ParseBind(v)

@@ -8,11 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/internal/testimage"
 	"github.com/cove-sh/cove/internal/testregistry"
 	"github.com/cove-sh/cove/workspace"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"golang.org/x/sys/unix"
 )
 
 // capBits reads a capability set line (CapBnd) of /proc/self/status in
@@ -55,11 +57,24 @@ func TestDevcontainerRuntime(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := testregistry.Push(t, addr, img)
+	// A locked-memory limit above this machine's hard one.
+	var ml unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &ml); err != nil || ml.Max == unix.RLIM_INFINITY {
+		t.Fatalf("want a finite hard RLIMIT_MEMLOCK here: %+v %v", ml, err)
+	}
+	memlock := strconv.FormatUint(2*ml.Max, 10)
+	memlockWant := memlock + " " + memlock
+	if !container.CanRaiseLimits() {
+		memlockWant = strconv.FormatUint(ml.Max, 10) + " " + strconv.FormatUint(ml.Max, 10)
+	}
 	project, root := devcontainerProject(t, `{"image": "`+ref+`", "capAdd": ["SYS_PTRACE"], "overrideCommand": false,
 		"workspaceMount": "source=${localWorkspaceFolder},target=/workspaces/proj,type=bind", "workspaceFolder": "/workspaces/proj",
 		"runArgs": ["--cap-add=NET_ADMIN", "--cap-drop", "CHOWN", "-e", "FROM_RUNARGS=yes", "--hostname", "devbox",
-			"--security-opt", "no-new-privileges", "--pids-limit", "200", "--add-host", "x:1.2.3.4"]}`)
+			"--security-opt", "no-new-privileges", "--pids-limit", "200", "--add-host", "x.test:1.2.3.4", "--add-host=gw:host-gateway",
+			"--shm-size=200m", "--ulimit", "nofile=512:1024", "--ulimit", "memlock=`+memlock+`", "--env-file", ".devcontainer/dev.env",
+			"--userns=keep-id", "--device=/dev/fuse"]}`)
 	os.WriteFile(filepath.Join(project, "marker"), []byte("m"), 0o644)
+	os.WriteFile(filepath.Join(project, ".devcontainer", "dev.env"), []byte("# the project's\nFROM_FILE=file value \nFROM_RUNARGS=the -e wins\n\n  INDENTED=1\nHOST_ONLY\n"), 0o644)
 	name := workspace.Name(project)
 	env := []string{"HOME=" + t.TempDir()}
 	const chown, netAdmin, ptrace, nice = 1 << 0, 1 << 12, 1 << 19, 1 << 23
@@ -78,8 +93,21 @@ func TestDevcontainerRuntime(t *testing.T) {
 	runProc(t, root, "", "stop", "--time", "2", name)
 
 	r = runEnv(t, root, env, "up", "--detach", "--trust", project)
-	if r.code != 0 || !strings.Contains(r.stderr, "runArgs --add-host x:1.2.3.4 is not supported by cove") {
+	if r.code != 0 || !strings.Contains(r.stderr, "runArgs --device /dev/fuse is not supported by cove") ||
+		!strings.Contains(r.stderr, "--add-host gw:host-gateway: the workspace's network does not reach this machine's own services") ||
+		!strings.Contains(r.stderr, "HOST_ONLY takes its value from the host's environment") || strings.Contains(r.stderr, "--userns keep-id is not supported") {
 		t.Fatalf("trusted up: %+v", r)
+	}
+	// runArgs that shape the launch: /etc/hosts, /dev/shm's size, the
+	// limits (a hard one above this machine's is lowered, and said, where
+	// cove cannot raise it), an env file before -e.
+	if r := runProc(t, root, "", "exec", name, "sh", "-c", "grep -c '^1.2.3.4	x.test$' /etc/hosts; grep -c gw /etc/hosts; grep ' /dev/shm ' /proc/mounts | grep -o 'size=[0-9]*k'; "+
+		"grep -E '^Max (open files|locked memory)' /proc/self/limits | tr -s ' ' | sed 's/ $//'; echo \"$FROM_FILE|$FROM_RUNARGS|$INDENTED|${HOST_ONLY-unset}\""); r.stdout !=
+		"1\n0\nsize=204800k\nMax open files 512 1024 files\nMax locked memory "+memlockWant+" bytes\nfile value |yes|1|unset\n" {
+		t.Errorf("--add-host, --shm-size, --ulimit, --env-file: %q (%s)", r.stdout, r.stderr)
+	}
+	if raised := container.CanRaiseLimits(); !raised && !strings.Contains(r.stderr, "ulimit memlock="+memlock+":"+memlock+": above this machine's hard limit") {
+		t.Errorf("the lowered limit is not said: %s", r.stderr)
 	}
 	if b := capBits(t, root, name, "CapBnd"); b&(netAdmin|ptrace|nice) != netAdmin|ptrace|nice || b&chown != 0 {
 		t.Errorf("trusted: CapBnd %x: want NET_ADMIN, SYS_PTRACE and SYS_NICE, not CHOWN", b)

@@ -331,7 +331,8 @@ func TestRuntime(t *testing.T) {
 	body := `{"image": "x", "capAdd": ["SYS_PTRACE"], "securityOpt": ["seccomp=unconfined", "label=disable"],
 		"runArgs": ["--cap-add", "NET_ADMIN,SYS_NICE", "--cap-drop=CHOWN", "-eA=1", "--env", "B=2", "-e", "HOST_ONLY", "-m512m", "--cpus", "1.5",
 			"--pids-limit=100", "--network=bridge", "--hostname", "box", "-v", "cache:/cache", "--mount", "type=tmpfs,target=/t",
-			"--init", "--add-host", "h:1.2.3.4", "--security-opt", "no-new-privileges", "--device=/dev/fuse"]}`
+			"--init", "--add-host", "h:1.2.3.4", "--add-host=bad host:1.2.3.4", "--add-host", "v6=[::1]", "--security-opt", "no-new-privileges", "--device=/dev/fuse",
+			"--shm-size", "1g", "--ulimit=nofile=10", "--env-file", "a.env", "--userns", "keep-id", "--userns=host"]}`
 	write(t, dir, ".devcontainer.json", body)
 	if _, _, err := Trust(dir, Options{Home: home}); err != nil {
 		t.Fatal(err)
@@ -347,14 +348,14 @@ func TestRuntime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := fmt.Sprintf("%v %v %v %v %v %s %s %s %s %s %v %v", rt.CapAdd, rt.CapDrop, rt.NoNewPrivileges, rt.NoSeccomp, rt.Env, rt.Memory, rt.CPUs, rt.PIDs,
-		rt.Net, rt.Hostname, rt.Mounts, rt.Entrypoints)
-	want := "[BPF SYS_PTRACE NET_ADMIN SYS_NICE] [CHOWN] true true [A=1 B=2] 512m 1.5 100 private box [{volume cache /cache false}] [/ep.sh]"
+	got := fmt.Sprintf("%v %v %v %v %v %s %s %s %s %s %v %v %v %s %v %v", rt.CapAdd, rt.CapDrop, rt.NoNewPrivileges, rt.NoSeccomp, rt.Env, rt.Memory, rt.CPUs, rt.PIDs,
+		rt.Net, rt.Hostname, rt.Mounts, rt.Entrypoints, rt.ExtraHosts, rt.ShmSize, rt.Ulimits, rt.EnvFiles)
+	want := "[BPF SYS_PTRACE NET_ADMIN SYS_NICE] [CHOWN] true true [A=1 B=2] 512m 1.5 100 private box [{volume cache /cache false}] [/ep.sh] [[h 1.2.3.4] [v6 ::1]] 1g [nofile=10] [a.env]"
 	if got != want {
 		t.Errorf("runtime\n%s\nwant\n%s", got, want)
 	}
 	notes := strings.Join(c.Notes, "\n")
-	for _, n := range []string{"runArgs -e HOST_ONLY: a variable taken from the host", "--mount type=tmpfs", "runArgs --add-host h:1.2.3.4 is not supported",
+	for _, n := range []string{"runArgs -e HOST_ONLY: a variable taken from the host", "--mount type=tmpfs", "runArgs --add-host bad host:1.2.3.4: not NAME:IP", "runArgs --userns host is not supported",
 		"runArgs --device /dev/fuse is not supported", "securityOpt label=disable"} {
 		if !strings.Contains(notes, n) {
 			t.Errorf("notes lack %q:\n%s", n, notes)

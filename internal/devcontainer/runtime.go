@@ -3,6 +3,8 @@ package devcontainer
 import (
 	"fmt"
 	"strings"
+
+	"github.com/cove-sh/cove/container"
 )
 
 // Runtime is what the file (and the image's metadata, with its Features')
@@ -21,6 +23,14 @@ type Runtime struct {
 	Net             string // "host", "none", "private", or "" (not said)
 	Hostname        string
 	Mounts          []Mount
+	// ExtraHosts are runArgs' --add-host entries, NAME and IP (or
+	// host-gateway) each.
+	ExtraHosts [][2]string
+	ShmSize    string   // runArgs' --shm-size, as written
+	Ulimits    []string // runArgs' --ulimit, NAME=SOFT[:HARD] as written
+	// EnvFiles are runArgs' --env-file paths, as written: relative ones
+	// are the project's.
+	EnvFiles []string
 	// Entrypoints run, in order, before the workspace's server (the
 	// metadata's entrypoint: a Feature starting its daemon).
 	Entrypoints []string
@@ -147,6 +157,25 @@ func (rt *Runtime) runArg(flag, v string) error {
 		}
 	case "--hostname", "-h":
 		rt.Hostname = v
+	case "--add-host":
+		name, ip, err := container.ParseHostEntry(v)
+		if err != nil {
+			rt.Notes = append(rt.Notes, fmt.Sprintf("runArgs --add-host %s: not NAME:IP (or NAME:host-gateway); it is ignored", v))
+			return nil
+		}
+		rt.ExtraHosts = append(rt.ExtraHosts, [2]string{name, ip})
+	case "--shm-size":
+		rt.ShmSize = v
+	case "--userns":
+		if v != "keep-id" {
+			rt.Notes = append(rt.Notes, fmt.Sprintf("runArgs --userns %s is not supported by cove; it is ignored (cove maps the project's files to the workspace's user itself)", v))
+		}
+		// keep-id, podman's way to have the project's files be the
+		// user's inside, is what cove does for a user who is not root.
+	case "--ulimit":
+		rt.Ulimits = append(rt.Ulimits, v)
+	case "--env-file":
+		rt.EnvFiles = append(rt.EnvFiles, v)
 	case "-v", "--volume":
 		parts := strings.Split(v, ":")
 		if len(parts) < 2 || len(parts) > 3 {
