@@ -178,6 +178,11 @@ func (r *rootfs) mountDev() error {
 			return err
 		}
 	}
+	for _, d := range r.spec.Devices {
+		if err := r.mountAt(d.Target, true, d.Source, "", unix.MS_BIND, ""); err != nil {
+			return err
+		}
+	}
 	if err := r.mountAt("dev/pts", false, "devpts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"); err != nil {
 		return err
 	}

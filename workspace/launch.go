@@ -65,6 +65,7 @@ type Launch struct {
 	ShmSize    int64
 	Ulimits    []container.Ulimit
 	ExtraHosts [][2]string
+	Devices    []container.Device // docker run's --device
 	// Prepare, if set, sees the image's config and root filesystem and
 	// may change the process made from it and the launch (binds,
 	// capabilities: a workspace's devcontainer.json with the image's
@@ -155,7 +156,7 @@ func (lo *Local) Run(ctx context.Context, l Launch) (int, error) {
 		Binary: bin, ResolvConf: resolv, Hosts: hosts, HostnameFile: filepath.Join(filepath.Dir(hosts), "hostname"),
 		Binds: l.Binds, Net: l.Net, Ports: l.Ports, NoSeccomp: l.NoSeccomp, UserNS: os.Geteuid() != 0, Process: proc,
 		CapAdd: l.CapAdd, CapDrop: l.CapDrop, NoNewPrivileges: l.NoNewPrivileges,
-		ShmSize: l.ShmSize, Ulimits: lo.ulimits(l.Ulimits),
+		ShmSize: l.ShmSize, Ulimits: lo.ulimits(l.Ulimits), Devices: l.Devices,
 		Control: filepath.Join(states.Dir(name), "ctl.sock"),
 	}
 	if spec.UserNS {

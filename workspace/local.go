@@ -108,7 +108,7 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (*container.State, error) {
 	if conf.Net == "" {
 		conf.Net = container.NetPrivate
 	}
-	// runArgs' --shm-size, --ulimit, --add-host and --env-file, read now:
+	// runArgs' --shm-size, --ulimit, --add-host, --device and --env-file, read now:
 	// a bad one stops the start before anything runs.
 	shaped := Launch{Net: conf.Net}
 	if err := lo.runArgsLaunch(dc, rt, abs, &shaped); err != nil {
@@ -222,7 +222,7 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (*container.State, error) {
 		Limits:  limits, Net: conf.Net, Ports: ports, NoSeccomp: conf.NoSeccomp, Detach: true, Quiet: true,
 		Dir:      layerDir,
 		Hostname: rt.Hostname,
-		ShmSize:  shaped.ShmSize, Ulimits: shaped.Ulimits, ExtraHosts: shaped.ExtraHosts,
+		ShmSize:  shaped.ShmSize, Ulimits: shaped.Ulimits, ExtraHosts: shaped.ExtraHosts, Devices: shaped.Devices,
 		Prepare: func(cfg *v1.ConfigFile, rootfs string, proc *container.Process, l *Launch) error {
 			// The server is the workload: the image's ENTRYPOINT is not
 			// put in front of it (devcontainer.json's overrideCommand,

@@ -23,7 +23,7 @@ import (
 const maxEnvFile = 1 << 20
 
 // runArgsLaunch applies devcontainer.json's runArgs that shape the launch
-// (--shm-size, --ulimit, --add-host) to l, and puts the variables of its
+// (--shm-size, --ulimit, --add-host, --device) to l, and puts the variables of its
 // --env-files before its -e ones in rt.Env, as docker run orders them.
 // project is the host's project directory: a relative --env-file is in
 // it. A file cove cannot read is an error before anything starts.
@@ -60,6 +60,17 @@ func (lo *Local) runArgsLaunch(dc *devcontainer.Config, rt *devcontainer.Runtime
 		default:
 			note("runArgs --add-host %s:host-gateway: the workspace's network does not reach this machine's own services (that keeps them out of the project's reach); runArgs --network=host gives it the host's network", h[0])
 		}
+	}
+	for _, v := range rt.Devices {
+		d, err := container.ParseDevice(v)
+		if errors.Is(err, fs.ErrNotExist) {
+			note("runArgs --device %s: this machine has no such device; the workspace starts without it", v)
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("%s: runArgs --%w", dc.Path, err)
+		}
+		l.Devices = append(l.Devices, d)
 	}
 	var env []string
 	for _, p := range rt.EnvFiles {

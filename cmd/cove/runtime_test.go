@@ -72,7 +72,7 @@ func TestDevcontainerRuntime(t *testing.T) {
 		"runArgs": ["--cap-add=NET_ADMIN", "--cap-drop", "CHOWN", "-e", "FROM_RUNARGS=yes", "--hostname", "devbox",
 			"--security-opt", "no-new-privileges", "--pids-limit", "200", "--add-host", "x.test:1.2.3.4", "--add-host=gw:host-gateway",
 			"--shm-size=200m", "--ulimit", "nofile=512:1024", "--ulimit", "memlock=`+memlock+`", "--env-file", ".devcontainer/dev.env",
-			"--userns=keep-id", "--device=/dev/fuse"]}`)
+			"--userns=keep-id", "--device=/dev/fuse", "--device", "/dev/net/tun:/dev/net/tun:rwm", "--device=/dev/cove-no-such-device", "--gpus=all"]}`)
 	os.WriteFile(filepath.Join(project, "marker"), []byte("m"), 0o644)
 	os.WriteFile(filepath.Join(project, ".devcontainer", "dev.env"), []byte("# the project's\nFROM_FILE=file value \nFROM_RUNARGS=the -e wins\n\n  INDENTED=1\nHOST_ONLY\n"), 0o644)
 	name := workspace.Name(project)
@@ -93,7 +93,8 @@ func TestDevcontainerRuntime(t *testing.T) {
 	runProc(t, root, "", "stop", "--time", "2", name)
 
 	r = runEnv(t, root, env, "up", "--detach", "--trust", project)
-	if r.code != 0 || !strings.Contains(r.stderr, "runArgs --device /dev/fuse is not supported by cove") ||
+	if r.code != 0 || !strings.Contains(r.stderr, "runArgs --gpus all is not supported by cove") ||
+		!strings.Contains(r.stderr, "runArgs --device /dev/cove-no-such-device: this machine has no such device; the workspace starts without it") ||
 		!strings.Contains(r.stderr, "--add-host gw:host-gateway: the workspace's network does not reach this machine's own services") ||
 		!strings.Contains(r.stderr, "HOST_ONLY takes its value from the host's environment") || strings.Contains(r.stderr, "--userns keep-id is not supported") {
 		t.Fatalf("trusted up: %+v", r)
@@ -102,9 +103,10 @@ func TestDevcontainerRuntime(t *testing.T) {
 	// limits (a hard one above this machine's is lowered, and said, where
 	// cove cannot raise it), an env file before -e.
 	if r := runProc(t, root, "", "exec", name, "sh", "-c", "grep -c '^1.2.3.4	x.test$' /etc/hosts; grep -c gw /etc/hosts; grep ' /dev/shm ' /proc/mounts | grep -o 'size=[0-9]*k'; "+
-		"grep -E '^Max (open files|locked memory)' /proc/self/limits | tr -s ' ' | sed 's/ $//'; echo \"$FROM_FILE|$FROM_RUNARGS|$INDENTED|${HOST_ONLY-unset}\""); r.stdout !=
-		"1\n0\nsize=204800k\nMax open files 512 1024 files\nMax locked memory "+memlockWant+" bytes\nfile value |yes|1|unset\n" {
-		t.Errorf("--add-host, --shm-size, --ulimit, --env-file: %q (%s)", r.stdout, r.stderr)
+		"grep -E '^Max (open files|locked memory)' /proc/self/limits | tr -s ' ' | sed 's/ $//'; echo \"$FROM_FILE|$FROM_RUNARGS|$INDENTED|${HOST_ONLY-unset}\"; "+
+		"exec 3<>/dev/fuse && echo fuse opened; test -c /dev/net/tun && echo tun"); r.stdout !=
+		"1\n0\nsize=204800k\nMax open files 512 1024 files\nMax locked memory "+memlockWant+" bytes\nfile value |yes|1|unset\nfuse opened\ntun\n" {
+		t.Errorf("--add-host, --shm-size, --ulimit, --env-file, --device: %q (%s)", r.stdout, r.stderr)
 	}
 	if raised := container.CanRaiseLimits(); !raised && !strings.Contains(r.stderr, "ulimit memlock="+memlock+":"+memlock+": above this machine's hard limit") {
 		t.Errorf("the lowered limit is not said: %s", r.stderr)

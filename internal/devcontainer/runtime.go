@@ -31,6 +31,7 @@ type Runtime struct {
 	// EnvFiles are runArgs' --env-file paths, as written: relative ones
 	// are the project's.
 	EnvFiles []string
+	Devices  []string // runArgs' --device, as written
 	// Entrypoints run, in order, before the workspace's server (the
 	// metadata's entrypoint: a Feature starting its daemon).
 	Entrypoints []string
@@ -176,6 +177,8 @@ func (rt *Runtime) runArg(flag, v string) error {
 		rt.Ulimits = append(rt.Ulimits, v)
 	case "--env-file":
 		rt.EnvFiles = append(rt.EnvFiles, v)
+	case "--device":
+		rt.Devices = append(rt.Devices, v)
 	case "-v", "--volume":
 		parts := strings.Split(v, ":")
 		if len(parts) < 2 || len(parts) > 3 {
