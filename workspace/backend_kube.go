@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -83,7 +84,7 @@ func (b *Kube) Ensure(ctx context.Context, s Spec) (Workspace, error) {
 	var env []string
 	se, err := k.Start(ctx, kube.Spec{Name: name, Image: img, Limits: s.Limits}, kube.SessionOptions{
 		Dir: s.Dir, Binary: b.Binary, Walk: b.Walk,
-		Report: func(r filesync.Report, err error) { SyncNotes(b.Stderr, r, err) },
+		Report: func(r filesync.Report, err error) { SyncNotes(b.Stderr, s.Dir, r, err) },
 		Link: func(err error, away time.Duration) {
 			if err != nil {
 				fmt.Fprintf(b.Stderr, "cove: lost the connection to the workspace's files (%s): reconnecting\n", termtext.Visible(err.Error()))
@@ -343,8 +344,10 @@ func (w *KubeWorkspace) Close() error {
 }
 
 // SyncNotes says what a sync round did that the user should know: a file
-// changed on both sides (both kept), files too large to carry, a failure.
-func SyncNotes(w io.Writer, r filesync.Report, err error) {
+// changed on both sides (both kept), files too large to carry, paths a
+// side cannot read (left alone: dir is the project here, for the command
+// that makes them readable), a failure.
+func SyncNotes(w io.Writer, dir string, r filesync.Report, err error) {
 	for _, cf := range r.Conflicts {
 		if cf.Dir {
 			fmt.Fprintf(w, "cove: %s is a directory on one side and a file on the other: the directory stays, the file is %s\n", termtext.Visible(cf.Path), termtext.Visible(cf.Kept))
@@ -357,9 +360,32 @@ func SyncNotes(w io.Writer, r filesync.Report, err error) {
 	for _, p := range r.TooLarge {
 		fmt.Fprintf(w, "cove: %s is over %d MiB and is not synchronised\n", termtext.Visible(p), filesync.MaxFileSize>>20)
 	}
+	for _, u := range r.UnreadableLocal {
+		fmt.Fprintf(w, "cove: %s cannot be read here (%s): it is left as it is on both sides, not synchronised, until it can be; make it readable: %s\n",
+			termtext.Visible(u.Path), termtext.Visible(u.Why), termtext.Visible(chmodReadable(filepath.Join(dir, u.Path), u.Dir)))
+	}
+	for _, u := range r.UnreadableRemote {
+		fmt.Fprintf(w, "cove: %s cannot be read in the workspace (%s): it is left as it is on both sides, not synchronised, until it can be; make it readable there: %s\n",
+			termtext.Visible(u.Path), termtext.Visible(u.Why), termtext.Visible(chmodReadable(kube.WorkspaceDir+"/"+u.Path, u.Dir)))
+	}
 	if err != nil {
 		fmt.Fprintf(w, "cove: sync: %s (tried again)\n", termtext.Visible(err.Error()))
 	}
+}
+
+// chmodReadable is the command that makes p readable by its owner: a
+// directory with all it holds, and searchable.
+func chmodReadable(p string, dir bool) string {
+	plain := func(r rune) bool {
+		return r < 0x80 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+@%,:=", r))
+	}
+	if strings.ContainsFunc(p, func(r rune) bool { return !plain(r) }) {
+		p = shellQuote(p)
+	}
+	if dir {
+		return "chmod -R u+rX " + p
+	}
+	return "chmod u+r " + p
 }
 
 // KubeChoice is the cluster s.Dir's devcontainer.json chooses for its

@@ -29,7 +29,7 @@ const maxLine = 1 << 20
 // path under, line by line, skipping binary ones, those over MaxFileSize
 // and those that cannot be read; more says it stopped at limit matches.
 func (t *Tree) Search(ctx context.Context, re *regexp.Regexp, under string, limit int) (matches []Match, more bool, err error) {
-	files, err := t.walk(ctx, under, false)
+	files, err := t.walk(ctx, under, false, nil)
 	if err != nil {
 		return nil, false, err
 	}

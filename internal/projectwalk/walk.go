@@ -107,7 +107,7 @@ type entry struct {
 // byte-wise as git ls-files sorts them. Under inside an ignored directory
 // lists nothing.
 func (t *Tree) Files(ctx context.Context, under string) ([]string, error) {
-	es, err := t.walk(ctx, under, false)
+	es, err := t.walk(ctx, under, false, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -118,22 +118,44 @@ func (t *Tree) Files(ctx context.Context, under string) ([]string, error) {
 	return files, nil
 }
 
+// Listing is what FilesAndDirs found.
+type Listing struct {
+	Files []string
+	// Dirs are the directories the walk entered (not under itself).
+	Dirs []string
+	// Unreadable are the paths the walk could not read, sorted: a
+	// directory it could not open or list, whose contents it does not
+	// know. A file sync must not take their absence for a deletion.
+	Unreadable []Unreadable
+}
+
+// Unreadable is a path a walk could not read.
+type Unreadable struct {
+	Path string
+	Dir  bool  // a directory (else a file)
+	Err  error // why: the system's error (permission denied)
+}
+
 // FilesAndDirs lists what Files does, and the directories the walk
 // entered (not under itself): those the rules let through, empty ones
-// among them, as a file sync carries them.
-func (t *Tree) FilesAndDirs(ctx context.Context, under string) (files, dirs []string, err error) {
-	es, err := t.walk(ctx, under, true)
+// among them, as a file sync carries them; and what it could not read,
+// which Files leaves out unsaid. Under itself unreadable is an error.
+func (t *Tree) FilesAndDirs(ctx context.Context, under string) (Listing, error) {
+	var bad []Unreadable
+	es, err := t.walk(ctx, under, true, &bad)
 	if err != nil {
-		return nil, nil, err
+		return Listing{}, err
 	}
+	l := Listing{Unreadable: bad}
 	for _, e := range es {
 		if e.dir {
-			dirs = append(dirs, e.path)
+			l.Dirs = append(l.Dirs, e.path)
 		} else {
-			files = append(files, e.path)
+			l.Files = append(l.Files, e.path)
 		}
 	}
-	return files, dirs, nil
+	slices.SortFunc(l.Unreadable, func(a, b Unreadable) int { return strings.Compare(a.Path, b.Path) })
+	return l, nil
 }
 
 // Ignored lists the names in the directory dir (relative) that the rules
@@ -173,8 +195,9 @@ func (t *Tree) Ignored(ctx context.Context, dir string) ([]string, error) {
 }
 
 // walk finds the files under under (and the directories, with dirs),
-// sorted by path.
-func (t *Tree) walk(ctx context.Context, under string, dirs bool) ([]entry, error) {
+// sorted by path, and adds what it could not read to bad (nil: left out
+// unsaid).
+func (t *Tree) walk(ctx context.Context, under string, dirs bool, bad *[]Unreadable) ([]entry, error) {
 	comps, err := split(under)
 	if err != nil {
 		return nil, err
@@ -199,9 +222,18 @@ func (t *Tree) walk(ctx context.Context, under string, dirs bool) ([]entry, erro
 		return nil, fmt.Errorf("list %s: %w", under, err)
 	}
 	var out []entry
-	err = t.walkDir(ctx, d, comps, ps, dirs, &out)
+	var unread []Unreadable
+	err = t.walkDir(ctx, d, comps, ps, dirs, &out, &unread)
 	if err != nil {
 		return nil, err
+	}
+	if len(unread) > 0 && unread[0].Path == strings.Join(comps, "/") {
+		// The directory asked for itself: an empty listing would say
+		// that it holds nothing.
+		return nil, fmt.Errorf("list %s: %w", d.Name(), unread[0].Err)
+	}
+	if bad != nil {
+		*bad = append(*bad, unread...)
 	}
 	slices.SortFunc(out, func(a, b entry) int { return strings.Compare(a.path, b.path) })
 	return out, nil
@@ -209,15 +241,16 @@ func (t *Tree) walk(ctx context.Context, under string, dirs bool) ([]entry, erro
 
 // walkDir adds the files in the directory d (at comps; walkDir closes
 // it), whose parents' rules are ps, and in its subdirectories, to out. A
-// directory that cannot be read is left out, as a walk that ignores
-// errors does.
-func (t *Tree) walkDir(ctx context.Context, d *os.File, comps []string, ps []gitignore.Pattern, dirs bool, out *[]entry) error {
+// directory that cannot be opened or listed is added to bad: what it
+// holds is unknown, not gone.
+func (t *Tree) walkDir(ctx context.Context, d *os.File, comps []string, ps []gitignore.Pattern, dirs bool, out *[]entry, bad *[]Unreadable) error {
 	defer d.Close()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	entries, err := readDir(d)
 	if err != nil {
+		*bad = append(*bad, Unreadable{Path: strings.Join(comps, "/"), Dir: true, Err: cause(err)})
 		return nil
 	}
 	ps = t.rulesIn(d, comps, entries, ps)
@@ -228,13 +261,17 @@ func (t *Tree) walkDir(ctx context.Context, d *os.File, comps []string, ps []git
 		}
 		if e.IsDir() {
 			sub, err := openAt(d, e.Name())
+			if errors.Is(err, unix.ENOENT) {
+				continue // gone since the listing
+			}
 			if err != nil {
+				*bad = append(*bad, Unreadable{Path: strings.Join(p, "/"), Dir: true, Err: cause(err)})
 				continue
 			}
 			if dirs {
 				*out = append(*out, entry{path: strings.Join(p, "/"), dir: true})
 			}
-			if err := t.walkDir(ctx, sub, p, ps, dirs, out); err != nil {
+			if err := t.walkDir(ctx, sub, p, ps, dirs, out, bad); err != nil {
 				return err
 			}
 		} else if listed(e.Type()) {
@@ -242,6 +279,16 @@ func (t *Tree) walkDir(ctx context.Context, d *os.File, comps []string, ps []git
 		}
 	}
 	return nil
+}
+
+// cause is the system's error inside err (permission denied), without
+// the host's path around it: the path is said beside it, relative.
+func cause(err error) error {
+	var errno unix.Errno
+	if errors.As(err, &errno) {
+		return errno
+	}
+	return err
 }
 
 // listed is whether a walk lists a non-directory of this type: regular

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cove-sh/cove/internal/hostilerepo"
+	"github.com/cove-sh/cove/internal/testuser"
 )
 
 // write makes the files of tree (path → contents) under dir; a contents
@@ -188,17 +189,55 @@ func TestFilesAndDirs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		files, dirs, err := tree.FilesAndDirs(context.Background(), "")
+		l, err := tree.FilesAndDirs(context.Background(), "")
 		tree.Close()
 		if err != nil {
 			t.Fatal(err)
 		}
+		files, dirs := l.Files, l.Dirs
 		if !slices.Equal(dirs, want) {
 			t.Errorf("git %v: dirs %q, want %q", git, dirs, want)
 		}
 		if !slices.Contains(files, "link") || !slices.Contains(files, "src/a.c") || slices.Contains(files, "src") {
 			t.Errorf("git %v: files %q", git, files)
 		}
+	}
+}
+
+// TestFilesAndDirsUnreadable: a directory the walk cannot open (chmod
+// 000) or enter (readable, not searchable: its subdirectories cannot be
+// opened) is said, with why, not left out unsaid, as a file sync would
+// take its files for deleted; the rest is listed. Asked for itself, it is
+// an error, not an empty listing. Runs as a user other than root, whom
+// chmod stops.
+func TestFilesAndDirsUnreadable(t *testing.T) {
+	if testuser.Rerun(t) {
+		return
+	}
+	dir := t.TempDir()
+	write(t, dir, map[string]string{"a/x": "", "closed/y": "", "noexec/f": "", "noexec/sub/z": ""})
+	for name, mode := range map[string]os.FileMode{"closed": 0, "noexec": 0o644} {
+		os.Chmod(filepath.Join(dir, name), mode)
+		t.Cleanup(func() { os.Chmod(filepath.Join(dir, name), 0o755) })
+	}
+	tree, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tree.Close()
+	l, err := tree.FilesAndDirs(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Unreadable{{Path: "closed", Dir: true, Err: syscall.EACCES}, {Path: "noexec/sub", Dir: true, Err: syscall.EACCES}}
+	if !slices.Equal(l.Unreadable, want) {
+		t.Errorf("unreadable %+v, want %+v", l.Unreadable, want)
+	}
+	if !slices.Equal(l.Files, []string{"a/x", "noexec/f"}) || !slices.Equal(l.Dirs, []string{"a", "noexec"}) {
+		t.Errorf("files %q, dirs %q", l.Files, l.Dirs)
+	}
+	if _, err := tree.FilesAndDirs(context.Background(), "closed"); err == nil || !strings.Contains(err.Error(), "permission denied") {
+		t.Errorf("listing closed itself: %v", err)
 	}
 }
 

@@ -31,13 +31,16 @@ type Dir struct {
 	walk *projectwalk.Tree
 
 	mu   sync.Mutex
-	sums map[string]cachedSum // a file's sum while its size, mtime and inode stay
+	sums map[string]cachedSum // a file's sum while its size, mtime, ctime and inode stay
 }
 
 type cachedSum struct {
 	size, mtime int64
-	ino         uint64
-	sum         string
+	// ctime moves with a chmod or chown too: a file made unreadable
+	// is read again, and found so, not listed from memory.
+	ctime int64
+	ino   uint64
+	sum   string
 }
 
 // OpenDir opens dir as a side. opts are the ignore rules' options.
@@ -61,25 +64,39 @@ func (d *Dir) Close() error {
 }
 
 // Scan lists the files, symlinks and directories the ignore rules let
-// through. Files are hashed again only when their size, mtime or inode
-// changed.
-func (d *Dir) Scan(ctx context.Context) (map[string]Entry, error) {
-	files, dirs, err := d.walk.FilesAndDirs(ctx, "")
+// through, and what it could not read: a directory it may not open or
+// list, a file it may not stat or read. Files are hashed again only when
+// their size, mtime, ctime or inode changed.
+func (d *Dir) Scan(ctx context.Context) (Listing, error) {
+	l, err := d.walk.FilesAndDirs(ctx, "")
 	if err != nil {
-		return nil, err
+		return Listing{}, err
 	}
-	out := make(map[string]Entry, len(files)+len(dirs))
-	files, dirs = slices.DeleteFunc(files, notSynced), slices.DeleteFunc(dirs, notSynced)
+	files, dirs := slices.DeleteFunc(l.Files, notSynced), slices.DeleteFunc(l.Dirs, notSynced)
+	out := Listing{Entries: make(map[string]Entry, len(files)+len(dirs))}
+	for _, u := range l.Unreadable {
+		if !notSynced(u.Path) {
+			out.Unreadable = append(out.Unreadable, Unreadable{Path: u.Path, Dir: u.Dir, Why: u.Err.Error()})
+		}
+	}
+	unreadable := func(p string, dir bool, err error) {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is said beside it
+		}
+		out.Unreadable = append(out.Unreadable, Unreadable{Path: p, Dir: dir, Why: err.Error()})
+	}
 	for _, p := range dirs {
 		fi, err := d.fs.Lstat(p)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // gone since the walk
 		}
 		if err != nil {
-			return nil, err
+			unreadable(p, true, err)
+			continue
 		}
 		if fi.IsDir() {
-			out[p] = Entry{Mode: fs.ModeDir | dirPerm(fi.Mode())}
+			out.Entries[p] = Entry{Mode: fs.ModeDir | dirPerm(fi.Mode())}
 		}
 	}
 	seen := make(map[string]bool, len(files))
@@ -88,19 +105,21 @@ func (d *Dir) Scan(ctx context.Context) (map[string]Entry, error) {
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // gone since the walk
 		}
-		if err != nil {
-			return nil, err
+		if err == nil {
+			var e Entry
+			e, err = d.entry(p, fi)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err == nil {
+				out.Entries[p] = e
+				seen[p] = true
+				continue
+			}
 		}
-		e, err := d.entry(p, fi)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		out[p] = e
-		seen[p] = true
+		unreadable(p, false, err)
 	}
+	slices.SortFunc(out.Unreadable, func(a, b Unreadable) int { return strings.Compare(a.Path, b.Path) })
 	d.mu.Lock()
 	for p := range d.sums {
 		if !seen[p] {
@@ -126,12 +145,12 @@ func (d *Dir) entry(p string, fi fs.FileInfo) (Entry, error) {
 	st, _ := fi.Sys().(*syscall.Stat_t)
 	key := cachedSum{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
 	if st != nil {
-		key.ino = st.Ino
+		key.ino, key.ctime = st.Ino, st.Ctim.Nano()
 	}
 	d.mu.Lock()
 	c, ok := d.sums[p]
 	d.mu.Unlock()
-	if ok && c.size == key.size && c.mtime == key.mtime && c.ino == key.ino {
+	if ok && c.size == key.size && c.mtime == key.mtime && c.ctime == key.ctime && c.ino == key.ino {
 		e.Sum = c.sum
 		return e, nil
 	}

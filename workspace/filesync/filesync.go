@@ -49,10 +49,29 @@ const modeSymlink = fs.ModeSymlink
 func (e Entry) symlink() bool { return e.Mode&modeSymlink != 0 }
 func (e Entry) dir() bool     { return e.Mode&fs.ModeDir != 0 }
 
+// Listing is what a side's scan found.
+type Listing struct {
+	Entries map[string]Entry
+	// Unreadable are the paths the side could not read: what is at or
+	// under each is unknown for the round, not gone. Nothing there is
+	// deleted, written or carried, on either side, and the base keeps
+	// what it had for them, so that once they can be read again what
+	// changed meanwhile on either side is carried as usual.
+	Unreadable []Unreadable
+}
+
+// Unreadable is a path a side could not read.
+type Unreadable struct {
+	Path string
+	Dir  bool   // a directory (else a file)
+	Why  string // the side's error (permission denied)
+}
+
 // Tree is one side: paths are slash-separated and relative to the project.
 type Tree interface {
-	// Scan lists what the side has that the ignore rules let through.
-	Scan(ctx context.Context) (map[string]Entry, error)
+	// Scan lists what the side has that the ignore rules let through,
+	// and what it could not read.
+	Scan(ctx context.Context) (Listing, error)
 	// Read returns a file's content, or a symlink's target.
 	Read(ctx context.Context, p string) ([]byte, error)
 	// Write replaces what is at p (atomically) with a file of that
@@ -84,11 +103,17 @@ type Report struct {
 	Removed           []string // deleted on the side that still had them
 	Conflicts         []Conflict
 	TooLarge          []string // over MaxFileSize, left where they are
+	// UnreadableLocal and UnreadableRemote are paths a side could not
+	// read, left alone on both sides (see Listing.Unreadable): each is
+	// in the report of the first round that finds it so, not again
+	// while it stays so.
+	UnreadableLocal, UnreadableRemote []Unreadable
 }
 
-// Empty says whether the round changed nothing.
+// Empty says whether the round changed nothing and found nothing new to
+// say.
 func (r Report) Empty() bool {
-	return len(r.ToRemote)+len(r.ToLocal)+len(r.Removed)+len(r.Conflicts) == 0
+	return len(r.ToRemote)+len(r.ToLocal)+len(r.Removed)+len(r.Conflicts)+len(r.UnreadableLocal)+len(r.UnreadableRemote) == 0
 }
 
 // hider is a side whose ignore rules decide for both (Dir).
@@ -106,7 +131,8 @@ type Syncer struct {
 	// Now names conflict copies; time.Now when nil.
 	Now func() time.Time
 
-	mu sync.Mutex // one round at a time
+	mu   sync.Mutex         // one round at a time; guards what follows
+	said [2]map[string]bool // the unreadable paths reported, local and remote
 }
 
 // Sync runs one round.
@@ -114,13 +140,20 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var rep Report
-	local, err := s.Local.Scan(ctx)
+	ls, err := s.Local.Scan(ctx)
 	if err != nil {
 		return rep, fmt.Errorf("sync: scan the local files: %w", err)
 	}
-	remote, err := s.Remote.Scan(ctx)
+	rs, err := s.Remote.Scan(ctx)
 	if err != nil {
 		return rep, fmt.Errorf("sync: scan the workspace's files: %w", err)
+	}
+	local, remote := ls.Entries, rs.Entries
+	if local == nil {
+		local = map[string]Entry{}
+	}
+	if remote == nil {
+		remote = map[string]Entry{}
 	}
 	if s.Base == nil {
 		s.Base = map[string]Entry{}
@@ -136,7 +169,16 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 				delete(remote, p)
 			}
 		}
+		rs.Unreadable = slices.DeleteFunc(rs.Unreadable, func(u Unreadable) bool { return hides(u.Path, u.Dir) })
 	}
+	// A path one side could not read would look deleted there: it is
+	// left alone on both sides, its base kept, until it can be read.
+	unknown := map[string]bool{}
+	for _, u := range slices.Concat(ls.Unreadable, rs.Unreadable) {
+		unknown[u.Path] = true
+	}
+	rep.UnreadableLocal = s.firstSaid(0, ls.Unreadable)
+	rep.UnreadableRemote = s.firstSaid(1, rs.Unreadable)
 	paths := map[string]bool{}
 	for _, m := range []map[string]Entry{local, remote, s.Base} {
 		for p := range m {
@@ -166,7 +208,7 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
-		if rd.under(p) || rd.settled[p] {
+		if covered(unknown, p) || rd.under(p) || rd.settled[p] {
 			continue
 		}
 		if err := s.reconcile(ctx, rd, p, get(local, p), get(remote, p), get(s.Base, p)); err != nil && fail(p, err) {
@@ -187,6 +229,36 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 		}
 	}
 	return rep, first
+}
+
+// covered says whether p is in set or under a path in it.
+func covered(set map[string]bool, p string) bool {
+	if len(set) == 0 {
+		return false
+	}
+	for ; p != "." && p != "/" && p != ""; p = path.Dir(p) {
+		if set[p] {
+			return true
+		}
+	}
+	return false
+}
+
+// firstSaid is which of the unreadable paths us, on the side side (0
+// local, 1 remote), no round has reported since they became so; it
+// forgets those that can be read again, so that a path that becomes
+// unreadable once more is said once more.
+func (s *Syncer) firstSaid(side int, us []Unreadable) []Unreadable {
+	var out []Unreadable
+	now := make(map[string]bool, len(us))
+	for _, u := range us {
+		if !s.said[side][u.Path] && !now[u.Path] {
+			out = append(out, u)
+		}
+		now[u.Path] = true
+	}
+	s.said[side] = now
+	return out
 }
 
 // round is one Sync's scans and what it does last.
@@ -445,8 +517,9 @@ func (s *Syncer) conflictName(p string) string {
 }
 
 // Run syncs a round every interval until ctx ends, and once more as it
-// ends (a stop flushes), reporting each round that changed something or
-// failed, and the first good one after a failure (an empty Report, no
+// ends (a stop flushes), reporting each round that changed something,
+// found a path newly unreadable or failed, and the first good one after a
+// failure (an empty Report, no
 // error: the failure is over); a failed round is tried again at the next
 // tick.
 func (s *Syncer) Run(ctx context.Context, interval time.Duration, report func(Report, error)) {

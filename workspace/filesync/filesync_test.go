@@ -347,11 +347,12 @@ type planting struct {
 	claims map[string]string // path: content, or "->target" for a symlink
 }
 
-func (p planting) Scan(ctx context.Context) (map[string]Entry, error) {
-	m, err := p.Tree.Scan(ctx)
+func (p planting) Scan(ctx context.Context) (Listing, error) {
+	l, err := p.Tree.Scan(ctx)
 	if err != nil {
-		return nil, err
+		return l, err
 	}
+	m := l.Entries
 	for name, body := range p.claims {
 		if target, ok := strings.CutPrefix(body, "->"); ok {
 			m[name] = Entry{Mode: fs.ModeSymlink | 0o777, Size: int64(len(target)), Sum: target}
@@ -359,7 +360,7 @@ func (p planting) Scan(ctx context.Context) (map[string]Entry, error) {
 			m[name] = Entry{Mode: 0o755, Size: int64(len(body)), Sum: Sum([]byte(body))}
 		}
 	}
-	return m, nil
+	return l, nil
 }
 
 func (p planting) Read(ctx context.Context, name string) ([]byte, error) {
@@ -504,9 +505,9 @@ type failingScans struct {
 	fail atomic.Bool
 }
 
-func (f *failingScans) Scan(ctx context.Context) (map[string]Entry, error) {
+func (f *failingScans) Scan(ctx context.Context) (Listing, error) {
 	if f.fail.Load() {
-		return nil, errors.New("scan refused")
+		return Listing{}, errors.New("scan refused")
 	}
 	return f.Tree.Scan(ctx)
 }

@@ -40,9 +40,17 @@ type WriteArgs struct {
 	Data  []byte
 }
 
-// Scan is Tree.Scan.
-func (s *service) Scan(_ struct{}, out *map[string]Entry) (err error) {
+// List is Tree.Scan.
+func (s *service) List(_ struct{}, out *Listing) (err error) {
 	*out, err = s.t.Scan(context.Background())
+	return err
+}
+
+// Scan is Tree.Scan as a cove before List asks for it: the entries
+// alone.
+func (s *service) Scan(_ struct{}, out *map[string]Entry) error {
+	l, err := s.t.Scan(context.Background())
+	*out = l.Entries
 	return err
 }
 
@@ -309,25 +317,44 @@ func (r *Remote) callOnce(ctx context.Context, method string, args, reply any) e
 	}
 }
 
-// Scan is Tree.Scan.
-func (r *Remote) Scan(ctx context.Context) (map[string]Entry, error) {
-	var out map[string]Entry
-	if err := r.call(ctx, "Scan", struct{}{}, &out); err != nil {
-		return nil, err
+// Scan is Tree.Scan. A side that does not know List (a cove before it,
+// still serving in the Pod) is asked for its entries alone: what it
+// could not read looks deleted there, as it did before.
+func (r *Remote) Scan(ctx context.Context) (Listing, error) {
+	var out Listing
+	err := r.call(ctx, "List", struct{}{}, &out)
+	if err != nil && err.Error() == "rpc: can't find method Tree.List" {
+		out = Listing{}
+		err = r.call(ctx, "Scan", struct{}{}, &out.Entries)
 	}
-	if len(out) > maxEntries {
-		return nil, fmt.Errorf("the workspace lists %d files, more than cove syncs (%d)", len(out), maxEntries)
+	if err != nil {
+		return Listing{}, err
 	}
-	for p, e := range out {
+	if len(out.Entries)+len(out.Unreadable) > maxEntries {
+		return Listing{}, fmt.Errorf("the workspace lists %d files, more than cove syncs (%d)", len(out.Entries)+len(out.Unreadable), maxEntries)
+	}
+	for p, e := range out.Entries {
 		if err := checkPath(p); err != nil {
-			return nil, err
+			return Listing{}, err
 		}
 		if !validEntry(e) {
-			return nil, fmt.Errorf("sync: the workspace says %q is %v, %d bytes", p, e.Mode, e.Size)
+			return Listing{}, fmt.Errorf("sync: the workspace says %q is %v, %d bytes", p, e.Mode, e.Size)
+		}
+	}
+	for i, u := range out.Unreadable {
+		if err := checkPath(u.Path); err != nil {
+			return Listing{}, err
+		}
+		if len(u.Why) > maxWhy {
+			out.Unreadable[i].Why = u.Why[:maxWhy] + "…"
 		}
 	}
 	return out, nil
 }
+
+// maxWhy bounds the workspace's reason a path cannot be read, as said
+// here.
+const maxWhy = 200
 
 // validEntry says whether e is one a side can have: a file, a symlink or
 // a directory (no size, no sum), with permissions only.

@@ -264,3 +264,47 @@ func TestRemoteReopens(t *testing.T) {
 		t.Errorf("said %q on the return, want back once", l)
 	}
 }
+
+// olderSide is a cove before List, still serving in a Pod: Scan alone.
+type olderSide struct{}
+
+func (olderSide) Scan(_ struct{}, out *map[string]Entry) error {
+	*out = map[string]Entry{"a.txt": {Mode: 0o644, Size: 1, Sum: Sum([]byte("a"))}}
+	return nil
+}
+
+// TestRemoteAsksAnOlderSideToScan: a side that does not know List is
+// asked for its entries as before, not failed.
+func TestRemoteAsksAnOlderSideToScan(t *testing.T) {
+	a, b := net.Pipe()
+	srv := rpc.NewServer()
+	srv.RegisterName("Tree", olderSide{})
+	go srv.ServeConn(b)
+	r := NewRemote(a)
+	defer r.Close()
+	l, err := r.Scan(context.Background())
+	if err != nil || len(l.Entries) != 1 || l.Entries["a.txt"].Sum != Sum([]byte("a")) || l.Unreadable != nil {
+		t.Fatalf("an older side's scan: %+v %v", l, err)
+	}
+}
+
+// lyingUnreadable is a hostile workspace's side that says it cannot read
+// a path outside the project.
+type lyingUnreadable struct{}
+
+func (lyingUnreadable) List(_ struct{}, out *Listing) error {
+	*out = Listing{Unreadable: []Unreadable{{Path: "../../home", Dir: true, Why: "permission denied"}}}
+	return nil
+}
+
+func TestRemoteRefusesALyingUnreadable(t *testing.T) {
+	a, b := net.Pipe()
+	srv := rpc.NewServer()
+	srv.RegisterName("Tree", lyingUnreadable{})
+	go srv.ServeConn(b)
+	r := NewRemote(a)
+	defer r.Close()
+	if _, err := r.Scan(context.Background()); err == nil || !strings.Contains(err.Error(), "refused path") {
+		t.Fatalf("a scan naming ../../home unreadable: %v", err)
+	}
+}
