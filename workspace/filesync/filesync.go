@@ -135,6 +135,10 @@ type Syncer struct {
 	said [2]map[string]bool // the unreadable paths reported, local and remote
 }
 
+// ErrEmptied is Sync's error when one side lost every file since the
+// last round: that is not carried to the other.
+var ErrEmptied = errors.New("one side was emptied")
+
 // Sync runs one round.
 func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 	s.mu.Lock()
@@ -170,6 +174,18 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 			}
 		}
 		rs.Unreadable = slices.DeleteFunc(rs.Unreadable, func(u Unreadable) bool { return hides(u.Path, u.Dir) })
+	}
+	// A side that was emptied whole (the project directory removed or
+	// replaced under the session, a volume that came back empty) would
+	// have everything deleted on the other: nothing is, as unison asks
+	// first.
+	if len(s.Base) > 0 && (len(local) == 0) != (len(remote) == 0) {
+		where, other := "here", "in the workspace"
+		if len(remote) == 0 {
+			where, other = "in the workspace", "here"
+		}
+		return rep, fmt.Errorf("sync: %w: the project's files %s are all gone (%d were there at the last round); nothing is deleted %s. If the directory was removed or replaced, cove stop, then cove up again brings both sides together",
+			ErrEmptied, where, len(s.Base), other)
 	}
 	// A path one side could not read would look deleted there: it is
 	// left alone on both sides, its base kept, until it can be read.

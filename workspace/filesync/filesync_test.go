@@ -549,3 +549,57 @@ func TestRunSaysTheEndOfAFailure(t *testing.T) {
 		t.Errorf("reports %q, want failures then one good", s)
 	}
 }
+
+// TestSyncEmptiedSideDeletesNothing: a side that lost every file since
+// the last round (the project directory removed under the session, and
+// cloned again beside it; a volume that came back empty) is not carried
+// over as the deletion of everything: the round fails saying so, and
+// the other side's files stay. A side with one file left still syncs.
+func TestSyncEmptiedSideDeletesNothing(t *testing.T) {
+	p := newPair(t)
+	p.write(p.local, "a.txt", "a")
+	p.write(p.local, "src/b.go", "b")
+	p.write(p.rem, "c.txt", "c")
+	p.sync()
+	os.RemoveAll(filepath.Join(p.local, "src"))
+	os.Remove(filepath.Join(p.local, "a.txt"))
+	os.Remove(filepath.Join(p.local, "c.txt"))
+	_, err := p.s.Sync(context.Background())
+	if !errors.Is(err, ErrEmptied) || !strings.Contains(err.Error(), "files here are all gone") {
+		t.Fatalf("an emptied project directory: %v", err)
+	}
+	// Removed whole: the round fails too.
+	if err := os.RemoveAll(p.local); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.s.Sync(context.Background()); err == nil {
+		t.Fatal("a removed project directory: no error")
+	}
+	for _, f := range []string{"a.txt", "src/b.go", "c.txt"} {
+		if _, err := os.Stat(filepath.Join(p.rem, f)); err != nil {
+			t.Errorf("%s in the workspace: %v", f, err)
+		}
+	}
+
+	q := newPair(t)
+	q.write(q.local, "a.txt", "a")
+	q.write(q.local, "keep.txt", "k")
+	q.sync()
+	entries, _ := os.ReadDir(q.rem)
+	for _, e := range entries {
+		os.RemoveAll(filepath.Join(q.rem, e.Name()))
+	}
+	if _, err := q.s.Sync(context.Background()); !errors.Is(err, ErrEmptied) || !strings.Contains(err.Error(), "in the workspace are all gone") {
+		t.Fatalf("an emptied workspace: %v", err)
+	}
+	if q.read(q.local, "a.txt") != "a" || q.read(q.local, "keep.txt") != "k" {
+		t.Error("the local files went with the workspace's")
+	}
+	// One file left: a deletion like any other.
+	q.write(q.rem, "keep.txt", "k")
+	os.Remove(filepath.Join(q.local, "a.txt"))
+	q.sync()
+	if _, err := os.Stat(filepath.Join(q.rem, "a.txt")); !os.IsNotExist(err) {
+		t.Errorf("a.txt deleted here is still there: %v", err)
+	}
+}
