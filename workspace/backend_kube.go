@@ -335,10 +335,18 @@ func (w *KubeWorkspace) ExecFlags() []string {
 
 // Close lets go of the workspace: a last sync round (what was saved in
 // the Pod is here), then the sync and the port-forward end. The Pod runs
-// on.
+// on. Once Running has found the Pod gone, there is no last round.
 func (w *KubeWorkspace) Close() error {
 	if w.session == nil {
 		return nil
+	}
+	w.mu.Lock()
+	gone := w.gone
+	w.mu.Unlock()
+	if gone {
+		// Stopped from elsewhere: no Pod to take a last round from (what
+		// it had is in its volume, for the next start).
+		return w.session.Drop()
 	}
 	return w.session.Close()
 }

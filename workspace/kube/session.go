@@ -223,6 +223,15 @@ func (se *Session) Close() error {
 	return err
 }
 
+// Drop ends the session without a last round: the Pod is gone (cove
+// stop, deleted), and waiting for it to answer again would only hold the
+// caller up.
+func (se *Session) Drop() error {
+	se.stop()
+	se.done.Wait()
+	return se.close()
+}
+
 // away is why the sync's connection to the Pod is broken, nil while it
 // answers.
 func (se *Session) away() error {
