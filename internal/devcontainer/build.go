@@ -54,8 +54,20 @@ func (c *Config) imageBuild() (b *ImageBuild, notes []string, err error) {
 		if c.Build != nil {
 			sec.Context, sec.Args, sec.Target, sec.Options = c.Build.Context, c.Build.Args, c.Build.Target, c.Build.Options
 		}
+		// The older files put the context beside dockerFile, at the top
+		// level (home-assistant's: "context": "..", "dockerFile":
+		// "../Dockerfile.dev"); the devcontainers CLI reads it there.
+		if c.Context != "" {
+			sec.Context = c.Context
+		}
 	default:
-		return nil, nil, nil
+		if c.Context != "" {
+			notes = append(notes, "context is the build context of dockerFile, which this file does not name; it is ignored")
+		}
+		return nil, notes, nil
+	}
+	if c.Context != "" && c.DockerFile == "" {
+		notes = append(notes, "context is the build context of the older dockerFile; this file's build section has its own (build.context), so it is ignored")
 	}
 	if sec.Dockerfile == "" {
 		return nil, nil, fmt.Errorf("%s: build: no dockerfile named; give \"dockerfile\" (relative to this file), or an \"image\"", c.Path)

@@ -65,6 +65,9 @@ type Config struct {
 	// to install first, in its order.
 	OverrideFeatureInstallOrder []string `json:"overrideFeatureInstallOrder"`
 	DockerFile                  string   `json:"dockerFile"`
+	// Context is the older top-level build context, beside dockerFile
+	// (relative to the file, as build.context is).
+	Context string `json:"context"`
 	// Customizations are the tools' own settings; cove reads its own
 	// (customizations.cove: Kube).
 	Customizations map[string]json.RawMessage `json:"customizations"`
@@ -208,12 +211,12 @@ func listOrNone(l []string) string {
 var supported = map[string]bool{
 	"image": true, "containerEnv": true, "remoteEnv": true, "containerUser": true, "remoteUser": true,
 	"updateRemoteUserUID": true, "workspaceFolder": true, "workspaceMount": true, "mounts": true,
-	"build": true, "dockerFile": true, "features": true, "overrideFeatureInstallOrder": true, "runArgs": true, "capAdd": true, "securityOpt": true, "init": true, "privileged": true,
+	"build": true, "dockerFile": true, "context": true, "features": true, "overrideFeatureInstallOrder": true, "runArgs": true, "capAdd": true, "securityOpt": true, "init": true, "privileged": true,
 	"overrideCommand": true, "initializeCommand": true, "onCreateCommand": true,
 	"updateContentCommand": true, "postCreateCommand": true, "postStartCommand": true,
 	"postAttachCommand": true,
 	// Another part of cove handles these (the network): not noted here.
-	"forwardPorts": true, "appPort": true, "portsAttributes": true, "otherPortsAttributes": true,
+	"forwardPorts": true, "appPort": true,
 	// Descriptive only.
 	"name": true, "$schema": true,
 	// Cove's own part is read (Kube); the other tools' are said below.
@@ -227,6 +230,13 @@ var ignoredWhy = map[string]string{
 	"userEnvProbe":     "cove takes the environment from the image and the file, not from a login shell",
 	"hostRequirements": "cove does not check the host's resources",
 	"secrets":          "cove passes no secrets into a workspace",
+	// An editor's view of the ports: cove forwards forwardPorts and
+	// appPort whatever they say.
+	"portsAttributes":      "cove forwards forwardPorts and appPort on 127.0.0.1 as they are, with no labels or onAutoForward actions",
+	"otherPortsAttributes": "cove forwards only forwardPorts and appPort, on 127.0.0.1, with no onAutoForward actions",
+	// Older files have VS Code's own settings at the top level.
+	"extensions": "it is VS Code's (newer files keep it in customizations.vscode); cove installs no editor extensions",
+	"settings":   "it is VS Code's (newer files keep it in customizations.vscode); cove has no editor settings to set",
 }
 
 // Parse reads the bytes b of the config at path for the project in dir.
@@ -270,6 +280,16 @@ func Parse(dir, path string, b []byte, opts Options) (*Config, error) {
 		}
 	}
 	c.Notes = append(c.Notes, v.notes...)
+	for _, u := range v.unknown {
+		ref, where := u[0], u[1]
+		if strings.HasPrefix(ref, "${templateOption:") {
+			// A Template's source, as the templates repository has it:
+			// an image reference or a Feature's option with a hole in it.
+			return nil, fmt.Errorf("%s: %s: %s is an option of a Dev Container Template, filled in when the template is applied: this file is a template's source, not a project's configuration; apply the template (devcontainer templates apply), or replace %s with a value",
+				path, where, ref, ref)
+		}
+		c.Notes = append(c.Notes, fmt.Sprintf("%s: %s is not a variable of devcontainer.json (localEnv, containerEnv, localWorkspaceFolder, localWorkspaceFolderBasename, containerWorkspaceFolder, containerWorkspaceFolderBasename, devcontainerId); it is left as written", where, ref))
+	}
 	if others := c.otherCustomizations(); len(others) > 0 {
 		c.Notes = append(c.Notes, fmt.Sprintf("customizations for %s are other tools' settings; cove ignores them", strings.Join(others, ", ")))
 	}
@@ -380,9 +400,11 @@ func (c *Config) holdBack(dir string, v *vars) {
 		c.Untrusted = append(c.Untrusted, "securityOpt "+strings.Join(c.SecurityOpt, ", "))
 		c.SecurityOpt = nil
 	}
-	if len(c.RunArgs) > 0 {
-		c.Untrusted = append(c.Untrusted, "runArgs "+strings.Join(c.RunArgs, " "))
-		c.RunArgs = nil
+	// What stays inside (-e, --init, limits) is the file's to ask, as
+	// containerEnv is; the rest waits for trust.
+	if inside, outside := splitRunArgs(c.RunArgs); len(outside) > 0 {
+		c.Untrusted = append(c.Untrusted, "runArgs "+strings.Join(outside, " "))
+		c.RunArgs = inside
 	}
 	if len(v.heldEnv) > 0 {
 		c.Untrusted = append(c.Untrusted, "${localEnv:…} ("+strings.Join(v.heldEnv, ", ")+": the host's environment; left empty or its default)")

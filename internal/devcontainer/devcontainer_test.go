@@ -437,3 +437,106 @@ func TestKubeChoice(t *testing.T) {
 		}
 	}
 }
+
+// TestTemplateSource: a Dev Container Template's source (its
+// ${templateOption:…} holes in the image or a Feature's options) is
+// refused before anything starts, naming the key and what to do, not
+// pulled as "…:${templateOption:imageVariant}"; another variable no part
+// of the spec resolves, where cove applies it, is named; VS Code's own in
+// customizations are not cove's business.
+func TestTemplateSource(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, ".devcontainer", "devcontainer.json")
+	for body, want := range map[string]string{
+		`{"image": "mcr.microsoft.com/devcontainers/go:2-${templateOption:imageVariant}"}`:                                          path + ": image: ${templateOption:imageVariant} is an option of a Dev Container Template",
+		`{"image": "x", "features": {"ghcr.io/devcontainers/features/java:1": {"installMaven": "${templateOption:installMaven}"}}}`: path + ": features.ghcr.io/devcontainers/features/java:1.installMaven: ${templateOption:installMaven}",
+	} {
+		write(t, dir, ".devcontainer/devcontainer.json", body)
+		_, err := Load(dir, Options{})
+		if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "apply the template") {
+			t.Errorf("%s: %v", body, err)
+		}
+	}
+	write(t, dir, ".devcontainer/devcontainer.json", `{"image": "x", "postCreateCommand": "make ${target}",
+		"customizations": {"vscode": {"settings": {"python.defaultInterpreterPath": "${workspaceFolder}/.venv"}}}}`)
+	c, err := Load(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := strings.Join(c.Notes, "\n")
+	if !strings.Contains(notes, "postCreateCommand: ${target} is not a variable of devcontainer.json") || strings.Contains(notes, "${workspaceFolder}") {
+		t.Errorf("notes: %s", notes)
+	}
+}
+
+// TestTopLevelContext: the older files' "context" beside "dockerFile" is
+// the build context (home-assistant's "..", with "../Dockerfile.dev"),
+// not a key to ignore while the build runs in .devcontainer.
+func TestTopLevelContext(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, ".devcontainer/devcontainer.json", `{"context": "..", "dockerFile": "../Dockerfile.dev"}`)
+	c, err := Load(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.ImageBuild()
+	if err != nil || b.Context != "." || b.Dockerfile != "Dockerfile.dev" || len(c.Notes) != 0 {
+		t.Errorf("build %+v %v, notes %q", b, err, c.Notes)
+	}
+	// With a build section, its own context is the one: said.
+	write(t, dir, ".devcontainer/devcontainer.json", `{"context": "..", "build": {"dockerfile": "Dockerfile"}}`)
+	if c, err = Load(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := c.ImageBuild(); b.Context != ".devcontainer" || !strings.Contains(strings.Join(c.Notes, "\n"), "context is the build context of the older dockerFile") {
+		t.Errorf("build %+v, notes %q", b, c.Notes)
+	}
+}
+
+// TestEditorKeysNoted: what the editor alone reads (ports' labels, the
+// older top-level extensions and settings) is named, not dropped.
+func TestEditorKeysNoted(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, ".devcontainer/devcontainer.json", `{"image": "x", "forwardPorts": [8000],
+		"portsAttributes": {"8000": {"label": "web"}}, "otherPortsAttributes": {"onAutoForward": "silent"},
+		"extensions": ["ms-python.python"], "settings": {"a": 1}}`)
+	c, err := Load(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := strings.Join(c.Notes, "\n")
+	for _, k := range []string{"portsAttributes is not supported", "otherPortsAttributes is not supported", "extensions is not supported: it is VS Code's", "settings is not supported: it is VS Code's"} {
+		if !strings.Contains(notes, k) {
+			t.Errorf("notes lack %q: %s", k, notes)
+		}
+	}
+}
+
+// TestUntrustedRunArgsInside: an untrusted file keeps the runArgs whose
+// effect stays inside the workspace (-e K=V, --init), as it keeps
+// containerEnv; what reaches outside waits for trust, and only that is
+// named as held back (not --init, which reaches nothing).
+func TestUntrustedRunArgsInside(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, ".devcontainer/devcontainer.json", `{"image": "x", "runArgs": ["--init", "-e", "GIT_EDITOR=code --wait",
+		"--cap-add=SYS_PTRACE", "--security-opt", "seccomp=unconfined", "-e", "HOST_VAR", "-v", "/etc:/host-etc", "--hostname", "box"]}`)
+	c, err := Load(dir, Options{Home: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(c.RunArgs, " "); got != "--init -e GIT_EDITOR=code --wait --hostname box" {
+		t.Errorf("kept %q", got)
+	}
+	if u := strings.Join(c.Untrusted, "\n"); u != "runArgs --cap-add=SYS_PTRACE --security-opt seccomp=unconfined -e HOST_VAR -v /etc:/host-etc" {
+		t.Errorf("held back %q", u)
+	}
+	rt, err := c.Runtime()
+	if err != nil || strings.Join(rt.Env, " ") != "GIT_EDITOR=code --wait" || rt.Hostname != "box" || len(rt.CapAdd) > 0 || rt.NoSeccomp || len(rt.Mounts) > 0 {
+		t.Errorf("runtime %+v %v", rt, err)
+	}
+	// Nothing outside: nothing held back, nothing to trust.
+	write(t, dir, ".devcontainer/devcontainer.json", `{"image": "x", "runArgs": ["--init"]}`)
+	if c, err = Load(dir, Options{Home: t.TempDir()}); err != nil || c.UntrustedNote() != "" || len(c.RunArgs) != 1 {
+		t.Errorf("--init alone: %v %q %q", err, c.UntrustedNote(), c.RunArgs)
+	}
+}

@@ -102,11 +102,8 @@ func (rt *Runtime) runArgs(args []string) error {
 			i++
 			return args[i], nil
 		}
-		switch flag {
-		case "--cap-add", "--cap-drop", "-e", "--env", "--security-opt", "-m", "--memory", "--cpus", "--pids-limit",
-			"--network", "--net", "--hostname", "-h", "-v", "--volume", "--mount", "--name", "-u", "--user",
-			"--add-host", "--device", "--ulimit", "--shm-size", "--label", "-l", "--runtime", "--gpus",
-			"--userns", "--ipc", "--pid", "--workdir", "-w", "--entrypoint", "--env-file", "--tmpfs":
+		switch {
+		case runArgTakesValue[flag]:
 			v, err := value()
 			if err != nil {
 				return err
@@ -114,17 +111,65 @@ func (rt *Runtime) runArgs(args []string) error {
 			if err := rt.runArg(flag, v); err != nil {
 				return err
 			}
-		case "--init":
+		case flag == "--init":
 			// cove's own init is PID 1 in every workspace: it reaps and
 			// forwards signals, what --init adds to Docker's.
-		case "--rm", "-it", "-t", "-i", "--interactive", "--tty", "-d", "--detach":
-		case "--privileged":
+		case flag == "--rm" || flag == "-it" || flag == "-t" || flag == "-i" || flag == "--interactive" || flag == "--tty" || flag == "-d" || flag == "--detach":
+		case flag == "--privileged":
 			return fmt.Errorf("--privileged: cove does not run privileged workspaces (every capability and device of the host, and no filter); name the capabilities needed with --cap-add")
 		default:
 			rt.Notes = append(rt.Notes, fmt.Sprintf("runArgs %s is not supported by cove; it is ignored", a))
 		}
 	}
 	return nil
+}
+
+// runArgTakesValue are the docker run options read with a value (the
+// next argument, or after =).
+var runArgTakesValue = map[string]bool{
+	"--cap-add": true, "--cap-drop": true, "-e": true, "--env": true, "--security-opt": true, "-m": true, "--memory": true,
+	"--cpus": true, "--pids-limit": true, "--network": true, "--net": true, "--hostname": true, "-h": true, "-v": true,
+	"--volume": true, "--mount": true, "--name": true, "-u": true, "--user": true, "--add-host": true, "--device": true,
+	"--ulimit": true, "--shm-size": true, "--label": true, "-l": true, "--runtime": true, "--gpus": true, "--userns": true,
+	"--ipc": true, "--pid": true, "--workdir": true, "-w": true, "--entrypoint": true, "--env-file": true, "--tmpfs": true,
+}
+
+// runArgInside are the docker run options whose effect stays inside the
+// workspace (an environment variable, a host name, the size of its
+// /dev/shm, what cove does anyway): an untrusted file has them, as it has
+// containerEnv. The rest (capabilities, security options, host paths,
+// the host's network, a host file read, limits the host may be unable to
+// enforce) wait for trust.
+var runArgInside = map[string]bool{
+	"-e": true, "--env": true, "--init": true, "--hostname": true, "-h": true,
+	"--shm-size": true, "--name": true, "--label": true, "-l": true,
+	"--rm": true, "-it": true, "-t": true, "-i": true, "--interactive": true, "--tty": true, "-d": true, "--detach": true,
+}
+
+// splitRunArgs parts runArgs into the options whose effect stays inside
+// the workspace and the others, each option with its value.
+func splitRunArgs(args []string) (inside, outside []string) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		flag, _, hasVal := strings.Cut(a, "=")
+		if !strings.HasPrefix(a, "--") && len(a) > 2 {
+			switch a[:2] {
+			case "-e", "-m", "-v", "-h":
+				flag, hasVal = a[:2], true
+			}
+		}
+		group := []string{a}
+		if runArgTakesValue[flag] && !hasVal && i+1 < len(args) {
+			i++
+			group = append(group, args[i])
+		}
+		if runArgInside[flag] && (flag != "-e" && flag != "--env" || strings.Contains(group[len(group)-1], "=")) {
+			inside = append(inside, group...)
+		} else {
+			outside = append(outside, group...)
+		}
+	}
+	return inside, outside
 }
 
 func (rt *Runtime) runArg(flag, v string) error {

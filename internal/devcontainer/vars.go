@@ -25,6 +25,10 @@ type vars struct {
 	// heldEnv names the places an untrusted ${localEnv:…} was not read.
 	heldEnv []string
 	notes   []string
+	// unknown are the variables no part of the spec resolves, found in
+	// what cove applies, each with where: left as written, they would
+	// reach an image reference or a command as text.
+	unknown [][2]string
 }
 
 // DefaultWorkspaceFolder is where cove binds the project when the file
@@ -80,6 +84,11 @@ func (v *vars) local(s, where string) string {
 			return filepath.Base(v.folder())
 		case "devcontainerId":
 			return v.id
+		case "containerEnv":
+			return ref // resolved once the container's environment is known
+		}
+		if applied(where) {
+			v.unknown = appendOnceRef(v.unknown, [2]string{ref, where})
 		}
 		return ref
 	})
@@ -128,6 +137,23 @@ func (v *vars) walk(node any, where string) any {
 		return out
 	}
 	return node
+}
+
+// applied says whether the key path where is one cove applies: the
+// name and the tools' customizations are not (VS Code's own variables,
+// ${workspaceFolder}, are at home there).
+func applied(where string) bool {
+	top, _, _ := strings.Cut(where, ".")
+	return where != "" && top != "name" && top != "customizations"
+}
+
+func appendOnceRef(l [][2]string, r [2]string) [][2]string {
+	for _, e := range l {
+		if e == r {
+			return l
+		}
+	}
+	return append(l, r)
 }
 
 func appendOnce(l []string, s string) []string {
