@@ -28,7 +28,11 @@ import (
 // (with a local image in place of the registry's), or "refused: KEY"
 // (before anything starts, the error naming KEY and what to do). A change
 // of behaviour is a failure here, and so is a file of the corpus not in
-// the table or a line of the table with no file.
+// the table or a line of the table with no file. "starts" is the file's
+// part: a Feature's own metadata is read when it is fetched (the
+// docker-in-docker Feature, in three of them, asks for a privileged
+// container, which internal/devimage refuses then, before anything
+// starts).
 var corpusWant = map[string]string{
 	"devcontainers__templates__.devcontainer__devcontainer.json":                                                    "starts",
 	"devcontainers__templates__src__anaconda__.devcontainer__devcontainer.json":                                     "starts",
@@ -237,7 +241,7 @@ func unaccounted(tree map[string]any, c *Config, handled map[string]func(*Config
 }
 
 // doWords are what a refusal says to do; one of them must be in it.
-var doWords = regexp.MustCompile(`\b(remove|use|give|write|name|choose|move|start|replace|apply|run)\b`)
+var doWords = regexp.MustCompile(`\b(remove|use|give|write|name|choose|move|start|replace|apply)\b`)
 
 // bareParse is a parser's own error, which says neither the key in
 // terms the user wrote nor what to do.

@@ -540,3 +540,18 @@ func TestUntrustedRunArgsInside(t *testing.T) {
 		t.Errorf("--init alone: %v %q %q", err, c.UntrustedNote(), c.RunArgs)
 	}
 }
+
+// TestPrivilegedMetadataSaysWhatToDo: an image (or a Feature) whose
+// devcontainer.metadata asks for a privileged workspace is refused with
+// what to do about it, not only why.
+func TestPrivilegedMetadataSaysWhatToDo(t *testing.T) {
+	for label, want := range map[string]string{
+		`[{"privileged": true}]`:                           "use an image that does not ask for it",
+		`[{"id": "ghcr.io/x/dind:2", "privileged": true}]`: "the Feature ghcr.io/x/dind:2 asks for a privileged workspace",
+	} {
+		_, err := (&Config{vars: newVars("", "", false, nil)}).MergeMetadata(label)
+		if err == nil || !strings.Contains(err.Error(), want) || !doWords.MatchString(err.Error()) {
+			t.Errorf("%s: %v", label, err)
+		}
+	}
+}

@@ -99,11 +99,11 @@ func (c *Config) MergeMetadata(label string) (*Config, error) {
 			remote[k] = v
 		}
 		if e.Privileged {
-			who := "the image"
+			who, do := "the image", "use an image that does not ask for it (cove up --image REF, or another image in devcontainer.json)"
 			if e.ID != "" {
-				who = "the Feature " + e.ID
+				who, do = "the Feature "+e.ID, "remove the Feature from features, or install what it installs another way"
 			}
-			return c, fmt.Errorf("%s asks for a privileged workspace (in %s); cove does not run one: every capability and device of the host, and no filter", who, MetadataLabel)
+			return c, fmt.Errorf("%s asks for a privileged workspace (in %s); cove does not run one: every capability and device of the host, and no filter; %s", who, MetadataLabel, do)
 		}
 		if e.Entrypoint != "" {
 			c.metaEntrypoints = append(c.metaEntrypoints, e.Entrypoint)
