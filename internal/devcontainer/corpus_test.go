@@ -34,47 +34,50 @@ import (
 // container, which internal/devimage refuses then, before anything
 // starts).
 var corpusWant = map[string]string{
+	"dapr__dapr__.devcontainer__devcontainer.json":                                                                  "refused: runArgs", // --privileged
 	"devcontainers__templates__.devcontainer__devcontainer.json":                                                    "starts",
 	"devcontainers__templates__src__anaconda__.devcontainer__devcontainer.json":                                     "starts",
 	"devcontainers__templates__src__cpp__.devcontainer__devcontainer.json":                                          "starts",
 	"devcontainers__templates__src__docker-existing-dockerfile__.devcontainer__devcontainer.json":                   "starts",
-	"devcontainers__templates__src__docker-in-docker__.devcontainer__devcontainer.json":                             "refused: features",
-	"devcontainers__templates__src__docker-outside-of-docker-compose__.devcontainer__devcontainer.json":             "refused: dockerComposeFile,service",
-	"devcontainers__templates__src__docker-outside-of-docker__.devcontainer__devcontainer.json":                     "refused: features",
-	"devcontainers__templates__src__go-postgres__.devcontainer__devcontainer.json":                                  "refused: dockerComposeFile,service",
-	"devcontainers__templates__src__go__.devcontainer__devcontainer.json":                                           "refused: image",
-	"devcontainers__templates__src__java__.devcontainer__devcontainer.json":                                         "refused: features",
-	"devcontainers__templates__src__javascript-node-mongo__.devcontainer__devcontainer.json":                        "refused: dockerComposeFile,service",
-	"devcontainers__templates__src__jekyll__.devcontainer__devcontainer.json":                                       "refused: image",
+	"devcontainers__templates__src__docker-in-docker__.devcontainer__devcontainer.json":                             "refused: features",                  // a Template's source: ${templateOption:…} in a Feature's options
+	"devcontainers__templates__src__docker-outside-of-docker-compose__.devcontainer__devcontainer.json":             "refused: dockerComposeFile,service", // Docker Compose: cove runs one container
+	"devcontainers__templates__src__docker-outside-of-docker__.devcontainer__devcontainer.json":                     "refused: features",                  // a Template's source: ${templateOption:…} in a Feature's options
+	"devcontainers__templates__src__go-postgres__.devcontainer__devcontainer.json":                                  "refused: dockerComposeFile,service", // Docker Compose: cove runs one container
+	"devcontainers__templates__src__go__.devcontainer__devcontainer.json":                                           "refused: image",                     // a Template's source: ${templateOption:…} in the image
+	"devcontainers__templates__src__java__.devcontainer__devcontainer.json":                                         "refused: features",                  // a Template's source: ${templateOption:…} in a Feature's options
+	"devcontainers__templates__src__javascript-node-mongo__.devcontainer__devcontainer.json":                        "refused: dockerComposeFile,service", // Docker Compose: cove runs one container
+	"devcontainers__templates__src__jekyll__.devcontainer__devcontainer.json":                                       "refused: image",                     // a Template's source: ${templateOption:…} in the image
 	"devcontainers__templates__src__kubernetes-helm-minikube__.devcontainer__devcontainer.json":                     "starts",
-	"devcontainers__templates__src__php__.devcontainer__devcontainer.json":                                          "refused: image",
-	"devcontainers__templates__src__python__.devcontainer__devcontainer.json":                                       "refused: image",
-	"devcontainers__templates__src__rust-postgres__.devcontainer__devcontainer.json":                                "refused: dockerComposeFile,service",
-	"devcontainers__templates__src__ubuntu__.devcontainer__devcontainer.json":                                       "refused: image",
+	"devcontainers__templates__src__php__.devcontainer__devcontainer.json":                                          "refused: image",                     // a Template's source: ${templateOption:…} in the image
+	"devcontainers__templates__src__python__.devcontainer__devcontainer.json":                                       "refused: image",                     // a Template's source: ${templateOption:…} in the image
+	"devcontainers__templates__src__rust-postgres__.devcontainer__devcontainer.json":                                "refused: dockerComposeFile,service", // Docker Compose: cove runs one container
+	"devcontainers__templates__src__ubuntu__.devcontainer__devcontainer.json":                                       "refused: image",                     // a Template's source: ${templateOption:…} in the image
 	"devcontainers__templates__src__universal__.devcontainer__devcontainer.json":                                    "starts",
 	"django__django__.devcontainer__devcontainer.json":                                                              "starts",
 	"dotnet__aspnetcore__.devcontainer__devcontainer.json":                                                          "starts",
 	"dotnet__runtime__.devcontainer__devcontainer.json":                                                             "starts",
 	"dotnet__runtime__.devcontainer__wasm__devcontainer.json":                                                       "starts",
+	"github__docs__.devcontainer__devcontainer.json":                                                                "starts",
 	"home-assistant__core__.devcontainer__devcontainer.json":                                                        "starts",
 	"kubernetes__kubernetes__.devcontainer__devcontainer.json":                                                      "starts",
 	"microsoft__TypeScript__.devcontainer__devcontainer.json":                                                       "starts",
+	"microsoft__playwright__.devcontainer__devcontainer.json":                                                       "starts",
 	"microsoft__vscode-dev-containers__containers__azure-functions-node__.devcontainer__devcontainer.json":          "starts",
 	"microsoft__vscode-dev-containers__containers__bazel__.devcontainer__devcontainer.json":                         "starts",
-	"microsoft__vscode-dev-containers__containers__codespaces-linux__.devcontainer__devcontainer.json":              "refused: runArgs",
+	"microsoft__vscode-dev-containers__containers__codespaces-linux__.devcontainer__devcontainer.json":              "refused: runArgs", // --privileged
 	"microsoft__vscode-dev-containers__containers__cpp__.devcontainer__devcontainer.json":                           "starts",
-	"microsoft__vscode-dev-containers__containers__dapr-dotnet__.devcontainer__devcontainer.json":                   "refused: dockerComposeFile,service",
+	"microsoft__vscode-dev-containers__containers__dapr-dotnet__.devcontainer__devcontainer.json":                   "refused: dockerComposeFile,service", // Docker Compose: cove runs one container
 	"microsoft__vscode-dev-containers__containers__deno__.devcontainer__devcontainer.json":                          "starts",
 	"microsoft__vscode-dev-containers__containers__docker-from-docker__.devcontainer__devcontainer.json":            "starts",
-	"microsoft__vscode-dev-containers__containers__docker-in-docker__.devcontainer__devcontainer.json":              "refused: runArgs",
+	"microsoft__vscode-dev-containers__containers__docker-in-docker__.devcontainer__devcontainer.json":              "refused: runArgs", // --privileged
 	"microsoft__vscode-dev-containers__containers__dotnet__.devcontainer__devcontainer.json":                        "starts",
-	"microsoft__vscode-dev-containers__containers__elixir-phoenix-postgres__.devcontainer__devcontainer.json":       "refused: dockerComposeFile,service",
+	"microsoft__vscode-dev-containers__containers__elixir-phoenix-postgres__.devcontainer__devcontainer.json":       "refused: dockerComposeFile,service", // Docker Compose: cove runs one container
 	"microsoft__vscode-dev-containers__containers__go__.devcontainer__devcontainer.json":                            "starts",
 	"microsoft__vscode-dev-containers__containers__haskell__.devcontainer__devcontainer.json":                       "starts",
 	"microsoft__vscode-dev-containers__containers__javascript-node__.devcontainer__devcontainer.json":               "starts",
 	"microsoft__vscode-dev-containers__containers__julia__.devcontainer__devcontainer.json":                         "starts",
 	"microsoft__vscode-dev-containers__containers__jupyter-datascience-notebooks__.devcontainer__devcontainer.json": "starts",
-	"microsoft__vscode-dev-containers__containers__kubernetes-helm-minikube__.devcontainer__devcontainer.json":      "refused: runArgs",
+	"microsoft__vscode-dev-containers__containers__kubernetes-helm-minikube__.devcontainer__devcontainer.json":      "refused: runArgs", // --privileged
 	"microsoft__vscode-dev-containers__containers__php__.devcontainer__devcontainer.json":                           "starts",
 	"microsoft__vscode-dev-containers__containers__python-3__.devcontainer__devcontainer.json":                      "starts",
 	"microsoft__vscode-dev-containers__containers__r__.devcontainer__devcontainer.json":                             "starts",
@@ -87,6 +90,8 @@ var corpusWant = map[string]string{
 	"nodejs__node__.devcontainer__devcontainer.json":                                                                "starts",
 	"python__cpython__.devcontainer__devcontainer.json":                                                             "starts",
 	"python__cpython__.devcontainer__wasi__devcontainer.json":                                                       "starts",
+	"pytorch__pytorch__.devcontainer__cuda__devcontainer.json":                                                      "starts",
+	"withastro__astro__.devcontainer__devcontainer.json":                                                            "starts",
 }
 
 // corpusDir finds the corpus, "" when there is none here.
