@@ -31,7 +31,7 @@ func (c *Config) Kube() (*KubeChoice, error) {
 	}
 	var cc coveCustomizations
 	if err := json.Unmarshal(c.Customizations["cove"], &cc); err != nil {
-		return nil, fmt.Errorf("%s: customizations.cove: %w", c.Path, err)
+		return nil, fmt.Errorf("%s: customizations.cove: want an object ({\"kube\": …}); write it so, or remove it", c.Path)
 	}
 	switch s := strings.TrimSpace(string(cc.Kube)); s {
 	case "", "null", "false":
@@ -41,7 +41,7 @@ func (c *Config) Kube() (*KubeChoice, error) {
 	}
 	var k KubeChoice
 	if err := json.Unmarshal(cc.Kube, &k); err != nil {
-		return nil, fmt.Errorf("%s: customizations.cove.kube: want true or {\"context\": …, \"namespace\": …}: %w", c.Path, err)
+		return nil, fmt.Errorf("%s: customizations.cove.kube: %s: write true, or {\"context\": …, \"namespace\": …} (strings)", c.Path, strings.TrimSpace(string(cc.Kube)))
 	}
 	return &k, nil
 }

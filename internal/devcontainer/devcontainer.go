@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -243,11 +244,11 @@ var ignoredWhy = map[string]string{
 func Parse(dir, path string, b []byte, opts Options) (*Config, error) {
 	std, err := hujson.Standardize(b)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s is not JSON (comments and trailing commas allowed): %v; fix the file there", path, strings.TrimPrefix(err.Error(), "hujson: "))
 	}
 	var tree map[string]any
 	if err := json.Unmarshal(std, &tree); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s is not a JSON object of devcontainer.json's keys: %v; fix the file", path, err)
 	}
 	if err := refuse(path, tree); err != nil {
 		return nil, err
@@ -262,7 +263,14 @@ func Parse(dir, path string, b []byte, opts Options) (*Config, error) {
 	substituted := v.walk(tree, "").(map[string]any)
 	std, _ = json.Marshal(substituted)
 	if err := json.Unmarshal(std, c); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, decodeError(path, substituted, err)
+	}
+	if c.WorkspaceMount != "" {
+		// Checked here, not as the workspace starts: a form cove cannot
+		// mount stops before anything is built or fetched.
+		if _, err := ParseMount(c.WorkspaceMount); err != nil {
+			return nil, fmt.Errorf("%s: workspaceMount %q: %v; write it as Docker's --mount (type=bind,source=${localWorkspaceFolder},target=/workspaces/NAME), or remove it", path, c.WorkspaceMount, err)
+		}
 	}
 	c.vars = v
 	var keys []string
@@ -319,6 +327,66 @@ func Parse(dir, path string, b []byte, opts Options) (*Config, error) {
 	}
 	c.Notes = append(c.Notes, rt.Notes...)
 	return c, nil
+}
+
+// decodeError is err, the file's failure to decode into a Config, as
+// the user can act on it: the key whose value is not of the spec's form
+// (found by decoding the keys of tree one by one), what it is and what
+// the key takes, rather than the decoder's Go types.
+func decodeError(path string, tree map[string]any, err error) error {
+	keys := make([]string, 0, len(tree))
+	for k := range tree {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		b, _ := json.Marshal(map[string]any{k: tree[k]})
+		var one Config
+		kerr := json.Unmarshal(b, &one)
+		if kerr == nil {
+			continue
+		}
+		where, why := k, kerr.Error()
+		var te *json.UnmarshalTypeError
+		if errors.As(kerr, &te) {
+			if te.Field != "" {
+				where = te.Field
+			}
+			why = fmt.Sprintf("%s %s, where it takes %s", article(te.Value), te.Value, typeWords(te.Type))
+		}
+		return fmt.Errorf("%s: %s: %s; write it as the spec has it (containers.dev/implementors/json_reference), or remove it", path, where, why)
+	}
+	return fmt.Errorf("%s: %w", path, err)
+}
+
+func article(w string) string {
+	if strings.ContainsRune("aeiou", rune(w[0])) {
+		return "an"
+	}
+	return "a"
+}
+
+// typeWords says what a Go type of Config is in JSON's terms.
+func typeWords(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int64, reflect.Float64:
+		return "a number"
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.String {
+			return "an array of strings"
+		}
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return t.String()
 }
 
 // refuse is the error for a config cove cannot run as written.

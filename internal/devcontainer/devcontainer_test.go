@@ -1,6 +1,7 @@
 package devcontainer
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -419,7 +420,7 @@ func TestKubeChoice(t *testing.T) {
 		{`{"customizations": {"cove": {"kube": true}}}`, &KubeChoice{}, ""},
 		{`{"customizations": {"cove": {"kube": {"context": "gpu", "namespace": "dev"}}}}`, &KubeChoice{Context: "gpu", Namespace: "dev"}, ""},
 		{`{"customizations": {"cove": {"kube": false}, "vscode": {}}}`, nil, ""},
-		{`{"customizations": {"cove": {"kube": "gpu"}}}`, nil, "customizations.cove.kube: want true or"},
+		{`{"customizations": {"cove": {"kube": "gpu"}}}`, nil, `customizations.cove.kube: "gpu": write true, or`},
 	} {
 		c, err := Parse(dir, filepath.Join(dir, ".devcontainer.json"), []byte(tc.json), Options{})
 		if tc.err != "" {
@@ -553,5 +554,50 @@ func TestPrivilegedMetadataSaysWhatToDo(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) || !doWords.MatchString(err.Error()) {
 			t.Errorf("%s: %v", label, err)
 		}
+	}
+}
+
+// TestMalformedValuesNameTheKey: a value not of the spec's form is
+// refused as it is read, naming the file, the key, what it is and what
+// the key takes, never as the decoder's "cannot unmarshal … Config.runArgs
+// of type []string"; a workspaceMount cove cannot mount stops there too,
+// not as the workspace starts.
+func TestMalformedValuesNameTheKey(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"image": "x", "runArgs": "--init"}`:                                     "runArgs: a string, where it takes an array of strings",
+		`{"image": "x", "remoteUser": 1000}`:                                      "remoteUser: a number, where it takes a string",
+		`{"image": "x", "init": "true"}`:                                          "init: a string, where it takes true or false",
+		`{"image": "x", "features": []}`:                                          "features: an array, where it takes an object",
+		`{"image": "x", "build": {"dockerfile": 1}}`:                              "build.dockerfile: a number, where it takes a string",
+		`{"image": "x", "mounts": ["source=a,target=b"]}`:                         `mounts: mount target "b": want an absolute path`,
+		`{"image": "x", "containerEnv": ["A=1"]}`:                                 "containerEnv: want an object of names to values",
+		`{"image": "x", "postCreateCommand": 42}`:                                 "postCreateCommand: want a string, an array of strings or an object",
+		`{"image": "x", "workspaceMount": "type=tmpfs,target=/ws"}`:               `workspaceMount "type=tmpfs,target=/ws": mount type "tmpfs"`,
+		`{"image": "x", "customizations": {"cove": {"kube": "gpu"}}}`:             `customizations.cove.kube: "gpu": write true`,
+		`{"image": "x", "workspaceMount": "source=.,target=/ws,type=bind"}`:       `bind mount source "."`,
+		`{"image": "x", "postCreateCommand": {"a": {"nested": "no"}}}`:            "postCreateCommand: a: want a string or an array of strings",
+		`{"image": "x", "forwardPorts": "3000", "portsAttributes": {"3000": {}}}`: "forwardPorts: a string, where it takes an array",
+	} {
+		dir := t.TempDir()
+		write(t, dir, ".devcontainer/devcontainer.json", body)
+		path := filepath.Join(dir, ".devcontainer", "devcontainer.json")
+		_, err := Load(dir, Options{})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", body, err, want)
+			continue
+		}
+		var tree map[string]any
+		if jerr := json.Unmarshal([]byte(body), &tree); jerr != nil {
+			t.Fatal(jerr)
+		}
+		if _, problems := refusal(err, path, tree); len(problems) > 0 {
+			t.Errorf("%s: %v", body, problems)
+		}
+	}
+	// A file that is not JSON says where, and to fix it there.
+	dir := t.TempDir()
+	write(t, dir, ".devcontainer/devcontainer.json", `{"image": "x" "name": "y"}`)
+	if _, err := Load(dir, Options{}); err == nil || !strings.Contains(err.Error(), "line 1, column 15") || !strings.Contains(err.Error(), "fix the file there") {
+		t.Errorf("syntax: %v", err)
 	}
 }
