@@ -34,7 +34,9 @@ import (
 // container, which internal/devimage refuses then, before anything
 // starts).
 var corpusWant = map[string]string{
-	"dapr__dapr__.devcontainer__devcontainer.json":                                                                  "refused: runArgs", // --privileged
+	"apache__airflow__.devcontainer__devcontainer.json":                                                             "refused: dockerComposeFile,service", // Docker Compose: cove runs one container
+	"dapr__dapr__.devcontainer__devcontainer.json":                                                                  "refused: runArgs",                   // --privileged
+	"denoland__deno__.devcontainer__devcontainer.json":                                                              "starts",
 	"devcontainers__templates__.devcontainer__devcontainer.json":                                                    "starts",
 	"devcontainers__templates__src__anaconda__.devcontainer__devcontainer.json":                                     "starts",
 	"devcontainers__templates__src__cpp__.devcontainer__devcontainer.json":                                          "starts",
@@ -58,6 +60,7 @@ var corpusWant = map[string]string{
 	"dotnet__runtime__.devcontainer__devcontainer.json":                                                             "starts",
 	"dotnet__runtime__.devcontainer__wasm__devcontainer.json":                                                       "starts",
 	"github__docs__.devcontainer__devcontainer.json":                                                                "starts",
+	"grafana__grafana__.devcontainer__devcontainer.json":                                                            "starts",
 	"home-assistant__core__.devcontainer__devcontainer.json":                                                        "starts",
 	"kubernetes__kubernetes__.devcontainer__devcontainer.json":                                                      "starts",
 	"microsoft__TypeScript__.devcontainer__devcontainer.json":                                                       "starts",
@@ -91,6 +94,7 @@ var corpusWant = map[string]string{
 	"python__cpython__.devcontainer__devcontainer.json":                                                             "starts",
 	"python__cpython__.devcontainer__wasi__devcontainer.json":                                                       "starts",
 	"pytorch__pytorch__.devcontainer__cuda__devcontainer.json":                                                      "starts",
+	"rust-lang__rust__.devcontainer__devcontainer.json":                                                             "starts",
 	"withastro__astro__.devcontainer__devcontainer.json":                                                            "starts",
 }
 
