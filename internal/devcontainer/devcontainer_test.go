@@ -473,6 +473,17 @@ func TestTemplateSource(t *testing.T) {
 	if !strings.Contains(notes, "postCreateCommand: ${target} is not a variable of devcontainer.json") || strings.Contains(notes, "${workspaceFolder}") {
 		t.Errorf("notes: %s", notes)
 	}
+	// ${containerEnv:…} where cove cannot know it yet (a mount's source)
+	// is named; in remoteEnv it is resolved, not named.
+	write(t, dir, ".devcontainer/devcontainer.json", `{"image": "x", "mounts": ["source=${containerEnv:HOME}/cache,target=/c,type=volume"],
+		"remoteEnv": {"PATH": "/x:${containerEnv:PATH}"}}`)
+	if c, err = Load(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	notes = strings.Join(c.Notes, "\n")
+	if !strings.Contains(notes, "mounts: ${containerEnv:HOME} is resolved only in containerEnv, remoteEnv and the lifecycle commands") || strings.Contains(notes, "PATH}") {
+		t.Errorf("notes: %s", notes)
+	}
 }
 
 // TestTopLevelContext: the older files' "context" beside "dockerFile" is

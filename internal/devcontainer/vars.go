@@ -85,7 +85,12 @@ func (v *vars) local(s, where string) string {
 		case "devcontainerId":
 			return v.id
 		case "containerEnv":
-			return ref // resolved once the container's environment is known
+			// Resolved once the container's environment is known, where
+			// cove reads it then; anywhere else it would stay text.
+			if top, _, _ := strings.Cut(where, "."); applied(where) && !containerEnvKeys[top] {
+				v.notes = appendOnce(v.notes, fmt.Sprintf("%s: %s is resolved only in containerEnv, remoteEnv and the lifecycle commands run in the container; here it is left as written", where, ref))
+			}
+			return ref
 		}
 		if applied(where) {
 			v.unknown = appendOnceRef(v.unknown, [2]string{ref, where})
@@ -138,6 +143,11 @@ func (v *vars) walk(node any, where string) any {
 	}
 	return node
 }
+
+// containerEnvKeys are where cove resolves ${containerEnv:…}: the
+// environment maps and the commands run in the container.
+var containerEnvKeys = map[string]bool{"containerEnv": true, "remoteEnv": true, "onCreateCommand": true,
+	"updateContentCommand": true, "postCreateCommand": true, "postStartCommand": true, "postAttachCommand": true}
 
 // applied says whether the key path where is one cove applies: the
 // name and the tools' customizations are not (VS Code's own variables,
