@@ -211,11 +211,13 @@ var handledKeys = map[string]func(c *Config, v any) bool{
 	},
 }
 
+// relFolder is the file's folder, relative to the project.
 func relFolder(c *Config) string {
 	rel, _ := filepath.Rel(c.project, filepath.Dir(c.Path))
 	return rel
 }
 
+// mentions says whether a line of lines names key.
 func mentions(lines []string, key string) bool {
 	for _, l := range lines {
 		if strings.Contains(l, key) {
@@ -259,7 +261,8 @@ var bareParse = regexp.MustCompile(`(^|: )json: |invalid character|cannot unmars
 // leftVar is a variable still in a value cove applies.
 var leftVar = regexp.MustCompile(`\$\{[^}]*\}`)
 
-// corpusHome is a home with the trust record of the file at path.
+// loadCorpus loads the config rel of the project dir, with a home of its
+// own that trusts it (as cove up --trust does) when trusted.
 func loadCorpus(t *testing.T, dir, rel string, trusted bool) (*Config, error) {
 	t.Helper()
 	home := t.TempDir()
