@@ -526,7 +526,7 @@ func fileRuntime(dc *devcontainer.Config, limits *container.Limits, conf *Confin
 		return nil, err
 	}
 	if rt.Memory != "" && limits.Memory == 0 {
-		if limits.Memory, err = ParseSize(rt.Memory); err != nil {
+		if limits.Memory, err = container.ParseSize(rt.Memory); err != nil {
 			return nil, fmt.Errorf("%s: runArgs --memory: %w", dc.Path, err)
 		}
 	}

@@ -35,7 +35,7 @@ func (lo *Local) runArgsLaunch(dc *devcontainer.Config, rt *devcontainer.Runtime
 		fmt.Fprintf(lo.Stderr, "cove: note: %s\n", termtext.Visible(fmt.Sprintf(f, a...)))
 	}
 	if rt.ShmSize != "" {
-		n, err := ParseSize(rt.ShmSize)
+		n, err := container.ParseSize(rt.ShmSize)
 		if err != nil || n <= 0 {
 			return fmt.Errorf("%s: runArgs --shm-size %q: want a size, as 2g or 512m", dc.Path, rt.ShmSize)
 		}

@@ -7,11 +7,8 @@ package workspace
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/cove-sh/cove/container"
@@ -87,31 +84,6 @@ type Info struct {
 	Where    string
 	Created  time.Time
 	Dir      string
-}
-
-// ParseSize reads 512, 64k, 64m, 2g (powers of 1024).
-func ParseSize(s string) (int64, error) {
-	if s == "" {
-		return 0, nil
-	}
-	mult := int64(1)
-	switch strings.ToLower(s[len(s)-1:]) {
-	case "k":
-		mult = 1 << 10
-	case "m":
-		mult = 1 << 20
-	case "g":
-		mult = 1 << 30
-	}
-	num := s
-	if mult != 1 {
-		num = s[:len(s)-1]
-	}
-	n, err := strconv.ParseInt(strings.TrimSuffix(strings.ToLower(num), "i"), 10, 64)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("size %q: want a number with an optional k, m or g", s)
-	}
-	return n * mult, nil
 }
 
 // Confinement is how a container is kept in beyond its limits.

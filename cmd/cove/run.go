@@ -73,7 +73,7 @@ when cove could not start the container.`,
 // limitsFrom reads limitFlags. What is not given is zero (Net ""): a
 // workspace's devcontainer.json may say it.
 func limitsFrom(c *cli.Context) (container.Limits, workspace.Confinement, error) {
-	mem, err := workspace.ParseSize(c.String("memory"))
+	mem, err := container.ParseSize(c.String("memory"))
 	if err != nil {
 		return container.Limits{}, workspace.Confinement{}, fmt.Errorf("--memory: %w", err)
 	}
@@ -128,7 +128,7 @@ func runContainer(c *cli.Context) (int, error) {
 		}
 		l.Ports = append(l.Ports, p)
 	}
-	if l.ShmSize, err = workspace.ParseSize(c.String("shm-size")); err != nil {
+	if l.ShmSize, err = container.ParseSize(c.String("shm-size")); err != nil {
 		return 0, fmt.Errorf("--shm-size: %w", err)
 	}
 	for _, v := range c.StringSlice("ulimit") {
