@@ -425,6 +425,11 @@ func (r *rootfs) mountBinds() error {
 			}
 		}
 	}
+	for _, t := range r.spec.Tmpfs {
+		if err := r.mountTmpfs(t); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -67,6 +67,8 @@ type Spec struct {
 	// NoNewPrivileges sets no_new_privs for every process: setuid
 	// binaries and file capabilities give nothing more.
 	NoNewPrivileges bool `json:"no_new_privileges,omitempty"`
+	// Tmpfs are file systems in memory, mounted after the binds.
+	Tmpfs []Tmpfs `json:"tmpfs,omitempty"`
 	// Devices are host devices bound into /dev (ParseDevice).
 	Devices []Device `json:"devices,omitempty"`
 	// ShmSize is the size of /dev/shm in bytes (it is memory, and counts

@@ -443,10 +443,17 @@ func rootlessKeepID(name string, u container.User, wsName string, update, ranged
 // directory cove keeps beside the workspace's layer (volumes/NAME, gone
 // with cove rm or --fresh); a bind of a host path is there only when the
 // user trusted the file (an untrusted one's were dropped when it was read).
-func workspaceMounts(ms []devcontainer.Mount, trusted bool, layerDir string) ([]container.Bind, error) {
+func workspaceMounts(ms []devcontainer.Mount, trusted bool, layerDir string) ([]container.Bind, []container.Tmpfs, error) {
 	var binds []container.Bind
+	var tmpfs []container.Tmpfs
 	for _, m := range ms {
 		switch m.Type {
+		case "tmpfs":
+			t := container.Tmpfs{Target: m.Target, ReadOnly: m.ReadOnly}
+			if err := t.SetOptions(m.Options...); err != nil {
+				return nil, nil, fmt.Errorf("devcontainer.json: mounts: %w", err)
+			}
+			tmpfs = append(tmpfs, t)
 		case "volume":
 			name := m.Source
 			if name == "" || strings.ContainsAny(name, "/\x00") || name == "." || name == ".." {
@@ -454,7 +461,7 @@ func workspaceMounts(ms []devcontainer.Mount, trusted bool, layerDir string) ([]
 			}
 			dir := filepath.Join(layerDir, "volumes", name)
 			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return nil, fmt.Errorf("devcontainer.json: mounts: volume %s: %w", m.Source, err)
+				return nil, nil, fmt.Errorf("devcontainer.json: mounts: volume %s: %w", m.Source, err)
 			}
 			binds = append(binds, container.Bind{Source: dir, Target: m.Target, ReadOnly: m.ReadOnly})
 		case "bind":
@@ -464,7 +471,7 @@ func workspaceMounts(ms []devcontainer.Mount, trusted bool, layerDir string) ([]
 			binds = append(binds, container.Bind{Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
 		}
 	}
-	return binds, nil
+	return binds, tmpfs, nil
 }
 
 // workspaceEnv applies devcontainer.json's containerEnv and remoteEnv to
@@ -561,7 +568,7 @@ func workspaceMountBind(dc *devcontainer.Config, project, layerDir string) (*con
 	if m.Type == "bind" && filepath.Clean(m.Source) != project && !dc.Trusted {
 		return nil, nil // held back, and said, when the file was read
 	}
-	binds, err := workspaceMounts([]devcontainer.Mount{m}, true, layerDir)
+	binds, _, err := workspaceMounts([]devcontainer.Mount{m}, true, layerDir)
 	if err != nil || len(binds) == 0 {
 		return nil, err
 	}
@@ -593,11 +600,12 @@ func (lo *Local) applyRuntime(dc *devcontainer.Config, l *Launch, layerDir strin
 	l.NoNewPrivileges = rt.NoNewPrivileges
 	l.NoSeccomp = l.NoSeccomp || rt.NoSeccomp
 	if before < len(dc.Mounts) {
-		extra, err := workspaceMounts(dc.Mounts[before:], dc.Trusted, layerDir)
+		extra, tmpfs, err := workspaceMounts(dc.Mounts[before:], dc.Trusted, layerDir)
 		if err != nil {
 			return err
 		}
 		l.Binds = append(l.Binds, extra...)
+		l.Tmpfs = append(l.Tmpfs, tmpfs...)
 	}
 	return nil
 }

@@ -66,6 +66,7 @@ type Launch struct {
 	Ulimits    []container.Ulimit
 	ExtraHosts [][2]string
 	Devices    []container.Device // docker run's --device
+	Tmpfs      []container.Tmpfs  // docker run's --tmpfs, devcontainer.json's tmpfs mounts
 	// Prepare, if set, sees the image's config and root filesystem and
 	// may change the process made from it and the launch (binds,
 	// capabilities: a workspace's devcontainer.json with the image's
@@ -156,7 +157,7 @@ func (lo *Local) Run(ctx context.Context, l Launch) (int, error) {
 		Binary: bin, ResolvConf: resolv, Hosts: hosts, HostnameFile: filepath.Join(filepath.Dir(hosts), "hostname"),
 		Binds: l.Binds, Net: l.Net, Ports: l.Ports, NoSeccomp: l.NoSeccomp, UserNS: os.Geteuid() != 0, Process: proc,
 		CapAdd: l.CapAdd, CapDrop: l.CapDrop, NoNewPrivileges: l.NoNewPrivileges,
-		ShmSize: l.ShmSize, Ulimits: lo.ulimits(l.Ulimits), Devices: l.Devices,
+		ShmSize: l.ShmSize, Ulimits: lo.ulimits(l.Ulimits), Devices: l.Devices, Tmpfs: l.Tmpfs,
 		Control: filepath.Join(states.Dir(name), "ctl.sock"),
 	}
 	if spec.UserNS {

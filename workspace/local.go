@@ -108,7 +108,7 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (*container.State, error) {
 	if conf.Net == "" {
 		conf.Net = container.NetPrivate
 	}
-	// runArgs' --shm-size, --ulimit, --add-host, --device and --env-file, read now:
+	// runArgs' --shm-size, --ulimit, --add-host, --device, --tmpfs and --env-file, read now:
 	// a bad one stops the start before anything runs.
 	shaped := Launch{Net: conf.Net}
 	if err := lo.runArgsLaunch(dc, rt, abs, &shaped); err != nil {
@@ -200,12 +200,14 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (*container.State, error) {
 		binds = append(binds, container.Bind{Source: abs, Target: folder})
 	}
 	var mounts []container.Bind
+	var tmpfs []container.Tmpfs
 	if dc != nil {
-		if mounts, err = workspaceMounts(append(slices.Clone(dc.Mounts), rt.Mounts...), dc.Trusted, layerDir); err != nil {
+		if mounts, tmpfs, err = workspaceMounts(append(slices.Clone(dc.Mounts), rt.Mounts...), dc.Trusted, layerDir); err != nil {
 			return nil, err
 		}
 	}
 	binds = append(binds, mounts...)
+	tmpfs = append(tmpfs, shaped.Tmpfs...)
 	var wsEnv []string // the workspace's environment, for the lifecycle commands' ${containerEnv:…}
 	var imageCfg *v1.ConfigFile
 	var chown []string // rootless: new volumes for the user (see workspaceUser)
@@ -222,7 +224,7 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (*container.State, error) {
 		Limits:  limits, Net: conf.Net, Ports: ports, NoSeccomp: conf.NoSeccomp, Detach: true, Quiet: true,
 		Dir:      layerDir,
 		Hostname: rt.Hostname,
-		ShmSize:  shaped.ShmSize, Ulimits: shaped.Ulimits, ExtraHosts: shaped.ExtraHosts, Devices: shaped.Devices,
+		ShmSize:  shaped.ShmSize, Ulimits: shaped.Ulimits, ExtraHosts: shaped.ExtraHosts, Devices: shaped.Devices, Tmpfs: tmpfs,
 		Prepare: func(cfg *v1.ConfigFile, rootfs string, proc *container.Process, l *Launch) error {
 			// The server is the workload: the image's ENTRYPOINT is not
 			// put in front of it (devcontainer.json's overrideCommand,

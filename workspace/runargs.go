@@ -23,7 +23,7 @@ import (
 const maxEnvFile = 1 << 20
 
 // runArgsLaunch applies devcontainer.json's runArgs that shape the launch
-// (--shm-size, --ulimit, --add-host, --device) to l, and puts the variables of its
+// (--shm-size, --ulimit, --add-host, --device, --tmpfs) to l, and puts the variables of its
 // --env-files before its -e ones in rt.Env, as docker run orders them.
 // project is the host's project directory: a relative --env-file is in
 // it. A file cove cannot read is an error before anything starts.
@@ -71,6 +71,13 @@ func (lo *Local) runArgsLaunch(dc *devcontainer.Config, rt *devcontainer.Runtime
 			return fmt.Errorf("%s: runArgs --%w", dc.Path, err)
 		}
 		l.Devices = append(l.Devices, d)
+	}
+	for _, v := range rt.Tmpfs {
+		t, err := container.ParseTmpfs(v)
+		if err != nil {
+			return fmt.Errorf("%s: runArgs --%w", dc.Path, err)
+		}
+		l.Tmpfs = append(l.Tmpfs, t)
 	}
 	var env []string
 	for _, p := range rt.EnvFiles {

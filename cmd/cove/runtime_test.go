@@ -69,10 +69,11 @@ func TestDevcontainerRuntime(t *testing.T) {
 	}
 	project, root := devcontainerProject(t, `{"image": "`+ref+`", "capAdd": ["SYS_PTRACE"], "overrideCommand": false,
 		"workspaceMount": "source=${localWorkspaceFolder},target=/workspaces/proj,type=bind", "workspaceFolder": "/workspaces/proj",
+		"mounts": ["type=tmpfs,target=/scratch,tmpfs-size=10m,tmpfs-mode=700"],
 		"runArgs": ["--cap-add=NET_ADMIN", "--cap-drop", "CHOWN", "-e", "FROM_RUNARGS=yes", "--hostname", "devbox",
 			"--security-opt", "no-new-privileges", "--pids-limit", "200", "--add-host", "x.test:1.2.3.4", "--add-host=gw:host-gateway",
 			"--shm-size=200m", "--ulimit", "nofile=512:1024", "--ulimit", "memlock=`+memlock+`", "--env-file", ".devcontainer/dev.env",
-			"--userns=keep-id", "--device=/dev/fuse", "--device", "/dev/net/tun:/dev/net/tun:rwm", "--device=/dev/cove-no-such-device", "--gpus=all"]}`)
+			"--userns=keep-id", "--device=/dev/fuse", "--device", "/dev/net/tun:/dev/net/tun:rwm", "--device=/dev/cove-no-such-device", "--gpus=all", "--tmpfs", "/run/t:size=5m"]}`)
 	os.WriteFile(filepath.Join(project, "marker"), []byte("m"), 0o644)
 	os.WriteFile(filepath.Join(project, ".devcontainer", "dev.env"), []byte("# the project's\nFROM_FILE=file value \nFROM_RUNARGS=the -e wins\n\n  INDENTED=1\nHOST_ONLY\n"), 0o644)
 	name := workspace.Name(project)
@@ -104,8 +105,9 @@ func TestDevcontainerRuntime(t *testing.T) {
 	// cove cannot raise it), an env file before -e.
 	if r := runProc(t, root, "", "exec", name, "sh", "-c", "grep -c '^1.2.3.4	x.test$' /etc/hosts; grep -c gw /etc/hosts; grep ' /dev/shm ' /proc/mounts | grep -o 'size=[0-9]*k'; "+
 		"grep -E '^Max (open files|locked memory)' /proc/self/limits | tr -s ' ' | sed 's/ $//'; echo \"$FROM_FILE|$FROM_RUNARGS|$INDENTED|${HOST_ONLY-unset}\"; "+
-		"exec 3<>/dev/fuse && echo fuse opened; test -c /dev/net/tun && echo tun"); r.stdout !=
-		"1\n0\nsize=204800k\nMax open files 512 1024 files\nMax locked memory "+memlockWant+" bytes\nfile value |yes|1|unset\nfuse opened\ntun\n" {
+		"exec 3<>/dev/fuse && echo fuse opened; test -c /dev/net/tun && echo tun; "+
+		"for m in /scratch /run/t; do grep \" $m tmpfs \" /proc/mounts | grep -oE 'noexec|size=[0-9]+k|mode=[0-7]+' | tr '\\n' ' '; echo; done"); r.stdout !=
+		"1\n0\nsize=204800k\nMax open files 512 1024 files\nMax locked memory "+memlockWant+" bytes\nfile value |yes|1|unset\nfuse opened\ntun\nsize=10240k mode=700 \nnoexec size=5120k \n" {
 		t.Errorf("--add-host, --shm-size, --ulimit, --env-file, --device: %q (%s)", r.stdout, r.stderr)
 	}
 	if raised := container.CanRaiseLimits(); !raised && !strings.Contains(r.stderr, "ulimit memlock="+memlock+":"+memlock+": above this machine's hard limit") {

@@ -268,7 +268,9 @@ func Parse(dir, path string, b []byte, opts Options) (*Config, error) {
 	if c.WorkspaceMount != "" {
 		// Checked here, not as the workspace starts: a form cove cannot
 		// mount stops before anything is built or fetched.
-		if _, err := ParseMount(c.WorkspaceMount); err != nil {
+		if m, err := ParseMount(c.WorkspaceMount); err == nil && m.Type == "tmpfs" {
+			return nil, fmt.Errorf("%s: workspaceMount %q: a tmpfs would put an empty directory in memory where the project goes; write a bind (type=bind,source=${localWorkspaceFolder},target=/workspaces/NAME) or a volume", path, c.WorkspaceMount)
+		} else if err != nil {
 			return nil, fmt.Errorf("%s: workspaceMount %q: %v; write it as Docker's --mount (type=bind,source=${localWorkspaceFolder},target=/workspaces/NAME), or remove it", path, c.WorkspaceMount, err)
 		}
 	}

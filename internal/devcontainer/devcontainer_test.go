@@ -331,7 +331,7 @@ func TestRuntime(t *testing.T) {
 	dir, home := t.TempDir(), t.TempDir()
 	body := `{"image": "x", "capAdd": ["SYS_PTRACE"], "securityOpt": ["seccomp=unconfined", "label=disable"],
 		"runArgs": ["--cap-add", "NET_ADMIN,SYS_NICE", "--cap-drop=CHOWN", "-eA=1", "--env", "B=2", "-e", "HOST_ONLY", "-m512m", "--cpus", "1.5",
-			"--pids-limit=100", "--network=bridge", "--hostname", "box", "-v", "cache:/cache", "--mount", "type=tmpfs,target=/t",
+			"--pids-limit=100", "--network=bridge", "--hostname", "box", "-v", "cache:/cache", "--mount", "type=tmpfs,target=/t,tmpfs-size=64m", "--mount=type=nfs,target=/n", "--tmpfs", "/run/x:size=1m",
 			"--init", "--add-host", "h:1.2.3.4", "--add-host=bad host:1.2.3.4", "--add-host", "v6=[::1]", "--security-opt", "no-new-privileges", "--device=/dev/fuse",
 			"--shm-size", "1g", "--ulimit=nofile=10", "--env-file", "a.env", "--userns", "keep-id", "--userns=host"]}`
 	write(t, dir, ".devcontainer.json", body)
@@ -349,9 +349,9 @@ func TestRuntime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := fmt.Sprintf("%v %v %v %v %v %s %s %s %s %s %v %v %v %s %v %v", rt.CapAdd, rt.CapDrop, rt.NoNewPrivileges, rt.NoSeccomp, rt.Env, rt.Memory, rt.CPUs, rt.PIDs,
-		rt.Net, rt.Hostname, rt.Mounts, rt.Entrypoints, rt.ExtraHosts, rt.ShmSize, rt.Ulimits, rt.EnvFiles)
-	want := "[BPF SYS_PTRACE NET_ADMIN SYS_NICE] [CHOWN] true true [A=1 B=2] 512m 1.5 100 private box [{volume cache /cache false}] [/ep.sh] [[h 1.2.3.4] [v6 ::1]] 1g [nofile=10] [a.env]"
+	got := fmt.Sprintf("%v %v %v %v %v %s %s %s %s %s %v %v %v %s %v %v %v", rt.CapAdd, rt.CapDrop, rt.NoNewPrivileges, rt.NoSeccomp, rt.Env, rt.Memory, rt.CPUs, rt.PIDs,
+		rt.Net, rt.Hostname, rt.Mounts, rt.Entrypoints, rt.ExtraHosts, rt.ShmSize, rt.Ulimits, rt.EnvFiles, rt.Tmpfs)
+	want := "[BPF SYS_PTRACE NET_ADMIN SYS_NICE] [CHOWN] true true [A=1 B=2] 512m 1.5 100 private box [{volume cache /cache false []} {tmpfs  /t false [tmpfs-size=64m]}] [/ep.sh] [[h 1.2.3.4] [v6 ::1]] 1g [nofile=10] [a.env] [/run/x:size=1m]"
 	if got != want {
 		t.Errorf("runtime\n%s\nwant\n%s", got, want)
 	}
@@ -361,7 +361,7 @@ func TestRuntime(t *testing.T) {
 		t.Errorf("devices %q, notes %q", rt.Devices, c.Notes)
 	}
 	notes := strings.Join(c.Notes, "\n")
-	for _, n := range []string{"runArgs -e HOST_ONLY: a variable taken from the host", "--mount type=tmpfs", "runArgs --add-host bad host:1.2.3.4: not NAME:IP", "runArgs --userns host is not supported",
+	for _, n := range []string{"runArgs -e HOST_ONLY: a variable taken from the host", "--mount type=nfs,target=/n: mount type \"nfs\"", "runArgs --add-host bad host:1.2.3.4: not NAME:IP", "runArgs --userns host is not supported",
 		"securityOpt label=disable"} {
 		if !strings.Contains(notes, n) {
 			t.Errorf("notes lack %q:\n%s", n, notes)
@@ -588,7 +588,7 @@ func TestMalformedValuesNameTheKey(t *testing.T) {
 		`{"image": "x", "mounts": ["source=a,target=b"]}`:                         `mounts: mount target "b": want an absolute path`,
 		`{"image": "x", "containerEnv": ["A=1"]}`:                                 "containerEnv: want an object of names to values",
 		`{"image": "x", "postCreateCommand": 42}`:                                 "postCreateCommand: want a string, an array of strings or an object",
-		`{"image": "x", "workspaceMount": "type=tmpfs,target=/ws"}`:               `workspaceMount "type=tmpfs,target=/ws": mount type "tmpfs"`,
+		`{"image": "x", "workspaceMount": "type=tmpfs,target=/ws"}`:               `workspaceMount "type=tmpfs,target=/ws": a tmpfs would put an empty directory in memory`,
 		`{"image": "x", "customizations": {"cove": {"kube": "gpu"}}}`:             `customizations.cove.kube: "gpu": write true`,
 		`{"image": "x", "workspaceMount": "source=.,target=/ws,type=bind"}`:       `bind mount source "."`,
 		`{"image": "x", "postCreateCommand": {"a": {"nested": "no"}}}`:            "postCreateCommand: a: want a string or an array of strings",

@@ -10,10 +10,12 @@ import (
 // Mount is an entry of mounts (or workspaceMount): Docker's --mount
 // string ("type=bind,source=…,target=…") or the same as an object.
 type Mount struct {
-	Type     string `json:"type"` // bind or volume
+	Type     string `json:"type"` // bind, volume or tmpfs
 	Source   string `json:"source"`
 	Target   string `json:"target"`
 	ReadOnly bool   `json:"readonly"`
+	// Options are a tmpfs's, as written (tmpfs-size=64m, tmpfs-mode=1777).
+	Options []string `json:"-"`
 }
 
 // UnmarshalJSON accepts the string and the object form.
@@ -50,6 +52,8 @@ func ParseMount(s string) (Mount, error) {
 			m.Target = v
 		case "readonly", "ro":
 			m.ReadOnly = v == "" || v == "true" || v == "1"
+		case "tmpfs-size", "tmpfs-mode":
+			m.Options = append(m.Options, strings.ToLower(k)+"="+v)
 		case "consistency", "bind-propagation", "":
 		default:
 			// Options cove has no use for (volume-driver…) are dropped.
@@ -59,8 +63,8 @@ func ParseMount(s string) (Mount, error) {
 }
 
 func (m Mount) check() error {
-	if m.Type != "bind" && m.Type != "volume" {
-		return fmt.Errorf("mount type %q: cove mounts bind and volume", m.Type)
+	if m.Type != "bind" && m.Type != "volume" && m.Type != "tmpfs" {
+		return fmt.Errorf("mount type %q: cove mounts bind, volume and tmpfs", m.Type)
 	}
 	if !strings.HasPrefix(m.Target, "/") {
 		return fmt.Errorf("mount target %q: want an absolute path inside the container", m.Target)

@@ -32,6 +32,7 @@ type Runtime struct {
 	// are the project's.
 	EnvFiles []string
 	Devices  []string // runArgs' --device, as written
+	Tmpfs    []string // runArgs' --tmpfs, PATH[:OPTIONS] as written
 	// Entrypoints run, in order, before the workspace's server (the
 	// metadata's entrypoint: a Feature starting its daemon).
 	Entrypoints []string
@@ -142,7 +143,7 @@ var runArgTakesValue = map[string]bool{
 // enforce) wait for trust.
 var runArgInside = map[string]bool{
 	"-e": true, "--env": true, "--init": true, "--hostname": true, "-h": true,
-	"--shm-size": true, "--name": true, "--label": true, "-l": true,
+	"--shm-size": true, "--tmpfs": true, "--name": true, "--label": true, "-l": true,
 	"--rm": true, "-it": true, "-t": true, "-i": true, "--interactive": true, "--tty": true, "-d": true, "--detach": true,
 }
 
@@ -224,6 +225,8 @@ func (rt *Runtime) runArg(flag, v string) error {
 		rt.EnvFiles = append(rt.EnvFiles, v)
 	case "--device":
 		rt.Devices = append(rt.Devices, v)
+	case "--tmpfs":
+		rt.Tmpfs = append(rt.Tmpfs, v)
 	case "-v", "--volume":
 		parts := strings.Split(v, ":")
 		if len(parts) < 2 || len(parts) > 3 {
