@@ -417,11 +417,11 @@ func TestRunContract(t *testing.T) {
 		t.Errorf("-e of an unset variable: %+v", r)
 	}
 	// --shm-size, --ulimit and --add-host, as podman's.
-	if r := runProc(t, root, "", "run", "--rm", "--shm-size", "100m", "--ulimit", "nofile=300:400", "--add-host", "db.test:10.1.2.3", "--device", "/dev/fuse:/dev/fuse:rw", ref, "sh", "-c",
-		"grep ' /dev/shm ' /proc/mounts | grep -o 'size=[0-9]*k'; grep '^Max open files' /proc/self/limits | tr -s ' '; grep db.test /etc/hosts; exec 3<>/dev/fuse && echo fuse"); r.stdout != "size=102400k\nMax open files 300 400 files \n10.1.2.3\tdb.test\nfuse\n" {
+	if r := runProc(t, root, "", "run", "--rm", "--shm-size", "100m", "--ulimit", "nofile=300:400", "--add-host", "db.test:10.1.2.3", "--device", "/dev/fuse:/dev/fuse:rw", "--tmpfs", "/data:size=1m,mode=700,exec", ref, "sh", "-c",
+		"grep ' /dev/shm ' /proc/mounts | grep -o 'size=[0-9]*k'; grep '^Max open files' /proc/self/limits | tr -s ' '; grep db.test /etc/hosts; exec 3<>/dev/fuse && echo fuse; grep ' /data ' /proc/mounts | grep -oE 'noexec|size=[0-9]+k|mode=[0-7]+' | tr '\\n' ' '"); r.stdout != "size=102400k\nMax open files 300 400 files \n10.1.2.3\tdb.test\nfuse\nsize=1024k mode=700 " {
 		t.Errorf("--shm-size, --ulimit, --add-host, --device: %+v", r)
 	}
-	for _, bad := range [][]string{{"--device", "/etc/passwd"}, {"--device", "/dev/fuse:/etc/fuse"}, {"--device", "/dev/fuse:rwx"}, {"--ulimit", "nofiles=1"}, {"--ulimit", "nofile=9:8"}, {"--add-host", "a b:1.2.3.4"}, {"--add-host", "gw:host-gateway"}, {"--shm-size", "big"}} {
+	for _, bad := range [][]string{{"--device", "/etc/passwd"}, {"--device", "/dev/fuse:/etc/fuse"}, {"--device", "/dev/fuse:rwx"}, {"--tmpfs", "/t:size=big"}, {"--tmpfs", "/:size=1m"}, {"--ulimit", "nofiles=1"}, {"--ulimit", "nofile=9:8"}, {"--add-host", "a b:1.2.3.4"}, {"--add-host", "gw:host-gateway"}, {"--shm-size", "big"}} {
 		if r := runProc(t, root, "", append(append([]string{"run", "--rm"}, bad...), ref, "true")...); r.code != 125 || !strings.Contains(r.stderr, bad[0][2:]) {
 			t.Errorf("%v: %+v", bad, r)
 		}

@@ -47,6 +47,7 @@ when cove could not start the container.`,
 			&cli.StringFlag{Name: "shm-size", Usage: "the `SIZE` of /dev/shm (default 64m; it counts as memory)"},
 			&cli.StringSliceFlag{Name: "ulimit", Usage: "a resource limit, `NAME=SOFT[:HARD]` (nofile=1024:4096; -1 is none)"},
 			&cli.StringSliceFlag{Name: "add-host", Usage: "add `NAME:IP` to /etc/hosts"},
+			&cli.StringSliceFlag{Name: "tmpfs", Usage: "an empty file system in memory at `PATH[:OPTIONS]` (size=64m,mode=1777,exec)"},
 			&cli.StringSliceFlag{Name: "device", Usage: "give the container a device of this machine, `HOST[:CONTAINER]` (as /dev/fuse)"},
 			&cli.StringSliceFlag{Name: "publish", Aliases: []string{"p"}, Usage: "forward `PORTS` from the host: [ADDR:]HOSTPORT:CONTAINERPORT[/udp] (on 127.0.0.1 unless ADDR is given; --net private)"},
 		}, limitFlags()...),
@@ -151,6 +152,13 @@ func runContainer(c *cli.Context) (int, error) {
 			return 0, fmt.Errorf("--add-host: %w", err)
 		}
 		l.ExtraHosts = append(l.ExtraHosts, [2]string{name, ip})
+	}
+	for _, v := range c.StringSlice("tmpfs") {
+		t, err := container.ParseTmpfs(v)
+		if err != nil {
+			return 0, fmt.Errorf("--%w", err)
+		}
+		l.Tmpfs = append(l.Tmpfs, t)
 	}
 	for _, v := range c.StringSlice("device") {
 		d, err := container.ParseDevice(v)
