@@ -93,13 +93,13 @@ never in DIR: the workspace can neither forge nor arm them.`,
 					return fmt.Errorf("--trust: %w", err)
 				}
 				fmt.Fprintf(c.App.ErrWriter, "cove: trusting %s as it is now: provider %q, base URL %q, key %s\n",
-					filepath.Join(dir, agent.ProjectConfigPath), t.Provider, t.BaseURL, keyKind(t.APIKey))
+					filepath.Join(dir, agent.ProjectConfigPath), t.Provider, t.BaseURL, agent.KeyKind(t.APIKey))
 			}
 			cfg, err := agent.LoadConfig(home, dir, os.Getenv, agent.Config{Model: c.String("model")})
 			if err != nil {
 				return err
 			}
-			if n := ignoredNote(cfg); n != "" {
+			if n := cfg.IgnoredNote(); n != "" {
 				fmt.Fprintln(c.App.ErrWriter, "cove: note: "+n)
 			}
 			if _, err := cfg.NewProvider(); err != nil {
@@ -446,26 +446,6 @@ func approveOnTerminal(w io.Writer, unapproved *int) func(context.Context, *agen
 		line, _ := bufio.NewReader(tty).ReadString('\n')
 		return allowAnswer(line, act)
 	}
-}
-
-// ignoredNote says what the project's config asked for and did not get.
-func ignoredNote(cfg agent.Config) string {
-	if len(cfg.Ignored) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("the project's %s sets %s, which a project may not choose (the workspace can write it); ignored. "+
-		"If you wrote it, read it and run cove agent --trust", agent.ProjectConfigPath, strings.Join(cfg.Ignored, ", "))
-}
-
-// keyKind describes a key without showing it.
-func keyKind(key string) string {
-	switch {
-	case key == "":
-		return "none"
-	case strings.HasPrefix(key, "$"):
-		return "from $" + strings.TrimPrefix(key, "$")
-	}
-	return "written in the file"
 }
 
 // callLine is a tool call as the trace shows it: what it does, in a few

@@ -65,7 +65,7 @@ func (p *agentPanel) Conversation() (*agent.Conversation, error) {
 	for _, b := range x.broken {
 		cv.Events().Add(agent.Notice{Type: "error", Text: fmt.Sprintf("tool %s is broken: %v", b.Path, b.Err)})
 	}
-	if n := ignoredNote(cfg); n != "" {
+	if n := cfg.IgnoredNote(); n != "" {
 		cv.Events().Add(agent.Notice{Type: "note", Text: n})
 	}
 	for _, n := range x.mcpNotes {
