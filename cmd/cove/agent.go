@@ -19,6 +19,7 @@ import (
 
 	"github.com/cove-sh/cove/agent"
 	"github.com/cove-sh/cove/agent/mcpclient"
+	"github.com/cove-sh/cove/agent/setup"
 	"github.com/cove-sh/cove/internal/mdterm"
 	"github.com/cove-sh/cove/internal/projectwalk"
 	"github.com/cove-sh/cove/internal/termtext"
@@ -71,7 +72,7 @@ never in DIR: the workspace can neither forge nor arm them.`,
 				if err != nil {
 					return err
 				}
-				return setupAgent(c.Context, os.Stdin, c.App.Writer, os.Getenv, agent.UserConfigPath(home), localModelServers())
+				return setup.Run(c.Context, os.Stdin, c.App.Writer, os.Getenv, agent.UserConfigPath(home), setup.LocalServers())
 			}
 			switch agent.Mode(c.String("mode")) {
 			case agent.ModeAsk, agent.ModeEdits, agent.ModeYolo:
