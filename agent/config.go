@@ -312,3 +312,28 @@ func Trust(home, dir string) (Config, error) {
 	b, _ := json.MarshalIndent(m, "", "  ")
 	return c, atomicfile.WriteFile(trustPath(home), append(b, '\n'))
 }
+
+// IgnoredNote says what the project's config asked for and did not get,
+// for the user ("" when nothing was ignored): the terminal and the IDE
+// panel both tell it, since a setting that silently does nothing would
+// look like a bug in the project.
+func (c Config) IgnoredNote() string {
+	if len(c.Ignored) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the project's %s sets %s, which a project may not choose (the workspace can write it); ignored. "+
+		"If you wrote it, read it and run cove agent --trust", ProjectConfigPath, strings.Join(c.Ignored, ", "))
+}
+
+// KeyKind describes an API key without showing it ("none", "from $VAR",
+// "written in the file"), so that what is trusted can be said on a
+// terminal that others may see.
+func KeyKind(key string) string {
+	switch {
+	case key == "":
+		return "none"
+	case strings.HasPrefix(key, "$"):
+		return "from $" + strings.TrimPrefix(key, "$")
+	}
+	return "written in the file"
+}

@@ -160,3 +160,22 @@ func TestProjectConfigFIFOOrSymlink(t *testing.T) {
 		t.Errorf("read through a symlink out of the project: %+v", c)
 	}
 }
+
+// TestIgnoredNoteAndKeyKind: what the terminal and the panel say about a
+// project's settings that were not taken, and a key described without
+// being shown, byte for byte as cmd/cove said them.
+func TestIgnoredNoteAndKeyKind(t *testing.T) {
+	if n := (Config{}).IgnoredNote(); n != "" {
+		t.Errorf("nothing ignored: %q", n)
+	}
+	want := "the project's .cove/config.json sets base_url, api_key, which a project may not choose (the workspace can write it); ignored. " +
+		"If you wrote it, read it and run cove agent --trust"
+	if n := (Config{Ignored: []string{"base_url", "api_key"}}).IgnoredNote(); n != want {
+		t.Errorf("ignored note:\n got %q\nwant %q", n, want)
+	}
+	for key, want := range map[string]string{"": "none", "$MY_KEY": "from $MY_KEY", "sk-secret": "written in the file"} {
+		if got := KeyKind(key); got != want {
+			t.Errorf("KeyKind(%q) = %q, want %q", key, got, want)
+		}
+	}
+}

@@ -1,25 +1,22 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/url"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/cove-sh/cove/agent"
 	"github.com/cove-sh/cove/agent/mcpclient"
-	"github.com/cove-sh/cove/internal/mdterm"
+	"github.com/cove-sh/cove/agent/setup"
+	"github.com/cove-sh/cove/agent/terminal"
 	"github.com/cove-sh/cove/internal/projectwalk"
 	"github.com/cove-sh/cove/internal/termtext"
 	"github.com/cove-sh/cove/workspace"
@@ -71,7 +68,7 @@ never in DIR: the workspace can neither forge nor arm them.`,
 				if err != nil {
 					return err
 				}
-				return setupAgent(c.Context, os.Stdin, c.App.Writer, os.Getenv, agent.UserConfigPath(home), localModelServers())
+				return setup.Run(c.Context, os.Stdin, c.App.Writer, os.Getenv, agent.UserConfigPath(home), setup.LocalServers())
 			}
 			switch agent.Mode(c.String("mode")) {
 			case agent.ModeAsk, agent.ModeEdits, agent.ModeYolo:
@@ -93,13 +90,13 @@ never in DIR: the workspace can neither forge nor arm them.`,
 					return fmt.Errorf("--trust: %w", err)
 				}
 				fmt.Fprintf(c.App.ErrWriter, "cove: trusting %s as it is now: provider %q, base URL %q, key %s\n",
-					filepath.Join(dir, agent.ProjectConfigPath), t.Provider, t.BaseURL, keyKind(t.APIKey))
+					filepath.Join(dir, agent.ProjectConfigPath), t.Provider, t.BaseURL, agent.KeyKind(t.APIKey))
 			}
 			cfg, err := agent.LoadConfig(home, dir, os.Getenv, agent.Config{Model: c.String("model")})
 			if err != nil {
 				return err
 			}
-			if n := ignoredNote(cfg); n != "" {
+			if n := cfg.IgnoredNote(); n != "" {
 				fmt.Fprintln(c.App.ErrWriter, "cove: note: "+n)
 			}
 			if _, err := cfg.NewProvider(); err != nil {
@@ -280,10 +277,15 @@ func runAgent(c *cli.Context, e *env, target workspace.Workspace, dir string, cf
 	for _, n := range x.mcpNotes {
 		fmt.Fprintln(trace, "! "+n)
 	}
-	waitMCP(c.Context, trace, x.mcp)
-	a.Emit = traceEvents(trace)
+	terminal.WaitMCP(c.Context, trace, x.mcp)
+	a.Emit = terminal.Trace(trace)
 	if c.String("prompt") == "" {
-		return chatOnTerminal(c, a, sessions, history, x.mcp)
+		err := terminal.Chat(c.Context, a, terminal.Options{In: os.Stdin, Out: c.App.Writer, Err: c.App.ErrWriter,
+			Sessions: sessions, History: history, MCP: x.mcp, Getenv: os.Getenv})
+		if errors.Is(err, terminal.ErrInterrupted) {
+			return &exitError{code: 130} // as a Ctrl-C at a prompt read by the kernel
+		}
+		return err
 	}
 	prompt := c.String("prompt")
 	if !term.IsTerminal(int(os.Stdin.Fd())) {
@@ -292,7 +294,7 @@ func runAgent(c *cli.Context, e *env, target workspace.Workspace, dir string, cf
 		}
 	}
 	unapproved := 0
-	a.Approve = approveOnTerminal(trace, &unapproved)
+	a.Approve = terminal.Approve(&unapproved)
 	msgs, err := a.Run(c.Context, history, prompt)
 	if err != nil {
 		return fmt.Errorf("agent: %w (session %s)", err, a.Session.ID)
@@ -308,215 +310,4 @@ func runAgent(c *cli.Context, e *env, target workspace.Workspace, dir string, cf
 		return fmt.Errorf("%d of the agent's actions were refused: there is no terminal to approve them (run cove agent in one, or give --yes or --mode edits)", unapproved)
 	}
 	return nil
-}
-
-// chatOnTerminal holds the conversation on standard input and output.
-// Ctrl-C stops the turn in progress; at the prompt it clears the line, or
-// on an empty one leaves. On a terminal, the prompt has line editing and
-// a history, and answers are rendered (markdown, unless NO_COLOR is set);
-// otherwise lines are read and answers written as they come.
-func chatOnTerminal(c *cli.Context, a *agent.Agent, sessions string, history []agent.Message, m *mcpclient.Manager) error {
-	ch := &chat{a: a, out: c.App.Writer, sessions: sessions, history: history, turns: resumedTurns(a.Session, history), mcp: m}
-	stdin, stdout := int(os.Stdin.Fd()), int(os.Stdout.Fd())
-	inTTY, outTTY := term.IsTerminal(stdin), term.IsTerminal(stdout) && c.App.Writer == io.Writer(os.Stdout)
-	dumb := os.Getenv("TERM") == "dumb"
-	var tty *ttyLines
-	if inTTY && outTTY && !dumb {
-		hist, err := loadHistory(historyPath(os.Getenv))
-		if err != nil {
-			fmt.Fprintf(c.App.ErrWriter, "! the prompt history is not read: %v\n", err)
-		}
-		if tty, err = newTTYLines(os.Stdin, os.Stdout, hist, c.App.ErrWriter); err != nil {
-			return err
-		}
-		defer tty.restore()
-		ch.lines = tty
-		if m != nil {
-			// A server's news, while a request is typed, goes above it.
-			m.OnChange(mcpTrace(tty, m))
-		}
-	} else {
-		ch.lines = &plainLines{in: bufio.NewReader(os.Stdin), out: c.App.Writer, echo: outTTY && !inTTY}
-	}
-	if outTTY && !dumb && os.Getenv("NO_COLOR") == "" {
-		ch.md = mdterm.New(os.Stdout, func() int {
-			w, _, _ := term.GetSize(stdout)
-			return w
-		})
-	}
-	leave := func() {
-		fmt.Fprintf(c.App.ErrWriter, "· session %s (cove agent -r %s to continue)\n", a.Session.ID, a.Session.ID)
-	}
-	// Ctrl-C must not end the command (main's context): it goes to the chat.
-	ctx, cancel := context.WithCancel(context.WithoutCancel(c.Context))
-	defer cancel()
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
-	go func() {
-		for sig := range sigs {
-			if sig == syscall.SIGINT && ch.interrupt() {
-				continue
-			}
-			if tty != nil {
-				tty.restore()
-			}
-			fmt.Fprintln(c.App.ErrWriter)
-			leave()
-			a.Session.Close()
-			os.Exit(130)
-		}
-	}()
-	err := ch.run(ctx)
-	leave()
-	if errors.Is(err, errInterrupted) {
-		return &exitError{code: 130} // as a Ctrl-C at a prompt read by the kernel
-	}
-	return err
-}
-
-// traceEvents reports tool calls, results and the loop's notes on w.
-func traceEvents(trace io.Writer) func(agent.LoopEvent) {
-	streamed := false // the running call's output was shown as it came
-	return func(ev agent.LoopEvent) {
-		switch ev.Type {
-		case "tool_call":
-			streamed = false
-			fmt.Fprintf(trace, "· %s\n", callLine(ev.Call))
-		case "tool_output": // a command's output as it runs
-			streamed = true
-			for _, line := range strings.SplitAfter(ev.Text, "\n") {
-				if line != "" {
-					fmt.Fprint(trace, "  │ "+line)
-				}
-			}
-			if !strings.HasSuffix(ev.Text, "\n") {
-				fmt.Fprintln(trace)
-			}
-		case "tool_result":
-			first, _, _ := strings.Cut(ev.Text, "\n")
-			if streamed {
-				// The output is above already: only how it ended.
-				lines := strings.Split(strings.TrimRight(ev.Text, "\n"), "\n")
-				if first = lines[len(lines)-1]; !strings.HasPrefix(first, "[") {
-					first = "done"
-				}
-			}
-			mark := "  →"
-			if ev.IsError {
-				mark = "  ✗"
-			}
-			fmt.Fprintf(trace, "%s %s\n", mark, first)
-		case "edited":
-			plus, minus := 0, 0
-			for _, l := range strings.Split(ev.Diff, "\n") {
-				switch {
-				case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
-				case strings.HasPrefix(l, "+"):
-					plus++
-				case strings.HasPrefix(l, "-"):
-					minus++
-				}
-			}
-			fmt.Fprintf(trace, "  ± %s +%d −%d\n", ev.Action, plus, minus)
-		case "checkpoint":
-			fmt.Fprintf(trace, "· checkpoint %.12s\n", ev.Text)
-		case "compacted":
-			fmt.Fprintln(trace, "· (the conversation was summarised to fit the model)")
-		case "error":
-			fmt.Fprintln(trace, "! "+ev.Text)
-		}
-	}
-}
-
-// approveOnTerminal asks on the controlling terminal; with none, it
-// refuses, telling the model why, and counts it in unapproved.
-func approveOnTerminal(w io.Writer, unapproved *int) func(context.Context, *agent.Action) agent.Decision {
-	return func(ctx context.Context, act *agent.Action) agent.Decision {
-		tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
-		if err != nil {
-			*unapproved++
-			return agent.Decision{Reason: "no one can approve it here (run cove agent in a terminal, or with --yes)"}
-		}
-		defer tty.Close()
-		if act.Diff != "" {
-			fmt.Fprint(tty, colourDiff(termtext.Visible(act.Diff), os.Getenv("NO_COLOR") == ""))
-		}
-		fmt.Fprint(tty, allowQuestion(act))
-		line, _ := bufio.NewReader(tty).ReadString('\n')
-		return allowAnswer(line, act)
-	}
-}
-
-// ignoredNote says what the project's config asked for and did not get.
-func ignoredNote(cfg agent.Config) string {
-	if len(cfg.Ignored) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("the project's %s sets %s, which a project may not choose (the workspace can write it); ignored. "+
-		"If you wrote it, read it and run cove agent --trust", agent.ProjectConfigPath, strings.Join(cfg.Ignored, ", "))
-}
-
-// keyKind describes a key without showing it.
-func keyKind(key string) string {
-	switch {
-	case key == "":
-		return "none"
-	case strings.HasPrefix(key, "$"):
-		return "from $" + strings.TrimPrefix(key, "$")
-	}
-	return "written in the file"
-}
-
-// callLine is a tool call as the trace shows it: what it does, in a few
-// words, not its JSON (an edit's diff follows when it asks).
-func callLine(call *agent.ToolCall) string {
-	var args struct {
-		Path    string `json:"path"`
-		Command string `json:"command"`
-		Pattern string `json:"pattern"`
-	}
-	json.Unmarshal(call.Args, &args)
-	switch {
-	case args.Command != "":
-		cmd, _, more := strings.Cut(args.Command, "\n")
-		if more {
-			cmd += " …"
-		}
-		return call.Name + ": " + termtext.Visible(cmd)
-	case args.Path != "":
-		return call.Name + " " + termtext.Visible(args.Path)
-	case args.Pattern != "":
-		return call.Name + " " + termtext.Visible(args.Pattern)
-	}
-	return call.Name + " " + termtext.Visible(string(call.Args))
-}
-
-// colourDiff colours a unified diff's lines, as git diff does on a
-// terminal: additions green, removals red, hunks cyan.
-func colourDiff(diff string, colour bool) string {
-	if !colour {
-		return diff
-	}
-	var b strings.Builder
-	for _, line := range strings.SplitAfter(diff, "\n") {
-		body := strings.TrimSuffix(line, "\n")
-		code := ""
-		switch {
-		case strings.HasPrefix(body, "+++"), strings.HasPrefix(body, "---"):
-			code = "1"
-		case strings.HasPrefix(body, "+"):
-			code = "32"
-		case strings.HasPrefix(body, "-"):
-			code = "31"
-		case strings.HasPrefix(body, "@@"):
-			code = "36"
-		}
-		if code == "" || body == "" {
-			b.WriteString(line)
-			continue
-		}
-		b.WriteString("\x1b[" + code + "m" + body + "\x1b[m" + line[len(body):])
-	}
-	return b.String()
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/cove-sh/cove/agent"
+	"github.com/cove-sh/cove/agent/setup"
 	"github.com/cove-sh/cove/ide"
 	"github.com/cove-sh/cove/internal/dirs"
 	"github.com/cove-sh/cove/workspace"
@@ -23,9 +24,6 @@ type agentPanel struct {
 	target workspace.Workspace // the workspace its commands run in
 	dir    string
 	ctx    context.Context // the launcher's: the conversation ends with it
-	// setup is the first-run form's back end; the zero value means the
-	// user's config file and the usual local servers.
-	setup panelSetup
 
 	mu         sync.Mutex
 	conv       *agent.Conversation
@@ -65,7 +63,7 @@ func (p *agentPanel) Conversation() (*agent.Conversation, error) {
 	for _, b := range x.broken {
 		cv.Events().Add(agent.Notice{Type: "error", Text: fmt.Sprintf("tool %s is broken: %v", b.Path, b.Err)})
 	}
-	if n := ignoredNote(cfg); n != "" {
+	if n := cfg.IgnoredNote(); n != "" {
 		cv.Events().Add(agent.Notice{Type: "note", Text: n})
 	}
 	for _, n := range x.mcpNotes {
@@ -89,10 +87,8 @@ func (p *agentPanel) Close() {
 	}
 }
 
-// Setup implements ide.AgentBackend.
-func (p *agentPanel) Setup() ide.AgentSetup {
-	if p.setup.path == "" {
-		return newPanelSetup()
-	}
-	return p.setup
-}
+// Setup implements ide.AgentBackend: the user's config file, the usual
+// local servers.
+func (p *agentPanel) Setup() ide.AgentSetup { return setup.NewPanel() }
+
+var _ ide.AgentSetup = setup.Panel{}

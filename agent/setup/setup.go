@@ -1,4 +1,9 @@
-package main
+// Package setup is the agent's first run: it finds what can be used (keys
+// in the environment, local model servers), asks for the provider, server,
+// key and model, checks the model answers, and only then saves the
+// choice to the user's config file. Run asks on a terminal; Panel is the
+// same for the IDE's agent panel.
+package setup
 
 import (
 	"bufio"
@@ -15,9 +20,9 @@ import (
 	"golang.org/x/term"
 )
 
-// localModelServers are where local model servers listen by default:
-// Ollama, LM Studio, llama.cpp's server, vLLM.
-func localModelServers() []string {
+// LocalServers are where local model servers listen by default: Ollama,
+// LM Studio, llama.cpp's server, vLLM. Setup offers those that answer.
+func LocalServers() []string {
 	return []string{"http://127.0.0.1:11434/v1", "http://127.0.0.1:1234/v1", "http://127.0.0.1:8080/v1", "http://127.0.0.1:8000/v1"}
 }
 
@@ -28,14 +33,15 @@ var keyVars = []struct{ name, provider, url string }{
 	{"OPENROUTER_API_KEY", "openai", "https://openrouter.ai/api/v1"},
 }
 
-// setupAgent says what it can already use (keys in the environment, local
+// Run says what it can already use (keys in the environment, local
 // servers that answer on their usual ports), asks for the provider,
 // server and key with those as defaults, lists the server's models to
 // choose from, checks the choice with one small call to the model, and
 // only then saves it all to path (mode 0600). A key typed as "$VAR" is
 // saved as written and read from the environment when used. in is the
-// answers; a key read from a terminal is not echoed.
-func setupAgent(ctx context.Context, in io.Reader, out io.Writer, getenv func(string) string, path string, local []string) error {
+// answers; a key read from a terminal is not echoed. local are the local
+// servers to look for (LocalServers).
+func Run(ctx context.Context, in io.Reader, out io.Writer, getenv func(string) string, path string, local []string) error {
 	r := bufio.NewReader(in)
 	old, found := setupDefaults(ctx, getenv, path, local)
 	if len(found) > 0 {

@@ -1,4 +1,4 @@
-package main
+package terminal
 
 import (
 	"context"
@@ -99,7 +99,7 @@ func (c *chat) run(ctx context.Context) error {
 			fmt.Fprint(c.out, colourDiff(termtext.Visible(act.Diff), c.md != nil))
 		}
 		line, err := c.lines.answer(allowQuestion(act))
-		if errors.Is(err, errInterrupted) {
+		if errors.Is(err, ErrInterrupted) {
 			c.interrupt() // Ctrl-C stops the turn, as it does while the model writes
 			return agent.Decision{Reason: "the user stopped this turn"}
 		}
@@ -108,7 +108,7 @@ func (c *chat) run(ctx context.Context) error {
 	for {
 		line, err := c.lines.prompt()
 		if err != nil {
-			if errors.Is(err, errInterrupted) {
+			if errors.Is(err, ErrInterrupted) {
 				return err
 			}
 			return nil // end of input

@@ -1,4 +1,4 @@
-package main
+package terminal
 
 import (
 	"encoding/json"
@@ -54,7 +54,7 @@ func TestTTYLines(t *testing.T) {
 		{"one \\\rtwo\r", "one \ntwo", nil},
 		{"\x1b[200~p1\rp2\x1b[201~\r", "p1\np2", nil}, // pasted
 		{"draft \\\r\x03", "", nil},                   // Ctrl-C on a next line drops the request
-		{"\x03", "", errInterrupted},
+		{"\x03", "", ErrInterrupted},
 		{"\x04", "", io.EOF},
 	} {
 		prompts := strings.Count(out.String(), "› ")
@@ -153,7 +153,7 @@ func TestTTYLinesNoteKeepsTheLine(t *testing.T) {
 // ended), and a diff on a terminal is coloured.
 func TestTraceShowsCallsBriefly(t *testing.T) {
 	var out strings.Builder
-	emit := traceEvents(&out)
+	emit := Trace(&out)
 	emit(agent.LoopEvent{Type: "tool_call", Call: &agent.ToolCall{Name: "bash", Args: json.RawMessage(`{"command":"make test\nmake lint"}`)}})
 	emit(agent.LoopEvent{Type: "tool_output", Text: "ok 1\nok 2\n"})
 	emit(agent.LoopEvent{Type: "tool_result", Text: "ok 1\nok 2\n[exit status 0]"})

@@ -1,4 +1,4 @@
-package main
+package setup
 
 import (
 	"context"
@@ -11,11 +11,14 @@ import (
 	"github.com/cove-sh/cove/agent"
 )
 
-// panelSetup is the agent panel's first run (ide.AgentSetup), the
-// browser's side of cove agent --setup, on the user's config file:
+// Panel is the agent panel's first run (it implements ide.AgentSetup),
+// the browser's side of cove agent --setup, on the user's config file:
 //
 //	server → {"type":"setup","text":WHY,"config":{provider,base_url,api_key:"$VAR" or "",model},"found":[…],"saved_key":bool}
-type panelSetup struct {
+//
+// NewPanel gives the usual one; its methods are safe to call concurrently
+// (each reads the file anew).
+type Panel struct {
 	path   string   // the user's config file
 	local  []string // local model servers to look for
 	getenv func(string) string
@@ -30,9 +33,9 @@ type setupMsg struct {
 	Models   []agent.Model `json:"models,omitempty"`
 }
 
-// Offer implements ide.AgentSetup: the saved config or what is found, a
-// key written out in the file left out.
-func (s panelSetup) Offer(ctx context.Context, why error) any {
+// Offer is the form's first content (ide.AgentSetup): the saved config
+// or what is found, a key written out in the file left out.
+func (s Panel) Offer(ctx context.Context, why error) any {
 	c, found := setupDefaults(ctx, s.getenv, s.path, s.local)
 	text := why.Error()
 	if errors.Is(why, agent.ErrNoModel) {
@@ -46,7 +49,7 @@ func (s panelSetup) Offer(ctx context.Context, why error) any {
 }
 
 // fill takes the saved key when the form left the key empty.
-func (s panelSetup) fill(c agent.Config) agent.Config {
+func (s Panel) fill(c agent.Config) agent.Config {
 	if c.APIKey == "" {
 		// A saved key only for the server it was saved for.
 		if old, err := agent.ReadConfigFile(s.path); err == nil && old.Provider == c.Provider &&
@@ -57,8 +60,9 @@ func (s panelSetup) fill(c agent.Config) agent.Config {
 	return c
 }
 
-// Models implements ide.AgentSetup.
-func (s panelSetup) Models(ctx context.Context, c agent.Config) ([]agent.Model, error) {
+// Models lists what the server c names serves (ide.AgentSetup), with
+// the saved key when the form left the key empty.
+func (s Panel) Models(ctx context.Context, c agent.Config) ([]agent.Model, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	use, err := usable(s.fill(c), s.getenv)
@@ -68,10 +72,10 @@ func (s panelSetup) Models(ctx context.Context, c agent.Config) ([]agent.Model, 
 	return use.ListModels(ctx)
 }
 
-// Save implements ide.AgentSetup: it checks c's model with one small
+// Save (ide.AgentSetup) checks c's model with one small
 // call, then saves c (0600), with its context window where Ollama tells
 // it; note is for the user.
-func (s panelSetup) Save(ctx context.Context, c agent.Config) (note, path string, err error) {
+func (s Panel) Save(ctx context.Context, c agent.Config) (note, path string, err error) {
 	c = s.fill(c)
 	if c.Provider != "openai" && c.Provider != "anthropic" {
 		return "", "", fmt.Errorf("provider %q: openai (any OpenAI-compatible server) or anthropic", c.Provider)
@@ -90,7 +94,10 @@ func (s panelSetup) Save(ctx context.Context, c agent.Config) (note, path string
 	return note, s.path, agent.SaveConfig(s.path, c)
 }
 
-func newPanelSetup() panelSetup {
+// NewPanel is the panel's setup on the user's config file
+// (~/.config/cove/config.json), with the usual local servers and this
+// process's environment.
+func NewPanel() Panel {
 	home, _ := os.UserHomeDir()
-	return panelSetup{path: agent.UserConfigPath(home), local: localModelServers(), getenv: os.Getenv}
+	return Panel{path: agent.UserConfigPath(home), local: LocalServers(), getenv: os.Getenv}
 }

@@ -1,4 +1,4 @@
-package main
+package terminal
 
 import (
 	"bufio"
@@ -18,15 +18,17 @@ import (
 // lineReader is where the chat's lines come from.
 type lineReader interface {
 	// prompt shows the chat's prompt and reads the next request. io.EOF
-	// means the input ended (or Ctrl-D on an empty line); errInterrupted
+	// means the input ended (or Ctrl-D on an empty line); ErrInterrupted
 	// that Ctrl-C was pressed on an empty line.
 	prompt() (string, error)
 	// answer asks question (an approval's) and reads the reply.
 	answer(question string) (string, error)
 }
 
-// errInterrupted is Ctrl-C pressed at an empty prompt.
-var errInterrupted = errors.New("interrupted")
+// ErrInterrupted is Chat's error when Ctrl-C was pressed at an empty
+// prompt: the user left as a shell's user does, and the command's status
+// should say so (130).
+var ErrInterrupted = errors.New("interrupted")
 
 // plainLines reads lines as they come, from a pipe or a file.
 type plainLines struct {
@@ -102,7 +104,7 @@ func (l *ttyLines) prompt() (string, error) {
 	for p := "› "; ; p = "… " {
 		line, pasted, err := l.read(p)
 		switch {
-		case errors.Is(err, errInterrupted) && len(lines) > 0:
+		case errors.Is(err, ErrInterrupted) && len(lines) > 0:
 			return "", nil // the request being written is dropped
 		case err != nil:
 			return "", err
@@ -240,7 +242,7 @@ type keyReader struct {
 	pending []byte
 	readErr error // after pending
 
-	end   error // errInterrupted or io.EOF: what the line being read comes to
+	end   error // ErrInterrupted or io.EOF: what the line being read comes to
 	enter bool  // an Enter for the Terminal next, to finish that line
 }
 
@@ -277,7 +279,7 @@ func (k *keyReader) key(line string, pos int, key rune) (string, int, bool) {
 	switch key {
 	case keyInterrupt:
 		if line == "" {
-			k.end, k.enter = errInterrupted, true
+			k.end, k.enter = ErrInterrupted, true
 		}
 		return "", 0, true
 	case keyEOF:

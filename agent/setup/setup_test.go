@@ -1,4 +1,4 @@
-package main
+package setup
 
 import (
 	"context"
@@ -36,7 +36,7 @@ func TestSetupChecksBeforeSaving(t *testing.T) {
 	var out strings.Builder
 
 	srv.Push(llmtest.Response{Status: 401, Body: `{"error":{"message":"Incorrect API key provided"}}`})
-	err := setupAgent(context.Background(), answers("sk-wrong"), &out, getenv, path, nil)
+	err := Run(context.Background(), answers("sk-wrong"), &out, getenv, path, nil)
 	if err == nil || !strings.Contains(err.Error(), "API key was refused") || !strings.Contains(err.Error(), "nothing saved") {
 		t.Fatalf("a refused key: %v", err)
 	}
@@ -46,7 +46,7 @@ func TestSetupChecksBeforeSaving(t *testing.T) {
 
 	srv.Push(llmtest.Response{Body: `{"object":"list","data":[{"id":"test-model","max_model_len":32768},{"id":"another-model"}]}`},
 		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "OK"})})
-	if err := setupAgent(context.Background(), answers("sk-right"), &out, getenv, path, nil); err != nil {
+	if err := Run(context.Background(), answers("sk-right"), &out, getenv, path, nil); err != nil {
 		t.Fatalf("setup: %v\n%s", err, out.String())
 	}
 	if !strings.Contains(out.String(), "The server has 2 models:\n  another-model\n  test-model (32k context)\n") {
@@ -68,7 +68,7 @@ func TestSetupChecksBeforeSaving(t *testing.T) {
 	// A wrong key now must not touch the good file.
 	before, _ := os.ReadFile(path)
 	srv.Push(llmtest.Response{Status: 401, Body: `{"error":{"message":"no"}}`})
-	setupAgent(context.Background(), answers("sk-wrong"), &out, getenv, path, nil)
+	Run(context.Background(), answers("sk-wrong"), &out, getenv, path, nil)
 	if after, _ := os.ReadFile(path); string(after) != string(before) {
 		t.Errorf("a failed setup changed the file:\n%s", after)
 	}
@@ -76,7 +76,7 @@ func TestSetupChecksBeforeSaving(t *testing.T) {
 	// A server without the list is asked for the name.
 	srv.Push(llmtest.Response{Status: 404, Body: `{"error":{"message":"not found"}}`},
 		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "OK"})})
-	if err := setupAgent(context.Background(), answers("$MY_KEY"), &out, getenv, path, nil); err != nil {
+	if err := Run(context.Background(), answers("$MY_KEY"), &out, getenv, path, nil); err != nil {
 		t.Fatal(err)
 	}
 	if c, _ := agent.ReadConfigFile(path); c.APIKey != "$MY_KEY" {
@@ -107,7 +107,7 @@ func TestSetupFindsWhatIsThere(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "config.json")
 	var out strings.Builder
 	closed := "http://127.0.0.1:1/v1" // nothing listens there
-	if err := setupAgent(context.Background(), strings.NewReader("\n\n\n\n"), &out, getenv, path, []string{closed, local.URL()}); err != nil {
+	if err := Run(context.Background(), strings.NewReader("\n\n\n\n"), &out, getenv, path, []string{closed, local.URL()}); err != nil {
 		t.Fatalf("setup: %v\n%s", err, out.String())
 	}
 	if !strings.Contains(out.String(), "Found: $ANTHROPIC_API_KEY, "+local.URL()+"\n") {
@@ -130,7 +130,7 @@ func TestSetupTellsOllamasContext(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "config.json")
 	var out strings.Builder
 	in := strings.NewReader("openai\n" + ollama.URL + "/v1\n\nqwen3\n")
-	if err := setupAgent(context.Background(), in, &out, func(string) string { return "" }, path, nil); err != nil {
+	if err := Run(context.Background(), in, &out, func(string) string { return "" }, path, nil); err != nil {
 		t.Fatalf("setup: %v\n%s", err, out.String())
 	}
 	if c, err := agent.ReadConfigFile(path); err != nil || c.ContextWindow != 4096 {
@@ -155,20 +155,4 @@ func fakeOllama(t *testing.T, llm *llmtest.Server, parameters string) *httptest.
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv
-}
-
-// TestContextWindowAsksOllama: with no window configured, a local Ollama
-// is asked for the one it runs the model with; a remote API is not asked.
-func TestContextWindowAsksOllama(t *testing.T) {
-	ollama := fakeOllama(t, llmtest.New(t), "num_ctx 8192")
-	ctx := context.Background()
-	if n := contextWindow(ctx, agent.Config{BaseURL: ollama.URL + "/v1", Model: "qwen3"}); n != 8192 {
-		t.Errorf("a local Ollama: %d, want its num_ctx 8192", n)
-	}
-	if n := contextWindow(ctx, agent.Config{BaseURL: ollama.URL + "/v1", Model: "qwen3", ContextWindow: 65536}); n != 65536 {
-		t.Errorf("a configured window: %d", n)
-	}
-	if n := contextWindow(ctx, agent.Config{BaseURL: "https://api.openai.invalid/v1", Model: "m"}); n != 0 {
-		t.Errorf("a remote API: %d", n)
-	}
 }

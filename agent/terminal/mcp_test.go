@@ -1,0 +1,107 @@
+package terminal
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cove-sh/cove/agent"
+	"github.com/cove-sh/cove/agent/mcpclient"
+	"github.com/cove-sh/cove/internal/llmtest"
+)
+
+// mcpServersDir is where scripts/test.sh installs the reference MCP
+// servers from npm.
+func mcpServersDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("COVE_TEST_MCP_SERVERS")
+	if dir == "" {
+		dir = "/var/cache/cove-test/mcp-servers"
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js")); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI must install the reference MCP servers (scripts/test.sh does, in %s): %v", dir, err)
+		}
+		t.Skipf("the reference MCP servers are not installed (scripts/test.sh installs them in %s): %v", dir, err)
+	}
+	return dir
+}
+
+// TestChatMCP: in the terminal conversation, /mcp lists the servers with
+// their state and tools, and an MCP call's approval offers "always" for
+// the tool or the server: allowing the server lets its next tool run
+// without asking.
+func TestChatMCP(t *testing.T) {
+	servers := mcpServersDir(t)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("no node")
+	}
+	everything := filepath.Join(servers, "node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+	c := mcpclient.ServerConfig{Command: node, Args: []string{everything, "stdio"}}
+	m := mcpclient.Start(context.Background(), []mcpclient.Spec{{Named: mcpclient.Named{Name: "everything", Source: "mcp.json", ServerConfig: c},
+		Where: mcpclient.OnHost, Connect: func() mcpclient.Transport { return mcpclient.HostTransport(c) }}}, nil)
+	defer m.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	m.Ready(ctx)
+
+	srv := llmtest.New(t)
+	toolCall := func(id, name string, args any) llmtest.Response {
+		b, _ := json.Marshal(args)
+		return llmtest.Response{Events: llmtest.OpenAIChunks("tool_calls", map[string]any{"tool_calls": []any{map[string]any{
+			"index": 0, "id": id, "type": "function", "function": map[string]any{"name": name, "arguments": string(b)}}}})}
+	}
+	srv.Push(
+		toolCall("c1", "mcp__everything__echo", map[string]any{"message": "hi"}),
+		toolCall("c2", "mcp__everything__get-sum", map[string]any{"a": 1, "b": 2}),
+		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "All done."})},
+	)
+	provider, err := agent.Config{Provider: "openai", BaseURL: srv.URL(), APIKey: "k", Model: "m"}.NewProvider()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessions := filepath.Join(t.TempDir(), "sessions")
+	s, err := agent.NewSession(sessions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &agent.Agent{Provider: provider, Model: "m", Mode: agent.ModeAsk, Session: s, More: m.Tools}
+	inR, inW := io.Pipe()
+	out := &watchedBuffer{new: make(chan struct{}, 1)}
+	ch := &chat{a: a, lines: &plainLines{in: bufio.NewReader(inR), out: out}, out: out, sessions: sessions, mcp: m}
+	done := make(chan error, 1)
+	go func() { done <- ch.run(context.Background()) }()
+	say := func(line string) { io.WriteString(inW, line+"\n") }
+
+	say("/mcp")
+	out.waitFor(t, "everything (host, stdio, mcp.json): running, 13 tools, 7 resources, 4 prompts")
+	out.waitFor(t, "echo, get-annotated-message")
+	say("use the server")
+	out.waitFor(t, `MCP everything (host): echo {"message":"hi"} — allow? [y/N, 1: always mcp:everything/echo, 2: always mcp:everything, or say why not]`)
+	say("2")
+	out.waitFor(t, "All done.")
+	say("/exit")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out.String(), "allow?"); n != 1 {
+		t.Errorf("asked %d times, want once (the server was allowed for the session):\n%s", n, out)
+	}
+	results := srv.Requests()[2].ToolResults(t)
+	if len(results) != 2 || results[0] != "Echo: hi" || !strings.Contains(results[1], "3") {
+		t.Errorf("the model saw %q", results)
+	}
+	s.Close()
+	log, _ := os.ReadFile(filepath.Join(sessions, s.ID+".jsonl"))
+	if !strings.Contains(string(log), "and from now on, all of mcp:everything") {
+		t.Errorf("the session log does not record the always:\n%s", log)
+	}
+}
