@@ -81,8 +81,12 @@ func (b *Kube) Ensure(ctx context.Context, s Spec) (Workspace, error) {
 	fmt.Fprintf(b.Stderr, "cove: starting %s as a Pod in %s\n", name, b.where(k))
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
+	spec := kube.Spec{Name: name, Image: img, Limits: s.Limits}
+	if err := b.podRuntime(dc, s.Dir, &spec); err != nil {
+		return nil, err
+	}
 	var env []string
-	se, err := k.Start(ctx, kube.Spec{Name: name, Image: img, Limits: s.Limits}, kube.SessionOptions{
+	se, err := k.Start(ctx, spec, kube.SessionOptions{
 		Dir: s.Dir, Binary: b.Binary, Walk: b.Walk,
 		Report: func(r filesync.Report, err error) { SyncNotes(b.Stderr, s.Dir, r, err) },
 		Link: func(err error, away time.Duration) {

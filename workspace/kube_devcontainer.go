@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -55,7 +56,7 @@ func (b *Kube) devcontainer(ctx context.Context, s Spec) (*devcontainer.Config, 
 	}{
 		{"mounts", len(dc.Mounts) > 0}, {"workspaceMount", dc.WorkspaceMount != ""},
 		{"workspaceFolder", dc.WorkspaceFolder != "" && dc.WorkspaceFolder != kube.WorkspaceDir},
-		{"runArgs", len(dc.RunArgs) > 0}, {"capAdd", len(dc.CapAdd) > 0}, {"securityOpt", len(dc.SecurityOpt) > 0},
+		{"capAdd", len(dc.CapAdd) > 0}, {"securityOpt", len(dc.SecurityOpt) > 0},
 		{"privileged", dc.Privileged != nil && *dc.Privileged}, {"init", dc.Init != nil && *dc.Init},
 		{"forwardPorts", len(dc.ForwardPorts) > 0}, {"appPort", len(dc.AppPort) > 0 && string(dc.AppPort) != "null"},
 		{"remoteUser", dc.RemoteUser != ""}, {"containerUser", dc.ContainerUser != ""},
@@ -73,6 +74,50 @@ func (b *Kube) devcontainer(ctx context.Context, s Spec) (*devcontainer.Config, 
 		return nil, err
 	}
 	return dc, nil
+}
+
+// podRuntime shapes spec as devcontainer.json's runArgs ask, where a Pod
+// can have it: -e and --env-file (the Pod's env), --add-host (its
+// hostAliases), --shm-size and --tmpfs (volumes in memory), --memory and
+// --cpus (its resources, where the command line says nothing). What a
+// Pod cannot have (capabilities, devices, limits of its processes, other
+// networks, binds of this machine's paths) is said.
+func (b *Kube) podRuntime(dc *devcontainer.Config, dir string, spec *kube.Spec) error {
+	if dc == nil {
+		return nil
+	}
+	var conf Confinement
+	rt, err := fileRuntime(dc, &spec.Limits, &conf)
+	if err != nil {
+		return err
+	}
+	var not []string
+	if hosts := slices.DeleteFunc(slices.Clone(rt.ExtraHosts), func(h [2]string) bool { return h[1] == "host-gateway" }); len(hosts) < len(rt.ExtraHosts) {
+		not = append(not, "--add-host …:host-gateway (a Pod has no way to this machine)")
+		rt.ExtraHosts = hosts
+	}
+	var shaped Launch
+	if err := runArgsLaunch(b.Stderr, dc, rt, dir, &shaped); err != nil {
+		return err
+	}
+	spec.Env = append(spec.Env, rt.Env...)
+	spec.HostAliases, spec.ShmSize, spec.Tmpfs = shaped.ExtraHosts, shaped.ShmSize, shaped.Tmpfs
+	for _, c := range []struct {
+		what string
+		set  bool
+	}{
+		{"--cap-add/--cap-drop", slices.ContainsFunc(dc.RunArgs, func(a string) bool { return strings.HasPrefix(a, "--cap-") })}, {"--security-opt", rt.NoNewPrivileges || rt.NoSeccomp},
+		{"--network", conf.Net != ""}, {"--hostname", rt.Hostname != ""}, {"--pids-limit", spec.Limits.PIDs > 0},
+		{"--ulimit", len(shaped.Ulimits) > 0}, {"--device", len(shaped.Devices) > 0}, {"-v/--mount", len(rt.Mounts) > 0},
+	} {
+		if c.set {
+			not = append(not, c.what)
+		}
+	}
+	if len(not) > 0 {
+		fmt.Fprintf(b.Stderr, "cove: note: %s: runArgs on a cluster: %s not applied (the Pod is cove's locked-down Pod)\n", dc.Path, termtext.Visible(strings.Join(not, ", ")))
+	}
+	return nil
 }
 
 // imageMetadata merges into dc the image's devcontainer.metadata label,

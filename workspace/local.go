@@ -111,7 +111,7 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (*container.State, error) {
 	// runArgs' --shm-size, --ulimit, --add-host, --device, --tmpfs and --env-file, read now:
 	// a bad one stops the start before anything runs.
 	shaped := Launch{Net: conf.Net}
-	if err := lo.runArgsLaunch(dc, rt, abs, &shaped); err != nil {
+	if err := runArgsLaunch(lo.Stderr, dc, rt, abs, &shaped); err != nil {
 		return nil, err
 	}
 	// initializeCommand comes first, as the spec has it: before the image

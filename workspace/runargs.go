@@ -27,12 +27,12 @@ const maxEnvFile = 1 << 20
 // --env-files before its -e ones in rt.Env, as docker run orders them.
 // project is the host's project directory: a relative --env-file is in
 // it. A file cove cannot read is an error before anything starts.
-func (lo *Local) runArgsLaunch(dc *devcontainer.Config, rt *devcontainer.Runtime, project string, l *Launch) error {
+func runArgsLaunch(w io.Writer, dc *devcontainer.Config, rt *devcontainer.Runtime, project string, l *Launch) error {
 	if dc == nil || rt == nil {
 		return nil
 	}
 	note := func(f string, a ...any) {
-		fmt.Fprintf(lo.Stderr, "cove: note: %s\n", termtext.Visible(fmt.Sprintf(f, a...)))
+		fmt.Fprintf(w, "cove: note: %s\n", termtext.Visible(fmt.Sprintf(f, a...)))
 	}
 	if rt.ShmSize != "" {
 		n, err := container.ParseSize(rt.ShmSize)

@@ -333,22 +333,25 @@ func TestDevcontainerKube(t *testing.T) {
 		"postStartCommand": {"a": "echo start-a", "b": "echo start-b"},
 		"mounts": ["type=volume,source=cache,target=/cache"],
 		"forwardPorts": [3000],
+		"runArgs": ["-e", "FROM_RUNARGS=yes", "--shm-size=100m", "--tmpfs", "/scratch:size=2m", "--hostname", "box"],
 	}`), 0o644)
 	name := workspace.Name(project)
 	t.Cleanup(func() { k.Remove(context.Background(), name) })
 	root := t.TempDir()
 	kflags := []string{"--kube", "--kubeconfig", kc}
-	script := `echo "T=$TOOLPATH"; echo "Q=$QUOTED"; echo "G=${KUBERNETES_SERVICE_HOST-unset}"; cat created.log` + "\n"
+	script := `echo "T=$TOOLPATH"; echo "Q=$QUOTED"; echo "G=${KUBERNETES_SERVICE_HOST-unset}"; cat created.log; echo "R=$FROM_RUNARGS"; ` +
+		`for m in /dev/shm /scratch; do grep " $m tmpfs " /proc/mounts | grep -oE 'size=[0-9]+k'; done` + "\n"
 	r := runProc(t, root, script, append(append([]string{"shell"}, kflags...), project)...)
 	if r.code != 0 {
 		t.Fatalf("cove shell --kube: %+v", r)
 	}
 	lines := strings.Split(r.stdout, "\n")
 	if len(lines) < 5 || !strings.HasPrefix(lines[0], "T=/opt/tool:") || !strings.Contains(lines[0], "/bin") ||
-		lines[1] != "Q=it's $HOME" || lines[2] != "G=unset" || lines[3] != "oncreate" || lines[4] != "setup-ran-in-/workspace" {
+		lines[1] != "Q=it's $HOME" || lines[2] != "G=unset" || lines[3] != "oncreate" || lines[4] != "setup-ran-in-/workspace" ||
+		strings.Join(lines[5:], ",") != "R=yes,size=102400k,size=2048k," {
 		t.Errorf("the Pod's environment and create commands: %q\nstderr %s", r.stdout, r.stderr)
 	}
-	for _, want := range []string{"mounts, forwardPorts are not applied", "start-a", "start-b", "onCreateCommand"} {
+	for _, want := range []string{"mounts, forwardPorts are not applied", "runArgs on a cluster: --hostname not applied", "start-a", "start-b", "onCreateCommand"} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr lacks %q: %s", want, r.stderr)
 		}

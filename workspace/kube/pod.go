@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,6 +39,15 @@ type Spec struct {
 	// Volume is the size of the volume that outlives the Pod (the
 	// project's copy, and what the workspace keeps); 0 means 10 GiB.
 	Volume int64
+	// HostAliases are /etc/hosts entries, a name and its IP each
+	// (docker run's --add-host).
+	HostAliases [][2]string
+	// ShmSize, if set, is /dev/shm's size, a volume in memory (a Pod's is
+	// the runtime's 64 MiB otherwise).
+	ShmSize int64
+	// Tmpfs are volumes in memory, empty at each start (their mode and
+	// exec options are the cluster's).
+	Tmpfs []container.Tmpfs
 }
 
 // objectName is the name of the Pod and its volume claim.
@@ -84,6 +94,33 @@ func pod(s Spec, ns string) *corev1.Pod {
 		// fit, and the Pod is not the first evicted.
 		c.Resources = corev1.ResourceRequirements{Limits: limits, Requests: limits}
 	}
+	volumes := []corev1.Volume{
+		{Name: "workspace", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: objectName(s.Name)}}},
+		{Name: "cove", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
+	inMemory := func(name, at string, size int64, ro bool) {
+		v := &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}
+		if size > 0 {
+			v.SizeLimit = resource.NewQuantity(size, resource.BinarySI)
+		}
+		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: v}})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: name, MountPath: at, ReadOnly: ro})
+	}
+	if s.ShmSize > 0 {
+		inMemory("shm", "/dev/shm", s.ShmSize, false)
+	}
+	for i, t := range s.Tmpfs {
+		inMemory(fmt.Sprintf("tmpfs-%d", i), t.Target, t.Size, t.ReadOnly)
+	}
+	var aliases []corev1.HostAlias
+	for _, h := range s.HostAliases {
+		i := slices.IndexFunc(aliases, func(a corev1.HostAlias) bool { return a.IP == h[1] })
+		if i < 0 {
+			aliases = append(aliases, corev1.HostAlias{IP: h[1]})
+			i = len(aliases) - 1
+		}
+		aliases[i].Hostnames = append(aliases[i].Hostnames, h[0])
+	}
 	grace := int64(5)
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -103,11 +140,9 @@ func pod(s Spec, ns string) *corev1.Pod {
 			SecurityContext: &corev1.PodSecurityContext{
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 			},
-			Containers: []corev1.Container{c},
-			Volumes: []corev1.Volume{
-				{Name: "workspace", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: objectName(s.Name)}}},
-				{Name: "cove", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-			},
+			Containers:  []corev1.Container{c},
+			Volumes:     volumes,
+			HostAliases: aliases,
 		},
 	}
 }
