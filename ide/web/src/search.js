@@ -25,6 +25,14 @@ export function startSearch({ openFile, status, docs, palette }) {
     const r = await fetch("/api/replace", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ q, re: searchOpts.re, case: searchOpts.case, with: withText }) });
     if (!r.ok) return status(`replace: ${await r.text()}`);
     const done = await r.json();
+    // Open editors take the new text now: the watcher, coming later,
+    // then finds nothing new to say over what the replace says.
+    await Promise.all([...new Set(matches.map((m) => m.path))].map(async (p) => {
+      const d = docs.get(p);
+      if (!d || d.doc.dirty()) return;
+      const f = await fetch(`/api/file?path=${encodeURIComponent(p)}`);
+      if (f.ok) d.doc.reload(await f.text(), f.headers.get("ETag"));
+    }));
     status(`replaced ${done.replacements} in ${done.files} file${done.files === 1 ? "" : "s"}`);
     await search(q);
   }
