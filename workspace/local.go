@@ -199,6 +199,11 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (*container.State, error) {
 	if folder != "/workspace" && (wsMount == nil || wsMount.Target != folder) {
 		binds = append(binds, container.Bind{Source: abs, Target: folder})
 	}
+	if dc != nil && dc.WorkspaceFolder == "" && dc.WorkspaceMount == "" {
+		// The spec's own default place too, /workspaces/NAME: a command
+		// that names it finds the project there.
+		binds = append(binds, container.Bind{Source: abs, Target: "/workspaces/" + filepath.Base(abs)})
+	}
 	var mounts []container.Bind
 	var tmpfs []container.Tmpfs
 	if dc != nil {

@@ -143,6 +143,22 @@ func TestDevcontainerLifecycle(t *testing.T) {
 	}
 }
 
+// TestDevcontainerDefaultFolder: without workspaceFolder the project is
+// at /workspace, cove's place, and at the spec's /workspaces/NAME too,
+// where a project's command may name it.
+func TestDevcontainerDefaultFolder(t *testing.T) {
+	needRoot(t)
+	ref := testregistry.Push(t, testregistry.Addr(t), layered(t))
+	project, root := devcontainerProject(t, `{"image": "`+ref+`", "postCreateCommand": "cat /workspaces/${localWorkspaceFolderBasename}/marker > seen.txt; pwd >> seen.txt"}`)
+	os.WriteFile(filepath.Join(project, "marker"), []byte("here\n"), 0o644)
+	if r := runProc(t, root, "", "up", "--detach", project); r.code != 0 {
+		t.Fatalf("up: %+v", r)
+	}
+	if b, _ := os.ReadFile(filepath.Join(project, "seen.txt")); string(b) != "here\n/workspace\n" {
+		t.Errorf("seen.txt = %q", b)
+	}
+}
+
 // TestDevcontainerFailedCreateStops: a create-time command that fails
 // says which and its status, and leaves no container running (it used
 // to warn and keep it); the layer stays and the next up runs it again.
