@@ -76,7 +76,9 @@ start() {
 
 stop() {
 	for pid in "$state"/*/pid; do
-		[ -f "$pid" ] && kill "$(cat "$pid")" 2>/dev/null || true
+		if [ -f "$pid" ]; then
+			kill "$(cat "$pid")" 2>/dev/null || true # gone already: nothing to stop
+		fi
 	done
 	rm -rf "$state"
 }
