@@ -102,22 +102,30 @@ func (b *Kube) podRuntime(dc *devcontainer.Config, dir string, spec *kube.Spec) 
 	}
 	spec.Env = append(spec.Env, rt.Env...)
 	spec.HostAliases, spec.ShmSize, spec.Tmpfs = shaped.ExtraHosts, shaped.ShmSize, shaped.Tmpfs
-	for _, c := range []struct {
-		what string
-		set  bool
-	}{
-		{"--cap-add/--cap-drop", slices.ContainsFunc(dc.RunArgs, func(a string) bool { return strings.HasPrefix(a, "--cap-") })}, {"--security-opt", rt.NoNewPrivileges || rt.NoSeccomp},
-		{"--network", conf.Net != ""}, {"--hostname", rt.Hostname != ""}, {"--pids-limit", spec.Limits.PIDs > 0},
-		{"--ulimit", len(shaped.Ulimits) > 0}, {"--device", len(shaped.Devices) > 0}, {"-v/--mount", len(rt.Mounts) > 0},
-	} {
-		if c.set {
-			not = append(not, c.what)
+	// What a Pod cannot have, as the file wrote it (the rest of runArgs
+	// cove has no use for was said as the file was read).
+	for _, a := range dc.RunArgs {
+		flag, _, _ := strings.Cut(a, "=")
+		if len(flag) > 2 && !strings.HasPrefix(flag, "--") {
+			flag = flag[:2] // -vSRC:DST, -hNAME
+		}
+		if notOnPod[flag] && !slices.Contains(not, flag) {
+			not = append(not, flag)
 		}
 	}
 	if len(not) > 0 {
 		fmt.Fprintf(b.Stderr, "cove: note: %s: runArgs on a cluster: %s not applied (the Pod is cove's locked-down Pod)\n", dc.Path, termtext.Visible(strings.Join(not, ", ")))
 	}
 	return nil
+}
+
+// notOnPod are the runArgs cove applies on this machine that a Pod does
+// not take: cove's Pod is locked down, has the cluster's network, and no
+// path or device of this machine is there.
+var notOnPod = map[string]bool{
+	"--cap-add": true, "--cap-drop": true, "--security-opt": true, "--network": true, "--net": true,
+	"--hostname": true, "-h": true, "--pids-limit": true, "--ulimit": true, "--device": true,
+	"-v": true, "--volume": true, "--mount": true,
 }
 
 // imageMetadata merges into dc the image's devcontainer.metadata label,
