@@ -180,7 +180,7 @@ func (t *Tree) Ignored(ctx context.Context, dir string) ([]string, error) {
 		return nil, err
 	}
 	if !hidden {
-		ps = t.rulesIn(d, comps, entries, ps)
+		ps, _ = t.rulesIn(d, comps, entries, ps)
 	}
 	names := []string{}
 	for _, e := range entries {
@@ -253,7 +253,13 @@ func (t *Tree) walkDir(ctx context.Context, d *os.File, comps []string, ps []git
 		*bad = append(*bad, Unreadable{Path: strings.Join(comps, "/"), Dir: true, Err: cause(err)})
 		return nil
 	}
-	ps = t.rulesIn(d, comps, entries, ps)
+	ps, err = t.rulesIn(d, comps, entries, ps)
+	if err != nil {
+		// Its rules unknown, so is what the directory shows: to the sync,
+		// files they would hide must not look like new ones.
+		*bad = append(*bad, Unreadable{Path: strings.Join(comps, "/"), Dir: true, Err: cause(err)})
+		return nil
+	}
 	for _, e := range entries {
 		p := append(slices.Clip(comps), e.Name())
 		if t.hides(ps, p, e.IsDir()) {
@@ -325,7 +331,7 @@ func (t *Tree) rulesDown(comps []string) ([]gitignore.Pattern, bool, error) {
 		}
 		entries, err := readDir(d)
 		if err == nil {
-			ps = t.rulesIn(d, comps[:i], entries, ps)
+			ps, _ = t.rulesIn(d, comps[:i], entries, ps)
 		}
 		d.Close()
 		if err != nil {
@@ -342,11 +348,13 @@ func (t *Tree) rulesDown(comps []string) ([]gitignore.Pattern, bool, error) {
 // entries: .git/info/exclude when it holds a .git directory (the project,
 // or a repository nested in it), then its .gitignore, which comes later
 // and so wins. Rule files that are not regular files, or over
-// MaxRulesSize, are skipped.
-func (t *Tree) rulesIn(d *os.File, comps []string, entries []fs.DirEntry, ps []gitignore.Pattern) []gitignore.Pattern {
+// MaxRulesSize, are skipped; a .gitignore that cannot be read is skipped
+// too, and said in the error (what it hides is not known).
+func (t *Tree) rulesIn(d *os.File, comps []string, entries []fs.DirEntry, ps []gitignore.Pattern) ([]gitignore.Pattern, error) {
 	if !t.git {
-		return ps
+		return ps, nil
 	}
+	var unreadable error
 	for _, e := range entries {
 		var b []byte
 		var err error
@@ -358,6 +366,9 @@ func (t *Tree) rulesIn(d *os.File, comps []string, entries []fs.DirEntry, ps []g
 		default:
 			continue
 		}
+		if e.Name() == ".gitignore" && (errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM)) {
+			unreadable = err
+		}
 		if err != nil {
 			continue
 		}
@@ -365,7 +376,7 @@ func (t *Tree) rulesIn(d *os.File, comps []string, entries []fs.DirEntry, ps []g
 		// ".git" < ".gitignore", so appending in order keeps that.
 		ps = append(slices.Clip(ps), parseRules(b, comps)...)
 	}
-	return ps
+	return ps, unreadable
 }
 
 // readDir reads the directory d, sorted by name. The entries' types come
@@ -467,7 +478,7 @@ func (t *Tree) Ignorer() func(rel string, isDir bool) bool {
 		if !r.hidden {
 			if d, err := t.openDir(comps); err == nil {
 				if entries, err := readDir(d); err == nil {
-					r.ps = t.rulesIn(d, comps, entries, r.ps)
+					r.ps, _ = t.rulesIn(d, comps, entries, r.ps)
 				}
 				d.Close()
 			}

@@ -241,6 +241,34 @@ func TestFilesAndDirsUnreadable(t *testing.T) {
 	}
 }
 
+// TestFilesAndDirsUnreadableRules: a directory whose .gitignore cannot
+// be read is unreadable to the walk (what its rules hide is unknown: to
+// the sync, a file they hide would look new and be carried); the rest is
+// listed as before.
+func TestFilesAndDirsUnreadableRules(t *testing.T) {
+	if testuser.Rerun(t) {
+		return
+	}
+	dir := t.TempDir()
+	write(t, dir, map[string]string{".git/HEAD": "", "a/x": "", "s/.gitignore": "secret.env\n", "s/secret.env": "", "s/kept": ""})
+	os.Chmod(filepath.Join(dir, "s", ".gitignore"), 0)
+	tree, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tree.Close()
+	l, err := tree.FilesAndDirs(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []Unreadable{{Path: "s", Dir: true, Err: syscall.EACCES}}; !slices.Equal(l.Unreadable, want) {
+		t.Errorf("unreadable %+v, want %+v", l.Unreadable, want)
+	}
+	if slices.Contains(l.Files, "s/secret.env") || !slices.Contains(l.Files, "a/x") {
+		t.Errorf("files %q", l.Files)
+	}
+}
+
 // TestIgnored: the names a directory's listing hides, for the tree's
 // dimming; all of them inside an ignored directory; never .git.
 func TestIgnored(t *testing.T) {
