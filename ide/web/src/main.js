@@ -368,6 +368,7 @@ function showLog() {
   $("#log-tab").classList.add("active");
   if (!layout.shown("bottom")) layout.toggle("bottom", true);
   $("#log").focus();
+  notesLog.seen();
 }
 
 // The terminals outlive the page: remember their ids for a reload.
@@ -497,7 +498,7 @@ const lifeline = startLifeline({
     status(`the workspace stopped: ${why.reason}`);
   },
 });
-startNotes({ pane: $("#log"), badge: $("#st-notes"), show: showLog, stopped: () => lifeline.stopped() });
+const notesLog = startNotes({ pane: $("#log"), badge: $("#st-notes"), show: showLog, stopped: () => lifeline.stopped() });
 window.cove = { shells, docs, layout, commands };
 renderDir(".", $("#tree")).catch((e) => status(`files: ${e.message}`));
 restoreDocs().catch((e) => status(`files: ${e.message}`));

@@ -11,11 +11,21 @@ const MAX_ROWS = 5000; // the page keeps this many lines; the launcher keeps 256
 
 // startNotes follows the log into pane; badge counts the notes and, like
 // the tab, calls show; stopped says the workspace stopped (no more
-// reconnecting).
+// reconnecting). The badge stands out until the log has been seen with
+// every note in it (seen, or notes arriving while it is shown); a reload
+// remembers what was seen.
 export function startNotes({ pane, badge, show, stopped }) {
   let last = 0; // the last line's id
   let notes = 0;
+  let lastNote = 0; // the last note's id
+  let seenNote = Number(sessionStorage.getItem("cove-notes-seen")) || 0;
   let retry = 0;
+
+  function seen() {
+    seenNote = lastNote;
+    sessionStorage.setItem("cove-notes-seen", String(seenNote));
+    badge.classList.add("seen");
+  }
 
   badge.addEventListener("click", show);
 
@@ -24,7 +34,7 @@ export function startNotes({ pane, badge, show, stopped }) {
     if (lines.length && lines[0].id <= last) {
       // Lines from before ours: a record begun again, shown again.
       pane.replaceChildren();
-      last = notes = 0;
+      last = notes = lastNote = seenNote = 0;
     }
     if (dropped) pane.append(el("div", { class: "log-line dropped" }, `… ${dropped} earlier line${dropped === 1 ? " is" : "s are"} no longer kept`));
     for (const l of lines) {
@@ -33,6 +43,7 @@ export function startNotes({ pane, badge, show, stopped }) {
       const row = el("div", { class: `log-line ${kind}` }, String(l.text));
       if (kind === "note") {
         notes++;
+        lastNote = l.id;
         row.prepend(el("span", { class: "mark", "aria-label": "note" }, "⚠ "));
       }
       pane.append(row);
@@ -41,6 +52,8 @@ export function startNotes({ pane, badge, show, stopped }) {
     if (atEnd) pane.scrollTop = pane.scrollHeight;
     badge.hidden = notes === 0;
     badge.textContent = `⚠ ${notes} note${notes === 1 ? "" : "s"}`;
+    if (!pane.hidden && pane.offsetParent !== null) seen();
+    else badge.classList.toggle("seen", lastNote <= seenNote);
   }
 
   function connect() {
@@ -51,5 +64,5 @@ export function startNotes({ pane, badge, show, stopped }) {
     ws.onclose = () => stopped() || setTimeout(connect, Math.min(5000, 250 * 2 ** retry++));
   }
   connect();
-  return { notes: () => notes };
+  return { notes: () => notes, seen };
 }

@@ -3,7 +3,7 @@
 // project's devcontainer.json is counted on a badge in the status bar,
 // which opens the log; there each note is shown once, and the lifecycle
 // command's output as text (its <b> not bold, its escape sequences gone),
-// and again so after a reload.
+// and again so after a reload; the badge stands out until the log was seen.
 // Usage: node notes.mjs URL NOTE OUTPUT (NOTE: a note's text; OUTPUT: a
 // line the postCreateCommand printed, as it should read). Prints "ok"
 // last when every check passed. COVE_SCREENSHOTS=DIR saves the IDE with
@@ -35,6 +35,9 @@ async function check(when) {
     return { text: b.textContent, onScreen: r.width > 0 && r.height > 0 && r.bottom <= innerHeight && r.right <= innerWidth };
   });
   if (!badge.onScreen) await fail(`${when}: the badge is not on screen`);
+  // It stands out until the log has been seen, a reload remembering it.
+  const seen = () => page.$eval("#st-notes", (b) => b.classList.contains("seen"));
+  if ((await seen()) !== (when !== "at first")) await fail(`${when}: the badge is ${(await seen()) ? "" : "not "}marked seen`);
   await page.click("#st-notes");
   await page.waitForFunction(() => !document.querySelector("#log").hidden && document.querySelector("#log").getBoundingClientRect().height > 40, null, { timeout: 5000 })
     .catch(() => fail(`${when}: the badge did not open the workspace log`));
@@ -51,6 +54,7 @@ async function check(when) {
   if (mine.length !== 1) await fail(`${when}: the note is shown ${mine.length} times: ${JSON.stringify(log.notes)}`);
   if (badge.text !== `⚠ ${log.notes.length} note${log.notes.length === 1 ? "" : "s"}`) await fail(`${when}: the badge says ${badge.text}, the log has ${log.notes.length} notes`);
   if (!log.active) await fail(`${when}: the log's tab is not the active one`);
+  if (!(await seen())) await fail(`${when}: the log was opened, and the badge still stands out`);
   if (log.elements.length) await fail(`${when}: the workspace's output made elements: ${log.elements}`);
   if (log.output.some((o) => /[\x00-\x08\x0b-\x1f\u241b]/.test(o))) await fail(`${when}: control characters in the log: ${JSON.stringify(log.output)}`);
   const bold = await page.$$eval("#log .log-line", (ls) => ls.some((l) => Number(getComputedStyle(l).fontWeight) >= 600));
