@@ -102,6 +102,9 @@ func (b *Kube) podRuntime(dc *devcontainer.Config, dir string, spec *kube.Spec) 
 	}
 	spec.Env = append(spec.Env, rt.Env...)
 	spec.HostAliases, spec.ShmSize, spec.Tmpfs = shaped.ExtraHosts, shaped.ShmSize, shaped.Tmpfs
+	if slices.ContainsFunc(shaped.Tmpfs, func(t container.Tmpfs) bool { return t.Mode != 0 }) {
+		not = append(not, "--tmpfs mode= (an emptyDir's mode is the cluster's)")
+	}
 	// What a Pod cannot have, as the file wrote it (the rest of runArgs
 	// cove has no use for was said as the file was read).
 	for _, a := range dc.RunArgs {
