@@ -114,7 +114,7 @@ func (s *Store) flatten(ctx context.Context, v1img v1.Image, digest v1.Hash, o *
 	}
 	rawCfg, err := v1img.RawConfigFile()
 	if err != nil {
-		return nil, fmt.Errorf("config: %w", explainRegistryError(verifyError("config", cfgName, err)))
+		return nil, fmt.Errorf("config: %w", ExplainRegistryError(verifyError("config", cfgName, err)))
 	}
 	cfg, err := v1img.ConfigFile()
 	if err != nil {
@@ -399,7 +399,7 @@ func (s *Store) fetchBlob(ctx context.Context, l v1.Layer, digest v1.Hash, index
 func (s *Store) download(ctx context.Context, l v1.Layer, digest v1.Hash, size int64, final string, index, count int, o *options) error {
 	rc, err := l.Compressed()
 	if err != nil {
-		return explainRegistryError(err)
+		return ExplainRegistryError(err)
 	}
 	defer rc.Close()
 	tmp, err := os.CreateTemp(filepath.Join(s.dir, "blobs", "tmp"), digest.Hex+"-*")

@@ -44,7 +44,7 @@ func Push(ctx context.Context, img v1.Image, ref string, opts ...Option) error {
 		return fmt.Errorf("push %s: not a registry reference", ref)
 	}
 	if err := remote.Write(src.Ref, img, remoteOptions(ctx, o)...); err != nil {
-		return fmt.Errorf("push %s: %w", ref, explainRegistryError(err))
+		return fmt.Errorf("push %s: %w", ref, ExplainRegistryError(err))
 	}
 	return nil
 }

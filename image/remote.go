@@ -31,7 +31,7 @@ func remoteOptions(ctx context.Context, o *options) []remote.Option {
 func remoteImage(ctx context.Context, ref name.Reference, o *options) (v1.Image, error) {
 	desc, err := remote.Get(ref, remoteOptions(ctx, o)...)
 	if err != nil {
-		return nil, explainRegistryError(err)
+		return nil, ExplainRegistryError(err)
 	}
 	img, err := desc.Image()
 	if err != nil {
@@ -41,7 +41,7 @@ func remoteImage(ctx context.Context, ref name.Reference, o *options) (v1.Image,
 }
 
 // explainRegistryError adds what the user can do to the registry's answer.
-func explainRegistryError(err error) error {
+func ExplainRegistryError(err error) error {
 	var te *transport.Error
 	var dnsErr *net.DNSError
 	var opErr *net.OpError

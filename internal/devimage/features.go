@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"path"
@@ -507,7 +508,7 @@ func (r *resolver) oci(f *feature) error {
 	opts := []remote.Option{remote.WithContext(r.ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain), remote.WithUserAgent("cove")}
 	desc, err := remote.Get(ref, opts...)
 	if err != nil {
-		return fmt.Errorf("features: fetch %s: %w", f.id, err)
+		return fmt.Errorf("features: fetch %s: %w%s", f.id, image.ExplainRegistryError(err), unreachableHint(err, ref))
 	}
 	m, err := v1.ParseManifest(bytes.NewReader(desc.Manifest))
 	if err != nil {
@@ -535,7 +536,7 @@ func (r *resolver) oci(f *feature) error {
 	if _, err := os.Stat(f.dir); err != nil {
 		l, err := remote.Layer(ref.Context().Digest(layer.Digest.String()), opts...)
 		if err != nil {
-			return fmt.Errorf("features: fetch %s: %w", f.id, err)
+			return fmt.Errorf("features: fetch %s: %w", f.id, image.ExplainRegistryError(err))
 		}
 		rc, err := l.Compressed() // checked against its digest as it is read
 		if err != nil {
@@ -747,4 +748,15 @@ func (r *resolver) tarball(f *feature) error {
 		return err
 	}
 	return nil
+}
+
+// unreachableHint is what to do when a Feature's registry cannot be
+// reached from this machine at all: bring the Feature where it can be.
+func unreachableHint(err error, ref name.Reference) string {
+	var dnsErr *net.DNSError
+	var opErr *net.OpError
+	if !errors.As(err, &dnsErr) && !(errors.As(err, &opErr) && opErr.Op == "dial") {
+		return ""
+	}
+	return fmt.Sprintf(" (or copy the Feature to a registry this machine reaches, crane copy %s REGISTRY/NAME, and name that in features; a local ./folder works too)", ref)
 }

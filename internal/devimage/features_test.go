@@ -1,8 +1,13 @@
 package devimage
 
 import (
+	"context"
+	"net"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cove-sh/cove/internal/devcontainer"
 )
 
 func TestOptionEnvName(t *testing.T) {
@@ -66,5 +71,27 @@ func TestLegacyFeatureID(t *testing.T) {
 		if got := legacyFeatureID(in); got != want {
 			t.Errorf("%s: %s, want %s", in, got, want)
 		}
+	}
+}
+
+// TestFeatureRegistryUnreachable: a Feature whose registry this machine
+// cannot reach says so, and what to do (bring it where it can be), before
+// anything is built.
+func TestFeatureRegistryUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing answers there now
+	dir := t.TempDir()
+	body := `{"image": "debian:bookworm", "features": {"` + addr + `/features/go:1": {}}}`
+	dc, err := devcontainer.Parse(dir, filepath.Join(dir, ".devcontainer.json"), []byte(body), devcontainer.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = InstallFeatures(context.Background(), dc, "debian:bookworm", "cove-test/f", Options{CacheDir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "cannot reach the registry") || !strings.Contains(err.Error(), "crane copy "+addr+"/features/go:1 REGISTRY/NAME") {
+		t.Errorf("an unreachable Feature: %v", err)
 	}
 }
