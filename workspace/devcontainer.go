@@ -468,6 +468,13 @@ func workspaceMounts(ms []devcontainer.Mount, trusted bool, layerDir string) ([]
 			if !trusted {
 				continue
 			}
+			if _, err := os.Stat(m.Source); errors.Is(err, fs.ErrNotExist) {
+				hint := "create it, or take the mount out"
+				if filepath.Base(m.Source) == "docker.sock" {
+					hint = "it is Docker's socket, and this machine runs no Docker engine (podman's, from podman system service, is $XDG_RUNTIME_DIR/podman/podman.sock); take the mount out, or point it there"
+				}
+				return nil, nil, fmt.Errorf("devcontainer.json: mounts: the host path %s does not exist on this machine: %s", m.Source, hint)
+			}
 			binds = append(binds, container.Bind{Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
 		}
 	}

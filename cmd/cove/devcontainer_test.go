@@ -159,6 +159,23 @@ func TestDevcontainerDefaultFolder(t *testing.T) {
 	}
 }
 
+// TestDevcontainerMissingBindSource: a trusted mount of a host path this
+// machine lacks (Docker's socket, on a machine without Docker) stops the
+// start before the image is pulled, naming the path and what to do.
+func TestDevcontainerMissingBindSource(t *testing.T) {
+	needRoot(t)
+	ref := testregistry.Push(t, testregistry.Addr(t), layered(t))
+	missing := filepath.Join(t.TempDir(), "run", "docker.sock")
+	project, root := devcontainerProject(t, `{"image": "`+ref+`", "mounts": ["source=`+missing+`,target=/var/run/docker.sock,type=bind"]}`)
+	r := runEnv(t, root, []string{"HOME=" + t.TempDir()}, "up", "--detach", "--trust", project)
+	if r.code == 0 || !strings.Contains(r.stderr, "mounts: the host path "+missing+" does not exist on this machine: it is Docker's socket") || strings.Contains(r.stderr, "pulling") {
+		t.Errorf("a missing bind source: %+v", r)
+	}
+	if running(t, root, workspace.Name(project)) {
+		t.Error("the workspace runs")
+	}
+}
+
 // TestDevcontainerFailedCreateStops: a create-time command that fails
 // says which and its status, and leaves no container running (it used
 // to warn and keep it); the layer stays and the next up runs it again.
