@@ -2,12 +2,6 @@ package setup
 
 import (
 	"context"
-	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -126,7 +120,7 @@ func TestSetupTellsOllamasContext(t *testing.T) {
 	llm := llmtest.New(t)
 	llm.Push(llmtest.Response{Body: `{"object":"list","data":[{"id":"qwen3"}]}`},
 		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "OK"})})
-	ollama := fakeOllama(t, llm, "temperature 0.7")
+	ollama := llmtest.Ollama(t, llm, "temperature 0.7")
 	path := filepath.Join(t.TempDir(), "config.json")
 	var out strings.Builder
 	in := strings.NewReader("openai\n" + ollama.URL + "/v1\n\nqwen3\n")
@@ -139,20 +133,4 @@ func TestSetupTellsOllamasContext(t *testing.T) {
 	if !strings.Contains(out.String(), "Ollama runs qwen3 with a 4096-token context") {
 		t.Errorf("no word of the small context:\n%s", out.String())
 	}
-}
-
-// fakeOllama answers as Ollama does about itself (its version, a model's
-// parameters), and passes the OpenAI-compatible API on to llm.
-func fakeOllama(t *testing.T, llm *llmtest.Server, parameters string) *httptest.Server {
-	target, _ := url.Parse(llm.URL())
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /api/version", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"version":"0.9.6"}`) })
-	mux.HandleFunc("POST /api/show", func(w http.ResponseWriter, r *http.Request) {
-		b, _ := json.Marshal(map[string]string{"parameters": parameters})
-		w.Write(b)
-	})
-	mux.Handle("/", httputil.NewSingleHostReverseProxy(target))
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return srv
 }

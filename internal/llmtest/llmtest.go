@@ -10,6 +10,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -169,4 +171,21 @@ func AnthropicEvent(typ string, fields map[string]any) SSE {
 	}
 	b, _ := json.Marshal(m)
 	return SSE{Event: typ, Data: string(b)}
+}
+
+// Ollama is an Ollama in front of s: it answers as Ollama does about
+// itself (its version, and parameters for any model, as /api/show gives
+// them: "num_ctx 8192"), and passes the OpenAI-compatible API on to s.
+func Ollama(t testing.TB, s *Server, parameters string) *httptest.Server {
+	target, _ := url.Parse(s.URL())
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/version", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"version":"0.9.6"}`) })
+	mux.HandleFunc("POST /api/show", func(w http.ResponseWriter, r *http.Request) {
+		b, _ := json.Marshal(map[string]string{"parameters": parameters})
+		w.Write(b)
+	})
+	mux.Handle("/", httputil.NewSingleHostReverseProxy(target))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
 }
