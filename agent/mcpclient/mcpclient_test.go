@@ -19,29 +19,16 @@ import (
 
 	"github.com/cove-sh/cove/agent"
 	"github.com/cove-sh/cove/internal/llmtest"
+	"github.com/cove-sh/cove/internal/mcptest"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// referenceServers is where scripts/test.sh installs the reference MCP
-// servers from npm (COVE_TEST_MCP_SERVERS, else its cache directory).
+// referenceServers are node and the reference MCP servers' scripts.
 func referenceServers(t testing.TB) (node, everything, filesystem string) {
 	t.Helper()
-	dir := os.Getenv("COVE_TEST_MCP_SERVERS")
-	if dir == "" {
-		dir = "/var/cache/cove-test/mcp-servers"
-	}
-	everything = filepath.Join(dir, "node_modules/@modelcontextprotocol/server-everything/dist/index.js")
-	filesystem = filepath.Join(dir, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js")
-	node, err := exec.LookPath("node")
-	_, err2 := os.Stat(everything)
-	_, err3 := os.Stat(filesystem)
-	if err != nil || err2 != nil || err3 != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must install the reference MCP servers (scripts/test.sh does, in %s): %v %v %v", dir, err, err2, err3)
-		}
-		t.Skipf("node or the reference MCP servers missing (scripts/test.sh installs them in %s): %v %v %v", dir, err, err2, err3)
-	}
-	return node, everything, filesystem
+	dir := mcptest.ServersDir(t)
+	node, _ = exec.LookPath("node")
+	return node, filepath.Join(dir, mcptest.Everything), filepath.Join(dir, mcptest.Filesystem)
 }
 
 func call(id, name string, args any) llmtest.Response {

@@ -8,57 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/cove-sh/cove/agent"
 	"github.com/cove-sh/cove/internal/llmtest"
 	"github.com/cove-sh/cove/internal/mdterm"
+	"github.com/cove-sh/cove/internal/testbuf"
 )
-
-// watchedBuffer is the chat's output, safe to read while it is written,
-// with a way to wait for some text.
-type watchedBuffer struct {
-	mu  sync.Mutex
-	b   strings.Builder
-	new chan struct{}
-}
-
-func (w *watchedBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.b.Write(p)
-	select {
-	case w.new <- struct{}{}:
-	default:
-	}
-	return len(p), nil
-}
-
-func (w *watchedBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
-
-func (w *watchedBuffer) waitFor(t *testing.T, s string) {
-	t.Helper()
-	w.waitForNth(t, s, 1)
-}
-
-// waitForNth waits until s has been written n times.
-func (w *watchedBuffer) waitForNth(t *testing.T, s string, n int) {
-	t.Helper()
-	deadline := time.After(20 * time.Second)
-	for strings.Count(w.String(), s) < n {
-		select {
-		case <-w.new:
-		case <-deadline:
-			t.Fatalf("no %q (%d) in the chat:\n%q", s, n, w.String())
-		}
-	}
-}
 
 // TestChatApproveInterruptRewind holds a terminal conversation against a
 // scripted OpenAI-compatible server: an edit approved on the chat's own
@@ -98,34 +54,34 @@ func TestChatApproveInterruptRewind(t *testing.T) {
 	a := &agent.Agent{Provider: provider, Model: "m", Mode: agent.ModeAsk, Session: s, Checkpoints: cp,
 		Tools: []agent.Tool{agent.WriteTool{W: w}}}
 	inR, inW := io.Pipe()
-	out := &watchedBuffer{new: make(chan struct{}, 1)}
+	out := testbuf.New()
 	ch := &chat{a: a, lines: &plainLines{in: bufio.NewReader(inR), out: out}, out: out, sessions: sessions}
 	done := make(chan error, 1)
 	go func() { done <- ch.run(context.Background()) }()
 	say := func(line string) { io.WriteString(inW, line+"\n") }
 
 	say("write some notes")
-	out.waitFor(t, "allow?")
+	out.WaitFor(t, "allow?")
 	say("y")
-	out.waitFor(t, "Wrote notes.txt.")
+	out.WaitFor(t, "Wrote notes.txt.")
 	if b, _ := os.ReadFile(filepath.Join(dir, "notes.txt")); string(b) != "written by the agent\n" {
 		t.Fatalf("notes.txt = %q", b)
 	}
 
 	say("now think hard")
-	out.waitFor(t, "Let me think about th")
+	out.WaitFor(t, "Let me think about th")
 	if !ch.interrupt() {
 		t.Fatal("no turn to interrupt")
 	}
-	out.waitFor(t, "stopped")
+	out.WaitFor(t, "stopped")
 
 	say("/rewind 1")
-	out.waitFor(t, "back before turn 1")
+	out.WaitFor(t, "back before turn 1")
 	if _, err := os.Stat(filepath.Join(dir, "notes.txt")); !os.IsNotExist(err) {
 		t.Errorf("notes.txt after /rewind 1: %v", err)
 	}
 	say("start over")
-	out.waitFor(t, "Fresh start.")
+	out.WaitFor(t, "Fresh start.")
 	say("/exit")
 	if err := <-done; err != nil {
 		t.Fatal(err)

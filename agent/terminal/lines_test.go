@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/cove-sh/cove/agent"
+	"github.com/cove-sh/cove/internal/testbuf"
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 )
@@ -28,7 +29,7 @@ func TestTTYLines(t *testing.T) {
 	defer ptmx.Close()
 	defer tty.Close()
 	pty.Setsize(ptmx, &pty.Winsize{Rows: 24, Cols: 80})
-	out := &watchedBuffer{new: make(chan struct{}, 1)}
+	out := testbuf.New()
 	go io.Copy(out, ptmx)
 	histFile := filepath.Join(t.TempDir(), "agent_history")
 	hist, _ := loadHistory(histFile)
@@ -62,7 +63,7 @@ func TestTTYLines(t *testing.T) {
 		var got string
 		var err error
 		go func() { got, err = lines.prompt(); close(done) }()
-		out.waitForNth(t, "› ", prompts+1)
+		out.WaitForNth(t, "› ", prompts+1)
 		io.WriteString(ptmx, tc.keys)
 		<-done
 		if got != tc.want || !errors.Is(err, tc.err) {
@@ -74,7 +75,7 @@ func TestTTYLines(t *testing.T) {
 	done := make(chan struct{})
 	var got string
 	go func() { got, _ = lines.answer("--- a diff\nrun it? "); close(done) }()
-	out.waitFor(t, "run it? ")
+	out.WaitFor(t, "run it? ")
 	io.WriteString(ptmx, "y\r")
 	<-done
 	if got != "y" || !strings.Contains(out.String(), "--- a diff\r\n") {
@@ -120,7 +121,7 @@ func TestTTYLinesNoteKeepsTheLine(t *testing.T) {
 	defer ptmx.Close()
 	defer tty.Close()
 	pty.Setsize(ptmx, &pty.Winsize{Rows: 24, Cols: 80})
-	out := &watchedBuffer{new: make(chan struct{}, 1)}
+	out := testbuf.New()
 	go io.Copy(out, ptmx)
 	hist, _ := loadHistory(filepath.Join(t.TempDir(), "h"))
 	lines, err := newTTYLines(tty, tty, hist, io.Discard)
@@ -131,12 +132,12 @@ func TestTTYLinesNoteKeepsTheLine(t *testing.T) {
 	done := make(chan struct{})
 	var got string
 	go func() { got, _ = lines.prompt(); close(done) }()
-	out.waitFor(t, "› ")
+	out.WaitFor(t, "› ")
 	io.WriteString(ptmx, "half a req")
-	out.waitFor(t, "half a req")
+	out.WaitFor(t, "half a req")
 	fmt.Fprintf(lines, "! MCP web (workspace, http, .mcp.json): restarting\n")
-	out.waitFor(t, "restarting\r\n")
-	out.waitForNth(t, "half a req", 2) // drawn again below the note
+	out.WaitFor(t, "restarting\r\n")
+	out.WaitForNth(t, "half a req", 2) // drawn again below the note
 	io.WriteString(ptmx, "uest\r")
 	<-done
 	if got != "half a request" {

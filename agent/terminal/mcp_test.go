@@ -15,31 +15,16 @@ import (
 	"github.com/cove-sh/cove/agent"
 	"github.com/cove-sh/cove/agent/mcpclient"
 	"github.com/cove-sh/cove/internal/llmtest"
+	"github.com/cove-sh/cove/internal/mcptest"
+	"github.com/cove-sh/cove/internal/testbuf"
 )
-
-// mcpServersDir is where scripts/test.sh installs the reference MCP
-// servers from npm.
-func mcpServersDir(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("COVE_TEST_MCP_SERVERS")
-	if dir == "" {
-		dir = "/var/cache/cove-test/mcp-servers"
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must install the reference MCP servers (scripts/test.sh does, in %s): %v", dir, err)
-		}
-		t.Skipf("the reference MCP servers are not installed (scripts/test.sh installs them in %s): %v", dir, err)
-	}
-	return dir
-}
 
 // TestChatMCP: in the terminal conversation, /mcp lists the servers with
 // their state and tools, and an MCP call's approval offers "always" for
 // the tool or the server: allowing the server lets its next tool run
 // without asking.
 func TestChatMCP(t *testing.T) {
-	servers := mcpServersDir(t)
+	servers := mcptest.ServersDir(t)
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("no node")
@@ -75,19 +60,19 @@ func TestChatMCP(t *testing.T) {
 	}
 	a := &agent.Agent{Provider: provider, Model: "m", Mode: agent.ModeAsk, Session: s, More: m.Tools}
 	inR, inW := io.Pipe()
-	out := &watchedBuffer{new: make(chan struct{}, 1)}
+	out := testbuf.New()
 	ch := &chat{a: a, lines: &plainLines{in: bufio.NewReader(inR), out: out}, out: out, sessions: sessions, mcp: m}
 	done := make(chan error, 1)
 	go func() { done <- ch.run(context.Background()) }()
 	say := func(line string) { io.WriteString(inW, line+"\n") }
 
 	say("/mcp")
-	out.waitFor(t, "everything (host, stdio, mcp.json): running, 13 tools, 7 resources, 4 prompts")
-	out.waitFor(t, "echo, get-annotated-message")
+	out.WaitFor(t, "everything (host, stdio, mcp.json): running, 13 tools, 7 resources, 4 prompts")
+	out.WaitFor(t, "echo, get-annotated-message")
 	say("use the server")
-	out.waitFor(t, `MCP everything (host): echo {"message":"hi"} — allow? [y/N, 1: always mcp:everything/echo, 2: always mcp:everything, or say why not]`)
+	out.WaitFor(t, `MCP everything (host): echo {"message":"hi"} — allow? [y/N, 1: always mcp:everything/echo, 2: always mcp:everything, or say why not]`)
 	say("2")
-	out.waitFor(t, "All done.")
+	out.WaitFor(t, "All done.")
 	say("/exit")
 	if err := <-done; err != nil {
 		t.Fatal(err)

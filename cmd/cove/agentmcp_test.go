@@ -16,27 +16,11 @@ import (
 	"time"
 
 	"github.com/cove-sh/cove/internal/llmtest"
+	"github.com/cove-sh/cove/internal/mcptest"
 	"github.com/cove-sh/cove/internal/testimage"
 	"github.com/cove-sh/cove/internal/testregistry"
 	"github.com/cove-sh/cove/workspace"
 )
-
-// mcpServersDir is where scripts/test.sh installs the reference MCP
-// servers from npm.
-func mcpServersDir(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("COVE_TEST_MCP_SERVERS")
-	if dir == "" {
-		dir = "/var/cache/cove-test/mcp-servers"
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must install the reference MCP servers (scripts/test.sh does, in %s): %v", dir, err)
-		}
-		t.Skipf("the reference MCP servers are not installed (scripts/test.sh installs them in %s): %v", dir, err)
-	}
-	return dir
-}
 
 // nodeImage is busybox plus this machine's node (its binary and the
 // libraries ldd names, at their paths) and the reference MCP servers at
@@ -59,7 +43,7 @@ var nodeImageOnce struct {
 
 func buildNodeImage(t *testing.T) string {
 	t.Helper()
-	servers := mcpServersDir(t)
+	servers := mcptest.ServersDir(t)
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("no node on this machine")
@@ -281,7 +265,7 @@ func TestAgentMCPServersRunInTheWorkspace(t *testing.T) {
 	// The user's servers run here: ~/.config/cove/mcp.json and
 	// --mcp-config FILE; the user's "fs" wins over the project's.
 	node, _ := exec.LookPath("node")
-	everything := filepath.Join(mcpServersDir(t), "node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+	everything := filepath.Join(mcptest.ServersDir(t), "node_modules/@modelcontextprotocol/server-everything/dist/index.js")
 	home := t.TempDir()
 	os.MkdirAll(filepath.Join(home, ".config", "cove"), 0o700)
 	userCfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{

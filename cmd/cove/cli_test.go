@@ -25,6 +25,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/cove-sh/cove/internal/llmtest"
+	"github.com/cove-sh/cove/internal/testbuf"
 	"github.com/cove-sh/cove/internal/testimage"
 	"github.com/cove-sh/cove/internal/testregistry"
 	"github.com/cove-sh/cove/workspace"
@@ -1278,15 +1279,15 @@ func TestAgentChatCtrlCInTerminal(t *testing.T) {
 	}
 	defer tty.Close()
 	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", workspace.Name(project)) })
-	out := &watchedBuffer{new: make(chan struct{}, 1)}
+	out := testbuf.New()
 	go io.Copy(out, tty)
-	out.waitFor(t, "› ")
+	out.WaitFor(t, "› ")
 	io.WriteString(tty, "think\r")
-	out.waitFor(t, "Thinking very hard")
+	out.WaitFor(t, "Thinking very hard")
 	tty.Write([]byte{3}) // Ctrl-C
-	out.waitFor(t, "stopped")
+	out.WaitFor(t, "stopped")
 	io.WriteString(tty, "are you there?\r")
-	out.waitFor(t, "Still here.")
+	out.WaitFor(t, "Still here.")
 	io.WriteString(tty, "/exit\r")
 	if code, ok := waitExit(cmd, 20*time.Second); !ok {
 		t.Fatalf("cove agent did not leave on /exit:\n%s", out.String())
@@ -1316,9 +1317,9 @@ func TestRunCtrlCInTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tty.Close()
-	out := &watchedBuffer{new: make(chan struct{}, 1)}
+	out := testbuf.New()
 	go io.Copy(out, tty)
-	out.waitFor(t, "ready")
+	out.WaitFor(t, "ready")
 	tty.Write([]byte{3})
 	if code, ok := waitExit(cmd, 10*time.Second); !ok {
 		t.Fatalf("Ctrl-C did not stop the workload:\n%s", out.String())
@@ -1375,12 +1376,12 @@ func TestAgentChatMarkdownInTerminal(t *testing.T) {
 	}
 	defer tty.Close()
 	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", workspace.Name(project)) })
-	out := &watchedBuffer{new: make(chan struct{}, 1)}
+	out := testbuf.New()
 	go io.Copy(out, tty)
-	out.waitFor(t, "› ")
+	out.WaitFor(t, "› ")
 	io.WriteString(tty, "show me the steps\r")
-	out.waitFor(t, "Done.")
-	out.waitForNth(t, "› ", 2)
+	out.WaitFor(t, "Done.")
+	out.WaitForNth(t, "› ", 2)
 	for _, want := range []string{
 		"Use \x1b[1mbold\x1b[0m steps:",        // redrawn styled
 		"\x1b[2m```go\x1b[0m",                  // the fence, dim
@@ -1391,15 +1392,15 @@ func TestAgentChatMarkdownInTerminal(t *testing.T) {
 		}
 	}
 	io.WriteString(tty, "\x1b[A\r") // Up, Enter
-	out.waitFor(t, "Again.")
-	out.waitForNth(t, "› ", 3)
+	out.WaitFor(t, "Again.")
+	out.WaitForNth(t, "› ", 3)
 	io.WriteString(tty, "not this\x03\x03") // Ctrl-C clears the line, then leaves
 	if code, ok := waitExit(cmd, 20*time.Second); !ok {
 		t.Fatalf("cove agent did not leave on Ctrl-C:\n%q", out.String())
 	} else if code != 130 {
 		t.Fatalf("cove agent after Ctrl-C at the prompt: exit status %d, want 130\n%q", code, out.String())
 	}
-	out.waitFor(t, "cove agent -r ")
+	out.WaitFor(t, "cove agent -r ")
 	reqs := srv.Requests()
 	if len(reqs) != 2 {
 		t.Fatalf("%d requests, want 2", len(reqs))

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cove-sh/cove/internal/testbuf"
 	"github.com/cove-sh/cove/internal/testregistry"
 	"github.com/creack/pty"
 )
@@ -22,7 +23,7 @@ func TestExecInteractiveTerminal(t *testing.T) {
 		t.Fatalf("run -d: %+v", r)
 	}
 	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", "box") })
-	start := func() (*watchedBuffer, func([]byte), func(time.Duration) (int, bool), func(syscall.Signal)) {
+	start := func() (*testbuf.Buffer, func([]byte), func(time.Duration) (int, bool), func(syscall.Signal)) {
 		cmd, _, _ := coveProc(root, "exec", "-it", "box", "sh")
 		cmd.Stdout, cmd.Stderr = nil, nil
 		tty, err := pty.Start(cmd)
@@ -30,14 +31,14 @@ func TestExecInteractiveTerminal(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { tty.Close() })
-		out := &watchedBuffer{new: make(chan struct{}, 1)}
+		out := testbuf.New()
 		go io.Copy(out, tty)
 		return out, func(b []byte) { tty.Write(b) }, func(d time.Duration) (int, bool) { return waitExit(cmd, d) },
 			func(s syscall.Signal) { cmd.Process.Signal(s) }
 	}
 	out, typ, wait, _ := start()
 	typ([]byte("echo typed-$((40+2))\n"))
-	out.waitFor(t, "typed-42")
+	out.WaitFor(t, "typed-42")
 	// Ctrl-D. busybox's line editor asks the terminal where its cursor is
 	// after a prompt and reads the answer for a while, which can take a
 	// first Ctrl-D as noise; a person presses it again, so does this.
@@ -52,7 +53,7 @@ func TestExecInteractiveTerminal(t *testing.T) {
 	}
 	out, typ, wait, signal := start()
 	typ([]byte("echo ready-$((1+1))\n"))
-	out.waitFor(t, "ready-2")
+	out.WaitFor(t, "ready-2")
 	signal(syscall.SIGTERM)
 	if _, ok := wait(10 * time.Second); !ok {
 		t.Fatalf("SIGTERM did not end cove exec -it:\n%s", out.String())
