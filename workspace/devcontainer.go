@@ -443,7 +443,7 @@ func rootlessKeepID(name string, u container.User, wsName string, update, ranged
 // directory cove keeps beside the workspace's layer (volumes/NAME, gone
 // with cove rm or --fresh); a bind of a host path is there only when the
 // user trusted the file (an untrusted one's were dropped when it was read).
-func workspaceMounts(ms []devcontainer.Mount, trusted bool, layerDir string) ([]container.Bind, []container.Tmpfs, error) {
+func workspaceMounts(ms []devcontainer.Mount, trusted bool, project, layerDir string) ([]container.Bind, []container.Tmpfs, error) {
 	var binds []container.Bind
 	var tmpfs []container.Tmpfs
 	for _, m := range ms {
@@ -475,10 +475,36 @@ func workspaceMounts(ms []devcontainer.Mount, trusted bool, layerDir string) ([]
 				}
 				return nil, nil, fmt.Errorf("devcontainer.json: mounts: the host path %s does not exist on this machine: %s", m.Source, hint)
 			}
+			if err := stayInProject(project, m.Source); err != nil {
+				return nil, nil, fmt.Errorf("devcontainer.json: mounts: %w", err)
+			}
 			binds = append(binds, container.Bind{Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
 		}
 	}
 	return binds, tmpfs, nil
+}
+
+// stayInProject refuses a bind source in the project that leads out of
+// it. The project is the workspace's to write: it can make any path in it
+// a symlink to one of this machine's, which the bind would follow (a
+// trusted file's "source=${localWorkspaceFolder}/cache" giving it ~/.ssh
+// at the next start).
+func stayInProject(project, src string) error {
+	if project == "" || !(devcontainer.Mount{Source: src}).InProject(project) {
+		return nil
+	}
+	root, err := filepath.EvalSymlinks(project)
+	if err != nil {
+		return err
+	}
+	real, err := filepath.EvalSymlinks(src)
+	if err != nil {
+		return err
+	}
+	if rel, err := filepath.Rel(root, real); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return fmt.Errorf("%s is in the project but leads out of it (to %s): the workspace can write the project, so cove binds only what stays in it; make it a directory there, or name the host path itself", src, real)
+	}
+	return nil
 }
 
 // workspaceEnv applies devcontainer.json's containerEnv and remoteEnv to
@@ -575,7 +601,7 @@ func workspaceMountBind(dc *devcontainer.Config, project, layerDir string) (*con
 	if m.Type == "bind" && filepath.Clean(m.Source) != project && !dc.Trusted {
 		return nil, nil // held back, and said, when the file was read
 	}
-	binds, _, err := workspaceMounts([]devcontainer.Mount{m}, true, layerDir)
+	binds, _, err := workspaceMounts([]devcontainer.Mount{m}, true, project, layerDir)
 	if err != nil || len(binds) == 0 {
 		return nil, err
 	}
@@ -585,7 +611,7 @@ func workspaceMountBind(dc *devcontainer.Config, project, layerDir string) (*con
 // applyRuntime applies, once the image's metadata is merged into dc, its
 // capabilities and security options (the file's with the image's and the
 // Features') and the mounts the metadata added (from index before on).
-func (lo *Local) applyRuntime(dc *devcontainer.Config, l *Launch, layerDir string, before int) error {
+func (lo *Local) applyRuntime(dc *devcontainer.Config, l *Launch, project, layerDir string, before int) error {
 	if dc == nil {
 		return nil
 	}
@@ -607,7 +633,7 @@ func (lo *Local) applyRuntime(dc *devcontainer.Config, l *Launch, layerDir strin
 	l.NoNewPrivileges = rt.NoNewPrivileges
 	l.NoSeccomp = l.NoSeccomp || rt.NoSeccomp
 	if before < len(dc.Mounts) {
-		extra, tmpfs, err := workspaceMounts(dc.Mounts[before:], dc.Trusted, layerDir)
+		extra, tmpfs, err := workspaceMounts(dc.Mounts[before:], dc.Trusted, project, layerDir)
 		if err != nil {
 			return err
 		}

@@ -207,7 +207,7 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (*container.State, error) {
 	var mounts []container.Bind
 	var tmpfs []container.Tmpfs
 	if dc != nil {
-		if mounts, tmpfs, err = workspaceMounts(append(slices.Clone(dc.Mounts), rt.Mounts...), dc.Trusted, layerDir); err != nil {
+		if mounts, tmpfs, err = workspaceMounts(append(slices.Clone(dc.Mounts), rt.Mounts...), dc.Trusted, abs, layerDir); err != nil {
 			return nil, err
 		}
 	}
@@ -258,7 +258,7 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (*container.State, error) {
 			dc = md
 			proc.Env = workspaceEnv(dc, append(proc.Env, rt.Env...))
 			wsEnv = proc.Env
-			if err := lo.applyRuntime(dc, l, layerDir, mountsBefore); err != nil {
+			if err := lo.applyRuntime(dc, l, abs, layerDir, mountsBefore); err != nil {
 				return err
 			}
 			imageCfg = cfg

@@ -176,6 +176,41 @@ func TestDevcontainerMissingBindSource(t *testing.T) {
 	}
 }
 
+// TestDevcontainerBindStaysInProject: a trusted bind of a path in the
+// project is bound while it stays in the project; once the workspace has
+// made it a symlink to a host directory, the next start refuses, and the
+// host's files are not shown to it.
+func TestDevcontainerBindStaysInProject(t *testing.T) {
+	needRoot(t)
+	ref := testregistry.Push(t, testregistry.Addr(t), layered(t))
+	project, root := devcontainerProject(t, `{"image": "`+ref+`", "mounts": ["source=${localWorkspaceFolder}/cache,target=/cache,type=bind"]}`)
+	os.Mkdir(filepath.Join(project, "cache"), 0o755)
+	os.WriteFile(filepath.Join(project, "cache", "mine"), []byte("project's\n"), 0o644)
+	env := []string{"HOME=" + t.TempDir()}
+	name := workspace.Name(project)
+	if r := runEnv(t, root, env, "up", "--detach", "--trust", project); r.code != 0 {
+		t.Fatalf("up: %+v", r)
+	}
+	if r := runProc(t, root, "", "exec", name, "cat", "/cache/mine"); r.stdout != "project's\n" {
+		t.Fatalf("the bind: %+v", r)
+	}
+	runProc(t, root, "", "stop", "--time", "2", name)
+	// What the workspace can do to the project: cache becomes a symlink.
+	host := t.TempDir()
+	os.WriteFile(filepath.Join(host, "id_ed25519"), []byte("host secret\n"), 0o600)
+	os.RemoveAll(filepath.Join(project, "cache"))
+	if err := os.Symlink(host, filepath.Join(project, "cache")); err != nil {
+		t.Fatal(err)
+	}
+	r := runEnv(t, root, env, "up", "--detach", project)
+	if r.code == 0 || !strings.Contains(r.stderr, "is in the project but leads out of it") {
+		t.Errorf("a bind source made a symlink out of the project: %+v", r)
+	}
+	if got := runProc(t, root, "", "exec", name, "cat", "/cache/id_ed25519"); strings.Contains(got.stdout, "host secret") {
+		t.Errorf("the workspace reads the host's file: %+v", got)
+	}
+}
+
 // TestDevcontainerFailedCreateStops: a create-time command that fails
 // says which and its status, and leaves no container running (it used
 // to warn and keep it); the layer stays and the next up runs it again.
