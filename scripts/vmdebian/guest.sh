@@ -19,6 +19,20 @@ data=/mnt/cove
 user=cove
 uid=1000
 
+# bounded MODE CMD...: runs one mode's checks for at most 170 s (they
+# take 30-60 s here) and says how they ended.
+bounded() {
+	local mode=$1 t0 rc
+	shift
+	t0=$(cut -d ' ' -f 1 /proc/uptime)
+	timeout -k 5 170 "$@"
+	rc=$?
+	echo "vmtest: the $mode checks ended with $rc after $(awk -v a="$t0" -v b="$(cut -d ' ' -f 1 /proc/uptime)" 'BEGIN { printf "%.1f", b - a }')s"
+	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+		echo "VMTEST FAIL $mode/bounded: its checks did not end in 170 s; the last line above is the last that ended"
+	fi
+}
+
 if [ "${1:-}" != checks ]; then
 	echo
 	# shellcheck disable=SC1091
@@ -32,14 +46,14 @@ if [ "${1:-}" != checks ]; then
 		sleep 0.5
 	done
 	echo "vmtest: user@$uid.service is $(systemctl is-active user@$uid.service); delegated: $(systemctl show -P Delegate user@$uid.service) ($(systemctl show -P DelegateControllers user@$uid.service))"
-	runuser -u "$user" -- env XDG_RUNTIME_DIR=/run/user/$uid DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/$uid/bus \
+	# Each mode is bounded, well inside the VM's timeout: a hang in one
+	# is a failure of its own, and the others still run and say theirs.
+	bounded user runuser -u "$user" -- env XDG_RUNTIME_DIR=/run/user/$uid DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/$uid/bus \
 		systemd-run --user --wait --pipe --quiet --collect --unit cove-checks "$0" checks user
-	echo "vmtest: the user's checks ended with $?"
 	# A login session (ssh, the console, su -l) has a cgroup of root's
 	# (session-N.scope): cove must get one of the user's systemd.
-	su -l "$user" -c "$0 checks login"
-	echo "vmtest: the login session's checks ended with $?"
-	"$0" checks root
+	bounded login su -l "$user" -c "$0 checks login"
+	bounded root "$0" checks root
 	echo "vmtest: uptime $(cut -d ' ' -f 1 /proc/uptime)s"
 	echo "VMTEST DONE"
 	exit 0
@@ -61,6 +75,8 @@ show() {
 	return 0
 }
 brief() { head -n 3 "$1" | tr '\n' ' ' | cut -c 1-240; }
+# since T0: seconds since uptime T0, one decimal.
+since() { awk -v a="$1" -v b="$(cut -d ' ' -f 1 /proc/uptime)" 'BEGIN { printf "%.1f", b - a }'; }
 # run NAME SECONDS CMD...: runs cove's command with a bound, output to
 # $out/NAME.out and .err; sets rc.
 run() {
@@ -68,16 +84,6 @@ run() {
 	shift 2
 	timeout -s KILL "$t" "$@" >"$out/$n.out" 2>"$out/$n.err"
 	rc=$?
-}
-# pid_of CMDLINE: the first process with exactly that command line. A
-# read of /proc/PID/cmdline waits for that process's memory lock, which a
-# process stuck in a limit can hold: each read gets 2 s (a CI run hung here).
-pid_of() {
-	local f
-	for f in /proc/[0-9]*/cmdline; do
-		[ "$(timeout -s KILL 2 tr '\0' ' ' 2>/dev/null <"$f")" = "$1 " ] && { f=${f#/proc/}; echo "${f%/cmdline}"; return 0; }
-	done
-	return 1
 }
 own=$(sed -n 's/^0:://p' /proc/self/cgroup)
 echo "vmtest: $mode: $(id -un) in cgroup $own; cove $(cove version | head -n 1)"
@@ -136,27 +142,42 @@ fi
 
 # cpus-limit and stop-kills-tree: a detached container under --cpus 0.5
 # whose shell and children ignore SIGTERM; its cgroup's cpu.max says 50%,
-# and cove stop leaves none of it.
+# and cove stop leaves none of it. The container is found through cove ps
+# and its cgroup, not by reading every process's cmdline: such a read
+# waits on that process's memory lock, and a process throttled by the
+# limit under TCG can hold it long enough to eat the VM's whole timeout
+# (a CI run hung here).
+t0=$(cut -d ' ' -f 1 /proc/uptime)
 run stoprun 120 cove run -d --net none --cpus 0.5 --name t1 "$busybox" sh -c 'trap "" TERM; sleep 1001 & sleep 1001 & wait'
+echo "vmtest: $mode: cove run -d: exit $rc after $(since "$t0")s"
 p=
+cg=
+n=0
 for _ in $(seq 1 100); do
-	p=$(pid_of "sleep 1001") && break
+	[ "$rc" = 0 ] || break
+	p=$(cove ps --json 2>/dev/null | sed -n '/"name": "t1"/,/}/s/^ *"pid": \([0-9]*\).*/\1/p' | head -n 1)
+	if [ -n "$p" ] && [ "$p" != 0 ]; then
+		cg=$(sed -n 's/^0:://p' "/proc/$p/cgroup" 2>/dev/null)
+		n=$(wc -l <"/sys/fs/cgroup$cg/cgroup.procs" 2>/dev/null || echo 0)
+		# the shell and its two sleeps
+		[ -n "$cg" ] && [ "$n" -ge 3 ] && break
+	fi
 	sleep 0.2
 done
-if [ -z "$p" ]; then
-	fail cpus-limit "the detached container never ran: exit $rc, stderr '$(brief "$out/stoprun.err")'"
+if [ -z "$cg" ] || [ "$n" -lt 3 ]; then
+	fail cpus-limit "the detached container never ran: exit $rc, pid '${p:-none}', cgroup '${cg:-none}' with $n processes, stderr '$(brief "$out/stoprun.err")'"
 	fail stop-kills-tree "nothing to stop"
 else
-	cg=$(sed -n 's/^0:://p' "/proc/$p/cgroup")
-	echo "vmtest: $mode: the container's cgroup is $cg"
+	echo "vmtest: $mode: the container's cgroup is $cg ($n processes)"
 	cpumax=$(cat "/sys/fs/cgroup$cg/cpu.max" 2>&1)
 	if [ "$cpumax" = "50000 100000" ]; then pass cpus-limit; else fail cpus-limit "cpu.max of $cg is '$cpumax', want '50000 100000'"; fi
 	t0=$(cut -d ' ' -f 1 /proc/uptime)
 	run stop 60 cove stop --time 2 t1
-	took=$(awk -v a="$t0" -v b="$(cut -d ' ' -f 1 /proc/uptime)" 'BEGIN { printf "%.1f", b - a }')
-	left=$(pid_of "sleep 1001")
+	took=$(since "$t0")
+	left=$(tr '\n' ' ' <"/sys/fs/cgroup$cg/cgroup.procs" 2>/dev/null)
+	echo "vmtest: $mode: cove stop --time 2 t1: exit $rc after ${took}s; left in $cg: '${left}'"
 	if [ "$rc" = 0 ] && [ -z "$left" ]; then pass stop-kills-tree; else
-		fail stop-kills-tree "cove stop: exit $rc after ${took}s, a sleep left: '${left}', stderr '$(brief "$out/stop.err")'"
+		fail stop-kills-tree "cove stop: exit $rc after ${took}s, processes left in $cg: '${left}', stderr '$(brief "$out/stop.err")'"
 	fi
 fi
 cove rm -f t1 >/dev/null 2>&1
