@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // ModelLister is a provider that can say which models it serves.
@@ -88,6 +90,28 @@ func listModels(ctx context.Context, client *http.Client, provider, url string, 
 // parameters set none (OLLAMA_CONTEXT_LENGTH, on the server, can raise it;
 // cove cannot see that).
 const ollamaDefaultContext = 4096
+
+// ResolveWindow is c's model's context window: as configured, else, for
+// an Ollama server (which cuts long prompts without a word; asked only
+// when it is on this machine or its usual port, so that a remote API
+// costs no extra request), the context Ollama runs the model with. 0 is
+// unknown.
+func (c Config) ResolveWindow(ctx context.Context) int {
+	if w := c.Window(); w > 0 || c.Provider == "anthropic" {
+		return w
+	}
+	u, err := url.Parse(c.BaseURL)
+	if err != nil {
+		return 0
+	}
+	if host := u.Hostname(); host != "127.0.0.1" && host != "localhost" && host != "::1" && u.Port() != "11434" {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	n, _ := OllamaContext(ctx, nil, c.BaseURL, c.Model)
+	return n
+}
 
 // OllamaContext says, for an OpenAI-compatible base URL that is Ollama's,
 // the context the server runs model with: its num_ctx parameter, else

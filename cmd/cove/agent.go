@@ -6,12 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/cove-sh/cove/agent"
 	"github.com/cove-sh/cove/agent/mcpclient"
@@ -122,7 +120,7 @@ and check your work. When you are done, answer briefly with what you changed and
 // checkpoints and saved output go to the project's host-only state.
 // The MCP servers of the project run in the workspace too, the user's
 // (and mcpConfig's) here. Close releases the shell and stops the servers.
-func buildAgent(ctx context.Context, root string, target workspace.Workspace, dir string, state agentState, cfg agent.Config, mcpConfig []string) (*agent.Agent, agentExtras, func(), error) {
+func buildAgent(ctx context.Context, root string, target workspace.Workspace, dir string, state agent.State, cfg agent.Config, mcpConfig []string) (*agent.Agent, agentExtras, func(), error) {
 	var x agentExtras
 	provider, err := cfg.NewProvider()
 	if err != nil {
@@ -165,7 +163,7 @@ func buildAgent(ctx context.Context, root string, target workspace.Workspace, di
 		}
 	}
 	a := &agent.Agent{
-		Provider: provider, Model: cfg.Model, Window: contextWindow(ctx, cfg), System: system, Mode: agent.ModeAsk,
+		Provider: provider, Model: cfg.Model, Window: cfg.ResolveWindow(ctx), System: system, Mode: agent.ModeAsk,
 		Tools: []agent.Tool{agent.ReadTool{W: w, Out: state.Out}, agent.WriteTool{W: w}, agent.EditTool{W: w}, agent.SearchTool{W: w, Walk: hostWalkOptions()}, bash},
 	}
 	// The project's own tools run in the workspace, like its commands.
@@ -216,34 +214,13 @@ type agentExtras struct {
 	mcpNotes []string           // project servers left out, and why
 }
 
-// contextWindow is cfg's model's window: as configured, else, for an
-// Ollama server (which cuts long prompts without a word; asked only when
-// it is on this machine or its usual port, so that a remote API costs no
-// extra request), the context Ollama runs the model with.
-func contextWindow(ctx context.Context, cfg agent.Config) int {
-	if w := cfg.Window(); w > 0 || cfg.Provider == "anthropic" {
-		return w
-	}
-	u, err := url.Parse(cfg.BaseURL)
-	if err != nil {
-		return 0
-	}
-	if host := u.Hostname(); host != "127.0.0.1" && host != "localhost" && host != "::1" && u.Port() != "11434" {
-		return 0
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	n, _ := agent.OllamaContext(ctx, nil, cfg.BaseURL, cfg.Model)
-	return n
-}
-
 func runAgent(c *cli.Context, e *env, target workspace.Workspace, dir string, cfg agent.Config) error {
-	state, err := projectAgentState(e.layout, dir)
+	state, err := agent.OpenState(e.layout, workspace.Name(dir))
 	if err != nil {
 		return err
 	}
 	home, _ := os.UserHomeDir()
-	if note := legacyStateNote(dir, state, home); note != "" {
+	if note := state.LegacyNote(dir, home); note != "" {
 		fmt.Fprintln(c.App.ErrWriter, "cove: note: "+note)
 	}
 	a, x, closeAgent, err := buildAgent(c.Context, c.String("root"), target, dir, state, cfg, c.StringSlice("mcp-config"))

@@ -44,7 +44,7 @@ func (p *agentPanel) Conversation() (*agent.Conversation, error) {
 	if err != nil {
 		return nil, err
 	}
-	state, err := projectAgentState(p.layout, p.dir)
+	state, err := agent.OpenState(p.layout, workspace.Name(p.dir))
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +57,7 @@ func (p *agentPanel) Conversation() (*agent.Conversation, error) {
 		closeAgent()
 		return nil, err
 	}
-	if note := legacyStateNote(p.dir, state, home); note != "" {
+	if note := state.LegacyNote(p.dir, home); note != "" {
 		cv.Events().Add(agent.Notice{Type: "note", Text: note})
 	}
 	for _, b := range x.broken {

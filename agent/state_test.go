@@ -1,4 +1,4 @@
-package main
+package agent_test
 
 import (
 	"os"
@@ -31,7 +31,7 @@ func TestForgedSessionNotResumed(t *testing.T) {
 	os.MkdirAll(legacy, 0o755)
 	forged := filepath.Join(legacy, "29991231-235959.000000-deadbeef.jsonl")
 	os.WriteFile(forged, []byte(`{"type":"message","message":{"role":"user","content":"FORGED"}}`+"\n"), 0o644)
-	state, err := projectAgentState(testLayout(t), project)
+	state, err := agent.OpenState(testLayout(t), workspace.Name(project))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestAgentStateLeavesTheProject(t *testing.T) {
 	host := t.TempDir()
 	os.Symlink(host, filepath.Join(project, ".cove"))
 	os.MkdirAll(filepath.Join(host, "checkpoints.git"), 0o755)
-	state, err := projectAgentState(layout, project)
+	state, err := agent.OpenState(layout, workspace.Name(project))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,11 +82,11 @@ func TestAgentStateLeavesTheProject(t *testing.T) {
 	if fi, err := os.Lstat(state.Dir); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
 		t.Errorf("the state directory: %v %v", fi, err)
 	}
-	note := legacyStateNote(project, state, "")
+	note := state.LegacyNote(project, "")
 	if !strings.Contains(note, ".cove/checkpoints.git in this project are no longer used (cove keeps its state in "+state.Dir+"); you may delete them") {
 		t.Errorf("note %q", note)
 	}
-	if again := legacyStateNote(project, state, ""); again != "" {
+	if again := state.LegacyNote(project, ""); again != "" {
 		t.Errorf("said twice: %q", again)
 	}
 	if entries, _ := os.ReadDir(host); len(entries) != 1 || entries[0].Name() != "checkpoints.git" {
@@ -96,7 +96,7 @@ func TestAgentStateLeavesTheProject(t *testing.T) {
 	other := dirs.Layout{State: t.TempDir(), StateUID: -1, StateGID: -1}
 	os.MkdirAll(filepath.Join(other.State, "projects"), 0o700)
 	os.Symlink(host, filepath.Join(other.State, "projects", workspace.Name(project)))
-	if _, err := projectAgentState(other, project); err == nil {
+	if _, err := agent.OpenState(other, workspace.Name(project)); err == nil {
 		t.Error("a state directory that is a symlink was taken")
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"fmt"
@@ -8,28 +8,27 @@ import (
 	"syscall"
 
 	"github.com/cove-sh/cove/internal/dirs"
-	"github.com/cove-sh/cove/workspace"
 )
 
-// agentState is where the agent keeps a project's state: a host-only
-// directory of the invoking user's (dirs.Layout.ProjectState, named as the
-// project's workspace is), never the project, which the workspace can
-// write. Nothing in the project's .cove is read for it, written or run.
-type agentState struct {
+// State is where the agent keeps a project's state: a host-only directory
+// of the invoking user's (dirs.Layout.ProjectState, named as the project's
+// workspace is), never the project, which the workspace can write.
+// Nothing in the project's .cove is read for it, written or run.
+type State struct {
 	Dir         string // State/projects/NAME, 0700
 	Sessions    string // the session logs: the audit log, what -c/-r and History go on with
 	Checkpoints string // the checkpoint store
 	Out         string // long command output, saved for the model to read
 }
 
-// projectAgentState makes and returns the agent state of the project dir
-// (an absolute path).
-func projectAgentState(layout dirs.Layout, dir string) (agentState, error) {
-	d, err := layout.ProjectState(workspace.Name(dir))
+// OpenState makes and returns the agent state of the project whose
+// workspace is named name.
+func OpenState(layout dirs.Layout, name string) (State, error) {
+	d, err := layout.ProjectState(name)
 	if err != nil {
-		return agentState{}, err
+		return State{}, err
 	}
-	return agentState{Dir: d, Sessions: filepath.Join(d, "sessions"),
+	return State{Dir: d, Sessions: filepath.Join(d, "sessions"),
 		Checkpoints: filepath.Join(d, "checkpoints"), Out: filepath.Join(d, "out")}, nil
 }
 
@@ -37,13 +36,13 @@ func projectAgentState(layout dirs.Layout, dir string) (agentState, error) {
 // project's old state was given.
 const legacyNoted = "legacy-noted"
 
-// legacyStateNote is, once for a project, what to tell the user about
-// the agent state older cove kept in the project (.cove/sessions,
-// .cove/checkpoints.git, .cove/out): it is never read, run or trusted again
-// (the workspace could have forged or armed it), and left where it is,
-// as the user's files are never deleted. "" when there is none or it was
-// said before.
-func legacyStateNote(dir string, st agentState, home string) string {
+// LegacyNote is, once for the project dir, what to tell the user about the
+// agent state older cove kept in the project (.cove/sessions,
+// .cove/checkpoints.git, .cove/out): it is never read, run or trusted
+// again (the workspace could have forged or armed it), and left where it
+// is, as the user's files are never deleted. "" when there is none or it
+// was said before. home, if set, is shown as ~.
+func (st State) LegacyNote(dir, home string) string {
 	var found []string
 	for _, name := range []string{"sessions", "checkpoints.git", "out"} {
 		if _, err := os.Lstat(filepath.Join(dir, ".cove", name)); err == nil {
