@@ -249,6 +249,15 @@ func (t *Tree) walkDir(ctx context.Context, d *os.File, comps []string, ps []git
 		return err
 	}
 	entries, err := readDir(d)
+	if err == nil && len(entries) > 0 {
+		// A directory that can be listed but not entered (r without x)
+		// names what it holds and can give none of it: unreadable as a
+		// whole, said once, not once for each thing in it.
+		var st unix.Stat_t
+		if serr := unix.Fstatat(int(d.Fd()), entries[0].Name(), &st, unix.AT_SYMLINK_NOFOLLOW); errors.Is(serr, unix.EACCES) {
+			err = serr
+		}
+	}
 	if err != nil {
 		*bad = append(*bad, Unreadable{Path: strings.Join(comps, "/"), Dir: true, Err: cause(err)})
 		return nil
