@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -32,13 +32,14 @@ const testNamespace = "cove-reconnect-test"
 
 // cutter is a TCP proxy between the tests' client and the API server that
 // can cut every connection and refuse new ones, as an API server restart
-// or a network gone does to the launcher, without disturbing the cluster
-// other tests share.
+// or a network gone does to the launcher, or drop them, as a network that
+// loses packets with no reset does, without disturbing the cluster other
+// tests share.
 type cutter struct {
 	ln       net.Listener
 	upstream string
 	mu       sync.Mutex
-	conns    map[net.Conn]bool
+	conns    map[net.Conn]*atomic.Bool // each side of a connection, and whether it was dropped
 	down     bool
 }
 
@@ -47,7 +48,7 @@ func newCutter(t *testing.T, upstream string) *cutter {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &cutter{ln: ln, upstream: upstream, conns: map[net.Conn]bool{}}
+	c := &cutter{ln: ln, upstream: upstream, conns: map[net.Conn]*atomic.Bool{}}
 	t.Cleanup(func() { ln.Close(); c.cut(false) })
 	go func() {
 		for {
@@ -74,11 +75,37 @@ func (c *cutter) serve(conn net.Conn) {
 		conn.Close()
 		return
 	}
-	c.conns[conn], c.conns[up] = true, true
+	dropped := &atomic.Bool{}
+	c.conns[conn], c.conns[up] = dropped, dropped
 	c.mu.Unlock()
-	go func() { io.Copy(up, conn); up.Close() }()
-	io.Copy(conn, up)
-	conn.Close()
+	go func() {
+		relay(up, conn, dropped)
+		if !dropped.Load() {
+			up.Close()
+		}
+	}()
+	relay(conn, up, dropped)
+	if !dropped.Load() {
+		conn.Close()
+	}
+}
+
+// relay copies from src to dst until src ends, and once dropped, reads
+// on and passes nothing on: the bytes are lost, and src's end is not
+// said to dst either.
+func relay(dst, src net.Conn, dropped *atomic.Bool) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && !dropped.Load() {
+			if _, err := dst.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // cut closes every connection through it; with down, new ones are
@@ -91,6 +118,17 @@ func (c *cutter) cut(down bool) {
 	}
 	clear(c.conns)
 	c.down = down
+}
+
+// drop makes every connection open now a black hole, as a lost NAT entry
+// does: whatever either end sends is lost, and neither end hears of it,
+// not even when the other closes. New connections go through.
+func (c *cutter) drop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, d := range c.conns {
+		d.Store(true)
+	}
 }
 
 func (c *cutter) up() {
