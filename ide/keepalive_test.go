@@ -1,0 +1,195 @@
+package ide
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/cove-sh/cove/internal/projectfs"
+)
+
+// dropper is a TCP relay to a server that can drop every connection open
+// at one moment, as a network that loses packets with no reset does: from
+// then on nothing passes either way and nothing is closed. New
+// connections go through.
+type dropper struct {
+	to    string
+	mu    sync.Mutex
+	conns []*atomic.Bool
+	open  []net.Conn
+}
+
+func (d *dropper) dial(ctx context.Context) (net.Conn, error) {
+	var nd net.Dialer
+	up, err := nd.DialContext(ctx, "tcp", d.to)
+	if err != nil {
+		return nil, err
+	}
+	here, there := net.Pipe()
+	dropped := &atomic.Bool{}
+	d.mu.Lock()
+	d.conns = append(d.conns, dropped)
+	d.open = append(d.open, up, there)
+	d.mu.Unlock()
+	pass := func(dst, src net.Conn) {
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 && !dropped.Load() {
+				dst.Write(buf[:n])
+			}
+			if err != nil {
+				if !dropped.Load() {
+					dst.Close()
+				}
+				return
+			}
+		}
+	}
+	go pass(up, there)
+	go pass(there, up)
+	return here, nil
+}
+
+func (d *dropper) drop() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, c := range d.conns {
+		c.Store(true)
+	}
+}
+
+func (d *dropper) close() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, c := range d.open {
+		c.Close()
+	}
+}
+
+// TestProxyClosesASilentWebSocket: behind a proxy whose connections to
+// the server may go silent (a workspace reached through an API server), a
+// terminal that prints nothing for longer than the proxy waits stays
+// open, the server's pings keep it so, and so does a WebSocket of a
+// server that does not ping (a cove before it, still in a Pod): it is not
+// watched. Once the connections drop, the terminal's is closed within
+// about 9 s, as a broken one would be; the page reattaches to the same
+// shell over a new connection, and the next request does not wait on a
+// pooled connection from before the drop.
+func TestProxyClosesASilentWebSocket(t *testing.T) {
+	project := t.TempDir()
+	os.WriteFile(filepath.Join(project, "a.txt"), []byte("hello"), 0o644)
+	dir, err := projectfs.Open(project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	mux := http.NewServeMux()
+	mux.Handle("/api/", NewHandler(dir, []string{"/bin/sh"}))
+	// A server before keepalives: a WebSocket that says nothing of them.
+	mux.HandleFunc("/api/older", func(w http.ResponseWriter, r *http.Request) {
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.CloseNow()
+		<-c.CloseRead(r.Context()).Done()
+	})
+	sl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner := &http.Server{Handler: mux}
+	go inner.Serve(sl)
+	defer inner.Close()
+	d := &dropper{to: sl.Addr().String()}
+	defer d.close()
+	tl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := tl.Addr().(*net.TCPAddr).Port
+	p := NewProxyDial(d.dial, port)
+	outer := &http.Server{Handler: p}
+	go outer.Serve(tl)
+	defer outer.Close()
+	base := "http://127.0.0.1:" + strconv.Itoa(port)
+	page := &http.Client{}
+	hdr := map[string]string{"Cookie": tokenCookie + "=" + p.Token}
+	if code, body := get(t, page, base+"/api/file?path=a.txt", hdr); code != 200 || body != "hello" {
+		t.Fatalf("a file through the proxy: %d %q", code, body)
+	}
+
+	c := termConn(t, p, base, "/api/term/new")
+	defer c.CloseNow()
+	f := watch(c)
+	input(t, c, "echo $((6*7))\n")
+	f.read(5*time.Second, func(f *frames) bool { return strings.Contains(f.out.String(), "42") })
+	if f.id == "" || !strings.Contains(f.out.String(), "42") {
+		t.Fatalf("the terminal: id %q output %q", f.id, f.out.String())
+	}
+	older := termConn(t, p, base, "/api/older")
+	defer older.CloseNow()
+	olderCtx := older.CloseRead(context.Background())
+
+	// Quiet for longer than the proxy waits for a byte.
+	quiet := keepaliveMissed*keepaliveEvery + 2*time.Second
+	f.read(quiet, func(*frames) bool { return false })
+	select {
+	case _, ok := <-f.msgs:
+		if !ok {
+			t.Fatalf("a quiet terminal's WebSocket was closed within %v", quiet)
+		}
+	default:
+	}
+	if olderCtx.Err() != nil {
+		t.Fatalf("an older server's WebSocket was closed within %v", quiet)
+	}
+	input(t, c, "echo $((6*8))\n")
+	f.read(5*time.Second, func(f *frames) bool { return strings.Contains(f.out.String(), "48") })
+	if !strings.Contains(f.out.String(), "48") {
+		t.Fatalf("the terminal after a quiet while: %q", f.out.String())
+	}
+
+	// The drop.
+	d.drop()
+	dropped := time.Now()
+	f.read(keepaliveMissed*keepaliveEvery+5*time.Second, func(*frames) bool { return false })
+	took := time.Since(dropped)
+	select {
+	case _, ok := <-f.msgs:
+		if !ok {
+			break
+		}
+		t.Fatal("the terminal's WebSocket said something after the drop")
+	default:
+		t.Fatalf("the terminal's WebSocket is still open %v after the drop", took.Round(time.Second))
+	}
+	t.Logf("the proxy closed the terminal's WebSocket %v after the drop", took.Round(time.Millisecond))
+	if limit := keepaliveMissed*keepaliveEvery + 2*time.Second; took > limit {
+		t.Errorf("the terminal's WebSocket was closed %v after the drop, want within %v", took, limit)
+	}
+	start := time.Now()
+	if code, body := get(t, page, base+"/api/file?path=a.txt", hdr); code != 200 || body != "hello" {
+		t.Errorf("a file through the proxy after the drop: %d %q", code, body)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("a request after the drop took %v: it waited on a pooled connection from before", took)
+	}
+	c2 := termConn(t, p, base, "/api/term/"+f.id+"?offset=0")
+	defer c2.CloseNow()
+	g := watch(c2)
+	g.read(5*time.Second, func(g *frames) bool { return strings.Contains(g.out.String(), "48") })
+	if !strings.Contains(g.out.String(), "42") || !strings.Contains(g.out.String(), "48") {
+		t.Fatalf("the terminal reattached after the drop: %q", g.out.String())
+	}
+}
