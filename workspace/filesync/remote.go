@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"net/rpc"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -352,8 +353,12 @@ func (r *Remote) callOnce(ctx context.Context, method string, args, reply any) e
 	// background, and a stream dropped as stalled ends that send.
 	done, sent := make(chan *rpc.Call, 1), make(chan struct{})
 	c, pr := r.c, r.progress
+	// The answer is decoded into a value of this call's own, copied to
+	// reply once it is complete: a stream given up on may still be
+	// decoding its late answer while the call is made again on a new one.
+	answer := reflect.New(reflect.TypeOf(reply).Elem())
 	go func() {
-		c.Go("Tree."+method, args, reply, done)
+		c.Go("Tree."+method, args, answer.Interface(), done)
 		close(sent)
 	}()
 	var opening, checking <-chan time.Time
@@ -376,6 +381,7 @@ func (r *Remote) callOnce(ctx context.Context, method string, args, reply any) e
 			var refused rpc.ServerError
 			switch {
 			case call.Error == nil:
+				reflect.ValueOf(reply).Elem().Set(answer.Elem())
 				r.answered()
 				return nil
 			case errors.As(call.Error, &refused):
