@@ -84,7 +84,8 @@ func (d *dropper) close() {
 // watched. Once the connections drop, the terminal's is closed within
 // about 9 s, as a broken one would be; the page reattaches to the same
 // shell over a new connection, and the next request does not wait on a
-// pooled connection from before the drop.
+// pooled connection from before the drop. The page's own line to the
+// launcher keeps it counted as open meanwhile.
 func TestProxyClosesASilentWebSocket(t *testing.T) {
 	project := t.TempDir()
 	os.WriteFile(filepath.Join(project, "a.txt"), []byte("hello"), 0o644)
@@ -160,6 +161,21 @@ func TestProxyClosesASilentWebSocket(t *testing.T) {
 		t.Fatalf("the terminal after a quiet while: %q", f.out.String())
 	}
 
+	// The page's line to the launcher itself, which a drop leaves open:
+	// the page is still there, and the launcher does not take it for
+	// gone (its grace period) while the page reconnects.
+	life, _, err := websocket.Dial(context.Background(), strings.Replace(base, "http", "ws", 1)+lifelinePath,
+		&websocket.DialOptions{HTTPHeader: http.Header{"Cookie": {tokenCookie + "=" + p.Token}, "Origin": {base}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer life.CloseNow()
+	if _, _, err := life.Read(context.Background()); err != nil { // its hello
+		t.Fatal(err)
+	}
+	life.CloseRead(context.Background())
+	older.Close(websocket.StatusNormalClosure, "")
+
 	// The drop.
 	d.drop()
 	dropped := time.Now()
@@ -179,6 +195,10 @@ func TestProxyClosesASilentWebSocket(t *testing.T) {
 	// checked each second, and room for a loaded machine.
 	if limit := keepaliveMissed*keepaliveEvery + 4*time.Second; took > limit {
 		t.Errorf("the terminal's WebSocket was closed %v after the drop, want within %v", took, limit)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if u := p.Unattended(); u != 0 {
+		t.Errorf("with its terminal's socket closed by the drop, the page is taken for gone (%v)", u)
 	}
 	start := time.Now()
 	if code, body := get(t, page, base+"/api/file?path=a.txt", hdr); code != 200 || body != "hello" {

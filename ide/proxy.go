@@ -52,7 +52,7 @@ type Proxy struct {
 
 	mu      sync.Mutex
 	local   map[string]http.Handler // paths served on this side
-	sockets int                     // WebSockets open through the proxy: windows on the workspace
+	sockets int                     // WebSockets open through the proxy and lifelines: windows on the workspace
 	seen    bool                    // whether one ever was
 	since   time.Time               // when the last one closed
 }
@@ -240,24 +240,32 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if isWebSocket(r) {
-		p.mu.Lock()
-		p.sockets++
-		p.seen = true
-		p.mu.Unlock()
-		defer func() {
-			p.mu.Lock()
-			p.sockets--
-			p.since = time.Now()
-			p.mu.Unlock()
-		}()
+		defer p.socketOpen()()
 		r = traceUpstream(r) // watched for silence (keepalive.go)
 	}
 	p.rp.ServeHTTP(w, r) // for a WebSocket, until it closes
 }
 
+// socketOpen counts a WebSocket of a window as open, until the function
+// it returns is called.
+func (p *Proxy) socketOpen() (closed func()) {
+	p.mu.Lock()
+	p.sockets++
+	p.seen = true
+	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		p.sockets--
+		p.since = time.Now()
+		p.mu.Unlock()
+	}
+}
+
 // Unattended says how long no window has been connected, once one was:
-// every page of the IDE holds a WebSocket while it is open. It is zero
-// while one is, or before the first.
+// every page of the IDE holds a WebSocket while it is open, to the
+// launcher itself (its lifeline, which the workspace's connection going
+// away does not close) and to the workspace. It is zero while one is,
+// or before the first.
 func (p *Proxy) Unattended() time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
