@@ -8,73 +8,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/cove-sh/cove/internal/netcut"
 	"github.com/cove-sh/cove/internal/projectfs"
 )
-
-// dropper is a TCP relay to a server that can drop every connection open
-// at one moment, as a network that loses packets with no reset does: from
-// then on nothing passes either way and nothing is closed. New
-// connections go through.
-type dropper struct {
-	to    string
-	mu    sync.Mutex
-	conns []*atomic.Bool
-	open  []net.Conn
-}
-
-func (d *dropper) dial(ctx context.Context) (net.Conn, error) {
-	var nd net.Dialer
-	up, err := nd.DialContext(ctx, "tcp", d.to)
-	if err != nil {
-		return nil, err
-	}
-	here, there := net.Pipe()
-	dropped := &atomic.Bool{}
-	d.mu.Lock()
-	d.conns = append(d.conns, dropped)
-	d.open = append(d.open, up, there)
-	d.mu.Unlock()
-	pass := func(dst, src net.Conn) {
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := src.Read(buf)
-			if n > 0 && !dropped.Load() {
-				dst.Write(buf[:n])
-			}
-			if err != nil {
-				if !dropped.Load() {
-					dst.Close()
-				}
-				return
-			}
-		}
-	}
-	go pass(up, there)
-	go pass(there, up)
-	return here, nil
-}
-
-func (d *dropper) drop() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, c := range d.conns {
-		c.Store(true)
-	}
-}
-
-func (d *dropper) close() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, c := range d.open {
-		c.Close()
-	}
-}
 
 // TestProxyClosesASilentWebSocket: behind a proxy whose connections to
 // the server may go silent (a workspace reached through an API server), a
@@ -112,14 +52,18 @@ func TestProxyClosesASilentWebSocket(t *testing.T) {
 	inner := &http.Server{Handler: mux}
 	go inner.Serve(sl)
 	defer inner.Close()
-	d := &dropper{to: sl.Addr().String()}
-	defer d.close()
+	// The network between the proxy and the server.
+	d := netcut.New(t, sl.Addr().String())
+	dial := func(ctx context.Context) (net.Conn, error) {
+		var nd net.Dialer
+		return nd.DialContext(ctx, "tcp", d.Addr())
+	}
 	tl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	port := tl.Addr().(*net.TCPAddr).Port
-	p := NewProxyDial(d.dial, port)
+	p := NewProxyDial(dial, port)
 	outer := &http.Server{Handler: p}
 	go outer.Serve(tl)
 	defer outer.Close()
@@ -177,7 +121,7 @@ func TestProxyClosesASilentWebSocket(t *testing.T) {
 	older.Close(websocket.StatusNormalClosure, "")
 
 	// The drop.
-	d.drop()
+	d.Drop()
 	dropped := time.Now()
 	f.read(keepaliveMissed*keepaliveEvery+5*time.Second, func(*frames) bool { return false })
 	took := time.Since(dropped)

@@ -160,7 +160,7 @@ func TestSessionSurvivesADrop(t *testing.T) {
 	}()
 
 	// The drop, with saves on both sides right after it.
-	cut.drop()
+	cut.Drop()
 	dropped := time.Now()
 	os.WriteFile(filepath.Join(laptop, "main.c"), []byte("int main(void);\n"), 0o644)
 	os.WriteFile(filepath.Join(laptop, "after.txt"), []byte("saved here after the drop\n"), 0o644)
