@@ -72,6 +72,9 @@ func (p *Proxy) serveLifeline(w http.ResponseWriter, r *http.Request) {
 		delete(l.windows, c)
 		l.mu.Unlock()
 	}()
+	// A window while its line is open, though its sockets to the
+	// workspace close (a network lost for a while, reconnecting).
+	defer p.socketOpen()()
 	hello, _ := json.Marshal(map[string]string{"type": "hello", "dir": p.Dir})
 	if c.Write(ctx, websocket.MessageText, hello) != nil {
 		return

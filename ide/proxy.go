@@ -41,6 +41,9 @@ type Proxy struct {
 	Dir  string
 	port int
 	rp   *httputil.ReverseProxy
+	// transport is rp's: its idle connections are dropped once one
+	// went silent.
+	transport *http.Transport
 
 	ui   http.Handler
 	life lifeline // the windows' line to the launcher (lifeline.go)
@@ -49,7 +52,7 @@ type Proxy struct {
 
 	mu      sync.Mutex
 	local   map[string]http.Handler // paths served on this side
-	sockets int                     // WebSockets open through the proxy: windows on the workspace
+	sockets int                     // WebSockets open through the proxy and lifelines: windows on the workspace
 	seen    bool                    // whether one ever was
 	since   time.Time               // when the last one closed
 }
@@ -72,17 +75,40 @@ func NewProxyDial(dial func(context.Context) (net.Conn, error), port int) *Proxy
 	rand.Read(b)
 	target, _ := url.Parse("http://cove-ide")
 	rp := httputil.NewSingleHostReverseProxy(target)
-	rp.Transport = &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
+	p := &Proxy{Token: hex.EncodeToString(b), port: port, rp: rp, ui: newStatic()}
+	p.transport = &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			c, err := dial(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return newLiveConn(c), nil
+		},
+		// The server's answers begin at once; one that does not went
+		// over a connection that went silent (see keepalive.go), and the
+		// idle ones with it are dropped.
+		ResponseHeaderTimeout: answerWait,
 	}
-	rp.ModifyResponse = dataOnly
+	rp.Transport = p.transport
+	rp.ModifyResponse = func(resp *http.Response) error {
+		p.watchUpgrade(resp)
+		return dataOnly(resp)
+	}
 	// The window hears it; Go's log line would land on the user's
 	// terminal, where cove up runs.
 	rp.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			p.transport.CloseIdleConnections()
+		}
 		http.Error(w, "cove: the workspace's server does not answer (has the workspace stopped?)", http.StatusBadGateway)
 	}
-	return &Proxy{Token: hex.EncodeToString(b), port: port, rp: rp, ui: newStatic()}
+	return p
 }
+
+// answerWait bounds how long the proxy waits for the beginning of the
+// server's answer once a request is sent: the server's answers (a file,
+// a directory's entries, an upgrade) begin within milliseconds.
+const answerWait = keepaliveMissed*keepaliveEvery + 2*time.Second
 
 // DialSocket connects to the Unix socket at path, which lies in a
 // directory the workspace can write: the socket itself is opened first,
@@ -214,23 +240,32 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if isWebSocket(r) {
-		p.mu.Lock()
-		p.sockets++
-		p.seen = true
-		p.mu.Unlock()
-		defer func() {
-			p.mu.Lock()
-			p.sockets--
-			p.since = time.Now()
-			p.mu.Unlock()
-		}()
+		defer p.socketOpen()()
+		r = traceUpstream(r) // watched for silence (keepalive.go)
 	}
 	p.rp.ServeHTTP(w, r) // for a WebSocket, until it closes
 }
 
+// socketOpen counts a WebSocket of a window as open, until the function
+// it returns is called.
+func (p *Proxy) socketOpen() (closed func()) {
+	p.mu.Lock()
+	p.sockets++
+	p.seen = true
+	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		p.sockets--
+		p.since = time.Now()
+		p.mu.Unlock()
+	}
+}
+
 // Unattended says how long no window has been connected, once one was:
-// every page of the IDE holds a WebSocket while it is open. It is zero
-// while one is, or before the first.
+// every page of the IDE holds a WebSocket while it is open, to the
+// launcher itself (its lifeline, which the workspace's connection going
+// away does not close) and to the workspace. It is zero while one is,
+// or before the first.
 func (p *Proxy) Unattended() time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()

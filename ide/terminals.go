@@ -46,6 +46,7 @@ func (s *terminals) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	// The origin was checked by the host proxy; checking again here costs
 	// nothing (the proxy keeps the Host header, so it matches).
+	announceKeepalive(w)
 	c, err := websocket.Accept(w, r, nil)
 	if err != nil {
 		return
@@ -105,6 +106,7 @@ func (s *terminals) serve(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}()
+	go keepalive(ctx, c) // the reads above see its pongs
 	if err := t.stream(ctx, cl, from, send); err == nil {
 		c.Close(websocket.StatusNormalClosure, "the shell exited")
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"net/rpc"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -73,6 +74,14 @@ func (s *service) Remove(p string, _ *struct{}) error {
 	return s.t.Remove(context.Background(), p)
 }
 
+// Ping answers at once: a Remote asks it, beside a call of its own that
+// is slow to answer, to tell a server at work (a scan of a large tree)
+// from a stream gone silent. net/rpc answers each call as soon as it is
+// done, so this answer does not wait for the other call's. A cove before
+// Ping answers it with an error (no such method), as fast and as good a
+// sign that the stream is alive.
+func (s *service) Ping(_ struct{}, _ *struct{}) error { return nil }
+
 // maxAnswer bounds what one answer may take on the stream: a file at
 // MaxFileSize, or a scan at maxEntries, and room for gob's framing.
 const maxAnswer = 256 << 20
@@ -101,6 +110,20 @@ type RemoteOptions struct {
 	// call before it counts as failed (a network that drops packets
 	// rather than refusing). The default is 30 seconds.
 	OpenTimeout time.Duration
+	// StallTimeout is how long a stream that has answered before may go
+	// without a byte in either direction, while a call waits on it,
+	// before it counts as gone (a laptop on another Wi-Fi, a NAT entry
+	// lost, a VPN down and up: the old connection goes silent, with no
+	// reset, and client-go's own heartbeat notices only after a minute).
+	// Slow work is not silence: an answer still arriving counts, a
+	// request still being sent counts, and after a quarter of it without
+	// a byte the Remote asks the server a Ping beside the slow call,
+	// which a server at work answers at once. The default is 8 seconds:
+	// with the new stream's exec (under a second) the files go again
+	// within about 10 s of the drop, while a working link, even a slow
+	// one, answers a Ping well within it; a link that fails to for 8 s
+	// costs one new stream and a pair of messages, not a file.
+	StallTimeout time.Duration
 }
 
 // Remote is a side reached over a stream, whose answers are not trusted:
@@ -125,6 +148,7 @@ type Remote struct {
 	mu       sync.Mutex // one call at a time; guards what follows
 	c        *rpc.Client
 	budget   *budgetReader
+	progress *progress // when c's stream last moved a byte
 	fresh    bool      // c has not answered yet
 	lost     error     // why the stream went; nil while it answers
 	lostAt   time.Time // when
@@ -153,25 +177,65 @@ func DialRemote(dial Dialer, o RemoteOptions) *Remote {
 	if o.OpenTimeout <= 0 {
 		o.OpenTimeout = 30 * time.Second
 	}
+	if o.StallTimeout <= 0 {
+		o.StallTimeout = 8 * time.Second
+	}
 	return &Remote{dial: dial, o: o, max: maxAnswer}
 }
 
 func (r *Remote) open(rw io.ReadWriteCloser) {
-	b := &budgetReader{r: rw}
+	pr := &progress{}
+	b := &budgetReader{r: rw, progress: pr}
 	b.left.Store(r.max)
-	r.budget = b
+	r.budget, r.progress = b, pr
 	r.c = rpc.NewClient(struct {
 		io.Reader
 		io.WriteCloser
-	}{b, rw})
+	}{b, &progressWriter{w: rw, progress: pr}})
 	r.fresh = true
 }
+
+// progress is when a stream last moved a byte, each way.
+type progress struct{ read, wrote atomic.Int64 } // UnixNano
+
+func moved(at *atomic.Int64)          { at.Store(time.Now().UnixNano()) }
+func when(at *atomic.Int64) time.Time { return time.Unix(0, at.Load()) }
+
+// progressWriter writes to w in chunks, noting each one's progress: gob
+// writes a message in one Write, and a large file's takes a while on a
+// slow link, all of it progress.
+type progressWriter struct {
+	w        io.WriteCloser
+	progress *progress
+}
+
+// writeChunk is how much progressWriter writes at a time: a few
+// hundredths of a second on a slow link (1 MB/s).
+const writeChunk = 32 << 10
+
+func (pw *progressWriter) Write(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		k, err := pw.w.Write(p[n:min(len(p), n+writeChunk)])
+		n += k
+		if k > 0 {
+			moved(&pw.progress.wrote)
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+func (pw *progressWriter) Close() error { return pw.w.Close() }
 
 // budgetReader fails once more than its budget is read; each call sets it
 // anew (calls are one at a time).
 type budgetReader struct {
-	r    io.Reader
-	left atomic.Int64
+	r        io.Reader
+	left     atomic.Int64
+	progress *progress
 }
 
 func (b *budgetReader) Read(p []byte) (int, error) {
@@ -181,6 +245,9 @@ func (b *budgetReader) Read(p []byte) (int, error) {
 	}
 	n, err := b.r.Read(p[:min(int64(len(p)), left)])
 	b.left.Add(-int64(n))
+	if n > 0 {
+		moved(&b.progress.read)
+	}
 	return n, err
 }
 
@@ -281,39 +348,111 @@ func (r *Remote) callOnce(ctx context.Context, method string, args, reply any) e
 		return err
 	}
 	r.budget.left.Store(r.max)
-	call := r.c.Go("Tree."+method, args, reply, make(chan *rpc.Call, 1))
-	var opening <-chan time.Time
+	// Go returns once the request is written, which a stream gone
+	// silent may never let happen (its buffers full): it sends in the
+	// background, and a stream dropped as stalled ends that send.
+	done, sent := make(chan *rpc.Call, 1), make(chan struct{})
+	c, pr := r.c, r.progress
+	// The answer is decoded into a value of this call's own, copied to
+	// reply once it is complete: a stream given up on may still be
+	// decoding its late answer while the call is made again on a new one.
+	answer := reflect.New(reflect.TypeOf(reply).Elem())
+	go func() {
+		c.Go("Tree."+method, args, answer.Interface(), done)
+		close(sent)
+	}()
+	var opening, checking <-chan time.Time
 	if r.fresh {
 		t := time.NewTimer(r.o.OpenTimeout)
 		defer t.Stop()
 		opening = t.C
+	} else if r.o.StallTimeout > 0 {
+		// A stream that answered before: watch it for silence (see
+		// StallTimeout).
+		t := time.NewTicker(r.o.StallTimeout / 8)
+		defer t.Stop()
+		checking = t.C
 	}
+	last := time.Now()      // the last sign of life: a byte read, or written for this call
+	var ping chan *rpc.Call // the Ping asked meanwhile, until answered
+	for {
+		select {
+		case call := <-done:
+			var refused rpc.ServerError
+			switch {
+			case call.Error == nil:
+				reflect.ValueOf(reply).Elem().Set(answer.Elem())
+				r.answered()
+				return nil
+			case errors.As(call.Error, &refused):
+				// The other side answered, with an error of its own.
+				r.answered()
+				return call.Error
+			case r.isClosed:
+				return call.Error
+			}
+			err := call.Error
+			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, rpc.ErrShutdown) {
+				err = fmt.Errorf("the stream ended: %w", err)
+			}
+			r.broke(err)
+			return fmt.Errorf("%w: %w", ErrAway, err)
+		case <-opening:
+			err := fmt.Errorf("no answer in %v", r.o.OpenTimeout)
+			r.broke(err)
+			return fmt.Errorf("%w: %w", ErrAway, err)
+		case <-checking:
+			// Bytes written count while this call's request is still
+			// going out (a large file on a slow link), not after: a
+			// Ping's, written into a silent stream's buffers, says
+			// nothing of the other side.
+			isSent := isClosed(sent)
+			if t := when(&pr.read); t.After(last) {
+				last = t
+			}
+			if t := when(&pr.wrote); !isSent && t.After(last) {
+				last = t
+			}
+			silent := time.Since(last)
+			if silent >= r.o.StallTimeout {
+				err := fmt.Errorf("no answer for %v", silent.Round(time.Second))
+				r.broke(err)
+				return fmt.Errorf("%w: %w", ErrAway, err)
+			}
+			// A Ping once a quarter of it passed in silence, and again
+			// once that one is answered: its answer is the bytes that
+			// say a slow server is still there.
+			if ping != nil && isAnswered(ping) {
+				ping = nil
+			}
+			if isSent && silent >= r.o.StallTimeout/4 && ping == nil {
+				ping = make(chan *rpc.Call, 1)
+				go c.Go("Tree.Ping", struct{}{}, &struct{}{}, ping)
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// isClosed says whether c is closed.
+func isClosed(c <-chan struct{}) bool {
 	select {
-	case <-call.Done:
-		var refused rpc.ServerError
-		switch {
-		case call.Error == nil:
-			r.answered()
-			return nil
-		case errors.As(call.Error, &refused):
-			// The other side answered, with an error of its own.
-			r.answered()
-			return call.Error
-		case r.isClosed:
-			return call.Error
-		}
-		err := call.Error
-		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, rpc.ErrShutdown) {
-			err = fmt.Errorf("the stream ended: %w", err)
-		}
-		r.broke(err)
-		return fmt.Errorf("%w: %w", ErrAway, err)
-	case <-opening:
-		err := fmt.Errorf("no answer in %v", r.o.OpenTimeout)
-		r.broke(err)
-		return fmt.Errorf("%w: %w", ErrAway, err)
-	case <-ctx.Done():
-		return ctx.Err()
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// isAnswered says whether the call that reports on c has its answer
+// (taking it: once only).
+func isAnswered(c <-chan *rpc.Call) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
 	}
 }
 

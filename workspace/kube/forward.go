@@ -81,7 +81,7 @@ func (f *Forwarder) Dial() (net.Conn, error) {
 		conn.RemoveStreams(errStream)
 		return nil, fmt.Errorf("port-forward: %w", err)
 	}
-	c := &streamConn{data: data, conn: conn, errStream: errStream, errDone: make(chan struct{})}
+	c := &streamConn{data: data, conn: conn, errStream: errStream, errDone: make(chan struct{}), closed: make(chan struct{})}
 	go func() {
 		// The kubelet writes here when it cannot reach the port, and
 		// closes it when the request ends.
@@ -102,6 +102,7 @@ type streamConn struct {
 	conn            httpstream.Connection
 	errDone         chan struct{} // closed once err is known
 	err             error
+	closed          chan struct{} // closed by Close
 	once            sync.Once
 }
 
@@ -110,12 +111,15 @@ func (c *streamConn) Read(b []byte) (int, error) {
 	if err != nil {
 		// The data stream's end may come before the error stream says
 		// why: wait a little for it, so a refused port is an error and
-		// not an empty answer.
+		// not an empty answer. Not when closed here: the reader is
+		// done with it (a silent connection given up on, whose error
+		// stream will say nothing).
 		select {
 		case <-c.errDone:
 			if c.err != nil {
 				return n, c.err
 			}
+		case <-c.closed:
 		case <-time.After(5 * time.Second):
 		}
 	}
@@ -126,6 +130,7 @@ func (c *streamConn) Write(b []byte) (int, error) { return c.data.Write(b) }
 
 func (c *streamConn) Close() error {
 	c.once.Do(func() {
+		close(c.closed)
 		c.data.Reset()
 		c.conn.RemoveStreams(c.data, c.errStream)
 		c.conn.Close() // the stream's own upgraded connection

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -19,106 +18,27 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/cove-sh/cove/internal/netcut"
 	"github.com/cove-sh/cove/workspace/filesync"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // testNamespace is where these tests run their Pods: apart from the other
 // packages' tests, which share the cluster (and run meanwhile).
 const testNamespace = "cove-reconnect-test"
 
-// cutter is a TCP proxy between the tests' client and the API server that
-// can cut every connection and refuse new ones, as an API server restart
-// or a network gone does to the launcher, without disturbing the cluster
-// other tests share.
-type cutter struct {
-	ln       net.Listener
-	upstream string
-	mu       sync.Mutex
-	conns    map[net.Conn]bool
-	down     bool
-}
-
-func newCutter(t *testing.T, upstream string) *cutter {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &cutter{ln: ln, upstream: upstream, conns: map[net.Conn]bool{}}
-	t.Cleanup(func() { ln.Close(); c.cut(false) })
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go c.serve(conn)
-		}
-	}()
-	return c
-}
-
-func (c *cutter) serve(conn net.Conn) {
-	c.mu.Lock()
-	if c.down {
-		c.mu.Unlock()
-		conn.Close() // refused, as by an API server not listening
-		return
-	}
-	up, err := net.Dial("tcp", c.upstream)
-	if err != nil {
-		c.mu.Unlock()
-		conn.Close()
-		return
-	}
-	c.conns[conn], c.conns[up] = true, true
-	c.mu.Unlock()
-	go func() { io.Copy(up, conn); up.Close() }()
-	io.Copy(conn, up)
-	conn.Close()
-}
-
-// cut closes every connection through it; with down, new ones are
-// refused until up.
-func (c *cutter) cut(down bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for conn := range c.conns {
-		conn.Close()
-	}
-	clear(c.conns)
-	c.down = down
-}
-
-func (c *cutter) up() {
-	c.mu.Lock()
-	c.down = false
-	c.mu.Unlock()
-}
-
 // reconnectCluster connects to the test cluster twice in testNamespace:
-// through a cutter (the launcher's view) and directly (the test's own
+// through a netcut relay (the launcher's view) and directly (the test's own
 // view, to act in the Pod while the launcher's connection is cut).
-func reconnectCluster(t *testing.T) (through, direct *Cluster, cut *cutter) {
+func reconnectCluster(t *testing.T) (through, direct *Cluster, cut *netcut.Relay) {
 	t.Helper()
 	direct = testCluster(t)
 	kc := os.Getenv("COVE_TEST_KUBECONFIG")
-	cfg, err := clientcmd.LoadFromFile(kc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	upstream := strings.TrimPrefix(direct.Server(), "https://")
-	cut = newCutter(t, upstream)
-	for _, cl := range cfg.Clusters {
-		cl.Server = "https://" + cut.ln.Addr().String()
-	}
-	proxied := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, proxied); err != nil {
-		t.Fatal(err)
-	}
+	cut = netcut.New(t, strings.TrimPrefix(direct.Server(), "https://"))
+	proxied := cut.Kubeconfig(t, kc)
+	var err error
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNamespace}}
 	if err := direct.rc.Post().Resource("namespaces").Body(ns).Do(ctx).Error(); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -358,14 +278,14 @@ func TestSessionReconnects(t *testing.T) {
 			t.Logf("the sync answered again %v after the new API server started", back.Sub(started).Round(time.Millisecond))
 		}()
 	} else {
-		cut.cut(true)
+		cut.Cut(true)
 	}
 	os.WriteFile(filepath.Join(laptop, "during.txt"), []byte("saved here while cut\n"), 0o644)
 	if !restart {
 		run(t, pod, "sh", "-c", "echo saved there while cut > "+WorkspaceDir+"/there.txt")
 		// A few rounds fail meanwhile; a command the agent runs now waits
 		// for the return, and finds the save there.
-		go func() { time.Sleep(3 * time.Second); cut.up() }()
+		go func() { time.Sleep(3 * time.Second); cut.Up() }()
 		start := time.Now()
 		if err := se.Flush(ctx); err != nil {
 			t.Fatalf("a flush while the connection is cut: %v", err)

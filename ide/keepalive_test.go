@@ -1,0 +1,161 @@
+package ide
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/cove-sh/cove/internal/netcut"
+	"github.com/cove-sh/cove/internal/projectfs"
+)
+
+// TestProxyClosesASilentWebSocket: behind a proxy whose connections to
+// the server may go silent (a workspace reached through an API server), a
+// terminal that prints nothing for longer than the proxy waits stays
+// open, the server's pings keep it so, and so does a WebSocket of a
+// server that does not ping (a cove before it, still in a Pod): it is not
+// watched. Once the connections drop, the terminal's is closed within
+// about 9 s, as a broken one would be; the page reattaches to the same
+// shell over a new connection, and the next request does not wait on a
+// pooled connection from before the drop. The page's own line to the
+// launcher keeps it counted as open meanwhile.
+func TestProxyClosesASilentWebSocket(t *testing.T) {
+	project := t.TempDir()
+	os.WriteFile(filepath.Join(project, "a.txt"), []byte("hello"), 0o644)
+	dir, err := projectfs.Open(project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	mux := http.NewServeMux()
+	mux.Handle("/api/", NewHandler(dir, []string{"/bin/sh"}))
+	// A server before keepalives: a WebSocket that says nothing of them.
+	mux.HandleFunc("/api/older", func(w http.ResponseWriter, r *http.Request) {
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.CloseNow()
+		<-c.CloseRead(r.Context()).Done()
+	})
+	sl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner := &http.Server{Handler: mux}
+	go inner.Serve(sl)
+	defer inner.Close()
+	// The network between the proxy and the server.
+	d := netcut.New(t, sl.Addr().String())
+	dial := func(ctx context.Context) (net.Conn, error) {
+		var nd net.Dialer
+		return nd.DialContext(ctx, "tcp", d.Addr())
+	}
+	tl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := tl.Addr().(*net.TCPAddr).Port
+	p := NewProxyDial(dial, port)
+	outer := &http.Server{Handler: p}
+	go outer.Serve(tl)
+	defer outer.Close()
+	base := "http://127.0.0.1:" + strconv.Itoa(port)
+	page := &http.Client{}
+	hdr := map[string]string{"Cookie": tokenCookie + "=" + p.Token}
+	if code, body := get(t, page, base+"/api/file?path=a.txt", hdr); code != 200 || body != "hello" {
+		t.Fatalf("a file through the proxy: %d %q", code, body)
+	}
+
+	c := termConn(t, p, base, "/api/term/new")
+	defer c.CloseNow()
+	f := watch(c)
+	input(t, c, "echo $((6*7))\n")
+	f.read(5*time.Second, func(f *frames) bool { return strings.Contains(f.out.String(), "42") })
+	if f.id == "" || !strings.Contains(f.out.String(), "42") {
+		t.Fatalf("the terminal: id %q output %q", f.id, f.out.String())
+	}
+	older := termConn(t, p, base, "/api/older")
+	defer older.CloseNow()
+	olderCtx := older.CloseRead(context.Background())
+
+	// Quiet for longer than the proxy waits for a byte.
+	quiet := keepaliveMissed*keepaliveEvery + 2*time.Second
+	f.read(quiet, func(*frames) bool { return false })
+	select {
+	case _, ok := <-f.msgs:
+		if !ok {
+			t.Fatalf("a quiet terminal's WebSocket was closed within %v", quiet)
+		}
+	default:
+	}
+	if olderCtx.Err() != nil {
+		t.Fatalf("an older server's WebSocket was closed within %v", quiet)
+	}
+	input(t, c, "echo $((6*8))\n")
+	f.read(5*time.Second, func(f *frames) bool { return strings.Contains(f.out.String(), "48") })
+	if !strings.Contains(f.out.String(), "48") {
+		t.Fatalf("the terminal after a quiet while: %q", f.out.String())
+	}
+
+	// The page's line to the launcher itself, which a drop leaves open:
+	// the page is still there, and the launcher does not take it for
+	// gone (its grace period) while the page reconnects.
+	life, _, err := websocket.Dial(context.Background(), strings.Replace(base, "http", "ws", 1)+lifelinePath,
+		&websocket.DialOptions{HTTPHeader: http.Header{"Cookie": {tokenCookie + "=" + p.Token}, "Origin": {base}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer life.CloseNow()
+	if _, _, err := life.Read(context.Background()); err != nil { // its hello
+		t.Fatal(err)
+	}
+	life.CloseRead(context.Background())
+	older.Close(websocket.StatusNormalClosure, "")
+
+	// The drop.
+	d.Drop()
+	dropped := time.Now()
+	f.read(keepaliveMissed*keepaliveEvery+5*time.Second, func(*frames) bool { return false })
+	took := time.Since(dropped)
+	select {
+	case _, ok := <-f.msgs:
+		if !ok {
+			break
+		}
+		t.Fatal("the terminal's WebSocket said something after the drop")
+	default:
+		t.Fatalf("the terminal's WebSocket is still open %v after the drop", took.Round(time.Second))
+	}
+	t.Logf("the proxy closed the terminal's WebSocket %v after the drop", took.Round(time.Millisecond))
+	// Up to 8 s of silence counted from the last ping before the drop,
+	// checked each second, and room for a loaded machine.
+	if limit := keepaliveMissed*keepaliveEvery + 4*time.Second; took > limit {
+		t.Errorf("the terminal's WebSocket was closed %v after the drop, want within %v", took, limit)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if u := p.Unattended(); u != 0 {
+		t.Errorf("with its terminal's socket closed by the drop, the page is taken for gone (%v)", u)
+	}
+	start := time.Now()
+	if code, body := get(t, page, base+"/api/file?path=a.txt", hdr); code != 200 || body != "hello" {
+		t.Errorf("a file through the proxy after the drop: %d %q", code, body)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("a request after the drop took %v: it waited on a pooled connection from before", took)
+	}
+	c2 := termConn(t, p, base, "/api/term/"+f.id+"?offset=0")
+	defer c2.CloseNow()
+	g := watch(c2)
+	g.read(5*time.Second, func(g *frames) bool { return strings.Contains(g.out.String(), "48") })
+	if !strings.Contains(g.out.String(), "42") || !strings.Contains(g.out.String(), "48") {
+		t.Fatalf("the terminal reattached after the drop: %q", g.out.String())
+	}
+}
