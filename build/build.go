@@ -161,6 +161,9 @@ func newBuilder(store *image.Store, o Options) (*builder, error) {
 	if o.Dockerfile == "" {
 		o.Dockerfile = filepath.Join(abs, "Dockerfile")
 	}
+	if o.Dockerfile, err = filepath.Abs(o.Dockerfile); err != nil {
+		return nil, err
+	}
 	if o.Tag == "" {
 		o.Tag = "cove-build/" + strings.ToLower(filepath.Base(abs)) + ":latest"
 	}
@@ -251,9 +254,9 @@ func lineError(cmd located, err error) error {
 }
 
 func (b *builder) build(ctx context.Context) (*Result, error) {
-	df, err := os.ReadFile(b.opts.Dockerfile)
+	df, err := readDockerfile(b.opts.Context, b.opts.Dockerfile)
 	if err != nil {
-		return nil, fmt.Errorf("read the Dockerfile: %w (give one with -f)", err)
+		return nil, err
 	}
 	ast, err := parser.Parse(bytes.NewReader(df))
 	if err != nil {
