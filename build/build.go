@@ -131,6 +131,10 @@ type builder struct {
 	// epoch is SOURCE_DATE_EPOCH (a build arg), if given: the image's
 	// and its history's times, and no file in a layer newer.
 	epoch *time.Time
+	// cacheScope is what a confined build's cache mounts are its own by:
+	// the context directory as resolved, not as named (devimage names
+	// every project's context /proc/self/fd/N, alike for all of them).
+	cacheScope string
 }
 
 // stage is a stage's state as its instructions run: the stored base image
@@ -182,7 +186,10 @@ func newBuilder(store *image.Store, o Options) (*builder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build cache: %w", err)
 	}
-	b := &builder{store: store, opts: o, tmp: tmp}
+	b := &builder{store: store, opts: o, tmp: tmp, cacheScope: abs}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		b.cacheScope = real
+	}
 	if v, ok := o.BuildArgs["SOURCE_DATE_EPOCH"]; ok && v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {

@@ -140,7 +140,7 @@ func (b *builder) prepareMounts(ctx context.Context, st *stage, mounts []*instru
 			if b.opts.Confined {
 				// An untrusted Dockerfile could fill a cache that
 				// another project's build then trusts: its own.
-				scope = b.opts.Context + "\x00"
+				scope = b.cacheScope + "\x00"
 			}
 			sum := sha256.Sum256([]byte(scope + id))
 			cd := cacheDirs{dir: filepath.Join(b.opts.CacheDir, "mounts", hex.EncodeToString(sum[:16])), sharing: m.CacheSharing, mode: 0o755, bind: len(rm.binds)}

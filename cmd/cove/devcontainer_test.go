@@ -454,3 +454,33 @@ func TestDevcontainerAttachRunning(t *testing.T) {
 		t.Errorf("log.txt: %q", b)
 	}
 }
+
+// TestDevcontainerBuildCacheIsTheProjects: a cache mount in one project's
+// devcontainer build (an untrusted Dockerfile, built confined) is that
+// project's own: another project's build with the same cache id does not
+// get what the first put there (a poisoned package cache). Both are built
+// from a context cove holds open, which is named alike for every project.
+func TestDevcontainerBuildCacheIsTheProjects(t *testing.T) {
+	needRoot(t)
+	base := busyboxRef(t)
+	writer, root := devcontainerProject(t, `{"build": {"dockerfile": "Dockerfile"}}`)
+	os.WriteFile(filepath.Join(writer, ".devcontainer", "Dockerfile"),
+		[]byte("FROM "+base+"\nRUN --mount=type=cache,id=pip,target=/c echo poisoned > /c/f\n"), 0o644)
+	if r := runProc(t, root, "", "up", "--detach", writer); r.code != 0 {
+		t.Fatalf("up the first project: %+v", r)
+	}
+	runProc(t, root, "", "rm", "-f", workspace.Name(writer))
+	reader := t.TempDir()
+	os.Mkdir(filepath.Join(reader, ".devcontainer"), 0o755)
+	os.WriteFile(filepath.Join(reader, ".devcontainer", "devcontainer.json"), []byte(`{"build": {"dockerfile": "Dockerfile"}}`), 0o644)
+	os.WriteFile(filepath.Join(reader, ".devcontainer", "Dockerfile"),
+		[]byte("FROM "+base+"\nRUN --mount=type=cache,id=pip,target=/c (cat /c/f 2>/dev/null || echo clean) > /saw\n"), 0o644)
+	name := workspace.Name(reader)
+	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", name) })
+	if r := runProc(t, root, "", "up", "--detach", reader); r.code != 0 {
+		t.Fatalf("up the second project: %+v", r)
+	}
+	if r := runProc(t, root, "", "exec", name, "cat", "/saw"); r.stdout != "clean\n" {
+		t.Errorf("the second project's build found in its cache mount %q, want %q (the first project's cache)", r.stdout, "clean\n")
+	}
+}
