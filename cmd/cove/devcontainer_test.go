@@ -458,23 +458,31 @@ func TestDevcontainerAttachRunning(t *testing.T) {
 // TestDevcontainerBuildCacheIsTheProjects: a cache mount in one project's
 // devcontainer build (an untrusted Dockerfile, built confined) is that
 // project's own: another project's build with the same cache id does not
-// get what the first put there (a poisoned package cache). Both are built
-// from a context cove holds open, which is named alike for every project.
+// get what the first put there (a poisoned package cache), neither in its
+// cache mount nor through the step cache, from a step of the same text the
+// first project ran on its poisoned cache. Both are built from a context
+// cove holds open, which is named alike for every project.
 func TestDevcontainerBuildCacheIsTheProjects(t *testing.T) {
 	needRoot(t)
 	base := busyboxRef(t)
+	const (
+		fill = "RUN --mount=type=cache,id=pip,target=/c echo poisoned > /c/f\n"
+		use  = "RUN --mount=type=cache,id=pip,target=/c (cat /c/f 2>/dev/null || echo clean) > /saw\n"
+	)
 	writer, root := devcontainerProject(t, `{"build": {"dockerfile": "Dockerfile"}}`)
-	os.WriteFile(filepath.Join(writer, ".devcontainer", "Dockerfile"),
-		[]byte("FROM "+base+"\nRUN --mount=type=cache,id=pip,target=/c echo poisoned > /c/f\n"), 0o644)
-	if r := runProc(t, root, "", "up", "--detach", writer); r.code != 0 {
-		t.Fatalf("up the first project: %+v", r)
+	// The first project fills its cache, then runs the step the second
+	// project has, on it.
+	for _, step := range []string{fill, use} {
+		os.WriteFile(filepath.Join(writer, ".devcontainer", "Dockerfile"), []byte("FROM "+base+"\n"+step), 0o644)
+		if r := runProc(t, root, "", "up", "--detach", writer); r.code != 0 {
+			t.Fatalf("up the first project: %+v", r)
+		}
+		runProc(t, root, "", "rm", "-f", workspace.Name(writer))
 	}
-	runProc(t, root, "", "rm", "-f", workspace.Name(writer))
 	reader := t.TempDir()
 	os.Mkdir(filepath.Join(reader, ".devcontainer"), 0o755)
 	os.WriteFile(filepath.Join(reader, ".devcontainer", "devcontainer.json"), []byte(`{"build": {"dockerfile": "Dockerfile"}}`), 0o644)
-	os.WriteFile(filepath.Join(reader, ".devcontainer", "Dockerfile"),
-		[]byte("FROM "+base+"\nRUN --mount=type=cache,id=pip,target=/c (cat /c/f 2>/dev/null || echo clean) > /saw\n"), 0o644)
+	os.WriteFile(filepath.Join(reader, ".devcontainer", "Dockerfile"), []byte("FROM "+base+"\n"+use), 0o644)
 	name := workspace.Name(reader)
 	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", name) })
 	if r := runProc(t, root, "", "up", "--detach", reader); r.code != 0 {
