@@ -492,3 +492,37 @@ func TestDevcontainerBuildCacheIsTheProjects(t *testing.T) {
 		t.Errorf("the second project's build found in its cache mount %q, want %q (the first project's cache)", r.stdout, "clean\n")
 	}
 }
+
+// TestDevcontainerTrustCoversInitializeScript: trusting a devcontainer.json
+// whose initializeCommand runs a script of the project trusts that script
+// as it is then: once the workspace rewrites the script, the next start
+// does not run it on the host and says to trust the file again.
+func TestDevcontainerTrustCoversInitializeScript(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	ref := testregistry.Push(t, addr, layered(t))
+	canaries := t.TempDir()
+	trusted, planted := filepath.Join(canaries, "trusted-ran"), filepath.Join(canaries, "planted-ran")
+	project, root := devcontainerProject(t, `{"image": "`+ref+`", "initializeCommand": "sh .devcontainer/init.sh"}`)
+	os.WriteFile(filepath.Join(project, ".devcontainer", "init.sh"), []byte("touch "+trusted+"\n"), 0o644)
+	name := workspace.Name(project)
+	env := []string{"HOME=" + t.TempDir()}
+	if r := runEnv(t, root, env, "up", "--detach", "--trust", project); r.code != 0 {
+		t.Fatalf("up --trust: %+v", r)
+	}
+	if _, err := os.Stat(trusted); err != nil {
+		t.Fatal("the trusted initializeCommand did not run on the host")
+	}
+	// The workspace rewrites the script the host runs.
+	if r := runProc(t, root, "", "exec", name, "sh", "-c", "echo 'touch "+planted+"' > /workspace/.devcontainer/init.sh"); r.code != 0 {
+		t.Fatalf("exec: %+v", r)
+	}
+	runProc(t, root, "", "stop", "--time", "2", name)
+	r := runEnv(t, root, env, "up", "--detach", project)
+	if _, err := os.Stat(planted); err == nil {
+		t.Error("the script the workspace rewrote ran on the host")
+	}
+	if r.code != 0 || !strings.Contains(r.stderr, "initializeCommand (it runs on this host): sh .devcontainer/init.sh") || !strings.Contains(r.stderr, "cove up --trust") {
+		t.Errorf("up after the script changed: %+v", r)
+	}
+}

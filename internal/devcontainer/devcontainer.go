@@ -254,7 +254,7 @@ func Parse(dir, path string, b []byte, opts Options) (*Config, error) {
 		return nil, err
 	}
 	c := &Config{Path: path, Raw: b, project: dir}
-	c.Trusted = opts.Home != "" && Trusted(opts.Home, path, b)
+	c.Trusted = opts.Home != "" && Trusted(opts.Home, dir, path, b)
 	v := newVars(dir, path, c.Trusted, opts.Getenv)
 	// workspaceFolder first: ${containerWorkspaceFolder} is what it says.
 	if wf, ok := tree["workspaceFolder"].(string); ok {
