@@ -526,3 +526,33 @@ func TestDevcontainerTrustCoversInitializeScript(t *testing.T) {
 		t.Errorf("up after the script changed: %+v", r)
 	}
 }
+
+// TestDevcontainerImageAccountsStayInTheImage: the project chooses the
+// image, and an image's etc/passwd may be a symlink to a path that, on
+// this machine, is a file of the host's: cove looks the workspace's user
+// up in the image's own file (the symlink resolved inside the image, as
+// in the container), never in the host's, whose fields its errors would
+// show.
+func TestDevcontainerImageAccountsStayInTheImage(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	host := filepath.Join(t.TempDir(), "accounts")
+	os.WriteFile(host, []byte("root:x:0:0:root:/root:/bin/sh\nhostonly:x:host-secret-field:0::/home/h:/bin/sh\n"), 0o600)
+	link, err := testimage.Layer(testimage.Symlink("etc/passwd", host))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := mutate.AppendLayers(layered(t), link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := testregistry.Push(t, addr, img)
+	project, root := devcontainerProject(t, `{"image": "`+ref+`", "remoteUser": "hostonly"}`)
+	r := runProc(t, root, "", "up", "--detach", project)
+	if strings.Contains(r.stdout+r.stderr, "host-secret-field") {
+		t.Errorf("the host's file, named by the image's etc/passwd symlink, was read: %+v", r)
+	}
+	if r.code == 0 || !strings.Contains(r.stderr, `remoteUser/containerUser "hostonly": user "hostonly": not in the image's /etc/passwd`) {
+		t.Errorf("up: %+v, want the user not found in the image", r)
+	}
+}
