@@ -58,3 +58,42 @@ func TestBashToolKeepsBoundedOutput(t *testing.T) {
 		t.Errorf("saved files: %v, want one", names)
 	}
 }
+
+// TestProjectToolOutputIsBounded: a project tool (.cove/tools/, the
+// workspace's to write) that prints without end, asked for its schema or
+// called, leaves the launcher holding at most MaxToolOutput of it, and the
+// call's answer says it was cut; before, all of it was kept.
+func TestProjectToolOutputIsBounded(t *testing.T) {
+	dir := t.TempDir()
+	tools := filepath.Join(dir, ".cove", "tools")
+	os.MkdirAll(tools, 0o755)
+	os.WriteFile(filepath.Join(tools, "flood"), []byte("#!/bin/sh\nhead -c 314572800 /dev/zero\n"), 0o755)
+	os.WriteFile(filepath.Join(tools, "big"), []byte(`#!/bin/sh
+if [ "$1" = --schema ]; then
+  echo '{"description":"prints a lot","schema":{"type":"object"}}'
+  exit 0
+fi
+head -c 314572800 /dev/zero
+`), 0o755)
+	var before, after syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	loaded, broken := LoadProjectTools(context.Background(), dir, LocalRunner(dir))
+	if len(loaded) != 1 || len(broken) != 1 || !strings.HasSuffix(broken[0].Path, "flood") {
+		t.Fatalf("loaded %v, broken %+v", loaded, broken)
+	}
+	act, err := loaded[0].Plan(context.Background(), json.RawMessage(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := act.Do(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+	if grew := (after.Maxrss - before.Maxrss) << 10; grew > 200<<20 {
+		t.Errorf("the launcher's memory grew by %d MB for 2×300 MB of a tool's output", grew>>20)
+	}
+	if len(got) > MaxToolOutput+100 || !strings.HasSuffix(got, "[output cut at 1048576 bytes]") {
+		t.Errorf("the call's answer: %d bytes, ends %q", len(got), got[max(0, len(got)-60):])
+	}
+}
