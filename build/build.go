@@ -38,6 +38,7 @@ import (
 
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/image"
+	"github.com/cove-sh/cove/internal/termtext"
 	securejoin "github.com/cyphar/filepath-securejoin"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -239,9 +240,11 @@ func removeStale(dir string) {
 	}
 }
 
+// logf says a step; its words (the Dockerfile's) are shown with their
+// control characters made visible, as RUN's output is.
 func (b *builder) logf(format string, args ...any) {
 	if b.opts.Output != nil {
-		fmt.Fprintf(b.opts.Output, format+"\n", args...)
+		io.WriteString(b.opts.Output, termtext.Visible(fmt.Sprintf(format, args...))+"\n")
 	}
 }
 

@@ -1184,3 +1184,37 @@ func TestSliceFlagsKeepCommas(t *testing.T) {
 		t.Errorf("got %+v, want a,b and 1,2", r)
 	}
 }
+
+// TestBuildRunOutputIsShownNotObeyed: what a RUN prints is the
+// Dockerfile's to choose (a project's may be a workspace's): cove build
+// shows its escape sequences as pictures (an OSC 52 would set the
+// clipboard) and gives the RUN a pipe, never its own stderr (here a file:
+// the RUN could open it again through /proc/self/fd and read it).
+func TestBuildRunOutputIsShownNotObeyed(t *testing.T) {
+	needRoot(t)
+	base := busyboxRef(t)
+	root := t.TempDir()
+	dir := buildContext(t, map[string]string{"Dockerfile": "FROM " + base + "\n" +
+		"RUN printf 'clip\\033]52;c;cm0gLXJmIH4K\\007board\\n'; readlink /proc/self/fd/2\n" +
+		"RUN true '\x1b]0;retitled\x07'\n"})
+	logPath := filepath.Join(t.TempDir(), "build.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd, _, _ := coveProc(root, "build", "--no-cache", "-t", "shown:test", dir)
+	cmd.Stderr = logFile
+	err = cmd.Run()
+	logFile.Close()
+	b, _ := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatalf("build: %v: %s", err, b)
+	}
+	out := string(b)
+	if strings.Contains(out, "\x1b") || !strings.Contains(out, "clip␛]52;c;cm0gLXJmIH4K␇board") || !strings.Contains(out, "RUN true '␛]0;retitled␇'") {
+		t.Errorf("the RUN's escape sequence reached the terminal as it was: %q", out)
+	}
+	if strings.Contains(out, logPath) || !strings.Contains(out, "pipe:") {
+		t.Errorf("the RUN was handed cove's own stderr: %q", out)
+	}
+}
