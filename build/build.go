@@ -416,7 +416,7 @@ func (b *builder) runStage(ctx context.Context, lex *shell.Lex, s *instructions.
 		st.cfg = v1.ConfigFile{OS: "linux", Architecture: runtime.GOARCH}
 		st.key = digestOf(cacheFormat, "scratch")
 	} else {
-		img, err := image.Pull(ctx, b.store, from, b.opts.Pull...)
+		img, err := b.pull(ctx, from)
 		if err != nil {
 			line := 0
 			if len(s.Location) > 0 {
@@ -1134,13 +1134,24 @@ func (b *builder) keepParents(st *stage, staged, dest string, spec copySpec) err
 	}
 }
 
+// pull pulls from, an image FROM, COPY --from or RUN --mount from= names.
+// A confined build's Dockerfile is not trusted: it names registries'
+// images only, never a file or directory of this machine's (one of the
+// user's private images, by path).
+func (b *builder) pull(ctx context.Context, from string) (*image.Image, error) {
+	if b.opts.Confined && image.IsLocal(from) {
+		return nil, errors.New("a confined build takes images from registries only: this names a file or directory on this machine; push the image to a registry and name it there")
+	}
+	return image.Pull(ctx, b.store, from, b.opts.Pull...)
+}
+
 // fromLowers is the file system COPY --from reads: an earlier stage's, or
 // an image's (pulled as FROM pulls).
 func (b *builder) fromLowers(ctx context.Context, from string) ([]string, error) {
 	if prev := b.stageNamed(from); prev != nil {
 		return prev.lowers(), nil
 	}
-	img, err := image.Pull(ctx, b.store, from, b.opts.Pull...)
+	img, err := b.pull(ctx, from)
 	if err != nil {
 		return nil, fmt.Errorf("--from=%s: %w", from, err)
 	}
@@ -1153,7 +1164,7 @@ func (b *builder) fromSource(ctx context.Context, from string) ([]string, string
 	if prev := b.stageNamed(from); prev != nil {
 		return prev.lowers(), prev.key, nil
 	}
-	img, err := image.Pull(ctx, b.store, from, b.opts.Pull...)
+	img, err := b.pull(ctx, from)
 	if err != nil {
 		return nil, "", fmt.Errorf("from=%s: %w", from, err)
 	}

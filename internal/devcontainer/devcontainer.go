@@ -24,6 +24,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/cove-sh/cove/image"
 	"github.com/cove-sh/cove/internal/projectfs"
 	"github.com/tailscale/hujson"
 )
@@ -435,6 +436,12 @@ func quoteOr(s, or string) string {
 
 // holdBack drops what an untrusted file may not have, and names it.
 func (c *Config) holdBack(dir string, v *vars) {
+	if image.IsLocal(c.Image) {
+		// The path names a file or directory of this machine's: one of
+		// the user's private images, put in the workspace.
+		c.Untrusted = append(c.Untrusted, "image (a file on this host): "+c.Image)
+		c.Image = ""
+	}
 	if c.InitializeCommand != nil {
 		var cmds []string
 		for _, s := range c.Steps("initializeCommand", nil) {
