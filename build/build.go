@@ -77,9 +77,16 @@ type Options struct {
 	// the host's loopback, its addresses and the cloud metadata services
 	// out of reach) instead of the host's, RUN --network=host is refused,
 	// ADD fetches a URL only from an address such a container could
-	// reach, and RUN --mount=type=cache caches are the context's own. The
-	// default is docker build's: the host's network, caches shared by id.
+	// reach, RUN --mount=type=cache caches are the context's own, and FROM,
+	// COPY --from and RUN --mount from= name registries' images only, no
+	// file of this machine's. The default is docker build's: the host's
+	// network, caches shared by id.
 	Confined bool
+	// TrustedFrom is an image a confined build may take from a file or
+	// directory of this machine all the same: a Features build's base,
+	// the workspace's image, which the user chose (--image, or a trusted
+	// devcontainer.json). "" is none.
+	TrustedFrom string
 	// Exports are where the image goes besides the store (--output,
 	// --push), written once it is stored.
 	Exports []Export
@@ -1139,7 +1146,7 @@ func (b *builder) keepParents(st *stage, staged, dest string, spec copySpec) err
 // images only, never a file or directory of this machine's (one of the
 // user's private images, by path).
 func (b *builder) pull(ctx context.Context, from string) (*image.Image, error) {
-	if b.opts.Confined && image.IsLocal(from) {
+	if b.opts.Confined && image.IsLocal(from) && from != b.opts.TrustedFrom {
 		return nil, errors.New("a confined build takes images from registries only: this names a file or directory on this machine; push the image to a registry and name it there")
 	}
 	return image.Pull(ctx, b.store, from, b.opts.Pull...)

@@ -66,4 +66,16 @@ func TestUntrustedFileNamesNoLocalImage(t *testing.T) {
 			t.Errorf("%q: the host's private image reached the workspace", line)
 		}
 	}
+	// Trusted, the file may name one (the user chose it), and its
+	// Features build on it.
+	p, root2 := devcontainerProject(t, `{"image": "docker-archive:`+archive+`", "features": {"./feat": {}}}`)
+	os.MkdirAll(filepath.Join(p, ".devcontainer", "feat"), 0o755)
+	os.WriteFile(filepath.Join(p, ".devcontainer", "feat", "devcontainer-feature.json"), []byte(`{"id": "feat", "version": "1.0.0"}`), 0o644)
+	os.WriteFile(filepath.Join(p, ".devcontainer", "feat", "install.sh"), []byte("#!/bin/sh\necho installed > /feat.txt\n"), 0o755)
+	if r := runEnv(t, root2, []string{"HOME=" + t.TempDir()}, "up", "--detach", "--trust", p); r.code != 0 {
+		t.Fatalf("trusted up: %+v", r)
+	}
+	if got := runProc(t, root2, "", "exec", workspace.Name(p), "cat", "/private.txt", "/feat.txt"); got.stdout != "private-image-bytes\ninstalled\n" {
+		t.Errorf("trusted, with a Feature: %+v", got)
+	}
 }
