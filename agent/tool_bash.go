@@ -171,7 +171,7 @@ func (t *BashTool) run(ctx context.Context, command string, timeout time.Duratio
 	}
 	done := make(chan result, 1)
 	go func() {
-		var out strings.Builder
+		var out keptOutput
 		// Lines go on to output as they come, but for a blank one, held
 		// until the next: the last, before the marker, is the newline the
 		// script adds.
@@ -190,9 +190,14 @@ func (t *BashTool) run(ctx context.Context, command string, timeout time.Duratio
 				output(line)
 			}
 		}
+		// Read a line at a time, at most the reader's buffer of one: a
+		// line without end comes in pieces, and only a line's start can
+		// be the marker.
+		midLine := false
 		for {
-			line, err := t.out.ReadString('\n')
-			if rest, ok := strings.CutPrefix(line, marker+" "); ok {
+			chunk, err := t.out.ReadSlice('\n')
+			line := string(chunk)
+			if rest, ok := strings.CutPrefix(line, marker+" "); ok && !midLine {
 				f := strings.SplitN(strings.TrimSpace(rest), " ", 2)
 				status, _ := strconv.Atoi(f[0])
 				if len(f) == 2 {
@@ -201,9 +206,10 @@ func (t *BashTool) run(ctx context.Context, command string, timeout time.Duratio
 				done <- result{strings.TrimRight(out.String(), "\n"), status, nil}
 				return
 			}
-			out.WriteString(line)
+			out.write(line)
 			pass(line)
-			if err != nil {
+			midLine = errors.Is(err, bufio.ErrBufferFull)
+			if err != nil && !midLine {
 				done <- result{out.String(), -1, fmt.Errorf("the shell ended: %w", err)}
 				return
 			}
@@ -232,6 +238,44 @@ func (t *BashTool) run(ctx context.Context, command string, timeout time.Duratio
 		out += fmt.Sprintf("\n[exit status %d]", r.status)
 	}
 	return out, nil
+}
+
+// maxKeptOutput is the most of one command's output the launcher keeps
+// (in memory, then in the saved file): the workspace chooses what a
+// command prints, and it may print without end. Beyond it, the head and
+// the last clipAt/2 bytes are kept, and what was left out is said.
+const maxKeptOutput = 32 << 20
+
+// keptOutput gathers a command's output, bounded: all of it up to
+// maxKeptOutput, then the head and a rolling tail.
+type keptOutput struct {
+	head    strings.Builder
+	tail    []byte // the newest bytes past the head, at most clipAt/2
+	dropped int64  // bytes between the head and the tail, left out
+}
+
+func (k *keptOutput) write(s string) {
+	if room := maxKeptOutput - k.head.Len(); room > 0 {
+		n := min(room, len(s))
+		k.head.WriteString(s[:n])
+		s = s[n:]
+	}
+	if s == "" {
+		return
+	}
+	k.tail = append(k.tail, s...)
+	if over := len(k.tail) - clipAt/2; over > 0 {
+		k.dropped += int64(over)
+		k.tail = append(k.tail[:0], k.tail[over:]...)
+	}
+}
+
+func (k *keptOutput) String() string {
+	if k.dropped == 0 {
+		return k.head.String() + string(k.tail)
+	}
+	return fmt.Sprintf("%s\n[… %d bytes not kept: only the first %d MiB and the end of a command's output are …]\n%s",
+		k.head.String(), k.dropped, maxKeptOutput>>20, k.tail)
 }
 
 // clip keeps the head and tail of long output and saves all of it.

@@ -19,19 +19,60 @@ import (
 // output: on this machine by default; cove agent runs it in the workspace.
 type Runner func(ctx context.Context, path string, args []string, stdin []byte) ([]byte, error)
 
-// LocalRunner runs the program here, in the project directory.
+// LocalRunner runs the program here, in the project directory (for
+// tests: a project's tools are the workspace's, and cove runs them there).
 func LocalRunner(dir string) Runner {
 	return func(ctx context.Context, path string, args []string, stdin []byte) ([]byte, error) {
 		cmd := exec.CommandContext(ctx, filepath.Join(dir, path), args...)
 		cmd.Dir = dir
-		cmd.Stdin = bytes.NewReader(stdin)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if err := cmd.Run(); err != nil {
-			return out.Bytes(), fmt.Errorf("%v: %s", err, strings.TrimSpace(errb.String()))
-		}
-		return out.Bytes(), nil
+		return RunCapped(cmd, stdin)
 	}
+}
+
+const (
+	// MaxToolOutput is the most of a project tool's output RunCapped
+	// keeps: the workspace writes the tool, and what it prints is read on
+	// this side, where it must not run the launcher out of memory.
+	MaxToolOutput = 1 << 20
+	// maxToolStderr is the most of its stderr kept, for the error.
+	maxToolStderr = 4 << 10
+)
+
+// RunCapped runs cmd with stdin and returns what it printed, at most
+// MaxToolOutput bytes of it (the rest is read and dropped, and said), and
+// for a failure an error with the start of its stderr.
+func RunCapped(cmd *exec.Cmd, stdin []byte) ([]byte, error) {
+	cmd.Stdin = bytes.NewReader(stdin)
+	out, errb := &cappedBuffer{max: MaxToolOutput}, &cappedBuffer{max: maxToolStderr}
+	cmd.Stdout, cmd.Stderr = out, errb
+	err := cmd.Run()
+	b := out.b.Bytes()
+	if out.cut {
+		b = append(b, fmt.Sprintf("\n[output cut at %d bytes]", MaxToolOutput)...)
+	}
+	if err != nil {
+		return b, fmt.Errorf("%v: %s", err, strings.TrimSpace(errb.b.String()))
+	}
+	return b, nil
+}
+
+// cappedBuffer keeps the first max bytes written to it and drops the
+// rest, which it says in cut.
+type cappedBuffer struct {
+	b   bytes.Buffer
+	max int
+	cut bool
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	room := c.max - c.b.Len()
+	if room < len(p) {
+		c.cut = true
+	}
+	if room > 0 {
+		c.b.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
 }
 
 // ProjectTool is an executable in the project's .cove/tools/: run with

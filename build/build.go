@@ -38,6 +38,7 @@ import (
 
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/image"
+	"github.com/cove-sh/cove/internal/termtext"
 	securejoin "github.com/cyphar/filepath-securejoin"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -76,9 +77,16 @@ type Options struct {
 	// the host's loopback, its addresses and the cloud metadata services
 	// out of reach) instead of the host's, RUN --network=host is refused,
 	// ADD fetches a URL only from an address such a container could
-	// reach, and RUN --mount=type=cache caches are the context's own. The
-	// default is docker build's: the host's network, caches shared by id.
+	// reach, RUN --mount=type=cache caches are the context's own, and FROM,
+	// COPY --from and RUN --mount from= name registries' images only, no
+	// file of this machine's. The default is docker build's: the host's
+	// network, caches shared by id.
 	Confined bool
+	// TrustedFrom is an image a confined build may take from a file or
+	// directory of this machine all the same: a Features build's base,
+	// the workspace's image, which the user chose (--image, or a trusted
+	// devcontainer.json). "" is none.
+	TrustedFrom string
 	// Exports are where the image goes besides the store (--output,
 	// --push), written once it is stored.
 	Exports []Export
@@ -131,6 +139,10 @@ type builder struct {
 	// epoch is SOURCE_DATE_EPOCH (a build arg), if given: the image's
 	// and its history's times, and no file in a layer newer.
 	epoch *time.Time
+	// cacheScope is what a confined build's cache mounts are its own by:
+	// the context directory as resolved, not as named (devimage names
+	// every project's context /proc/self/fd/N, alike for all of them).
+	cacheScope string
 }
 
 // stage is a stage's state as its instructions run: the stored base image
@@ -161,6 +173,9 @@ func newBuilder(store *image.Store, o Options) (*builder, error) {
 	if o.Dockerfile == "" {
 		o.Dockerfile = filepath.Join(abs, "Dockerfile")
 	}
+	if o.Dockerfile, err = filepath.Abs(o.Dockerfile); err != nil {
+		return nil, err
+	}
 	if o.Tag == "" {
 		o.Tag = "cove-build/" + strings.ToLower(filepath.Base(abs)) + ":latest"
 	}
@@ -179,7 +194,10 @@ func newBuilder(store *image.Store, o Options) (*builder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build cache: %w", err)
 	}
-	b := &builder{store: store, opts: o, tmp: tmp}
+	b := &builder{store: store, opts: o, tmp: tmp, cacheScope: abs}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		b.cacheScope = real
+	}
 	if v, ok := o.BuildArgs["SOURCE_DATE_EPOCH"]; ok && v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
@@ -229,9 +247,11 @@ func removeStale(dir string) {
 	}
 }
 
+// logf says a step; its words (the Dockerfile's) are shown with their
+// control characters made visible, as RUN's output is.
 func (b *builder) logf(format string, args ...any) {
 	if b.opts.Output != nil {
-		fmt.Fprintf(b.opts.Output, format+"\n", args...)
+		io.WriteString(b.opts.Output, termtext.Visible(fmt.Sprintf(format, args...))+"\n")
 	}
 }
 
@@ -251,9 +271,9 @@ func lineError(cmd located, err error) error {
 }
 
 func (b *builder) build(ctx context.Context) (*Result, error) {
-	df, err := os.ReadFile(b.opts.Dockerfile)
+	df, err := readDockerfile(b.opts.Context, b.opts.Dockerfile)
 	if err != nil {
-		return nil, fmt.Errorf("read the Dockerfile: %w (give one with -f)", err)
+		return nil, err
 	}
 	ast, err := parser.Parse(bytes.NewReader(df))
 	if err != nil {
@@ -403,7 +423,7 @@ func (b *builder) runStage(ctx context.Context, lex *shell.Lex, s *instructions.
 		st.cfg = v1.ConfigFile{OS: "linux", Architecture: runtime.GOARCH}
 		st.key = digestOf(cacheFormat, "scratch")
 	} else {
-		img, err := image.Pull(ctx, b.store, from, b.opts.Pull...)
+		img, err := b.pull(ctx, from)
 		if err != nil {
 			line := 0
 			if len(s.Location) > 0 {
@@ -1121,13 +1141,24 @@ func (b *builder) keepParents(st *stage, staged, dest string, spec copySpec) err
 	}
 }
 
+// pull pulls from, an image FROM, COPY --from or RUN --mount from= names.
+// A confined build's Dockerfile is not trusted: it names registries'
+// images only, never a file or directory of this machine's (one of the
+// user's private images, by path).
+func (b *builder) pull(ctx context.Context, from string) (*image.Image, error) {
+	if b.opts.Confined && image.IsLocal(from) && from != b.opts.TrustedFrom {
+		return nil, errors.New("a confined build takes images from registries only: this names a file or directory on this machine; push the image to a registry and name it there")
+	}
+	return image.Pull(ctx, b.store, from, b.opts.Pull...)
+}
+
 // fromLowers is the file system COPY --from reads: an earlier stage's, or
 // an image's (pulled as FROM pulls).
 func (b *builder) fromLowers(ctx context.Context, from string) ([]string, error) {
 	if prev := b.stageNamed(from); prev != nil {
 		return prev.lowers(), nil
 	}
-	img, err := image.Pull(ctx, b.store, from, b.opts.Pull...)
+	img, err := b.pull(ctx, from)
 	if err != nil {
 		return nil, fmt.Errorf("--from=%s: %w", from, err)
 	}
@@ -1140,7 +1171,7 @@ func (b *builder) fromSource(ctx context.Context, from string) ([]string, string
 	if prev := b.stageNamed(from); prev != nil {
 		return prev.lowers(), prev.key, nil
 	}
-	img, err := image.Pull(ctx, b.store, from, b.opts.Pull...)
+	img, err := b.pull(ctx, from)
 	if err != nil {
 		return nil, "", fmt.Errorf("from=%s: %w", from, err)
 	}

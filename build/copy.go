@@ -38,7 +38,7 @@ func openContext(dir string) (*source, error) {
 		return nil, fmt.Errorf("build context: %w", err)
 	}
 	src := &source{name: "the build context", root: root}
-	f, err := root.Open(".dockerignore")
+	f, err := openRegular(root, ".dockerignore", maxDockerignore)
 	if errors.Is(err, os.ErrNotExist) {
 		return src, nil
 	}
@@ -47,7 +47,7 @@ func openContext(dir string) (*source, error) {
 		return nil, fmt.Errorf(".dockerignore: %w", err)
 	}
 	defer f.Close()
-	patterns, err := ignorefile.ReadAll(f)
+	patterns, err := ignorefile.ReadAll(io.LimitReader(f, maxDockerignore))
 	if err == nil {
 		src.ignore, err = patternmatcher.New(patterns)
 	}
@@ -199,12 +199,12 @@ func addArchive(src *source, p string, spec copySpec, layer string, h hash.Hash)
 	if r := strings.TrimLeft(p, "/"); r != "" && !filepath.IsLocal(r) {
 		return false, nil // copyInto says why not
 	}
-	f, err := src.root.Open(rel)
+	f, err := openRegular(src.root, rel, -1)
 	if err != nil {
 		return false, nil
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || !image.IsArchive(f) {
+	if !image.IsArchive(f) {
 		return false, nil
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
@@ -339,9 +339,9 @@ func copyEntry(src *source, rel, target string, fi fs.FileInfo, top bool, spec c
 		}
 		return lchown(dst, out, spec)
 	case mode.IsRegular():
-		in, err := src.root.Open(rel)
+		in, err := openRegular(src.root, rel, -1)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", rel, err)
 		}
 		defer in.Close()
 		if dry {

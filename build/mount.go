@@ -139,8 +139,12 @@ func (b *builder) prepareMounts(ctx context.Context, st *stage, mounts []*instru
 			scope := ""
 			if b.opts.Confined {
 				// An untrusted Dockerfile could fill a cache that
-				// another project's build then trusts: its own.
-				scope = b.opts.Context + "\x00"
+				// another project's build then trusts: its own. And
+				// what a RUN made from its cache is its own too: the
+				// step's key has the scope, or another project's RUN
+				// of the same text would take the step cached.
+				scope = b.cacheScope + "\x00"
+				fmt.Fprintf(h, "cache-scope:%d:%s\x00", len(scope), scope)
 			}
 			sum := sha256.Sum256([]byte(scope + id))
 			cd := cacheDirs{dir: filepath.Join(b.opts.CacheDir, "mounts", hex.EncodeToString(sum[:16])), sharing: m.CacheSharing, mode: 0o755, bind: len(rm.binds)}

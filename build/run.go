@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/cove-sh/cove/container"
+	"github.com/cove-sh/cove/internal/termtext"
 )
 
 // runStep runs args in a container whose root is the stage so far (lowers,
@@ -57,9 +58,13 @@ func (b *builder) runStep(ctx context.Context, lowers []string, proc container.P
 		Binary: b.opts.Binary, ResolvConf: resolv, Hosts: hosts,
 		Binds: binds, Net: network, UserNS: os.Geteuid() != 0, Process: proc, KeepTmp: true,
 	}
-	out := b.opts.Output
-	if out == nil {
-		out = io.Discard
+	// What RUN prints is the Dockerfile's to choose (a project's may be a
+	// workspace's): shown with its control characters made visible (no
+	// escape sequence reaches the terminal), and always through a pipe,
+	// never a descriptor of ours (a terminal, a file) handed over.
+	var out io.Writer = io.Discard
+	if b.opts.Output != nil {
+		out = termtext.NewWriter(b.opts.Output)
 	}
 	ctr, err := container.Start(spec, container.Stdio{Stdout: out, Stderr: out}, container.Limits{}, func(msg string) {
 		fmt.Fprintf(out, "warning: %s\n", msg)

@@ -41,9 +41,17 @@ func setupRootfs(spec *Spec) error {
 		if spec.UserNS {
 			opts += ",userxattr"
 		}
-		if err := unix.Mount("overlay", spec.Merged, "overlay", 0, opts); err != nil {
+		if err := unix.Mount("overlay", spec.Merged, "overlay", unix.MS_NODEV, opts); err != nil {
 			return fmt.Errorf("mount overlay root: %w", err)
 		}
+	}
+	// The image's device nodes open nothing: the project chooses the
+	// image, a layer may hold a node naming one of this machine's devices
+	// (its disk), extracted as root it is real, and there is no devices
+	// cgroup to refuse it. /dev is a file system of its own, its nodes
+	// bound from the host's.
+	if err := unix.MountSetattr(unix.AT_FDCWD, spec.Merged, unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NODEV}); err != nil {
+		return fmt.Errorf("mount the root nodev: %w", err)
 	}
 	root, err := os.OpenFile(spec.Merged, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {

@@ -433,6 +433,13 @@ func TestProxyServesTheUIItself(t *testing.T) {
 		w.Header().Set("Content-Type", "text/html")
 		w.Header().Set("Set-Cookie", "cove_token=forged; Path=/")
 		w.Header().Set("Access-Control-Allow-Origin", "*")
+		// Headers that act on the launcher's origin: the token's cookie
+		// and the page's storage cleared, a change sent on elsewhere.
+		w.Header().Set("Clear-Site-Data", `"cookies", "storage"`)
+		w.Header().Set("Location", "/api/replace")
+		w.Header().Set("Refresh", "0; url=/api/replace")
+		w.Header().Set("Link", "</api/replace>; rel=preload")
+		w.Header().Set("ETag", `"e1"`)
 		w.Write([]byte("<title>Cove</title><script>steal()</script>"))
 	})
 	p, base := behindProxy(t, hostile)
@@ -459,8 +466,12 @@ func TestProxyServesTheUIItself(t *testing.T) {
 	resp.Body.Close()
 	h := resp.Header
 	if h.Get("Content-Type") != "application/octet-stream" || !strings.Contains(h.Get("Content-Security-Policy"), "sandbox") ||
-		h.Get("X-Content-Type-Options") != "nosniff" || h.Get("Set-Cookie") != "" || h.Get("Access-Control-Allow-Origin") != "" {
+		h.Get("X-Content-Type-Options") != "nosniff" || h.Get("Set-Cookie") != "" || h.Get("Access-Control-Allow-Origin") != "" ||
+		h.Get("Clear-Site-Data") != "" || h.Get("Location") != "" || h.Get("Refresh") != "" || h.Get("Link") != "" {
 		t.Errorf("the workspace's HTML answer reached the browser as: %v", h)
+	}
+	if h.Get("ETag") != `"e1"` {
+		t.Errorf("the workspace's ETag did not reach the browser: %v", h)
 	}
 	// Browsers get the bundle gzipped (Go's client asks for and undoes it).
 	req, _ := http.NewRequest("GET", base+"/app.js", nil)

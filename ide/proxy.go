@@ -144,16 +144,30 @@ const dataPolicy = "default-src 'none'; sandbox; frame-ancestors 'none'"
 // any other (text/html, an SVG, none) is sent as opaque bytes.
 var dataTypes = []string{"application/json", "text/plain", "application/octet-stream", "text/event-stream"}
 
+// dataHeaders are the headers of the workspace's answers that reach the
+// browser: what the API says with them. Any other acts on the launcher's
+// origin, whose cookie holds the token: Set-Cookie, Clear-Site-Data
+// (the token's cookie and the page's storage gone), Location (a change
+// the page sent, sent again elsewhere), Refresh, Link, the CORS headers.
+var dataHeaders = []string{"Content-Type", "Content-Length", "Etag", "Last-Modified", "Cache-Control", "Date"}
+
+// upgradeHeaders are a WebSocket handshake's, kept on a 101 answer.
+var upgradeHeaders = []string{"Connection", "Upgrade", "Sec-Websocket-Accept", "Sec-Websocket-Protocol", "Sec-Websocket-Extensions"}
+
 // dataOnly makes an answer from the workspace data: whatever the server
 // in the container says, the browser neither renders it as a page nor
-// runs it as a script.
+// runs it as a script, and it sets nothing on the launcher's origin.
 func dataOnly(resp *http.Response) error {
+	kept := http.Header{}
+	for k, v := range resp.Header {
+		if slices.Contains(dataHeaders, k) || resp.StatusCode == http.StatusSwitchingProtocols && slices.Contains(upgradeHeaders, k) {
+			kept[k] = v
+		}
+	}
+	resp.Header = kept
 	h := resp.Header
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Security-Policy", dataPolicy)
-	h.Del("Set-Cookie")
-	h.Del("Access-Control-Allow-Origin")
-	h.Del("Access-Control-Allow-Credentials")
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		return nil
 	}

@@ -27,6 +27,20 @@ type Source struct {
 	Tag       string         // local transports: optional tag or reference
 }
 
+// IsLocal says whether ref names an image in a file or directory on this
+// machine (oci:, oci-archive:, docker-archive:) rather than a registry's.
+// What a project names (a devcontainer.json's image, its Dockerfile's
+// FROM) may be only a registry's: the path could be one of the user's
+// private images.
+func IsLocal(ref string) bool {
+	for _, t := range []string{TransportOCIArchive, TransportOCI, TransportDockerArchive} {
+		if strings.HasPrefix(ref, t+":") {
+			return true
+		}
+	}
+	return false
+}
+
 // ParseReference parses REF as DESIGN.md describes it: anything
 // name.ParseReference takes (defaulting to docker.io/library), or
 // oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE[:REF].

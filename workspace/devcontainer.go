@@ -24,6 +24,7 @@ import (
 	"github.com/cove-sh/cove/internal/progress"
 	"github.com/cove-sh/cove/internal/projectfs"
 	"github.com/cove-sh/cove/internal/termtext"
+	securejoin "github.com/cyphar/filepath-securejoin"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
@@ -347,20 +348,22 @@ func workspaceUser(dc *devcontainer.Config, rootfs, upper, sockDir, project stri
 			proc.Env = slices.DeleteFunc(proc.Env, func(kv string) bool { return strings.HasPrefix(kv, "HOME=") })
 		}
 	}
-	passwd, group := filepath.Join(rootfs, "etc", "passwd"), filepath.Join(rootfs, "etc", "group")
+	tmp, err := os.MkdirTemp("", "cove-accounts-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	var passwd, group string
 	if _, err := os.Lstat(filepath.Join(upper, "etc", "passwd")); err == nil {
 		// The kept layer's accounts (an onCreateCommand's adduser). The
 		// layer is the workspace's to write: its files are read confined
 		// to it (a symlink to the host's /etc/shadow, or a FIFO, is not
 		// followed), from a copy.
-		tmp, err := os.MkdirTemp("", "cove-accounts-")
-		if err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(tmp)
 		if passwd, group, err = copyAccounts(upper, tmp); err != nil {
 			return nil, fmt.Errorf("the workspace's /etc/passwd: %w", err)
 		}
+	} else if passwd, group, err = imageAccounts(rootfs, tmp); err != nil {
+		return nil, fmt.Errorf("the image's /etc/passwd: %w", err)
 	}
 	u, err := container.LookupUser(name, passwd, group)
 	if err != nil {
@@ -554,6 +557,55 @@ func copyAccounts(layer, dir string) (passwd, group string, err error) {
 		}
 	}
 	return out[0], out[1], nil
+}
+
+// imageAccounts copies the image's etc/passwd and etc/group into dir, as
+// copyAccounts does the layer's. The project chose the image: its
+// symlinks are resolved inside its root filesystem, as they are in the
+// container (an etc/passwd -> /etc/shadow names the image's, not this
+// machine's, which the lookup's errors would show a field of), and only
+// a regular file is read, bounded.
+func imageAccounts(rootfs, dir string) (passwd, group string, err error) {
+	var out [2]string
+	for i, name := range []string{"passwd", "group"} {
+		out[i] = filepath.Join(dir, "missing-"+name)
+		p, err := securejoin.SecureJoin(rootfs, filepath.Join("etc", name))
+		if err != nil {
+			return "", "", err
+		}
+		// The image's tree does not change under us: what SecureJoin
+		// resolved is opened as it is, its last component not followed.
+		f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return "", "", err
+		}
+		b, err := readRegular(f, 4<<20)
+		if err != nil {
+			return "", "", fmt.Errorf("etc/%s: %w", name, err)
+		}
+		out[i] = filepath.Join(dir, name)
+		if err := os.WriteFile(out[i], b, 0o600); err != nil {
+			return "", "", err
+		}
+	}
+	return out[0], out[1], nil
+}
+
+// readRegular reads f, then closes it, if it is a regular file of at most
+// limit bytes.
+func readRegular(f *os.File, limit int64) ([]byte, error) {
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > limit {
+		return nil, fmt.Errorf("not a regular file of at most %d bytes", limit)
+	}
+	return io.ReadAll(io.LimitReader(f, limit))
 }
 
 // fileRuntime reads what devcontainer.json's runArgs, capAdd and

@@ -364,17 +364,17 @@ type runStdio struct {
 
 func setupStdio(tty, interactive bool, stdout, stderr io.Writer) (*runStdio, func()) {
 	rs := &runStdio{copying: make(chan struct{}), tty: tty, restore: func() {}}
-	isTTY := func(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 	if !rs.tty {
 		// Wrapping in plain readers and writers makes os/exec give the
-		// container pipes and copy, instead of our descriptors.
+		// container pipes and copy, instead of our descriptors: only a
+		// pipe or socket of ours is handed over (handOver).
 		switch {
 		case !interactive:
 			rs.Stdin = nil // /dev/null: without -i, as podman and Docker, nothing
-		case isTTY(os.Stdin):
-			rs.Stdin = struct{ io.Reader }{os.Stdin}
-		default:
+		case handOver(os.Stdin):
 			rs.Stdin = os.Stdin
+		default:
+			rs.Stdin = struct{ io.Reader }{os.Stdin}
 		}
 		rs.Stdout, rs.Stderr = writerFor(stdout), writerFor(stderr)
 	}
@@ -382,7 +382,7 @@ func setupStdio(tty, interactive bool, stdout, stderr io.Writer) (*runStdio, fun
 }
 
 func writerFor(w io.Writer) io.Writer {
-	if f, ok := w.(*os.File); ok && !term.IsTerminal(int(f.Fd())) {
+	if f, ok := w.(*os.File); ok && handOver(f) {
 		return f
 	}
 	return struct{ io.Writer }{w}

@@ -98,7 +98,8 @@ func httpTransport(c ServerConfig, rt *http.Transport) Transport {
 	return Transport{Transport: &sdk.StreamableClientTransport{Endpoint: c.URL, HTTPClient: client, MaxRetries: 2}}
 }
 
-// headerTransport adds the configured headers to each request.
+// headerTransport adds the configured headers to each request, and
+// bounds each message of the answer (see boundedBody).
 type headerTransport struct {
 	rt      http.RoundTripper
 	headers map[string]string
@@ -111,8 +112,55 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 			r.Header.Set(k, v)
 		}
 	}
-	return h.rt.RoundTrip(r)
+	resp, err := h.rt.RoundTrip(r)
+	if err == nil && resp.Body != nil {
+		resp.Body = &boundedBody{rc: resp.Body, max: MaxMessage}
+	}
+	return resp, err
 }
+
+// MaxMessage is the most one message from an HTTP server may hold: a JSON
+// answer, or one event of a stream. The SDK reads a JSON answer whole and
+// an event until its end, and a project's server (it runs in the
+// workspace) could send one without end into the launcher's memory; a
+// stdio server's messages have the SDK's own cap, of this size.
+const MaxMessage = sdk.DefaultMaxLineLength
+
+// boundedBody fails a read once a message passes max bytes: an event of
+// a stream ends at a blank line, and the count starts again there.
+type boundedBody struct {
+	rc   io.ReadCloser
+	max  int
+	n    int  // bytes since the last blank line
+	nl   bool // the last byte (a \r aside) was a newline
+	fail bool
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.fail {
+		return 0, errMessageTooLarge
+	}
+	n, err := b.rc.Read(p)
+	for _, c := range p[:n] {
+		switch {
+		case c == '\n' && b.nl:
+			b.n = 0
+		case c == '\n':
+			b.nl = true
+		case c != '\r':
+			b.nl = false
+		}
+		if b.n++; b.n > b.max {
+			b.fail = true
+			return 0, errMessageTooLarge
+		}
+	}
+	return n, err
+}
+
+func (b *boundedBody) Close() error { return b.rc.Close() }
+
+var errMessageTooLarge = fmt.Errorf("the server sent a message over %d bytes", MaxMessage)
 
 // tailBuffer keeps the last max bytes written to it.
 type tailBuffer struct {

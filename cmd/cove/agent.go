@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 
 	"github.com/cove-sh/cove/agent"
 	"github.com/cove-sh/cove/agent/mcpclient"
@@ -175,13 +173,7 @@ func buildAgent(ctx context.Context, root string, target workspace.Workspace, di
 			defer target.Sync(ctx)
 		}
 		cmd := exec.CommandContext(ctx, bin, append(coveArgs("exec", "-i", "-w", "/workspace", target.Name(), "/workspace/"+path), args...)...)
-		cmd.Stdin = bytes.NewReader(stdin)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if err := cmd.Run(); err != nil {
-			return out.Bytes(), fmt.Errorf("%v: %s", err, strings.TrimSpace(errb.String()))
-		}
-		return out.Bytes(), nil
+		return agent.RunCapped(cmd, stdin)
 	}
 	tools, broken := agent.LoadProjectTools(ctx, dir, inWorkspace)
 	a.Tools = append(a.Tools, tools...)

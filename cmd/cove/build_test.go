@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -45,14 +46,17 @@ func buildContext(t *testing.T, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for name, body := range files {
-		p := filepath.Join(dir, strings.TrimSuffix(name, "@"))
+		p := filepath.Join(dir, strings.TrimRight(name, "@|"))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		var err error
-		if strings.HasSuffix(name, "@") {
+		switch {
+		case strings.HasSuffix(name, "@"):
 			err = os.Symlink(body, p)
-		} else {
+		case strings.HasSuffix(name, "|"):
+			err = unix.Mkfifo(p, 0o644)
+		default:
 			err = os.WriteFile(p, []byte(body), 0o644)
 		}
 		if err != nil {
@@ -228,7 +232,10 @@ func TestBuildFeatures(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			files := map[string]string{"Dockerfile": strings.ReplaceAll(tc.dockerfile, "BASE", base)}
+			files := map[string]string{}
+			if tc.dockerfile != "" {
+				files["Dockerfile"] = strings.ReplaceAll(tc.dockerfile, "BASE", base)
+			}
 			if strings.Contains(tc.dockerfile, "ARG TAGGED=BASE") {
 				files["Dockerfile"] = strings.Replace(tc.dockerfile, "BASE", base, 1)
 			}
@@ -451,6 +458,10 @@ func TestBuildRefusals(t *testing.T) {
 	root := t.TempDir()
 	outside := t.TempDir()
 	os.WriteFile(filepath.Join(outside, "secret"), []byte("host secret\n"), 0o600)
+	// A host file a planted Dockerfile symlink would show the first
+	// word of, in the parse error.
+	hostKey := filepath.Join(t.TempDir(), "id_rsa")
+	os.WriteFile(hostKey, []byte("hostkeybytes-4f2a\n"), 0o600)
 	tests := []struct {
 		name, dockerfile string
 		files            map[string]string
@@ -473,10 +484,22 @@ func TestBuildRefusals(t *testing.T) {
 		{"add-tar-dotdot", "FROM BASE\nADD evil.tar /x/\n", map[string]string{"evil.tar": tarball(false, "../../evil=x")},
 			"line 2: ADD: evil.tar: unpack: entry \"../../evil\""},
 		{"bad-tag", "FROM BASE\n", nil, "-t: parse reference"},
+		// The context may be a workspace's to write: its Dockerfile is
+		// read from it alone, and nothing in it blocks the build.
+		{"dockerfile-symlink-out", "", map[string]string{"Dockerfile@": hostKey},
+			"the Dockerfile Dockerfile is a symlink that leads out of the build context"},
+		{"dockerfile-fifo", "", map[string]string{"Dockerfile|": ""}, "read the Dockerfile"},
+		{"dockerignore-fifo", "FROM BASE\n", map[string]string{".dockerignore|": ""}, ".dockerignore: not a regular file"},
+		// A FIFO is no file to copy: left out, as before, and never opened.
+		{"copy-fifo", "FROM BASE\nCOPY d /d\n", map[string]string{"d/f|": ""}, ""},
+		{"add-fifo", "FROM BASE\nADD f /f\n", map[string]string{"f|": ""}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			files := map[string]string{"Dockerfile": strings.ReplaceAll(tc.dockerfile, "BASE", base)}
+			files := map[string]string{}
+			if tc.dockerfile != "" {
+				files["Dockerfile"] = strings.ReplaceAll(tc.dockerfile, "BASE", base)
+			}
 			for k, v := range tc.files {
 				files[k] = v
 			}
@@ -495,7 +518,7 @@ func TestBuildRefusals(t *testing.T) {
 			} else if r.code != 1 || !strings.Contains(last, tc.want) || !strings.HasPrefix(last, "cove: build ") {
 				t.Errorf("got code %d, last line %q; want 1 and %q", r.code, last, tc.want)
 			}
-			if strings.Contains(r.stderr+r.stdout, "host secret") {
+			if strings.Contains(r.stderr+r.stdout, "host secret") || strings.Contains(r.stderr+r.stdout, "hostkeybytes") {
 				t.Errorf("the secret outside the context leaked: %q", r.stderr)
 			}
 			if names, _ := os.ReadDir(outside); len(names) != 1 {
@@ -1159,5 +1182,39 @@ func TestSliceFlagsKeepCommas(t *testing.T) {
 	buildCached(t, root, dir, "commas:test", "--build-arg", "V=a,b")
 	if r := runProc(t, root, "", "run", "--rm", "-e", "A=1,2", "commas:test", "sh", "-c", "cat /v; echo \"$A\""); r.stdout != "a,b\n1,2\n" {
 		t.Errorf("got %+v, want a,b and 1,2", r)
+	}
+}
+
+// TestBuildRunOutputIsShownNotObeyed: what a RUN prints is the
+// Dockerfile's to choose (a project's may be a workspace's): cove build
+// shows its escape sequences as pictures (an OSC 52 would set the
+// clipboard) and gives the RUN a pipe, never its own stderr (here a file:
+// the RUN could open it again through /proc/self/fd and read it).
+func TestBuildRunOutputIsShownNotObeyed(t *testing.T) {
+	needRoot(t)
+	base := busyboxRef(t)
+	root := t.TempDir()
+	dir := buildContext(t, map[string]string{"Dockerfile": "FROM " + base + "\n" +
+		"RUN printf 'clip\\033]52;c;cm0gLXJmIH4K\\007board\\n'; readlink /proc/self/fd/2\n" +
+		"RUN true '\x1b]0;retitled\x07'\n"})
+	logPath := filepath.Join(t.TempDir(), "build.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd, _, _ := coveProc(root, "build", "--no-cache", "-t", "shown:test", dir)
+	cmd.Stderr = logFile
+	err = cmd.Run()
+	logFile.Close()
+	b, _ := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatalf("build: %v: %s", err, b)
+	}
+	out := string(b)
+	if strings.Contains(out, "\x1b") || !strings.Contains(out, "clip␛]52;c;cm0gLXJmIH4K␇board") || !strings.Contains(out, "RUN true '␛]0;retitled␇'") {
+		t.Errorf("the RUN's escape sequence reached the terminal as it was: %q", out)
+	}
+	if strings.Contains(out, logPath) || !strings.Contains(out, "pipe:") {
+		t.Errorf("the RUN was handed cove's own stderr: %q", out)
 	}
 }

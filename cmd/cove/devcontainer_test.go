@@ -454,3 +454,105 @@ func TestDevcontainerAttachRunning(t *testing.T) {
 		t.Errorf("log.txt: %q", b)
 	}
 }
+
+// TestDevcontainerBuildCacheIsTheProjects: a cache mount in one project's
+// devcontainer build (an untrusted Dockerfile, built confined) is that
+// project's own: another project's build with the same cache id does not
+// get what the first put there (a poisoned package cache), neither in its
+// cache mount nor through the step cache, from a step of the same text the
+// first project ran on its poisoned cache. Both are built from a context
+// cove holds open, which is named alike for every project.
+func TestDevcontainerBuildCacheIsTheProjects(t *testing.T) {
+	needRoot(t)
+	base := busyboxRef(t)
+	const (
+		fill = "RUN --mount=type=cache,id=pip,target=/c echo poisoned > /c/f\n"
+		use  = "RUN --mount=type=cache,id=pip,target=/c (cat /c/f 2>/dev/null || echo clean) > /saw\n"
+	)
+	writer, root := devcontainerProject(t, `{"build": {"dockerfile": "Dockerfile"}}`)
+	// The first project fills its cache, then runs the step the second
+	// project has, on it.
+	for _, step := range []string{fill, use} {
+		os.WriteFile(filepath.Join(writer, ".devcontainer", "Dockerfile"), []byte("FROM "+base+"\n"+step), 0o644)
+		if r := runProc(t, root, "", "up", "--detach", writer); r.code != 0 {
+			t.Fatalf("up the first project: %+v", r)
+		}
+		runProc(t, root, "", "rm", "-f", workspace.Name(writer))
+	}
+	reader := t.TempDir()
+	os.Mkdir(filepath.Join(reader, ".devcontainer"), 0o755)
+	os.WriteFile(filepath.Join(reader, ".devcontainer", "devcontainer.json"), []byte(`{"build": {"dockerfile": "Dockerfile"}}`), 0o644)
+	os.WriteFile(filepath.Join(reader, ".devcontainer", "Dockerfile"), []byte("FROM "+base+"\n"+use), 0o644)
+	name := workspace.Name(reader)
+	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", name) })
+	if r := runProc(t, root, "", "up", "--detach", reader); r.code != 0 {
+		t.Fatalf("up the second project: %+v", r)
+	}
+	if r := runProc(t, root, "", "exec", name, "cat", "/saw"); r.stdout != "clean\n" {
+		t.Errorf("the second project's build found in its cache mount %q, want %q (the first project's cache)", r.stdout, "clean\n")
+	}
+}
+
+// TestDevcontainerTrustCoversInitializeScript: trusting a devcontainer.json
+// whose initializeCommand runs a script of the project trusts that script
+// as it is then: once the workspace rewrites the script, the next start
+// does not run it on the host and says to trust the file again.
+func TestDevcontainerTrustCoversInitializeScript(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	ref := testregistry.Push(t, addr, layered(t))
+	canaries := t.TempDir()
+	trusted, planted := filepath.Join(canaries, "trusted-ran"), filepath.Join(canaries, "planted-ran")
+	project, root := devcontainerProject(t, `{"image": "`+ref+`", "initializeCommand": "sh .devcontainer/init.sh"}`)
+	os.WriteFile(filepath.Join(project, ".devcontainer", "init.sh"), []byte("touch "+trusted+"\n"), 0o644)
+	name := workspace.Name(project)
+	env := []string{"HOME=" + t.TempDir()}
+	if r := runEnv(t, root, env, "up", "--detach", "--trust", project); r.code != 0 {
+		t.Fatalf("up --trust: %+v", r)
+	}
+	if _, err := os.Stat(trusted); err != nil {
+		t.Fatal("the trusted initializeCommand did not run on the host")
+	}
+	// The workspace rewrites the script the host runs.
+	if r := runProc(t, root, "", "exec", name, "sh", "-c", "echo 'touch "+planted+"' > /workspace/.devcontainer/init.sh"); r.code != 0 {
+		t.Fatalf("exec: %+v", r)
+	}
+	runProc(t, root, "", "stop", "--time", "2", name)
+	r := runEnv(t, root, env, "up", "--detach", project)
+	if _, err := os.Stat(planted); err == nil {
+		t.Error("the script the workspace rewrote ran on the host")
+	}
+	if r.code != 0 || !strings.Contains(r.stderr, "initializeCommand (it runs on this host): sh .devcontainer/init.sh") || !strings.Contains(r.stderr, "cove up --trust") {
+		t.Errorf("up after the script changed: %+v", r)
+	}
+}
+
+// TestDevcontainerImageAccountsStayInTheImage: the project chooses the
+// image, and an image's etc/passwd may be a symlink to a path that, on
+// this machine, is a file of the host's: cove looks the workspace's user
+// up in the image's own file (the symlink resolved inside the image, as
+// in the container), never in the host's, whose fields its errors would
+// show.
+func TestDevcontainerImageAccountsStayInTheImage(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	host := filepath.Join(t.TempDir(), "accounts")
+	os.WriteFile(host, []byte("root:x:0:0:root:/root:/bin/sh\nhostonly:x:host-secret-field:0::/home/h:/bin/sh\n"), 0o600)
+	link, err := testimage.Layer(testimage.Symlink("etc/passwd", host))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := mutate.AppendLayers(layered(t), link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := testregistry.Push(t, addr, img)
+	project, root := devcontainerProject(t, `{"image": "`+ref+`", "remoteUser": "hostonly"}`)
+	r := runProc(t, root, "", "up", "--detach", project)
+	if strings.Contains(r.stdout+r.stderr, "host-secret-field") {
+		t.Errorf("the host's file, named by the image's etc/passwd symlink, was read: %+v", r)
+	}
+	if r.code == 0 || !strings.Contains(r.stderr, `remoteUser/containerUser "hostonly": user "hostonly": not in the image's /etc/passwd`) {
+		t.Errorf("up: %+v, want the user not found in the image", r)
+	}
+}

@@ -2,13 +2,11 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/workspace"
 	"github.com/urfave/cli/v2"
-	"golang.org/x/term"
 )
 
 func execCommand() *cli.Command {
@@ -41,7 +39,7 @@ func execCommand() *cli.Command {
 				// stdin (the pipe below) took the keys meant for it.
 				return execIn(c, ws, req, [3]*os.File{})
 			}
-			stdio, closeStdio, err := execStdio(c)
+			stdio, closeStdio, err := workspace.ExecStdio([3]*os.File{os.Stdin, os.Stdout, os.Stderr}, c.Bool("interactive"))
 			if err != nil {
 				return err
 			}
@@ -58,47 +56,4 @@ func execIn(c *cli.Context, ws workspace.Workspace, req container.ExecRequest, s
 		return &exitError{code: code, err: err}
 	}
 	return err
-}
-
-// execStdio gives the process our streams, or pipes where ours are a
-// terminal (which the process could push keystrokes into).
-func execStdio(c *cli.Context) ([3]*os.File, func(), error) {
-	var out [3]*os.File
-	var closers []func()
-	closeAll := func() {
-		for _, f := range closers {
-			f()
-		}
-	}
-	streams := []*os.File{os.Stdin, os.Stdout, os.Stderr}
-	for i, f := range streams {
-		if i == 0 && !c.Bool("interactive") && term.IsTerminal(int(f.Fd())) {
-			null, err := os.Open(os.DevNull)
-			if err != nil {
-				return out, closeAll, err
-			}
-			out[0] = null
-			closers = append(closers, func() { null.Close() })
-			continue
-		}
-		if !term.IsTerminal(int(f.Fd())) {
-			out[i] = f
-			continue
-		}
-		r, w, err := os.Pipe()
-		if err != nil {
-			return out, closeAll, err
-		}
-		if i == 0 {
-			out[i] = r
-			go func() { io.Copy(w, f); w.Close() }()
-			closers = append(closers, func() { r.Close() })
-		} else {
-			out[i] = w
-			done := make(chan struct{})
-			go func() { io.Copy(f, r); close(done) }()
-			closers = append(closers, func() { w.Close(); <-done })
-		}
-	}
-	return out, closeAll, nil
 }

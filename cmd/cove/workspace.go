@@ -128,7 +128,7 @@ func shellCommand() *cli.Command {
 				// Commands on stdin (echo make | cove shell): a shell
 				// reading them, as sh -s does, with no terminal.
 				req := container.ExecRequest{Args: []string{"/bin/sh", "-c", "command -v bash >/dev/null && exec bash -s; exec sh -s"}, Cwd: "/workspace"}
-				stdio, closeStdio, err := execStdio(c)
+				stdio, closeStdio, err := workspace.ExecStdio([3]*os.File{os.Stdin, os.Stdout, os.Stderr}, true)
 				if err != nil {
 					return err
 				}

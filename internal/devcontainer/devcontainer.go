@@ -24,6 +24,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/cove-sh/cove/image"
 	"github.com/cove-sh/cove/internal/projectfs"
 	"github.com/tailscale/hujson"
 )
@@ -254,7 +255,7 @@ func Parse(dir, path string, b []byte, opts Options) (*Config, error) {
 		return nil, err
 	}
 	c := &Config{Path: path, Raw: b, project: dir}
-	c.Trusted = opts.Home != "" && Trusted(opts.Home, path, b)
+	c.Trusted = opts.Home != "" && Trusted(opts.Home, dir, path, b)
 	v := newVars(dir, path, c.Trusted, opts.Getenv)
 	// workspaceFolder first: ${containerWorkspaceFolder} is what it says.
 	if wf, ok := tree["workspaceFolder"].(string); ok {
@@ -435,6 +436,12 @@ func quoteOr(s, or string) string {
 
 // holdBack drops what an untrusted file may not have, and names it.
 func (c *Config) holdBack(dir string, v *vars) {
+	if image.IsLocal(c.Image) {
+		// The path names a file or directory of this machine's: one of
+		// the user's private images, put in the workspace.
+		c.Untrusted = append(c.Untrusted, "image (a file on this host): "+c.Image)
+		c.Image = ""
+	}
 	if c.InitializeCommand != nil {
 		var cmds []string
 		for _, s := range c.Steps("initializeCommand", nil) {

@@ -209,7 +209,8 @@ func InstallFeatures(ctx context.Context, dc *devcontainer.Config, base, tag str
 		Context: ctxDir, Dockerfile: dockerfile, Tag: tag,
 		Binary: o.Binary, CacheDir: o.CacheDir, Output: o.Output, Pull: o.Pull,
 		// A Feature's install.sh is the project's choice: confined too.
-		Confined: true,
+		// The base is the workspace's image, which the user chose.
+		Confined: true, TrustedFrom: base,
 	})
 	if err != nil {
 		if inner := errors.Unwrap(err); inner != nil {

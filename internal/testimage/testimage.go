@@ -32,6 +32,9 @@ type Entry struct {
 	Link     string
 	Mode     int64
 	UID, GID int
+	// Major and Minor are a device node's numbers (tar.TypeChar,
+	// tar.TypeBlock).
+	Major, Minor int64
 }
 
 // Layer builds a gzip-compressed layer holding entries, in that order.
@@ -50,7 +53,7 @@ func layer(opts []tarball.LayerOption, entries []Entry) (v1.Layer, error) {
 	mtime := time.Unix(1700000000, 0)
 	for _, e := range entries {
 		hdr := &tar.Header{Name: e.Name, Typeflag: e.Type, Linkname: e.Link, Mode: e.Mode,
-			Uid: e.UID, Gid: e.GID, ModTime: mtime, Format: tar.FormatPAX}
+			Uid: e.UID, Gid: e.GID, ModTime: mtime, Format: tar.FormatPAX, Devmajor: e.Major, Devminor: e.Minor}
 		if e.Type == tar.TypeReg {
 			hdr.Size = int64(len(e.Body))
 		}
