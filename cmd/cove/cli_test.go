@@ -1254,6 +1254,14 @@ func TestBrowserRunsAsSudoUser(t *testing.T) {
 	if strings.Contains(lines[3], "--no-sandbox") || !strings.Contains(lines[3], "--app=http://127.0.0.1:") {
 		t.Errorf("browser arguments: %s", lines[3])
 	}
+	// Its profile is the user's, private, and not in /tmp, where another
+	// user could have made it first.
+	_, profile, _ := strings.Cut(lines[3], "--user-data-dir=")
+	profile, _, _ = strings.Cut(profile, " ")
+	if fi, err := os.Lstat(profile); err != nil || strings.HasPrefix(profile, os.TempDir()+"/cove-browser") || !fi.IsDir() ||
+		fmt.Sprint(fi.Sys().(*syscall.Stat_t).Uid) != u.Uid || fi.Mode().Perm() != 0o700 {
+		t.Errorf("the browser's profile %q: %v %v", profile, fi, err)
+	}
 }
 
 // TestAgentChatCtrlCInTerminal presses Ctrl-C in a real terminal (a pty)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -24,8 +25,10 @@ import (
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/ide"
 	"github.com/cove-sh/cove/internal/atomicfile"
+	"github.com/cove-sh/cove/internal/dirs"
 	"github.com/cove-sh/cove/internal/procstat"
 	"github.com/cove-sh/cove/internal/projectwalk"
+	"github.com/cove-sh/cove/internal/termtext"
 	"github.com/cove-sh/cove/workspace"
 	"github.com/urfave/cli/v2"
 )
@@ -97,7 +100,7 @@ func upAction(c *cli.Context) error {
 		// the workspace was stopped and that launcher is on its way out).
 		if ws, err := b.Open(c.Context, name); err == nil && rec.serves(ws) {
 			attachRunning(c, b, dir)
-			return showURL(c, rec.URL)
+			return showURL(c, e.layout, rec.URL)
 		}
 	}
 	if c.Bool("detach") && !c.Bool("serve") {
@@ -112,7 +115,7 @@ func upAction(c *cli.Context) error {
 	if lock == nil {
 		// The other cove serves it now: this is a user attaching.
 		attachRunning(c, b, dir)
-		return showURL(c, url)
+		return showURL(c, e.layout, url)
 	}
 	defer lock.Close()
 	if c.Bool("serve") {
@@ -149,7 +152,7 @@ func upAction(c *cli.Context) error {
 	}()
 	if c.Bool("serve") {
 		fmt.Fprintln(c.App.Writer, rec.URL)
-	} else if err := showURL(c, rec.URL); err != nil {
+	} else if err := showURL(c, e.layout, rec.URL); err != nil {
 		ws.Close()
 		return err
 	}
@@ -292,20 +295,22 @@ func readLauncher(path string) (launcherRecord, bool) {
 
 // showURL prints the URL alone on stdout (--no-browser), or opens an app
 // window on it and says where it is on stderr.
-func showURL(c *cli.Context, url string) error {
+func showURL(c *cli.Context, layout dirs.Layout, url string) error {
 	if c.Bool("no-browser") || c.Bool("detach") {
 		fmt.Fprintln(c.App.Writer, url)
 		return nil
 	}
 	fmt.Fprintf(c.App.ErrWriter, "cove: the workspace is at %s\n", url)
-	return openWindow(url)
+	return openWindow(layout, url)
 }
 
-// openWindow opens a chromeless app window with its own profile, else the
-// default browser, else leaves the printed URL to the user.
-func openWindow(url string) error {
-	if b := findBrowser(); b != "" {
-		if cmd, err := browserCommand(b, url, os.Getenv); err == nil && cmd.Start() == nil {
+// openWindow opens a chromeless app window with its own profile (in the
+// user's state directory), else the default browser, else leaves the
+// printed URL to the user.
+func openWindow(layout dirs.Layout, url string) error {
+	profile, err := layout.BrowserProfile()
+	if b := findBrowser(); b != "" && err == nil {
+		if cmd, err := browserCommand(b, url, profile, os.Getenv); err == nil && cmd.Start() == nil {
 			go cmd.Wait()
 			return nil
 		}
@@ -324,7 +329,7 @@ func openWindow(url string) error {
 // user who ran sudo, with their home, so the browser keeps its sandbox and
 // its files are theirs: a browser should not run as root (Chromium only
 // does with --no-sandbox, which is the last resort, for a real root login).
-func browserCommand(browser, url string, getenv func(string) string) (*exec.Cmd, error) {
+func browserCommand(browser, url, profile string, getenv func(string) string) (*exec.Cmd, error) {
 	uid := os.Getuid()
 	var cred *syscall.Credential
 	env := os.Environ()
@@ -345,7 +350,6 @@ func browserCommand(browser, url string, getenv func(string) string) (*exec.Cmd,
 			env = append(env, desktopEnv(os.Getppid(), id, getenv)...)
 		}
 	}
-	profile := filepath.Join(os.TempDir(), fmt.Sprintf("cove-browser-%d", uid))
 	// window=app tells the page it is an app window, which it may close
 	// when its launcher ends (a tab in the user's browser stays).
 	args := []string{"--app=" + url + "&window=app", "--user-data-dir=" + profile, "--no-first-run", "--no-default-browser-check"}
@@ -488,11 +492,35 @@ func detachUp(c *cli.Context, b workspace.Backend, dir, recPath string, notes *i
 				fmt.Fprintln(c.App.Writer, rec.URL)
 				return nil
 			}
-			b, _ := os.ReadFile(logPath)
-			return errors.New("the background server stopped: " + string(b))
+			return fmt.Errorf("the background server stopped (its log: %s): %s", logPath, termtext.Visible(logTail(logPath, 8<<10)))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// logTail is the last n bytes of the log at path, from a line's start:
+// what the server said last, where it may have printed the workspace's
+// output without end before it.
+func logTail(path string, n int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	off := max(fi.Size()-n, 0)
+	b := make([]byte, fi.Size()-off)
+	k, _ := f.ReadAt(b, off)
+	b = b[:k]
+	if off > 0 {
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			b = b[i+1:]
+		}
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // hostWalkOptions is what the host user adds to a project's ignore rules

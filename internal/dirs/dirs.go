@@ -164,13 +164,29 @@ func (l Layout) ProjectState(name string) (string, error) {
 	if l.State == "" {
 		return "", errors.New("agent state: no state directory (set HOME, XDG_STATE_HOME or COVE_ROOT)")
 	}
-	dir := filepath.Join(l.State, "projects", name)
+	return l.ownedStateDir("agent state", filepath.Join(l.State, "projects", name))
+}
+
+// BrowserProfile makes (if need be) and returns the app window's
+// browser profile, State/browser, as ProjectState makes its directories:
+// a profile in a shared place (/tmp) could be made first by another user
+// of this machine, with their extensions in it.
+func (l Layout) BrowserProfile() (string, error) {
+	if l.State == "" {
+		return "", errors.New("browser profile: no state directory (set HOME, XDG_STATE_HOME or COVE_ROOT)")
+	}
+	return l.ownedStateDir("browser profile", filepath.Join(l.State, "browser"))
+}
+
+// ownedStateDir makes dir below State, 0700 and StateUID's, and refuses
+// it when it is a symlink or someone else's; what names it in errors.
+func (l Layout) ownedStateDir(what, dir string) (string, error) {
 	if err := l.mkdirOwned(dir); err != nil {
-		return "", fmt.Errorf("agent state %s: %w", dir, err)
+		return "", fmt.Errorf("%s %s: %w", what, dir, err)
 	}
 	fi, err := os.Lstat(dir)
 	if err != nil {
-		return "", fmt.Errorf("agent state: %w", err)
+		return "", fmt.Errorf("%s: %w", what, err)
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	want := uint32(os.Geteuid())
@@ -178,11 +194,11 @@ func (l Layout) ProjectState(name string) (string, error) {
 		want = uint32(l.StateUID)
 	}
 	if !fi.IsDir() || !ok || st.Uid != want {
-		return "", fmt.Errorf("agent state %s: not a directory of uid %d; move it away", dir, want)
+		return "", fmt.Errorf("%s %s: not a directory of uid %d; move it away", what, dir, want)
 	}
 	if fi.Mode().Perm() != 0o700 {
 		if err := os.Chmod(dir, 0o700); err != nil {
-			return "", fmt.Errorf("agent state: %w", err)
+			return "", fmt.Errorf("%s: %w", what, err)
 		}
 	}
 	return dir, nil

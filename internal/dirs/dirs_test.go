@@ -3,6 +3,7 @@ package dirs
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -59,5 +60,40 @@ func TestProjectStateOwned(t *testing.T) {
 		if _, err := l.ProjectState(name); err == nil {
 			t.Errorf("%q taken", name)
 		}
+	}
+}
+
+// TestBrowserProfileIsTheUsers: the app window's profile is a 0700
+// directory of the user's state, made theirs under sudo; one planted as a
+// symlink, or another user's, is refused (in /tmp, where it was, anyone
+// could make it first).
+func TestBrowserProfileIsTheUsers(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	const user = 12345
+	home := t.TempDir()
+	os.Chown(home, user, user)
+	l, err := Resolve(Env{UID: 0, Home: "/root", SudoUID: user, SudoGID: user, SudoHome: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := l.BrowserProfile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(dir); err != nil || !strings.HasPrefix(dir, home+"/") || fi.Sys().(*syscall.Stat_t).Uid != user || fi.Mode().Perm() != 0o700 {
+		t.Errorf("profile %s: %v %v", dir, fi.Mode(), err)
+	}
+	os.Remove(dir)
+	os.Symlink(t.TempDir(), dir)
+	if _, err := l.BrowserProfile(); err == nil || !strings.Contains(err.Error(), "browser profile") || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("a symlinked profile: %v", err)
+	}
+	os.Remove(dir)
+	os.Mkdir(dir, 0o700)
+	os.Chown(dir, 4242, 4242)
+	if _, err := l.BrowserProfile(); err == nil || !strings.Contains(err.Error(), "not a directory of uid 12345") {
+		t.Errorf("another user's profile: %v", err)
 	}
 }
