@@ -69,6 +69,9 @@ func (b *Kube) Ensure(ctx context.Context, s Spec) (Workspace, error) {
 	}
 	img := s.Image
 	if img == "" && dc != nil {
+		if err := dc.CheckImage(); err != nil {
+			return nil, err
+		}
 		img = dc.Image
 	}
 	if img == "" {

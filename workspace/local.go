@@ -122,6 +122,9 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (*container.State, error) {
 	ref := s.Image
 	built := ""
 	if ref == "" && dc != nil {
+		if err := dc.CheckImage(); err != nil {
+			return nil, err
+		}
 		ref = dc.Image
 		if ref, built, err = lo.buildImage(ctx, dc, abs, name, ref); err != nil {
 			return nil, err

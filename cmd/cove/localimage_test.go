@@ -37,7 +37,8 @@ func privateArchive(t *testing.T) string {
 // "image" names what to pull from a registry, never a file or directory
 // on this machine (oci:, oci-archive:, docker-archive:), which would put
 // one of the user's private images, chosen by path by the project, in the
-// workspace; it is held back and said, as the other host-reaching keys.
+// workspace; it is held back and said, as the other host-reaching keys,
+// and the start stops rather than run another image.
 func TestUntrustedFileNamesNoLocalImage(t *testing.T) {
 	needRoot(t)
 	base := busyboxRef(t)
@@ -50,8 +51,13 @@ func TestUntrustedFileNamesNoLocalImage(t *testing.T) {
 			t.Errorf("an untrusted file put the host's private image in the workspace: %+v", got)
 		}
 	}
-	if !strings.Contains(r.stderr, "image (a file on this host): docker-archive:"+archive) || !strings.Contains(r.stderr, "cove up --trust") {
-		t.Errorf("up: %+v, want the local image held back and said", r)
+	// Held back, it is not replaced by another image either: the start
+	// stops, saying why and what to do.
+	if r.code == 0 || !strings.Contains(r.stderr, "the image docker-archive:"+archive+" is a file on this host") || !strings.Contains(r.stderr, "cove up --trust, or give an image with --image") {
+		t.Errorf("up: %+v, want the local image held back and the start refused", r)
+	}
+	if running(t, root, name) {
+		t.Error("a refused start left a workspace running")
 	}
 	// A confined build (devcontainer.json's build) takes images from
 	// registries only: FROM and COPY --from naming a file here are refused.

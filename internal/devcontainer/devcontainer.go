@@ -87,6 +87,9 @@ type Config struct {
 	// Untrusted names what the file asked for that takes effect only
 	// once the user trusts it (empty when Trusted).
 	Untrusted []string `json:"-"`
+	// HeldImage is the image an untrusted file named that is a file on
+	// this host, held back: the start must stop, not run another image.
+	HeldImage string `json:"-"`
 
 	// imageCommands are the lifecycle commands of the image's metadata,
 	// run before the file's.
@@ -434,13 +437,23 @@ func quoteOr(s, or string) string {
 	return fmt.Sprintf("%q", s)
 }
 
+// CheckImage says why the start must stop when the file's image was held
+// back (a file on this host, named by a file not trusted): cove would
+// otherwise start a different image than the project asks for.
+func (c *Config) CheckImage() error {
+	if c == nil || c.HeldImage == "" {
+		return nil
+	}
+	return fmt.Errorf("%s: the image %s is a file on this host, which only a devcontainer.json you trust may name (the workspace can write this one): read it, then cove up --trust, or give an image with --image", c.Path, c.HeldImage)
+}
+
 // holdBack drops what an untrusted file may not have, and names it.
 func (c *Config) holdBack(dir string, v *vars) {
 	if image.IsLocal(c.Image) {
 		// The path names a file or directory of this machine's: one of
 		// the user's private images, put in the workspace.
 		c.Untrusted = append(c.Untrusted, "image (a file on this host): "+c.Image)
-		c.Image = ""
+		c.HeldImage, c.Image = c.Image, ""
 	}
 	if c.InitializeCommand != nil {
 		var cmds []string
