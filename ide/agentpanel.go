@@ -95,7 +95,7 @@ type panelMsg struct {
 
 func (p AgentPanel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	after, _ := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
-	c, err := websocket.Accept(w, r, nil)
+	c, err := websocket.Accept(w, r, acceptOptions())
 	if err != nil {
 		return
 	}

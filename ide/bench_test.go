@@ -103,7 +103,7 @@ type webClient struct {
 // sends the window size, as the web UI does on open.
 func dialTerminal(tb testing.TB, p *Proxy, base string) *webClient {
 	tb.Helper()
-	h := http.Header{"Cookie": {tokenCookie + "=" + p.Token}, "Origin": {base}}
+	h := http.Header{tokenHeader: {p.Token}, "Origin": {base}}
 	c, _, err := websocket.Dial(context.Background(), strings.Replace(base, "http", "ws", 1)+"/api/term/new", &websocket.DialOptions{HTTPHeader: h})
 	if err != nil {
 		tb.Fatal(err)

@@ -11,7 +11,6 @@ import (
 	"log"
 	"net"
 	"net/http"
-	"net/http/cookiejar"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -106,29 +105,35 @@ func TestProxyRefusesWithoutTokenOrWithAWrongHost(t *testing.T) {
 	if code, _ := get(t, http.DefaultClient, base+"/api/file?path=a.txt&token=wrong", nil); code != http.StatusUnauthorized {
 		t.Errorf("wrong token: %d, want 401", code)
 	}
-	// The token in the URL becomes an HttpOnly, SameSite=Strict cookie
-	// and leaves the URL.
-	jar, _ := cookiejar.New(nil)
-	c := &http.Client{Jar: jar}
-	resp, err := c.Get(p.URL())
+	// The token is taken only from its header, never from a cookie: a
+	// browser sends cookies to every port of this host, and an old
+	// profile may hold one from when the token was a cookie.
+	stale := map[string]string{"Cookie": "cove_token=" + p.Token}
+	if code, _ := get(t, http.DefaultClient, base+"/api/file?path=a.txt", stale); code != http.StatusUnauthorized {
+		t.Errorf("the token as a cookie: %d, want 401", code)
+	}
+	// The token in the URL is the page's to read: the answer is the
+	// page, and sets no cookie.
+	resp, err := http.Get(p.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
+	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if strings.Contains(resp.Request.URL.String(), "token") {
-		t.Errorf("the token stayed in the address: %s", resp.Request.URL)
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "<title>Cove</title>") || len(resp.Cookies()) > 0 || strings.Contains(string(body), p.Token) {
+		t.Errorf("the URL with the token: %d, cookies %v, %.80q", resp.StatusCode, resp.Cookies(), body)
 	}
-	var cookie *http.Cookie
-	for _, ck := range resp.Request.Response.Cookies() {
-		if ck.Name == tokenCookie {
-			cookie = ck
-		}
+	// The page loads without the token, to say what to do; a wrong token
+	// sent with it is refused, so a page knows its launcher is gone.
+	if code, _ := get(t, http.DefaultClient, base+"/favicon.svg", nil); code != 200 {
+		t.Errorf("the UI without a token: %d, want 200", code)
 	}
-	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode {
-		t.Fatalf("cookie %+v", cookie)
+	if code, _ := get(t, http.DefaultClient, base+"/favicon.svg", map[string]string{tokenHeader: "wrong"}); code != http.StatusUnauthorized {
+		t.Errorf("the UI with a wrong token: %d, want 401", code)
 	}
+	c := authed(t, p)
 	if code, body := get(t, c, base+"/api/file?path=a.txt", nil); code != 200 || body != "hello" {
-		t.Errorf("with the cookie: %d %q", code, body)
+		t.Errorf("with the token: %d %q", code, body)
 	}
 	// DNS rebinding: a page on evil.example resolving to 127.0.0.1.
 	for _, host := range []string{"evil.example:" + strings.Split(base, ":")[2], "127.0.0.1:1", "localhost"} {
@@ -144,7 +149,7 @@ func TestProxyRefusesWithoutTokenOrWithAWrongHost(t *testing.T) {
 func TestProxyWebSocketsOnlyFromItsOrigin(t *testing.T) {
 	p, base := stack(t, t.TempDir())
 	ctx := context.Background()
-	hdr := http.Header{"Cookie": {tokenCookie + "=" + p.Token}}
+	hdr := http.Header{tokenHeader: {p.Token}}
 	for origin, ok := range map[string]bool{
 		base:                               true,
 		"http://evil.example":              false,
@@ -188,7 +193,7 @@ func TestFileAPIStaysInTheProject(t *testing.T) {
 	os.Mkdir(filepath.Join(project, "src"), 0o755)
 	p, base := stack(t, project)
 	c := &http.Client{}
-	auth := map[string]string{"Cookie": tokenCookie + "=" + p.Token}
+	auth := map[string]string{tokenHeader: p.Token}
 	for _, bad := range []string{"../secret", outside, "link", "up/secret", "/etc/passwd"} {
 		if code, body := get(t, c, base+"/api/file?path="+bad, auth); code == 200 || strings.Contains(body, "secret\n") || body == "secret" {
 			t.Errorf("read %s: %d %q", bad, code, body)
@@ -196,7 +201,7 @@ func TestFileAPIStaysInTheProject(t *testing.T) {
 	}
 	put := func(path, body string) int {
 		req, _ := http.NewRequest(http.MethodPut, base+"/api/file?path="+path, strings.NewReader(body))
-		req.Header.Set("Cookie", tokenCookie+"="+p.Token)
+		req.Header.Set(tokenHeader, p.Token)
 		resp, err := c.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -228,7 +233,7 @@ func TestFileAPIStaysInTheProject(t *testing.T) {
 // termConn dials a terminal through the proxy.
 func termConn(t *testing.T, p *Proxy, base, path string) *websocket.Conn {
 	t.Helper()
-	h := http.Header{"Cookie": {tokenCookie + "=" + p.Token}, "Origin": {base}}
+	h := http.Header{tokenHeader: {p.Token}, "Origin": {base}}
 	c, _, err := websocket.Dial(context.Background(), strings.Replace(base, "http", "ws", 1)+path, &websocket.DialOptions{HTTPHeader: h})
 	if err != nil {
 		t.Fatal(err)
@@ -376,17 +381,19 @@ func TestProtocolMatchesTheWebUI(t *testing.T) {
 	}
 }
 
-// authed is a client holding the proxy's token cookie, as a window does.
+// authed is a client that sends the proxy's token, as a window does.
 func authed(t *testing.T, p *Proxy) *http.Client {
 	t.Helper()
-	jar, _ := cookiejar.New(nil)
-	c := &http.Client{Jar: jar}
-	resp, err := c.Get(p.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return c
+	return &http.Client{Transport: tokenSender{p.Token}}
+}
+
+// tokenSender adds the token's header to each request.
+type tokenSender struct{ token string }
+
+func (s tokenSender) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set(tokenHeader, s.token)
+	return http.DefaultTransport.RoundTrip(r)
 }
 
 // TestServeServesOnlyTheAPI runs Serve as the workspace does: over its
@@ -433,8 +440,8 @@ func TestProxyServesTheUIItself(t *testing.T) {
 		w.Header().Set("Content-Type", "text/html")
 		w.Header().Set("Set-Cookie", "cove_token=forged; Path=/")
 		w.Header().Set("Access-Control-Allow-Origin", "*")
-		// Headers that act on the launcher's origin: the token's cookie
-		// and the page's storage cleared, a change sent on elsewhere.
+		// Headers that act on the launcher's origin: its cookies and the
+		// page's storage (the token) cleared, a change sent on elsewhere.
 		w.Header().Set("Clear-Site-Data", `"cookies", "storage"`)
 		w.Header().Set("Location", "/api/replace")
 		w.Header().Set("Refresh", "0; url=/api/replace")
@@ -633,7 +640,7 @@ func TestFileAPIChangesAndConflicts(t *testing.T) {
 	do := func(method, path string, body string, hdr ...string) (int, http.Header) {
 		t.Helper()
 		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
-		req.Header.Set("Cookie", tokenCookie+"="+p.Token)
+		req.Header.Set(tokenHeader, p.Token)
 		for i := 0; i+1 < len(hdr); i += 2 {
 			req.Header.Set(hdr[i], hdr[i+1])
 		}
@@ -773,15 +780,15 @@ func TestTerminalForgottenAfterExit(t *testing.T) {
 }
 
 // TestProxyChangesOnlyFromItsOrigin: a page on another port of this host
-// is the same site, so its requests carry the SameSite cookie; a simple
-// POST from it (no preflight) must still not change anything.
+// is the same site, and a simple POST from it needs no preflight: even
+// with the token (which it should never hold) it must not change anything.
 func TestProxyChangesOnlyFromItsOrigin(t *testing.T) {
 	project := t.TempDir()
 	os.WriteFile(filepath.Join(project, "a.txt"), []byte("keep\n"), 0o644)
 	p, base := stack(t, project)
 	post := func(origin string) int {
 		req, _ := http.NewRequest(http.MethodPost, base+"/api/rename?from=a.txt&to=b.txt", nil)
-		req.Header.Set("Cookie", tokenCookie+"="+p.Token)
+		req.Header.Set(tokenHeader, p.Token)
 		if origin != "" {
 			req.Header.Set("Origin", origin)
 		}
@@ -821,7 +828,7 @@ func TestTerminalCloseEndsTheShell(t *testing.T) {
 		t.Fatal("no terminal id")
 	}
 	req, _ := http.NewRequest(http.MethodDelete, base+"/api/term/"+f.id, nil)
-	req.Header.Set("Cookie", tokenCookie+"="+p.Token)
+	req.Header.Set(tokenHeader, p.Token)
 	req.Header.Set("Origin", base)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -890,5 +897,82 @@ func TestProxySaysTheWorkspaceStopped(t *testing.T) {
 	}
 	if logged.Len() > 0 {
 		t.Errorf("logged: %s", logged.String())
+	}
+}
+
+// TestProxyKeepsTheTokenFromTheWorkspace: the server in the workspace,
+// which is hostile, never sees the token, whichever way the page sent it
+// (its header, a WebSocket's subprotocol, an old cookie); a WebSocket
+// without its token is refused, and one with it speaks cove.
+func TestProxyKeepsTheTokenFromTheWorkspace(t *testing.T) {
+	seen := make(chan http.Header, 10)
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.Header.Clone()
+		if !isWebSocket(r) {
+			w.Write([]byte("ok"))
+			return
+		}
+		c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true}) // names no subprotocol
+		if err != nil {
+			return
+		}
+		c.Close(websocket.StatusNormalClosure, "")
+	})
+	p, base := behindProxy(t, inner)
+	leaked := func(what string, h http.Header) {
+		t.Helper()
+		for k, vs := range h {
+			for _, v := range vs {
+				if strings.Contains(v, p.Token) {
+					t.Errorf("%s: the workspace's server got the token in %s: %q", what, k, v)
+				}
+			}
+		}
+	}
+	code, _ := get(t, http.DefaultClient, base+"/api/x", map[string]string{tokenHeader: p.Token, "Cookie": "cove_token=" + p.Token + "; other=1"})
+	if code != 200 {
+		t.Fatalf("with the token's header: %d", code)
+	}
+	leaked("a request", <-seen)
+
+	ws := strings.Replace(base, "http", "ws", 1) + "/api/ws"
+	ctx := context.Background()
+	// As a browser sends it: the token offered as a subprotocol.
+	c, resp, err := websocket.Dial(ctx, ws, &websocket.DialOptions{
+		HTTPHeader:   http.Header{"Origin": {base}, "Cookie": {"cove_token=" + p.Token}},
+		Subprotocols: []string{wsProtocol, tokenProtocol + p.Token},
+	})
+	if err != nil {
+		t.Fatalf("a WebSocket with its token: %v", err)
+	}
+	c.CloseNow()
+	h := <-seen
+	leaked("a WebSocket", h)
+	if got := h.Get("Sec-Websocket-Protocol"); got != wsProtocol {
+		t.Errorf("the workspace's server was offered %q, want %q", got, wsProtocol)
+	}
+	// The browser needs the answer to name a protocol it offered.
+	if got := resp.Header.Get("Sec-Websocket-Protocol"); got != wsProtocol {
+		t.Errorf("the answer names %q, want %q", got, wsProtocol)
+	}
+	// Without the token, or with only a stale cookie, or a wrong one: 401,
+	// and the workspace hears nothing.
+	for name, opts := range map[string]*websocket.DialOptions{
+		"none":   {HTTPHeader: http.Header{"Origin": {base}}, Subprotocols: []string{wsProtocol}},
+		"cookie": {HTTPHeader: http.Header{"Origin": {base}, "Cookie": {"cove_token=" + p.Token}}, Subprotocols: []string{wsProtocol}},
+		"wrong":  {HTTPHeader: http.Header{"Origin": {base}}, Subprotocols: []string{wsProtocol, tokenProtocol + "wrong"}},
+	} {
+		c, resp, err := websocket.Dial(ctx, ws, opts)
+		if err == nil {
+			c.CloseNow()
+			t.Errorf("%s: a WebSocket was let in", name)
+		} else if resp == nil || resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s: %v, want 401", name, err)
+		}
+	}
+	select {
+	case h := <-seen:
+		t.Errorf("the workspace's server heard a refused request: %v", h)
+	default:
 	}
 }

@@ -69,7 +69,7 @@ func TestProxyClosesASilentWebSocket(t *testing.T) {
 	defer outer.Close()
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
 	page := &http.Client{}
-	hdr := map[string]string{"Cookie": tokenCookie + "=" + p.Token}
+	hdr := map[string]string{tokenHeader: p.Token}
 	if code, body := get(t, page, base+"/api/file?path=a.txt", hdr); code != 200 || body != "hello" {
 		t.Fatalf("a file through the proxy: %d %q", code, body)
 	}
@@ -109,7 +109,7 @@ func TestProxyClosesASilentWebSocket(t *testing.T) {
 	// the page is still there, and the launcher does not take it for
 	// gone (its grace period) while the page reconnects.
 	life, _, err := websocket.Dial(context.Background(), strings.Replace(base, "http", "ws", 1)+lifelinePath,
-		&websocket.DialOptions{HTTPHeader: http.Header{"Cookie": {tokenCookie + "=" + p.Token}, "Origin": {base}}})
+		&websocket.DialOptions{HTTPHeader: http.Header{tokenHeader: {p.Token}, "Origin": {base}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ type lifeline struct {
 }
 
 func (p *Proxy) serveLifeline(w http.ResponseWriter, r *http.Request) {
-	c, err := websocket.Accept(w, r, nil)
+	c, err := websocket.Accept(w, r, acceptOptions())
 	if err != nil {
 		return
 	}

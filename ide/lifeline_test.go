@@ -25,7 +25,7 @@ func TestLifelineSaysWhyTheLauncherStops(t *testing.T) {
 	defer cancel()
 	ws := strings.Replace(base, "http", "ws", 1) + lifelinePath
 	dial := func(origin string, token string) (*websocket.Conn, *http.Response, error) {
-		h := http.Header{"Origin": {origin}, "Cookie": {tokenCookie + "=" + token}}
+		h := http.Header{"Origin": {origin}, tokenHeader: {token}}
 		return websocket.Dial(ctx, ws, &websocket.DialOptions{HTTPHeader: h})
 	}
 	read := func(c *websocket.Conn) map[string]any {

@@ -258,7 +258,7 @@ func (n *Notes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(notesPage{Lines: nonNil(lines), Dropped: dropped})
 		return
 	}
-	c, err := websocket.Accept(w, r, nil)
+	c, err := websocket.Accept(w, r, acceptOptions())
 	if err != nil {
 		return
 	}

@@ -141,10 +141,10 @@ func TestNotesRoute(t *testing.T) {
 	if code, body := get(t, c, base+"/api/notes", nil); code != http.StatusUnauthorized || strings.Contains(body, "first") {
 		t.Errorf("without the token: %d %q", code, body)
 	}
-	if code, body := get(t, c, base+"/api/notes", map[string]string{"Cookie": tokenCookie + "=wrong"}); code != http.StatusUnauthorized || strings.Contains(body, "first") {
+	if code, body := get(t, c, base+"/api/notes", map[string]string{tokenHeader: "wrong"}); code != http.StatusUnauthorized || strings.Contains(body, "first") {
 		t.Errorf("a wrong token: %d %q", code, body)
 	}
-	code, body := get(t, c, base+"/api/notes", map[string]string{"Cookie": tokenCookie + "=" + p.Token})
+	code, body := get(t, c, base+"/api/notes", map[string]string{tokenHeader: p.Token})
 	var page notesPage
 	if err := json.Unmarshal([]byte(body), &page); code != 200 || err != nil || len(page.Lines) != 1 || page.Lines[0].Kind != NoteKind {
 		t.Errorf("with the token: %d %q", code, body)
@@ -154,7 +154,7 @@ func TestNotesRoute(t *testing.T) {
 	defer cancel()
 	ws := strings.Replace(base, "http", "ws", 1) + "/api/notes?after=1"
 	dial := func(origin, token string) (*websocket.Conn, *http.Response, error) {
-		return websocket.Dial(ctx, ws, &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {origin}, "Cookie": {tokenCookie + "=" + token}}})
+		return websocket.Dial(ctx, ws, &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {origin}, tokenHeader: {token}}})
 	}
 	for _, bad := range []struct{ origin, token string }{{"http://evil.example", p.Token}, {base, "wrong"}} {
 		if c, _, err := dial(bad.origin, bad.token); err == nil {

@@ -18,22 +18,29 @@ import (
 	"sync"
 	"time"
 
+	"github.com/coder/websocket"
 	"golang.org/x/sys/unix"
 )
 
 // Proxy is the host side of the IDE: it listens on loopback, lets in only
 // requests that carry the launch's token, name the host as 127.0.0.1 or
 // localhost with its port (DNS rebinding), and, for WebSockets and
-// changes (POST, PUT, DELETE), come from its own origin. It serves the UI
-// itself, from this binary, and forwards only the API (/api/…) to the
-// in-container server's Unix socket, whose answers are data: the
-// workspace can never put a page or a script on the trusted origin. Its
+// changes (POST, PUT, DELETE), come from its own origin. The UI's static
+// files, which hold no secret, are the only answers given without the
+// token: the page has to load to read the token from its address. It
+// serves the UI itself, from this binary, and forwards only the API
+// (/api/…) to the in-container server's Unix socket, whose answers are
+// data: the workspace can never put a page or a script on the trusted
+// origin, nor learn the token, which is taken off each request. Its
 // zero value is not usable: use NewProxy. A Proxy is safe for concurrent
 // use.
 type Proxy struct {
-	// Token is the per-launch secret. It is accepted once in the URL
-	// (?token=…), which sets an HttpOnly, SameSite=Strict cookie, and
-	// from the cookie afterwards.
+	// Token is the per-launch secret. The page reads it from its URL
+	// (?token=…) and sends it with each request: in the X-Cove-Token
+	// header, or for a WebSocket as the subprotocol cove-token.TOKEN.
+	// It is never a cookie: cookies are not kept apart by port (RFC 6265
+	// §8.5), so a page the workspace serves on another port of this host
+	// would be sent it.
 	Token string
 	// Dir is the project's directory on the host, which the page shows in
 	// the command that starts the workspace again once it stopped; set it
@@ -57,7 +64,18 @@ type Proxy struct {
 	since   time.Time               // when the last one closed
 }
 
-const tokenCookie = "cove_token"
+const (
+	// tokenHeader carries the token on the page's requests; a header
+	// the page adds also makes a browser ask first (a CORS preflight,
+	// which this proxy never allows) before another origin sends it.
+	tokenHeader = "X-Cove-Token"
+	// wsProtocol is the subprotocol the page's WebSockets speak, the one
+	// the answer names; a browser cannot add a header to a WebSocket, so
+	// the token goes with it as a second, offered one: tokenProtocol
+	// followed by the token.
+	wsProtocol    = "cove"
+	tokenProtocol = "cove-token."
+)
 
 // NewProxy makes a proxy to the server listening on socket, for a listener
 // on 127.0.0.1:port, with a fresh random token.
@@ -146,9 +164,9 @@ var dataTypes = []string{"application/json", "text/plain", "application/octet-st
 
 // dataHeaders are the headers of the workspace's answers that reach the
 // browser: what the API says with them. Any other acts on the launcher's
-// origin, whose cookie holds the token: Set-Cookie, Clear-Site-Data
-// (the token's cookie and the page's storage gone), Location (a change
-// the page sent, sent again elsewhere), Refresh, Link, the CORS headers.
+// origin: Set-Cookie, Clear-Site-Data (the page's storage, the token in
+// it, gone), Location (a change the page sent, sent again elsewhere),
+// Refresh, Link, the CORS headers.
 var dataHeaders = []string{"Content-Type", "Content-Length", "Etag", "Last-Modified", "Cache-Control", "Date"}
 
 // upgradeHeaders are a WebSocket handshake's, kept on a 101 answer.
@@ -169,6 +187,13 @@ func dataOnly(resp *http.Response) error {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Security-Policy", dataPolicy)
 	if resp.StatusCode == http.StatusSwitchingProtocols {
+		// The browser offered cove and the token's protocol; the
+		// server saw only cove (see stripToken), and whatever it
+		// names, the answer names what the page speaks, or none.
+		h.Del("Sec-Websocket-Protocol")
+		if resp.Request != nil && slices.Contains(offeredProtocols(resp.Request.Header), wsProtocol) {
+			h.Set("Sec-Websocket-Protocol", wsProtocol)
+		}
 		return nil
 	}
 	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
@@ -192,7 +217,8 @@ func (p *Proxy) Handle(path string, h http.Handler) {
 	p.local[path] = h
 }
 
-// URL is the address to open, token included.
+// URL is the address to open, token included: the page keeps the token
+// in its session's storage and takes it out of the address.
 func (p *Proxy) URL() string {
 	return "http://127.0.0.1:" + strconv.Itoa(p.port) + "/?token=" + p.Token
 }
@@ -203,17 +229,17 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "cove: wrong Host header", http.StatusForbidden)
 		return
 	}
-	if t := r.URL.Query().Get("token"); t != "" && p.tokenOK(t) {
-		http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: p.Token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-		// Take the token out of the address bar and the history.
-		q := r.URL.Query()
-		q.Del("token")
-		r.URL.RawQuery = q.Encode()
-		http.Redirect(w, r, r.URL.RequestURI(), http.StatusSeeOther)
-		return
-	}
-	c, err := r.Cookie(tokenCookie)
-	if err != nil || !p.tokenOK(c.Value) {
+	p.mu.Lock()
+	h, local := p.local[r.URL.Path]
+	p.mu.Unlock()
+	// The UI's files hold no secret and are served to anyone who names
+	// this host, so that a page opened without its token loads and says
+	// what to do; everything else needs the token. A token that is sent
+	// must be right, whatever is asked: a page knows by its favicon
+	// whether this launcher is still the one that gave it its token.
+	static := !local && r.URL.Path != lifelinePath && !strings.HasPrefix(r.URL.Path, "/api/") && !isWebSocket(r) && !unsafeMethod(r.Method)
+	t, sent := requestToken(r)
+	if sent && !p.tokenOK(t) || !sent && !static {
 		http.Error(w, "cove: this workspace needs its token: open the URL cove printed", http.StatusUnauthorized)
 		return
 	}
@@ -221,9 +247,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "cove: cross-origin WebSocket refused", http.StatusForbidden)
 		return
 	}
-	// A page on another port of this host is the same site, so the
-	// SameSite cookie goes with its requests, and a simple POST needs no
-	// CORS preflight: a change asked by another origin is refused. (A
+	// A change asked by another origin is refused even with the token
+	// (which such a page should never hold: a page on another port of
+	// this host is the same site, and a simple POST needs no CORS
+	// preflight). (A
 	// browser sends Origin with every POST, PUT and DELETE; a client
 	// without one, such as curl, has to hold the token anyway.)
 	if unsafeMethod(r.Method) {
@@ -232,7 +259,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	r.Header.Del("Cookie") // the token stays on this side
+	stripToken(r) // the token stays on this side
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	if r.URL.Path == lifelinePath {
@@ -240,10 +267,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.serveLifeline(w, r)
 		return
 	}
-	p.mu.Lock()
-	h, ok := p.local[r.URL.Path]
-	p.mu.Unlock()
-	if ok {
+	if local {
 		w.Header().Set("Content-Security-Policy", dataPolicy)
 		h.ServeHTTP(w, r)
 		return
@@ -287,6 +311,55 @@ func (p *Proxy) Unattended() time.Duration {
 		return 0
 	}
 	return time.Since(p.since)
+}
+
+// requestToken is the token a request carries, in its header or, for a
+// WebSocket, as an offered subprotocol; sent says whether it carries one.
+// A cookie is never read: an old one in a browser's profile is ignored.
+func requestToken(r *http.Request) (t string, sent bool) {
+	if v := r.Header.Values(tokenHeader); len(v) > 0 {
+		return v[0], true
+	}
+	for _, p := range offeredProtocols(r.Header) {
+		if t, ok := strings.CutPrefix(p, tokenProtocol); ok {
+			return t, true
+		}
+	}
+	return "", false
+}
+
+// offeredProtocols are the WebSocket subprotocols a request offers.
+func offeredProtocols(h http.Header) []string {
+	var ps []string
+	for _, v := range h.Values("Sec-Websocket-Protocol") {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				ps = append(ps, p)
+			}
+		}
+	}
+	return ps
+}
+
+// stripToken takes the token out of a request before it is served or
+// forwarded: the server in the workspace must never learn it. The
+// cookies go too: they are the browser's for any port of this host.
+func stripToken(r *http.Request) {
+	r.Header.Del(tokenHeader)
+	r.Header.Del("Cookie")
+	ps := offeredProtocols(r.Header)
+	r.Header.Del("Sec-Websocket-Protocol")
+	kept := slices.DeleteFunc(ps, func(p string) bool { return strings.HasPrefix(p, tokenProtocol) })
+	if len(kept) > 0 {
+		r.Header.Set("Sec-Websocket-Protocol", strings.Join(kept, ", "))
+	}
+}
+
+// acceptOptions are the WebSocket servers' (in the workspace and on
+// this side): they name the subprotocol the page offers, as a browser
+// requires of an answer to a request that offered some.
+func acceptOptions() *websocket.AcceptOptions {
+	return &websocket.AcceptOptions{Subprotocols: []string{wsProtocol}}
 }
 
 func (p *Proxy) tokenOK(t string) bool {

@@ -47,7 +47,7 @@ func (s *terminals) serve(w http.ResponseWriter, r *http.Request) {
 	// The origin was checked by the host proxy; checking again here costs
 	// nothing (the proxy keeps the Host header, so it matches).
 	announceKeepalive(w)
-	c, err := websocket.Accept(w, r, nil)
+	c, err := websocket.Accept(w, r, acceptOptions())
 	if err != nil {
 		return
 	}

@@ -28,7 +28,7 @@ type change struct {
 // watch serves GET /api/watch as a WebSocket of changes.
 func (f files) watch(w http.ResponseWriter, r *http.Request) {
 	announceKeepalive(w)
-	c, err := websocket.Accept(w, r, nil)
+	c, err := websocket.Accept(w, r, acceptOptions())
 	if err != nil {
 		return
 	}

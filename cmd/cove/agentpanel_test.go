@@ -29,7 +29,7 @@ type panel struct {
 func openPanel(t *testing.T, url string, after int) *panel {
 	t.Helper()
 	base, token, _ := strings.Cut(url, "/?token=")
-	h := http.Header{"Cookie": {"cove_token=" + token}, "Origin": {base}}
+	h := http.Header{"X-Cove-Token": {token}, "Origin": {base}}
 	ws, _, err := websocket.Dial(context.Background(), strings.Replace(base, "http", "ws", 1)+"/api/agent?after="+strconv.Itoa(after), &websocket.DialOptions{HTTPHeader: h})
 	if err != nil {
 		t.Fatal(err)

@@ -143,7 +143,7 @@ func (h *hostile) inside(script string) string {
 func (h *hostile) request(method, path, body string) (int, http.Header, string) {
 	h.t.Helper()
 	req, _ := http.NewRequest(method, h.url+path, strings.NewReader(body))
-	req.Header.Set("Cookie", "cove_token="+h.token)
+	req.Header.Set("X-Cove-Token", h.token)
 	req.Header.Set("Origin", h.url)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

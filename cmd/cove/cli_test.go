@@ -822,7 +822,7 @@ func TestUpServesTheWorkspace(t *testing.T) {
 	}
 
 	// A terminal: it runs inside the workspace container.
-	h := http.Header{"Cookie": {"cove_token=" + token}, "Origin": {base}}
+	h := http.Header{"X-Cove-Token": {token}, "Origin": {base}}
 	ws, _, err := websocket.Dial(context.Background(), strings.Replace(base, "http", "ws", 1)+"/api/term/new", &websocket.DialOptions{HTTPHeader: h})
 	if err != nil {
 		t.Fatal(err)
@@ -987,7 +987,7 @@ func browserTestTools(t *testing.T) string {
 func getWithToken(t *testing.T, base, token, path string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest("GET", base+path, nil)
-	req.Header.Set("Cookie", "cove_token="+token)
+	req.Header.Set("X-Cove-Token", token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -1050,7 +1050,7 @@ func TestUpStopsWhenTheLastWindowCloses(t *testing.T) {
 		t.Fatalf("cove up exited before any window came: %v", err)
 	case <-time.After(2500 * time.Millisecond):
 	}
-	h := http.Header{"Cookie": {"cove_token=" + token}, "Origin": {base}}
+	h := http.Header{"X-Cove-Token": {token}, "Origin": {base}}
 	ws, _, err := websocket.Dial(context.Background(), strings.Replace(base, "http", "ws", 1)+"/api/term/new", &websocket.DialOptions{HTTPHeader: h})
 	if err != nil {
 		t.Fatal(err)

@@ -89,7 +89,7 @@ func TestUpKube(t *testing.T) {
 	}
 
 	// A terminal runs in the Pod, under the Pod's limit.
-	h := http.Header{"Cookie": {"cove_token=" + token}, "Origin": {base}}
+	h := http.Header{"X-Cove-Token": {token}, "Origin": {base}}
 	ws, _, err := websocket.Dial(context.Background(), strings.Replace(base, "http", "ws", 1)+"/api/term/new", &websocket.DialOptions{HTTPHeader: h})
 	if err != nil {
 		t.Fatalf("a terminal: %v; cove up said %s", err, upErr(t))

@@ -112,8 +112,8 @@ cat >"$tmp/warmstart/main.go" <<'EOF'
 // warmstart COVE RUNS WARMUP ARGS...: runs `COVE ARGS...` (cove up
 // --no-browser …) once to create the workspace, WARMUP times untimed,
 // then RUNS times timed; each time from the exec to the first 200 of the
-// IDE page at the URL it prints (token in the URL, then the cookie it
-// sets, as a browser), then Ctrl-C (SIGINT) and the wait for its exit.
+// IDE page at the URL it prints (token in the URL, as a browser opens
+// it), then Ctrl-C (SIGINT) and the wait for its exit.
 // Prints one line a run: "create|warmup|run MS_URL MS_200 MS_STOP GETS".
 package main
 
@@ -122,7 +122,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/cookiejar"
 	"os"
 	"os/exec"
 	"regexp"
@@ -189,8 +188,7 @@ func once(cove string, args []string) (tURL, tOK, tStop time.Duration, gets int,
 		return tURL, 0, 0, 0, fmt.Errorf("first stdout line %q (%v), want the URL; stderr: %s", line, rerr, stderr.String())
 	}
 	url := strings.TrimSpace(line)
-	jar, _ := cookiejar.New(nil)
-	client := &http.Client{Jar: jar, Timeout: 5 * time.Second}
+	client := &http.Client{Timeout: 5 * time.Second}
 	defer client.CloseIdleConnections()
 	last := "nothing"
 	for {
@@ -358,7 +356,7 @@ report() {
 	echo
 	echo "How it is measured:"
 	echo
-	echo "- warm start (\`scripts/bench/ide.sh\`, a small Go timer): the image is in cove's store and the workspace was created by a first \`cove up\`, followed by $warmup untimed warm-up run(s); each timed run execs \`cove up --no-browser --image IMAGE DIR\`, reads the URL line from its stdout, GETs it (the token in the URL; its 303 sets the cookie and leads to \`/\`) every 1 ms until a 200 whose page is the IDE's, then sends SIGINT and waits until \`cove up\` has stopped the workspace and exited (exit status 0 checked). The clock runs from the exec to the 200."
+	echo "- warm start (\`scripts/bench/ide.sh\`, a small Go timer): the image is in cove's store and the workspace was created by a first \`cove up\`, followed by $warmup untimed warm-up run(s); each timed run execs \`cove up --no-browser --image IMAGE DIR\`, reads the URL line from its stdout, GETs it (the token in the URL, as a browser opens it) every 1 ms until a 200 whose page is the IDE's, then sends SIGINT and waits until \`cove up\` has stopped the workspace and exited (exit status 0 checked). The clock runs from the exec to the 200."
 	echo "- throughput (\`BenchmarkTerminalThroughput\`, $cat_runs timed cat(s), after one untimed): the terminals WebSocket handler on a Unix socket behind the real Proxy on a loopback port (as a workspace serves it), a new terminal per cat running \`sh -c 'stty -echo && printf R && head -c1 >/dev/null && exec cat FILE'\` (cooked output: each \\n goes out as \\r\\n); the clock runs from the keystroke that starts cat to the exit frame. The client reads frames and acks as ide/web/src/terminal.js does (once 32 KiB beyond its last ack, and 50 ms after the last frame); it fails unless the output arrives in order without gaps and its byte count and CRC-32 are those of the file with \\r\\n line ends. MB/s: 10^6 bytes of the file a second. \`BenchmarkPTYFloor\`: the same program and checks on a bare PTY."
 	echo "- echo (\`BenchmarkTerminalEcho\`, $keys keystrokes): one terminal running \`sh -c 'stty raw -echo && printf R && exec cat'\` (cat writes each byte back, as a line editor in raw mode does; the PTY does not echo); a keystroke is an input frame of one byte, timed until an output frame brings exactly that byte back; p50 and p99 by nearest rank. \`BenchmarkPTYEcho\`: the same on a bare PTY."
 	echo "- rerun: \`sudo RUNS=$runs CAT_RUNS=$cat_runs KEYS=$keys scripts/bench/ide.sh\`; the Go benchmarks alone: \`go test ./ide -run '^\$' -bench 'Throughput|PTYFloor' -benchtime ${cat_runs}x\` and \`go test ./ide -run '^\$' -bench Echo -benchtime ${keys}x\`"

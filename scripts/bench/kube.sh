@@ -80,7 +80,7 @@ up_once() {
 	[ -n "$url" ] || die "$backend: cove up printed no URL: $(cat "$tmp/up.err")"
 	base=${url%%/?token=*}
 	token=${url##*token=}
-	until curl -fsS -o /dev/null -H "Cookie: cove_token=$token" "$base/api/tree"; do sleep 0.02; done
+	until curl -fsS -o /dev/null -H "X-Cove-Token: $token" "$base/api/tree"; do sleep 0.02; done
 	ms "$t0" "$(now)"
 }
 

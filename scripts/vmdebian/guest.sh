@@ -231,12 +231,15 @@ for _ in $(seq 1 600); do
 	kill -0 $up 2>/dev/null || break
 	sleep 0.2
 done
-# The token URL sets the cookie and redirects to the page; without the
-# token the page is refused.
-code=$(curl -sL -c "$out/jar" -b "$out/jar" -o /dev/null -w '%{http_code}' --max-time 60 "$url")
-refused=$(curl -s -o /dev/null -w '%{http_code}' --max-time 30 "${url%%\?*}")
-if [ -n "$url" ] && [ "$code" = 200 ] && [ "${refused#4}" != "$refused" ]; then pass up-answers; else
-	fail up-answers "URL '${url}': HTTP ${code:-none} (want 200 after the redirect), without the token ${refused:-none} (want 4xx); stderr '$(brief "$out/up.err")'"
+# The token URL answers the page (it reads the token from its address);
+# the API answers with the token in its header and refuses without it.
+base=${url%%/?token=*}
+token=${url##*token=}
+code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 60 "$url")
+api=$(curl -s -o /dev/null -w '%{http_code}' --max-time 60 -H "X-Cove-Token: $token" "$base/api/tree")
+refused=$(curl -s -o /dev/null -w '%{http_code}' --max-time 30 "$base/api/tree")
+if [ -n "$url" ] && [ "$code" = 200 ] && [ "$api" = 200 ] && [ "${refused#4}" != "$refused" ]; then pass up-answers; else
+	fail up-answers "URL '${url}': HTTP ${code:-none} (want 200), its API with the token ${api:-none} (want 200), without ${refused:-none} (want 4xx); stderr '$(brief "$out/up.err")'"
 fi
 ws=$(cove ps --json | sed -n 's/^ *"name": "\(proj-'"$mode"'-[0-9a-f]*\)".*/\1/p' | head -n 1)
 echo "vmtest: $mode: workspace ${ws:-none}"

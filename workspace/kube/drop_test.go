@@ -45,9 +45,9 @@ func serveProxy(t *testing.T, se *Session) *launcherProxy {
 	return &launcherProxy{p: p, base: "http://127.0.0.1:" + strconv.Itoa(port)}
 }
 
-// header is what the page sends: its token's cookie, its origin.
+// header is what the page sends: its token, its origin.
 func (lp *launcherProxy) header() http.Header {
-	return http.Header{"Cookie": {"cove_token=" + lp.p.Token}, "Origin": {lp.base}}
+	return http.Header{"X-Cove-Token": {lp.p.Token}, "Origin": {lp.base}}
 }
 
 // terminal opens a shell through the proxy ("new") or reattaches to one

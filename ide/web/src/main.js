@@ -1,3 +1,4 @@
+import "./token.js"; // first: every request after it carries the token
 import "@xterm/xterm/css/xterm.css";
 import "./style.css";
 import { Shell } from "./terminal.js";

@@ -1,0 +1,47 @@
+// The launch's token stays with the launcher's origin: a window opened at
+// its URL loads, takes the token out of the address, and then neither a
+// page it opens on another port of this host nor one the same browser
+// visits there is sent it (cookies go to every port: RFC 6265 §8.5). A
+// window opened without the token says what to do. Usage:
+// node token.mjs URL OTHER, where OTHER is a server on another port of
+// 127.0.0.1 (the test's, recording what it is sent, as a workspace's
+// forwarded dev server could).
+import { chromium } from "playwright-core";
+
+const [url, other] = process.argv.slice(2);
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
+});
+const fail = async (msg) => {
+  console.error("token e2e: " + msg);
+  await browser.close();
+  process.exit(1);
+};
+try {
+  const ctx = await browser.newContext();
+  const page = await ctx.newPage();
+  await page.goto(url);
+  await page.waitForSelector("#tree .entry", { timeout: 15000 }).catch(() => fail("the IDE did not load its files"));
+  if (page.url().includes("token")) await fail("the token stayed in the address bar: " + page.url());
+  // A reload keeps the token: the page works on.
+  await page.reload();
+  await page.waitForSelector("#tree .entry", { timeout: 15000 }).catch(() => fail("after a reload the IDE did not load its files"));
+  // A page the app window opens on the other port, as a link to a dev
+  // server does, and one the same browser goes to by itself.
+  const [opened] = await Promise.all([ctx.waitForEvent("page"), page.evaluate((u) => window.open(u + "/opened", "_blank"), other)]);
+  await opened.waitForLoadState("load");
+  await opened.waitForFunction(() => window.done === true, null, { timeout: 10000 }).catch(() => fail("the opened page did not finish"));
+  const visited = await ctx.newPage();
+  await visited.goto(other + "/visited");
+  await visited.waitForFunction(() => window.done === true, null, { timeout: 10000 }).catch(() => fail("the visited page did not finish"));
+  // Without its token the page says what to do.
+  const bare = await (await browser.newContext()).newPage();
+  await bare.goto(new URL("/", url).href);
+  const said = await bare.waitForSelector("#no-token", { timeout: 10000 }).then((e) => e.textContent()).catch(() => null);
+  if (!said || !said.includes("Open the URL that cove printed")) await fail("a page opened without the token says: " + (said ?? (await bare.textContent("body"))));
+  console.log("ok");
+} catch (e) {
+  await fail(e.stack || String(e));
+}
+await browser.close();
