@@ -236,7 +236,13 @@ done
 base=${url%%/?token=*}
 token=${url##*token=}
 code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 60 "$url")
-api=$(curl -s -o /dev/null -w '%{http_code}' --max-time 60 -H "X-Cove-Token: $token" "$base/api/tree")
+# The workspace's server may still be starting (the page waits for it
+# too, 502 meanwhile): asked again for up to a minute.
+for _ in $(seq 1 120); do
+	api=$(curl -s -o /dev/null -w '%{http_code}' --max-time 60 -H "X-Cove-Token: $token" "$base/api/tree")
+	[ "$api" = 502 ] || break
+	sleep 0.5
+done
 refused=$(curl -s -o /dev/null -w '%{http_code}' --max-time 30 "$base/api/tree")
 if [ -n "$url" ] && [ "$code" = 200 ] && [ "$api" = 200 ] && [ "${refused#4}" != "$refused" ]; then pass up-answers; else
 	fail up-answers "URL '${url}': HTTP ${code:-none} (want 200), its API with the token ${api:-none} (want 200), without ${refused:-none} (want 4xx); stderr '$(brief "$out/up.err")'"
