@@ -10,13 +10,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 	"github.com/cove-sh/cove/ide"
-	"github.com/cove-sh/cove/workspace/filesync"
 )
 
 // dropBound is how soon after a silent drop the files and the IDE must
@@ -90,35 +88,10 @@ func (lp *launcherProxy) file(ctx context.Context, c *http.Client, name string) 
 // is closed by the proxy and reattaches with its output from before; and
 // the proxy's next request, over a new port-forward, answers.
 func TestSessionSurvivesADrop(t *testing.T) {
-	through, direct, cut := reconnectCluster(t)
-	ref := busybox(t)
-	bin := buildCove(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	name := fmt.Sprintf("d%d", time.Now().UnixNano()%1e9)
-	t.Cleanup(func() { direct.Remove(context.Background(), name) })
-	laptop := t.TempDir()
-	os.WriteFile(filepath.Join(laptop, "main.c"), []byte("int main;\n"), 0o644)
-	l := &links{back: make(chan time.Time, 1)}
-	var reports []string
-	var repMu sync.Mutex
-	se, err := through.Start(ctx, Spec{Name: name, Image: ref, Volume: 1 << 20}, SessionOptions{Dir: laptop, Binary: bin,
-		Link: l.link,
-		Report: func(r filesync.Report, err error) {
-			repMu.Lock()
-			defer repMu.Unlock()
-			if err != nil || len(r.Conflicts) > 0 {
-				reports = append(reports, fmt.Sprintf("%+v %v", r, err))
-			}
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer se.Close()
-	pod, err := direct.Pod(ctx, name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rs := startRelayed(ctx, t, "d")
+	se, pod, laptop, l, cut := rs.se, rs.pod, rs.laptop, rs.links, rs.cut
 	inPod := func(name string) string {
 		out, _, _ := run(t, pod, "sh", "-c", "cat "+WorkspaceDir+"/"+name+" 2>/dev/null")
 		return out
@@ -233,11 +206,9 @@ func TestSessionSurvivesADrop(t *testing.T) {
 	if here("main.c") != "int main(void);\n" || here("after.txt") != "saved here after the drop\n" || inPod("there.txt") != "made there after the drop\n" {
 		t.Error("a change was lost")
 	}
-	repMu.Lock()
-	if len(reports) > 0 {
-		t.Errorf("the rounds said %q", reports)
+	if said := rs.said(); len(said) > 0 {
+		t.Errorf("the rounds said %q", said)
 	}
-	repMu.Unlock()
 	if err := se.Close(); err != nil {
 		t.Errorf("close: %v", err)
 	}

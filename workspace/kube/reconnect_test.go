@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -164,6 +165,58 @@ func eventually(t *testing.T, what string, cond func() bool) time.Duration {
 	return time.Since(start)
 }
 
+// relayedSession is a workspace Session started, for the tests of lost
+// connections, through a netcut relay: the launcher's view, which the
+// test cuts or drops, while pod is reached directly.
+type relayedSession struct {
+	se     *Session
+	pod    *Pod
+	cut    *netcut.Relay
+	links  *links
+	laptop string // the project here, with main.c in it
+
+	mu      sync.Mutex
+	reports []string // the rounds that failed or kept a conflict
+}
+
+// startRelayed starts a Session named prefix and a number on a busybox
+// Pod, through a relay, and waits for its first round.
+func startRelayed(ctx context.Context, t *testing.T, prefix string) *relayedSession {
+	t.Helper()
+	through, direct, cut := reconnectCluster(t)
+	ref := busybox(t)
+	bin := buildCove(t)
+	name := fmt.Sprintf("%s%d", prefix, time.Now().UnixNano()%1e9)
+	t.Cleanup(func() { direct.Remove(context.Background(), name) })
+	rs := &relayedSession{cut: cut, links: &links{back: make(chan time.Time, 1)}, laptop: t.TempDir()}
+	os.WriteFile(filepath.Join(rs.laptop, "main.c"), []byte("int main;\n"), 0o644)
+	se, err := through.Start(ctx, Spec{Name: name, Image: ref, Volume: 1 << 20}, SessionOptions{Dir: rs.laptop, Binary: bin,
+		Link: rs.links.link,
+		Report: func(r filesync.Report, err error) {
+			rs.mu.Lock()
+			defer rs.mu.Unlock()
+			if err != nil || len(r.Conflicts) > 0 {
+				rs.reports = append(rs.reports, fmt.Sprintf("%+v %v", r, err))
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { se.Close() })
+	rs.se = se
+	if rs.pod, err = direct.Pod(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	return rs
+}
+
+// said is what the rounds said that they should not have.
+func (rs *relayedSession) said() []string {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return slices.Clone(rs.reports)
+}
+
 // TestSessionReconnects: empty directories are carried both ways, and
 // the sync's stream to the Pod is opened again when
 // it breaks, first by its server killed, then by the connection to the
@@ -178,35 +231,10 @@ func eventually(t *testing.T, what string, cond func() bool) time.Duration {
 // restart of the test cluster's kube-apiserver (not in CI: the other
 // packages' tests use it meanwhile).
 func TestSessionReconnects(t *testing.T) {
-	through, direct, cut := reconnectCluster(t)
-	ref := busybox(t)
-	bin := buildCove(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	name := fmt.Sprintf("r%d", time.Now().UnixNano()%1e9)
-	t.Cleanup(func() { direct.Remove(context.Background(), name) })
-	laptop := t.TempDir()
-	os.WriteFile(filepath.Join(laptop, "main.c"), []byte("int main;\n"), 0o644)
-	l := &links{back: make(chan time.Time, 1)}
-	var reports []string
-	var repMu sync.Mutex
-	se, err := through.Start(ctx, Spec{Name: name, Image: ref, Volume: 1 << 20}, SessionOptions{Dir: laptop, Binary: bin,
-		Link: l.link,
-		Report: func(r filesync.Report, err error) {
-			repMu.Lock()
-			defer repMu.Unlock()
-			if err != nil || len(r.Conflicts) > 0 {
-				reports = append(reports, fmt.Sprintf("%+v %v", r, err))
-			}
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer se.Close()
-	pod, err := direct.Pod(ctx, name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rs := startRelayed(ctx, t, "r")
+	se, pod, laptop, l, cut := rs.se, rs.pod, rs.laptop, rs.links, rs.cut
 	inPod := func(name string) string {
 		out, _, _ := run(t, pod, "sh", "-c", "cat "+WorkspaceDir+"/"+name+" 2>/dev/null")
 		return out
@@ -347,11 +375,9 @@ func TestSessionReconnects(t *testing.T) {
 	if inPod("main.c") != "int main(void);\n" || here("main.c") != "int main(void);\n" || here("pod.txt") != "from the pod\n" {
 		t.Error("a change was lost")
 	}
-	repMu.Lock()
-	if len(reports) > 0 {
-		t.Errorf("the rounds said %q", reports)
+	if said := rs.said(); len(said) > 0 {
+		t.Errorf("the rounds said %q", said)
 	}
-	repMu.Unlock()
 	if err := se.Close(); err != nil {
 		t.Errorf("close: %v", err)
 	}
