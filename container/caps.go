@@ -2,6 +2,7 @@ package container
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"syscall"
 
@@ -51,26 +52,9 @@ func Capabilities() []string {
 // Docker's --cap-add and --cap-drop do; NET_RAW stays out of a private
 // network whatever they say.
 func dropBoundingCaps(noRaw bool, add, drop []string) error {
-	keep := map[uintptr]bool{}
-	for _, c := range keptCaps {
-		keep[c] = true
-	}
-	for _, n := range add {
-		c, err := ParseCap(n)
-		if err != nil {
-			return err
-		}
-		keep[c] = true
-	}
-	for _, n := range drop {
-		c, err := ParseCap(n)
-		if err != nil {
-			return err
-		}
-		keep[c] = false
-	}
-	if noRaw {
-		keep[unix.CAP_NET_RAW] = false
+	keep, err := keptCapSet(noRaw, add, drop)
+	if err != nil {
+		return err
 	}
 	// CAP_SETPCAP is what dropping needs: it goes last, if it goes.
 	order := make([]uintptr, 0, unix.CAP_LAST_CAP+1)
@@ -88,6 +72,50 @@ func dropBoundingCaps(noRaw bool, add, drop []string) error {
 		}
 	}
 	return nil
+}
+
+// keptCapSet is the set of capabilities a container keeps: keptCaps, plus
+// add, less drop, less CAP_NET_RAW when noRaw.
+func keptCapSet(noRaw bool, add, drop []string) (map[uintptr]bool, error) {
+	keep := map[uintptr]bool{}
+	for _, c := range keptCaps {
+		keep[c] = true
+	}
+	for _, n := range add {
+		c, err := ParseCap(n)
+		if err != nil {
+			return nil, err
+		}
+		keep[c] = true
+	}
+	for _, n := range drop {
+		c, err := ParseCap(n)
+		if err != nil {
+			return nil, err
+		}
+		keep[c] = false
+	}
+	if noRaw {
+		keep[unix.CAP_NET_RAW] = false
+	}
+	return keep, nil
+}
+
+// keptCapNames names the kept set as the OCI spec does (CAP_CHOWN, …),
+// which is how Docker's seccomp profile says what a capability unlocks.
+func keptCapNames(noRaw bool, add, drop []string) ([]string, error) {
+	keep, err := keptCapSet(noRaw, add, drop)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for name, c := range capByName {
+		if keep[c] {
+			names = append(names, "CAP_"+name)
+		}
+	}
+	sort.Strings(names)
+	return names, nil
 }
 
 // allThreadsPrctl makes a prctl whose effect is per thread (the bounding

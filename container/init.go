@@ -215,7 +215,11 @@ func initStage2(spec *Spec, sync *os.File) (int, error) {
 		}
 	}
 	if !spec.NoSeccomp {
-		if err := installSeccomp(); err != nil {
+		caps, err := keptCapNames(spec.Net == NetPrivate, spec.CapAdd, spec.CapDrop)
+		if err != nil {
+			return 0, err
+		}
+		if err := installSeccomp(caps); err != nil {
 			return 0, err
 		}
 	}

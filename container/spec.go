@@ -56,7 +56,7 @@ type Spec struct {
 	// ever). It needs newuidmap and subordinate ranges (IDMap.Ranged);
 	// Start refuses it without them.
 	KeepID *KeepID `json:"keep_id,omitempty"`
-	// NoSeccomp leaves out the seccomp filter (see deniedSyscalls), for
+	// NoSeccomp leaves out the seccomp filter (see seccomp.go), for
 	// containers in the container, perf, bpf tools.
 	NoSeccomp bool `json:"no_seccomp,omitempty"`
 	// CapAdd and CapDrop change the capabilities the processes may have
