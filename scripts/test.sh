@@ -94,7 +94,15 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 
 log "go test"
-go test -count=1 -timeout 25m ./...
+# -json through scripts/testreport: each package's line, the output of
+# what failed, every skip with its reason and a closing count. In CI a
+# skip not on scripts/expected-skips fails the run: a test that quietly
+# stopped running (a missing tool, an image that did not build) is seen.
+go build -o "${TMPDIR:-/tmp}/cove-testreport" ./scripts/testreport
+strict=()
+[ -n "${CI:-}" ] && strict=(-strict)
+go test -json -count=1 -timeout 25m ./... |
+	"${TMPDIR:-/tmp}/cove-testreport" -expect scripts/expected-skips "${strict[@]}"
 
 if [ -n "${COVE_TEST_KUBECONFIG:-}" ]; then
 	# Done with it: the VMs below get the cores.

@@ -1,0 +1,183 @@
+// Command testreport reads `go test -json` on its standard input and says
+// what happened in a way a person reads: each package's result line, the
+// whole output of every test that failed, every skip with its reason, and
+// a closing "N passed, N failed, N skipped" line. Skips are checked against
+// a list of expected ones (-expect FILE: lines "PACKAGE TEST REASON", TEST a
+// regular expression matched against the whole name): with -strict (CI),
+// a skip not on the list fails the run, so a test that quietly stopped
+// running is seen, as bubblewrap's visible skips are.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// event is one line of `go test -json` (cmd/test2json).
+type event struct {
+	Action  string
+	Package string
+	Test    string
+	Output  string
+	Elapsed float64
+}
+
+type expectation struct {
+	pkg    string
+	test   *regexp.Regexp
+	reason string
+}
+
+func main() {
+	expectFile := flag.String("expect", "", "file of expected skips: PACKAGE TEST-REGEXP REASON per line")
+	strict := flag.Bool("strict", false, "fail when a test skips that the list does not expect")
+	flag.Parse()
+	expected, err := readExpected(*expectFile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testreport:", err)
+		os.Exit(2)
+	}
+	r := report(os.Stdin, os.Stdout, expected)
+	if r.failed > 0 || r.pkgFailed > 0 || r.events == 0 || (*strict && len(r.unexpected) > 0) {
+		os.Exit(1)
+	}
+}
+
+func readExpected(file string) ([]expectation, error) {
+	if file == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var out []expectation
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			return nil, fmt.Errorf("%s:%d: want PACKAGE TEST-REGEXP REASON", file, i+1)
+		}
+		re, err := regexp.Compile("^(" + f[1] + ")$")
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", file, i+1, err)
+		}
+		out = append(out, expectation{pkg: f[0], test: re, reason: strings.Join(f[2:], " ")})
+	}
+	return out, nil
+}
+
+type result struct {
+	events, passed, failed, skipped, pkgFailed int
+	unexpected                                 []string
+}
+
+func report(in io.Reader, out io.Writer, expected []expectation) result {
+	var r result
+	outputs := map[string]*strings.Builder{} // a running test's output, kept until it ends
+	type skip struct{ pkg, test, why string }
+	var skips []skip
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var e event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			// go build's errors and other plain lines come through as they are.
+			fmt.Fprintln(out, sc.Text())
+			continue
+		}
+		r.events++
+		key := e.Package + " " + e.Test
+		switch e.Action {
+		case "output":
+			if e.Test == "" {
+				// A package's own lines: its result, a panic, a build error.
+				if !strings.HasPrefix(e.Output, "=== ") && !strings.HasPrefix(e.Output, "PASS\n") && !strings.HasPrefix(e.Output, "FAIL\n") {
+					fmt.Fprint(out, e.Output)
+				}
+				continue
+			}
+			b := outputs[key]
+			if b == nil {
+				b = &strings.Builder{}
+				outputs[key] = b
+			}
+			if b.Len() < 1<<20 {
+				b.WriteString(e.Output)
+			}
+		case "pass", "fail", "skip":
+			if e.Test == "" {
+				if e.Action == "fail" {
+					r.pkgFailed++
+				}
+				continue
+			}
+			text := ""
+			if b := outputs[key]; b != nil {
+				text = b.String()
+			}
+			delete(outputs, key)
+			switch e.Action {
+			case "pass":
+				r.passed++
+			case "fail":
+				r.failed++
+				fmt.Fprint(out, text)
+			case "skip":
+				r.skipped++
+				skips = append(skips, skip{e.Package, e.Test, skipReason(text)})
+			}
+		}
+	}
+	sort.Slice(skips, func(i, j int) bool { return skips[i].pkg+skips[i].test < skips[j].pkg+skips[j].test })
+	if len(skips) > 0 {
+		fmt.Fprintf(out, "\nskipped (%d):\n", len(skips))
+	}
+	for _, s := range skips {
+		mark := "unexpected"
+		for _, x := range expected {
+			if (x.pkg == s.pkg || strings.HasSuffix(s.pkg, "/"+x.pkg)) && x.test.MatchString(s.test) {
+				mark = "expected: " + x.reason
+				break
+			}
+		}
+		if mark == "unexpected" {
+			r.unexpected = append(r.unexpected, s.pkg+" "+s.test)
+		}
+		fmt.Fprintf(out, "  %s %s: %s [%s]\n", s.pkg, s.test, s.why, mark)
+	}
+	if len(r.unexpected) > 0 {
+		fmt.Fprintf(out, "\n%d skips not on the expected list (scripts/expected-skips): each hides a test that did not run\n", len(r.unexpected))
+	}
+	if r.events == 0 {
+		fmt.Fprintln(out, "testreport: no test events: did go test run?")
+	}
+	fmt.Fprintf(out, "\n%d passed, %d failed, %d skipped\n", r.passed, r.failed, r.skipped)
+	return r
+}
+
+// skipReason is the line a skipped test logged last before "--- SKIP".
+func skipReason(output string) string {
+	why := ""
+	for _, line := range strings.Split(output, "\n") {
+		l := strings.TrimSpace(line)
+		if l == "" || strings.HasPrefix(l, "=== ") || strings.HasPrefix(l, "--- SKIP") {
+			continue
+		}
+		why = l
+	}
+	if len(why) > 200 {
+		why = why[:200] + "…"
+	}
+	return why
+}
