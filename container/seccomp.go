@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"unsafe"
 
-	"github.com/elastic/go-seccomp-bpf/arch"
 	mobyseccomp "github.com/moby/profiles/seccomp"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/net/bpf"
@@ -31,7 +31,8 @@ import (
 //   - another architecture's calling convention (i386, or x32 on x86_64)
 //     fails whole: the filter checks numbers of the native one only.
 //
-// The system call numbers come from elastic/go-seccomp-bpf's tables; the
+// The system call numbers come from elastic/go-seccomp-bpf's tables
+// (generated into zsyscalls_GOARCH.go: no start-up cost); the
 // filter is assembled here, not by that library's compiler, which does not
 // load the call's number again after checking an argument (a later rule
 // then compares an argument with call numbers: socket(AF_VSOCK=40) would
@@ -42,15 +43,21 @@ import (
 // errnoRet is a SECCOMP_RET_ERRNO that returns errno.
 func errnoRet(errno unix.Errno) uint32 { return unix.SECCOMP_RET_ERRNO | uint32(errno) }
 
-// nativeArch is the system call table of the architecture cove runs on.
-func nativeArch() (*arch.Info, error) {
-	switch runtime.GOARCH {
-	case "amd64":
-		return arch.X86_64, nil
-	case "arm64":
-		return arch.AARCH64, nil
+//go:generate go run ../scripts/gensyscalls
+
+// syscallEntry is a system call's name and number (zsyscalls_GOARCH.go).
+type syscallEntry struct {
+	name string
+	nr   uint32
+}
+
+// syscallNr is the number of the native call named name.
+func syscallNr(name string) (uint32, bool) {
+	i, ok := slices.BinarySearchFunc(syscallTable[:], name, func(e syscallEntry, n string) int { return strings.Compare(e.name, n) })
+	if !ok {
+		return 0, false
 	}
-	return nil, fmt.Errorf("no seccomp filter for %s", runtime.GOARCH)
+	return syscallTable[i].nr, true
 }
 
 // argOps are the argument checks the filter can make: all of libseccomp's.
@@ -70,10 +77,6 @@ type seccompRule struct {
 // checks or an errno of their own, and the highest call number the profile
 // names (calls above it are newer than the profile: ENOSYS).
 func seccompRules(caps []string) (allowed []uint32, rules []seccompRule, highest uint32, err error) {
-	table, err := nativeArch()
-	if err != nil {
-		return nil, nil, 0, err
-	}
 	rs := &specs.Spec{Process: &specs.Process{Capabilities: &specs.LinuxCapabilities{Bounding: caps}}}
 	prof, err := mobyseccomp.GetDefaultProfile(rs)
 	if err != nil {
@@ -103,13 +106,12 @@ func seccompRules(caps []string) (allowed []uint32, rules []seccompRule, highest
 			}
 		}
 		for _, name := range sc.Names {
-			n, known := table.SyscallNames[name]
+			nr, known := syscallNr(name)
 			if !known {
 				// Another architecture's call, or one newer than the
 				// table: libseccomp skips those too.
 				continue
 			}
-			nr := uint32(n)
 			highest = max(highest, nr)
 			if len(sc.Args) == 0 && action == unix.SECCOMP_RET_ALLOW {
 				plain[nr] = true
@@ -212,10 +214,6 @@ func offArg(i uint, high bool) uint32 {
 
 // seccompProgram is the profile's filter for a container keeping caps.
 func seccompProgram(caps []string) ([]bpf.Instruction, uint32, error) {
-	table, err := nativeArch()
-	if err != nil {
-		return nil, 0, err
-	}
 	allowed, rules, highest, err := seccompRules(caps)
 	if err != nil {
 		return nil, 0, err
@@ -225,11 +223,11 @@ func seccompProgram(caps []string) ([]bpf.Instruction, uint32, error) {
 	// right after its test.
 	native := a.label()
 	a.emit(bpf.LoadAbsolute{Off: offArch, Size: 4})
-	a.jump(bpf.JumpEqual, uint32(table.ID), native, 0)
+	a.jump(bpf.JumpEqual, auditArch, native, 0)
 	a.ret(errnoRet(unix.ENOSYS)) // another architecture's calls
 	a.mark(native)
 	a.emit(bpf.LoadAbsolute{Off: offNr, Size: 4})
-	if table == arch.X86_64 {
+	if runtime.GOARCH == "amd64" {
 		x64 := a.label()
 		a.jump(bpf.JumpGreaterOrEqual, x32Bit, 0, x64)
 		a.ret(errnoRet(unix.ENOSYS)) // x32's calls
@@ -309,10 +307,10 @@ func seccompProgram(caps []string) ([]bpf.Instruction, uint32, error) {
 				}
 			}
 			a.ret(r.action)
-			// The checks loaded arguments: the call's number again, for
-			// the next rule.
+			// The next rule is the same call's: it loads what it checks,
+			// and the call's number is not needed again (whatever no
+			// rule takes is refused below).
 			a.mark(fail)
-			a.emit(bpf.LoadAbsolute{Off: offNr, Size: 4})
 		}
 		// No rule held: refused (the call is in no allowed range).
 		a.ret(errnoRet(unix.EPERM))
@@ -350,8 +348,7 @@ func seccompPrograms(caps []string) ([][]unix.SockFilter, error) {
 	if err != nil {
 		return nil, err
 	}
-	table, _ := nativeArch()
-	newer, err := toSockFilter(newerCallsFilter(uint32(table.ID), highest))
+	newer, err := toSockFilter(newerCallsFilter(auditArch, highest))
 	if err != nil {
 		return nil, err
 	}
@@ -360,11 +357,11 @@ func seccompPrograms(caps []string) ([][]unix.SockFilter, error) {
 
 // newerCallsFilter says ENOSYS for native calls above highest and allows
 // the rest (the profile's filter decides those).
-func newerCallsFilter(auditArch, highest uint32) []bpf.Instruction {
+func newerCallsFilter(native, highest uint32) []bpf.Instruction {
 	return []bpf.Instruction{
 		bpf.LoadAbsolute{Off: offArch, Size: 4},
 		// Another architecture's calls: the profile's filter refuses them.
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: auditArch, SkipFalse: 2},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: native, SkipFalse: 2},
 		bpf.LoadAbsolute{Off: offNr, Size: 4},
 		// x32's numbers (bit 30 set) land here too: ENOSYS, as the
 		// profile's filter says for them.
