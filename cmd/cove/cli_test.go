@@ -430,6 +430,16 @@ func TestRunContract(t *testing.T) {
 	if r := runProc(t, root, "", "run", "--rm", "--memory", "lots", ref, "true"); r.code != 125 || !strings.Contains(r.stderr, "--memory") {
 		t.Errorf("a bad --memory: %+v", r)
 	}
+	// podman's and docker's spellings: --network for --net, sizes with units.
+	if r := runProc(t, root, "", "run", "--rm", "--network", "none", ref, "sh", "-c", "ls /sys/class/net"); r.code != 0 || strings.TrimSpace(r.stdout) != "lo" {
+		t.Errorf("--network none: %+v", r)
+	}
+	if r := runProc(t, root, "", "pull", "--max-size", "64g", ref); r.code != 0 {
+		t.Errorf("--max-size 64g: %+v", r)
+	}
+	if r := runProc(t, root, "", "pull", "--max-size", "lots", ref); r.code != 1 || !strings.Contains(r.stderr, "--max-size") {
+		t.Errorf("a bad --max-size: %+v", r)
+	}
 	// The seccomp filter is on unless lifted; an option cove does not know is refused.
 	if r := runProc(t, root, "", "run", "--rm", ref, "grep", "^Seccomp:", "/proc/self/status"); r.stdout != "Seccomp:\t2\n" {
 		t.Errorf("the workload's seccomp mode: %+v", r)

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/image"
 	"github.com/cove-sh/cove/internal/progress"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -20,7 +21,7 @@ or oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE[:REF].`,
 			&cli.StringFlag{Name: "platform", Usage: "image for `OS/ARCH[/VARIANT]` out of a multi-platform index (default: this machine's)"},
 			&cli.StringFlag{Name: "pull", Value: "missing", Usage: "`POLICY`: missing (use a stored image of that name), always (ask the source again), never"},
 			&cli.IntFlag{Name: "jobs", Value: 4, Usage: "layers to download at once"},
-			&cli.Int64Flag{Name: "max-size", Value: image.DefaultMaxSize, Usage: "fail if the image would extract more than `BYTES` of file data"},
+			&cli.StringFlag{Name: "max-size", Value: "64g", Usage: "fail if the image would extract more than `SIZE` of file data (bytes, or 512m, 64g, …)"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress output"},
 		},
 		Action: func(c *cli.Context) error {
@@ -69,10 +70,16 @@ func pullOptions(c *cli.Context) ([]image.Option, error) {
 	if err != nil {
 		return nil, err
 	}
+	maxSize := image.DefaultMaxSize
+	if c.IsSet("max-size") {
+		if maxSize, err = container.ParseSize(c.String("max-size")); err != nil || maxSize <= 0 {
+			return nil, fmt.Errorf("--max-size %q: want a size such as 64g or 512m", c.String("max-size"))
+		}
+	}
 	opts := []image.Option{
 		image.WithPolicy(policy),
 		image.WithJobs(c.Int("jobs")),
-		image.WithMaxSize(c.Int64("max-size")),
+		image.WithMaxSize(maxSize),
 	}
 	if p := c.String("platform"); p != "" {
 		plat, err := v1.ParsePlatform(p)

@@ -18,7 +18,7 @@ func limitFlags() []cli.Flag {
 		&cli.StringFlag{Name: "memory", Usage: "at most `SIZE` of memory, e.g. 512m or 2g (swap off)"},
 		&cli.Int64Flag{Name: "pids", Usage: "at most `N` processes and threads"},
 		&cli.Float64Flag{Name: "cpus", Usage: "at most `F` CPUs of time"},
-		&cli.StringFlag{Name: "net", Value: container.NetPrivate, Usage: "the network, `MODE`: private, a network of its own through pasta (apt install passt): outbound TCP, UDP and DNS, nothing on your loopback or your own addresses, only -p ports in; " +
+		&cli.StringFlag{Name: "net", Aliases: []string{"network"}, Value: container.NetPrivate, Usage: "the network, `MODE`: private, a network of its own through pasta (apt install passt): outbound TCP, UDP and DNS, nothing on your loopback or your own addresses, only -p ports in; " +
 			"host: YOUR network, so every service on your loopback (databases, dev servers, Docker's and other APIs bound to 127.0.0.1) is reachable from inside; none: loopback only"},
 		&cli.StringSliceFlag{Name: "security-opt", Usage: "`seccomp=unconfined`: without the seccomp filter (for containers, perf or bpf tools inside)"},
 	}
