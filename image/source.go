@@ -41,7 +41,7 @@ func IsLocal(ref string) bool {
 	return false
 }
 
-// ParseReference parses REF as DESIGN.md describes it: anything
+// ParseReference parses REF as the command line takes it (README: Use): anything
 // name.ParseReference takes (defaulting to docker.io/library), or
 // oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE[:REF].
 func ParseReference(ref string) (Source, error) {

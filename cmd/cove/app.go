@@ -97,7 +97,8 @@ func quietUsageErrors(cmds []*cli.Command) {
 }
 
 // run runs the CLI and maps its error to the one stderr line and exit
-// status DESIGN.md promises.
+// status the command-line contract promises (one line naming the thing
+// and what to do; 125 when cove run fails before its command starts).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	app := newApp(stdout, stderr)
 	err := app.RunContext(ctx, args)

@@ -53,6 +53,20 @@ func doctorCommand() *cli.Command {
 	}
 }
 
+// minKernel is the oldest Linux cove supports (README: Requirements).
+var minKernel = [2]int{5, 12}
+
+// kernelAtLeast says whether a kernel release (6.1.0-57-cloud-amd64)
+// is major.minor or later; a release it cannot read counts as new enough,
+// the rest of doctor's checks then say what is missing.
+func kernelAtLeast(release string, major, minor int) bool {
+	var maj, min int
+	if n, _ := fmt.Sscanf(release, "%d.%d", &maj, &min); n != 2 {
+		return true
+	}
+	return maj > major || (maj == major && min >= minor)
+}
+
 func readTrim(path string) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -67,7 +81,12 @@ func doctorChecks(layout dirs.Layout) []check {
 
 	var u unix.Utsname
 	unix.Uname(&u)
-	add("kernel", "ok", "Linux "+unix.ByteSliceToString(u.Release[:]))
+	release := unix.ByteSliceToString(u.Release[:])
+	if kernelAtLeast(release, minKernel[0], minKernel[1]) {
+		add("kernel", "ok", "Linux "+release)
+	} else {
+		add("kernel", "missing", fmt.Sprintf("Linux %s: cove needs %d.%d or later (overlayfs in user namespaces, clone3, pidfds); upgrade the kernel", release, minKernel[0], minKernel[1]))
+	}
 
 	root := os.Geteuid() == 0
 	switch {

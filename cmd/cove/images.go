@@ -12,7 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// imageJSON is one element of `cove images --json` (DESIGN.md contract).
+// imageJSON is one element of `cove images --json` (the command-line contract).
 type imageJSON struct {
 	Ref     string    `json:"ref"`
 	Digest  string    `json:"digest"`

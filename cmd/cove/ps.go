@@ -13,7 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// psJSON is one element of `cove ps --json` (DESIGN.md contract).
+// psJSON is one element of `cove ps --json` (the command-line contract).
 type psJSON struct {
 	Name    string    `json:"name"`
 	ID      string    `json:"id"`
