@@ -55,6 +55,13 @@ func stack(t *testing.T, project string) (*Proxy, string) {
 // workspace, and the real Proxy on a loopback port in front of it.
 func behindProxy(tb testing.TB, h http.Handler) (*Proxy, string) {
 	tb.Helper()
+	return behindProxyWrapped(tb, h, nil)
+}
+
+// behindProxyWrapped is behindProxy with the Proxy's port serving
+// wrap(Proxy), for a test that watches what reaches the proxy itself.
+func behindProxyWrapped(tb testing.TB, h http.Handler, wrap func(http.Handler) http.Handler) (*Proxy, string) {
+	tb.Helper()
 	sock := filepath.Join(tb.TempDir(), "ide.sock")
 	ul, err := net.Listen("unix", sock)
 	if err != nil {
@@ -69,7 +76,11 @@ func behindProxy(tb testing.TB, h http.Handler) (*Proxy, string) {
 	}
 	port := tl.Addr().(*net.TCPAddr).Port
 	p := NewProxy(sock, port)
-	outer := &http.Server{Handler: p}
+	var front http.Handler = p
+	if wrap != nil {
+		front = wrap(p)
+	}
+	outer := &http.Server{Handler: front}
 	go outer.Serve(tl)
 	tb.Cleanup(func() { outer.Close() })
 	return p, "http://127.0.0.1:" + strconv.Itoa(port)
