@@ -156,6 +156,8 @@ type stage struct {
 	cfg     v1.ConfigFile
 	layers  []layerFile
 	args    map[string]string
+	global  map[string]string // the ARGs before the first FROM, as given: a stage's ARG without a value takes its
+	ownCmd  bool              // this stage set CMD itself (ENTRYPOINT resets an inherited one)
 	key     string
 	created time.Time
 	history []v1.History // this build's entries, one per instruction
@@ -410,7 +412,7 @@ func (b *builder) runStage(ctx context.Context, lex *shell.Lex, s *instructions.
 			return nil, fmt.Errorf("line %d: FROM --platform=%s: %w", line, s.Platform, err)
 		}
 	}
-	st := &stage{name: s.Name, args: map[string]string{}}
+	st := &stage{name: s.Name, args: map[string]string{}, global: global}
 	b.step++
 	b.logf("STEP %d/%d: FROM %s", b.step, b.steps, from)
 	if prev := b.stageNamed(from); prev != nil {
@@ -544,9 +546,13 @@ func (b *builder) dispatch(ctx context.Context, lex *shell.Lex, st *stage, c ins
 	switch c := c.(type) {
 	case *instructions.ArgCommand:
 		for _, kv := range c.Args {
+			// --build-arg, else the ARG's own default, else (redeclared
+			// without one) the global ARG's value, else a predefined one.
 			v, ok := b.opts.BuildArgs[kv.Key]
 			if !ok && kv.Value != nil {
 				v = *kv.Value
+			} else if gv, isGlobal := st.global[kv.Key]; !ok && isGlobal {
+				v = gv
 			} else if !ok {
 				v = platformArgs[kv.Key]
 			}
@@ -600,10 +606,14 @@ func (b *builder) dispatch(ctx context.Context, lex *shell.Lex, st *stage, c ins
 		cfg.Shell = c.Shell
 	case *instructions.CmdCommand:
 		cfg.Cmd = b.cmdLine(st, c.ShellDependantCmdLine)
+		st.ownCmd = true
 	case *instructions.EntrypointCommand:
 		cfg.Entrypoint = b.cmdLine(st, c.ShellDependantCmdLine)
-		if !st.cmdSet() {
-			cfg.Cmd = nil // as docker: a new ENTRYPOINT drops the base image's CMD
+		if !st.ownCmd {
+			// The reference: "If CMD is defined from the base image,
+			// setting ENTRYPOINT will reset CMD to an empty value", a base
+			// image or an earlier stage alike.
+			cfg.Cmd = nil
 		}
 	case *instructions.WorkdirCommand:
 		wd := c.Path
@@ -667,23 +677,6 @@ func wrapFail(fail func(error) error, err error) error {
 		return nil
 	}
 	return fail(err)
-}
-
-// cmdSet says whether this stage's own instructions set CMD already.
-func (st *stage) cmdSet() bool {
-	return st.baseCfg == nil || !equalStrings(st.cfg.Config.Cmd, st.baseCfg.Config.Cmd)
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // cmdLine is the argv of a shell-form (through SHELL, default /bin/sh -c)
