@@ -59,14 +59,16 @@ var corpusWant = map[string]string{
 	"features-numeric-options.json":                                  "starts",
 	"features-tarball-url.json":                                      "starts",
 	"host-requirements-and-editor-keys.json":                         "starts",
-	"hostile-build-absolute-dockerfile.json":                         "refused: build", // a Dockerfile outside the project
-	"hostile-build-context-outside-project.json":                     "refused: build", // a build context outside the project
-	"hostile-build-dockerfile-outside-project.json":                  "refused: build", // a Dockerfile outside the project
-	"hostile-env-copies-host-secrets.json":                           "starts",         // ${localEnv:…} empty until trusted
-	"hostile-image-host-archive.json":                                "starts",         // trusted; untrusted, CheckImage stops the start
-	"hostile-initialize-command-exfiltrates.json":                    "starts",         // initializeCommand held back until trusted
-	"hostile-mounts-host-paths.json":                                 "starts",         // the binds held back until trusted
-	"hostile-workspace-mount-host-dir.json":                          "starts",         // the bind held back until trusted
+	"capadd-all.json":                                                "refused: capAdd",      // capability ALL: a privileged workspace, trusted or not
+	"securityopt-profile-file.json":                                  "refused: securityOpt", // a seccomp profile file: cove's filter is Docker's default
+	"hostile-build-absolute-dockerfile.json":                         "refused: build",       // a Dockerfile outside the project
+	"hostile-build-context-outside-project.json":                     "refused: build",       // a build context outside the project
+	"hostile-build-dockerfile-outside-project.json":                  "refused: build",       // a Dockerfile outside the project
+	"hostile-env-copies-host-secrets.json":                           "starts",               // ${localEnv:…} empty until trusted
+	"hostile-image-host-archive.json":                                "starts",               // trusted; untrusted, CheckImage stops the start
+	"hostile-initialize-command-exfiltrates.json":                    "starts",               // initializeCommand held back until trusted
+	"hostile-mounts-host-paths.json":                                 "starts",               // the binds held back until trusted
+	"hostile-workspace-mount-host-dir.json":                          "starts",               // the bind held back until trusted
 	"image-only.json":                                                "starts",
 	"image-with-features.json":                                       "starts",
 	"image-with-schema-and-user.json":                                "starts",

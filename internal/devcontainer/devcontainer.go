@@ -411,6 +411,18 @@ func refuse(path string, tree map[string]any) error {
 	if p, _ := tree["privileged"].(bool); p {
 		return fmt.Errorf("%s: privileged: cove does not run privileged workspaces (every capability and device of the host, and no filter: the workspace would be the host's); remove it, and name what the tools need in capAdd", path)
 	}
+	// What trust could never make runnable is refused before trust is
+	// asked, so that trusting a file does not turn a start into a refusal.
+	for _, n := range stringList(tree["capAdd"]) {
+		if strings.EqualFold(strings.TrimPrefix(strings.ToUpper(n), "CAP_"), "ALL") {
+			return fmt.Errorf("%s: capAdd: capability ALL: that is a privileged workspace, which cove does not run; name the capabilities the tools need", path)
+		}
+	}
+	for _, o := range stringList(tree["securityOpt"]) {
+		if err := (&Runtime{}).securityOpt(o); err != nil {
+			return fmt.Errorf("%s: securityOpt: %w", path, err)
+		}
+	}
 	return nil
 }
 

@@ -75,7 +75,7 @@ func (rt *Runtime) securityOpt(o string) error {
 	case k == "apparmor" || k == "label":
 		rt.Notes = append(rt.Notes, fmt.Sprintf("securityOpt %s: cove uses no AppArmor or SELinux profile; nothing to change", o))
 	default:
-		return fmt.Errorf("%q: cove knows no-new-privileges and seccomp=unconfined (a seccomp profile file is not supported)", o)
+		return fmt.Errorf("%q: cove knows no-new-privileges and seccomp=unconfined (a seccomp profile file is not supported: cove's filter is Docker's default profile); remove it, or use seccomp=unconfined to run without the filter", o)
 	}
 	return nil
 }
