@@ -622,8 +622,31 @@ func (b *builder) dispatch(ctx context.Context, lex *shell.Lex, st *stage, c ins
 		}
 		cfg.WorkingDir = path.Clean(wd)
 		if !b.exists(st, cfg.WorkingDir) {
-			return wrapFail(fail, b.layerStep(ctx, st, text, "", func(dir string) error {
-				return os.MkdirAll(filepath.Join(dir, cfg.WorkingDir), 0o755)
+			// As BuildKit does, the directories WORKDIR makes are the
+			// current USER's: a later RUN as that user writes there.
+			uid, gid, err := parseChown(cfg.User, func(p string) []byte { return b.readFile(st, p) })
+			if err != nil {
+				return fail(fmt.Errorf("WORKDIR as USER %s: %w", cfg.User, err))
+			}
+			var made []string
+			for d := cfg.WorkingDir; d != "/" && !b.exists(st, d); d = path.Dir(d) {
+				made = append(made, strings.TrimPrefix(d, "/"))
+			}
+			return wrapFail(fail, b.layerStep(ctx, st, text, fmt.Sprintf("owner=%d:%d", uid, gid), func(dir string) error {
+				if err := os.MkdirAll(filepath.Join(dir, cfg.WorkingDir), 0o755); err != nil {
+					return err
+				}
+				root, err := os.OpenRoot(dir)
+				if err != nil {
+					return err
+				}
+				defer root.Close()
+				for _, d := range made {
+					if err := lchown(root, d, copySpec{uid: uid, gid: gid}); err != nil {
+						return err
+					}
+				}
+				return nil
 			}))
 		}
 	case *instructions.RunCommand:

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"golang.org/x/sys/unix"
 
 	"github.com/cove-sh/cove/image"
 )
@@ -182,6 +183,26 @@ func TestCopyDestinationsExpand(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join(root, p))
 		if err != nil || string(b) != "bytes" {
 			t.Errorf("/%s: %q %v", p, b, err)
+		}
+	}
+}
+
+// TestWorkdirIsTheUsers: the directories WORKDIR makes belong to the
+// current USER, as BuildKit makes them (a RUN as that user then writes
+// there); what existed keeps its owner.
+func TestWorkdirIsTheUsers(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("the stored rootfs shows owners as root's only to root; rootless is checked by cmd/cove's rootless build tests")
+	}
+	_, root := buildConfig(t, "FROM scratch\nWORKDIR /srv\nUSER 1000:1001\nWORKDIR /srv/app/data\nUSER 0\nWORKDIR /other\n", nil, nil)
+	for p, want := range map[string][2]uint32{"srv": {0, 0}, "srv/app": {1000, 1001}, "srv/app/data": {1000, 1001}, "other": {0, 0}} {
+		var st unix.Stat_t
+		if err := unix.Lstat(filepath.Join(root, p), &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Uid != want[0] || st.Gid != want[1] {
+			t.Errorf("/%s: %d:%d, want %d:%d", p, st.Uid, st.Gid, want[0], want[1])
 		}
 	}
 }
