@@ -73,6 +73,10 @@ type Spec struct {
 	// Attach says a user attaches (cove up, cove shell): the spec's
 	// postAttachCommand runs.
 	Attach bool
+	// Made are the flags that define the workspace as this command has
+	// them (given, else remembered: MadeWith), kept with it when it
+	// starts.
+	Made Made
 }
 
 // Info is one workspace as cove ps shows it.

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/cove-sh/cove/internal/atomicfile"
+	"github.com/cove-sh/cove/internal/dirs"
 	"github.com/cove-sh/cove/internal/projectfs"
 	"github.com/tailscale/hujson"
 )
@@ -25,7 +26,7 @@ import (
 
 // TrustPath is the record of trusted devcontainer.json files.
 func TrustPath(home string) string {
-	return filepath.Join(home, ".config", "cove", "trusted-devcontainer.json")
+	return filepath.Join(dirs.ConfigDir(home), "trusted-devcontainer.json")
 }
 
 func readTrust(home string) map[string]string {

@@ -230,3 +230,18 @@ func (l Layout) mkdirOwned(dir string) error {
 	}
 	return nil
 }
+
+// ConfigDir is cove's directory in the user's config directory, where
+// the user's own files live (settings, agent config, trust records):
+// $XDG_CONFIG_HOME/cove when that is set to an absolute path (the XDG
+// spec ignores a relative one), else HOME/.config/cove. It reads
+// XDG_CONFIG_HOME from the environment as os.UserConfigDir does; home is
+// the caller's (a test's temporary home, the user's). Every path of
+// cove's under the config directory is made from it, so that the
+// variable moves all of them.
+func ConfigDir(home string) string {
+	if x := os.Getenv("XDG_CONFIG_HOME"); filepath.IsAbs(x) {
+		return filepath.Join(x, "cove")
+	}
+	return filepath.Join(home, ".config", "cove")
+}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cove-sh/cove/internal/testregistry"
+	"github.com/cove-sh/cove/workspace"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+)
+
+// who runs cove in a test: root, or covetest (rootless, with its
+// subordinate ranges), each with a COVE_ROOT and a project of its own.
+type who struct {
+	t             *testing.T
+	root, project string
+	env           []string // added to the environment (XDG_CONFIG_HOME…)
+	u             *user.User
+	uid, gid      int
+}
+
+// asEach runs f as root and, rootless, as covetest.
+func asEach(t *testing.T, f func(t *testing.T, w *who)) {
+	needRoot(t)
+	t.Run("root", func(t *testing.T) {
+		f(t, &who{t: t, root: t.TempDir(), project: t.TempDir()})
+	})
+	t.Run("rootless", func(t *testing.T) {
+		u, uid, gid := testUser(t)
+		base := rootlessBase(t, "cove-ux-")
+		w := &who{t: t, root: filepath.Join(base, "root"), project: filepath.Join(base, "project"), u: u, uid: uid, gid: gid}
+		for _, d := range []string{w.root, w.project} {
+			os.Mkdir(d, 0o755)
+			os.Chown(d, uid, gid)
+		}
+		f(t, w)
+	})
+}
+
+// cmd is cove with args, as w.
+func (w *who) cmd(args ...string) (*exec.Cmd, *strings.Builder, *strings.Builder) {
+	cmd := exec.Command(coveBin, args...)
+	cmd.Env = append(append(os.Environ(), "COVE_ROOT="+w.root), w.env...)
+	if w.u != nil {
+		asTestUser(cmd, w.u, w.uid, w.gid)
+	}
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	return cmd, &out, &errb
+}
+
+// run runs cove with args as w, failing the test on a hang.
+func (w *who) run(args ...string) result {
+	w.t.Helper()
+	cmd, out, errb := w.cmd(args...)
+	if err := cmd.Start(); err != nil {
+		w.t.Fatal(err)
+	}
+	timer := time.AfterFunc(2*time.Minute, func() { cmd.Process.Kill() })
+	err := cmd.Wait()
+	if !timer.Stop() {
+		w.t.Fatalf("cove %v hung for 2 minutes; stderr: %s", args, errb)
+	}
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		w.t.Fatal(err)
+	}
+	return result{out.String(), errb.String(), code}
+}
+
+// must runs cove with args as w and fails the test unless it succeeds.
+func (w *who) must(args ...string) result {
+	w.t.Helper()
+	r := w.run(args...)
+	if r.code != 0 {
+		w.t.Fatalf("cove %s: %+v", strings.Join(args, " "), r)
+	}
+	return r
+}
+
+// TestUpRemembersHowItWasMade: a workspace made with --image (and a
+// limit) starts again with a plain cove up in its directory, on the same
+// layer (the file written in it is there); --image with another image is
+// refused naming --fresh, and that failed cove up leaves cove ps --all
+// --json exactly as it was, the workspace still removable by name. Before,
+// the plain cove up failed (image mismatch), and the failed one dropped
+// the stopped workspace from ps --all (cove rm: no container).
+func TestUpRemembersHowItWasMade(t *testing.T) {
+	addr := testregistry.Addr(t)
+	ref := testregistry.Push(t, addr, layered(t))
+	other, err := mutate.Config(layered(t), v1.Config{Env: []string{"OTHER=1"}, Cmd: []string{"sh"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref2 := testregistry.Push(t, addr, other)
+	asEach(t, func(t *testing.T, w *who) {
+		name := workspace.Name(w.project)
+		t.Cleanup(func() { w.run("rm", "-f", name) })
+		w.must("up", "--detach", "--net", "none", "--image", ref, w.project)
+		w.must("exec", name, "sh", "-c", "echo installed > /etc/tool")
+		w.must("stop", "--time", "2", name)
+		// No flags, from the project's directory.
+		cmd, _, errb := w.cmd("up", "--detach")
+		cmd.Dir = w.project
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("a plain cove up of a workspace made with --image: %v\n%s", err, errb)
+		}
+		if r := w.run("exec", name, "cat", "/etc/tool"); r.stdout != "installed\n" {
+			t.Fatalf("the plain cove up did not start the same workspace: %+v", r)
+		}
+		if r := w.run("exec", name, "sh", "-c", "echo $OTHER; ls /sys/class/net"); strings.Contains(r.stdout, "eth") || strings.HasPrefix(r.stdout, "1") {
+			t.Errorf("the plain cove up did not keep --net none or the image: %+v", r)
+		}
+		w.must("stop", "--time", "2", name)
+		before := w.must("ps", "--all", "--json").stdout
+		r := w.run("up", "--detach", "--image", ref2, w.project)
+		if r.code == 0 || !strings.Contains(r.stderr, "--fresh") || !strings.Contains(r.stderr, ref) {
+			t.Errorf("--image with another image: %+v", r)
+		}
+		if after := w.must("ps", "--all", "--json").stdout; after != before {
+			t.Errorf("a failed cove up changed cove ps --all --json:\nbefore %s\nafter  %s", before, after)
+		}
+		var list []psJSON
+		json.Unmarshal([]byte(before), &list)
+		if len(list) != 1 || list[0].Name != name {
+			t.Fatalf("ps --all --json: %s", before)
+		}
+		// A failure later on, once the record was dropped for the start:
+		// an image that is nowhere.
+		w.run("up", "--detach", "--fresh", "--image", addr+"/test/no-such-image:1", w.project)
+		after := w.must("ps", "--all", "--json").stdout
+		if json.Unmarshal([]byte(after), &list); len(list) != 1 || list[0].Name != name {
+			t.Errorf("a failed cove up --fresh lost the workspace from cove ps --all: %s", after)
+		}
+		if r := w.run("rm", name); r.code != 0 {
+			t.Errorf("cove rm after the failed ups: %+v", r)
+		}
+		if _, err := os.Stat(filepath.Join(w.root, "data", "workspaces", name)); !os.IsNotExist(err) {
+			t.Errorf("the layer is left after cove rm: %v", err)
+		}
+	})
+}
