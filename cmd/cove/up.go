@@ -100,6 +100,7 @@ func upAction(c *cli.Context) error {
 		// the workspace was stopped and that launcher is on its way out).
 		if ws, err := b.Open(c.Context, name); err == nil && rec.serves(ws) {
 			attachRunning(c, b, dir)
+			detachedNote(c, ws)
 			return showURL(c, e.layout, rec.URL)
 		}
 	}
@@ -482,6 +483,7 @@ func detachUp(c *cli.Context, b workspace.Backend, dir, recPath string, notes *i
 	go func() { exited <- cmd.Wait() }()
 	for {
 		if rec, ok := readLauncher(recPath); ok && rec.Launcher.Pid == cmd.Process.Pid {
+			detachedNote(c, ws)
 			fmt.Fprintln(c.App.Writer, rec.URL)
 			return nil
 		}
@@ -489,12 +491,22 @@ func detachUp(c *cli.Context, b workspace.Backend, dir, recPath string, notes *i
 		case <-exited:
 			// It found another launcher serving the workspace, and left.
 			if rec, ok := readLauncher(recPath); ok {
+				detachedNote(c, ws)
 				fmt.Fprintln(c.App.Writer, rec.URL)
 				return nil
 			}
 			return fmt.Errorf("the background server stopped (its log: %s): %s", logPath, termtext.Visible(logTail(logPath, 8<<10)))
 		case <-time.After(50 * time.Millisecond):
 		}
+	}
+}
+
+// detachedNote names, on stderr, the workspace cove up --detach leaves
+// running, for the commands that take it (stdout has the URL alone).
+func detachedNote(c *cli.Context, ws workspace.Workspace) {
+	if c.Bool("detach") && !c.Bool("serve") {
+		name, flags := ws.Name(), strings.Join(append([]string{""}, ws.ExecFlags()...), " ")
+		fmt.Fprintf(c.App.ErrWriter, "cove: the workspace %s runs in the background (cove exec%s %s CMD runs a command in it; cove stop%s %s stops it)\n", name, flags, name, flags, name)
 	}
 }
 

@@ -149,3 +149,55 @@ func TestUpRemembersHowItWasMade(t *testing.T) {
 		}
 	})
 }
+
+// TestDetachSaysTheNameAndDirsNameWorkspaces: cove up --detach names the
+// workspace on stderr (stdout is the URL alone), and cove exec, stop and
+// rm take its directory (./DIR, ., an absolute path) as well as its name.
+// Before, the name was not said and a directory was "no container".
+func TestDetachSaysTheNameAndDirsNameWorkspaces(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	ref := testregistry.Push(t, addr, layered(t))
+	w := &who{t: t, root: t.TempDir()}
+	parent := t.TempDir()
+	w.project = filepath.Join(parent, "My Project")
+	os.Mkdir(w.project, 0o755)
+	name := workspace.Name(w.project)
+	t.Cleanup(func() { w.run("rm", "-f", name) })
+	r := w.must("up", "--detach", "--net", "none", "--image", ref, w.project)
+	if !strings.Contains(r.stderr, "the workspace "+name+" runs in the background") {
+		t.Errorf("cove up --detach does not name the workspace on stderr: %+v", r)
+	}
+	if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], "http://127.0.0.1:") {
+		t.Errorf("stdout is not the URL alone: %q", r.stdout)
+	}
+	in := func(dir string, args ...string) result {
+		t.Helper()
+		cmd, out, errb := w.cmd(args...)
+		cmd.Dir = dir
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		return result{out.String(), errb.String(), code}
+	}
+	if r := in(w.project, "exec", ".", "sh", "-c", "echo hi > /etc/x; cat /etc/x"); r.code != 0 || r.stdout != "hi\n" {
+		t.Errorf("cove exec . in the project: %+v", r)
+	}
+	if r := in(parent, "exec", "./My Project", "cat", "/etc/x"); r.code != 0 || r.stdout != "hi\n" {
+		t.Errorf("cove exec ./DIR: %+v", r)
+	}
+	if r := in(parent, "exec", "./nowhere", "true"); r.code == 0 || !strings.Contains(r.stderr, "nowhere: no such directory") {
+		t.Errorf("cove exec of a directory that is not there: %+v", r)
+	}
+	if r := in("/", "stop", "--time", "2", w.project); r.code != 0 || strings.TrimSpace(r.stdout) != name {
+		t.Errorf("cove stop DIR: %+v", r)
+	}
+	if r := in(parent, "rm", "./My Project"); r.code != 0 || strings.TrimSpace(r.stdout) != name {
+		t.Errorf("cove rm ./DIR: %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(w.root, "data", "workspaces", name)); !os.IsNotExist(err) {
+		t.Errorf("cove rm DIR left the layer: %v", err)
+	}
+}
