@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"os/user"
@@ -200,4 +201,53 @@ func TestDetachSaysTheNameAndDirsNameWorkspaces(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(w.root, "data", "workspaces", name)); !os.IsNotExist(err) {
 		t.Errorf("cove rm DIR left the layer: %v", err)
 	}
+}
+
+// TestDetachKeepsNoDescriptorOfTheCaller: cove up --detach … | cat ends.
+// Its stdout and its descriptors 3 to 5 (a pipe at fd 5, as a shell's
+// 5>&1 or a process substitution leaves) are one pipe; once cove up has
+// exited, the reader sees EOF within seconds while the workspace (its
+// background server, pasta and the network helper: --net private) keeps
+// running. Before, they kept the pipe open and the reader waited forever.
+func TestDetachKeepsNoDescriptorOfTheCaller(t *testing.T) {
+	addr := testregistry.Addr(t)
+	ref := testregistry.Push(t, addr, layered(t))
+	asEach(t, func(t *testing.T, w *who) {
+		name := workspace.Name(w.project)
+		t.Cleanup(func() { w.run("rm", "-f", name) })
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pr.Close()
+		cmd, _, errb := w.cmd("up", "--detach", "--image", ref, w.project)
+		cmd.Stdout = pw
+		cmd.ExtraFiles = []*os.File{pw, pw, pw}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		pw.Close()
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("cove up --detach: %v\n%s", err, errb)
+		}
+		read := make(chan string, 1)
+		go func() {
+			b, _ := io.ReadAll(pr)
+			read <- string(b)
+		}()
+		select {
+		case out := <-read:
+			if !strings.HasPrefix(out, "http://127.0.0.1:") {
+				t.Errorf("stdout: %q", out)
+			}
+		case <-time.After(10 * time.Second):
+			holders, _ := exec.Command("sh", "-c", "ls -l /proc/[0-9]*/fd 2>/dev/null | grep -c pipe").Output()
+			t.Fatalf("the pipe is still open 10 s after cove up --detach exited: something it started keeps the caller's descriptors (%s pipes open here)", strings.TrimSpace(string(holders)))
+		}
+		var list []psJSON
+		r := w.must("ps", "--json")
+		if json.Unmarshal([]byte(r.stdout), &list); len(list) != 1 || list[0].Name != name || list[0].Status != "running" {
+			t.Errorf("the workspace does not run on: %s", r.stdout)
+		}
+	})
 }
