@@ -36,26 +36,48 @@ func devcontainerOptions(s Spec) devcontainer.Options {
 	return devcontainer.Options{ConfigPath: s.Config, Home: home, Getenv: os.Getenv}
 }
 
+// trust records that the user trusts the project's devcontainer.json as
+// it is now, and shows what that lets take effect (when: now, or at the
+// next start of a workspace that runs), each host path as it is bound.
+func trust(errw io.Writer, s Spec, dir, when string) error {
+	opts := devcontainerOptions(s)
+	path, grants, err := devcontainer.Trust(dir, opts)
+	if err != nil {
+		return fmt.Errorf("--trust: %w", err)
+	}
+	what := "nothing in it reaches outside the workspace"
+	if len(grants) > 0 {
+		for i, g := range grants {
+			grants[i] = strings.ReplaceAll(g, "\n", `\n`) // one line each, whatever the file holds
+		}
+		what = "what takes effect " + when + ":\n  - " + strings.Join(grants, "\n  - ")
+	}
+	// The file is the workspace's: its text is shown as text.
+	fmt.Fprintf(errw, "cove: trusting %s as it is now (recorded in %s); %s\n",
+		path, devcontainer.TrustPath(opts.Home), termtext.Visible(what))
+	return nil
+}
+
+// TrustRunning records the trust --trust asks for when s.Dir's workspace
+// runs already (cove up or cove shell finds it running): what it lets
+// take effect does at the workspace's next start, which it says.
+func TrustRunning(errw io.Writer, s Spec, name string) error {
+	if err := trust(errw, s, s.Dir, "at the next start"); err != nil {
+		return err
+	}
+	fmt.Fprintf(errw, "cove: the workspace %s runs already: the trusted file takes effect at its next start (cove stop %s, then cove up)\n", name, name)
+	return nil
+}
+
 // loadDevcontainer reads the project's devcontainer.json, trusting it
 // first when --trust says so, and says once on stderr what of it is not
 // applied.
 func loadDevcontainer(errw io.Writer, s Spec, dir string) (*devcontainer.Config, error) {
 	opts := devcontainerOptions(s)
 	if s.Trust {
-		path, grants, err := devcontainer.Trust(dir, opts)
-		if err != nil {
-			return nil, fmt.Errorf("--trust: %w", err)
+		if err := trust(errw, s, dir, "now"); err != nil {
+			return nil, err
 		}
-		what := "nothing in it reaches outside the workspace now"
-		if len(grants) > 0 {
-			for i, g := range grants {
-				grants[i] = strings.ReplaceAll(g, "\n", `\n`) // one line each, whatever the file holds
-			}
-			what = "what takes effect now:\n  - " + strings.Join(grants, "\n  - ")
-		}
-		// The file is the workspace's: its text is shown as text.
-		fmt.Fprintf(errw, "cove: trusting %s as it is now (recorded in %s); %s\n",
-			path, devcontainer.TrustPath(opts.Home), termtext.Visible(what))
 	}
 	dc, err := devcontainer.Load(dir, opts)
 	if err != nil || dc == nil {

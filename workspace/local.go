@@ -73,6 +73,11 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (st *container.State, err e
 	states := lo.states()
 	st, loadErr := states.Load(name)
 	if loadErr == nil && st.Status() == container.Running && !s.Fresh {
+		if s.Trust {
+			if err := TrustRunning(lo.Stderr, s, name); err != nil {
+				return nil, err
+			}
+		}
 		if img := s.Image; img != "" && img != st.Image {
 			fmt.Fprintf(lo.Stderr, "cove: note: the workspace %s runs %s; --image %s takes effect with --fresh (what was installed in it goes)\n",
 				st.Name, st.Image, img)

@@ -99,6 +99,9 @@ func upAction(c *cli.Context) error {
 		// Another cove serves this workspace: a new window on it (unless
 		// the workspace was stopped and that launcher is on its way out).
 		if ws, err := b.Open(c.Context, name); err == nil && rec.serves(ws) {
+			if err := trustRunning(c, dir, name); err != nil {
+				return err
+			}
 			attachRunning(c, b, dir)
 			detachedNote(c, ws)
 			return showURL(c, e.layout, rec.URL)
@@ -115,6 +118,9 @@ func upAction(c *cli.Context) error {
 	}
 	if lock == nil {
 		// The other cove serves it now: this is a user attaching.
+		if err := trustRunning(c, dir, name); err != nil {
+			return err
+		}
 		attachRunning(c, b, dir)
 		return showURL(c, e.layout, url)
 	}
@@ -193,6 +199,15 @@ func upAction(c *cli.Context) error {
 	stopCtx, stopCancel := context.WithTimeout(context.Background(), time.Minute)
 	defer stopCancel()
 	return b.Stop(stopCtx, name, 10*time.Second)
+}
+
+// trustRunning records --trust for DIR's workspace that runs (served by
+// another launcher): it takes effect at the next start.
+func trustRunning(c *cli.Context, dir, name string) error {
+	if !c.Bool("trust") {
+		return nil
+	}
+	return workspace.TrustRunning(c.App.ErrWriter, workspace.Spec{Dir: dir, Config: c.String("config"), Trust: true}, name)
 }
 
 // launcherDir holds the launcher's record and locks of DIR's workspace on

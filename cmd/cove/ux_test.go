@@ -251,3 +251,42 @@ func TestDetachKeepsNoDescriptorOfTheCaller(t *testing.T) {
 		}
 	})
 }
+
+// TestTrustWhileRunning: cove up --trust on a workspace that runs (its
+// launcher serving it) records the trust, shows the host path as it will
+// be bound (HOME/shared, not /shared) and says it takes effect at the
+// next start; after a stop, the plain cove up binds it. Before, it
+// printed the URL and recorded nothing.
+func TestTrustWhileRunning(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	ref := testregistry.Push(t, addr, layered(t))
+	home, cfg := t.TempDir(), t.TempDir()
+	w := &who{t: t, root: t.TempDir(), project: t.TempDir(), env: []string{"HOME=" + home, "XDG_CONFIG_HOME=" + cfg}}
+	os.MkdirAll(filepath.Join(home, "shared"), 0o755)
+	os.WriteFile(filepath.Join(home, "shared", "f"), []byte("from the host\n"), 0o644)
+	os.Mkdir(filepath.Join(w.project, ".devcontainer"), 0o755)
+	os.WriteFile(filepath.Join(w.project, ".devcontainer", "devcontainer.json"), []byte(`{"image": "`+ref+`",
+		"mounts": ["source=${localEnv:HOME}/shared,target=/mnt/shared,type=bind"]}`), 0o644)
+	name := workspace.Name(w.project)
+	t.Cleanup(func() { w.run("rm", "-f", name) })
+	r := w.must("up", "--detach", "--net", "none", w.project)
+	if !strings.Contains(r.stderr, "cove up --trust") {
+		t.Errorf("the untrusted mount is not said: %+v", r)
+	}
+	r = w.must("up", "--detach", "--trust", w.project)
+	if !strings.Contains(r.stderr, "the host path "+home+"/shared") || strings.Contains(r.stderr, "path /shared") {
+		t.Errorf("--trust does not show the host path as it is bound: %s", r.stderr)
+	}
+	if !strings.Contains(r.stderr, "takes effect at its next start") || !strings.HasPrefix(r.stdout, "http://127.0.0.1:") {
+		t.Errorf("--trust on the running workspace: %+v", r)
+	}
+	if b, err := os.ReadFile(filepath.Join(cfg, "cove", "trusted-devcontainer.json")); err != nil || !strings.Contains(string(b), w.project) {
+		t.Fatalf("--trust on the running workspace recorded nothing in XDG_CONFIG_HOME/cove: %v %s", err, b)
+	}
+	w.must("stop", "--time", "2", name)
+	w.must("up", "--detach", w.project)
+	if r := w.run("exec", name, "cat", "/mnt/shared/f"); r.stdout != "from the host\n" {
+		t.Errorf("the trusted mount is not there after the next start: %+v", r)
+	}
+}
