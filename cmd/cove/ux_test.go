@@ -290,3 +290,66 @@ func TestTrustWhileRunning(t *testing.T) {
 		t.Errorf("the trusted mount is not there after the next start: %+v", r)
 	}
 }
+
+// settingsFile writes the user's settings.json for w in a config
+// directory of its own (XDG_CONFIG_HOME), readable by w.
+func (w *who) settingsFile(body string) string {
+	cfg := w.root + "-cfg"
+	os.MkdirAll(filepath.Join(cfg, "cove"), 0o755)
+	path := filepath.Join(cfg, "cove", "settings.json")
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		w.t.Fatal(err)
+	}
+	if w.u != nil {
+		os.Chown(cfg, w.uid, w.gid)
+		os.Chown(filepath.Join(cfg, "cove"), w.uid, w.gid)
+		os.Chown(path, w.uid, w.gid)
+	}
+	w.env = append(w.env, "XDG_CONFIG_HOME="+cfg)
+	return path
+}
+
+// TestSettingsImageAndMirrors: the user's settings.json (under
+// XDG_CONFIG_HOME/cove) names the default workspace image, on a registry
+// that does not exist (registry.invalid), and a mirror of that registry on
+// 127.0.0.1 (a real registry) that serves it: a plain cove up starts the
+// workspace from that image through the mirror, cove doctor shows both,
+// and without the mirror the error names the image, --image and the
+// settings file. Before, there were no settings: cove up used Debian.
+func TestSettingsImageAndMirrors(t *testing.T) {
+	addr := testregistry.Addr(t)
+	mirrored := testregistry.Push(t, addr, layered(t))
+	ref := "registry.invalid/" + strings.TrimPrefix(mirrored, addr+"/")
+	asEach(t, func(t *testing.T, w *who) {
+		name := workspace.Name(w.project)
+		t.Cleanup(func() { w.run("rm", "-f", name) })
+		path := w.settingsFile(`{"image": "` + ref + `", "registryMirrors": {"registry.invalid": ["` + addr + `"]}}`)
+		doc := w.run("doctor").stdout
+		if !strings.Contains(doc, "settings") || !strings.Contains(doc, path+": workspace image "+ref+", registry mirrors registry.invalid → "+addr) {
+			t.Errorf("cove doctor does not show the settings:\n%s", doc)
+		}
+		w.must("up", "--detach", "--net", "none", w.project)
+		var list []psJSON
+		r := w.must("ps", "--json")
+		if json.Unmarshal([]byte(r.stdout), &list); len(list) != 1 || list[0].Image != ref {
+			t.Errorf("cove up did not start the settings' image: %s", r.stdout)
+		}
+		if r := w.run("exec", name, "sh", "-c", "test -x /bin/busybox && echo ok"); r.stdout != "ok\n" {
+			t.Errorf("the workspace is not the mirrored image's: %+v", r)
+		}
+		// cove pull asks the mirror too, by the registry's name.
+		if r := w.must("pull", "--pull", "always", ref); !strings.HasPrefix(r.stdout, "sha256:") {
+			t.Errorf("cove pull through the mirror: %+v", r)
+		}
+		w.must("rm", "-f", name)
+		// The mirror gone: the error says what to do.
+		w.settingsFile(`{"image": "registry.invalid/none/nothing:1"}`)
+		r = w.run("up", "--detach", "--net", "none", w.project)
+		if r.code == 0 || !strings.Contains(r.stderr, "registry.invalid/none/nothing:1") || !strings.Contains(r.stderr, "--image REF") || !strings.Contains(r.stderr, path) {
+			t.Errorf("an unreachable default image: %+v", r)
+		}
+		if strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 {
+			t.Errorf("the error is not one line: %q", r.stderr)
+		}
+	})
+}
