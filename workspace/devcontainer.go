@@ -430,13 +430,23 @@ func workspaceUser(dc *devcontainer.Config, rootfs, upper, sockDir, project stri
 	if os.Geteuid() != 0 {
 		return keep, nil // rootless: the user namespace maps the ids
 	}
+	// The project's owner on the host is the user inside (an ID-mapped
+	// bind), whoever owns it: a user (their files stay theirs), or root
+	// (cove run as root on a CI box, a sudo git clone), where the user
+	// could otherwise write nothing in /workspace. What the user makes
+	// there is the owner's on the host, as what root makes inside is
+	// root's without the map: the map gives the workspace no id on the
+	// project it did not have.
 	if fi, err := os.Stat(project); err == nil {
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 && update {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && update {
 			for i := range binds {
 				if binds[i].Source == project {
 					binds[i].MapOwner, binds[i].OwnerUID, binds[i].OwnerGID = true, int(u.UID), int(u.GID)
 				}
 			}
+		} else if ok && st.Uid != u.UID {
+			note(fmt.Sprintf("the project is uid %d's on this host and devcontainer.json's updateRemoteUserUID is false: %s (uid %d) cannot write /workspace; chown -R %d %s, or drop updateRemoteUserUID (the project's owner is then %s inside)",
+				st.Uid, name, u.UID, u.UID, project, name))
 		}
 	}
 	return nil, nil

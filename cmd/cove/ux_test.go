@@ -8,9 +8,11 @@ import (
 	"os/user"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/cove-sh/cove/internal/testimage"
 	"github.com/cove-sh/cove/internal/testregistry"
 	"github.com/cove-sh/cove/workspace"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -352,4 +354,46 @@ func TestSettingsImageAndMirrors(t *testing.T) {
 			t.Errorf("the error is not one line: %q", r.stderr)
 		}
 	})
+}
+
+// TestRootOwnedProjectRemoteUser: cove as root on a project root owns (a
+// CI box, a sudo git clone) whose devcontainer.json's user is not root:
+// the user writes /workspace (its postCreateCommand's file is made), sees
+// the project as its own, and what it makes is root's on the host, as the
+// rest of the project is. Before, /workspace was root's inside too, the
+// user could write nothing, and the postCreateCommand failed.
+func TestRootOwnedProjectRemoteUser(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	home := testimage.Dir("home/dev", 0o755)
+	home.UID, home.GID = 1234, 1234
+	accounts, err := testimage.Layer(testimage.Dir("home", 0o755), home,
+		testimage.File("etc/passwd", "root:x:0:0:root:/root:/bin/sh\ndev:x:1234:1234::/home/dev:/bin/sh\n", 0o644),
+		testimage.File("etc/group", "root:x:0:\ndev:x:1234:\n", 0o644))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := mutate.AppendLayers(layered(t), accounts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := testregistry.Push(t, addr, img)
+	project, root := devcontainerProject(t, `{"image": "`+ref+`", "remoteUser": "dev", "postCreateCommand": "id -u > made.txt"}`)
+	if fi, _ := os.Stat(project); fi.Sys().(*syscall.Stat_t).Uid != 0 {
+		t.Fatal("the project is not root's")
+	}
+	name := workspace.Name(project)
+	if r := runProc(t, root, "", "up", "--detach", "--net", "none", project); r.code != 0 {
+		t.Fatalf("cove up of a root-owned project with remoteUser dev: %+v", r)
+	}
+	fi, err := os.Stat(filepath.Join(project, "made.txt"))
+	if b, _ := os.ReadFile(filepath.Join(project, "made.txt")); err != nil || string(b) != "1234\n" {
+		t.Fatalf("the postCreateCommand as dev did not write the project: %v %q", err, b)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); st.Uid != 0 || st.Gid != 0 {
+		t.Errorf("made.txt is %d:%d on the host, want root's as the project is", st.Uid, st.Gid)
+	}
+	if r := runProc(t, root, "", "exec", name, "sh", "-c", "id -u; stat -c %u /workspace; touch /workspace/x && stat -c %u /workspace/x"); r.stdout != "1234\n1234\n1234\n" {
+		t.Errorf("inside, the project is not the user's: %+v", r)
+	}
 }
