@@ -164,7 +164,7 @@ func (e *env) local(c *cli.Context) *workspace.Local {
 // else this machine.
 func (e *env) backend(c *cli.Context) workspace.Backend {
 	if c.Bool("kube") {
-		return kubeBackend(c, nil)
+		return kubeBackend(c, e, nil)
 	}
 	return e.local(c)
 }
