@@ -162,10 +162,13 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (st *container.State, err e
 	// The kept layer was made on an image: put on another, what it holds
 	// (installed packages, their files) would be mixed with the new one.
 	layerDir := filepath.Join(lo.Layout.Data, "workspaces", name)
-	if prev, err := os.ReadFile(filepath.Join(layerDir, "image-ref")); err == nil && string(prev) != ref && s.Image == "" && built == "" && (dc == nil || dc.Image == "") {
-		// Made with --image before cove remembered it.
-		return nil, fmt.Errorf("the workspace %s was made from %s: cove up --image %s starts it as it was (and remembers it), --fresh starts it anew from %s (what was installed in it goes)",
-			name, prev, prev, ref)
+	if prev, err := os.ReadFile(filepath.Join(layerDir, "image-ref")); err == nil && string(prev) != ref && defaulted && built == "" {
+		// Nothing names an image, and the layer was made on another: the
+		// default then (cove's, or the settings' before they changed), or
+		// --image before cove remembered it. It starts as it was made.
+		fmt.Fprintf(lo.Stderr, "cove: note: the workspace %s was made from %s and starts on it, not on the default image %s (cove up --fresh starts it anew from that; what was installed in it goes)\n",
+			name, prev, ref)
+		ref, defaulted = string(prev), false
 	} else if err == nil && string(prev) != ref && built != "" {
 		// Built or given Features since: the names are cove's own.
 		return nil, fmt.Errorf("the workspace %s was made from %s, before %s's build or Features: cove up --fresh starts it anew with them (what was installed in it goes)",

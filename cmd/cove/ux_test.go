@@ -343,9 +343,19 @@ func TestSettingsImageAndMirrors(t *testing.T) {
 		if r := w.must("pull", "--pull", "always", ref); !strings.HasPrefix(r.stdout, "sha256:") {
 			t.Errorf("cove pull through the mirror: %+v", r)
 		}
-		w.must("rm", "-f", name)
-		// The mirror gone: the error says what to do.
+		// The settings change: the workspace made on the old default
+		// starts on it still (as it was made), and says so.
+		w.must("stop", "--time", "2", name)
 		w.settingsFile(`{"image": "registry.invalid/none/nothing:1"}`)
+		r = w.must("up", "--detach", "--net", "none", w.project)
+		if !strings.Contains(r.stderr, "was made from "+ref+" and starts on it") {
+			t.Errorf("a changed default image: %+v", r)
+		}
+		if r := w.run("exec", name, "sh", "-c", "test -x /bin/busybox && echo ok"); r.stdout != "ok\n" {
+			t.Errorf("the workspace did not start on the image it was made from: %+v", r)
+		}
+		w.must("rm", "-f", name)
+		// A new workspace on an unreachable default: the error says what to do.
 		r = w.run("up", "--detach", "--net", "none", w.project)
 		if r.code == 0 || !strings.Contains(r.stderr, "registry.invalid/none/nothing:1") || !strings.Contains(r.stderr, "--image REF") || !strings.Contains(r.stderr, path) {
 			t.Errorf("an unreachable default image: %+v", r)
