@@ -32,11 +32,15 @@ func TestLoad(t *testing.T) {
 
 // TestPathHonoursXDGConfigHome: the file is in $XDG_CONFIG_HOME/cove when
 // that is absolute, else in HOME/.config/cove (a relative one is ignored,
-// as the XDG spec says).
+// as the XDG spec says), and only for the user whose home is $HOME.
 func TestPathHonoursXDGConfigHome(t *testing.T) {
+	t.Setenv("HOME", "/home/u")
 	t.Setenv("XDG_CONFIG_HOME", "/x/cfg")
 	if p := Path("/home/u"); p != "/x/cfg/cove/settings.json" {
 		t.Errorf("with XDG_CONFIG_HOME: %s", p)
+	}
+	if p := Path("/tmp/other-home"); p != "/tmp/other-home/.config/cove/settings.json" {
+		t.Errorf("another home: %s", p)
 	}
 	t.Setenv("XDG_CONFIG_HOME", "rel")
 	if p := Path("/home/u"); p != "/home/u/.config/cove/settings.json" {
