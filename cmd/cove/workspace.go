@@ -179,7 +179,8 @@ func ensure(c *cli.Context, b workspace.Backend, dir string) (ws workspace.Works
 }
 
 // definingFlags are the flags that make a workspace what it is: kept with
-// it (workspace.Made), so that a plain cove up starts it as it was.
+// it (workspace.Made), so that a plain cove up starts it as it was. A new
+// one (cove up's -p) is remembered by adding its name here.
 var definingFlags = []string{"image", "config", "memory", "pids", "cpus", "net", "security-opt"}
 
 // remember gives the command the flags DIR's workspace was made with
