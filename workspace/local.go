@@ -173,6 +173,9 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (st *container.State, err e
 		// Built or given Features since: the names are cove's own.
 		return nil, fmt.Errorf("the workspace %s was made from %s, before %s's build or Features: cove up --fresh starts it anew with them (what was installed in it goes)",
 			name, prev, dc.Path)
+	} else if err == nil && string(prev) != ref && s.Image != "" {
+		return nil, fmt.Errorf("the workspace %s was made from %s, not %s: cove up --fresh --image %s starts it anew from that image (what was installed in it goes); cove up without --image starts it as it was",
+			name, prev, ref, ref)
 	} else if err == nil && string(prev) != ref {
 		return nil, fmt.Errorf("the workspace %s was made from %s, not %s: cove up --fresh starts it anew from %s (what was installed in it goes), or leave the image as it was",
 			name, prev, ref, ref)

@@ -126,7 +126,7 @@ func TestUpRemembersHowItWasMade(t *testing.T) {
 		w.must("stop", "--time", "2", name)
 		before := w.must("ps", "--all", "--json").stdout
 		r := w.run("up", "--detach", "--image", ref2, w.project)
-		if r.code == 0 || !strings.Contains(r.stderr, "--fresh") || !strings.Contains(r.stderr, ref) {
+		if r.code == 0 || !strings.Contains(r.stderr, "made from "+ref) || !strings.Contains(r.stderr, "cove up --fresh --image "+ref2) {
 			t.Errorf("--image with another image: %+v", r)
 		}
 		if after := w.must("ps", "--all", "--json").stdout; after != before {
