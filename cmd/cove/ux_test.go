@@ -406,4 +406,9 @@ func TestRootOwnedProjectRemoteUser(t *testing.T) {
 	if r := runProc(t, root, "", "exec", name, "sh", "-c", "id -u; stat -c %u /workspace; touch /workspace/x && stat -c %u /workspace/x"); r.stdout != "1234\n1234\n1234\n" {
 		t.Errorf("inside, the project is not the user's: %+v", r)
 	}
+	// updateRemoteUserUID false: no map, and cove up says what that means.
+	project2, root2 := devcontainerProject(t, `{"image": "`+ref+`", "remoteUser": "dev", "updateRemoteUserUID": false}`)
+	if r := runProc(t, root2, "", "up", "--detach", "--net", "none", project2); r.code != 0 || !strings.Contains(r.stderr, "dev (uid 1234) cannot write /workspace; chown -R 1234 "+project2) {
+		t.Errorf("updateRemoteUserUID false on a root-owned project: %+v", r)
+	}
 }
