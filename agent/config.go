@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/cove-sh/cove/internal/atomicfile"
+	"github.com/cove-sh/cove/internal/dirs"
 	"github.com/cove-sh/cove/internal/projectfs"
 )
 
@@ -120,7 +121,7 @@ func ReadConfigFile(path string) (Config, error) {
 
 // UserConfigPath is the user's config file under home.
 func UserConfigPath(home string) string {
-	return filepath.Join(home, ".config", "cove", "config.json")
+	return filepath.Join(dirs.ConfigDir(home), "config.json")
 }
 
 // SaveConfig writes c to path, readable by the owner only (it may hold a
@@ -273,7 +274,7 @@ func (c Config) client() (Provider, error) {
 
 // trustPath is the record of trusted project configs.
 func trustPath(home string) string {
-	return filepath.Join(home, ".config", "cove", "trusted.json")
+	return filepath.Join(dirs.ConfigDir(home), "trusted.json")
 }
 
 func readTrust(home string) map[string]string {

@@ -37,6 +37,7 @@ type options struct {
 	transport http.RoundTripper
 	progress  func(Progress)
 	tmpDir    string
+	mirrors   Mirrors
 }
 
 // Option configures Pull.
@@ -112,6 +113,12 @@ func WithKeychain(k authn.Keychain) Option {
 // is go-containerregistry's (http.DefaultTransport with retries).
 func WithTransport(t http.RoundTripper) Option {
 	return func(o *options) error { o.transport = t; return nil }
+}
+
+// WithMirrors has Pull ask m's mirrors of a registry before the registry
+// (see Mirrors). The default is the store's (SetMirrors).
+func WithMirrors(m Mirrors) Option {
+	return func(o *options) error { o.mirrors = m; return nil }
 }
 
 // WithProgress has Pull report its progress to f, from several goroutines

@@ -23,6 +23,16 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
+// PullError is a failed Pull of Ref: a caller that chose Ref for the
+// user (a default) can say how to choose another.
+type PullError struct {
+	Ref string
+	Err error
+}
+
+func (e *PullError) Error() string { return fmt.Sprintf("pull %s: %v", e.Ref, e.Err) }
+func (e *PullError) Unwrap() error { return e.Err }
+
 // Pull makes the image ref names available in the store, flattened, and
 // records ref as its name. Layers download in parallel into the blob cache,
 // each verified against its digest while it streams; they are applied in
@@ -32,7 +42,7 @@ import (
 func Pull(ctx context.Context, s *Store, ref string, opts ...Option) (img *Image, err error) {
 	defer func() {
 		if err != nil {
-			err = fmt.Errorf("pull %s: %w", ref, err)
+			err = &PullError{Ref: ref, Err: err}
 		}
 	}()
 	o, err := makeOptions(opts)
@@ -40,6 +50,9 @@ func Pull(ctx context.Context, s *Store, ref string, opts ...Option) (img *Image
 		return nil, err
 	}
 	o.tmpDir = filepath.Join(s.dir, "blobs", "tmp")
+	if o.mirrors == nil {
+		o.mirrors = s.mirrors
+	}
 	var mu sync.Mutex
 	report := o.progress
 	o.progress = func(p Progress) { mu.Lock(); defer mu.Unlock(); report(p) }

@@ -107,7 +107,7 @@ func (s Source) String() string {
 func (s Source) image(ctx context.Context, o *options) (v1.Image, func(), error) {
 	switch s.Transport {
 	case TransportRegistry:
-		img, err := remoteImage(ctx, s.Ref, o)
+		img, err := remoteImageMirrored(ctx, s.Ref, o)
 		return img, func() {}, err
 	case TransportOCI:
 		img, err := ociImage(s.Path, s.Tag, o.platform)

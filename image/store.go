@@ -33,7 +33,8 @@ import (
 // (CVE-2021-41091). A Store holds no open files and is safe for concurrent
 // use by many processes; the lock files order them.
 type Store struct {
-	dir string
+	dir     string
+	mirrors Mirrors // SetMirrors
 }
 
 // Image is a flattened image in a Store.

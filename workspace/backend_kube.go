@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -33,6 +34,8 @@ type Kube struct {
 	Walk *projectwalk.Options
 	// Stderr hears the sync's notes (a file changed on both sides).
 	Stderr io.Writer
+	// DefaultImage is the user's default workspace image ("": cove's).
+	DefaultImage string
 
 	once    sync.Once
 	cluster *kube.Cluster
@@ -75,7 +78,7 @@ func (b *Kube) Ensure(ctx context.Context, s Spec) (Workspace, error) {
 		img = dc.Image
 	}
 	if img == "" {
-		img = DefaultImage
+		img = cmp.Or(b.DefaultImage, DefaultImage)
 	}
 	if dc, err = b.imageMetadata(ctx, dc, img); err != nil {
 		return nil, err

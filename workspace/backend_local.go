@@ -17,6 +17,7 @@ import (
 	"github.com/cove-sh/cove/image"
 	"github.com/cove-sh/cove/internal/dirs"
 	"github.com/cove-sh/cove/internal/nsremove"
+	"github.com/cove-sh/cove/internal/settings"
 )
 
 // Local runs workspaces, and the containers cove run starts, on this
@@ -30,6 +31,9 @@ type Local struct {
 	// Stdout and Stderr are where the user is: cove run's output; a
 	// start's notes, progress and lifecycle commands' output.
 	Stdout, Stderr io.Writer
+	// Settings are the user's: the default workspace image, the registry
+	// mirrors every pull asks first.
+	Settings settings.Settings
 }
 
 var _ Backend = (*Local)(nil)
@@ -39,7 +43,11 @@ func (lo *Local) states() container.StateDir {
 }
 
 func (lo *Local) store() (*image.Store, error) {
-	return image.Open(lo.Layout.Images)
+	s, err := image.Open(lo.Layout.Images)
+	if err == nil {
+		s.SetMirrors(lo.Settings.RegistryMirrors)
+	}
+	return s, err
 }
 
 func (lo *Local) binary() (string, error) {

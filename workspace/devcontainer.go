@@ -36,26 +36,48 @@ func devcontainerOptions(s Spec) devcontainer.Options {
 	return devcontainer.Options{ConfigPath: s.Config, Home: home, Getenv: os.Getenv}
 }
 
+// trust records that the user trusts the project's devcontainer.json as
+// it is now, and shows what that lets take effect (when: now, or at the
+// next start of a workspace that runs), each host path as it is bound.
+func trust(errw io.Writer, s Spec, dir, when string) error {
+	opts := devcontainerOptions(s)
+	path, grants, err := devcontainer.Trust(dir, opts)
+	if err != nil {
+		return fmt.Errorf("--trust: %w", err)
+	}
+	what := "nothing in it reaches outside the workspace"
+	if len(grants) > 0 {
+		for i, g := range grants {
+			grants[i] = strings.ReplaceAll(g, "\n", `\n`) // one line each, whatever the file holds
+		}
+		what = "what takes effect " + when + ":\n  - " + strings.Join(grants, "\n  - ")
+	}
+	// The file is the workspace's: its text is shown as text.
+	fmt.Fprintf(errw, "cove: trusting %s as it is now (recorded in %s); %s\n",
+		path, devcontainer.TrustPath(opts.Home), termtext.Visible(what))
+	return nil
+}
+
+// TrustRunning records the trust --trust asks for when s.Dir's workspace
+// runs already (cove up or cove shell finds it running): what it lets
+// take effect does at the workspace's next start, which it says.
+func TrustRunning(errw io.Writer, s Spec, name string) error {
+	if err := trust(errw, s, s.Dir, "at the next start"); err != nil {
+		return err
+	}
+	fmt.Fprintf(errw, "cove: the workspace %s runs already: the trusted file takes effect at its next start (cove stop %s, then cove up)\n", name, name)
+	return nil
+}
+
 // loadDevcontainer reads the project's devcontainer.json, trusting it
 // first when --trust says so, and says once on stderr what of it is not
 // applied.
 func loadDevcontainer(errw io.Writer, s Spec, dir string) (*devcontainer.Config, error) {
 	opts := devcontainerOptions(s)
 	if s.Trust {
-		path, grants, err := devcontainer.Trust(dir, opts)
-		if err != nil {
-			return nil, fmt.Errorf("--trust: %w", err)
+		if err := trust(errw, s, dir, "now"); err != nil {
+			return nil, err
 		}
-		what := "nothing in it reaches outside the workspace now"
-		if len(grants) > 0 {
-			for i, g := range grants {
-				grants[i] = strings.ReplaceAll(g, "\n", `\n`) // one line each, whatever the file holds
-			}
-			what = "what takes effect now:\n  - " + strings.Join(grants, "\n  - ")
-		}
-		// The file is the workspace's: its text is shown as text.
-		fmt.Fprintf(errw, "cove: trusting %s as it is now (recorded in %s); %s\n",
-			path, devcontainer.TrustPath(opts.Home), termtext.Visible(what))
 	}
 	dc, err := devcontainer.Load(dir, opts)
 	if err != nil || dc == nil {
@@ -408,13 +430,23 @@ func workspaceUser(dc *devcontainer.Config, rootfs, upper, sockDir, project stri
 	if os.Geteuid() != 0 {
 		return keep, nil // rootless: the user namespace maps the ids
 	}
+	// The project's owner on the host is the user inside (an ID-mapped
+	// bind), whoever owns it: a user (their files stay theirs), or root
+	// (cove run as root on a CI box, a sudo git clone), where the user
+	// could otherwise write nothing in /workspace. What the user makes
+	// there is the owner's on the host, as what root makes inside is
+	// root's without the map: the map gives the workspace no id on the
+	// project it did not have.
 	if fi, err := os.Stat(project); err == nil {
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 && update {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && update {
 			for i := range binds {
 				if binds[i].Source == project {
 					binds[i].MapOwner, binds[i].OwnerUID, binds[i].OwnerGID = true, int(u.UID), int(u.GID)
 				}
 			}
+		} else if ok && st.Uid != u.UID {
+			note(fmt.Sprintf("the project is uid %d's on this host and devcontainer.json's updateRemoteUserUID is false: %s (uid %d) cannot write /workspace; chown -R %d %s, or drop updateRemoteUserUID (the project's owner is then %s inside)",
+				st.Uid, name, u.UID, u.UID, project, name))
 		}
 	}
 	return nil, nil

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -17,6 +18,7 @@ import (
 	"github.com/cove-sh/cove/ide"
 	"github.com/cove-sh/cove/image"
 	"github.com/cove-sh/cove/internal/devcontainer"
+	"github.com/cove-sh/cove/internal/settings"
 	"github.com/cove-sh/cove/internal/termtext"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
@@ -48,7 +50,7 @@ func Name(dir string) string {
 // ensure returns the state of s.Dir's running workspace, starting it if
 // it is not running: the project bound at /workspace, its own layer kept
 // across starts until cove rm.
-func (lo *Local) ensure(ctx context.Context, s Spec) (*container.State, error) {
+func (lo *Local) ensure(ctx context.Context, s Spec) (st *container.State, err error) {
 	dir := s.Dir
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -71,6 +73,11 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (*container.State, error) {
 	states := lo.states()
 	st, loadErr := states.Load(name)
 	if loadErr == nil && st.Status() == container.Running && !s.Fresh {
+		if s.Trust {
+			if err := TrustRunning(lo.Stderr, s, name); err != nil {
+				return nil, err
+			}
+		}
 		if img := s.Image; img != "" && img != st.Image {
 			fmt.Fprintf(lo.Stderr, "cove: note: the workspace %s runs %s; --image %s takes effect with --fresh (what was installed in it goes)\n",
 				st.Name, st.Image, img)
@@ -92,7 +99,16 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (*container.State, error) {
 				return nil, err
 			}
 		}
-		states.Delete(name) // stopped: start again on the same layer
+		// Stopped: start again on the same layer. Whatever fails from
+		// here on, the workspace is still listed (cove ps --all) and
+		// removable (cove rm): its record comes back.
+		states.Delete(name)
+		prev := st
+		defer func() {
+			if _, loadErr := states.Load(name); err != nil && loadErr != nil {
+				lo.restoreState(prev)
+			}
+		}()
 	}
 	if s.Fresh {
 		if err := lo.RemoveLayer(ctx, filepath.Join(lo.Layout.Data, "workspaces", name)); err != nil {
@@ -130,8 +146,11 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (*container.State, error) {
 			return nil, err
 		}
 	}
-	if ref == "" {
-		ref = DefaultImage
+	// The default image, cove's or the user's setting: when it cannot be
+	// pulled, the error says how to choose another.
+	defaulted := ref == ""
+	if defaulted {
+		ref = cmp.Or(lo.Settings.Image, DefaultImage)
 	}
 	feats, err := lo.installFeatures(ctx, dc, ref, name, s.Fresh)
 	if err != nil {
@@ -143,10 +162,20 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (*container.State, error) {
 	// The kept layer was made on an image: put on another, what it holds
 	// (installed packages, their files) would be mixed with the new one.
 	layerDir := filepath.Join(lo.Layout.Data, "workspaces", name)
-	if prev, err := os.ReadFile(filepath.Join(layerDir, "image-ref")); err == nil && string(prev) != ref && built != "" {
+	if prev, err := os.ReadFile(filepath.Join(layerDir, "image-ref")); err == nil && string(prev) != ref && defaulted && built == "" {
+		// Nothing names an image, and the layer was made on another: the
+		// default then (cove's, or the settings' before they changed), or
+		// --image before cove remembered it. It starts as it was made.
+		fmt.Fprintf(lo.Stderr, "cove: note: the workspace %s was made from %s and starts on it, not on the default image %s (cove up --fresh starts it anew from that; what was installed in it goes)\n",
+			name, prev, ref)
+		ref, defaulted = string(prev), false
+	} else if err == nil && string(prev) != ref && built != "" {
 		// Built or given Features since: the names are cove's own.
 		return nil, fmt.Errorf("the workspace %s was made from %s, before %s's build or Features: cove up --fresh starts it anew with them (what was installed in it goes)",
 			name, prev, dc.Path)
+	} else if err == nil && string(prev) != ref && s.Image != "" {
+		return nil, fmt.Errorf("the workspace %s was made from %s, not %s: cove up --fresh --image %s starts it anew from that image (what was installed in it goes); cove up without --image starts it as it was",
+			name, prev, ref, ref)
 	} else if err == nil && string(prev) != ref {
 		return nil, fmt.Errorf("the workspace %s was made from %s, not %s: cove up --fresh starts it anew from %s (what was installed in it goes), or leave the image as it was",
 			name, prev, ref, ref)
@@ -275,6 +304,9 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (*container.State, error) {
 		},
 	}
 	if _, err := lo.Run(ctx, l); err != nil {
+		if pe := (*image.PullError)(nil); defaulted && errors.As(err, &pe) && pe.Ref == ref {
+			err = fmt.Errorf("%w; %s", err, lo.defaultImageAdvice(ref))
+		}
 		return nil, fmt.Errorf("start the workspace of %s: %w", abs, err)
 	}
 	st, err = states.Load(name)
@@ -282,6 +314,9 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (*container.State, error) {
 		return nil, err
 	}
 	os.WriteFile(filepath.Join(layerDir, "image-ref"), []byte(ref), 0o600)
+	if err := s.Made.write(layerDir); err != nil {
+		fmt.Fprintf(lo.Stderr, "cove: warning: %v (a plain cove up may not start it as it was started now)\n", err)
+	}
 	if idMap != "" {
 		os.WriteFile(filepath.Join(layerDir, "id-map"), []byte(idMap), 0o600)
 	}
@@ -321,6 +356,31 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (*container.State, error) {
 		return nil, fmt.Errorf("%w; the workspace %s is stopped (its layer is kept: cove up runs the create commands again, --fresh starts from the image)", err, name)
 	}
 	return st, nil
+}
+
+// restoreState puts back the record of a stopped workspace that a failed
+// start dropped, so that nothing is lost from cove ps --all.
+func (lo *Local) restoreState(prev *container.State) {
+	states := lo.states()
+	if err := states.Create(prev.Name); err != nil {
+		return // someone else's now
+	}
+	if err := states.Save(prev); err != nil {
+		fmt.Fprintf(lo.Stderr, "cove: warning: the workspace %s's record could not be put back: %v (its layer is kept in %s)\n", prev.Name, err, prev.Dir)
+	}
+}
+
+// defaultImageAdvice says, for a default image ref that could not be
+// pulled, where it came from and how to choose another: --image for one
+// workspace, the settings file for all, or a registry mirror.
+func (lo *Local) defaultImageAdvice(ref string) string {
+	path := cmp.Or(lo.Settings.Path, settings.FileName)
+	from := "cove's default workspace image"
+	if lo.Settings.Image != "" {
+		from = "the workspace image your settings choose (" + path + ")"
+	}
+	return fmt.Sprintf("%s is %s: choose another with --image REF, or for every project with {\"image\": \"REF\"} in %s; a registry mirror goes there too ({\"registryMirrors\": {\"docker.io\": [\"HOST:PORT\"]}})",
+		ref, from, path)
 }
 
 // runDir holds a workspace's runtime files on the host side: the

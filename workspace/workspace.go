@@ -7,8 +7,11 @@ package workspace
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/cove-sh/cove/container"
@@ -73,6 +76,10 @@ type Spec struct {
 	// Attach says a user attaches (cove up, cove shell): the spec's
 	// postAttachCommand runs.
 	Attach bool
+	// Made are the flags that define the workspace as this command has
+	// them (given, else remembered: MadeWith), kept with it when it
+	// starts.
+	Made Made
 }
 
 // Info is one workspace as cove ps shows it.
@@ -90,4 +97,29 @@ type Info struct {
 type Confinement struct {
 	Net       string // container.NetPrivate (also ""), NetHost or NetNone
 	NoSeccomp bool
+}
+
+// NameArg is the workspace an argument of cove exec, stop or rm names:
+// a directory's when it looks like a path (it has a / or is . or ..; a
+// container name never does), else the name itself. A bare word that
+// names no workspace or container (known says which do) but is a
+// directory here is that directory's workspace: the name is tried first,
+// so that a name never changes meaning because of the current directory.
+func NameArg(arg string, known func(name string) bool) (string, error) {
+	if !strings.ContainsRune(arg, '/') && arg != "." && arg != ".." {
+		if known(arg) {
+			return arg, nil
+		}
+		if fi, err := os.Stat(arg); err != nil || !fi.IsDir() {
+			return arg, nil // the name's own error follows
+		}
+	}
+	abs, err := filepath.Abs(arg)
+	if err != nil {
+		return "", err
+	}
+	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("%s: no such directory (a workspace is named by its directory, with a /, or by its name: cove ps --all)", arg)
+	}
+	return Name(abs), nil
 }

@@ -25,6 +25,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/cove-sh/cove/internal/dirs"
 	"github.com/cove-sh/cove/internal/projectfs"
 )
 
@@ -77,7 +78,7 @@ const (
 
 // UserConfigPath is the user's MCP config file under home.
 func UserConfigPath(home string) string {
-	return filepath.Join(home, ".config", "cove", UserFileName)
+	return filepath.Join(dirs.ConfigDir(home), UserFileName)
 }
 
 // Parse reads a config file's content: {"mcpServers": {NAME: {…}}}.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cove-sh/cove/image"
 	"github.com/cove-sh/cove/internal/dirs"
+	"github.com/cove-sh/cove/internal/settings"
 	"github.com/cove-sh/cove/internal/termtext"
 	"github.com/cove-sh/cove/workspace"
 	"github.com/urfave/cli/v2"
@@ -126,8 +127,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // env is what every command needs from the global flags.
 type env struct {
-	layout dirs.Layout
-	log    *slog.Logger
+	layout   dirs.Layout
+	log      *slog.Logger
+	settings settings.Settings
 }
 
 func globalEnv(c *cli.Context) (*env, error) {
@@ -140,14 +142,19 @@ func globalEnv(c *cli.Context) (*env, error) {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
-	return &env{layout: layout, log: log}, nil
+	home, _ := os.UserHomeDir()
+	set, err := settings.Load(settings.Path(home))
+	if err != nil {
+		return nil, err
+	}
+	return &env{layout: layout, log: log, settings: set}, nil
 }
 
 // local is this machine's workspace backend, speaking to c's streams
 // (nil: stderr only).
 func (e *env) local(c *cli.Context) *workspace.Local {
 	bin, _ := coveBinary()
-	lo := &workspace.Local{Layout: e.layout, Binary: bin, Stdout: os.Stdout, Stderr: os.Stderr}
+	lo := &workspace.Local{Layout: e.layout, Binary: bin, Stdout: os.Stdout, Stderr: os.Stderr, Settings: e.settings}
 	if c != nil {
 		lo.Stdout, lo.Stderr = c.App.Writer, c.App.ErrWriter
 	}
@@ -158,11 +165,15 @@ func (e *env) local(c *cli.Context) *workspace.Local {
 // else this machine.
 func (e *env) backend(c *cli.Context) workspace.Backend {
 	if c.Bool("kube") {
-		return kubeBackend(c, nil)
+		return kubeBackend(c, e, nil)
 	}
 	return e.local(c)
 }
 
 func (e *env) store() (*image.Store, error) {
-	return image.Open(e.layout.Images)
+	s, err := image.Open(e.layout.Images)
+	if err == nil {
+		s.SetMirrors(e.settings.RegistryMirrors)
+	}
+	return s, err
 }

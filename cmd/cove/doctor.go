@@ -2,15 +2,19 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/internal/apparmor"
 	"github.com/cove-sh/cove/internal/dirs"
+	"github.com/cove-sh/cove/internal/settings"
 	"github.com/cove-sh/cove/internal/userscope"
+	"github.com/cove-sh/cove/workspace"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 )
@@ -153,6 +157,14 @@ func doctorChecks(layout dirs.Layout) []check {
 		add("browser", "note", "no Chromium, Chrome, Edge or Brave: cove opens the default browser or prints the URL")
 	}
 
+	home, _ := os.UserHomeDir()
+	set, err := settings.Load(settings.Path(home))
+	if err != nil {
+		add("settings", "missing", err.Error())
+	} else {
+		add("settings", "ok", settingsLine(set))
+	}
+
 	for _, d := range []string{layout.Images, layout.Data, layout.Runtime} {
 		if err := os.MkdirAll(d, 0o700); err != nil || unix.Access(d, unix.W_OK) != nil {
 			add("state", "missing", d+" is not writable: fix its permissions or set COVE_ROOT")
@@ -161,6 +173,28 @@ func doctorChecks(layout dirs.Layout) []check {
 	}
 	add("state", "ok", "images in "+layout.Images+", workspaces in "+layout.Data)
 	return out
+}
+
+// settingsLine says what the user's settings are, and where they would
+// go when there are none.
+func settingsLine(set settings.Settings) string {
+	img := "workspace image " + workspace.DefaultImage + " (cove's default)"
+	if set.Image != "" {
+		img = "workspace image " + set.Image
+	}
+	mirrors := "no registry mirrors"
+	if len(set.RegistryMirrors) > 0 {
+		var regs []string
+		for _, reg := range slices.Sorted(maps.Keys(set.RegistryMirrors)) {
+			regs = append(regs, reg+" → "+strings.Join(set.RegistryMirrors[reg], ", "))
+		}
+		mirrors = "registry mirrors " + strings.Join(regs, "; ")
+	}
+	where := set.Path
+	if !fileExists(set.Path) {
+		where = "none in " + set.Path
+	}
+	return where + ": " + img + ", " + mirrors
 }
 
 // coveExecutable is the path of this cove binary, as an AppArmor profile

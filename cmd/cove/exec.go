@@ -12,8 +12,8 @@ import (
 func execCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "exec",
-		Usage:     "run a command in a running container",
-		ArgsUsage: "NAME CMD [ARG...]",
+		Usage:     "run a command in a running container (a workspace by its name or its directory: ./DIR, .)",
+		ArgsUsage: "NAME|DIR CMD [ARG...]",
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "tty", Aliases: []string{"t"}, Usage: "give the command a terminal"},
 			&cli.BoolFlag{Name: "interactive", Aliases: []string{"i"}, Usage: "keep standard input open"},
@@ -29,7 +29,11 @@ func execCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			ws, err := e.backend(c).Open(c.Context, c.Args().First())
+			name, err := e.nameArg(c, c.Args().First())
+			if err != nil {
+				return err
+			}
+			ws, err := e.backend(c).Open(c.Context, name)
 			if err != nil {
 				return err
 			}

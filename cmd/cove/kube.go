@@ -22,24 +22,24 @@ func kubeFlags() []cli.Flag {
 // kubeBackend is the cluster the flags name (over what the project's
 // trusted devcontainer.json chose, if anything), as kubectl reads the
 // kubeconfig.
-func kubeBackend(c *cli.Context, chosen *kube.Config) *workspace.Kube {
+func kubeBackend(c *cli.Context, e *env, chosen *kube.Config) *workspace.Kube {
 	bin, _ := coveBinary()
 	cfg := kube.Config{Kubeconfig: c.String("kubeconfig"), Context: c.String("context"), Namespace: c.String("namespace")}
 	if chosen != nil {
 		cfg.Context = cmp.Or(cfg.Context, chosen.Context)
 		cfg.Namespace = cmp.Or(cfg.Namespace, chosen.Namespace)
 	}
-	return &workspace.Kube{Config: cfg, Binary: bin, Walk: hostWalkOptions(), Stderr: c.App.ErrWriter}
+	return &workspace.Kube{Config: cfg, Binary: bin, Walk: hostWalkOptions(), Stderr: c.App.ErrWriter, DefaultImage: e.settings.Image}
 }
 
 // dirBackend is where DIR's workspace runs: on a cluster with --kube or
 // when the project's trusted devcontainer.json chooses one, else here.
 func dirBackend(c *cli.Context, e *env, dir string) workspace.Backend {
 	if c.Bool("kube") {
-		return kubeBackend(c, nil)
+		return kubeBackend(c, e, nil)
 	}
 	if chosen := workspace.KubeChoice(c.App.ErrWriter, workspace.Spec{Dir: dir, Config: c.String("config"), Trust: c.Bool("trust")}); chosen != nil {
-		return kubeBackend(c, chosen)
+		return kubeBackend(c, e, chosen)
 	}
 	return e.local(c)
 }

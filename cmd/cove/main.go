@@ -5,10 +5,12 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/internal/nsremove"
+	"golang.org/x/sys/unix"
 )
 
 func main() {
@@ -20,8 +22,29 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == nsremove.HelperArg {
 		nsremove.Helper(os.Args[2:])
 	}
+	// The caller's descriptors beyond stdio (a shell's 5>&1, a process
+	// substitution's 63) are not ours to hand on: whatever cove starts and
+	// leaves running (a detached server, pasta, the network helper, a
+	// container) would hold them open, and the caller's reader would never
+	// see its end. What cove passes on, it passes on by name (ExtraFiles).
+	closeInherited()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// closeInherited marks every descriptor from 3 up close-on-exec: this
+// process keeps them, nothing it starts gets them.
+func closeInherited() {
+	if unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC) == nil {
+		return
+	}
+	// Before Linux 5.11: one by one.
+	fds, _ := os.ReadDir("/proc/self/fd")
+	for _, e := range fds {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			unix.CloseOnExec(fd)
+		}
+	}
 }

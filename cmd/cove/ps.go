@@ -78,7 +78,7 @@ func stopCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "stop",
 		Usage:     "stop containers: SIGTERM, then after --time the whole tree is killed",
-		ArgsUsage: "NAME...",
+		ArgsUsage: "NAME|DIR...",
 		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "time", Aliases: []string{"t"}, Value: 10, Usage: "`SECONDS` to wait before killing"},
 		}, kubeFlags()...),
@@ -97,7 +97,7 @@ func rmCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "rm",
 		Usage:     "remove containers and what they wrote",
-		ArgsUsage: "NAME...",
+		ArgsUsage: "NAME|DIR...",
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "force", Aliases: []string{"f"}, Usage: "stop running ones first"},
 		}, kubeFlags()...),
@@ -112,6 +112,18 @@ func rmCommand() *cli.Command {
 	}
 }
 
+// nameArg is the workspace (or container) arg names: by name, or by its
+// project directory (workspace.NameArg).
+func (e *env) nameArg(c *cli.Context, arg string) (string, error) {
+	return workspace.NameArg(arg, func(name string) bool {
+		if c.Bool("kube") {
+			return true // the cluster knows; a name is a name there
+		}
+		_, err := e.states().Load(name)
+		return err == nil
+	})
+}
+
 // eachWorkspace runs do for each workspace (or container) named in the
 // arguments, on the command's backend, and prints the name of each it was
 // done for.
@@ -123,7 +135,11 @@ func eachWorkspace(c *cli.Context, do func(context.Context, workspace.Backend, s
 	b := e.backend(c)
 	ctx, cancel := context.WithTimeout(c.Context, 2*time.Minute)
 	defer cancel()
-	for _, name := range c.Args().Slice() {
+	for _, arg := range c.Args().Slice() {
+		name, err := e.nameArg(c, arg)
+		if err != nil {
+			return err
+		}
 		if err := do(ctx, b, name); err != nil {
 			return err
 		}

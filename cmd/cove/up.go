@@ -99,7 +99,11 @@ func upAction(c *cli.Context) error {
 		// Another cove serves this workspace: a new window on it (unless
 		// the workspace was stopped and that launcher is on its way out).
 		if ws, err := b.Open(c.Context, name); err == nil && rec.serves(ws) {
+			if err := trustRunning(c, dir, name); err != nil {
+				return err
+			}
 			attachRunning(c, b, dir)
+			detachedNote(c, ws)
 			return showURL(c, e.layout, rec.URL)
 		}
 	}
@@ -114,6 +118,9 @@ func upAction(c *cli.Context) error {
 	}
 	if lock == nil {
 		// The other cove serves it now: this is a user attaching.
+		if err := trustRunning(c, dir, name); err != nil {
+			return err
+		}
 		attachRunning(c, b, dir)
 		return showURL(c, e.layout, url)
 	}
@@ -192,6 +199,15 @@ func upAction(c *cli.Context) error {
 	stopCtx, stopCancel := context.WithTimeout(context.Background(), time.Minute)
 	defer stopCancel()
 	return b.Stop(stopCtx, name, 10*time.Second)
+}
+
+// trustRunning records --trust for DIR's workspace that runs (served by
+// another launcher): it takes effect at the next start.
+func trustRunning(c *cli.Context, dir, name string) error {
+	if !c.Bool("trust") {
+		return nil
+	}
+	return workspace.TrustRunning(c.App.ErrWriter, workspace.Spec{Dir: dir, Config: c.String("config"), Trust: true}, name)
 }
 
 // launcherDir holds the launcher's record and locks of DIR's workspace on
@@ -482,6 +498,7 @@ func detachUp(c *cli.Context, b workspace.Backend, dir, recPath string, notes *i
 	go func() { exited <- cmd.Wait() }()
 	for {
 		if rec, ok := readLauncher(recPath); ok && rec.Launcher.Pid == cmd.Process.Pid {
+			detachedNote(c, ws)
 			fmt.Fprintln(c.App.Writer, rec.URL)
 			return nil
 		}
@@ -489,12 +506,22 @@ func detachUp(c *cli.Context, b workspace.Backend, dir, recPath string, notes *i
 		case <-exited:
 			// It found another launcher serving the workspace, and left.
 			if rec, ok := readLauncher(recPath); ok {
+				detachedNote(c, ws)
 				fmt.Fprintln(c.App.Writer, rec.URL)
 				return nil
 			}
 			return fmt.Errorf("the background server stopped (its log: %s): %s", logPath, termtext.Visible(logTail(logPath, 8<<10)))
 		case <-time.After(50 * time.Millisecond):
 		}
+	}
+}
+
+// detachedNote names, on stderr, the workspace cove up --detach leaves
+// running, for the commands that take it (stdout has the URL alone).
+func detachedNote(c *cli.Context, ws workspace.Workspace) {
+	if c.Bool("detach") && !c.Bool("serve") {
+		name, flags := ws.Name(), strings.Join(append([]string{""}, ws.ExecFlags()...), " ")
+		fmt.Fprintf(c.App.ErrWriter, "cove: the workspace %s runs in the background (cove exec%s %s CMD runs a command in it; cove stop%s %s stops it)\n", name, flags, name, flags, name)
 	}
 }
 

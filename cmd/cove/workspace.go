@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -20,7 +21,7 @@ import (
 
 func workspaceFlags() []cli.Flag {
 	return append([]cli.Flag{
-		&cli.StringFlag{Name: "image", Usage: "workspace image `REF` (default: devcontainer.json's, else " + workspace.DefaultImage + ")"},
+		&cli.StringFlag{Name: "image", Usage: "workspace image `REF` (default: devcontainer.json's, else the \"image\" of ~/.config/cove/settings.json, else " + workspace.DefaultImage + ")"},
 		&cli.BoolFlag{Name: "fresh", Usage: "start the workspace from the image again, dropping what was installed in it"},
 		&cli.StringFlag{Name: "config", Usage: "the project's devcontainer.json at `PATH`, when it has several"},
 	}, limitFlags()...)
@@ -157,16 +158,72 @@ func workspaceSpec(c *cli.Context, dir string) (workspace.Spec, error) {
 // running; started says it was not (on a cluster: always, the Pod's sync
 // was not running).
 func ensure(c *cli.Context, b workspace.Backend, dir string) (ws workspace.Workspace, started bool, err error) {
+	lo, local := b.(*workspace.Local)
+	var made workspace.Made
+	if local {
+		if made, err = remember(c, lo, dir); err != nil {
+			return nil, false, err
+		}
+	}
 	s, err := workspaceSpec(c, dir)
 	if err != nil {
 		return nil, false, err
 	}
+	s.Made = made
 	started = true
-	if lo, ok := b.(*workspace.Local); ok {
+	if local {
 		started = !lo.Running(dir)
 	}
 	ws, err = b.Ensure(c.Context, s)
 	return ws, started, err
+}
+
+// definingFlags are the flags that make a workspace what it is: kept with
+// it (workspace.Made), so that a plain cove up starts it as it was. A new
+// one (cove up's -p) is remembered by adding its name here.
+var definingFlags = []string{"image", "config", "memory", "pids", "cpus", "net", "security-opt"}
+
+// remember gives the command the flags DIR's workspace was made with
+// where it gives none itself, and returns them as the command now has
+// them, to be kept with the workspace.
+func remember(c *cli.Context, lo *workspace.Local, dir string) (workspace.Made, error) {
+	was, err := lo.MadeWith(dir)
+	if err != nil {
+		return nil, err
+	}
+	now := workspace.Made{}
+	for _, name := range definingFlags {
+		f := commandFlag(c, name)
+		if f == nil {
+			continue // not this command's (cove agent has no --net)
+		}
+		if !c.IsSet(name) {
+			for _, v := range was[name] {
+				if err := c.Set(name, v); err != nil {
+					return nil, fmt.Errorf("--%s %s, as the workspace was made: %w", name, v, err)
+				}
+			}
+		}
+		if !c.IsSet(name) {
+			continue
+		}
+		if _, many := f.(*cli.StringSliceFlag); many {
+			now[name] = c.StringSlice(name)
+		} else {
+			now[name] = []string{fmt.Sprint(c.Value(name))}
+		}
+	}
+	return now, nil
+}
+
+// commandFlag is the command's flag name, nil if it has none.
+func commandFlag(c *cli.Context, name string) cli.Flag {
+	for _, f := range c.Command.Flags {
+		if slices.Contains(f.Names(), name) {
+			return f
+		}
+	}
+	return nil
 }
 
 // ideCommand runs the in-container IDE server (the workspace's workload).

@@ -617,3 +617,35 @@ func TestMalformedValuesNameTheKey(t *testing.T) {
 		t.Errorf("syntax: %v", err)
 	}
 }
+
+// TestTrustShowsPathsAsBound: what cove up --trust shows is what is bound:
+// a mount of ${localEnv:HOME}/.gitconfig is shown as the user's file
+// (/home/u/.gitconfig), never as /.gitconfig (the untrusted read, with the
+// variable empty, which is not what the start binds); the variables read
+// are named, their values (maybe secrets) not shown.
+func TestTrustShowsPathsAsBound(t *testing.T) {
+	dir, home := t.TempDir(), t.TempDir()
+	write(t, dir, ".devcontainer.json", `{"image": "x", "containerEnv": {"T": "${localEnv:TOKEN}"},
+		"mounts": ["source=${localEnv:HOME}/.gitconfig,target=/root/.gitconfig,type=bind,readonly"],
+		"workspaceMount": "source=${localEnv:HOME}/src/p,target=/workspaces/p,type=bind"}`)
+	getenv := func(k string) string { return map[string]string{"HOME": "/home/u", "TOKEN": "tok-secret"}[k] }
+	opts := Options{Home: home, Getenv: getenv}
+	_, grants, err := Trust(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := strings.Join(grants, "\n")
+	if !strings.Contains(g, "mounts: the host path /home/u/.gitconfig") || !strings.Contains(g, "workspaceMount: the host path /home/u/src/p") {
+		t.Errorf("trust does not show the host paths as they are bound:\n%s", g)
+	}
+	if strings.Contains(g, "path /.gitconfig") || strings.Contains(g, "tok-secret") {
+		t.Errorf("trust shows a path not bound, or a variable's value:\n%s", g)
+	}
+	if !strings.Contains(g, "TOKEN in containerEnv.T") {
+		t.Errorf("trust does not name the host variables it reads:\n%s", g)
+	}
+	c, err := Load(dir, opts)
+	if err != nil || !c.Trusted || len(c.Mounts) != 1 || c.Mounts[0].Source != "/home/u/.gitconfig" {
+		t.Fatalf("the trusted file binds something else than shown: %v %+v", err, c)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/cove-sh/cove/internal/atomicfile"
+	"github.com/cove-sh/cove/internal/dirs"
 	"github.com/cove-sh/cove/internal/projectfs"
 	"github.com/tailscale/hujson"
 )
@@ -25,7 +26,7 @@ import (
 
 // TrustPath is the record of trusted devcontainer.json files.
 func TrustPath(home string) string {
-	return filepath.Join(home, ".config", "cove", "trusted-devcontainer.json")
+	return filepath.Join(dirs.ConfigDir(home), "trusted-devcontainer.json")
 }
 
 func readTrust(home string) map[string]string {
@@ -136,8 +137,10 @@ func initializeFiles(dir string, raw []byte) []string {
 // one opts chooses) as it is now, and returns its path and what trusting
 // it lets take effect (what an untrusted read holds back: the command run
 // on the host, the host paths, capabilities, run arguments, host
-// variables), for the user to see; a project without one has nothing to
-// trust.
+// variables), for the user to see: each exactly as it will be applied,
+// read as the trusted file is (host paths with ${localEnv:HOME} and the
+// like filled in from opts.Getenv), the host variables by name only (a
+// value may be a secret). A project without one has nothing to trust.
 func Trust(dir string, opts Options) (path string, grants []string, err error) {
 	c, err := Load(dir, Options{ConfigPath: opts.ConfigPath})
 	if err != nil {
@@ -152,5 +155,24 @@ func Trust(dir string, opts Options) (path string, grants []string, err error) {
 		return "", nil, err
 	}
 	b, _ := json.MarshalIndent(m, "", "  ")
-	return c.Path, c.Untrusted, atomicfile.WriteFile(TrustPath(opts.Home), append(b, '\n'))
+	if err := atomicfile.WriteFile(TrustPath(opts.Home), append(b, '\n')); err != nil {
+		return "", nil, err
+	}
+	// Read again as the start will read it, trusted: what holdBack would
+	// take from that is what the trust gives.
+	t, err := Load(dir, opts)
+	if err != nil {
+		return "", nil, err
+	}
+	if t == nil || t.Path != c.Path || !t.Trusted {
+		return "", nil, fmt.Errorf("%s changed while it was being trusted: read it again, then cove up --trust", c.Path)
+	}
+	held := *t
+	held.Untrusted = nil
+	held.holdBack(dir, &vars{})
+	grants = held.Untrusted
+	if len(c.vars.heldEnv) > 0 {
+		grants = append(grants, "${localEnv:…}: this host's environment ("+strings.Join(c.vars.heldEnv, ", ")+")")
+	}
+	return c.Path, grants, nil
 }

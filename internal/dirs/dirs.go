@@ -230,3 +230,19 @@ func (l Layout) mkdirOwned(dir string) error {
 	}
 	return nil
 }
+
+// ConfigDir is cove's directory in the user's config directory, where
+// the user's own files live (settings, agent config, trust records):
+// $XDG_CONFIG_HOME/cove when that is set to an absolute path (the XDG
+// spec ignores a relative one), else HOME/.config/cove. The variable is
+// read from the environment, as os.UserConfigDir does, and only for the
+// user whose home is $HOME: a caller with another home (a test's
+// temporary one, another user's) gets that home's own directory, never
+// this user's files. Every path of cove's under the config directory is
+// made from it, so that the variable moves all of them.
+func ConfigDir(home string) string {
+	if x := os.Getenv("XDG_CONFIG_HOME"); filepath.IsAbs(x) && filepath.Clean(home) == filepath.Clean(os.Getenv("HOME")) {
+		return filepath.Join(x, "cove")
+	}
+	return filepath.Join(home, ".config", "cove")
+}
