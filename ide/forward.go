@@ -96,10 +96,20 @@ type PortEntry struct {
 // Forward forwards the workspace's port to 127.0.0.1:hostPort on this
 // machine, and returns the port it listens on. hostPort 0 takes the
 // same number as port if it is free, else any; a forward that exists is
-// kept. source says who asked ("forwarded", "-p").
-func (p *Ports) Forward(port uint16, hostPort int, source string) (int, error) {
+// kept. source says who asked ("forwarded", "-p"). hostIP is where it
+// listens: "" is 127.0.0.1, the only one the page can ask for; another
+// is the command line's (-p ADDR:HOST:CTR).
+func (p *Ports) Forward(port uint16, hostIP string, hostPort int, source string) (int, error) {
 	if port == 0 || hostPort < 0 || hostPort > 65535 {
 		return 0, fmt.Errorf("forward port %d to %d: ports are numbers from 1 to 65535", port, hostPort)
+	}
+	network := "tcp4"
+	if hostIP == "" {
+		hostIP = "127.0.0.1"
+	} else if ip, err := netip.ParseAddr(hostIP); err != nil || ip.Zone() != "" {
+		return 0, fmt.Errorf("forward port %d: %q is not an IP address", port, hostIP)
+	} else if ip.Is6() {
+		network = "tcp6"
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -115,12 +125,12 @@ func (p *Ports) Forward(port uint16, hostPort int, source string) (int, error) {
 	var l net.Listener
 	var err error
 	if hostPort != 0 {
-		l, err = net.Listen("tcp4", "127.0.0.1:"+strconv.Itoa(hostPort))
-	} else if l, err = net.Listen("tcp4", "127.0.0.1:"+strconv.Itoa(int(port))); err != nil {
-		l, err = net.Listen("tcp4", "127.0.0.1:0") // taken (or privileged): another
+		l, err = net.Listen(network, net.JoinHostPort(hostIP, strconv.Itoa(hostPort)))
+	} else if l, err = net.Listen(network, net.JoinHostPort(hostIP, strconv.Itoa(int(port)))); err != nil {
+		l, err = net.Listen(network, net.JoinHostPort(hostIP, "0")) // taken (or privileged): another
 	}
 	if err != nil {
-		return 0, fmt.Errorf("forward the workspace's port %d: listen on 127.0.0.1:%d: %w (choose another host port)", port, hostPort, err)
+		return 0, fmt.Errorf("forward the workspace's port %d: %w (choose another host port)", port, err)
 	}
 	f := &forward{port: port, l: l, source: source, conns: map[net.Conn]bool{}}
 	if p.fwd == nil {
@@ -131,12 +141,17 @@ func (p *Ports) Forward(port uint16, hostPort int, source string) (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// Unforward stops forwarding port: its listener closes, and the
-// connections it relays.
-func (p *Ports) Unforward(port uint16) bool {
+// Unforward stops forwarding port, if source ("" any) forwarded it: its
+// listener closes, and the connections it relays.
+func (p *Ports) Unforward(port uint16, source string) bool {
 	p.mu.Lock()
 	f := p.fwd[port]
-	delete(p.fwd, port)
+	if f != nil && source != "" && f.source != source {
+		f = nil
+	}
+	if f != nil {
+		delete(p.fwd, port)
+	}
 	p.mu.Unlock()
 	if f != nil {
 		f.close()
@@ -390,6 +405,9 @@ func (p *Ports) Entries(ctx context.Context) ([]PortEntry, error) {
 		}
 		r.Source = f.source
 		r.Host = f.l.Addr().String()
+		if a := f.l.Addr().(*net.TCPAddr); a.IP.IsUnspecified() {
+			r.Host = net.JoinHostPort("127.0.0.1", strconv.Itoa(a.Port))
+		}
 		r.URL = "http://" + r.Host + "/"
 		f.mu.Lock()
 		r.Error = f.lastErr
@@ -442,7 +460,7 @@ func (p *Ports) ServeForward() http.Handler {
 				http.Error(w, err.Error(), http.StatusBadRequest)
 				return
 			}
-			host, err := p.Forward(port, 0, "forwarded")
+			host, err := p.Forward(port, "", 0, "forwarded")
 			if err != nil {
 				http.Error(w, err.Error(), http.StatusConflict)
 				return
@@ -456,7 +474,7 @@ func (p *Ports) ServeForward() http.Handler {
 				http.Error(w, err.Error(), http.StatusBadRequest)
 				return
 			}
-			if !p.Unforward(port) {
+			if !p.Unforward(port, "forwarded") {
 				http.Error(w, fmt.Sprintf("port %d is not forwarded on request", port), http.StatusNotFound)
 				return
 			}

@@ -71,7 +71,7 @@ func TestParseProcNetTCP(t *testing.T) {
 		head + "   0: 0100007F:ZZZZ 00000000:0000 0A 00000000:00000000 00:00000000 00000000 0 0 1 1\n",
 		head + "   0: 0100:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000 0 0 1 1\n",
 		head + "   0: 0100007F:0000 00000000:0000 0A 00000000:00000000 00:00000000 00000000 0 0 1 1\n", // port 0
-		head + strings.Repeat("x", 8192) + "\n", // a line past any the kernel prints
+		head + strings.Repeat("x", 8192) + "\n",                                                        // a line past any the kernel prints
 	} {
 		if ls, err := ParseProcNetTCP(strings.NewReader(bad)); err == nil {
 			t.Errorf("%.60q: no error, got %+v", bad, ls)
@@ -186,7 +186,7 @@ func TestForwardTunnel(t *testing.T) {
 	}()
 	port := uint16(srv.Addr().(*net.TCPAddr).Port)
 	// Its number is taken here (by the server itself): another one.
-	host, err := p.Forward(port, 0, "forwarded")
+	host, err := p.Forward(port, "", 0, "forwarded")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,10 +238,10 @@ func TestForwardTunnel(t *testing.T) {
 	free, _ := net.Listen("tcp", "127.0.0.1:0")
 	want := free.Addr().(*net.TCPAddr).Port
 	free.Close()
-	if got, err := p.Forward(uint16(want), 0, "forwarded"); err != nil || got != want {
+	if got, err := p.Forward(uint16(want), "", 0, "forwarded"); err != nil || got != want {
 		t.Errorf("forward of free port %d: got %d, %v", want, got, err)
 	}
-	if !p.Unforward(port) {
+	if !p.Unforward(port, "forwarded") {
 		t.Fatal("unforward: not forwarded")
 	}
 	if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", host), time.Second); err == nil {
@@ -249,7 +249,7 @@ func TestForwardTunnel(t *testing.T) {
 		t.Errorf("127.0.0.1:%d still answers after the forward stopped", host)
 	}
 	p.Close()
-	if _, err := p.Forward(port, 0, "forwarded"); err == nil {
+	if _, err := p.Forward(port, "", 0, "forwarded"); err == nil {
 		t.Error("a forward after Close")
 	}
 }

@@ -147,9 +147,13 @@ func workspaceSpec(c *cli.Context, dir string) (workspace.Spec, error) {
 	if err != nil {
 		return workspace.Spec{}, err
 	}
+	ports, err := publishedFlags(c)
+	if err != nil {
+		return workspace.Spec{}, err
+	}
 	return workspace.Spec{
 		Dir: dir, Image: c.String("image"), Fresh: c.Bool("fresh"), Config: c.String("config"), Trust: c.Bool("trust"),
-		Limits: limits, Confinement: conf, Attach: attaches(c),
+		Limits: limits, Confinement: conf, Attach: attaches(c), Ports: ports,
 	}, nil
 }
 
