@@ -22,7 +22,8 @@ import (
 // TestBrowserPortsView is the Ports view in Chromium, as root and as
 // covetest rootless (ide/web/test/ports.mjs): after cove up -p
 // HOST:8001, a server in the workspace on 8001 answers on
-// 127.0.0.1:HOST and the view lists it as -p; a server started later in
+// 127.0.0.1:HOST and the view lists it as -p (and devcontainer.json's
+// forwardPorts port as forwardPorts); a server started later in
 // a terminal of the page shows in the view, is forwarded with a click,
 // and answers on 127.0.0.1 with its page's bytes (fetched here); Stop
 // ends the forward.
@@ -52,6 +53,16 @@ func TestBrowserPortsView(t *testing.T) {
 			if r := u.cove(t, "", "pull", "-q", ref); r.code != 0 {
 				t.Fatalf("pull: %+v", r)
 			}
+			// A port the project declares: listed too, marked as its.
+			declared := freeTCPPort(t)
+			dc := filepath.Join(project, ".devcontainer")
+			must(t, os.Mkdir(dc, 0o755))
+			must(t, os.WriteFile(filepath.Join(dc, "devcontainer.json"), []byte(fmt.Sprintf(`{"forwardPorts": [%d]}`, declared)), 0o644))
+			if rootless {
+				_, uid, gid := testUser(t)
+				must(t, os.Chown(dc, uid, gid))
+				must(t, os.Chown(filepath.Join(dc, "devcontainer.json"), uid, gid))
+			}
 			hostPort := freeTCPPort(t)
 			url, upLog := upAs(t, u, "--image", ref, "-p", fmt.Sprintf("%d:8001", hostPort), project)
 			name := workspace.Name(project)
@@ -65,7 +76,7 @@ func TestBrowserPortsView(t *testing.T) {
 			}
 
 			const body = "served from the workspace"
-			cmd := exec.Command(node, "../../ide/web/test/ports.mjs", url, "8000", body, fmt.Sprintf("8001=%d", hostPort))
+			cmd := exec.Command(node, "../../ide/web/test/ports.mjs", url, "8000", body, fmt.Sprintf("8001=%d", hostPort), fmt.Sprint(declared))
 			stdin, err := cmd.StdinPipe()
 			must(t, err)
 			out, err := cmd.StdoutPipe()
