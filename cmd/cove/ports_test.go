@@ -104,6 +104,40 @@ func TestBrowserPortsView(t *testing.T) {
 	}
 }
 
+// TestUpPublishThroughTunnel: with --net none pasta publishes nothing,
+// and cove up -p HOST:CTR is forwarded by the launcher through the
+// workspace's server: a server in the workspace answers on
+// 127.0.0.1:HOST, and the port is gone once the launcher stops.
+func TestUpPublishThroughTunnel(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	ref := testregistry.Push(t, addr, layered(t))
+	u := netUser{root: t.TempDir(), home: t.TempDir()}
+	project := t.TempDir()
+	hostPort := freeTCPPort(t)
+	upAs(t, u, "--image", ref, "--net", "none", "-p", fmt.Sprintf("%d:8002", hostPort), project)
+	if r := u.cove(t, "", "exec", workspace.Name(project), "sh", "-c", "mkdir -p /tmp/p && echo tunnelled-ok > /tmp/p/index.html && httpd -p 127.0.0.1:8002 -h /tmp/p"); r.code != 0 {
+		t.Fatalf("start a server on 8002: %+v", r)
+	}
+	if got := fetchEventually(t, fmt.Sprintf("http://127.0.0.1:%d/", hostPort)); got != "tunnelled-ok\n" {
+		t.Fatalf("127.0.0.1:%d (cove up --net none -p %d:8002) answered %q", hostPort, hostPort, got)
+	}
+	// The forward ends with the workspace.
+	if r := u.cove(t, "", "stop", workspace.Name(project)); r.code != 0 {
+		t.Fatalf("cove stop: %+v", r)
+	}
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", hostPort), time.Second)
+		if err != nil {
+			break
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			t.Fatalf("127.0.0.1:%d still answers after the workspace stopped", hostPort)
+		}
+	}
+}
+
 // upAs starts cove up --no-browser as u with args and returns the URL it
 // printed; the launcher is stopped and the workspace removed when the
 // test ends.
