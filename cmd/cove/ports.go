@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/ide"
@@ -60,4 +61,14 @@ func servePorts(c *cli.Context, proxy *ide.Proxy, ws workspace.Workspace) *ide.P
 	proxy.Handle("/api/ports", p.ServeList())
 	proxy.Handle("/api/ports/forward", p.ServeForward())
 	return p
+}
+
+// publishServedNote says, when cove up -p finds another cove serving the
+// workspace, that its -p ports are not forwarded: that launcher forwards
+// ports, in its IDE's Ports view.
+func publishServedNote(c *cli.Context) {
+	if ps := c.StringSlice("publish"); len(ps) > 0 {
+		fmt.Fprintf(c.App.ErrWriter, "cove: note: another cove serves this workspace: -p %s is not forwarded; forward ports in the IDE's Ports view, or stop it and run cove up -p again\n",
+			termtext.Visible(strings.Join(ps, " -p ")))
+	}
 }

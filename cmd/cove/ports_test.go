@@ -138,6 +138,32 @@ func TestUpPublishThroughTunnel(t *testing.T) {
 	}
 }
 
+// TestUpDetachPublish: cove up --detach -p HOST:CTR publishes the port
+// (pasta, the private network) and its background server keeps it: a
+// server in the workspace answers on 127.0.0.1:HOST after cove up ended.
+func TestUpDetachPublish(t *testing.T) {
+	needRoot(t)
+	if _, err := exec.LookPath("pasta"); err != nil {
+		t.Skip("no pasta (apt-get install passt)")
+	}
+	addr := testregistry.Addr(t)
+	ref := testregistry.Push(t, addr, layered(t))
+	u := netUser{root: t.TempDir(), home: t.TempDir()}
+	project := t.TempDir()
+	name := workspace.Name(project)
+	hostPort := freeTCPPort(t)
+	t.Cleanup(func() { u.cove(t, "", "rm", "-f", name) })
+	if r := u.cove(t, "", "up", "--detach", "--image", ref, "-p", fmt.Sprintf("%d:8003", hostPort), project); r.code != 0 {
+		t.Fatalf("cove up --detach -p: %+v", r)
+	}
+	if r := u.cove(t, "", "exec", name, "sh", "-c", "mkdir -p /tmp/p && echo detached-ok > /tmp/p/index.html && httpd -p 8003 -h /tmp/p"); r.code != 0 {
+		t.Fatalf("start a server on 8003: %+v", r)
+	}
+	if got := fetchEventually(t, fmt.Sprintf("http://127.0.0.1:%d/", hostPort)); got != "detached-ok\n" {
+		t.Fatalf("127.0.0.1:%d (cove up -d -p %d:8003) answered %q", hostPort, hostPort, got)
+	}
+}
+
 // upAs starts cove up --no-browser as u with args and returns the URL it
 // printed; the launcher is stopped and the workspace removed when the
 // test ends.

@@ -101,6 +101,7 @@ func upAction(c *cli.Context) error {
 		// the workspace was stopped and that launcher is on its way out).
 		if ws, err := b.Open(c.Context, name); err == nil && rec.serves(ws) {
 			attachRunning(c, b, dir)
+			publishServedNote(c)
 			return showURL(c, e.layout, rec.URL)
 		}
 	}
@@ -116,6 +117,7 @@ func upAction(c *cli.Context) error {
 	if lock == nil {
 		// The other cove serves it now: this is a user attaching.
 		attachRunning(c, b, dir)
+		publishServedNote(c)
 		return showURL(c, e.layout, url)
 	}
 	defer lock.Close()
