@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -75,31 +76,7 @@ func TestBrowserPortsView(t *testing.T) {
 				t.Fatalf("127.0.0.1:%d (cove up -p %d:8001) answered %q", hostPort, hostPort, got)
 			}
 
-			const body = "served from the workspace"
-			cmd := exec.Command(node, "../../ide/web/test/ports.mjs", url, "8000", body, fmt.Sprintf("8001=%d", hostPort), fmt.Sprint(declared))
-			stdin, err := cmd.StdinPipe()
-			must(t, err)
-			out, err := cmd.StdoutPipe()
-			must(t, err)
-			var errb strings.Builder
-			cmd.Stderr = &errb
-			must(t, cmd.Start())
-			var lines []string
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				lines = append(lines, sc.Text())
-				if fwd, ok := strings.CutPrefix(sc.Text(), "cove-test: fetch "); ok {
-					if !regexp.MustCompile(`^http://127\.0\.0\.1:\d+/$`).MatchString(fwd) {
-						t.Errorf("the forward is at %s, want 127.0.0.1", fwd)
-					} else if got := fetchEventually(t, fwd); got != body+"\n" {
-						t.Errorf("the forwarded port %s answered %q, want %q", fwd, got, body+"\n")
-					}
-					io.WriteString(stdin, "fetched\n")
-				}
-			}
-			if err := cmd.Wait(); err != nil || len(lines) == 0 || lines[len(lines)-1] != "ok" {
-				t.Fatalf("ports.mjs: %v\n%s\n%s\nlauncher: %s", err, strings.Join(lines, "\n"), errb.String(), upLog)
-			}
+			runPortsPage(t, node, url, fmt.Sprintf("8001=%d", hostPort), fmt.Sprint(declared), upLog)
 		})
 	}
 }
@@ -163,6 +140,65 @@ func TestUpDetachPublish(t *testing.T) {
 		t.Fatalf("127.0.0.1:%d (cove up -d -p %d:8003) answered %q", hostPort, hostPort, got)
 	}
 }
+
+// runPortsPage runs ports.mjs on the IDE at url (published: CTR=HOST of a
+// -p port; declared: a forwardPorts port or "-") and fetches the port it
+// forwards, checking the bytes.
+func runPortsPage(t *testing.T, node, url, published, declared string, upLog fmt.Stringer) {
+	t.Helper()
+	const body = "served from the workspace"
+	cmd := exec.Command(node, "../../ide/web/test/ports.mjs", url, "8000", body, published, declared)
+	stdin, err := cmd.StdinPipe()
+	must(t, err)
+	out, err := cmd.StdoutPipe()
+	must(t, err)
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	must(t, cmd.Start())
+	var lines []string
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if fwd, ok := strings.CutPrefix(sc.Text(), "cove-test: fetch "); ok {
+			if !regexp.MustCompile(`^http://127\.0\.0\.1:\d+/$`).MatchString(fwd) {
+				t.Errorf("the forward is at %s, want 127.0.0.1", fwd)
+			} else if got := fetchEventually(t, fwd); got != body+"\n" {
+				t.Errorf("the forwarded port %s answered %q, want %q", fwd, got, body+"\n")
+			}
+			io.WriteString(stdin, "fetched\n")
+		}
+	}
+	if err := cmd.Wait(); err != nil || len(lines) == 0 || lines[len(lines)-1] != "ok" {
+		t.Fatalf("ports.mjs: %v\n%s\n%s\nlauncher: %s", err, strings.Join(lines, "\n"), errb.String(), upLog)
+	}
+}
+
+// TestBrowserPortsKube is the Ports view on a cove up --kube workspace:
+// -p is forwarded by the launcher through the Pod's IDE server (a server
+// in the Pod answers on 127.0.0.1:HOST), and a server started in a
+// terminal in the Pod is listed, forwarded on a click and answers here.
+func TestBrowserPortsKube(t *testing.T) {
+	kc, ref, k := kubeTest(t)
+	node := browserTestTools(t)
+	project := t.TempDir()
+	name := workspace.Name(project)
+	t.Cleanup(func() { k.Remove(context.Background(), name) })
+	hostPort := freeTCPPort(t)
+	root := t.TempDir()
+	_, url := startUp(t, root, ref, project, "--kube", "--kubeconfig", kc, "--grace", "0", "-p", fmt.Sprintf("%d:8001", hostPort))
+	if r := runProc(t, root, "", "exec", "--kube", "--kubeconfig", kc, name, "sh", "-c", "mkdir -p /tmp/p && echo published-ok > /tmp/p/index.html && httpd -p 8001 -h /tmp/p"); r.code != 0 {
+		t.Fatalf("start a server on 8001 in the Pod: %+v", r)
+	}
+	if got := fetchEventually(t, fmt.Sprintf("http://127.0.0.1:%d/", hostPort)); got != "published-ok\n" {
+		t.Fatalf("127.0.0.1:%d (cove up --kube -p %d:8001) answered %q", hostPort, hostPort, got)
+	}
+	runPortsPage(t, node, url, fmt.Sprintf("8001=%d", hostPort), "-", stringerFunc(func() string { return upErr(t) }))
+}
+
+// stringerFunc is a fmt.Stringer made of a function.
+type stringerFunc func() string
+
+func (f stringerFunc) String() string { return f() }
 
 // upAs starts cove up --no-browser as u with args and returns the URL it
 // printed; the launcher is stopped and the workspace removed when the

@@ -8,7 +8,7 @@
 // Usage: node ports.mjs URL PORT BODY PUBLISHED (PORT: where the test's
 // server is to listen in the workspace; BODY: what its page says;
 // PUBLISHED: CTR=HOST of a -p port, listening before the page opens;
-// DECLARED: a port of devcontainer.json's forwardPorts).
+// DECLARED: a port of devcontainer.json's forwardPorts, "-" for none).
 // Prints "cove-test: fetch URL" and waits for a line on stdin (the Go
 // test fetching it); prints "ok" last when every check passed.
 import { chromium } from "playwright-core";
@@ -48,10 +48,12 @@ await wait((p) => document.querySelector(`#ports .ports-row[data-port="${p}"] .s
   async () => `no -p row for port ${pubCtr}: ${await view()}`);
 const pub = await page.$eval(`#ports .ports-row[data-port="${pubCtr}"] a.open-link`, (a) => a.href);
 if (pub !== `http://127.0.0.1:${pubHost}/`) await fail(`the -p port opens ${pub}, want 127.0.0.1:${pubHost}`);
-await wait((p) => document.querySelector(`#ports .ports-row[data-port="${p}"] .source`)?.textContent === "forwardPorts", declared,
-  async () => `no forwardPorts row for port ${declared}: ${await view()}`);
-const decl = await page.$eval(`#ports .ports-row[data-port="${declared}"]`, (r) => ({ href: r.querySelector("a.open-link")?.href, text: r.innerText }));
-if (decl.href !== `http://127.0.0.1:${declared}/` || !decl.text.includes("nothing listens yet")) await fail(`the forwardPorts row: ${JSON.stringify(decl)}`);
+if (declared !== "-") {
+  await wait((p) => document.querySelector(`#ports .ports-row[data-port="${p}"] .source`)?.textContent === "forwardPorts", declared,
+    async () => `no forwardPorts row for port ${declared}: ${await view()}`);
+  const decl = await page.$eval(`#ports .ports-row[data-port="${declared}"]`, (r) => ({ href: r.querySelector("a.open-link")?.href, text: r.innerText }));
+  if (decl.href !== `http://127.0.0.1:${declared}/` || !decl.text.includes("nothing listens yet")) await fail(`the forwardPorts row: ${JSON.stringify(decl)}`);
+}
 if (await page.$(`#ports .ports-row[data-port="${port}"]`)) await fail(`port ${port} is listed before anything listens on it`);
 
 // A server started in a terminal, as a user does; its process name is
