@@ -360,3 +360,74 @@ func TestForwardRoute(t *testing.T) {
 		t.Errorf("row %+v", r)
 	}
 }
+
+// BenchmarkForwardTunnel measures a forwarded port: "connect" is a new
+// connection's first byte back (the launcher's listener, a dial of the
+// server's socket, the tunnel's request and the dial on its loopback),
+// "stream" the bytes through one connection, each against the same
+// server reached directly.
+func BenchmarkForwardTunnel(b *testing.B) {
+	sock := filepath.Join(b.TempDir(), "ide.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &http.Server{Handler: apiMux()}
+	go srv.Serve(l)
+	defer srv.Close()
+	p := &Ports{Dial: func(ctx context.Context) (net.Conn, error) { return DialSocket(ctx, sock) }}
+	defer p.Close()
+	target, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer target.Close()
+	go func() {
+		for {
+			c, err := target.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				c.Write([]byte("!"))
+				io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+	port := uint16(target.Addr().(*net.TCPAddr).Port)
+	host, err := p.Forward(port, "", 0, "forwarded")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, to := range []struct{ name, addr string }{{"direct", target.Addr().String()}, {"forwarded", fmt.Sprintf("127.0.0.1:%d", host)}} {
+		b.Run("connect/"+to.name, func(b *testing.B) {
+			one := make([]byte, 1)
+			for b.Loop() {
+				c, err := net.Dial("tcp", to.addr)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.ReadFull(c, one); err != nil {
+					b.Fatal(err)
+				}
+				c.Close()
+			}
+		})
+		b.Run("stream/"+to.name, func(b *testing.B) {
+			c, err := net.Dial("tcp", to.addr)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			io.ReadFull(c, make([]byte, 1))
+			buf := make([]byte, 1<<20)
+			b.SetBytes(int64(len(buf)))
+			for b.Loop() {
+				if _, err := c.Write(buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
