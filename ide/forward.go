@@ -188,7 +188,7 @@ func (p *Ports) accept(f *forward) {
 			return // closed
 		}
 		f.mu.Lock()
-		full := len(f.conns) >= maxForwardConns
+		full := len(f.conns) >= 2*maxForwardConns // both ends of each are in conns
 		if !full {
 			f.conns[c] = true
 		}
