@@ -431,3 +431,71 @@ func BenchmarkForwardTunnel(b *testing.B) {
 		})
 	}
 }
+
+// TestForwardBoundsConnections: a forward relays at most maxForwardConns
+// connections at once; one more is closed at once, and once one ends
+// another is taken.
+func TestForwardBoundsConnections(t *testing.T) {
+	t.Parallel()
+	p := tunnelServer(t, apiMux())
+	target, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	go func() {
+		for {
+			c, err := target.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				c.Write([]byte("!"))
+				io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+	host, err := p.Forward(uint16(target.Addr().(*net.TCPAddr).Port), "", 0, "forwarded")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dial := func() (net.Conn, error) {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", host))
+		if err != nil {
+			return nil, err
+		}
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, err = io.ReadFull(c, make([]byte, 1))
+		return c, err
+	}
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for i := range maxForwardConns {
+		c, err := dial()
+		if err != nil {
+			t.Fatalf("connection %d: %v", i+1, err)
+		}
+		held = append(held, c)
+	}
+	if c, err := dial(); err == nil {
+		c.Close()
+		t.Fatalf("connection %d was relayed, want at most %d", maxForwardConns+1, maxForwardConns)
+	}
+	held[0].Close()
+	held = held[1:]
+	var c net.Conn
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if c, err = dial(); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no connection taken after one ended: %v", err)
+		}
+	}
+	c.Close()
+}
