@@ -42,6 +42,9 @@ type Port struct {
 	HostPort      uint16 `json:"host_port"`
 	ContainerPort uint16 `json:"container_port"`
 	Proto         string `json:"proto"` // tcp or udp
+	// Source says who asked for it, for the IDE's Ports view: "-p" (the
+	// command line), "forwardPorts" (devcontainer.json).
+	Source string `json:"source,omitempty"`
 }
 
 // String is the port as -p takes it: ADDR:HOSTPORT:CONTAINERPORT/PROTO.

@@ -196,5 +196,7 @@ func NewHandler(dir *projectfs.Dir, shell []string) http.Handler {
 	mux.HandleFunc("GET /api/term/{id}", t.serve)
 	mux.HandleFunc("DELETE /api/term/{id}", t.close)
 	mux.HandleFunc("GET /api/watch", f.watch)
+	mux.HandleFunc("GET /api/ports/listening", servePortsListening)
+	mux.HandleFunc("GET /api/ports/tunnel", serveTunnel)
 	return mux
 }

@@ -332,6 +332,10 @@ func (w *KubeWorkspace) Running() bool {
 	return !w.gone
 }
 
+// Published is none: a Pod's ports reach this machine only through the
+// launcher's tunnels (the IDE server's, by port-forward).
+func (w *KubeWorkspace) Published() []container.Port { return nil }
+
 // ExecFlags reach the same Pod: --kube and the cluster's flags.
 func (w *KubeWorkspace) ExecFlags() []string {
 	flags := []string{"--kube"}

@@ -232,6 +232,9 @@ func (w *LocalWorkspace) Running() bool { return w.State.Status() == container.R
 // ExecFlags are none: cove exec NAME finds it here.
 func (w *LocalWorkspace) ExecFlags() []string { return nil }
 
+// Published are the ports pasta publishes for it (its private network).
+func (w *LocalWorkspace) Published() []container.Port { return w.State.Ports }
+
 // Close has nothing to let go of.
 func (w *LocalWorkspace) Close() error { return nil }
 

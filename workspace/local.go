@@ -191,11 +191,21 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (st *container.State, err e
 	for _, n := range notes {
 		fmt.Fprintf(lo.Stderr, "cove: note: %s\n", termtext.Visible(n))
 	}
+	// The command line's -p first: a host port it names is not the
+	// project's to take too.
 	var ports []container.Port
+	for _, p := range s.Ports {
+		p.Source = "-p"
+		ports = append(ports, p)
+	}
 	for _, s := range specs {
 		p, err := container.ParsePort(s)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", dc.Path, err)
+		}
+		p.Source = "forwardPorts"
+		if slices.ContainsFunc(ports, p.Overlaps) {
+			continue
 		}
 		if p.HostIP != "127.0.0.1" {
 			// The project is the workspace's to write: it may ask for a
@@ -207,7 +217,8 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (st *container.State, err e
 	}
 	if len(ports) > 0 && conf.Net != container.NetPrivate {
 		// The workspace shares the host's network (or has none): its
-		// ports need no forwarding, or cannot have it.
+		// ports need no forwarding, or cannot have pasta's (-p's go
+		// through the launcher's tunnel, see Spec.Ports).
 		ports = nil
 	}
 	sockDir := lo.socketDir(name)

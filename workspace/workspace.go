@@ -57,6 +57,10 @@ type Workspace interface {
 	// ExecFlags are cove exec's flags that reach it from another process
 	// (the agent's commands run as cove exec NAME …).
 	ExecFlags() []string
+	// Published are the ports its backend publishes on this machine by
+	// itself (-p, forwardPorts): the others of Spec.Ports the launcher
+	// forwards through the IDE server.
+	Published() []container.Port
 	// Close lets go of it: it runs on (a last sync round first).
 	Close() error
 }
@@ -80,6 +84,9 @@ type Spec struct {
 	// them (given, else remembered: MadeWith), kept with it when it
 	// starts.
 	Made Made
+	// Ports are cove up's -p: published from this machine as cove run's
+	// are (a backend that cannot leaves them to the launcher's tunnel).
+	Ports []container.Port
 }
 
 // Info is one workspace as cove ps shows it.

@@ -61,6 +61,7 @@ func upFlags() []cli.Flag {
 		&cli.IntFlag{Name: "port", Usage: "serve on 127.0.0.1:`PORT` (default: a free one)"},
 		&cli.DurationFlag{Name: "grace", Value: 30 * time.Second, Usage: "stop the workspace when no window has been open for `DURATION` (a reload does not count); 0: never"},
 		trustFlag(),
+		publishFlag(),
 	}, append(workspaceFlags(), kubeFlags()...)...)
 }
 
@@ -104,6 +105,7 @@ func upAction(c *cli.Context) error {
 			}
 			attachRunning(c, b, dir)
 			detachedNote(c, ws)
+			publishServedNote(c)
 			return showURL(c, e.layout, rec.URL)
 		}
 	}
@@ -122,6 +124,7 @@ func upAction(c *cli.Context) error {
 			return err
 		}
 		attachRunning(c, b, dir)
+		publishServedNote(c)
 		return showURL(c, e.layout, url)
 	}
 	defer lock.Close()
@@ -140,6 +143,7 @@ func upAction(c *cli.Context) error {
 		return err
 	}
 	launcherNotes(proxy, notes)
+	defer servePorts(c, proxy, ws).Close()
 	rec := launcherRecord{URL: proxy.URL(), Workspace: ws.ID(), Name: name, Where: ws.Where(), Dir: dir}
 	rec.Launcher.Created = time.Now().UTC()
 	if err := rec.Launcher.Track(os.Getpid()); err != nil {
@@ -469,6 +473,9 @@ func detachUp(c *cli.Context, b workspace.Backend, dir, recPath string, notes *i
 	}
 	for _, opt := range c.StringSlice("security-opt") {
 		args = append(args, "--security-opt", opt)
+	}
+	for _, p := range c.StringSlice("publish") {
+		args = append(args, "--publish", p)
 	}
 	if c.Bool("kube") {
 		args = append(args, "--kube")

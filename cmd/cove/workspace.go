@@ -148,9 +148,13 @@ func workspaceSpec(c *cli.Context, dir string) (workspace.Spec, error) {
 	if err != nil {
 		return workspace.Spec{}, err
 	}
+	ports, err := publishedFlags(c)
+	if err != nil {
+		return workspace.Spec{}, err
+	}
 	return workspace.Spec{
 		Dir: dir, Image: c.String("image"), Fresh: c.Bool("fresh"), Config: c.String("config"), Trust: c.Bool("trust"),
-		Limits: limits, Confinement: conf, Attach: attaches(c),
+		Limits: limits, Confinement: conf, Attach: attaches(c), Ports: ports,
 	}, nil
 }
 
@@ -181,7 +185,7 @@ func ensure(c *cli.Context, b workspace.Backend, dir string) (ws workspace.Works
 // definingFlags are the flags that make a workspace what it is: kept with
 // it (workspace.Made), so that a plain cove up starts it as it was. A new
 // one (cove up's -p) is remembered by adding its name here.
-var definingFlags = []string{"image", "config", "memory", "pids", "cpus", "net", "security-opt"}
+var definingFlags = []string{"image", "config", "memory", "pids", "cpus", "net", "security-opt", "publish"}
 
 // remember gives the command the flags DIR's workspace was made with
 // where it gives none itself, and returns them as the command now has

@@ -11,6 +11,7 @@ import { startLayout } from "./layout.js";
 import { startLifeline } from "./lifeline.js";
 import { startStatusBar } from "./statusbar.js";
 import { startNotes } from "./notes.js";
+import { startPorts } from "./ports.js";
 import { $, el } from "./dom.js";
 
 const darkQuery = matchMedia("(prefers-color-scheme: dark)");
@@ -354,6 +355,7 @@ function showShell(entry) {
   }
   $("#log").hidden = true;
   $("#log-tab").classList.remove("active");
+  hidePorts();
   if (!layout.shown("bottom")) layout.toggle("bottom", true);
   entry.shell.resize();
   entry.shell.focus();
@@ -367,9 +369,30 @@ function showLog() {
   }
   $("#log").hidden = false;
   $("#log-tab").classList.add("active");
+  hidePorts();
   if (!layout.shown("bottom")) layout.toggle("bottom", true);
   $("#log").focus();
   notesLog.seen();
+}
+
+// showPorts shows the Ports view in place of the terminals.
+function showPorts() {
+  for (const s of shells) {
+    s.pane.hidden = true;
+    s.tab.classList.remove("active");
+  }
+  $("#log").hidden = true;
+  $("#log-tab").classList.remove("active");
+  $("#ports").hidden = false;
+  $("#ports-tab").classList.add("active");
+  if (!layout.shown("bottom")) layout.toggle("bottom", true);
+  portsView.refresh();
+  portsView.focus();
+}
+
+function hidePorts() {
+  $("#ports").hidden = true;
+  $("#ports-tab").classList.remove("active");
 }
 
 // The terminals outlive the page: remember their ids for a reload.
@@ -389,6 +412,7 @@ darkQuery.addEventListener("change", () => {
 });
 $("#new-term").addEventListener("click", () => newShell());
 $("#log-tab").addEventListener("click", showLog);
+$("#ports-tab").addEventListener("click", showPorts);
 $("#new-file").addEventListener("click", () => newEntry(false));
 $("#new-folder").addEventListener("click", () => newEntry(true));
 $("#md-preview").addEventListener("click", () => togglePreview());
@@ -446,6 +470,7 @@ const commands = new Commands()
     if (s) showShell(s);
   }, { key: "Ctrl+`" })
   .add("workspaceLog", "View: Workspace log (cove's notes, the lifecycle commands' output)", showLog)
+  .add("ports", "View: Ports (forward a port of the workspace to this machine)", showPorts)
   .add("closeTerminal", "Terminal: Close the terminal (ends its shell)", () => activeShell() && closeShell(activeShell()))
   .add("agent", "Agent: Ask the agent", () => {
     if (!layout.shown("agent")) layout.toggle("agent", true);
@@ -500,6 +525,7 @@ const lifeline = startLifeline({
   },
 });
 const notesLog = startNotes({ pane: $("#log"), badge: $("#st-notes"), show: showLog, stopped: () => lifeline.stopped() });
+const portsView = startPorts({ pane: $("#ports"), tab: $("#ports-tab"), shown: () => !$("#ports").hidden && layout.shown("bottom"), stopped: () => lifeline.stopped() });
 window.cove = { shells, docs, layout, commands };
 renderDir(".", $("#tree")).catch((e) => status(`files: ${e.message}`));
 restoreDocs().catch((e) => status(`files: ${e.message}`));
