@@ -39,6 +39,7 @@ import (
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/image"
 	"github.com/cove-sh/cove/internal/termtext"
+	"github.com/cove-sh/cove/internal/userns"
 	securejoin "github.com/cyphar/filepath-securejoin"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -123,7 +124,7 @@ func Build(ctx context.Context, store *image.Store, o Options) (res *Result, err
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(b.tmp)
+	defer userns.RemoveAll(ctx, b.tmp)
 	return b.build(ctx)
 }
 
@@ -188,8 +189,8 @@ func newBuilder(store *image.Store, o Options) (*builder, error) {
 	if err := os.MkdirAll(filepath.Join(o.CacheDir, "steps"), 0o700); err != nil {
 		return nil, fmt.Errorf("build cache: %w", err)
 	}
-	removeStale(o.CacheDir)
-	removeStale(filepath.Join(o.CacheDir, "steps"))
+	removeStale(context.Background(), o.CacheDir)
+	removeStale(context.Background(), filepath.Join(o.CacheDir, "steps"))
 	tmp, err := os.MkdirTemp(o.CacheDir, ".tmp-")
 	if err != nil {
 		return nil, fmt.Errorf("build cache: %w", err)
@@ -235,14 +236,14 @@ func checkPlatform(p string) error {
 const staleAfter = 24 * time.Hour
 
 // removeStale removes the .tmp-* directories killed builds left in dir.
-func removeStale(dir string) {
+func removeStale(ctx context.Context, dir string) {
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		if !strings.HasPrefix(e.Name(), ".tmp-") {
 			continue
 		}
 		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > staleAfter {
-			os.RemoveAll(filepath.Join(dir, e.Name()))
+			userns.RemoveAll(ctx, filepath.Join(dir, e.Name()))
 		}
 	}
 }
@@ -789,7 +790,7 @@ func (b *builder) layerStep(ctx context.Context, st *stage, text, inputs string,
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
+	defer userns.RemoveAll(ctx, tmp)
 	diff := filepath.Join(tmp, "diff")
 	if err := os.Mkdir(diff, 0o755); err != nil {
 		return err
@@ -800,7 +801,7 @@ func (b *builder) layerStep(ctx context.Context, st *stage, text, inputs string,
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	lf, err := writeLayer(diff, filepath.Join(tmp, "layer.tar.gz"), hostIDs(), b.epoch)
+	lf, err := makeLayer(ctx, diff, filepath.Join(tmp, "layer.tar.gz"), b.epoch)
 	if err != nil {
 		return err
 	}
@@ -1028,7 +1029,7 @@ func (b *builder) copyInstruction(ctx context.Context, st *stage, text string, a
 		if err := stageTree(lowers, prefixes, tree); err != nil {
 			return err
 		}
-		defer os.RemoveAll(tree)
+		defer userns.RemoveAll(ctx, tree)
 		root, err := os.OpenRoot(tree)
 		if err != nil {
 			return err
@@ -1063,7 +1064,7 @@ func (b *builder) copyInstruction(ctx context.Context, st *stage, text string, a
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(staged)
+	defer userns.RemoveAll(ctx, staged)
 	h := sha256.New()
 	if a.add {
 		// ADD fetches a URL, and unpacks a local tar archive (plain,

@@ -13,8 +13,9 @@ import (
 
 // baseFor returns the stored image whose layers (by DiffID) are the longest
 // prefix of diffIDs, so that a new image built FROM it needs only its own
-// layers fetched and applied.
-func (s *Store) baseFor(diffIDs []v1.Hash) *Image {
+// layers fetched and applied. Only an image whose files got their owners
+// the same way (owners, an Image.Owners) will do: a copy shares its files.
+func (s *Store) baseFor(diffIDs []v1.Hash, owners string) *Image {
 	dirs, err := os.ReadDir(filepath.Join(s.dir, "images"))
 	if err != nil {
 		return nil
@@ -22,7 +23,7 @@ func (s *Store) baseFor(diffIDs []v1.Hash) *Image {
 	var best *Image
 	for _, d := range dirs {
 		img, err := s.byDigest(v1.Hash{Algorithm: "sha256", Hex: d.Name()})
-		if err != nil || len(img.DiffIDs) == 0 || len(img.DiffIDs) > len(diffIDs) {
+		if err != nil || len(img.DiffIDs) == 0 || len(img.DiffIDs) > len(diffIDs) || img.OwnersMode() != owners {
 			continue
 		}
 		if best != nil && len(img.DiffIDs) <= len(best.DiffIDs) {
