@@ -82,8 +82,8 @@ func (e *kindError) Unwrap() error { return e.kind }
 
 // nsExtractor is the applier of a helper process.
 type nsExtractor struct {
-	p     *userns.Proc
-	stats Stats
+	p      *userns.Proc
+	stats  Stats
 	err    error // the helper failed: every later call says so
 	closed bool
 }
