@@ -34,5 +34,6 @@ func helperTasks() map[string]userns.Task {
 	return map[string]userns.Task{
 		image.ExtractTask: image.Extract,
 		build.LayerTask:   build.Layer,
+		image.KeepIDTask:  image.CopyKeepID,
 	}
 }
