@@ -72,6 +72,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			imagesCommand(),
 			rmiCommand(),
 			pruneCommand(),
+			systemCommand(),
 			doctorCommand(),
 			versionCommand(),
 		},

@@ -14,10 +14,12 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cove-sh/cove/internal/testimage"
 	"github.com/cove-sh/cove/internal/testregistry"
 	"github.com/cove-sh/cove/internal/userns"
+	"github.com/cove-sh/cove/workspace"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	v1tarball "github.com/google/go-containerregistry/pkg/v1/tarball"
@@ -272,5 +274,100 @@ func TestBuildRootlessSameAsRoot(t *testing.T) {
 				t.Errorf("the image built rootless differs from root's (%d of %d paths):\n%s", len(diffs), len(want), strings.Join(diffs[:min(len(diffs), 40)], "\n"))
 			}
 		})
+	}
+}
+
+// TestRootlessSystemReset: as a user with subordinate ids, a workspace
+// from devcontainer.json whose local Feature makes a user with a home
+// (useradd -m) and, on a Debian image, installs a package with apt starts;
+// a build killed in a RUN that made a 0700 directory of another user
+// leaves files prune --build-cache removes; cove system reset refuses
+// while the workspace runs, naming it, and with --force leaves nothing
+// under the user's cove directories (COVE_ROOT), exit 0, saying what it
+// freed.
+func TestRootlessSystemReset(t *testing.T) {
+	ru := needRangedUser(t)
+	addr := testregistry.Addr(t)
+	img, apt := debianRef(t, addr), true
+	if img == "" {
+		img, apt = busyboxRef(t), false
+		t.Log("no Debian image (debootstrap --variant=minbase bookworm /var/cache/cove-test/debian-bookworm): the Feature makes its user by hand, without apt")
+	}
+	base := rootlessBase(t, "cove-rootless-reset-")
+	project, root, bctx := filepath.Join(base, "project"), filepath.Join(base, "root"), filepath.Join(base, "ctx")
+	install := "#!/bin/sh\nset -e\necho feat:x:1500:1500::/home/feat:/bin/sh >> /etc/passwd\necho feat:x:1500: >> /etc/group\nmkdir -m 700 -p /home/feat\necho hi > /home/feat/f\nchown -R feat:feat /home/feat\n"
+	if apt {
+		install = "#!/bin/sh\nset -e\napt-get update -q\napt-get install -y -q --no-install-recommends hello\nuseradd -m -u 1500 feat\nsu feat -c 'echo hi > ~/f'\n"
+	}
+	files := map[string]string{
+		"project/.devcontainer/devcontainer.json":              `{"image": "` + img + `", "features": {"./feat": {}}}`,
+		"project/.devcontainer/feat/devcontainer-feature.json": `{"id": "feat", "version": "1.0.0"}`,
+		"project/.devcontainer/feat/install.sh":                install,
+		"ctx/Dockerfile":                                       "FROM " + busyboxRef(t) + "\nRUN mkdir -m 700 /x && echo s > /x/f && chown -R 100:100 /x && touch /x-done && sleep 60\n",
+	}
+	for p, body := range files {
+		full := filepath.Join(base, p)
+		os.MkdirAll(filepath.Dir(full), 0o755)
+		os.WriteFile(full, []byte(body), 0o755)
+	}
+	os.Mkdir(root, 0o700)
+	for _, d := range []string{project, root, bctx} {
+		filepath.Walk(d, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, ru.uid, ru.gid) })
+	}
+	os.Chown(root, ru.uid, ru.gid)
+	name := workspace.Name(project)
+	defer ru.run(t, root, "rm", "-f", name)
+	if r := ru.run(t, root, "up", "--detach", "--no-browser", project); r.code != 0 {
+		t.Fatalf("rootless up with a Feature that makes a user: %+v", r)
+	}
+	check := "stat -c %U /home/feat /home/feat/f && cat /home/feat/f"
+	if apt {
+		check += " && hello"
+	}
+	want := "feat\nfeat\nhi\n"
+	if apt {
+		want += "Hello, world!\n"
+	}
+	if r := ru.run(t, root, "exec", name, "sh", "-c", check); r.stdout != want {
+		t.Errorf("the Feature's user and package: %+v, want %q", r, want)
+	}
+
+	// A build killed in a RUN.
+	cmd, _, _ := coveProc(root, "build", "-t", "killed:test", bctx)
+	asTestUser(cmd, ru.u, ru.uid, ru.gid)
+	cmd.SysProcAttr.Setpgid = true
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		if m, _ := filepath.Glob(filepath.Join(root, "data", "build", "steps", ".tmp-*", "diff", "x-done")); len(m) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			cmd.Wait()
+			t.Fatal("the build's RUN did not get as far as /x-done in a minute")
+		}
+	}
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	cmd.Wait()
+	if r := ru.run(t, root, "prune", "--build-cache"); r.code != 0 {
+		t.Errorf("prune --build-cache after a killed build: %+v", r)
+	}
+	if m, _ := filepath.Glob(filepath.Join(root, "data", "build", "steps", ".tmp-*")); len(m) > 0 {
+		t.Errorf("prune --build-cache left the killed build's %v", m)
+	}
+
+	r := ru.run(t, root, "system", "reset")
+	if r.code == 0 || !strings.Contains(r.stderr, "running: "+name) {
+		t.Errorf("system reset with a workspace running: %+v, want a refusal naming %s", r, name)
+	}
+	r = ru.run(t, root, "system", "reset", "--force")
+	if r.code != 0 || !strings.Contains(r.stdout, "freed ") || strings.Contains(r.stdout, "freed 0 B") {
+		t.Fatalf("system reset --force: %+v", r)
+	}
+	left, _ := os.ReadDir(root)
+	for _, e := range left {
+		t.Errorf("left under COVE_ROOT after system reset: %s", e.Name())
 	}
 }
