@@ -371,3 +371,42 @@ func TestRootlessSystemReset(t *testing.T) {
 		t.Errorf("left under COVE_ROOT after system reset: %s", e.Name())
 	}
 }
+
+// TestRootlessPullWithoutSubIDs: a user whose cove finds no newuidmap
+// (PATH without it) pulls as before, every file the user's, and is told
+// once (not again on the next pull) what that costs and how to add
+// ranges; cove doctor says it every time.
+func TestRootlessPullWithoutSubIDs(t *testing.T) {
+	ru := needRangedUser(t)
+	addr := testregistry.Addr(t)
+	ref := testregistry.Push(t, addr, layered(t))
+	root := filepath.Join(rootlessBase(t, "cove-rootless-nosubids-"), "root")
+	os.Mkdir(root, 0o700)
+	os.Chown(root, ru.uid, ru.gid)
+	run := func(args ...string) result {
+		cmd, out, errb := coveProc(root, args...)
+		asTestUser(cmd, ru.u, ru.uid, ru.gid)
+		cmd.Env = append(cmd.Env, "PATH=/nonexistent")
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		return result{out.String(), errb.String(), code}
+	}
+	const advice = "usermod --add-subuids 100000-165535 --add-subgids 100000-165535 covetest"
+	r := run("pull", ref)
+	if r.code != 0 || strings.Count(r.stderr, advice) != 2 || !strings.Contains(r.stderr, "note (said once)") {
+		t.Fatalf("first pull without subordinate ids: %+v, want the advice said once as a note and once for the image's owners", r)
+	}
+	rootfs := filepath.Join(root, "images", "images", strings.TrimPrefix(strings.TrimSpace(r.stdout), "sha256:"), "rootfs")
+	if fi, err := os.Stat(filepath.Join(rootfs, "srv/data/owned")); err != nil || int(fi.Sys().(*syscall.Stat_t).Uid) != ru.uid {
+		t.Errorf("without subordinate ids the image's files are the user's: %v", err)
+	}
+	if r := run("pull", "-q", ref); r.code != 0 || strings.Contains(r.stderr, "said once") {
+		t.Errorf("the note again: %+v", r)
+	}
+	if r := run("doctor"); !strings.Contains(r.stdout, advice) {
+		t.Errorf("doctor without subordinate ids: %+v", r)
+	}
+}
