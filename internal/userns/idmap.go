@@ -89,18 +89,31 @@ func inside(id, own int, ranged bool, sub IDRange) int {
 	return id
 }
 
-// Apply writes the maps of pid's user namespace with the setuid helpers.
+// Apply writes the maps of pid's user namespace with the setuid helpers,
+// both at once (each is a setuid exec that reads the range files).
 func (m IDMap) Apply(ctx context.Context, pid int) error {
 	p := strconv.Itoa(pid)
-	for _, c := range [][]string{
+	cmds := [][]string{
 		{"newuidmap", p, "0", strconv.Itoa(m.UID), "1", "1", strconv.Itoa(m.UIDSub.Start), strconv.Itoa(m.UIDSub.Count)},
 		{"newgidmap", p, "0", strconv.Itoa(m.GID), "1", "1", strconv.Itoa(m.GIDSub.Start), strconv.Itoa(m.GIDSub.Count)},
-	} {
-		if out, err := exec.CommandContext(ctx, c[0], c[1:]...).CombinedOutput(); err != nil {
-			return fmt.Errorf("%s: %v: %s", c[0], err, strings.TrimSpace(string(out)))
+	}
+	errs := make(chan error, len(cmds))
+	for _, c := range cmds {
+		go func() {
+			if out, err := exec.CommandContext(ctx, c[0], c[1:]...).CombinedOutput(); err != nil {
+				errs <- fmt.Errorf("%s: %v: %s", c[0], err, strings.TrimSpace(string(out)))
+				return
+			}
+			errs <- nil
+		}()
+	}
+	var first error
+	for range cmds {
+		if err := <-errs; err != nil && first == nil {
+			first = err
 		}
 	}
-	return nil
+	return first
 }
 
 // SubIDs returns the first range that file (/etc/subuid or /etc/subgid)
