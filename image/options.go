@@ -37,6 +37,7 @@ type options struct {
 	transport http.RoundTripper
 	progress  func(Progress)
 	tmpDir    string
+	anyBase   bool // Import: any stored base will do (see Store.baseFor)
 }
 
 // Option configures Pull.

@@ -176,7 +176,10 @@ func (s *Store) flatten(ctx context.Context, v1img v1.Image, digest v1.Hash, o *
 	// its files; only its own layers are fetched and applied.
 	first := 0
 	var baseSize int64
-	if base := s.baseFor(img.DiffIDs, img.Owners); base != nil {
+	if base := s.baseFor(img.DiffIDs, img.Owners, o.anyBase); base != nil {
+		if base.OwnersMode() == "user" {
+			img.Owners = "user" // its base's files are all the user's: so is the image, as said
+		}
 		if err := ext.cloneInto(base.RootFS); err != nil {
 			return nil, explainDiskError(err, s.dir)
 		}

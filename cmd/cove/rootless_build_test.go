@@ -409,4 +409,32 @@ func TestRootlessPullWithoutSubIDs(t *testing.T) {
 	if r := run("doctor"); !strings.Contains(r.stdout, advice) {
 		t.Errorf("doctor without subordinate ids: %+v", r)
 	}
+
+	// The store as cove before this change left it (no owners in the
+	// record), used once the user has ranges: it still works, builds on it
+	// too, and cove pull and doctor say how to give it its owners.
+	record := filepath.Join(filepath.Dir(rootfs), "image.json")
+	b, err := os.ReadFile(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(record, []byte(strings.Replace(string(b), `"owners": "user"`, `"owners": ""`, 1)), 0o600)
+	if r := ru.run(t, root, "pull", ref); r.code != 0 || !strings.Contains(r.stderr, "was stored before cove kept an image's owners rootless") {
+		t.Errorf("pull of an image stored without owners, now with ranges: %+v", r)
+	}
+	if r := ru.run(t, root, "doctor"); !strings.Contains(r.stdout, "image owners") || !strings.Contains(r.stdout, ref) {
+		t.Errorf("doctor with an image stored without owners: %+v", r)
+	}
+	ctx := filepath.Join(filepath.Dir(root), "ctx")
+	os.Mkdir(ctx, 0o755)
+	os.WriteFile(filepath.Join(ctx, "Dockerfile"), []byte("FROM "+ref+"\nRUN mkdir -m 700 /p && chown 7:7 /p && touch /srv/x\n"), 0o644)
+	if r := ru.run(t, root, "build", "-t", "on-old:test", ctx); r.code != 0 {
+		t.Errorf("build on an image stored without owners: %+v", r)
+	}
+	if r := ru.run(t, root, "run", "--rm", "on-old:test", "stat", "-c", "%u", "/p", "/srv/x"); r.stdout != "7\n0\n" {
+		t.Errorf("the image built on it: %+v", r)
+	}
+	if r := ru.run(t, root, "system", "reset"); r.code != 0 {
+		t.Errorf("system reset: %+v", r)
+	}
 }
