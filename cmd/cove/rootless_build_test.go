@@ -438,3 +438,30 @@ func TestRootlessPullWithoutSubIDs(t *testing.T) {
 		t.Errorf("system reset: %+v", r)
 	}
 }
+
+// TestSystemResetAsRoot: as root, with a container running, a build and a
+// pulled image, cove system reset refuses and names the container; with
+// --force it stops it and leaves nothing under COVE_ROOT.
+func TestSystemResetAsRoot(t *testing.T) {
+	needRoot(t)
+	root := t.TempDir()
+	bb := busyboxRef(t)
+	ctx := buildContext(t, map[string]string{"Dockerfile": "FROM " + bb + "\nRUN mkdir -m 700 /p && chown 7:7 /p\n"})
+	if r := runProc(t, root, "", "build", "-q", "-t", "reset:test", ctx); r.code != 0 {
+		t.Fatalf("build: %+v", r)
+	}
+	if r := runProc(t, root, "", "run", "-d", "--name", "resetme", "--net", "none", bb, "sleep", "600"); r.code != 0 {
+		t.Fatalf("run -d: %+v", r)
+	}
+	defer runProc(t, root, "", "rm", "-f", "resetme")
+	if r := runProc(t, root, "", "system", "reset"); r.code == 0 || !strings.Contains(r.stderr, "running: resetme") {
+		t.Errorf("system reset with a container running: %+v", r)
+	}
+	if r := runProc(t, root, "", "system", "reset", "--force"); r.code != 0 || !strings.Contains(r.stdout, "freed ") {
+		t.Fatalf("system reset --force: %+v", r)
+	}
+	left, _ := os.ReadDir(root)
+	for _, e := range left {
+		t.Errorf("left under COVE_ROOT after system reset: %s", e.Name())
+	}
+}
