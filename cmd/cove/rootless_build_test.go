@@ -332,6 +332,18 @@ func TestRootlessSystemReset(t *testing.T) {
 		t.Errorf("the Feature's user and package: %+v, want %q", r, want)
 	}
 
+	// A RUN that fails leaves nothing in the cache (its 0700 directory of
+	// another user included).
+	fctx := filepath.Join(base, "fctx")
+	os.Mkdir(fctx, 0o755)
+	os.WriteFile(filepath.Join(fctx, "Dockerfile"), []byte("FROM "+busyboxRef(t)+"\nRUN mkdir -m 700 /x && echo s > /x/f && chown -R 100:100 /x && false\n"), 0o644)
+	if r := ru.run(t, root, "build", "-t", "failed:test", fctx); r.code == 0 {
+		t.Errorf("a failing RUN built: %+v", r)
+	}
+	if m, _ := filepath.Glob(filepath.Join(root, "data", "build", "steps", ".tmp-*")); len(m) > 0 {
+		t.Errorf("a failed RUN left %v", m)
+	}
+
 	// A build killed in a RUN.
 	cmd, _, _ := coveProc(root, "build", "-t", "killed:test", bctx)
 	asTestUser(cmd, ru.u, ru.uid, ru.gid)
