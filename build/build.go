@@ -1081,7 +1081,7 @@ func (b *builder) copyInstruction(ctx context.Context, st *stage, text string, a
 				plain = append(plain, p)
 				continue
 			}
-			ok, err := addArchive(src, p, spec, staged, h)
+			ok, err := addArchive(ctx, src, p, spec, staged, h)
 			if err != nil {
 				return err
 			}

@@ -1,6 +1,7 @@
 package build
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"hash"
@@ -191,7 +192,7 @@ func copyInto(src *source, patterns []string, spec copySpec, layer string, h has
 // addArchive unpacks the source p into dest in the layer if it is a local
 // tar archive (by its content) and says whether it was one. The archive's
 // bytes go into the cache key.
-func addArchive(src *source, p string, spec copySpec, layer string, h hash.Hash) (bool, error) {
+func addArchive(ctx context.Context, src *source, p string, spec copySpec, layer string, h hash.Hash) (bool, error) {
 	rel := inRoot(p)
 	if strings.ContainsAny(rel, "*?[") || src.ignored(rel) {
 		return false, nil
@@ -220,7 +221,7 @@ func addArchive(src *source, p string, spec copySpec, layer string, h hash.Hash)
 		return false, fmt.Errorf("%s: %w", spec.dest, err)
 	}
 	fmt.Fprintf(h, "add-archive\x00%s\x00%s\x00", rel, spec.dest)
-	if _, err := image.Unpack(io.TeeReader(f, h), filepath.Join(layer, target), 0); err != nil {
+	if _, err := image.UnpackOwned(ctx, io.TeeReader(f, h), filepath.Join(layer, target), 0); err != nil {
 		return false, fmt.Errorf("%s: %w", p, err)
 	}
 	return true, nil

@@ -130,16 +130,32 @@ func (x *nsExtractor) cloneInto(src string) error {
 }
 
 func (x *nsExtractor) apply(ls *layerStream, diffID v1.Hash) error {
-	err := x.call(extractRequest{Op: "layer"}, func(w io.Writer) error {
-		fw := bufio.NewWriterSize(w, 1<<20)
-		var hdr [4]byte
-		buf := make([]byte, 1<<20)
+	if err := x.send(ls.ra); err != nil {
+		ls.abort()
+		return err
+	}
+	err := ls.ra.finish()
+	ls.closeFn()
+	if err != nil {
+		return fmt.Errorf("decompress: %w", err)
+	}
+	got := v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(ls.h.Sum(nil))}
+	if diffID.Hex != "" && got != diffID {
+		return &DigestError{What: "uncompressed layer", Want: diffID, Got: got, Hint: hintInconsistent}
+	}
+	return nil
+}
+
+// send has the helper apply the uncompressed tar stream r, to its end.
+func (x *nsExtractor) send(r io.Reader) error {
+	return x.call(extractRequest{Op: "layer"}, func(w io.Writer) error {
+		// One buffer, its frame header first: each frame is one write.
+		buf := make([]byte, 4+1<<20)
 		for {
-			n, err := ls.ra.Read(buf)
+			n, err := r.Read(buf[4:])
 			if n > 0 {
-				binary.BigEndian.PutUint32(hdr[:], uint32(n))
-				fw.Write(hdr[:])
-				if _, werr := fw.Write(buf[:n]); werr != nil {
+				binary.BigEndian.PutUint32(buf[:4], uint32(n))
+				if _, werr := w.Write(buf[:4+n]); werr != nil {
 					return werr
 				}
 			}
@@ -150,24 +166,10 @@ func (x *nsExtractor) apply(ls *layerStream, diffID v1.Hash) error {
 				return fmt.Errorf("decompress: %w", err)
 			}
 		}
-		binary.BigEndian.PutUint32(hdr[:], 0)
-		fw.Write(hdr[:])
-		return fw.Flush()
-	})
-	if err != nil {
-		ls.abort()
+		binary.BigEndian.PutUint32(buf[:4], 0)
+		_, err := w.Write(buf[:4])
 		return err
-	}
-	err = ls.ra.finish()
-	ls.closeFn()
-	if err != nil {
-		return fmt.Errorf("decompress: %w", err)
-	}
-	got := v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(ls.h.Sum(nil))}
-	if diffID.Hex != "" && got != diffID {
-		return &DigestError{What: "uncompressed layer", Want: diffID, Got: got, Hint: hintInconsistent}
-	}
-	return nil
+	})
 }
 
 func (x *nsExtractor) finish() error { return x.call(extractRequest{Op: "finish"}, nil) }

@@ -236,7 +236,9 @@ func TestBuildRootlessSameAsRoot(t *testing.T) {
 		"private-dir": "FROM " + bb + "\nRUN mkdir -p /var/cache/priv && echo s > /var/cache/priv/f && chmod 600 /var/cache/priv/f && chown -R 100:101 /var/cache/priv && chmod 700 /var/cache/priv\n" +
 			"COPY --chown=1234:5678 f /opt/f\nRUN test \"$(stat -c %u:%g /opt/f)\" = 1234:5678\n",
 	}
-	content := map[string]bool{"useradd": true, "user-base": true, "private-dir": true}
+	// ADD of a local archive keeps its owners, as root's build does.
+	cases["add-archive"] = "FROM " + bb + "\nADD a.tar /opt/\nRUN stat -c %u:%g:%a /opt/d /opt/d/f > /seen\n"
+	content := map[string]bool{"useradd": true, "user-base": true, "private-dir": true, "add-archive": true}
 	if deb := debianRef(t, addr); deb != "" {
 		cases["apt"] = "FROM " + deb + "\nRUN apt-get update -q && apt-get install -y -q --no-install-recommends hello && useradd -m -u 1002 dev && su dev -c 'touch ~/made'\n"
 	} else {
@@ -252,6 +254,7 @@ func TestBuildRootlessSameAsRoot(t *testing.T) {
 			os.Mkdir(ctx, 0o755)
 			os.WriteFile(filepath.Join(ctx, "Dockerfile"), []byte(df), 0o644)
 			os.WriteFile(filepath.Join(ctx, "f"), []byte("copied\n"), 0o644)
+			writeOwnedTar(t, filepath.Join(ctx, "a.tar"))
 			ref := "same/" + name + ":test"
 			r := runProc(t, rootRoot, "", "build", "-q", "-t", ref, ctx)
 			if r.code != 0 {
@@ -475,5 +478,23 @@ func TestSystemResetAsRoot(t *testing.T) {
 	left, _ := os.ReadDir(root)
 	for _, e := range left {
 		t.Errorf("left under COVE_ROOT after system reset: %s", e.Name())
+	}
+}
+
+// writeOwnedTar writes a tar archive with a 0700 directory and a file of
+// uid 1000 (gid 1001).
+func writeOwnedTar(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tw := tar.NewWriter(f)
+	tw.WriteHeader(&tar.Header{Name: "d/", Typeflag: tar.TypeDir, Mode: 0o700, Uid: 1000, Gid: 1001})
+	tw.WriteHeader(&tar.Header{Name: "d/f", Typeflag: tar.TypeReg, Mode: 0o640, Uid: 1000, Gid: 1001, Size: 3})
+	tw.Write([]byte("hi\n"))
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
