@@ -88,10 +88,9 @@ func Start(ctx context.Context, m IDMap, task string, args ...string) (*Proc, er
 	if !m.Helps() {
 		return nil, errors.New("no user namespace helper: not rootless with subordinate ids")
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
+	// /proc/self/exe, not its path: that stays this binary even after an
+	// upgrade replaced the file (install.sh does, safely while cove runs).
+	const exe = "/proc/self/exe"
 	syncR, syncW, err := os.Pipe()
 	if err != nil {
 		return nil, err
