@@ -1026,7 +1026,7 @@ func (b *builder) copyInstruction(ctx context.Context, st *stage, text string, a
 			prefixes = append(prefixes, real)
 		}
 		srcs = resolved
-		if err := stageTree(lowers, prefixes, tree); err != nil {
+		if err := stageTree(ctx, lowers, prefixes, tree); err != nil {
 			return err
 		}
 		defer userns.RemoveAll(ctx, tree)

@@ -34,6 +34,7 @@ func helperTasks() map[string]userns.Task {
 	return map[string]userns.Task{
 		image.ExtractTask: image.Extract,
 		build.LayerTask:   build.Layer,
+		build.StageTask:   build.Stage,
 		image.KeepIDTask:  image.CopyKeepID,
 	}
 }

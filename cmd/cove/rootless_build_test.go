@@ -238,7 +238,11 @@ func TestBuildRootlessSameAsRoot(t *testing.T) {
 	}
 	// ADD of a local archive keeps its owners, as root's build does.
 	cases["add-archive"] = "FROM " + bb + "\nADD a.tar /opt/\nRUN stat -c %u:%g:%a /opt/d /opt/d/f > /seen\n"
-	content := map[string]bool{"useradd": true, "user-base": true, "private-dir": true, "add-archive": true}
+	// COPY --from a stage's 0700 directory of another user (read in the
+	// user namespace), and RUN --mount from it.
+	cases["copy-from"] = "FROM " + bb + " AS b\nRUN mkdir -m 700 /home && echo s > /home/f && chown -R 1000:1000 /home\n" +
+		"FROM " + bb + "\nCOPY --from=b /home /copied\nRUN --mount=type=bind,from=b,source=/home,target=/m cat /m/f > /mounted\n"
+	content := map[string]bool{"useradd": true, "user-base": true, "private-dir": true, "add-archive": true, "copy-from": true}
 	if deb := debianRef(t, addr); deb != "" {
 		cases["apt"] = "FROM " + deb + "\nRUN apt-get update -q && apt-get install -y -q --no-install-recommends hello && useradd -m -u 1002 dev && su dev -c 'touch ~/made'\n"
 	} else {
