@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/cove-sh/cove/internal/userns"
@@ -299,10 +300,13 @@ func (img *Image) OwnersMode() string {
 	return "user"
 }
 
-// OwnersLost says whether the image's files are all the user's (stored
-// rootless without subordinate ids, or before cove kept owners) while this
-// user could now have them keep their owners: its own users own nothing
-// in it. Removing and pulling it again gives them back.
+// OwnersLost says whether the image's files do not have the owners the
+// image gives them while this user could have them: stored with all of
+// them the user's (without subordinate ids, or before cove kept owners),
+// or through subordinate ranges other than the user's now. Removing and
+// pulling it again gives them back.
 func (img *Image) OwnersLost() bool {
-	return img.OwnersMode() == "user" && userns.Current().Helps()
+	m := userns.Current()
+	mode := img.OwnersMode()
+	return m.Helps() && (mode == "user" || strings.HasPrefix(mode, "subids ") && mode != m.String())
 }

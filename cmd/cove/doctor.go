@@ -140,7 +140,7 @@ func doctorChecks(layout dirs.Layout) []check {
 					}
 				}
 				if len(lost) > 0 {
-					add("image owners", "note", fmt.Sprintf("%d images were stored before cove kept their owners rootless (every file yours): %s; cove rmi and cove pull them again (or cove system reset)", len(lost), strings.Join(lost, ", ")))
+					add("image owners", "note", fmt.Sprintf("%d images were stored before cove kept their owners rootless (every file yours) or under other subordinate ids: %s; cove rmi and cove pull them again (or cove system reset)", len(lost), strings.Join(lost, ", ")))
 				}
 			}
 		}

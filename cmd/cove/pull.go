@@ -92,8 +92,10 @@ func pullOptions(c *cli.Context) ([]image.Option, error) {
 // owners, and how to have them.
 func ownersNote(w io.Writer, ref string, img *image.Image) {
 	switch {
-	case img.OwnersLost():
+	case img.OwnersLost() && img.OwnersMode() == "user":
 		fmt.Fprintf(w, "note: %s was stored before cove kept an image's owners rootless: every file of it is yours (root's inside), so its own users own nothing; cove rmi %s && cove pull %s stores it again with them\n", termtext.Visible(ref), termtext.Visible(ref), termtext.Visible(ref))
+	case img.OwnersLost():
+		fmt.Fprintf(w, "note: %s was stored when your subordinate ids were others (%s, now %s): its users' files are not theirs; cove rmi %s && cove pull %s stores it again\n", termtext.Visible(ref), img.OwnersMode(), userns.Current(), termtext.Visible(ref), termtext.Visible(ref))
 	case img.Stats.DroppedOwner == 0:
 	case img.OwnersMode() == "user":
 		u, _ := user.Current()
