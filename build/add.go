@@ -114,7 +114,7 @@ func (b *builder) addURL(ctx context.Context, u, checksum string, unpack *bool, 
 			return fmt.Errorf("%s: %w", spec.dest, err)
 		}
 		fmt.Fprintf(h, "add-url-unpack\x00%s\x00%s\x00%s\x00", u, spec.dest, got)
-		if _, err := image.Unpack(tmp, filepath.Join(layer, target), 0); err != nil {
+		if _, err := image.UnpackOwned(ctx, tmp, filepath.Join(layer, target), 0); err != nil {
 			return fmt.Errorf("%s: %w", u, err)
 		}
 		return nil

@@ -39,6 +39,7 @@ import (
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/image"
 	"github.com/cove-sh/cove/internal/termtext"
+	"github.com/cove-sh/cove/internal/userns"
 	securejoin "github.com/cyphar/filepath-securejoin"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -123,7 +124,7 @@ func Build(ctx context.Context, store *image.Store, o Options) (res *Result, err
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(b.tmp)
+	defer userns.RemoveAll(ctx, b.tmp)
 	return b.build(ctx)
 }
 
@@ -190,8 +191,8 @@ func newBuilder(store *image.Store, o Options) (*builder, error) {
 	if err := os.MkdirAll(filepath.Join(o.CacheDir, "steps"), 0o700); err != nil {
 		return nil, fmt.Errorf("build cache: %w", err)
 	}
-	removeStale(o.CacheDir)
-	removeStale(filepath.Join(o.CacheDir, "steps"))
+	removeStale(context.Background(), o.CacheDir)
+	removeStale(context.Background(), filepath.Join(o.CacheDir, "steps"))
 	tmp, err := os.MkdirTemp(o.CacheDir, ".tmp-")
 	if err != nil {
 		return nil, fmt.Errorf("build cache: %w", err)
@@ -237,14 +238,14 @@ func checkPlatform(p string) error {
 const staleAfter = 24 * time.Hour
 
 // removeStale removes the .tmp-* directories killed builds left in dir.
-func removeStale(dir string) {
+func removeStale(ctx context.Context, dir string) {
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		if !strings.HasPrefix(e.Name(), ".tmp-") {
 			continue
 		}
 		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > staleAfter {
-			os.RemoveAll(filepath.Join(dir, e.Name()))
+			userns.RemoveAll(ctx, filepath.Join(dir, e.Name()))
 		}
 	}
 }
@@ -805,7 +806,7 @@ func (b *builder) layerStep(ctx context.Context, st *stage, text, inputs string,
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
+	defer userns.RemoveAll(ctx, tmp)
 	diff := filepath.Join(tmp, "diff")
 	if err := os.Mkdir(diff, 0o755); err != nil {
 		return err
@@ -816,7 +817,7 @@ func (b *builder) layerStep(ctx context.Context, st *stage, text, inputs string,
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	lf, err := writeLayer(diff, filepath.Join(tmp, "layer.tar.gz"), hostIDs(), b.epoch)
+	lf, err := makeLayer(ctx, diff, filepath.Join(tmp, "layer.tar.gz"), b.epoch)
 	if err != nil {
 		return err
 	}
@@ -1041,10 +1042,10 @@ func (b *builder) copyInstruction(ctx context.Context, st *stage, text string, a
 			prefixes = append(prefixes, real)
 		}
 		srcs = resolved
-		if err := stageTree(lowers, prefixes, tree); err != nil {
+		if err := stageTree(ctx, lowers, prefixes, tree); err != nil {
 			return err
 		}
-		defer os.RemoveAll(tree)
+		defer userns.RemoveAll(ctx, tree)
 		root, err := os.OpenRoot(tree)
 		if err != nil {
 			return err
@@ -1079,7 +1080,7 @@ func (b *builder) copyInstruction(ctx context.Context, st *stage, text string, a
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(staged)
+	defer userns.RemoveAll(ctx, staged)
 	h := sha256.New()
 	if a.add {
 		// ADD fetches a URL, and unpacks a local tar archive (plain,
@@ -1096,7 +1097,7 @@ func (b *builder) copyInstruction(ctx context.Context, st *stage, text string, a
 				plain = append(plain, p)
 				continue
 			}
-			ok, err := addArchive(src, p, spec, staged, h)
+			ok, err := addArchive(ctx, src, p, spec, staged, h)
 			if err != nil {
 				return err
 			}

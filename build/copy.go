@@ -1,6 +1,7 @@
 package build
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"hash"
@@ -14,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/cove-sh/cove/image"
+	"github.com/cove-sh/cove/internal/userns"
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 	"github.com/moby/patternmatcher"
 	"github.com/moby/patternmatcher/ignorefile"
@@ -191,7 +193,7 @@ func copyInto(src *source, patterns []string, spec copySpec, layer string, h has
 // addArchive unpacks the source p into dest in the layer if it is a local
 // tar archive (by its content) and says whether it was one. The archive's
 // bytes go into the cache key.
-func addArchive(src *source, p string, spec copySpec, layer string, h hash.Hash) (bool, error) {
+func addArchive(ctx context.Context, src *source, p string, spec copySpec, layer string, h hash.Hash) (bool, error) {
 	rel := inRoot(p)
 	if strings.ContainsAny(rel, "*?[") || src.ignored(rel) {
 		return false, nil
@@ -220,7 +222,7 @@ func addArchive(src *source, p string, spec copySpec, layer string, h hash.Hash)
 		return false, fmt.Errorf("%s: %w", spec.dest, err)
 	}
 	fmt.Fprintf(h, "add-archive\x00%s\x00%s\x00", rel, spec.dest)
-	if _, err := image.Unpack(io.TeeReader(f, h), filepath.Join(layer, target), 0); err != nil {
+	if _, err := image.UnpackOwned(ctx, io.TeeReader(f, h), filepath.Join(layer, target), 0); err != nil {
 		return false, fmt.Errorf("%s: %w", p, err)
 	}
 	return true, nil
@@ -516,7 +518,40 @@ func parseChmod(s string) (os.FileMode, error) {
 // directories applied) into dir, for COPY --from. The stage's files come
 // from images and are hostile: both sides are read and written through
 // os.Root, so no symlink among them leads anywhere else.
-func stageTree(lowers, paths []string, dir string) error {
+//
+// As root the files keep their owners. Rootless with subordinate ids the
+// stage's files are its users' and may be closed to the user (a 0700
+// home), so the merge runs in the user namespace helper, where they are
+// all readable, and the tree it makes is the user's (as a rootless merge
+// here makes it).
+func stageTree(ctx context.Context, lowers, paths []string, dir string) error {
+	if m := userns.Current(); m.Helps() {
+		args := append([]string{dir, strconv.Itoa(len(lowers))}, lowers...)
+		_, err := userns.Run(ctx, m, StageTask, append(args, paths...)...)
+		return err
+	}
+	return mergeTree(lowers, paths, dir, os.Geteuid() == 0)
+}
+
+// StageTask is the helper's task name for stageTree: Stage.
+const StageTask = "stage"
+
+// Stage is the helper's task (StageTask): args are the tree's directory,
+// the number of lowers, the lowers and the paths.
+func Stage(args []string, _ io.Reader, _ io.Writer) error {
+	if len(args) < 2 {
+		return fmt.Errorf("%s: want DIR N LOWERS… PATHS…, got %q", StageTask, args)
+	}
+	n, err := strconv.Atoi(args[1])
+	if err != nil || n < 0 || 2+n > len(args) {
+		return fmt.Errorf("%s: bad arguments %q", StageTask, args)
+	}
+	return mergeTree(args[2:2+n], args[2+n:], args[0], false)
+}
+
+// mergeTree is stageTree in this process; keepOwners gives the files
+// their owners in the stage (root only).
+func mergeTree(lowers, paths []string, dir string, keepOwners bool) error {
 	dst, err := os.OpenRoot(dir)
 	if err != nil {
 		return err
@@ -528,7 +563,7 @@ func stageTree(lowers, paths []string, dir string) error {
 			return fmt.Errorf("stage files: %w", err)
 		}
 		for _, p := range paths {
-			err = mergeLayer(lr, dst, p)
+			err = mergeLayer(lr, dst, p, keepOwners)
 			if err != nil {
 				break
 			}
@@ -620,7 +655,7 @@ func treePrefix(pattern string) string {
 }
 
 // mergeLayer applies what one layer has at rel (and below) onto dst.
-func mergeLayer(lr, dst *os.Root, rel string) error {
+func mergeLayer(lr, dst *os.Root, rel string, keepOwners bool) error {
 	// A whiteout or an opaque directory above rel hides what lower layers
 	// had there.
 	if rel != "." {
@@ -641,10 +676,10 @@ func mergeLayer(lr, dst *os.Root, rel string) error {
 			}
 		}
 	}
-	return mergeEntry(lr, dst, rel)
+	return mergeEntry(lr, dst, rel, keepOwners)
 }
 
-func mergeEntry(lr, dst *os.Root, rel string) error {
+func mergeEntry(lr, dst *os.Root, rel string, keepOwners bool) error {
 	fi, err := lr.Lstat(rel)
 	if err != nil {
 		return nil
@@ -673,7 +708,7 @@ func mergeEntry(lr, dst *os.Root, rel string) error {
 			return err
 		}
 		for _, n := range names {
-			if err := mergeEntry(lr, dst, path.Join(rel, n)); err != nil {
+			if err := mergeEntry(lr, dst, path.Join(rel, n), keepOwners); err != nil {
 				return err
 			}
 		}
@@ -685,7 +720,7 @@ func mergeEntry(lr, dst *os.Root, rel string) error {
 		if err := dst.Symlink(link, rel); err != nil {
 			return err
 		}
-		if os.Geteuid() == 0 && st != nil {
+		if keepOwners && st != nil {
 			return dst.Lchown(rel, int(st.Uid), int(st.Gid))
 		}
 		return nil
@@ -709,7 +744,7 @@ func mergeEntry(lr, dst *os.Root, rel string) error {
 	default:
 		return nil // devices, sockets, pipes: not copied
 	}
-	if os.Geteuid() == 0 && st != nil {
+	if keepOwners && st != nil {
 		if err := dst.Lchown(rel, int(st.Uid), int(st.Gid)); err != nil {
 			return err
 		}

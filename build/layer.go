@@ -2,18 +2,21 @@ package build
 
 import (
 	"archive/tar"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"hash"
 	"io"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
-	"github.com/cove-sh/cove/container"
+	"github.com/cove-sh/cove/internal/userns"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/klauspost/compress/gzip"
@@ -34,26 +37,86 @@ type layerFile struct {
 }
 
 // idMap turns a host owner into the owner root inside the build's
-// containers sees: identity as root; unprivileged, the user namespace's
-// mapping (our ids are 0, subordinate ids 1…N).
+// containers sees: identity as root, and in the user namespace helper
+// (rootless with subordinate ids: the helper sees the ids as the
+// containers do); rootless without ranges, the user namespace's mapping
+// (our ids are 0). Unprivileged, a file of ours (root's inside) may carry
+// the owner a COPY --chown gave it in an xattr.
 type idMap struct {
-	root bool
-	m    container.IDMap
+	identity bool
+	m        userns.IDMap
+	xattrUID int // owner whose files' ownerXattr counts (-1: none)
+	// chown makes ownerXattr's owner the file's own (in the helper, which
+	// may), so that the next steps' containers see it too, as root's do.
+	chown bool
 }
 
-// hostIDs is the mapping for this process.
+// hostIDs is the mapping for this process, outside the helper.
 func hostIDs() idMap {
 	if os.Geteuid() == 0 {
-		return idMap{root: true}
+		return idMap{identity: true, xattrUID: -1}
 	}
-	return idMap{m: container.RootlessIDMap()}
+	m := userns.Current()
+	return idMap{m: m, xattrUID: m.UID}
 }
 
 func (m idMap) owner(uid, gid int) (int, int) {
-	if m.root {
+	if m.identity {
 		return uid, gid
 	}
 	return m.m.ToContainer(uid, gid)
+}
+
+// LayerTask is the helper's task name for writing a layer: Layer.
+const LayerTask = "layer"
+
+// makeLayer is writeLayer where the layer's files can all be read:
+// rootless with subordinate ids, in the user namespace helper, since a
+// RUN leaves files of the image's users there (apt's 0700
+// /var/cache/apt/archives/partial is _apt's) that the user cannot read.
+func makeLayer(ctx context.Context, dir, blob string, epoch *time.Time) (layerFile, error) {
+	m := userns.Current()
+	if !m.Helps() {
+		return writeLayer(dir, blob, hostIDs(), epoch)
+	}
+	ep := ""
+	if epoch != nil {
+		ep = strconv.FormatInt(epoch.Unix(), 10)
+	}
+	out, err := userns.Run(ctx, m, LayerTask, dir, blob, ep)
+	if err != nil {
+		return layerFile{Dir: dir, Blob: blob}, err
+	}
+	var lf layerFile
+	if err := json.Unmarshal(out, &lf); err != nil {
+		return lf, fmt.Errorf("layer from %s: the helper said %q: %w", dir, out, err)
+	}
+	lf.Dir, lf.Blob = dir, blob
+	return lf, nil
+}
+
+// Layer is the helper's task (LayerTask): args are the layer's directory,
+// the blob to write and SOURCE_DATE_EPOCH or ""; it prints the layer's
+// record as JSON. Root in the namespace is the user: ownerXattr counts
+// on root's files.
+func Layer(args []string, _ io.Reader, out io.Writer) error {
+	if len(args) != 3 {
+		return fmt.Errorf("layer: want DIR BLOB EPOCH, got %q", args)
+	}
+	var epoch *time.Time
+	if args[2] != "" {
+		n, err := strconv.ParseInt(args[2], 10, 64)
+		if err != nil {
+			return err
+		}
+		t := time.Unix(n, 0).UTC()
+		epoch = &t
+	}
+	lf, err := writeLayer(args[0], args[1], idMap{identity: true, xattrUID: 0, chown: true}, epoch)
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(out).Encode(lf)
 }
 
 // writeLayer turns dir (a RUN's upper directory, or a tree COPY made) into
@@ -163,11 +226,16 @@ func (w *layerWriter) entry(rel string) error {
 		hdr.Name += "/"
 	}
 	hdr.Uid, hdr.Gid = w.ids.owner(int(st.Uid), int(st.Gid))
-	if !w.ids.root && int(st.Uid) == w.ids.m.UID {
+	if int(st.Uid) == w.ids.xattrUID {
 		// A rootless COPY --chown's owner, unless a RUN has since
 		// given the file another.
 		if uid, gid, ok := ownerFromXattr(full); ok {
 			hdr.Uid, hdr.Gid = uid, gid
+			if w.ids.chown {
+				if err := takeXattrOwner(full, fi, uid, gid); err != nil {
+					return fmt.Errorf("%s: %w", rel, err)
+				}
+			}
 		}
 	}
 	hdr.Uname, hdr.Gname = "", ""
@@ -320,4 +388,24 @@ func sortedNames(d *os.File, err error) ([]string, error) {
 	}
 	sort.Strings(names)
 	return names, nil
+}
+
+// takeXattrOwner gives the file at full the owner its ownerXattr names,
+// its mode back (chown clears setuid and setgid) and drops the xattr.
+func takeXattrOwner(full string, fi os.FileInfo, uid, gid int) error {
+	var st unix.Stat_t
+	if err := unix.Lstat(full, &st); err != nil {
+		return err
+	}
+	if err := unix.Lchown(full, uid, gid); err != nil {
+		return err
+	}
+	if fi.Mode()&os.ModeSymlink == 0 {
+		// The file is the layer's own, just made by COPY, not a symlink:
+		// the path-following chmod is safe.
+		if err := unix.Fchmodat(unix.AT_FDCWD, full, st.Mode&0o7777, 0); err != nil {
+			return err
+		}
+	}
+	return unix.Lremovexattr(full, ownerXattr)
 }

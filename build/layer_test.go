@@ -44,7 +44,7 @@ func TestWriteLayerFromOverlayUpper(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	lf, err := writeLayer(upper, filepath.Join(dir, "layer.tar.gz"), idMap{root: true}, nil)
+	lf, err := writeLayer(upper, filepath.Join(dir, "layer.tar.gz"), idMap{identity: true, xattrUID: -1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestWriteLayerFromOverlayUpper(t *testing.T) {
 		t.Errorf("digests: %+v", lf)
 	}
 	// The same tree gives the same layer.
-	again, err := writeLayer(upper, filepath.Join(dir, "again.tar.gz"), idMap{root: true}, nil)
+	again, err := writeLayer(upper, filepath.Join(dir, "again.tar.gz"), idMap{identity: true, xattrUID: -1}, nil)
 	if err != nil || again.DiffID != lf.DiffID || again.Digest != lf.Digest {
 		t.Errorf("a second layer from the same tree differs: %+v vs %+v (%v)", again, lf, err)
 	}

@@ -219,7 +219,7 @@ func (b *builder) stageBind(ctx context.Context, m *instructions.Mount, dir stri
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return "", err
 	}
-	if err := stageTree(lowers, []string{real}, dir); err != nil {
+	if err := stageTree(ctx, lowers, []string{real}, dir); err != nil {
 		return "", err
 	}
 	p := filepath.Join(dir, real)

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/cove-sh/cove/image"
+	"github.com/cove-sh/cove/internal/userns"
 	"golang.org/x/sys/unix"
 )
 
@@ -71,8 +71,8 @@ func PruneCache(ctx context.Context, cacheDir string, store *image.Store, all bo
 				continue
 			}
 		}
-		n := du(p)
-		if err := os.RemoveAll(p); err != nil {
+		n := userns.Usage(ctx, p)
+		if err := userns.RemoveAll(ctx, p); err != nil {
 			return rep, err
 		}
 		rep.Bytes += n
@@ -85,20 +85,20 @@ func PruneCache(ctx context.Context, cacheDir string, store *image.Store, all bo
 	for _, d := range top {
 		if strings.HasPrefix(d.Name(), ".tmp-") {
 			p := filepath.Join(cacheDir, d.Name())
-			rep.Bytes += du(p)
-			if err := os.RemoveAll(p); err != nil {
+			rep.Bytes += userns.Usage(ctx, p)
+			if err := userns.RemoveAll(ctx, p); err != nil {
 				return rep, err
 			}
 		}
 	}
 	if all {
-		n, bytes, err := emptyDir(filepath.Join(cacheDir, "mounts"), func(string) bool { return true })
+		n, bytes, err := emptyDir(ctx, filepath.Join(cacheDir, "mounts"), func(string) bool { return true })
 		rep.Mounts, rep.Bytes = n, rep.Bytes+bytes
 		if err != nil {
 			return rep, err
 		}
 		// A Feature is a record (ref-…, url-…) and the layer it names.
-		n, bytes, err = emptyDir(filepath.Join(cacheDir, "features"), func(name string) bool {
+		n, bytes, err = emptyDir(ctx, filepath.Join(cacheDir, "features"), func(name string) bool {
 			return strings.HasPrefix(name, "ref-") || strings.HasPrefix(name, "url-")
 		})
 		rep.Features, rep.Bytes = n, rep.Bytes+bytes
@@ -111,12 +111,12 @@ func PruneCache(ctx context.Context, cacheDir string, store *image.Store, all bo
 
 // emptyDir removes everything in dir, and says how many of the names
 // counts counted and how many bytes of files went.
-func emptyDir(dir string, counts func(name string) bool) (n int, bytes int64, err error) {
+func emptyDir(ctx context.Context, dir string, counts func(name string) bool) (n int, bytes int64, err error) {
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		p := filepath.Join(dir, e.Name())
-		bytes += du(p)
-		if err := os.RemoveAll(p); err != nil {
+		bytes += userns.Usage(ctx, p)
+		if err := userns.RemoveAll(ctx, p); err != nil {
 			return n, bytes, err
 		}
 		if counts(e.Name()) {
@@ -152,18 +152,4 @@ func lockCache(ctx context.Context, cacheDir string, how int) (*os.File, error) 
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-}
-
-// du is the bytes of regular files under p.
-func du(p string) int64 {
-	var n int64
-	filepath.WalkDir(p, func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			if fi, err := d.Info(); err == nil {
-				n += fi.Size()
-			}
-		}
-		return nil
-	})
-	return n
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/internal/termtext"
+	"github.com/cove-sh/cove/internal/userns"
 )
 
 // runStep runs args in a container whose root is the stage so far (lowers,
@@ -40,7 +41,7 @@ func (b *builder) runStep(ctx context.Context, lowers []string, proc container.P
 	if err := os.MkdirAll(filepath.Join(dir, "etc"), 0o755); err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer userns.RemoveAll(ctx, dir)
 	resolv, hosts := filepath.Join(dir, "etc", "resolv.conf"), filepath.Join(dir, "etc", "hosts")
 	r, _ := os.ReadFile("/etc/resolv.conf")
 	if network == container.NetPrivate {

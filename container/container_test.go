@@ -15,6 +15,7 @@ import (
 
 	"github.com/cove-sh/cove/image"
 	"github.com/cove-sh/cove/internal/testimage"
+	"github.com/cove-sh/cove/internal/userns"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
@@ -26,6 +27,11 @@ import (
 var coveBin string
 
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == userns.HelperArg {
+		// A rootless pull (TestRunKeepID's) extracts in this binary,
+		// re-executed as the user namespace helper.
+		userns.Main(os.Args[2:], map[string]userns.Task{image.ExtractTask: image.Extract})
+	}
 	if bin := os.Getenv(keepIDChild); bin != "" {
 		// TestRunKeepID's rootless side: its parent built cove.
 		coveBin = bin

@@ -13,19 +13,19 @@ import (
 
 // baseFor returns the stored image whose layers (by DiffID) are the longest
 // prefix of diffIDs, so that a new image built FROM it needs only its own
-// layers fetched and applied.
-func (s *Store) baseFor(diffIDs []v1.Hash) *Image {
+// layers fetched and applied. A copy shares its files, so an image whose
+// files got their owners the same way (owners, an Image.OwnersMode) is
+// wanted; with anyOwners (an image cove built, whose base layers are no
+// longer stored anywhere else) another will do.
+func (s *Store) baseFor(diffIDs []v1.Hash, owners string, anyOwners bool) *Image {
 	dirs, err := os.ReadDir(filepath.Join(s.dir, "images"))
 	if err != nil {
 		return nil
 	}
-	var best *Image
+	var best, other *Image
 	for _, d := range dirs {
 		img, err := s.byDigest(v1.Hash{Algorithm: "sha256", Hex: d.Name()})
 		if err != nil || len(img.DiffIDs) == 0 || len(img.DiffIDs) > len(diffIDs) {
-			continue
-		}
-		if best != nil && len(img.DiffIDs) <= len(best.DiffIDs) {
 			continue
 		}
 		prefix := true
@@ -35,9 +35,21 @@ func (s *Store) baseFor(diffIDs []v1.Hash) *Image {
 				break
 			}
 		}
-		if prefix {
+		if !prefix {
+			continue
+		}
+		if img.OwnersMode() != owners {
+			if other == nil || len(img.DiffIDs) > len(other.DiffIDs) {
+				other = img
+			}
+			continue
+		}
+		if best == nil || len(img.DiffIDs) > len(best.DiffIDs) {
 			best = img
 		}
+	}
+	if best == nil && anyOwners {
+		return other
 	}
 	return best
 }

@@ -24,6 +24,7 @@ func (s *Store) Import(ctx context.Context, img v1.Image, ref string, opts ...Op
 	if err != nil {
 		return nil, err
 	}
+	o.anyBase = true
 	src, err := ParseReference(ref)
 	if err != nil {
 		return nil, err

@@ -38,6 +38,7 @@ type options struct {
 	progress  func(Progress)
 	tmpDir    string
 	mirrors   Mirrors
+	anyBase   bool // Import: any stored base will do (see Store.baseFor)
 }
 
 // Option configures Pull.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cove-sh/cove/internal/atomicfile"
+	"github.com/cove-sh/cove/internal/userns"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
@@ -113,7 +114,7 @@ func (s *Store) flattenOnce(ctx context.Context, v1img v1.Image, digest v1.Hash,
 	// since only a complete one is renamed to its final name.
 	stale, _ := filepath.Glob(filepath.Join(s.dir, "images", ".tmp-"+digest.Hex+"-*"))
 	for _, d := range stale {
-		if err := RemoveAll(d); err != nil {
+		if err := userns.RemoveAll(ctx, d); err != nil {
 			return nil, err
 		}
 	}
@@ -167,7 +168,7 @@ func (s *Store) flatten(ctx context.Context, v1img v1.Image, digest v1.Hash, o *
 	done := false
 	defer func() {
 		if !done {
-			RemoveAll(tmp)
+			userns.RemoveAll(ctx, tmp)
 		}
 	}()
 	rootfs := filepath.Join(tmp, "rootfs")
@@ -175,7 +176,11 @@ func (s *Store) flatten(ctx context.Context, v1img v1.Image, digest v1.Hash, o *
 		return nil, explainDiskError(err, s.dir)
 	}
 
-	ext, err := newExtractor(rootfs, o.maxSize)
+	// Rootless with subordinate ids, the files get their owners in a user
+	// namespace mapped through them (internal/userns).
+	ids := userns.Current()
+	img.Owners = ids.String()
+	ext, err := newApplier(ctx, ids, rootfs, o.maxSize)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +189,10 @@ func (s *Store) flatten(ctx context.Context, v1img v1.Image, digest v1.Hash, o *
 	// its files; only its own layers are fetched and applied.
 	first := 0
 	var baseSize int64
-	if base := s.baseFor(img.DiffIDs); base != nil {
+	if base := s.baseFor(img.DiffIDs, img.Owners, o.anyBase); base != nil {
+		if base.OwnersMode() == "user" {
+			img.Owners = "user" // its base's files are all the user's: so is the image, as said
+		}
 		if err := ext.cloneInto(base.RootFS); err != nil {
 			return nil, explainDiskError(err, s.dir)
 		}
@@ -227,8 +235,11 @@ func (s *Store) flatten(ctx context.Context, v1img v1.Image, digest v1.Hash, o *
 	if err := ext.finish(); err != nil {
 		return nil, explainDiskError(err, s.dir)
 	}
-	img.Stats = ext.stats
-	img.Size = baseSize + ext.stats.Bytes
+	if err := ext.Close(); err != nil {
+		return nil, err
+	}
+	img.Stats = ext.counts()
+	img.Size = baseSize + img.Stats.Bytes
 	img.Pulled = time.Now().UTC()
 
 	meta, err := json.MarshalIndent(img, "", "  ")
@@ -273,7 +284,7 @@ const lookAhead = 32 << 20
 // applyLayers applies the layers in order, each once its blob is in. The
 // next layer is opened as soon as its blob is there, so that it inflates on
 // the second core while the current one is written.
-func (s *Store) applyLayers(ctx context.Context, ext *extractor, img *Image, first int, ready []chan struct{}, fetchErr chan error, o *options) error {
+func (s *Store) applyLayers(ctx context.Context, ext applier, img *Image, first int, ready []chan struct{}, fetchErr chan error, o *options) error {
 	if first == len(img.Layers) {
 		return nil
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cove-sh/cove/internal/atomicfile"
+	"github.com/cove-sh/cove/internal/userns"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"golang.org/x/sys/unix"
@@ -53,6 +54,11 @@ type Image struct {
 	Size     int64     `json:"size"`           // bytes of file data in the rootfs
 	Base     string    `json:"base,omitempty"` // digest of the stored image it was copied from, sharing its files
 	Stats    Stats     `json:"stats"`
+	// Owners says how the files got their owners (userns.IDMap.String):
+	// "root" as the image says, "subids …" mapped through that user's
+	// subordinate ids, "user" all the user's; "" in images stored before
+	// cove said (see OwnersMode).
+	Owners string `json:"owners,omitempty"`
 
 	// RootFS is the flattened root filesystem's path. Treat it as read-only.
 	RootFS string `json:"-"`
@@ -341,7 +347,7 @@ func (s *Store) removeImage(ctx context.Context, h v1.Hash) error {
 		}
 		return err
 	}
-	return RemoveAll(trash)
+	return userns.RemoveAll(ctx, trash)
 }
 
 // PruneReport says what Prune removed.
@@ -381,7 +387,7 @@ func (s *Store) Prune(ctx context.Context) (PruneReport, error) {
 			// the image's lock).
 			hexPart, _, _ := strings.Cut(rest, "-")
 			if l, ok := s.tryLock("image-" + hexPart); ok {
-				err := RemoveAll(filepath.Join(imagesDir, name))
+				err := userns.RemoveAll(ctx, filepath.Join(imagesDir, name))
 				l.Unlock()
 				if err != nil {
 					return rep, err

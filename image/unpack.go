@@ -3,8 +3,11 @@ package image
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
+
+	"github.com/cove-sh/cove/internal/userns"
 )
 
 // IsArchive says whether the stream starts like a tar archive, plain or
@@ -42,4 +45,35 @@ func Unpack(r io.Reader, dir string, maxSize int64) (Stats, error) {
 		return ext.stats, fmt.Errorf("unpack: %w", err)
 	}
 	return ext.stats, nil
+}
+
+// UnpackOwned is Unpack keeping the archive's owners also rootless with
+// subordinate ids (mapped through them, in the user namespace helper), as
+// root's Unpack keeps them: what cove build's ADD of an archive does.
+func UnpackOwned(ctx context.Context, r io.Reader, dir string, maxSize int64) (Stats, error) {
+	m := userns.Current()
+	if !m.Helps() {
+		return Unpack(r, dir, maxSize)
+	}
+	if maxSize <= 0 {
+		maxSize = DefaultMaxSize
+	}
+	plain, closeFn, err := decompress(r)
+	if err != nil {
+		return Stats{}, err
+	}
+	defer closeFn()
+	a, err := newApplier(ctx, m, dir, maxSize)
+	if err != nil {
+		return Stats{}, err
+	}
+	x := a.(*nsExtractor)
+	defer x.Close()
+	if err := x.send(plain); err != nil {
+		return x.counts(), fmt.Errorf("unpack: %w", err)
+	}
+	if err := x.finish(); err != nil {
+		return x.counts(), fmt.Errorf("unpack: %w", err)
+	}
+	return x.counts(), x.Close()
 }

@@ -12,7 +12,7 @@ PATH="$PATH:$(go env GOPATH)/bin"
 log() { printf '\n== %s\n' "$*" >&2; }
 
 install_deps() {
-	local pkgs=(docker-registry apache2-utils busybox-static curl python3 tar shellcheck dash chromium uidmap passt podman runc)
+	local pkgs=(docker-registry apache2-utils busybox-static curl python3 tar shellcheck dash chromium uidmap passt podman runc debootstrap)
 	local missing=()
 	for p in "${pkgs[@]}"; do
 		dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -32,6 +32,7 @@ install_deps() {
 		exit 1
 	fi
 	install_mcp_servers
+	install_debian_tree
 	command -v crane >/dev/null || { log "go install crane"; go install github.com/google/go-containerregistry/cmd/crane@v0.22.1; }
 	command -v staticcheck >/dev/null || { log "go install staticcheck"; go install honnef.co/go/tools/cmd/staticcheck@v0.8.2; }
 	# An unprivileged user for the rootless tests.
@@ -54,6 +55,18 @@ install_mcp_servers() {
 	fi
 }
 export COVE_TEST_MCP_SERVERS="$MCP_SERVERS_DIR"
+
+# A Debian 12 minbase tree, cached across runs, for the rootless build
+# tests' apt-get install (cmd/cove's debianRef); without it they skip apt,
+# saying so. COVE_DEBIAN_MIRROR as for scripts/vmdebian.sh.
+DEBIAN_TREE=/var/cache/cove-test/debian-bookworm
+install_debian_tree() {
+	[ -x "$DEBIAN_TREE/usr/bin/apt-get" ] && return
+	log "debootstrap --variant=minbase bookworm $DEBIAN_TREE"
+	rm -rf "$DEBIAN_TREE.tmp"
+	debootstrap --variant=minbase bookworm "$DEBIAN_TREE.tmp" "${COVE_DEBIAN_MIRROR:-http://deb.debian.org/debian}" >/dev/null
+	mv "$DEBIAN_TREE.tmp" "$DEBIAN_TREE"
+}
 
 if [ "$(id -u)" -eq 0 ]; then
 	install_deps

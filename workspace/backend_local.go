@@ -16,8 +16,8 @@ import (
 	"github.com/cove-sh/cove/ide"
 	"github.com/cove-sh/cove/image"
 	"github.com/cove-sh/cove/internal/dirs"
-	"github.com/cove-sh/cove/internal/nsremove"
 	"github.com/cove-sh/cove/internal/settings"
+	"github.com/cove-sh/cove/internal/userns"
 )
 
 // Local runs workspaces, and the containers cove run starts, on this
@@ -65,11 +65,11 @@ func (lo *Local) RemoveLayer(ctx context.Context, dir string) error {
 	// Often called as a container ends on Ctrl-C: the removal still runs.
 	ctx = context.WithoutCancel(ctx)
 	trash := filepath.Join(lo.Layout.Data, "trash")
-	tomb, err := nsremove.Retire(dir, trash)
+	tomb, err := userns.Retire(dir, trash)
 	if err != nil {
 		return err
 	}
-	if err := nsremove.Sweep(ctx, trash); err != nil {
+	if err := userns.Sweep(ctx, trash); err != nil {
 		if tomb == "" {
 			tomb = trash
 		}
@@ -182,7 +182,7 @@ func (lo *Local) Remove(ctx context.Context, name string, force bool) error {
 	// The layer goes to the trash before the name is forgotten: whatever
 	// happens next, no later start reuses a layer that is half deleted.
 	trash := filepath.Join(lo.Layout.Data, "trash")
-	tomb, err := nsremove.Retire(st.Dir, trash)
+	tomb, err := userns.Retire(st.Dir, trash)
 	if err != nil {
 		return fmt.Errorf("rm %s: %w", name, err)
 	}
@@ -190,7 +190,7 @@ func (lo *Local) Remove(ctx context.Context, name string, force bool) error {
 	if err := lo.states().Delete(name); err != nil {
 		return fmt.Errorf("rm %s: %w", name, err)
 	}
-	if err := nsremove.Sweep(ctx, trash); err != nil {
+	if err := userns.Sweep(ctx, trash); err != nil {
 		return fmt.Errorf("rm %s: removed, but deleting its files in %s failed: %w (cove rm deletes them the next time it runs)", name, tomb, err)
 	}
 	return nil

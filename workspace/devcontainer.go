@@ -397,7 +397,8 @@ func workspaceUser(dc *devcontainer.Config, rootfs, upper, sockDir, project stri
 	update := dc.UpdateRemoteUserUID == nil || *dc.UpdateRemoteUserUID
 	var keep *container.KeepID
 	if os.Geteuid() != 0 {
-		keep = rootlessKeepID(name, u, wsName, update, container.RootlessIDMap().Ranged, note)
+		kept := strings.HasPrefix(image.OwnersAt(rootfs), "subids ")
+		keep = rootlessKeepID(name, u, wsName, update, container.RootlessIDMap().Ranged, kept, note)
 	}
 	// The server, as that user, makes its socket here; the directory is
 	// the workspace's to write anyway, and its parent (0700) keeps the
@@ -455,12 +456,14 @@ func workspaceUser(dc *devcontainer.Config, rootfs, upper, sockDir, project stri
 // rootlessKeepID decides, for a rootless workspace (wsName) whose user
 // (name, u) is not root, whether the user namespace maps the launching user to u
 // (keep-id: the project and the image's files are u's inside), and says
-// once what the choice means: with keep-id, that the image's own files
-// are u's too (so setuid-root programs such as sudo do nothing, and
-// cove exec -u root is the way to root); without it (updateRemoteUserUID
+// once what the choice means: with keep-id, where the image's files kept
+// their owners (kept: the launch runs on a copy of the image with them
+// moved for the mapping), that root is cove exec -u root; where they are
+// all the user's, that they are u's too (so setuid-root programs such as
+// sudo do nothing); without it (updateRemoteUserUID
 // false, or no subordinate ids: ranged false), that u cannot write the
 // project, and how to have it.
-func rootlessKeepID(name string, u container.User, wsName string, update, ranged bool, note func(string)) *container.KeepID {
+func rootlessKeepID(name string, u container.User, wsName string, update, ranged, kept bool, note func(string)) *container.KeepID {
 	who := fmt.Sprintf("the workspace's user %s (uid %d)", name, u.UID)
 	switch {
 	case !update:
@@ -470,7 +473,11 @@ func rootlessKeepID(name string, u container.User, wsName string, update, ranged
 		note(fmt.Sprintf("%s cannot write the project: inside, your files are root's. To map you to that user, as with updateRemoteUserUID, install newuidmap/newgidmap (the uidmap package) and give your user subordinate ids in /etc/subuid and /etc/subgid (usermod --add-subuids 100000-165535 --add-subgids 100000-165535 USER), or run cove as root", who))
 		return nil
 	}
-	note(fmt.Sprintf("rootless, you are %s inside (your user namespace maps you to it): the project is that user's to write, and so are the image's files, which your rootless store holds as yours, so setuid-root programs such as sudo give nothing; for root, cove exec -u root %s …", who, wsName))
+	if kept {
+		note(fmt.Sprintf("rootless, you are %s inside (your user namespace maps you to it): the project is that user's to write; for root, cove exec -u root %s …", who, wsName))
+	} else {
+		note(fmt.Sprintf("rootless, you are %s inside (your user namespace maps you to it): the project is that user's to write, and so are the image's files, which your rootless store holds as yours (stored before cove kept their owners: cove rmi and pull it again), so setuid-root programs such as sudo give nothing; for root, cove exec -u root %s …", who, wsName))
+	}
 	return &container.KeepID{UID: int(u.UID), GID: int(u.GID)}
 }
 

@@ -163,6 +163,13 @@ func (lo *Local) Run(ctx context.Context, l Launch) (int, error) {
 	if spec.UserNS {
 		spec.KeepID = l.KeepID
 	}
+	if spec.KeepID != nil {
+		// An image whose files kept their owners shows right under
+		// keep-id only from a copy with them moved (made once).
+		if spec.Lower, err = store.KeepIDRootFS(ctx, img, spec.KeepID.UID, spec.KeepID.GID); err != nil {
+			return 0, err
+		}
+	}
 
 	stdio, restore := setupStdio(l.TTY, l.Interactive, lo.Stdout, lo.Stderr)
 	defer restore()

@@ -112,18 +112,23 @@ func TestRootlessKeepIDChoice(t *testing.T) {
 	u := container.User{UID: 1000, GID: 1001}
 	var notes []string
 	note := func(n string) { notes = append(notes, n) }
-	if k := rootlessKeepID("vscode", u, "proj-abc123", true, true, note); k == nil || *k != (container.KeepID{UID: 1000, GID: 1001}) ||
+	if k := rootlessKeepID("vscode", u, "proj-abc123", true, true, false, note); k == nil || *k != (container.KeepID{UID: 1000, GID: 1001}) ||
 		len(notes) != 1 || !strings.Contains(notes[0], "sudo give nothing; for root, cove exec -u root proj-abc123") {
-		t.Errorf("with subordinate ids: %+v, %q", k, notes)
+		t.Errorf("with subordinate ids, an image stored without owners: %+v, %q", k, notes)
 	}
 	notes = nil
-	if k := rootlessKeepID("vscode", u, "proj-abc123", true, false, note); k != nil || len(notes) != 1 ||
+	if k := rootlessKeepID("vscode", u, "proj-abc123", true, true, true, note); k == nil || *k != (container.KeepID{UID: 1000, GID: 1001}) ||
+		len(notes) != 1 || strings.Contains(notes[0], "sudo") || !strings.Contains(notes[0], "for root, cove exec -u root proj-abc123") {
+		t.Errorf("with subordinate ids, an image with its owners: %+v, %q", k, notes)
+	}
+	notes = nil
+	if k := rootlessKeepID("vscode", u, "proj-abc123", true, false, false, note); k != nil || len(notes) != 1 ||
 		!strings.Contains(notes[0], "the workspace's user vscode (uid 1000) cannot write the project") ||
 		!strings.Contains(notes[0], "/etc/subuid") || !strings.Contains(notes[0], "or run cove as root") {
 		t.Errorf("without subordinate ids: %+v, %q", k, notes)
 	}
 	notes = nil
-	if k := rootlessKeepID("vscode", u, "proj-abc123", false, true, note); k != nil || len(notes) != 1 ||
+	if k := rootlessKeepID("vscode", u, "proj-abc123", false, true, true, note); k != nil || len(notes) != 1 ||
 		!strings.Contains(notes[0], "updateRemoteUserUID is false") {
 		t.Errorf("updateRemoteUserUID false: %+v, %q", k, notes)
 	}

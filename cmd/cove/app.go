@@ -7,12 +7,15 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/user"
+	"path/filepath"
 	"strings"
 
 	"github.com/cove-sh/cove/image"
 	"github.com/cove-sh/cove/internal/dirs"
 	"github.com/cove-sh/cove/internal/settings"
 	"github.com/cove-sh/cove/internal/termtext"
+	"github.com/cove-sh/cove/internal/userns"
 	"github.com/cove-sh/cove/workspace"
 	"github.com/urfave/cli/v2"
 )
@@ -73,6 +76,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			imagesCommand(),
 			rmiCommand(),
 			pruneCommand(),
+			systemCommand(),
 			doctorCommand(),
 			versionCommand(),
 		},
@@ -142,12 +146,39 @@ func globalEnv(c *cli.Context) (*env, error) {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
+	if c.Command != nil {
+		switch c.Command.Name {
+		case "pull", "build", "up", "run", "shell", "agent":
+			noSubIDsNote(c.App.ErrWriter, layout)
+		}
+	}
 	home, _ := os.UserHomeDir()
 	set, err := settings.Load(settings.Path(home))
 	if err != nil {
 		return nil, err
 	}
 	return &env{layout: layout, log: log, settings: set}, nil
+}
+
+// noSubIDsNote says, once for this user's state, what running rootless
+// without subordinate ids costs and how to have them (cove doctor says it
+// every time).
+func noSubIDsNote(w io.Writer, layout dirs.Layout) {
+	if m := userns.Current(); m.UID == 0 || m.Ranged {
+		return
+	}
+	said := filepath.Join(layout.Data, ".said-no-subids")
+	if _, err := os.Lstat(said); err == nil {
+		return
+	}
+	if os.MkdirAll(layout.Data, 0o700) != nil || os.WriteFile(said, nil, 0o600) != nil {
+		return
+	}
+	name := ""
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	fmt.Fprintf(w, "cove: note (said once): %s\n", userns.Advice(name))
 }
 
 // local is this machine's workspace backend, speaking to c's streams

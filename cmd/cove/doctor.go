@@ -5,14 +5,17 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/cove-sh/cove/container"
+	"github.com/cove-sh/cove/image"
 	"github.com/cove-sh/cove/internal/apparmor"
 	"github.com/cove-sh/cove/internal/dirs"
 	"github.com/cove-sh/cove/internal/settings"
+	"github.com/cove-sh/cove/internal/userns"
 	"github.com/cove-sh/cove/internal/userscope"
 	"github.com/cove-sh/cove/workspace"
 	"github.com/urfave/cli/v2"
@@ -137,12 +140,33 @@ func doctorChecks(layout dirs.Layout) []check {
 		add("overlayfs", "note", "missing: each container gets a copy of its image (slower); load the overlay module")
 	}
 
-	_, e1 := exec.LookPath("newuidmap")
-	_, e2 := exec.LookPath("newgidmap")
-	if e1 == nil && e2 == nil {
-		add("newuidmap", "ok", "rootless containers get your /etc/subuid and /etc/subgid ranges")
-	} else {
-		add("newuidmap", "note", "missing (apt-get install uidmap): rootless containers get one id only")
+	m := userns.Current()
+	switch {
+	case root:
+		add("newuidmap", "ok", "as root, images keep their owners and containers every id")
+	case m.Ranged:
+		add("newuidmap", "ok", fmt.Sprintf("your subordinate ids (%d uids from %d, %d gids from %d) map rootless containers' other users, and images keep their owners through them", m.UIDSub.Count, m.UIDSub.Start, m.GIDSub.Count, m.GIDSub.Start))
+	default:
+		name := ""
+		if u, err := user.Current(); err == nil {
+			name = u.Username
+		}
+		add("newuidmap", "note", "rootless containers get one id only; "+userns.Advice(name))
+	}
+	if m.Helps() {
+		if store, err := image.Open(layout.Images); err == nil {
+			if list, err := store.List(); err == nil {
+				var lost []string
+				for _, e := range list {
+					if e.Image.OwnersLost() && e.Ref != "" {
+						lost = append(lost, e.Ref)
+					}
+				}
+				if len(lost) > 0 {
+					add("image owners", "note", fmt.Sprintf("%d images were stored before cove kept their owners rootless (every file yours) or under other subordinate ids: %s; cove rmi and cove pull them again (or cove system reset)", len(lost), strings.Join(lost, ", ")))
+				}
+			}
+		}
 	}
 
 	if p, err := container.PastaPath(); err == nil {

@@ -264,17 +264,18 @@ func TestDevcontainerRootless(t *testing.T) {
 		t.Fatalf("rootless up: %+v", r)
 	}
 	if !strings.Contains(r.stderr, "cove: note: rootless, you are the workspace's user dev (uid 1234) inside") ||
-		!strings.Contains(r.stderr, "sudo give nothing; for root, cove exec -u root "+name) {
+		!strings.Contains(r.stderr, "the project is that user's to write; for root, cove exec -u root "+name) {
 		t.Errorf("rootless up should say what keep-id costs: %+v", r)
 	}
 	// The Feature is told the users; a new volume is remoteUser's.
 	if r := as("exec", name, "sh", "-c", "cat /built /feat.log; touch /data/x && stat -c %u /data/x"); r.stdout != "built\nrootless 0 dev /home/dev\n1234\n" {
 		t.Errorf("rootless: %+v", r)
 	}
-	// remoteUser writes the project and its home; the image's files and
-	// the project are its own inside.
+	// remoteUser writes the project and its home; the project is its own
+	// inside, and the image's files keep the owners the image gave them
+	// (its home is its own, /bin/sh root's).
 	if r := as("exec", name, "sh", "-c", "id -u && touch /workspace/new $HOME/x && stat -c %u /workspace/new /workspace $HOME/x /bin/sh && cat /workspace/post.log && ls $HOME/post"); r.code != 0 ||
-		r.stdout != "1234\n1234\n1234\n1234\n1234\n1234\n/home/dev/post\n" {
+		r.stdout != "1234\n1234\n1234\n1234\n0\n1234\n/home/dev/post\n" {
 		t.Errorf("remoteUser in the project and its home: %+v", r)
 	}
 	for _, f := range []string{"new", "post.log"} {
@@ -319,8 +320,8 @@ func TestDevcontainerRootless(t *testing.T) {
 		if err != nil {
 			return nil
 		}
-		if p == filepath.Join(root, "data", "build") {
-			return filepath.SkipDir // the build's cache, kept for the next build, with the ids its RUN gave
+		if p == filepath.Join(root, "data", "build") || p == filepath.Join(root, "images", "images") {
+			return filepath.SkipDir // the build's cache and the images, kept for the next start, with the ids the image gives
 		}
 		if fi, err := d.Info(); err == nil {
 			if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != uid {

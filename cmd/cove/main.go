@@ -8,8 +8,10 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/cove-sh/cove/build"
 	"github.com/cove-sh/cove/container"
-	"github.com/cove-sh/cove/internal/nsremove"
+	"github.com/cove-sh/cove/image"
+	"github.com/cove-sh/cove/internal/userns"
 	"golang.org/x/sys/unix"
 )
 
@@ -19,8 +21,8 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == container.InitArg {
 		container.Init(os.Args[2:])
 	}
-	if len(os.Args) > 1 && os.Args[1] == nsremove.HelperArg {
-		nsremove.Helper(os.Args[2:])
+	if len(os.Args) > 1 && os.Args[1] == userns.HelperArg {
+		userns.Main(os.Args[2:], helperTasks())
 	}
 	// The caller's descriptors beyond stdio (a shell's 5>&1, a process
 	// substitution's 63) are not ours to hand on: whatever cove starts and
@@ -46,5 +48,16 @@ func closeInherited() {
 		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
 			unix.CloseOnExec(fd)
 		}
+	}
+}
+
+// helperTasks are the jobs the user namespace helper does for a rootless
+// user with subordinate ids (internal/userns).
+func helperTasks() map[string]userns.Task {
+	return map[string]userns.Task{
+		image.ExtractTask: image.Extract,
+		build.LayerTask:   build.Layer,
+		build.StageTask:   build.Stage,
+		image.KeepIDTask:  image.CopyKeepID,
 	}
 }

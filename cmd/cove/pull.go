@@ -2,10 +2,14 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"os/user"
 
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/image"
 	"github.com/cove-sh/cove/internal/progress"
+	"github.com/cove-sh/cove/internal/termtext"
+	"github.com/cove-sh/cove/internal/userns"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/urfave/cli/v2"
 )
@@ -53,8 +57,8 @@ or oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE[:REF].`,
 				return err
 			}
 			e.log.Debug("pulled", "digest", img.Digest, "rootfs", img.RootFS, "files", img.Stats.Files, "bytes", img.Stats.Bytes)
-			if img.Stats.DroppedOwner > 0 && !c.Bool("quiet") {
-				fmt.Fprintf(c.App.ErrWriter, "note: pulled as a user, so the %d files other users own in the image are stored as yours (as every rootless store does; pull as root to keep their owners)\n", img.Stats.DroppedOwner)
+			if !c.Bool("quiet") {
+				ownersNote(c.App.ErrWriter, c.Args().First(), img)
 			}
 			if img.Stats.SkippedDev > 0 && !c.Bool("quiet") {
 				fmt.Fprintf(c.App.ErrWriter, "note: %d device nodes skipped (unprivileged pull)\n", img.Stats.SkippedDev)
@@ -89,4 +93,25 @@ func pullOptions(c *cli.Context) ([]image.Option, error) {
 		opts = append(opts, image.WithPlatform(*plat))
 	}
 	return opts, nil
+}
+
+// ownersNote says what a rootless store could not keep of the image's
+// owners, and how to have them.
+func ownersNote(w io.Writer, ref string, img *image.Image) {
+	switch {
+	case img.OwnersLost() && img.OwnersMode() == "user":
+		fmt.Fprintf(w, "note: %s was stored before cove kept an image's owners rootless: every file of it is yours (root's inside), so its own users own nothing; cove rmi %s && cove pull %s stores it again with them\n", termtext.Visible(ref), termtext.Visible(ref), termtext.Visible(ref))
+	case img.OwnersLost():
+		fmt.Fprintf(w, "note: %s was stored when your subordinate ids were others (%s, now %s): its users' files are not theirs; cove rmi %s && cove pull %s stores it again\n", termtext.Visible(ref), img.OwnersMode(), userns.Current(), termtext.Visible(ref), termtext.Visible(ref))
+	case img.Stats.DroppedOwner == 0:
+	case img.OwnersMode() == "user":
+		u, _ := user.Current()
+		name := ""
+		if u != nil {
+			name = u.Username
+		}
+		fmt.Fprintf(w, "note: pulled as a user, so the %d files other users own in the image are stored as yours: %s\n", img.Stats.DroppedOwner, userns.Advice(name))
+	default:
+		fmt.Fprintf(w, "note: %d files of the image belong to ids beyond your subordinate range, so they are stored as yours (root's inside); a larger range in /etc/subuid and /etc/subgid keeps them\n", img.Stats.DroppedOwner)
+	}
 }

@@ -216,6 +216,17 @@ else
 	fail rm-container "cove rm mu: exit $rc, stderr '$(brief "$out/murm.err")'"
 fi
 
+# build-keeps-owners: a RUN's 0700 directory of the image's second user
+# is built (the layer is read in the user namespace as the user) and
+# stored with its owner: app's inside, as root's build gives.
+mkdir -p "$out/octx"
+printf 'FROM %s\nRUN mkdir -m 700 /srv/p && chown app:app /srv/p && su -s /bin/sh app -c "echo x >/srv/p/f"\n' "$multiuser" >"$out/octx/Dockerfile"
+run obuild 300 cove build -q -t owners:1 "$out/octx"
+run orun 120 cove run --rm --net none owners:1 stat -c %U:%a /srv/p /srv/p/f
+if [ "$rc" = 0 ] && [ "$(tr '\n' ' ' <"$out/orun.out")" = "app:700 app:644 " ]; then pass build-keeps-owners; else
+	fail build-keeps-owners "exit $rc, stdout '$(brief "$out/orun.out")' (want app:700 app:644), stderr '$(brief "$out/orun.err")', build: '$(brief "$out/obuild.err")'"
+fi
+
 # workspace: cove up --no-browser prints a URL that answers; a file made
 # in /workspace is the project owner's on the host; files owned by other
 # ids in its layer go with cove rm.
@@ -297,4 +308,15 @@ while read -r d; do
 	left="$left $d"
 done < <(find "$scope" -mindepth 1 -type d -name '*cove*' ! -name 'cove-checks.service' ! -name 'cove-vmtest.service' 2>/dev/null)
 if [ -z "$left" ]; then pass no-cgroup-left; else fail no-cgroup-left "left:$left"; fi
+
+# reset: cove system reset leaves none of cove's directories (files of
+# the subordinate ids included).
+run reset 300 cove system reset --force
+state="${XDG_DATA_HOME:-$HOME/.local/share}/cove ${XDG_CACHE_HOME:-$HOME/.cache}/cove"
+[ "$mode" = root ] && state=/var/lib/cove
+left=
+for d in $state; do [ -e "$d" ] && left="$left $d"; done
+if [ "$rc" = 0 ] && [ -z "$left" ]; then pass reset; else
+	fail reset "exit $rc, left:${left:- nothing}, stderr '$(brief "$out/reset.err")'"
+fi
 rm -rf "$out"

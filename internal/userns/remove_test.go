@@ -1,4 +1,4 @@
-package nsremove
+package userns
 
 import (
 	"context"
