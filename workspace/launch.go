@@ -136,12 +136,28 @@ func (lo *Local) Run(ctx context.Context, l Launch) (int, error) {
 	claimed := true
 	defer func() {
 		if claimed {
+			store.Release(states.Dir(name))
 			states.Delete(name)
 			if !keep {
 				lo.RemoveLayer(ctx, dir)
 			}
 		}
 	}()
+	// The container's use of the image is a reference to it, as its
+	// names are: no rmi or prune deletes the root filesystem under it
+	// while its state directory is there (running or stopped). Taken
+	// after the pull: an rmi meanwhile means pulling it again.
+	if err := store.Use(ctx, img.Digest, states.Dir(name)); errors.Is(err, image.ErrNotFound) {
+		if img, err = image.Pull(ctx, store, l.Ref, image.WithPolicy(l.Policy)); err != nil {
+			return 0, err
+		}
+		err = store.Use(ctx, img.Digest, states.Dir(name))
+		if err != nil {
+			return 0, fmt.Errorf("image %s: %w", l.Ref, err)
+		}
+	} else if err != nil {
+		return 0, fmt.Errorf("image %s: %w", l.Ref, err)
+	}
 	hostname := l.Hostname
 	if hostname == "" {
 		hostname = name
@@ -238,6 +254,7 @@ func (lo *Local) Run(ctx context.Context, l Launch) (int, error) {
 		fmt.Fprintf(lo.Stderr, "cove: killed: out of memory (limit %s)\n", progress.Bytes(ctr.MemoryLimit()))
 	}
 	if st.Remove {
+		store.Release(states.Dir(name))
 		states.Delete(name)
 		if !keep {
 			if err := lo.RemoveLayer(ctx, dir); err != nil {
