@@ -214,6 +214,18 @@ func initStage2(spec *Spec, sync *os.File) (int, error) {
 			return 0, fmt.Errorf("no-new-privileges: %w", err)
 		}
 	}
+	// Under NetPrivate, the network helper tells init of addresses the
+	// host gains while the container runs, to block as the first ones
+	// were: through a route socket made now, before seccomp, with init's
+	// capabilities in its own network namespace.
+	var routes *netlink.Handle
+	if spec.Net == NetPrivate {
+		h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+		if err != nil {
+			return 0, fmt.Errorf("route socket: %w", err)
+		}
+		routes = h
+	}
 	if !spec.NoSeccomp {
 		if err := installSeccomp(); err != nil {
 			return 0, err
@@ -231,7 +243,7 @@ func initStage2(spec *Spec, sync *os.File) (int, error) {
 	if err := setUlimits(spec.Ulimits); err != nil {
 		return 0, err
 	}
-	in := &initProc{spec: spec, waiters: map[int]chan int{}}
+	in := &initProc{spec: spec, waiters: map[int]chan int{}, routes: routes}
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, forwarded...)
 	chld := make(chan os.Signal, 1)
@@ -283,6 +295,7 @@ type initProc struct {
 	spec    *Spec
 	mu      sync.Mutex
 	waiters map[int]chan int // pid → where its exit status goes
+	routes  *netlink.Handle  // NetPrivate: the namespace's routes, for ExecRequest.Block
 }
 
 // reap waits for every child that the container's processes leave to PID
