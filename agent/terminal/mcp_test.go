@@ -70,7 +70,7 @@ func TestChatMCP(t *testing.T) {
 	out.WaitFor(t, "everything (host, stdio, mcp.json): running, 13 tools, 7 resources, 4 prompts")
 	out.WaitFor(t, "echo, get-annotated-message")
 	say("use the server")
-	out.WaitFor(t, `MCP everything (host): echo {"message":"hi"} — allow? [y/N, 1: always mcp:everything/echo, 2: always mcp:everything, or say why not]`)
+	out.WaitFor(t, `MCP everything (host): echo {"message":"hi"} — allow? [y/N, 1: always mcp:host:everything/echo, 2: always mcp:host:everything, or say why not]`)
 	say("2")
 	out.WaitFor(t, "All done.")
 	say("/exit")
@@ -86,7 +86,7 @@ func TestChatMCP(t *testing.T) {
 	}
 	s.Close()
 	log, _ := os.ReadFile(filepath.Join(sessions, s.ID+".jsonl"))
-	if !strings.Contains(string(log), "and from now on, all of mcp:everything") {
+	if !strings.Contains(string(log), "and from now on, all of mcp:host:everything") {
 		t.Errorf("the session log does not record the always:\n%s", log)
 	}
 }
