@@ -68,6 +68,9 @@ func Init(args []string) {
 	if len(args) > 0 && args[0] == netHelperArg {
 		runNetHelper()
 	}
+	if len(args) > 0 && args[0] == logHelperArg {
+		runLogHelper()
+	}
 	if len(args) > 0 && (args[0] == keeperArg || args[0] == keeperMappedArg) {
 		runKeeper(args[0] == keeperMappedArg)
 	}

@@ -188,7 +188,10 @@ func (lo *Local) Run(ctx context.Context, l Launch) (int, error) {
 		if l.TTY {
 			return 0, fmt.Errorf("-d and -t do not go together: the terminal would have no one to talk to")
 		}
-		log, err := os.OpenFile(filepath.Join(dir, "log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		// Through a pipe and a helper of ours, never the file itself: a
+		// host file's descriptor in the workload could be reopened
+		// through /proc/PID/fd and changed (see container.StartLogHelper).
+		log, err := container.StartLogHelper(bin, filepath.Join(dir, "log"))
 		if err != nil {
 			return 0, err
 		}
