@@ -214,9 +214,7 @@ func initializeValue(raw []byte) (any, bool) {
 func wordPaths(w string) []string {
 	out := []string{w}
 	for _, sep := range []string{"=", ":"} {
-		for _, part := range strings.Split(w, sep)[1:] {
-			out = append(out, part)
-		}
+		out = append(out, strings.Split(w, sep)[1:]...)
 	}
 	return out
 }
