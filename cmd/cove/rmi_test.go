@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cove-sh/cove/internal/testregistry"
 )
@@ -138,5 +139,47 @@ func TestRmiKeepsWhatIsInUse(t *testing.T) {
 				t.Fatalf("images after prune: %v", left)
 			}
 		})
+	}
+}
+
+// TestRmiDuringBuild: a build's use of its base image holds it: an rmi
+// of the base's only name and a prune while a RUN step runs on it leave
+// its files there, and the build finishes.
+func TestRmiDuringBuild(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	ref := testregistry.Push(t, addr, layered(t))
+	root, dir := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte("FROM "+ref+"\nRUN sleep 4.5; ls /bin/busybox > /seen\n"), 0o644)
+	if r := runProc(t, root, "", "pull", "-q", ref); r.code != 0 {
+		t.Fatalf("pull: %+v", r)
+	}
+	cmd, out, errb := coveProc(root, "build", "-t", "during:1", dir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		// The RUN step runs (a sleep of this length is the test's).
+		if exec.Command("pgrep", "-f", "^sleep 4.5$").Run() == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("the RUN step did not start: %s", errb.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if r := runProc(t, root, "", "rmi", ref); r.code != 0 {
+		t.Fatalf("rmi: %+v", r)
+	}
+	if r := runProc(t, root, "", "prune"); r.code != 0 || !strings.Contains(r.stdout, "removed 0 images") {
+		t.Fatalf("prune during the build: %+v", r)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the build failed with its base removed under it: %v\n%s%s", err, out, errb)
+	}
+	if r := runProc(t, root, "", "run", "--rm", "during:1", "cat", "/seen"); r.code != 0 || r.stdout != "/bin/busybox\n" {
+		t.Fatalf("the built image: %+v", r)
 	}
 }
