@@ -116,7 +116,7 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (*container.State, error) {
 	}
 	// initializeCommand comes first, as the spec has it: before the image
 	// is pulled or built.
-	if err := initializeCommand(ctx, lo.Stderr, dc, abs); err != nil {
+	if err := initializeCommand(ctx, lo.Stderr, dc, abs, devcontainerOptions(s).Home); err != nil {
 		return nil, err
 	}
 	ref := s.Image
