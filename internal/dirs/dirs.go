@@ -243,19 +243,20 @@ func (l Layout) mkdirOwned(dir string) error {
 // reaches its files through its mounts, made by its owner), so they are
 // 0700. A directory of someone else's, or a symlink, is left as it is.
 func (l Layout) Secure() error {
-	var list []string
+	type named struct{ what, dir string }
+	var list []named
 	if parent := filepath.Dir(l.Images); filepath.Base(parent) == "cove" && parent != l.Data {
-		list = append(list, parent) // $XDG_CACHE_HOME/cove: the store, build steps' caches
+		list = append(list, named{"cache directory", parent}) // $XDG_CACHE_HOME/cove: the store's
 	}
-	list = append(list, l.Images, l.Data, l.Runtime)
+	list = append(list, named{"image store", l.Images}, named{"data directory", l.Data}, named{"runtime directory", l.Runtime})
 	for _, d := range list {
-		if d == "" {
+		if d.dir == "" {
 			continue
 		}
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return fmt.Errorf("cove's directory %s: %w", d, err)
+		if err := os.MkdirAll(d.dir, 0o700); err != nil {
+			return fmt.Errorf("cove's %s %s: %w (set COVE_ROOT to a directory you can write)", d.what, d.dir, err)
 		}
-		if err := tighten(d, os.Geteuid()); err != nil {
+		if err := tighten(d.dir, os.Geteuid()); err != nil {
 			return err
 		}
 	}
