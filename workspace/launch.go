@@ -51,6 +51,11 @@ type Launch struct {
 	// stops (a workspace's installed packages survive); by default each
 	// container gets a fresh one under DATA/containers.
 	Dir string
+	// Made is the digest of the image Dir's layer was made on, when it
+	// was made from Ref: if Ref's name is gone (cove rmi while the
+	// workspace was stopped, which keeps the image for it), that image
+	// is used, not one pulled again.
+	Made string
 	// CapAdd and CapDrop change the capabilities (container.ParseCap
 	// names); NoNewPrivileges sets no_new_privs (a workspace's
 	// devcontainer.json: capAdd, securityOpt, runArgs).
@@ -84,11 +89,19 @@ func (lo *Local) Run(ctx context.Context, l Launch) (int, error) {
 	if l.Net == "" {
 		l.Net = container.NetPrivate
 	}
-	bars := progress.New(lo.Stderr, l.Ref, false)
-	img, err := image.Pull(ctx, store, l.Ref, image.WithPolicy(l.Policy), image.WithProgress(bars.Update))
-	bars.Wait()
-	if err != nil {
-		return 0, err
+	var img *image.Image
+	if l.Made != "" {
+		if _, err := store.Get(l.Ref); errors.Is(err, image.ErrNotFound) {
+			img, _ = store.Get(l.Made)
+		}
+	}
+	if img == nil {
+		bars := progress.New(lo.Stderr, l.Ref, false)
+		img, err = image.Pull(ctx, store, l.Ref, image.WithPolicy(l.Policy), image.WithProgress(bars.Update))
+		bars.Wait()
+		if err != nil {
+			return 0, err
+		}
 	}
 	cfg, err := store.ConfigFile(img)
 	if err != nil {

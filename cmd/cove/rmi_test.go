@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cove-sh/cove/internal/testregistry"
+	"github.com/cove-sh/cove/workspace"
 )
 
 // TestRmiKeepsWhatIsInUse: names are references and so is a container's
@@ -181,5 +183,41 @@ func TestRmiDuringBuild(t *testing.T) {
 	}
 	if r := runProc(t, root, "", "run", "--rm", "during:1", "cat", "/seen"); r.code != 0 || r.stdout != "/bin/busybox\n" {
 		t.Fatalf("the built image: %+v", r)
+	}
+}
+
+// TestRmiUnderAStoppedWorkspace: rmi of the only name of a stopped
+// workspace's image keeps the image for it (untagged), and the next cove
+// up starts it on that image, with the registry gone: not pulled again
+// (which could bring another image under its kept layer, or none).
+func TestRmiUnderAStoppedWorkspace(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	p := testregistry.NewProxy(t, addr)
+	ref := p.Ref(testregistry.Push(t, addr, layered(t)))
+	root, project := t.TempDir(), t.TempDir()
+	name := workspace.Name(project)
+	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", name) })
+	if r := runProc(t, root, "", "up", "--detach", "--image", ref, project); r.code != 0 {
+		t.Fatalf("up: %+v", r)
+	}
+	if r := runProc(t, root, "", "exec", name, "sh", "-c", "echo kept > /kept"); r.code != 0 {
+		t.Fatalf("exec: %+v", r)
+	}
+	if r := runProc(t, root, "", "stop", "--time", "2", name); r.code != 0 {
+		t.Fatalf("stop: %+v", r)
+	}
+	if r := runProc(t, root, "", "rmi", ref); r.code != 0 || !strings.Contains(r.stdout, "untagged") {
+		t.Fatalf("rmi under a stopped workspace: %+v", r)
+	}
+	if r := runProc(t, root, "", "prune"); r.code != 0 || !strings.Contains(r.stdout, "removed 0 images") {
+		t.Fatalf("prune under a stopped workspace: %+v", r)
+	}
+	p.SetStatus(http.StatusServiceUnavailable) // the registry is gone
+	if r := runProc(t, root, "", "up", "--detach", "--image", ref, project); r.code != 0 {
+		t.Fatalf("up again, its image's name removed and the registry gone: %+v", r)
+	}
+	if r := runProc(t, root, "", "exec", name, "sh", "-c", "cat /kept && ls /bin/busybox"); r.code != 0 || r.stdout != "kept\n/bin/busybox\n" {
+		t.Fatalf("the workspace after its restart: %+v", r)
 	}
 }
