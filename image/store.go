@@ -405,6 +405,13 @@ func (s *Store) Use(ctx context.Context, h v1.Hash, holder string) error {
 	if err != nil {
 		return err
 	}
+	// Under the uses lock: a record is never written while used drops
+	// it as dead (its holder made again meanwhile).
+	ul, err := s.lock(ctx, "uses")
+	if err != nil {
+		return err
+	}
+	defer ul.Unlock()
 	return atomicfile.WriteFile(s.usePath(holder), b)
 }
 
@@ -429,6 +436,7 @@ func (s *Store) used() (map[string]bool, error) {
 		return nil, err
 	}
 	out := map[string]bool{}
+	var dead []string
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), ".") {
 			continue // being written
@@ -445,7 +453,7 @@ func (s *Store) used() (map[string]bool, error) {
 			return nil, fmt.Errorf("%s: broken use record: %w", filepath.Join(dir, e.Name()), err)
 		}
 		if _, err := os.Lstat(u.Holder); errors.Is(err, os.ErrNotExist) {
-			os.Remove(filepath.Join(dir, e.Name()))
+			dead = append(dead, e.Name())
 			continue
 		}
 		h, err := v1.NewHash(u.Digest)
@@ -454,7 +462,34 @@ func (s *Store) used() (map[string]bool, error) {
 		}
 		out[h.Hex] = true
 	}
+	if len(dead) > 0 {
+		s.dropDead(dir, dead)
+	}
 	return out, nil
+}
+
+// dropDead removes the use records names whose holders are gone, under
+// the uses lock and looking again: a holder made anew since (a container
+// of the same name) has written its record over the dead one.
+func (s *Store) dropDead(dir string, names []string) {
+	ul, err := s.lock(context.Background(), "uses")
+	if err != nil {
+		return
+	}
+	defer ul.Unlock()
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil {
+			continue
+		}
+		var u use
+		if json.Unmarshal(b, &u) != nil {
+			continue
+		}
+		if _, err := os.Lstat(u.Holder); errors.Is(err, os.ErrNotExist) {
+			os.Remove(filepath.Join(dir, n))
+		}
+	}
 }
 
 // InUse says whether a live use (Use) holds the image h.
