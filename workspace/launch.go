@@ -95,14 +95,31 @@ func (lo *Local) Run(ctx context.Context, l Launch) (int, error) {
 			img, _ = store.Get(l.Made)
 		}
 	}
-	if img == nil {
+	pull := func() error {
 		bars := progress.New(lo.Stderr, l.Ref, false)
 		img, err = image.Pull(ctx, store, l.Ref, image.WithPolicy(l.Policy), image.WithProgress(bars.Update))
 		bars.Wait()
-		if err != nil {
+		return err
+	}
+	if img == nil {
+		if err := pull(); err != nil {
 			return 0, err
 		}
 	}
+	// The launch uses the image from now on, before the container's state
+	// directory (which holds the use while it exists) is there: a pin of
+	// its own meanwhile, so that no rmi or prune takes the image between
+	// here and the start. One removed since the pull is pulled again.
+	pin, err := lo.pinImage(ctx, store, img)
+	if errors.Is(err, image.ErrNotFound) {
+		if err = pull(); err == nil {
+			pin, err = lo.pinImage(ctx, store, img)
+		}
+	}
+	if err != nil {
+		return 0, fmt.Errorf("image %s: %w", l.Ref, err)
+	}
+	defer pin()
 	cfg, err := store.ConfigFile(img)
 	if err != nil {
 		return 0, fmt.Errorf("image config: %w", err)
@@ -158,17 +175,8 @@ func (lo *Local) Run(ctx context.Context, l Launch) (int, error) {
 	}()
 	// The container's use of the image is a reference to it, as its
 	// names are: no rmi or prune deletes the root filesystem under it
-	// while its state directory is there (running or stopped). Taken
-	// after the pull: an rmi meanwhile means pulling it again.
-	if err := store.Use(ctx, img.Digest, states.Dir(name)); errors.Is(err, image.ErrNotFound) {
-		if img, err = image.Pull(ctx, store, l.Ref, image.WithPolicy(l.Policy)); err != nil {
-			return 0, err
-		}
-		err = store.Use(ctx, img.Digest, states.Dir(name))
-		if err != nil {
-			return 0, fmt.Errorf("image %s: %w", l.Ref, err)
-		}
-	} else if err != nil {
+	// while its state directory is there (running or stopped).
+	if err := store.Use(ctx, img.Digest, states.Dir(name)); err != nil {
 		return 0, fmt.Errorf("image %s: %w", l.Ref, err)
 	}
 	hostname := l.Hostname
@@ -284,6 +292,27 @@ func (lo *Local) Run(ctx context.Context, l Launch) (int, error) {
 	}
 	claimed = false
 	return code, nil
+}
+
+// pinImage holds img for this launch (image.Store.Use) by a file of its
+// own in the runtime directory, until the function it returns is called.
+func (lo *Local) pinImage(ctx context.Context, store *image.Store, img *image.Image) (unpin func(), err error) {
+	if err := os.MkdirAll(lo.Layout.Runtime, 0o700); err != nil {
+		return nil, err
+	}
+	f, err := os.CreateTemp(lo.Layout.Runtime, ".launch-")
+	if err != nil {
+		return nil, err
+	}
+	f.Close()
+	if err := store.Use(ctx, img.Digest, f.Name()); err != nil {
+		os.Remove(f.Name())
+		return nil, err
+	}
+	return func() {
+		store.Release(f.Name())
+		os.Remove(f.Name())
+	}, nil
 }
 
 // deniedByAppArmor says whether err, a rootless start's failure, is what
