@@ -294,24 +294,23 @@ func (lo *Local) Run(ctx context.Context, l Launch) (int, error) {
 	return code, nil
 }
 
-// pinImage holds img for this launch (image.Store.Use) by a file of its
-// own in the runtime directory, until the function it returns is called.
+// pinImage holds img for this launch (image.Store.Use) until the function
+// it returns is called. The holder is a descriptor of this process's, by
+// its /proc path: a launch that dies (kill -9) holds nothing after, where
+// a file left behind would hold the image for good.
 func (lo *Local) pinImage(ctx context.Context, store *image.Store, img *image.Image) (unpin func(), err error) {
-	if err := os.MkdirAll(lo.Layout.Runtime, 0o700); err != nil {
-		return nil, err
-	}
-	f, err := os.CreateTemp(lo.Layout.Runtime, ".launch-")
+	f, err := os.Open(os.DevNull)
 	if err != nil {
 		return nil, err
 	}
-	f.Close()
-	if err := store.Use(ctx, img.Digest, f.Name()); err != nil {
-		os.Remove(f.Name())
+	holder := fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), f.Fd())
+	if err := store.Use(ctx, img.Digest, holder); err != nil {
+		f.Close()
 		return nil, err
 	}
 	return func() {
-		store.Release(f.Name())
-		os.Remove(f.Name())
+		store.Release(holder)
+		f.Close()
 	}, nil
 }
 
