@@ -1166,7 +1166,30 @@ func (b *builder) pull(ctx context.Context, from string) (*image.Image, error) {
 	if b.opts.Confined && image.IsLocal(from) && from != b.opts.TrustedFrom {
 		return nil, errors.New("a confined build takes images from registries only: this names a file or directory on this machine; push the image to a registry and name it there")
 	}
-	return image.Pull(ctx, b.store, from, b.opts.Pull...)
+	img, err := image.Pull(ctx, b.store, from, b.opts.Pull...)
+	if err != nil {
+		return nil, err
+	}
+	// The build uses the image's root filesystem until it ends: a use
+	// held by a file in the build's own directory (gone with it), so
+	// that no rmi or prune meanwhile deletes it from under a step.
+	holder := filepath.Join(b.tmp, "use-"+img.Digest.Hex)
+	if err := os.WriteFile(holder, nil, 0o600); err != nil {
+		return nil, err
+	}
+	err = b.store.Use(ctx, img.Digest, holder)
+	if errors.Is(err, image.ErrNotFound) { // removed since the pull: again
+		if img, err = image.Pull(ctx, b.store, from, b.opts.Pull...); err == nil {
+			holder = filepath.Join(b.tmp, "use-"+img.Digest.Hex)
+			if err = os.WriteFile(holder, nil, 0o600); err == nil {
+				err = b.store.Use(ctx, img.Digest, holder)
+			}
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", from, err)
+	}
+	return img, nil
 }
 
 // fromLowers is the file system COPY --from reads: an earlier stage's, or

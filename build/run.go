@@ -53,8 +53,20 @@ func (b *builder) runStep(ctx context.Context, lowers []string, proc container.P
 	if err := os.WriteFile(hosts, []byte("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"), 0o644); err != nil {
 		return err
 	}
+	control := ""
+	if network == container.NetPrivate {
+		// The network helper asks init, over this socket, to block the
+		// addresses the host gains while the step runs. Its own short
+		// directory (0700): a socket's path has room for 107 bytes only.
+		ctlDir, err := os.MkdirTemp("", "cove-build-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(ctlDir)
+		control = filepath.Join(ctlDir, "ctl.sock")
+	}
 	spec := &container.Spec{
-		ID: id, Name: "cove-build-" + id[:8], Hostname: "cove-build",
+		ID: id, Name: "cove-build-" + id[:8], Hostname: "cove-build", Control: control,
 		Lower: strings.Join(rel, ":"), LowerBase: steps, Upper: upper, Work: filepath.Join(dir, "work"), Merged: filepath.Join(dir, "merged"),
 		Binary: b.opts.Binary, ResolvConf: resolv, Hosts: hosts,
 		Binds: binds, Net: network, UserNS: os.Geteuid() != 0, Process: proc, KeepTmp: true,

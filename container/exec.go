@@ -35,6 +35,10 @@ type ExecRequest struct {
 	Cwd      string   `json:"cwd,omitempty"`
 	User     string   `json:"user,omitempty"`
 	Terminal bool     `json:"terminal,omitempty"`
+	// Block, if set, is not a process: the network helper asks init to
+	// add prohibit routes for these host addresses (prefixes), which the
+	// host gained after the start (see watchHostAddresses).
+	Block []string `json:"block,omitempty"`
 }
 
 type execReply struct {
@@ -94,6 +98,20 @@ func (in *initProc) exec(conn *net.UnixConn) {
 	var req ExecRequest
 	if err == nil {
 		err = json.Unmarshal(line, &req)
+	}
+	if err == nil && len(req.Block) > 0 {
+		code := 0
+		if in.routes == nil {
+			err = errors.New("the container has no network of its own")
+		} else {
+			err = blockAddresses(in.routes.RouteAdd, req.Block)
+		}
+		if err != nil {
+			reply(execReply{Error: err.Error()}, nil)
+		} else {
+			reply(execReply{Exit: &code}, nil)
+		}
+		return
 	}
 	if err == nil && len(req.Args) == 0 {
 		err = errors.New("no command")

@@ -68,6 +68,9 @@ func Init(args []string) {
 	if len(args) > 0 && args[0] == netHelperArg {
 		runNetHelper()
 	}
+	if len(args) > 0 && args[0] == logHelperArg {
+		runLogHelper()
+	}
 	if len(args) > 0 && (args[0] == keeperArg || args[0] == keeperMappedArg) {
 		runKeeper(args[0] == keeperMappedArg)
 	}
@@ -214,6 +217,18 @@ func initStage2(spec *Spec, sync *os.File) (int, error) {
 			return 0, fmt.Errorf("no-new-privileges: %w", err)
 		}
 	}
+	// Under NetPrivate, the network helper tells init of addresses the
+	// host gains while the container runs, to block as the first ones
+	// were: through a route socket made now, before seccomp, with init's
+	// capabilities in its own network namespace.
+	var routes *netlink.Handle
+	if spec.Net == NetPrivate {
+		h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+		if err != nil {
+			return 0, fmt.Errorf("route socket: %w", err)
+		}
+		routes = h
+	}
 	if !spec.NoSeccomp {
 		caps, err := keptCapNames(spec.Net == NetPrivate, spec.CapAdd, spec.CapDrop)
 		if err != nil {
@@ -235,7 +250,7 @@ func initStage2(spec *Spec, sync *os.File) (int, error) {
 	if err := setUlimits(spec.Ulimits); err != nil {
 		return 0, err
 	}
-	in := &initProc{spec: spec, waiters: map[int]chan int{}}
+	in := &initProc{spec: spec, waiters: map[int]chan int{}, routes: routes}
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, forwarded...)
 	chld := make(chan os.Signal, 1)
@@ -287,6 +302,7 @@ type initProc struct {
 	spec    *Spec
 	mu      sync.Mutex
 	waiters map[int]chan int // pid → where its exit status goes
+	routes  *netlink.Handle  // NetPrivate: the namespace's routes, for ExecRequest.Block
 }
 
 // reap waits for every child that the container's processes leave to PID

@@ -3,6 +3,7 @@ package container
 import (
 	"bytes"
 	"fmt"
+	"github.com/cove-sh/cove/internal/userns"
 	"io"
 	"os"
 	"os/exec"
@@ -107,8 +108,8 @@ func mustMapping(t *testing.T, u *user.User) bool {
 	t.Helper()
 	uid, _ := strconv.Atoi(u.Uid)
 	_, err1 := exec.LookPath("newuidmap")
-	_, ok1 := subIDs("/etc/subuid", uid)
-	_, ok2 := subIDs("/etc/subgid", uid)
+	_, ok1 := userns.SubIDs("/etc/subuid", uid)
+	_, ok2 := userns.SubIDs("/etc/subgid", uid)
 	return err1 == nil && ok1 && ok2
 }
 

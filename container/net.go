@@ -95,6 +95,11 @@ func ParsePort(s string) (Port, error) {
 		if err != nil || ip.Zone() != "" {
 			return bad("the address is not an IP address")
 		}
+		if ip.Is6() && !ip.Is4In6() {
+			// pasta carries no IPv6 (see pastaArgs).
+			return bad("the container's own network carries IPv4 only, as Docker's default one does: give an IPv4 address (127.0.0.1, 0.0.0.0)")
+		}
+		ip = ip.Unmap()
 		p.HostIP = ip.String()
 	}
 	hp, err1 := strconv.ParseUint(host, 10, 16)
@@ -126,7 +131,9 @@ var metadataAddresses = []string{"169.254.169.254/32", "fd00:ec2::254/128", "100
 // single-address prefixes, and the cloud metadata services': under
 // NetPrivate each becomes a prohibit route in the container's namespace.
 // pasta connects as the host, so a packet to one of them would reach the
-// host's services bound to 0.0.0.0, or the machine's credentials.
+// host's services bound to 0.0.0.0, or the machine's credentials. The
+// addresses the host gains later are blocked as they come (see
+// watchHostAddresses); IPv6 is not routed at all (see pastaArgs).
 func HostAddresses() ([]string, error) {
 	addrs, err := netlink.AddrList(nil, netlink.FAMILY_ALL)
 	if err != nil {
@@ -134,14 +141,22 @@ func HostAddresses() ([]string, error) {
 	}
 	var out []string
 	for _, a := range addrs {
-		ip, ok := netip.AddrFromSlice(a.IP)
-		if !ok || ip.Unmap().IsLoopback() {
-			continue // the container's loopback is its own
+		if p, ok := hostPrefix(a.IP); ok {
+			out = append(out, p)
 		}
-		ip = ip.Unmap()
-		out = append(out, netip.PrefixFrom(ip, ip.BitLen()).String())
 	}
 	return append(out, metadataAddresses...), nil
+}
+
+// hostPrefix is a host address as the prefix its prohibit route has; the
+// loopback has none (the container's loopback is its own).
+func hostPrefix(b net.IP) (string, bool) {
+	ip, ok := netip.AddrFromSlice(b)
+	if !ok || ip.Unmap().IsLoopback() {
+		return "", false
+	}
+	ip = ip.Unmap().WithZone("")
+	return netip.PrefixFrom(ip, ip.BitLen()).String(), true
 }
 
 // ResolvConf is the container's resolv.conf under NetPrivate: pasta's DNS
@@ -169,12 +184,20 @@ func ResolvConf(host []byte) []byte {
 //   - -t/-u: only the ports asked for come in (the default, auto, forwards
 //     every port the container listens on).
 //   - --no-map-gw: the gateway's address is not the host's loopback.
+//   - --ipv4-only: pasta carries no IPv6, as Docker's default network has
+//     none. pasta connects as the host, so every address of the host is a
+//     way to its services; in IPv6 the host has addresses a workspace
+//     could name past any route in its namespace (a link-local one with a
+//     scope, fe80::…%eth0, is looked up only among the scope's routes)
+//     and addresses that come and go (temporary ones). With no IPv6 at
+//     all, none of them is reachable, whatever the host gains later
+//     (setupPrivateNet also turns IPv6 off on the namespace's interfaces).
 //   - --dns-forward: DNS through the host's resolver (see DNSForward).
 //   - --runas 0: as root pasta would become nobody before it opens the
 //     namespace it is given; it keeps only the capabilities it needs and
 //     runs under its own seccomp filter.
 func pastaArgs(ports []Port, userns, root bool) []string {
-	args := []string{"--foreground", "--quiet", "--config-net", "--no-map-gw", "--no-netns-quit",
+	args := []string{"--foreground", "--quiet", "--config-net", "--no-map-gw", "--ipv4-only", "--no-netns-quit",
 		"-T", "none", "-U", "none", "--dns-forward", DNSForward,
 		"--netns", "/proc/self/fd/3", "--pid", "/proc/self/fd/5"}
 	if userns {
@@ -201,9 +224,10 @@ func pastaArgs(ports []Port, userns, root bool) []string {
 // setupPrivateNet runs in init's stage 1, in the container's namespaces,
 // before pasta may have configured the interface: the loopback comes up,
 // each host address gets a prohibit route (the workload has neither
-// CAP_NET_ADMIN to remove them nor CAP_NET_RAW to send around them), and
-// ICMP echo sockets are allowed to every group, so that ping works
-// without CAP_NET_RAW.
+// CAP_NET_ADMIN to remove them nor CAP_NET_RAW to send around them), IPv6
+// goes off on every interface but the loopback (see pastaArgs), and ICMP
+// echo sockets are allowed to every group, so that ping works without
+// CAP_NET_RAW.
 func setupPrivateNet(blocked []string) error {
 	lo, err := netlink.LinkByName("lo")
 	if err == nil {
@@ -212,13 +236,26 @@ func setupPrivateNet(blocked []string) error {
 	if err != nil {
 		return fmt.Errorf("bring up loopback: %w", err)
 	}
+	if err := blockAddresses(netlink.RouteAdd, blocked); err != nil {
+		return err
+	}
+	if err := disableIPv6(); err != nil {
+		return err
+	}
+	// Best effort: a mapping without group 0 refuses the range, and ping
+	// is a convenience.
+	_ = os.WriteFile("/proc/sys/net/ipv4/ping_group_range", []byte("0 "+strconv.Itoa(maxMappedGID())), 0)
+	return nil
+}
+
+// blockAddresses adds a prohibit route for each prefix with add.
+func blockAddresses(add func(*netlink.Route) error, blocked []string) error {
 	for _, s := range blocked {
 		_, dst, err := net.ParseCIDR(s)
 		if err != nil {
 			return fmt.Errorf("block host address %s: %w", s, err)
 		}
-		r := &netlink.Route{Dst: dst, Type: unix.RTN_PROHIBIT}
-		err = netlink.RouteAdd(r)
+		err = add(&netlink.Route{Dst: dst, Type: unix.RTN_PROHIBIT})
 		if dst.IP.To4() == nil && (errors.Is(err, unix.EAFNOSUPPORT) || errors.Is(err, unix.EOPNOTSUPP)) {
 			continue // a kernel without IPv6 has no IPv6 to block
 		}
@@ -226,9 +263,34 @@ func setupPrivateNet(blocked []string) error {
 			return fmt.Errorf("block host address %s: %w", s, err)
 		}
 	}
-	// Best effort: a mapping without group 0 refuses the range, and ping
-	// is a convenience.
-	_ = os.WriteFile("/proc/sys/net/ipv4/ping_group_range", []byte("0 "+strconv.Itoa(maxMappedGID())), 0)
+	return nil
+}
+
+// disableIPv6 turns IPv6 off on the namespace's interfaces, pasta's among
+// them whether it made it yet or not (default is what a new one gets),
+// and keeps it on the loopback (::1 is the container's own). pasta
+// carries no IPv6 (--ipv4-only) either: this is the second wall, so that
+// not even a link-local address of the namespace's own is there to send
+// from.
+func disableIPv6() error {
+	const conf = "/proc/sys/net/ipv6/conf/"
+	if _, err := os.Stat(conf); errors.Is(err, os.ErrNotExist) {
+		return nil // a kernel without IPv6
+	}
+	if err := os.WriteFile(conf+"default/disable_ipv6", []byte("1"), 0); err != nil {
+		return fmt.Errorf("turn IPv6 off in the container's network: %w", err)
+	}
+	links, err := netlink.LinkList()
+	if err != nil {
+		return fmt.Errorf("turn IPv6 off in the container's network: %w", err)
+	}
+	for _, l := range links {
+		if name := l.Attrs().Name; name != "lo" {
+			if err := os.WriteFile(conf+name+"/disable_ipv6", []byte("1"), 0); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("turn IPv6 off on %s in the container's network: %w", name, err)
+			}
+		}
+	}
 	return nil
 }
 

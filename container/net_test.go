@@ -146,7 +146,6 @@ func TestParsePort(t *testing.T) {
 		"8080:80":             {"127.0.0.1", 8080, 80, "tcp", ""},
 		"5353:53/udp":         {"127.0.0.1", 5353, 53, "udp", ""},
 		"0.0.0.0:8080:80/tcp": {"0.0.0.0", 8080, 80, "tcp", ""},
-		"[::1]:8080:80":       {"::1", 8080, 80, "tcp", ""},
 		"192.0.2.7:1:65535":   {"192.0.2.7", 1, 65535, "tcp", ""},
 	}
 	for in, want := range good {
@@ -158,7 +157,7 @@ func TestParsePort(t *testing.T) {
 			t.Errorf("ParsePort(%q.String() = %q) = %+v, %v", in, got.String(), back, err)
 		}
 	}
-	for _, in := range []string{"80", "0:80", "8080:0", "70000:80", "8080:80/sctp", "host:8080:80", "[fe80::1%eth0]:1:2", ":80", "a:b"} {
+	for _, in := range []string{"80", "0:80", "8080:0", "70000:80", "8080:80/sctp", "host:8080:80", "[fe80::1%eth0]:1:2", ":80", "a:b", "[::1]:8080:80", "[::]:8080:80"} {
 		if p, err := ParsePort(in); err == nil {
 			t.Errorf("ParsePort(%q) = %+v, want an error", in, p)
 		}

@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -43,6 +45,10 @@ const netHelperArg = "--net-helper"
 type netHelperConfig struct {
 	Pasta string   `json:"pasta"`
 	Args  []string `json:"args"`
+	// Control is init's control socket, where the helper asks it to
+	// block the addresses the host gains ("": none to ask, see
+	// watchHostAddresses).
+	Control string `json:"control,omitempty"`
 }
 
 // netHelperTimeout bounds pasta's setup.
@@ -55,7 +61,7 @@ func startNetHelper(spec *Spec, pid int) (*exec.Cmd, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := json.Marshal(netHelperConfig{Pasta: pasta, Args: pastaArgs(spec.Ports, spec.UserNS, os.Geteuid() == 0)})
+	cfg, err := json.Marshal(netHelperConfig{Pasta: pasta, Args: pastaArgs(spec.Ports, spec.UserNS, os.Geteuid() == 0), Control: spec.Control})
 	if err != nil {
 		return nil, err
 	}
@@ -174,6 +180,9 @@ func runNetHelper() {
 	}
 	fmt.Fprintln(report, "ok")
 	report.Close()
+	if cfg.Control != "" {
+		go watchHostAddresses(cfg.Control)
+	}
 	initGone := make(chan struct{})
 	go func() {
 		fds := []unix.PollFd{{Fd: int32(pidfd.Fd()), Events: unix.POLLIN}}
@@ -218,4 +227,115 @@ func pastaErrors(s string) string {
 		}
 	}
 	return strings.Join(keep, "; ")
+}
+
+// watchHostAddresses follows the host's addresses for as long as the
+// helper lives and has the container's init block each one the host
+// gains (an address a DHCP lease, a VPN or a bridge brings after the
+// start): pasta connects as the host, so any of them would reach the
+// host's services. The list at the start was blocked before the workload
+// ran; the subscription lists every address again when it starts (and
+// after an overflow), so none added in between is missed. Between an
+// address appearing and its route there is the time of one netlink
+// message and one request to init.
+func watchHostAddresses(ctl string) {
+	for {
+		updates := make(chan netlink.AddrUpdate, 256)
+		done := make(chan struct{})
+		failed := make(chan struct{}, 1)
+		// Not the library's ListExisting: it sends its request to the
+		// multicast groups, which the kernel refuses from a user without
+		// CAP_NET_ADMIN. The list is read after subscribing instead.
+		err := netlink.AddrSubscribeWithOptions(updates, done, netlink.AddrSubscribeOptions{
+			ErrorCallback: func(error) {
+				select {
+				case failed <- struct{}{}:
+				default:
+				}
+			},
+		})
+		if err != nil {
+			return // no netlink: the start's list stands
+		}
+		seen := map[string]bool{}
+		pending := []string{}
+		if addrs, err := netlink.AddrList(nil, netlink.FAMILY_ALL); err == nil {
+			for _, a := range addrs {
+				if p, ok := hostPrefix(a.IP); ok {
+					pending = append(pending, p)
+				}
+			}
+		}
+	read:
+		for {
+			var batch []string
+			if len(pending) > 0 {
+				batch, pending = pending, nil
+			} else {
+				select {
+				case u, ok := <-updates:
+					if !ok {
+						break read
+					}
+					if p, ok := hostPrefix(u.LinkAddress.IP); ok && u.NewAddr && !seen[p] {
+						batch = append(batch, p)
+					}
+				case <-failed:
+					break read
+				}
+			}
+			for len(updates) > 0 { // what came with it, in one request
+				if v := <-updates; v.NewAddr {
+					if q, ok := hostPrefix(v.LinkAddress.IP); ok && !seen[q] {
+						batch = append(batch, q)
+					}
+				}
+			}
+			if len(batch) == 0 {
+				continue
+			}
+			if err := blockInContainer(ctl, batch); err != nil {
+				if errors.Is(err, unix.ECONNREFUSED) || errors.Is(err, unix.ENOENT) {
+					close(done)
+					return // init is gone, and the helper with it soon
+				}
+				continue // asked again with the next change or relist
+			}
+			for _, q := range batch {
+				seen[q] = true
+			}
+		}
+		close(done)
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// blockInContainer asks the container's init, through its control socket,
+// to add prohibit routes for prefixes.
+func blockInContainer(ctl string, prefixes []string) error {
+	conn, err := net.DialTimeout("unix", ctl, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	b, err := json.Marshal(ExecRequest{Block: prefixes})
+	if err != nil {
+		return err
+	}
+	if _, err := conn.Write(append(b, '\n')); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(io.LimitReader(conn, 64<<10)).ReadBytes('\n')
+	if err != nil {
+		return err
+	}
+	var r execReply
+	if err := json.Unmarshal(line, &r); err != nil {
+		return err
+	}
+	if r.Error != "" {
+		return errors.New(r.Error)
+	}
+	return nil
 }

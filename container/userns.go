@@ -10,10 +10,6 @@ import (
 // (a line of /etc/subuid or /etc/subgid).
 type IDRange = userns.IDRange
 
-// subIDs returns the first range that /etc/subuid (or /etc/subgid) gives
-// the user, by name or id; none is not an error.
-func subIDs(file string, uid int) (IDRange, bool) { return userns.SubIDs(file, uid) }
-
 // subIDMapping says how a rootless container's ids map: container root is
 // the user, and where newuidmap, newgidmap and subordinate ranges exist,
 // ids 1…N are the user's ranges, so images with other users work. It is

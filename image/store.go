@@ -2,6 +2,8 @@ package image
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,6 +30,7 @@ import (
 //	DIR/images/HEX/config.json   the image's config blob
 //	DIR/images/.tmp-HEX-*        flattening in progress (removed if abandoned)
 //	DIR/refs.json                name → manifest digest
+//	DIR/uses/                    what containers use which image (Use)
 //	DIR/locks/                   flock files
 //
 // The directory is 0700: a rootfs may hold setuid binaries
@@ -75,7 +78,7 @@ func Open(dir string) (*Store, error) {
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("image store %s: %w", dir, err)
 	}
-	for _, sub := range []string{"blobs/sha256", "blobs/tmp", "images", "locks"} {
+	for _, sub := range []string{"blobs/sha256", "blobs/tmp", "images", "locks", "uses"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
 			return nil, fmt.Errorf("image store %s: %w", dir, err)
 		}
@@ -299,8 +302,11 @@ func (s *Store) updateRefs(ctx context.Context, change func(map[string]string)) 
 	return atomicfile.WriteFile(filepath.Join(s.dir, "refs.json"), b)
 }
 
-// Remove drops the name ref (or every name of the image a digest names) and
-// the flattened image once no name points at it. Blobs stay until Prune.
+// Remove drops the name ref (or, for a digest, every name of that image)
+// and then the flattened image if nothing else holds it: no other name
+// points at it and no container uses it (Use). A name is a reference
+// like any other, as containerd counts them: removing one never takes
+// what another still holds. Blobs stay until Prune.
 func (s *Store) Remove(ctx context.Context, ref string) (*Image, error) {
 	img, err := s.Get(ref)
 	if err != nil {
@@ -310,36 +316,199 @@ func (s *Store) Remove(ctx context.Context, ref string) (*Image, error) {
 	if src, err := ParseReference(ref); err == nil {
 		key = src.String()
 	}
-	left := 0
+	digest := img.Digest.String()
 	err = s.updateRefs(ctx, func(refs map[string]string) {
-		for r, d := range refs {
-			if d != img.Digest.String() {
-				continue
-			}
-			if _, named := refs[key]; !named || r == key {
+		if d, named := refs[key]; named && d == digest {
+			delete(refs, key) // this name only
+			return
+		}
+		for r, d := range refs { // a digest: every name of it
+			if d == digest {
 				delete(refs, r)
-			} else {
-				left++
 			}
 		}
 	})
 	if err != nil {
 		return nil, err
 	}
-	if left > 0 {
-		return img, nil
-	}
-	return img, s.removeImage(ctx, img.Digest)
+	_, err = s.collect(ctx, img.Digest)
+	return img, err
 }
 
-// removeImage renames the image out of view first, so that no reader sees
-// a half-deleted rootfs under its final name.
-func (s *Store) removeImage(ctx context.Context, h v1.Hash) error {
+// collect deletes the image h if nothing references it: no name, no
+// live use. It holds the pulls lock alone (as Prune does), so that no
+// pull names the image between the look and the removal, and the image's
+// lock, so that no Use starts meanwhile. It says whether it deleted.
+func (s *Store) collect(ctx context.Context, h v1.Hash) (bool, error) {
+	pulls, err := s.lock(ctx, "pulls")
+	if err != nil {
+		return false, err
+	}
+	defer pulls.Unlock()
+	return s.collectLocked(ctx, h)
+}
+
+func (s *Store) collectLocked(ctx context.Context, h v1.Hash) (bool, error) {
+	l, err := s.lock(ctx, "image-"+h.Hex)
+	if err != nil {
+		return false, err
+	}
+	defer l.Unlock()
+	refs, err := s.refs()
+	if err != nil {
+		return false, err
+	}
+	for _, d := range refs {
+		if d == h.String() {
+			return false, nil
+		}
+	}
+	used, err := s.used()
+	if err != nil {
+		return false, err
+	}
+	if used[h.Hex] {
+		return false, nil
+	}
+	return true, s.removeImageLocked(ctx, h)
+}
+
+// use is a record in DIR/uses: the image a holder uses, and the holder's
+// path, which exists as long as the use lasts (a container's state
+// directory). A record whose holder is gone (the container removed by a
+// cove that crashed before it said so) holds nothing.
+type use struct {
+	Digest string `json:"digest"`
+	Holder string `json:"holder"`
+}
+
+func (s *Store) usePath(holder string) string {
+	sum := sha256.Sum256([]byte(holder))
+	return filepath.Join(s.dir, "uses", hex.EncodeToString(sum[:16]))
+}
+
+// Use records that holder (the absolute path of what uses the image, e.g.
+// a container's state directory, existing as long as the use lasts) uses
+// the image h, replacing what holder used before. Until Release, or until
+// holder's path is gone, neither Remove nor Prune deletes the image; its
+// names may go. It returns ErrNotFound if the image is gone already (pull
+// it again).
+func (s *Store) Use(ctx context.Context, h v1.Hash, holder string) error {
+	if !filepath.IsAbs(holder) {
+		return fmt.Errorf("image use by %q: the holder must be an absolute path", holder)
+	}
 	l, err := s.lock(ctx, "image-"+h.Hex)
 	if err != nil {
 		return err
 	}
 	defer l.Unlock()
+	if _, err := s.byDigest(h); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(s.dir, "uses"), 0o700); err != nil {
+		return fmt.Errorf("image store %s: %w", s.dir, err)
+	}
+	b, err := json.Marshal(use{Digest: h.String(), Holder: holder})
+	if err != nil {
+		return err
+	}
+	// Under the uses lock: a record is never written while used drops
+	// it as dead (its holder made again meanwhile).
+	ul, err := s.lock(ctx, "uses")
+	if err != nil {
+		return err
+	}
+	defer ul.Unlock()
+	return atomicfile.WriteFile(s.usePath(holder), b)
+}
+
+// Release ends holder's use (Use); the image stays until Prune, or until
+// a Remove of its last name, finds nothing else holding it.
+func (s *Store) Release(holder string) error {
+	if err := os.Remove(s.usePath(holder)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("image store %s: release %s: %w", s.dir, holder, err)
+	}
+	return nil
+}
+
+// used returns the hex digests of the images live uses hold; records
+// whose holder is gone are dropped.
+func (s *Store) used() (map[string]bool, error) {
+	dir := filepath.Join(s.dir, "uses")
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return map[string]bool{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	var dead []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			continue // being written
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if errors.Is(err, os.ErrNotExist) {
+			continue // released meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		var u use
+		if err := json.Unmarshal(b, &u); err != nil {
+			return nil, fmt.Errorf("%s: broken use record: %w", filepath.Join(dir, e.Name()), err)
+		}
+		if _, err := os.Lstat(u.Holder); errors.Is(err, os.ErrNotExist) {
+			dead = append(dead, e.Name())
+			continue
+		}
+		h, err := v1.NewHash(u.Digest)
+		if err != nil {
+			return nil, fmt.Errorf("%s: broken use record: %w", filepath.Join(dir, e.Name()), err)
+		}
+		out[h.Hex] = true
+	}
+	if len(dead) > 0 {
+		s.dropDead(dir, dead)
+	}
+	return out, nil
+}
+
+// dropDead removes the use records names whose holders are gone, under
+// the uses lock and looking again: a holder made anew since (a container
+// of the same name) has written its record over the dead one.
+func (s *Store) dropDead(dir string, names []string) {
+	ul, err := s.lock(context.Background(), "uses")
+	if err != nil {
+		return
+	}
+	defer ul.Unlock()
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil {
+			continue
+		}
+		var u use
+		if json.Unmarshal(b, &u) != nil {
+			continue
+		}
+		if _, err := os.Lstat(u.Holder); errors.Is(err, os.ErrNotExist) {
+			os.Remove(filepath.Join(dir, n))
+		}
+	}
+}
+
+// InUse says whether a live use (Use) holds the image h.
+func (s *Store) InUse(h v1.Hash) (bool, error) {
+	used, err := s.used()
+	return used[h.Hex], err
+}
+
+// removeImage renames the image out of view first, so that no reader sees
+// a half-deleted rootfs under its final name.
+// The caller holds the image's lock.
+func (s *Store) removeImageLocked(ctx context.Context, h v1.Hash) error {
 	trash := filepath.Join(s.dir, "images", ".tmp-"+h.Hex+"-rm")
 	if err := os.Rename(s.imageDir(h), trash); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -352,12 +521,12 @@ func (s *Store) removeImage(ctx context.Context, h v1.Hash) error {
 
 // PruneReport says what Prune removed.
 type PruneReport struct {
-	Images int   // flattened images no name pointed at
+	Images int   // flattened images no name pointed at and nothing used
 	Blobs  int   // blobs no image used
 	Bytes  int64 // bytes of blobs and temporary files freed
 }
 
-// Prune removes images no name points at, and the blobs and temporary
+// Prune removes images no name points at and no container uses, and the blobs and temporary
 // files that failed or overlapping pulls left behind. It waits for pulls in progress: they hold the
 // "pulls" lock shared until their image is named, and Prune takes it alone.
 func (s *Store) Prune(ctx context.Context) (PruneReport, error) {
@@ -396,10 +565,13 @@ func (s *Store) Prune(ctx context.Context) (PruneReport, error) {
 			continue
 		}
 		if !named[name] {
-			if err := s.removeImage(ctx, v1.Hash{Algorithm: "sha256", Hex: name}); err != nil {
+			removed, err := s.collectLocked(ctx, v1.Hash{Algorithm: "sha256", Hex: name})
+			if err != nil {
 				return rep, err
 			}
-			rep.Images++
+			if removed {
+				rep.Images++
+			}
 		}
 	}
 	// A stored image needs no blobs: its layers are in its rootfs. The

@@ -186,10 +186,15 @@ func (lo *Local) Remove(ctx context.Context, name string, force bool) error {
 	if err != nil {
 		return fmt.Errorf("rm %s: %w", name, err)
 	}
-	lo.forgetImages(ctx, name)
+	// Its use of its image ends before its own images are forgotten, so
+	// that their root filesystems go with their names.
+	if store, err := lo.store(); err == nil {
+		store.Release(lo.states().Dir(name))
+	}
 	if err := lo.states().Delete(name); err != nil {
 		return fmt.Errorf("rm %s: %w", name, err)
 	}
+	lo.forgetImages(ctx, name)
 	if err := userns.Sweep(ctx, trash); err != nil {
 		return fmt.Errorf("rm %s: removed, but deleting its files in %s failed: %w (cove rm deletes them the next time it runs)", name, tomb, err)
 	}

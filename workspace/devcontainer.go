@@ -170,10 +170,16 @@ func (lo *Local) installFeatures(ctx context.Context, dc *devcontainer.Config, b
 // initializeCommand runs a trusted file's initializeCommand on the host,
 // in the project, with pipes (never the terminal); an untrusted file's
 // was dropped when it was read.
-func initializeCommand(ctx context.Context, errw io.Writer, dc *devcontainer.Config, dir string) error {
+func initializeCommand(ctx context.Context, errw io.Writer, dc *devcontainer.Config, dir, home string) error {
 	steps := dc.Steps("initializeCommand", os.Environ())
 	if len(steps) == 0 {
 		return nil
+	}
+	// Again, just before it runs: the trust binds the scripts it names,
+	// and the workspace (one still running, or a container with the
+	// project bound) may have changed them since the file was read.
+	if !devcontainer.Trusted(home, dir, dc.Path, dc.Raw) {
+		return fmt.Errorf("initializeCommand: what it runs changed since %s was read, and is not what you trusted: look at it, then cove up --trust", dc.Path)
 	}
 	fmt.Fprintf(errw, "cove: initializeCommand (on this host, as you trusted it): %s\n", termtext.Visible(stepsString(steps)))
 	out := &lockedWriter{w: commandOutput(errw)}

@@ -70,7 +70,7 @@ func (b *Kube) devcontainer(ctx context.Context, s Spec) (*devcontainer.Config, 
 		fmt.Fprintf(b.Stderr, "cove: note: %s: on a cluster, %s not applied: the Pod is cove's locked-down Pod, runs as the image's user, has the project at %s and publishes no ports (forward them in the IDE's Ports view, or with cove up -p)\n",
 			dc.Path, strings.Join(skipped, ", ")+map[bool]string{true: " is", false: " are"}[len(skipped) == 1], kube.WorkspaceDir)
 	}
-	if err := initializeCommand(ctx, b.Stderr, dc, s.Dir); err != nil {
+	if err := initializeCommand(ctx, b.Stderr, dc, s.Dir, devcontainerOptions(s).Home); err != nil {
 		return nil, err
 	}
 	return dc, nil

@@ -51,6 +51,11 @@ type Launch struct {
 	// stops (a workspace's installed packages survive); by default each
 	// container gets a fresh one under DATA/containers.
 	Dir string
+	// Made is the digest of the image Dir's layer was made on, when it
+	// was made from Ref: if Ref's name is gone (cove rmi while the
+	// workspace was stopped, which keeps the image for it), that image
+	// is used, not one pulled again.
+	Made string
 	// CapAdd and CapDrop change the capabilities (container.ParseCap
 	// names); NoNewPrivileges sets no_new_privs (a workspace's
 	// devcontainer.json: capAdd, securityOpt, runArgs).
@@ -84,12 +89,37 @@ func (lo *Local) Run(ctx context.Context, l Launch) (int, error) {
 	if l.Net == "" {
 		l.Net = container.NetPrivate
 	}
-	bars := progress.New(lo.Stderr, l.Ref, false)
-	img, err := image.Pull(ctx, store, l.Ref, image.WithPolicy(l.Policy), image.WithProgress(bars.Update))
-	bars.Wait()
-	if err != nil {
-		return 0, err
+	var img *image.Image
+	if l.Made != "" {
+		if _, err := store.Get(l.Ref); errors.Is(err, image.ErrNotFound) {
+			img, _ = store.Get(l.Made)
+		}
 	}
+	pull := func() error {
+		bars := progress.New(lo.Stderr, l.Ref, false)
+		img, err = image.Pull(ctx, store, l.Ref, image.WithPolicy(l.Policy), image.WithProgress(bars.Update))
+		bars.Wait()
+		return err
+	}
+	if img == nil {
+		if err := pull(); err != nil {
+			return 0, err
+		}
+	}
+	// The launch uses the image from now on, before the container's state
+	// directory (which holds the use while it exists) is there: a pin of
+	// its own meanwhile, so that no rmi or prune takes the image between
+	// here and the start. One removed since the pull is pulled again.
+	pin, err := lo.pinImage(ctx, store, img)
+	if errors.Is(err, image.ErrNotFound) {
+		if err = pull(); err == nil {
+			pin, err = lo.pinImage(ctx, store, img)
+		}
+	}
+	if err != nil {
+		return 0, fmt.Errorf("image %s: %w", l.Ref, err)
+	}
+	defer pin()
 	cfg, err := store.ConfigFile(img)
 	if err != nil {
 		return 0, fmt.Errorf("image config: %w", err)
@@ -136,12 +166,19 @@ func (lo *Local) Run(ctx context.Context, l Launch) (int, error) {
 	claimed := true
 	defer func() {
 		if claimed {
+			store.Release(states.Dir(name))
 			states.Delete(name)
 			if !keep {
 				lo.RemoveLayer(ctx, dir)
 			}
 		}
 	}()
+	// The container's use of the image is a reference to it, as its
+	// names are: no rmi or prune deletes the root filesystem under it
+	// while its state directory is there (running or stopped).
+	if err := store.Use(ctx, img.Digest, states.Dir(name)); err != nil {
+		return 0, fmt.Errorf("image %s: %w", l.Ref, err)
+	}
 	hostname := l.Hostname
 	if hostname == "" {
 		hostname = name
@@ -179,7 +216,10 @@ func (lo *Local) Run(ctx context.Context, l Launch) (int, error) {
 		if l.TTY {
 			return 0, fmt.Errorf("-d and -t do not go together: the terminal would have no one to talk to")
 		}
-		log, err := os.OpenFile(filepath.Join(dir, "log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		// Through a pipe and a helper of ours, never the file itself: a
+		// host file's descriptor in the workload could be reopened
+		// through /proc/PID/fd and changed (see container.StartLogHelper).
+		log, err := container.StartLogHelper(bin, filepath.Join(dir, "log"))
 		if err != nil {
 			return 0, err
 		}
@@ -245,6 +285,7 @@ func (lo *Local) Run(ctx context.Context, l Launch) (int, error) {
 		fmt.Fprintf(lo.Stderr, "cove: killed: out of memory (limit %s)\n", progress.Bytes(ctr.MemoryLimit()))
 	}
 	if st.Remove {
+		store.Release(states.Dir(name))
 		states.Delete(name)
 		if !keep {
 			if err := lo.RemoveLayer(ctx, dir); err != nil {
@@ -258,6 +299,26 @@ func (lo *Local) Run(ctx context.Context, l Launch) (int, error) {
 	}
 	claimed = false
 	return code, nil
+}
+
+// pinImage holds img for this launch (image.Store.Use) until the function
+// it returns is called. The holder is a descriptor of this process's, by
+// its /proc path: a launch that dies (kill -9) holds nothing after, where
+// a file left behind would hold the image for good.
+func (lo *Local) pinImage(ctx context.Context, store *image.Store, img *image.Image) (unpin func(), err error) {
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil, err
+	}
+	holder := fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), f.Fd())
+	if err := store.Use(ctx, img.Digest, holder); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		store.Release(holder)
+		f.Close()
+	}, nil
 }
 
 // deniedByAppArmor says whether err, a rootless start's failure, is what

@@ -93,6 +93,10 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (st *container.State, err e
 	if err != nil {
 		return nil, err
 	}
+	var madeFrom, made string // the image the kept layer was made on
+	if loadErr == nil && !s.Fresh {
+		madeFrom, made = st.Image, st.Digest
+	}
 	if loadErr == nil {
 		if st.Status() == container.Running { // --fresh
 			if err := st.Stop(10 * time.Second); err != nil {
@@ -132,7 +136,7 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (st *container.State, err e
 	}
 	// initializeCommand comes first, as the spec has it: before the image
 	// is pulled or built.
-	if err := initializeCommand(ctx, lo.Stderr, dc, abs); err != nil {
+	if err := initializeCommand(ctx, lo.Stderr, dc, abs, devcontainerOptions(s).Home); err != nil {
 		return nil, err
 	}
 	ref := s.Image
@@ -256,12 +260,15 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (st *container.State, err e
 	}
 	binds = append(binds, mounts...)
 	tmpfs = append(tmpfs, shaped.Tmpfs...)
+	if madeFrom != ref {
+		made = "" // made from another image: not this one's to stand in for
+	}
 	var wsEnv []string // the workspace's environment, for the lifecycle commands' ${containerEnv:…}
 	var imageCfg *v1.ConfigFile
 	var chown []string // rootless: new volumes for the user (see workspaceUser)
 	var idMap string   // rootless: how the user namespace maps (see idMapRecord)
 	l := Launch{
-		Ref: ref, Policy: image.PullMissing, Name: name,
+		Ref: ref, Policy: image.PullMissing, Name: name, Made: made,
 		// The workload is the IDE server, on a socket in a directory bound
 		// from the host's runtime dir that holds nothing else (the
 		// launcher's record, log and token stay out of the workspace's

@@ -22,6 +22,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -125,16 +126,30 @@ func Parse(source string, b []byte) ([]Named, error) {
 	return out, nil
 }
 
+// validName is what a server's name, and a tool's, may be: the
+// characters MCP clients accept in them (Claude Code's, the spec's
+// tool names), with no separator. A name is part of the keys the user
+// allows for a session ("mcp:host:gh/delete_repo"): a "/" or ":" in one
+// could make one origin's key look like another's.
+var validName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+
 func checkName(name string) error {
 	if name == "" || len(name) > maxServerNameLen {
 		return fmt.Errorf("a server's name must be 1 to %d characters", maxServerNameLen)
 	}
-	for _, r := range name {
-		if r < 0x20 || r == 0x7f {
-			return errors.New("a server's name must not hold control characters")
-		}
+	if !validName.MatchString(name) {
+		return errors.New("a server's name may hold only letters, digits, _, . and - (no / or :, which would blur the keys you allow it by)")
 	}
 	return nil
+}
+
+// maxToolNameLen is the longest tool name taken from a server.
+const maxToolNameLen = 128
+
+// ValidToolName says whether a server's tool name is one cove offers:
+// 1 to 128 of the characters validName allows.
+func ValidToolName(name string) bool {
+	return len(name) <= maxToolNameLen && validName.MatchString(name)
 }
 
 // ReadFile reads a config file of the user's (or one given with

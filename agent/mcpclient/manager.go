@@ -48,6 +48,9 @@ type Status struct {
 	Prompts   int      `json:"prompts,omitempty"`
 	Restarts  int      `json:"restarts,omitempty"`
 	StartMS   int64    `json:"start_ms,omitempty"` // how long its last start took, to its tool list
+	// Skipped counts the tools not offered: their names hold characters
+	// other than letters, digits, _, . and -.
+	Skipped int `json:"skipped,omitempty"`
 }
 
 // Limits on what a server may hand the model.
@@ -175,6 +178,7 @@ type server struct {
 	tools     []*sdk.Tool
 	resources int
 	prompts   int
+	skipped   int // tools left out for their names (ValidToolName)
 	restarts  int
 	start     time.Duration
 	// A listing after a list-changed notice runs, and another is due.
@@ -185,7 +189,7 @@ func (s *server) status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := Status{Name: s.spec.Name, Where: s.spec.Where, Kind: s.spec.Kind(), Source: s.spec.Source, State: s.state,
-		Error: s.err, Resources: s.resources, Prompts: s.prompts, Restarts: s.restarts, StartMS: s.start.Milliseconds()}
+		Error: s.err, Resources: s.resources, Prompts: s.prompts, Restarts: s.restarts, StartMS: s.start.Milliseconds(), Skipped: s.skipped}
 	for _, t := range s.tools {
 		st.Tools = append(st.Tools, t.Name)
 	}
@@ -301,9 +305,16 @@ func (s *server) connect(ctx context.Context, t Transport) (*sdk.ClientSession, 
 func (s *server) refresh(ctx context.Context, cs *sdk.ClientSession) error {
 	// Each list stops at its cap: a server's pages could go on forever.
 	var tools []*sdk.Tool
+	skipped := 0
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
 			return err
+		}
+		if !ValidToolName(t.Name) {
+			// A name with a separator or other odd characters is not
+			// offered: it is part of the keys the user allows by.
+			skipped++
+			continue
 		}
 		if tools = append(tools, t); len(tools) >= maxTools {
 			break
@@ -332,7 +343,7 @@ func (s *server) refresh(ctx context.Context, cs *sdk.ClientSession) error {
 		s.mu.Unlock()
 		return nil // an older session's late answer
 	}
-	s.tools, s.resources, s.prompts = tools, resources, prompts
+	s.tools, s.resources, s.prompts, s.skipped = tools, resources, prompts, skipped
 	s.mu.Unlock()
 	s.m.changed()
 	return nil

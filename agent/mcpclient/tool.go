@@ -57,6 +57,18 @@ func toolSpec(name, server string, t *sdk.Tool) agent.ToolSpec {
 	return agent.ToolSpec{Name: name, Description: fmt.Sprintf("(from the MCP server %q) %s", server, desc), Schema: schema}
 }
 
+// AlwaysKeys are the keys a call to server's tool may be allowed by for
+// the session, narrowest first: "mcp:WHERE:SERVER/TOOL", then
+// "mcp:WHERE:SERVER". WHERE is the server's origin (OnHost for the
+// user's own, InWorkspace for the project's), so that no project server
+// makes a key of the user's servers, whatever it is named; a server's
+// name holds no "/" or ":" (checkName), so SERVER ends at the first "/".
+// No built-in tool's key starts with "mcp:".
+func AlwaysKeys(where, server, tool string) []string {
+	prefix := "mcp:" + where + ":" + server
+	return []string{prefix + "/" + tool, prefix}
+}
+
 // tool is one of a server's tools, as the agent's loop sees it.
 type tool struct {
 	s       *server
@@ -86,7 +98,7 @@ func (t *tool) Plan(ctx context.Context, raw json.RawMessage) (*agent.Action, er
 	act := &agent.Action{
 		Kind:    "command",
 		Summary: fmt.Sprintf("MCP %s (%s): %s %s", server, t.s.spec.Where, t.mcpName, shown),
-		Always:  []string{"mcp:" + server + "/" + t.mcpName, "mcp:" + server},
+		Always:  AlwaysKeys(t.s.spec.Where, server, t.mcpName),
 	}
 	act.Do = func(ctx context.Context) (string, error) {
 		ctx, cancel := context.WithTimeout(ctx, callTimeout)

@@ -70,7 +70,7 @@ func TestChatMCP(t *testing.T) {
 	out.WaitFor(t, "everything (host, stdio, mcp.json): running, 13 tools, 7 resources, 4 prompts")
 	out.WaitFor(t, "echo, get-annotated-message")
 	say("use the server")
-	out.WaitFor(t, `MCP everything (host): echo {"message":"hi"} — allow? [y/N, 1: always mcp:everything/echo, 2: always mcp:everything, or say why not]`)
+	out.WaitFor(t, `MCP everything (host): echo {"message":"hi"} — allow? [y/N, 1: always mcp:host:everything/echo, 2: always mcp:host:everything, or say why not]`)
 	say("2")
 	out.WaitFor(t, "All done.")
 	say("/exit")
@@ -86,7 +86,88 @@ func TestChatMCP(t *testing.T) {
 	}
 	s.Close()
 	log, _ := os.ReadFile(filepath.Join(sessions, s.ID+".jsonl"))
-	if !strings.Contains(string(log), "and from now on, all of mcp:everything") {
+	if !strings.Contains(string(log), "and from now on, all of mcp:host:everything") {
 		t.Errorf("the session log does not record the always:\n%s", log)
+	}
+}
+
+// TestChatMCPProjectAlwaysStaysOnItsSide: a project's server named as
+// the user's own (both "gh", both with echo): allowing the project's
+// server for the session does not allow the user's. Its keys were the
+// same (mcp:gh); now they name the origin.
+func TestChatMCPProjectAlwaysStaysOnItsSide(t *testing.T) {
+	servers := mcptest.ServersDir(t)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("no node")
+	}
+	everything := filepath.Join(servers, "node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+	c := mcpclient.ServerConfig{Command: node, Args: []string{everything, "stdio"}}
+	spec := func(where, source string) mcpclient.Spec {
+		return mcpclient.Spec{Named: mcpclient.Named{Name: "gh", Source: source, ServerConfig: c}, Where: where,
+			Connect: func() mcpclient.Transport { return mcpclient.HostTransport(c) }}
+	}
+	m := mcpclient.Start(context.Background(), []mcpclient.Spec{spec(mcpclient.OnHost, "mcp.json"), spec(mcpclient.InWorkspace, ".mcp.json")}, nil)
+	defer m.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	m.Ready(ctx)
+	var hostEcho, projEcho string
+	for _, tl := range m.Tools() {
+		if n := tl.Spec().Name; n == "mcp__gh__echo" {
+			hostEcho = n
+		} else if strings.HasPrefix(n, "mcp__gh__echo_") {
+			projEcho = n
+		}
+	}
+	if hostEcho == "" || projEcho == "" {
+		t.Fatalf("the two echo tools: %q %q", hostEcho, projEcho)
+	}
+
+	srv := llmtest.New(t)
+	toolCall := func(id, name string, args any) llmtest.Response {
+		b, _ := json.Marshal(args)
+		return llmtest.Response{Events: llmtest.OpenAIChunks("tool_calls", map[string]any{"tool_calls": []any{map[string]any{
+			"index": 0, "id": id, "type": "function", "function": map[string]any{"name": name, "arguments": string(b)}}}})}
+	}
+	srv.Push(
+		toolCall("c1", projEcho, map[string]any{"message": "project"}),
+		toolCall("c2", hostEcho, map[string]any{"message": "host"}),
+		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "All done."})},
+	)
+	provider, err := agent.Config{Provider: "openai", BaseURL: srv.URL(), APIKey: "k", Model: "m"}.NewProvider()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessions := filepath.Join(t.TempDir(), "sessions")
+	s, err := agent.NewSession(sessions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	a := &agent.Agent{Provider: provider, Model: "m", Mode: agent.ModeAsk, Session: s, More: m.Tools}
+	inR, inW := io.Pipe()
+	out := testbuf.New()
+	ch := &chat{a: a, lines: &plainLines{in: bufio.NewReader(inR), out: out}, out: out, sessions: sessions, mcp: m}
+	done := make(chan error, 1)
+	go func() { done <- ch.run(context.Background()) }()
+	say := func(line string) { io.WriteString(inW, line+"\n") }
+
+	say("use them")
+	out.WaitFor(t, `MCP gh (workspace): echo {"message":"project"} — allow?`)
+	say("2") // always, for the whole (project's) server
+	if !strings.Contains(out.String(), "2: always mcp:workspace:gh,") {
+		t.Errorf("the project server's key does not say where it runs:\n%s", out)
+	}
+	out.WaitFor(t, `MCP gh (host): echo {"message":"host"} — allow?`)
+	say("n")
+	out.WaitFor(t, "All done.")
+	say("/exit")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	results := srv.Requests()[2].ToolResults(t)
+	if len(results) != 2 || results[0] != "Echo: project" || strings.Contains(results[1], "Echo: host") {
+		t.Errorf("the model saw %q: the host's tool ran on the project server's approval", results)
 	}
 }

@@ -141,6 +141,12 @@ func globalEnv(c *cli.Context) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Before anything is made below them: no other user reaches a
+	// layer's setuid program, an image or a socket (existing installs
+	// made them 0755).
+	if err := layout.Secure(); err != nil {
+		return nil, err
+	}
 	level := slog.LevelWarn
 	if c.Bool("debug") {
 		level = slog.LevelDebug

@@ -90,6 +90,11 @@ func rmiCommand() *cli.Command {
 				if err != nil {
 					return fmt.Errorf("rmi %s: %w", ref, err)
 				}
+				if _, err := store.Get(img.Digest.String()); err == nil {
+					// Another name or a container still holds it.
+					fmt.Fprintf(c.App.Writer, "untagged %s %s (the image stays: another name or a container uses it)\n", ref, img.Digest)
+					continue
+				}
 				fmt.Fprintf(c.App.Writer, "removed %s %s\n", ref, img.Digest)
 			}
 			return nil

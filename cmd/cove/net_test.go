@@ -37,6 +37,7 @@ type fakeHost struct {
 	loopback    string // HOST:PORT of a service on the host's 127.0.0.1
 	other       string // HOST:PORT of a 0.0.0.0 service, by the host's second address
 	internetURL string // inet.test:80
+	hostIf      string // the host's interface with the default route
 }
 
 // The internet's server and the host's second address.
@@ -67,6 +68,7 @@ func newFakeHost(t *testing.T) *fakeHost {
 	t.Cleanup(func() { h.remove() })
 	ipCmd(t, "netns", "add", h.inet)
 	vh, vi := fmt.Sprintf("cvh%d", n), fmt.Sprintf("cvi%d", n)
+	h.hostIf = vh
 	ipCmd(t, "link", "add", vh, "netns", h.ns, "type", "veth", "peer", "name", vi, "netns", h.inet)
 	for _, c := range [][]string{
 		{"-n", h.ns, "link", "set", "lo", "up"},

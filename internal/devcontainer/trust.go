@@ -9,8 +9,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/cove-sh/cove/internal/atomicfile"
 	"github.com/cove-sh/cove/internal/dirs"
@@ -44,17 +46,23 @@ func contentHash(b []byte) string {
 
 // Trusted says whether the user trusted the config at path, of the
 // project in dir, with content raw (and the files its initializeCommand
-// names as they are now).
+// names as they are now). A record for an initializeCommand of a form
+// cove no longer trusts (see checkInitialize) holds nothing.
 func Trusted(home, dir, path string, raw []byte) bool {
-	return raw != nil && readTrust(home)[path] == trustKey(dir, raw)
+	if raw == nil || checkInitialize(dir, raw) != nil {
+		return false
+	}
+	return readTrust(home)[path] == trustKey(dir, raw)
 }
 
 // trustKey is what a trust record binds: the file's bytes and, for each
-// file of the project its initializeCommand names (sh
-// .devcontainer/init.sh), that file's bytes. The command runs on the host,
-// and the workspace can write the script as it can the file: trusting the
-// file alone would let the workspace choose what runs. With no such file
-// it is the file's sha256 alone, as records made before had it.
+// word of its initializeCommand that could name a path in the project
+// (sh .devcontainer/init.sh), what is there: that file's bytes, a
+// directory, or nothing. The command runs on the host, and the workspace
+// can write the script as it can the file: trusting the file alone would
+// let the workspace choose what runs, and a script absent at the trust
+// may not appear later either. With no initializeCommand it is the
+// file's sha256 alone, as records made before had it.
 func trustKey(dir string, raw []byte) string {
 	named := initializeFiles(dir, raw)
 	if len(named) == 0 {
@@ -68,31 +76,156 @@ func trustKey(dir string, raw []byte) string {
 	}
 	defer d.Close()
 	for _, rel := range named {
-		b, err := d.ReadFileLimit(rel, 1<<20)
+		kind, b, err := pinned(d, rel)
 		switch {
-		case errors.Is(err, fs.ErrNotExist), errors.Is(err, projectfs.ErrNotRegular):
-			continue // not a file: a word of the command
 		case err != nil:
 			fmt.Fprintf(h, "\x00%s\x00unreadable: %v", rel, err)
-		default:
+		case kind == "file":
 			fmt.Fprintf(h, "\x00%s\x00%s", rel, contentHash(b))
+		default:
+			fmt.Fprintf(h, "\x00%s\x00%s", rel, kind)
 		}
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
-// initializeFiles are the words of raw's initializeCommand (any form) that
-// could name a file in the project dir, relative to it (the command runs
-// there), sorted.
-func initializeFiles(dir string, raw []byte) []string {
+// pinned says what the project path rel is, without following a symlink
+// anywhere on the way: "absent", "dir", "file" (with its bytes), or
+// "symlink" (which the trust refuses: what it points to can change
+// without the link changing, /proc/self/cwd/… among them).
+func pinned(d *projectfs.Dir, rel string) (kind string, b []byte, err error) {
+	parts := strings.Split(rel, string(filepath.Separator))
+	for i := range parts {
+		fi, err := d.Lstat(filepath.Join(parts[:i+1]...))
+		switch {
+		case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+			return "absent", nil, nil
+		case err != nil:
+			return "", nil, err
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return "symlink", nil, nil
+		case i < len(parts)-1 && !fi.IsDir():
+			return "absent", nil, nil
+		case i == len(parts)-1 && fi.IsDir():
+			return "dir", nil, nil
+		case i == len(parts)-1 && !fi.Mode().IsRegular():
+			return "special", nil, nil
+		}
+	}
+	b, err = d.ReadFileLimit(rel, 1<<20)
+	return "file", b, err
+}
+
+// safeWord is what a word of a trusted initializeCommand may hold: no
+// shell syntax at all (no $, `, quotes, globs, ~, ;, &, |, <, >, (, ),
+// braces, backslashes), so that every file it may run is one of its
+// words, which the trust pins, and none is chosen by an expansion, a cd,
+// a glob or a variable of the shell at the time it runs.
+var safeWord = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]*$`)
+
+// coveVars are the variables cove substitutes itself before anything
+// runs (a default, if given, of the same safe characters).
+var coveVars = regexp.MustCompile(`\$\{(localWorkspaceFolder|localWorkspaceFolderBasename|containerWorkspaceFolder|containerWorkspaceFolderBasename|devcontainerId|(localEnv|env):[A-Za-z_][A-Za-z0-9_]*(:[A-Za-z0-9_@%+=:,./-]*)?)\}`)
+
+// checkInitialize refuses an initializeCommand whose files cove cannot
+// pin: shell syntax in any form (the string, or an array's word, as in
+// ["sh", "-c", "cd x && sh y"]), a path under /proc or /dev/fd (which
+// can lead back into the project), or a word that names a symlink or
+// something not a file or directory in the project.
+func checkInitialize(dir string, raw []byte) error {
+	cmd, ok := initializeValue(raw)
+	if !ok {
+		return nil
+	}
+	const form = `name its script as a plain path, e.g. "initializeCommand": "sh .devcontainer/init.sh" (or ["sh", ".devcontainer/init.sh"]), and put the rest in the script`
+	var words []string
+	var walk func(v any) error
+	walk = func(v any) error {
+		switch v := v.(type) {
+		case string:
+			for _, w := range strings.Fields(v) {
+				if !safeWord.MatchString(coveVars.ReplaceAllString(w, "x")) {
+					return fmt.Errorf("initializeCommand %q: %q has shell syntax (an expansion, a glob, quotes, cd && …, a redirection): the script it runs would not be the one you trusted; %s", v, w, form)
+				}
+				words = append(words, w)
+			}
+		case []any:
+			for _, e := range v {
+				if err := walk(e); err != nil {
+					return err
+				}
+			}
+		case map[string]any:
+			for _, e := range v {
+				if err := walk(e); err != nil {
+					return err
+				}
+			}
+		case nil:
+		default:
+			return fmt.Errorf("initializeCommand: %v is not a command", v)
+		}
+		return nil
+	}
+	if err := walk(cmd); err != nil {
+		return err
+	}
+	for _, w := range words {
+		w = strings.ReplaceAll(w, "${localWorkspaceFolder}", dir)
+		for _, p := range wordPaths(w) {
+			if c := filepath.Clean(p); c == "/proc" || strings.HasPrefix(c, "/proc/") || c == "/dev/fd" || strings.HasPrefix(c, "/dev/fd/") || strings.HasPrefix(c, "/dev/std") {
+				return fmt.Errorf("initializeCommand: %s is a process's view of files (it can lead back into the project, where the workspace writes); %s", p, form)
+			}
+		}
+	}
+	d, err := projectfs.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	for _, rel := range initializeFiles(dir, raw) {
+		kind, _, err := pinned(d, rel)
+		if err != nil {
+			return fmt.Errorf("initializeCommand: %s: %w", rel, err)
+		}
+		if kind == "symlink" || kind == "special" {
+			return fmt.Errorf("initializeCommand: %s in the project is a %s: what it leads to can change without the trust seeing it; %s", rel, kind, form)
+		}
+	}
+	return nil
+}
+
+// initializeValue is raw's initializeCommand, if it has one.
+func initializeValue(raw []byte) (any, bool) {
 	std, err := hujson.Standardize(raw)
 	if err != nil {
-		return nil
+		return nil, false
 	}
 	var f struct {
 		InitializeCommand any `json:"initializeCommand"`
 	}
-	if json.Unmarshal(std, &f) != nil {
+	if json.Unmarshal(std, &f) != nil || f.InitializeCommand == nil {
+		return nil, false
+	}
+	return f.InitializeCommand, true
+}
+
+// wordPaths are the paths a word may name: itself, and what follows an
+// = or a : in it (--file=x, PATH-like lists).
+func wordPaths(w string) []string {
+	out := []string{w}
+	for _, sep := range []string{"=", ":"} {
+		out = append(out, strings.Split(w, sep)[1:]...)
+	}
+	return out
+}
+
+// initializeFiles are the words of raw's initializeCommand (any form) that
+// could name a path in the project dir, relative to it (the command runs
+// there), sorted.
+func initializeFiles(dir string, raw []byte) []string {
+	cmd, ok := initializeValue(raw)
+	if !ok {
 		return nil
 	}
 	var words []string
@@ -101,9 +234,13 @@ func initializeFiles(dir string, raw []byte) []string {
 		switch v := v.(type) {
 		case string:
 			v = strings.ReplaceAll(v, "${localWorkspaceFolder}", dir)
-			words = append(words, strings.FieldsFunc(v, func(r rune) bool {
-				return strings.ContainsRune(" \t\n;&|<>()`'\"=", r)
-			})...)
+			// Whole, too: an array's word is one argument, spaces and all.
+			words = append(words, wordPaths(v)...)
+			for _, w := range strings.FieldsFunc(v, func(r rune) bool {
+				return strings.ContainsRune(" \t\n;&|<>()`'\"", r)
+			}) {
+				words = append(words, wordPaths(w)...)
+			}
 		case []any:
 			for _, e := range v {
 				collect(e)
@@ -114,9 +251,12 @@ func initializeFiles(dir string, raw []byte) []string {
 			}
 		}
 	}
-	collect(f.InitializeCommand)
+	collect(cmd)
 	var out []string
 	for _, w := range words {
+		if w == "" {
+			continue
+		}
 		if filepath.IsAbs(w) {
 			r, err := filepath.Rel(dir, w)
 			if err != nil {
@@ -148,6 +288,9 @@ func Trust(dir string, opts Options) (path string, grants []string, err error) {
 	}
 	if c == nil {
 		return "", nil, fmt.Errorf("%s has no devcontainer.json to trust", dir)
+	}
+	if err := checkInitialize(dir, c.Raw); err != nil {
+		return "", nil, fmt.Errorf("%s: not trusted: %w", c.Path, err)
 	}
 	m := readTrust(opts.Home)
 	m[c.Path] = trustKey(dir, c.Raw)

@@ -246,3 +246,60 @@ func ConfigDir(home string) string {
 	}
 	return filepath.Join(home, ".config", "cove")
 }
+
+// Secure makes cove's own directories (the image store, the data and
+// runtime directories, and the cache directory holding the store) mode
+// 0700, creating those missing and tightening those an older cove made
+// 0755. What is below them keeps its modes (a root filesystem's are the
+// image's; a workspace's layer holds setuid programs of its own): no
+// other user of the machine reaches any of it, since every way down
+// passes one of these. Docker makes its data directory 0710 (after
+// CVE-2021-41091) for the sake of a remapped root that must traverse it;
+// nothing of cove's needs another uid to traverse these (a container
+// reaches its files through its mounts, made by its owner), so they are
+// 0700. A directory of someone else's, or a symlink, is left as it is.
+func (l Layout) Secure() error {
+	type named struct{ what, dir string }
+	var list []named
+	if parent := filepath.Dir(l.Images); filepath.Base(parent) == "cove" && parent != l.Data {
+		list = append(list, named{"cache directory", parent}) // $XDG_CACHE_HOME/cove: the store's
+	}
+	list = append(list, named{"image store", l.Images}, named{"data directory", l.Data}, named{"runtime directory", l.Runtime})
+	for _, d := range list {
+		if d.dir == "" {
+			continue
+		}
+		if err := os.MkdirAll(d.dir, 0o700); err != nil {
+			return fmt.Errorf("cove's %s %s: %w (set COVE_ROOT to a directory you can write)", d.what, d.dir, err)
+		}
+		if err := tighten(d.dir, os.Geteuid()); err != nil {
+			return err
+		}
+	}
+	if l.State != "" {
+		owner := os.Geteuid()
+		if l.StateUID >= 0 {
+			owner = l.StateUID
+		}
+		if err := tighten(l.State, owner); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// tighten makes dir 0700 if it is a directory of uid's with more open.
+func tighten(dir string, uid int) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok || int(st.Uid) != uid || fi.Mode().Perm()&0o077 == 0 {
+		return nil
+	}
+	if err := os.Chmod(dir, fi.Mode().Perm()&0o700); err != nil {
+		return fmt.Errorf("make cove's directory %s private: %w", dir, err)
+	}
+	return nil
+}

@@ -27,7 +27,7 @@ const browser = await chromium.launch({
 // base (another origin, or its own after the rebinding), and what came back.
 const tries = async ({ base, token }) => {
   const out = {};
-  const paths = ["/api/file?path=a.txt", "/api/tree", "/api/launcher"];
+  const paths = ["/api/file?path=a.txt", "/api/tree", "/api/dir", "/api/launcher"];
   for (const p of paths) {
     for (const [name, init] of Object.entries({
       cors: {},
@@ -43,11 +43,14 @@ const tries = async ({ base, token }) => {
       }
     }
   }
-  for (const [name, protos] of Object.entries({ ws: [], wstoken: ["cove", "cove-token." + token] })) {
+  for (const [name, [path, protos]] of Object.entries({
+    ws: ["/api/ws", []], wstoken: ["/api/ws", ["cove", "cove-token." + token]],
+    term: ["/api/term/new", []], termtoken: ["/api/term/new", ["cove", "cove-token." + token]],
+  })) {
     out[name] = await new Promise((resolve) => {
       let ws;
       try {
-        ws = new WebSocket(base.replace(/^http/, "ws") + "/api/ws", protos);
+        ws = new WebSocket(base.replace(/^http/, "ws") + path, protos);
       } catch (e) {
         return resolve("error");
       }
