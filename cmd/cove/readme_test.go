@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -9,12 +10,18 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// readmeCommands returns the cove command lines in README.md's sh blocks.
+// readmeCommands returns the cove command lines in the sh blocks of
+// README.md and the docs beside it.
 func readmeCommands(t *testing.T) [][]string {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
+	docs, _ := filepath.Glob("../../docs/*.md")
+	var b []byte
+	for _, f := range append([]string{"../../README.md"}, docs...) {
+		d, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = append(append(b, d...), '\n')
 	}
 	var out [][]string
 	in := false
