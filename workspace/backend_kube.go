@@ -3,6 +3,8 @@ package workspace
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -49,6 +51,23 @@ func (b *Kube) Cluster() (*kube.Cluster, error) {
 	b.once.Do(func() { b.cluster, b.err = kube.Connect(b.Config) })
 	return b.cluster, b.err
 }
+
+// Running is false: a Pod's workspace always has its files' sync to start.
+func (b *Kube) Running(dir string) bool { return false }
+
+// MadeWith remembers nothing: a cluster's workspace is made as each
+// command says.
+func (b *Kube) MadeWith(dir string) (Made, error) { return nil, nil }
+
+// Key names a Pod's workspace by its cluster, context and namespace too:
+// a Pod of the same project elsewhere is another workspace.
+func (b *Kube) Key(name string) string {
+	sum := sha256.Sum256([]byte(b.Config.Kubeconfig + "\x00" + b.Config.Context + "\x00" + b.Config.Namespace))
+	return "kube-" + hex.EncodeToString(sum[:4]) + "-" + name
+}
+
+// Copies is true: the Pod works on a copy of the project kept in step.
+func (b *Kube) Copies() bool { return true }
 
 func (b *Kube) where(k *kube.Cluster) string { return k.Namespace + " on " + k.Server() }
 

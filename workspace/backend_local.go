@@ -105,13 +105,19 @@ func (lo *Local) Running(dir string) bool {
 	return err == nil && st.Status() == container.Running
 }
 
-// Attach runs the postAttachCommand of the named workspace, running, for
+// Attach runs the postAttachCommand of s.Dir's workspace, running, for
 // a user who attaches to it as it runs (a second window).
-func (lo *Local) Attach(ctx context.Context, name string) {
-	if st, err := lo.states().Load(name); err == nil && st.Status() == container.Running {
+func (lo *Local) Attach(ctx context.Context, s Spec) {
+	if st, err := lo.states().Load(Name(s.Dir)); err == nil && st.Status() == container.Running {
 		lo.attachRunning(ctx, st)
 	}
 }
+
+// Key is the workspace's name: this machine has one workspace of a name.
+func (lo *Local) Key(name string) string { return name }
+
+// Copies is false: a local workspace binds the project itself.
+func (lo *Local) Copies() bool { return false }
 
 // List lists this machine's containers (workspaces and cove run's); all
 // includes the ones that exited. A --rm container whose launcher died is

@@ -33,6 +33,23 @@ type Backend interface {
 	// Remove deletes the named workspace and what it kept; a running one
 	// only with force.
 	Remove(ctx context.Context, name string, force bool) error
+	// Running says whether s.Dir's workspace runs with nothing left to
+	// start for this command (a cluster's never does: its files' sync
+	// runs in the launcher).
+	Running(dir string) bool
+	// Attach runs the postAttachCommand of s.Dir's running workspace for a
+	// user who attaches to it as it runs (a second window).
+	Attach(ctx context.Context, s Spec)
+	// MadeWith is how DIR's workspace was made (the flags that define
+	// it), nil when nothing is remembered.
+	MadeWith(dir string) (Made, error)
+	// Key names the named workspace among every backend's on this
+	// machine, for the launcher's records (a Pod of the same project on
+	// another cluster is another workspace).
+	Key(name string) string
+	// Copies says whether its workspaces work on a copy of the project
+	// kept in step (a cluster's), which a launcher's last sync brings home.
+	Copies() bool
 }
 
 // A Workspace is one project's workspace, running.

@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -188,7 +186,7 @@ func upAction(c *cli.Context) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	srv.Shutdown(sctx)
-	if _, local := b.(*workspace.Local); !local {
+	if b.Copies() {
 		// The last round first: what was saved in the workspace is here
 		// before it goes.
 		fmt.Fprintln(c.App.ErrWriter, "cove: synchronising the files")
@@ -218,25 +216,14 @@ func trustRunning(c *cli.Context, dir, name string) error {
 // the command's backend: this machine's runtime dir, never the
 // workspace's to see.
 func launcherDir(e *env, b workspace.Backend, name string) string {
-	key := name
-	if k, ok := b.(*workspace.Kube); ok {
-		// A Pod of the same project elsewhere is another workspace.
-		sum := sha256.Sum256([]byte(k.Config.Kubeconfig + "\x00" + k.Config.Context + "\x00" + k.Config.Namespace))
-		key = "kube-" + hex.EncodeToString(sum[:4]) + "-" + name
-	}
-	return filepath.Join(e.layout.Runtime, "workspaces", key)
+	return filepath.Join(e.layout.Runtime, "workspaces", b.Key(name))
 }
 
 // attachRunning runs the postAttachCommand of DIR's running workspace
 // for a user who attaches to it as it runs (a new window).
 func attachRunning(c *cli.Context, b workspace.Backend, dir string) {
-	switch b := b.(type) {
-	case *workspace.Local:
-		b.Attach(c.Context, workspace.Name(dir))
-	case *workspace.Kube:
-		if s, err := workspaceSpec(c, dir); err == nil {
-			b.Attach(c.Context, s)
-		}
+	if s, err := workspaceSpec(c, dir); err == nil {
+		b.Attach(c.Context, s)
 	}
 }
 

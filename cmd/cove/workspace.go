@@ -162,22 +162,16 @@ func workspaceSpec(c *cli.Context, dir string) (workspace.Spec, error) {
 // running; started says it was not (on a cluster: always, the Pod's sync
 // was not running).
 func ensure(c *cli.Context, b workspace.Backend, dir string) (ws workspace.Workspace, started bool, err error) {
-	lo, local := b.(*workspace.Local)
-	var made workspace.Made
-	if local {
-		if made, err = remember(c, lo, dir); err != nil {
-			return nil, false, err
-		}
+	made, err := remember(c, b, dir)
+	if err != nil {
+		return nil, false, err
 	}
 	s, err := workspaceSpec(c, dir)
 	if err != nil {
 		return nil, false, err
 	}
 	s.Made = made
-	started = true
-	if local {
-		started = !lo.Running(dir)
-	}
+	started = !b.Running(dir)
 	ws, err = b.Ensure(c.Context, s)
 	return ws, started, err
 }
@@ -190,8 +184,8 @@ var definingFlags = []string{"image", "config", "memory", "pids", "cpus", "net",
 // remember gives the command the flags DIR's workspace was made with
 // where it gives none itself, and returns them as the command now has
 // them, to be kept with the workspace.
-func remember(c *cli.Context, lo *workspace.Local, dir string) (workspace.Made, error) {
-	was, err := lo.MadeWith(dir)
+func remember(c *cli.Context, b workspace.Backend, dir string) (workspace.Made, error) {
+	was, err := b.MadeWith(dir)
 	if err != nil {
 		return nil, err
 	}
