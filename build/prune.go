@@ -19,7 +19,7 @@ import (
 type CacheReport struct {
 	Steps  int // step cache entries (a layer each)
 	Mounts int // RUN --mount=type=cache directories
-	// Features are fetched devcontainer Features (internal/devimage keeps
+	// Features are fetched devcontainer Features (devcontainer/devimage keeps
 	// them beside the steps), fetched again when next needed.
 	Features int
 	Bytes    int64 // bytes of files freed

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/cove-sh/cove/container"
-	"github.com/cove-sh/cove/internal/devcontainer"
+	"github.com/cove-sh/cove/devcontainer"
 	"github.com/cove-sh/cove/internal/projectwalk"
 	"github.com/cove-sh/cove/internal/termtext"
 	"github.com/cove-sh/cove/workspace/filesync"

@@ -16,8 +16,8 @@ import (
 	"github.com/cove-sh/cove/ide"
 	"github.com/cove-sh/cove/image"
 	"github.com/cove-sh/cove/internal/dirs"
-	"github.com/cove-sh/cove/internal/settings"
 	"github.com/cove-sh/cove/internal/userns"
+	"github.com/cove-sh/cove/settings"
 )
 
 // Local runs workspaces, and the containers cove run starts, on this

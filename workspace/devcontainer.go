@@ -18,10 +18,10 @@ import (
 	"time"
 
 	"github.com/cove-sh/cove/container"
+	"github.com/cove-sh/cove/devcontainer"
+	"github.com/cove-sh/cove/devcontainer/devimage"
 	"github.com/cove-sh/cove/image"
-	"github.com/cove-sh/cove/internal/devcontainer"
-	"github.com/cove-sh/cove/internal/devimage"
-	"github.com/cove-sh/cove/internal/progress"
+	"github.com/cove-sh/cove/image/progress"
 	"github.com/cove-sh/cove/internal/projectfs"
 	"github.com/cove-sh/cove/internal/termtext"
 	securejoin "github.com/cyphar/filepath-securejoin"

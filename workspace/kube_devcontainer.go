@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/cove-sh/cove/container"
+	"github.com/cove-sh/cove/devcontainer"
 	"github.com/cove-sh/cove/image"
-	"github.com/cove-sh/cove/internal/devcontainer"
 	"github.com/cove-sh/cove/internal/termtext"
 	"github.com/cove-sh/cove/workspace/kube"
 	v1 "github.com/google/go-containerregistry/pkg/v1"

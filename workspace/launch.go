@@ -19,8 +19,8 @@ import (
 
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/image"
+	"github.com/cove-sh/cove/image/progress"
 	"github.com/cove-sh/cove/internal/apparmor"
-	"github.com/cove-sh/cove/internal/progress"
 	"github.com/cove-sh/cove/internal/userscope"
 	"github.com/creack/pty"
 	v1 "github.com/google/go-containerregistry/pkg/v1"

@@ -15,11 +15,11 @@ import (
 	"time"
 
 	"github.com/cove-sh/cove/container"
+	"github.com/cove-sh/cove/devcontainer"
 	"github.com/cove-sh/cove/ide"
 	"github.com/cove-sh/cove/image"
-	"github.com/cove-sh/cove/internal/devcontainer"
-	"github.com/cove-sh/cove/internal/settings"
 	"github.com/cove-sh/cove/internal/termtext"
+	"github.com/cove-sh/cove/settings"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 

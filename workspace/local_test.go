@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/cove-sh/cove/container"
-	"github.com/cove-sh/cove/internal/devcontainer"
+	"github.com/cove-sh/cove/devcontainer"
 )
 
 // TestRootlessStartExplainsAppArmor: a rootless start refused with EPERM on

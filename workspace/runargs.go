@@ -13,7 +13,7 @@ import (
 	"syscall"
 
 	"github.com/cove-sh/cove/container"
-	"github.com/cove-sh/cove/internal/devcontainer"
+	"github.com/cove-sh/cove/devcontainer"
 	"github.com/cove-sh/cove/internal/projectfs"
 	"github.com/cove-sh/cove/internal/termtext"
 )

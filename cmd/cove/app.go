@@ -13,9 +13,9 @@ import (
 
 	"github.com/cove-sh/cove/image"
 	"github.com/cove-sh/cove/internal/dirs"
-	"github.com/cove-sh/cove/internal/settings"
 	"github.com/cove-sh/cove/internal/termtext"
 	"github.com/cove-sh/cove/internal/userns"
+	"github.com/cove-sh/cove/settings"
 	"github.com/cove-sh/cove/workspace"
 	"github.com/urfave/cli/v2"
 )

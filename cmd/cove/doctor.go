@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"os/user"
 	"path/filepath"
 	"slices"
@@ -14,9 +13,10 @@ import (
 	"github.com/cove-sh/cove/image"
 	"github.com/cove-sh/cove/internal/apparmor"
 	"github.com/cove-sh/cove/internal/dirs"
-	"github.com/cove-sh/cove/internal/settings"
 	"github.com/cove-sh/cove/internal/userns"
 	"github.com/cove-sh/cove/internal/userscope"
+	"github.com/cove-sh/cove/launcher"
+	"github.com/cove-sh/cove/settings"
 	"github.com/cove-sh/cove/workspace"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
@@ -175,7 +175,7 @@ func doctorChecks(layout dirs.Layout) []check {
 		add("network", "missing", "pasta is missing: apt install passt (or dnf install passt); until then only --net host (your network, loopback included) or --net none work")
 	}
 
-	if b := findBrowser(); b != "" {
+	if b := launcher.FindBrowser(); b != "" {
 		add("browser", "ok", b+" (for the app window)")
 	} else {
 		add("browser", "note", "no Chromium, Chrome, Edge or Brave: cove opens the default browser or prints the URL")
@@ -237,22 +237,4 @@ func coveExecutable() string {
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
-}
-
-// findBrowser looks for a Chromium-family browser for the app window.
-func findBrowser() string {
-	if b := os.Getenv("COVE_BROWSER"); b != "" {
-		return b
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "microsoft-edge", "microsoft-edge-stable", "brave-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	for _, p := range []string{"/usr/bin/chromium", "/snap/bin/chromium", "/opt/google/chrome/chrome", "/opt/microsoft/msedge/msedge", "/opt/brave.com/brave/brave"} {
-		if fileExists(p) {
-			return p
-		}
-	}
-	return ""
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/cove-sh/cove/build"
-	"github.com/cove-sh/cove/internal/progress"
+	"github.com/cove-sh/cove/image/progress"
 	"github.com/urfave/cli/v2"
 )
 

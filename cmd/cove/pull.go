@@ -7,7 +7,7 @@ import (
 
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/image"
-	"github.com/cove-sh/cove/internal/progress"
+	"github.com/cove-sh/cove/image/progress"
 	"github.com/cove-sh/cove/internal/termtext"
 	"github.com/cove-sh/cove/internal/userns"
 	v1 "github.com/google/go-containerregistry/pkg/v1"

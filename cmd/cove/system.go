@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/cove-sh/cove/container"
-	"github.com/cove-sh/cove/internal/progress"
+	"github.com/cove-sh/cove/image/progress"
 	"github.com/cove-sh/cove/internal/userns"
 	"github.com/urfave/cli/v2"
 )

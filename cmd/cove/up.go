@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,45 +10,19 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/ide"
-	"github.com/cove-sh/cove/internal/atomicfile"
 	"github.com/cove-sh/cove/internal/dirs"
-	"github.com/cove-sh/cove/internal/procstat"
 	"github.com/cove-sh/cove/internal/projectwalk"
 	"github.com/cove-sh/cove/internal/termtext"
+	"github.com/cove-sh/cove/launcher"
 	"github.com/cove-sh/cove/workspace"
 	"github.com/urfave/cli/v2"
 )
-
-// launcherRecord says where a workspace's launcher serves it, so that a
-// second cove in the same directory opens a window on it. The identity
-// fields make sure the pid is still that launcher.
-type launcherRecord struct {
-	URL      string          `json:"url"`
-	Launcher container.State `json:"launcher"`
-	// Workspace is the ID of the workspace it serves: a launcher on its
-	// way out (its workspace stopped) does not serve the next one.
-	Workspace string `json:"workspace,omitempty"`
-	// Name, Where and Dir say which workspace, where it runs and on which
-	// project, for cove ps (a cluster's workspaces served from here).
-	Name  string `json:"name,omitempty"`
-	Where string `json:"where,omitempty"`
-	Dir   string `json:"dir,omitempty"`
-}
-
-// serves says whether the launcher of rec serves the workspace ws.
-func (rec launcherRecord) serves(ws workspace.Workspace) bool {
-	return ws.Running() && rec.Workspace == ws.ID()
-}
 
 func upFlags() []cli.Flag {
 	return append([]cli.Flag{
@@ -94,10 +66,10 @@ func upAction(c *cli.Context) error {
 	if err := os.MkdirAll(runDir, 0o700); err != nil {
 		return err
 	}
-	if rec, ok := readLauncher(recPath); ok && !c.Bool("fresh") {
+	if rec, ok := launcher.Read(recPath); ok && !c.Bool("fresh") {
 		// Another cove serves this workspace: a new window on it (unless
 		// the workspace was stopped and that launcher is on its way out).
-		if ws, err := b.Open(c.Context, name); err == nil && rec.serves(ws) {
+		if ws, err := b.Open(c.Context, name); err == nil && rec.Serves(ws) {
 			if err := trustRunning(c, dir, name); err != nil {
 				return err
 			}
@@ -142,20 +114,19 @@ func upAction(c *cli.Context) error {
 	}
 	launcherNotes(proxy, notes)
 	defer servePorts(c, proxy, ws).Close()
-	rec := launcherRecord{URL: proxy.URL(), Workspace: ws.ID(), Name: name, Where: ws.Where(), Dir: dir}
+	rec := launcher.Record{URL: proxy.URL(), Workspace: ws.ID(), Name: name, Where: ws.Where(), Dir: dir}
 	rec.Launcher.Created = time.Now().UTC()
 	if err := rec.Launcher.Track(os.Getpid()); err != nil {
 		ws.Close()
 		return err
 	}
-	b2, _ := json.Marshal(rec)
-	if err := atomicfile.WriteFile(recPath, b2); err != nil {
+	if err := rec.Write(recPath); err != nil {
 		ws.Close()
 		return err
 	}
 	defer func() {
 		// Only ours: a newer launcher may have taken over the workspace.
-		if cur, ok := readLauncher(recPath); !ok || cur.Launcher.Pid == os.Getpid() {
+		if cur, ok := launcher.Read(recPath); !ok || cur.Launcher.Pid == os.Getpid() {
 			os.Remove(recPath)
 		}
 	}()
@@ -284,20 +255,11 @@ func servedElsewhere(e *env) []workspace.Info {
 	recs, _ := filepath.Glob(filepath.Join(e.layout.Runtime, "workspaces", "kube-*", "launcher.json"))
 	var out []workspace.Info
 	for _, p := range recs {
-		if rec, ok := readLauncher(p); ok && rec.Name != "" {
+		if rec, ok := launcher.Read(p); ok && rec.Name != "" {
 			out = append(out, workspace.Info{Name: rec.Name, ID: rec.Workspace, Pid: rec.Launcher.Pid, Status: "running", Where: rec.Where, Dir: rec.Dir, Created: rec.Launcher.Created})
 		}
 	}
 	return out
-}
-
-func readLauncher(path string) (launcherRecord, bool) {
-	var rec launcherRecord
-	b, err := os.ReadFile(path)
-	if err != nil || json.Unmarshal(b, &rec) != nil {
-		return rec, false
-	}
-	return rec, rec.Launcher.Status() == container.Running
 }
 
 // showURL prints the URL alone on stdout (--no-browser), or opens an app
@@ -308,121 +270,7 @@ func showURL(c *cli.Context, layout dirs.Layout, url string) error {
 		return nil
 	}
 	fmt.Fprintf(c.App.ErrWriter, "cove: the workspace is at %s\n", url)
-	return openWindow(layout, url)
-}
-
-// openWindow opens a chromeless app window with its own profile (in the
-// user's state directory), else the default browser, else leaves the
-// printed URL to the user.
-func openWindow(layout dirs.Layout, url string) error {
-	profile, err := layout.BrowserProfile()
-	if b := findBrowser(); b != "" && err == nil {
-		if cmd, err := browserCommand(b, url, profile, os.Getenv); err == nil && cmd.Start() == nil {
-			go cmd.Wait()
-			return nil
-		}
-	}
-	for _, opener := range []string{"xdg-open", "open"} {
-		if p, err := exec.LookPath(opener); err == nil {
-			if exec.Command(p, url).Start() == nil {
-				return nil
-			}
-		}
-	}
-	return nil // the URL is printed already
-}
-
-// browserCommand is the app window's command. Under sudo it runs as the
-// user who ran sudo, with their home, so the browser keeps its sandbox and
-// its files are theirs: a browser should not run as root (Chromium only
-// does with --no-sandbox, which is the last resort, for a real root login).
-func browserCommand(browser, url, profile string, getenv func(string) string) (*exec.Cmd, error) {
-	uid := os.Getuid()
-	var cred *syscall.Credential
-	env := os.Environ()
-	if os.Geteuid() == 0 {
-		if u, err := user.LookupId(getenv("SUDO_UID")); err == nil && u.Uid != "0" {
-			id, _ := strconv.Atoi(u.Uid)
-			gid, _ := strconv.Atoi(u.Gid)
-			cred = &syscall.Credential{Uid: uint32(id), Gid: uint32(gid)}
-			if groups, err := u.GroupIds(); err == nil {
-				for _, g := range groups {
-					if n, err := strconv.Atoi(g); err == nil {
-						cred.Groups = append(cred.Groups, uint32(n))
-					}
-				}
-			}
-			uid = id
-			env = append(env, "HOME="+u.HomeDir, "USER="+u.Username, "LOGNAME="+u.Username)
-			env = append(env, desktopEnv(os.Getppid(), id, getenv)...)
-		}
-	}
-	// window=app tells the page it is an app window, which it may close
-	// when its launcher ends (a tab in the user's browser stays).
-	args := []string{"--app=" + url + "&window=app", "--user-data-dir=" + profile, "--no-first-run", "--no-default-browser-check"}
-	if uid == 0 {
-		args = append(args, "--no-sandbox") // Chromium refuses to run as root otherwise
-	}
-	cmd := exec.Command(browser, args...)
-	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: cred}
-	return cmd, nil
-}
-
-// desktopVars say where the user's desktop is; sudo's env_reset drops
-// them, and without them the window has no screen to open on.
-var desktopVars = []string{"DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY", "XDG_RUNTIME_DIR",
-	"DBUS_SESSION_BUS_ADDRESS", "XDG_SESSION_TYPE", "XDG_CURRENT_DESKTOP"}
-
-// desktopEnv finds, for a browser started for user uid under sudo, the
-// desktop variables our environment lacks: in the environment sudo itself
-// was started with (a parent of ours: sudo, or its monitor and then
-// sudo), else the user's runtime dir where systemd makes it.
-func desktopEnv(ppid, uid int, getenv func(string) string) []string {
-	if getenv("DISPLAY") != "" || getenv("WAYLAND_DISPLAY") != "" {
-		return nil
-	}
-	found := map[string]string{}
-	for pid, hops := ppid, 0; pid > 1 && hops < 4 && len(found) == 0; hops++ {
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-		for _, kv := range strings.Split(string(b), "\x00") {
-			k, v, _ := strings.Cut(kv, "=")
-			if slices.Contains(desktopVars, k) && v != "" {
-				found[k] = v
-			}
-		}
-		if found["DISPLAY"] == "" && found["WAYLAND_DISPLAY"] == "" {
-			clear(found) // not the user's session
-		}
-		pid = parentOf(pid)
-	}
-	if found["XDG_RUNTIME_DIR"] == "" {
-		if dir := fmt.Sprintf("/run/user/%d", uid); isDir(dir) {
-			found["XDG_RUNTIME_DIR"] = dir
-		}
-	}
-	var env []string
-	for _, k := range desktopVars {
-		if v := found[k]; v != "" {
-			env = append(env, k+"="+v)
-		}
-	}
-	return env
-}
-
-// parentOf is a process's parent, 0 if unknown.
-func parentOf(pid int) int {
-	f, err := procstat.Fields(pid)
-	if err != nil || len(f) < 2 {
-		return 0
-	}
-	n, _ := strconv.Atoi(f[1])
-	return n
-}
-
-func isDir(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.IsDir()
+	return launcher.OpenWindow(layout, url)
 }
 
 // detachUp runs `cove up --serve` in its own session in the background, a
@@ -491,7 +339,7 @@ func detachUp(c *cli.Context, b workspace.Backend, dir, recPath string, notes *i
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	for {
-		if rec, ok := readLauncher(recPath); ok && rec.Launcher.Pid == cmd.Process.Pid {
+		if rec, ok := launcher.Read(recPath); ok && rec.Launcher.Pid == cmd.Process.Pid {
 			detachedNote(c, ws)
 			fmt.Fprintln(c.App.Writer, rec.URL)
 			return nil
@@ -499,12 +347,12 @@ func detachUp(c *cli.Context, b workspace.Backend, dir, recPath string, notes *i
 		select {
 		case <-exited:
 			// It found another launcher serving the workspace, and left.
-			if rec, ok := readLauncher(recPath); ok {
+			if rec, ok := launcher.Read(recPath); ok {
 				detachedNote(c, ws)
 				fmt.Fprintln(c.App.Writer, rec.URL)
 				return nil
 			}
-			return fmt.Errorf("the background server stopped (its log: %s): %s", logPath, termtext.Visible(logTail(logPath, 8<<10)))
+			return fmt.Errorf("the background server stopped (its log: %s): %s", logPath, termtext.Visible(launcher.LogTail(logPath, 8<<10)))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -517,31 +365,6 @@ func detachedNote(c *cli.Context, ws workspace.Workspace) {
 		name, flags := ws.Name(), strings.Join(append([]string{""}, ws.ExecFlags()...), " ")
 		fmt.Fprintf(c.App.ErrWriter, "cove: the workspace %s runs in the background (cove exec%s %s CMD runs a command in it; cove stop%s %s stops it)\n", name, flags, name, flags, name)
 	}
-}
-
-// logTail is the last n bytes of the log at path, from a line's start:
-// what the server said last, where it may have printed the workspace's
-// output without end before it.
-func logTail(path string, n int64) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return ""
-	}
-	off := max(fi.Size()-n, 0)
-	b := make([]byte, fi.Size()-off)
-	k, _ := f.ReadAt(b, off)
-	b = b[:k]
-	if off > 0 {
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			b = b[i+1:]
-		}
-	}
-	return strings.TrimSpace(string(b))
 }
 
 // hostWalkOptions is what the host user adds to a project's ignore rules
@@ -564,8 +387,8 @@ func lockOrWait(c *cli.Context, b workspace.Backend, name, runDir, recPath strin
 		if !errors.Is(err, workspace.ErrLocked) {
 			return lock, "", err
 		}
-		if rec, ok := readLauncher(recPath); ok {
-			if ws, err := b.Open(c.Context, name); err == nil && rec.serves(ws) {
+		if rec, ok := launcher.Read(recPath); ok {
+			if ws, err := b.Open(c.Context, name); err == nil && rec.Serves(ws) {
 				if !c.Bool("fresh") {
 					return nil, rec.URL, nil
 				}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cove-sh/cove/internal/devcontainer"
+	"github.com/cove-sh/cove/devcontainer"
 )
 
 func TestOptionEnvName(t *testing.T) {

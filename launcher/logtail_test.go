@@ -1,4 +1,4 @@
-package main
+package launcher
 
 import (
 	"os"
@@ -16,11 +16,11 @@ func TestLogTailIsBounded(t *testing.T) {
 	if err := os.WriteFile(path, []byte(log), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tail := logTail(path, 8<<10)
+	tail := LogTail(path, 8<<10)
 	if len(tail) > 8<<10 || !strings.HasSuffix(tail, "cove: the last word: failed") || !strings.HasPrefix(tail, "workspace output line\n") {
 		t.Errorf("tail of %d bytes: %q…%q", len(tail), tail[:min(len(tail), 40)], tail[max(len(tail)-40, 0):])
 	}
-	if short := logTail(path+".none", 8<<10); short != "" {
+	if short := LogTail(path+".none", 8<<10); short != "" {
 		t.Errorf("no log: %q", short)
 	}
 }

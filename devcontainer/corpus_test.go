@@ -33,7 +33,7 @@ import (
 // the table or a line of the table with no file. "starts" is the file's
 // part: a Feature's own metadata is read when it is fetched (the
 // docker-in-docker Feature asks for a privileged container, which
-// internal/devimage refuses then, before anything starts), and an image
+// devcontainer/devimage refuses then, before anything starts), and an image
 // that is a file on this host, named by an untrusted file, stops the start
 // at CheckImage (the trusted read starts it).
 var corpusWant = map[string]string{
@@ -377,7 +377,7 @@ func checkCorpusFile(t *testing.T, dir, rel string, raw []byte, trusted bool) st
 	}
 	feats, _ := c.Features()
 	for _, f := range feats {
-		// As internal/devimage reads them: ./NAME and ../NAME are the
+		// As devcontainer/devimage reads them: ./NAME and ../NAME are the
 		// project's.
 		if strings.HasPrefix(f.ID, "./") || strings.HasPrefix(f.ID, "../") {
 			if _, err := c.LocalFeature(f.ID); err != nil {

@@ -21,9 +21,9 @@ import (
 	"time"
 
 	"github.com/cove-sh/cove/build"
+	"github.com/cove-sh/cove/devcontainer"
 	"github.com/cove-sh/cove/image"
 	"github.com/cove-sh/cove/internal/atomicfile"
-	"github.com/cove-sh/cove/internal/devcontainer"
 	"github.com/cove-sh/cove/internal/projectfs"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"

@@ -22,8 +22,8 @@ import (
 	"path/filepath"
 
 	"github.com/cove-sh/cove/build"
+	"github.com/cove-sh/cove/devcontainer"
 	"github.com/cove-sh/cove/image"
-	"github.com/cove-sh/cove/internal/devcontainer"
 	"github.com/cove-sh/cove/internal/projectfs"
 )
 
