@@ -2,11 +2,10 @@ package agent
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cove-sh/cove/internal/trustrecord"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -277,22 +276,9 @@ func trustPath(home string) string {
 	return filepath.Join(dirs.ConfigDir(home), "trusted.json")
 }
 
-func readTrust(home string) map[string]string {
-	m := map[string]string{}
-	if b, err := os.ReadFile(trustPath(home)); err == nil {
-		json.Unmarshal(b, &m)
-	}
-	return m
-}
-
-func contentHash(b []byte) string {
-	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
-
 // Trusted says whether the user trusted the project config raw of dir.
 func Trusted(home, dir string, raw []byte) bool {
-	return raw != nil && readTrust(home)[dir] == contentHash(raw)
+	return raw != nil && trustrecord.File{Path: trustPath(home)}.Get(dir) == trustrecord.Hash(raw)
 }
 
 // Trust records that the user trusts dir's project config as it is now,
@@ -305,13 +291,7 @@ func Trust(home, dir string) (Config, error) {
 	if raw == nil {
 		return c, fmt.Errorf("%s has no %s to trust", dir, ProjectConfigPath)
 	}
-	m := readTrust(home)
-	m[dir] = contentHash(raw)
-	if err := os.MkdirAll(filepath.Dir(trustPath(home)), 0o700); err != nil {
-		return c, err
-	}
-	b, _ := json.MarshalIndent(m, "", "  ")
-	return c, atomicfile.WriteFile(trustPath(home), append(b, '\n'))
+	return c, trustrecord.File{Path: trustPath(home)}.Set(dir, trustrecord.Hash(raw))
 }
 
 // IgnoredNote says what the project's config asked for and did not get,

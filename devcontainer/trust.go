@@ -6,15 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cove-sh/cove/internal/trustrecord"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"syscall"
 
-	"github.com/cove-sh/cove/internal/atomicfile"
 	"github.com/cove-sh/cove/internal/dirs"
 	"github.com/cove-sh/cove/internal/projectfs"
 	"github.com/tailscale/hujson"
@@ -31,18 +30,9 @@ func TrustPath(home string) string {
 	return filepath.Join(dirs.ConfigDir(home), "trusted-devcontainer.json")
 }
 
-func readTrust(home string) map[string]string {
-	m := map[string]string{}
-	if b, err := os.ReadFile(TrustPath(home)); err == nil {
-		json.Unmarshal(b, &m)
-	}
-	return m
-}
+func trustFile(home string) trustrecord.File { return trustrecord.File{Path: TrustPath(home)} }
 
-func contentHash(b []byte) string {
-	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
+func contentHash(b []byte) string { return trustrecord.Hash(b) }
 
 // Trusted says whether the user trusted the config at path, of the
 // project in dir, with content raw (and the files its initializeCommand
@@ -52,7 +42,7 @@ func Trusted(home, dir, path string, raw []byte) bool {
 	if raw == nil || checkInitialize(dir, raw) != nil {
 		return false
 	}
-	return readTrust(home)[path] == trustKey(dir, raw)
+	return trustFile(home).Get(path) == trustKey(dir, raw)
 }
 
 // trustKey is what a trust record binds: the file's bytes and, for each
@@ -292,13 +282,7 @@ func Trust(dir string, opts Options) (path string, grants []string, err error) {
 	if err := checkInitialize(dir, c.Raw); err != nil {
 		return "", nil, fmt.Errorf("%s: not trusted: %w", c.Path, err)
 	}
-	m := readTrust(opts.Home)
-	m[c.Path] = trustKey(dir, c.Raw)
-	if err := os.MkdirAll(filepath.Dir(TrustPath(opts.Home)), 0o700); err != nil {
-		return "", nil, err
-	}
-	b, _ := json.MarshalIndent(m, "", "  ")
-	if err := atomicfile.WriteFile(TrustPath(opts.Home), append(b, '\n')); err != nil {
+	if err := trustFile(opts.Home).Set(c.Path, trustKey(dir, c.Raw)); err != nil {
 		return "", nil, err
 	}
 	// Read again as the start will read it, trusted: what holdBack would
