@@ -77,6 +77,9 @@ type seccompRule struct {
 // checks or an errno of their own, and the highest call number the profile
 // names (calls above it are newer than the profile: ENOSYS).
 func seccompRules(caps []string) (allowed []uint32, rules []seccompRule, highest uint32, err error) {
+	if len(syscallTable) == 0 {
+		return nil, nil, 0, fmt.Errorf("no seccomp filter for %s: --security-opt seccomp=unconfined runs without", runtime.GOARCH)
+	}
 	rs := &specs.Spec{Process: &specs.Process{Capabilities: &specs.LinuxCapabilities{Bounding: caps}}}
 	prof, err := mobyseccomp.GetDefaultProfile(rs)
 	if err != nil {

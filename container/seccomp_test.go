@@ -200,3 +200,38 @@ func TestSeccompFollowsCapabilities(t *testing.T) {
 
 // addrNoRandomize is personality(2)'s ADDR_NO_RANDOMIZE (linux/personality.h).
 const addrNoRandomize = 0x0040000
+
+// TestSyscallTablesUseTheKernelsNames: every call of each table that
+// Docker's profile does not name (for any architecture or capability) is
+// one the profile leaves out on purpose. A name the table spells otherwise
+// than the kernel and libseccomp (elastic's arm64 "fstatat" for
+// newfstatat) would be refused as if the profile left it out: every stat
+// of a Go or C program on arm64 failed.
+func TestSyscallTablesUseTheKernelsNames(t *testing.T) {
+	t.Parallel()
+	named := map[string]bool{}
+	for _, sc := range mobyseccomp.DefaultProfile().Syscalls {
+		for _, n := range sc.Names {
+			named[n] = true
+		}
+	}
+	leftOut := map[string]bool{"arch_specific_syscall": true, "afs_syscall": true, "create_module": true, "get_kernel_syms": true,
+		"getpmsg": true, "putpmsg": true, "query_module": true, "security": true, "sysfs": true, "tuxcall": true,
+		"uselib": true, "ustat": true, "vserver": true, "_sysctl": true, "nfsservctl": true, "migrate_pages": true,
+		"move_pages": true, "open_tree_attr": true, "pivot_root": true}
+	for _, n := range mustRefuse {
+		leftOut[n] = true
+	}
+	for arch, table := range map[string][]syscallEntry{"amd64": syscallsAMD64[:], "arm64": syscallsARM64[:]} {
+		for _, e := range table {
+			if !named[e.name] && !leftOut[e.name] {
+				t.Errorf("%s: %s (%d) is not a name Docker's profile knows: is it the kernel's name?", arch, e.name, e.nr)
+			}
+		}
+		for _, n := range []string{"read", "write", "openat", "close", "newfstatat", "fstat", "mmap", "futex", "clone", "execve", "exit_group"} {
+			if !slices.ContainsFunc(table, func(e syscallEntry) bool { return e.name == n }) {
+				t.Errorf("%s: no %s", arch, n)
+			}
+		}
+	}
+}
