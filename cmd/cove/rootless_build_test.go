@@ -242,7 +242,10 @@ func TestBuildRootlessSameAsRoot(t *testing.T) {
 	// user namespace), and RUN --mount from it.
 	cases["copy-from"] = "FROM " + bb + " AS b\nRUN mkdir -m 700 /home && echo s > /home/f && chown -R 1000:1000 /home\n" +
 		"FROM " + bb + "\nCOPY --from=b /home /copied\nRUN --mount=type=bind,from=b,source=/home,target=/m cat /m/f > /mounted\n"
-	content := map[string]bool{"useradd": true, "user-base": true, "private-dir": true, "add-archive": true, "copy-from": true}
+	// WORKDIR makes its directory the current USER's (as BuildKit does), and
+	// a RUN as that user writes there, rootless as as root.
+	cases["workdir-user"] = "FROM " + bb + "\nUSER 1000:1000\nWORKDIR /w/sub\nRUN touch /w/sub/mine\nUSER nobody\nRUN test -O /w/sub || ls -ld /w/sub\n"
+	content := map[string]bool{"useradd": true, "user-base": true, "private-dir": true, "add-archive": true, "copy-from": true, "workdir-user": true}
 	if deb := debianRef(t, addr); deb != "" {
 		cases["apt"] = "FROM " + deb + "\nRUN apt-get update -q && apt-get install -y -q --no-install-recommends hello && useradd -m -u 1002 dev && su dev -c 'touch ~/made'\n"
 	} else {
