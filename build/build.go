@@ -445,12 +445,48 @@ func (b *builder) runStage(ctx context.Context, lex *shell.Lex, s *instructions.
 	if b.epoch != nil {
 		st.key = digestOf(st.key, fmt.Sprintf("source-date-epoch=%d", b.epoch.Unix()))
 	}
-	for _, c := range s.Commands {
+	triggers, err := onbuildTriggers(st, s)
+	if err != nil {
+		return nil, err
+	}
+	b.steps += len(triggers)
+	for _, c := range append(triggers, s.Commands...) {
 		if err := b.dispatch(ctx, lex, st, c); err != nil {
 			return nil, err
 		}
 	}
 	return st, nil
+}
+
+// onbuildTriggers are the ONBUILD instructions the stage's base left (an
+// image's config, or an earlier stage's ONBUILD lines), to run first, as
+// BuildKit runs them; the stage's own image does not carry them on.
+func onbuildTriggers(st *stage, s *instructions.Stage) ([]instructions.Command, error) {
+	exprs := st.cfg.Config.OnBuild
+	st.cfg.Config.OnBuild = nil
+	var out []instructions.Command
+	for _, expr := range exprs {
+		line := 0
+		if len(s.Location) > 0 {
+			line = s.Location[0].Start.Line
+		}
+		ast, err := parser.Parse(strings.NewReader(expr))
+		if err != nil || len(ast.AST.Children) != 1 {
+			return nil, fmt.Errorf("line %d: the base's ONBUILD %q: not one instruction (%v)", line, expr, err)
+		}
+		node := ast.AST.Children[0]
+		node.StartLine, node.EndLine = line, line
+		switch strings.ToLower(node.Value) {
+		case "onbuild", "from", "maintainer":
+			return nil, fmt.Errorf("line %d: the base's ONBUILD %s: not allowed as a trigger", line, strings.ToUpper(node.Value))
+		}
+		c, err := instructions.ParseCommand(node)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: the base's ONBUILD %q: %w", line, expr, err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 // neededStages marks the stages the target stage uses: its base stage and
@@ -602,7 +638,7 @@ func (b *builder) dispatch(ctx context.Context, lex *shell.Lex, st *stage, c ins
 	case *instructions.MaintainerCommand:
 		st.cfg.Author = c.Maintainer
 	case *instructions.OnbuildCommand:
-		cfg.OnBuild = append(cfg.OnBuild, c.Expression) // recorded for images built FROM this one
+		cfg.OnBuild = append(cfg.OnBuild, c.Expression) // run by the stages and images built FROM this one
 	case *instructions.ShellCommand:
 		cfg.Shell = c.Shell
 	case *instructions.CmdCommand:

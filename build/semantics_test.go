@@ -126,7 +126,7 @@ func TestConfigSemantics(t *testing.T) {
 		{
 			name: "inherited config from a stage",
 			dockerfile: "FROM scratch AS base\nENV A=1\nLABEL l=1\nEXPOSE 80\nSTOPSIGNAL SIGINT\nUSER 1000:1000\nWORKDIR /w\n" +
-				"HEALTHCHECK --interval=5s CMD [\"true\"]\nONBUILD RUN echo child\n" +
+				"HEALTHCHECK --interval=5s CMD [\"true\"]\nONBUILD LABEL child=1\n" +
 				"FROM base\nENV B=2\n",
 			check: func(t *testing.T, c *v1.Config) {
 				env := envMap(c.Env)
@@ -137,9 +137,10 @@ func TestConfigSemantics(t *testing.T) {
 				if _, ok := c.ExposedPorts["80/tcp"]; !ok {
 					t.Errorf("exposed %v", c.ExposedPorts)
 				}
-				// ONBUILD triggers run in the child and are not inherited
-				// further (the child is FROM a stage here: BuildKit runs
-				// them there too; a RUN would need a container).
+				// The base's ONBUILD ran here (TestOnbuildTriggersRun).
+				if c.Labels["child"] != "1" || len(c.OnBuild) != 0 {
+					t.Errorf("onbuild: labels %v, carried on %q", c.Labels, c.OnBuild)
+				}
 			},
 		},
 		{
@@ -204,5 +205,28 @@ func TestWorkdirIsTheUsers(t *testing.T) {
 		if st.Uid != want[0] || st.Gid != want[1] {
 			t.Errorf("/%s: %d:%d, want %d:%d", p, st.Uid, st.Gid, want[0], want[1])
 		}
+	}
+}
+
+// TestOnbuildTriggersRun: a base's ONBUILD instructions run first in the
+// stage built FROM it (a stage's, as an image's), not in the base itself,
+// and the new image does not carry them on.
+func TestOnbuildTriggersRun(t *testing.T) {
+	t.Parallel()
+	c, root := buildConfig(t, "FROM scratch AS base\nONBUILD ENV TRIGGERED=1\nONBUILD COPY f /from-trigger\nENV BASE=1\n"+
+		"FROM base\nENV OWN=2\n", map[string]string{"f": "bytes"}, nil)
+	env := envMap(c.Env)
+	if env["TRIGGERED"] != "1" || env["BASE"] != "1" || env["OWN"] != "2" {
+		t.Errorf("env %q", c.Env)
+	}
+	if len(c.OnBuild) != 0 {
+		t.Errorf("the child carries the triggers on: %q", c.OnBuild)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "from-trigger")); err != nil || string(b) != "bytes" {
+		t.Errorf("the trigger's COPY: %q %v", b, err)
+	}
+	base, _ := buildConfig(t, "FROM scratch\nONBUILD ENV TRIGGERED=1\n", nil, nil)
+	if envMap(base.Env)["TRIGGERED"] != "" || len(base.OnBuild) != 1 {
+		t.Errorf("the base ran its own trigger or lost it: env %q onbuild %q", base.Env, base.OnBuild)
 	}
 }
