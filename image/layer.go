@@ -107,7 +107,14 @@ func (ls *layerStream) abort() {
 // apply applies the stream and checks that it, trailing bytes included,
 // hashes to diffID.
 func (e *extractor) apply(ls *layerStream, diffID v1.Hash) error {
-	if err := e.applyLayer(ls.ra); err != nil {
+	return ls.applyWith(e.applyLayer, diffID)
+}
+
+// applyWith has apply read the uncompressed stream (in this process, or
+// sent to the user namespace helper) and checks that it, trailing bytes
+// included, hashes to diffID.
+func (ls *layerStream) applyWith(apply func(io.Reader) error, diffID v1.Hash) error {
+	if err := apply(ls.ra); err != nil {
 		ls.abort()
 		return err
 	}

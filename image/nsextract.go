@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -131,20 +130,7 @@ func (x *nsExtractor) cloneInto(src string) error {
 }
 
 func (x *nsExtractor) apply(ls *layerStream, diffID v1.Hash) error {
-	if err := x.send(ls.ra); err != nil {
-		ls.abort()
-		return err
-	}
-	err := ls.ra.finish()
-	ls.closeFn()
-	if err != nil {
-		return fmt.Errorf("decompress: %w", err)
-	}
-	got := v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(ls.h.Sum(nil))}
-	if diffID.Hex != "" && got != diffID {
-		return &DigestError{What: "uncompressed layer", Want: diffID, Got: got, Hint: hintInconsistent}
-	}
-	return nil
+	return ls.applyWith(func(r io.Reader) error { return x.send(r) }, diffID)
 }
 
 // send has the helper apply the uncompressed tar stream r, to its end.
