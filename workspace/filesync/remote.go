@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"net/rpc"
+	"path"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -85,6 +86,21 @@ func (s *service) Ping(_ struct{}, _ *struct{}) error { return nil }
 // maxAnswer bounds what one answer may take on the stream: a file at
 // MaxFileSize, or a scan at maxEntries, and room for gob's framing.
 const maxAnswer = 256 << 20
+
+// answerBudget is what one call's answer may take: a scan's up to
+// maxAnswer, a read's a file at MaxFileSize, any other's a short error.
+// A workspace that answers more is cut off where that ends, so what it
+// can make the host hold is what the call needs, not maxAnswer.
+func answerBudget(method string) int64 {
+	const framing = 64 << 10 // gob's type descriptions, a header, an error's text
+	switch method {
+	case "Read":
+		return MaxFileSize + framing
+	case "List", "Scan":
+		return maxAnswer
+	}
+	return framing
+}
 
 // ErrAway is in the errors of calls made while the stream to the other
 // side is broken: the Remote opens a new one (see DialRemote), and the
@@ -347,7 +363,7 @@ func (r *Remote) callOnce(ctx context.Context, method string, args, reply any) e
 	if err := r.connect(ctx); err != nil {
 		return err
 	}
-	r.budget.left.Store(r.max)
+	r.budget.left.Store(min(r.max, answerBudget(method)))
 	// Go returns once the request is written, which a stream gone
 	// silent may never let happen (its buffers full): it sends in the
 	// background, and a stream dropped as stalled ends that send.
@@ -479,6 +495,9 @@ func (r *Remote) Scan(ctx context.Context) (Listing, error) {
 		if !validEntry(e) {
 			return Listing{}, fmt.Errorf("sync: the workspace says %q is %v, %d bytes", p, e.Mode, e.Size)
 		}
+		if err := checkParents(out.Entries, p); err != nil {
+			return Listing{}, err
+		}
 	}
 	for i, u := range out.Unreadable {
 		if err := checkPath(u.Path); err != nil {
@@ -489,6 +508,19 @@ func (r *Remote) Scan(ctx context.Context) (Listing, error) {
 		}
 	}
 	return out, nil
+}
+
+// checkParents refuses a listing that puts p under something it says is
+// not a directory: a walk never lists a path under a symlink or a file,
+// so only a lying side does (a link ln -> /home/you and ln/.bashrc), and
+// the whole answer is refused rather than the one write at checkAbove.
+func checkParents(entries map[string]Entry, p string) error {
+	for d := path.Dir(p); d != "."; d = path.Dir(d) {
+		if e, ok := entries[d]; ok && !e.dir() {
+			return fmt.Errorf("sync: the workspace lists %q under %q, which it says is not a directory", p, d)
+		}
+	}
+	return nil
 }
 
 // maxWhy bounds the workspace's reason a path cannot be read, as said

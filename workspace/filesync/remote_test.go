@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/rpc"
 	"os"
@@ -306,5 +307,54 @@ func TestRemoteRefusesALyingUnreadable(t *testing.T) {
 	defer r.Close()
 	if _, err := r.Scan(context.Background()); err == nil || !strings.Contains(err.Error(), "refused path") {
 		t.Fatalf("a scan naming ../../home unreadable: %v", err)
+	}
+}
+
+// listing answers a scan with the entries it holds.
+type listing map[string]Entry
+
+func (l listing) List(_ struct{}, out *Listing) error {
+	*out = Listing{Entries: l}
+	return nil
+}
+
+func scanOf(t *testing.T, l listing) error {
+	t.Helper()
+	a, b := net.Pipe()
+	srv := rpc.NewServer()
+	srv.RegisterName("Tree", l)
+	go srv.ServeConn(b)
+	r := NewRemote(a)
+	defer r.Close()
+	_, err := r.Scan(context.Background())
+	return err
+}
+
+// TestRemoteRefusesAFlood: a scan listing more than cove syncs is refused
+// whole, by count.
+func TestRemoteRefusesAFlood(t *testing.T) {
+	l := listing{}
+	for i := 0; i <= maxEntries; i++ {
+		l[fmt.Sprint(i)] = Entry{}
+	}
+	if err := scanOf(t, l); err == nil || !strings.Contains(err.Error(), "more than cove syncs") {
+		t.Fatalf("a scan of %d entries: %v", len(l), err)
+	}
+}
+
+// TestRemoteRefusesPathsUnderALink: a walk never lists a path under a
+// symlink or a file, so a listing that does is a lie, refused whole.
+func TestRemoteRefusesPathsUnderALink(t *testing.T) {
+	link := Entry{Mode: fs.ModeSymlink | 0o777, Size: 4, Sum: ".git"}
+	for _, l := range []listing{
+		{"g": link, "g/hooks/pre-commit": {Mode: 0o755}},
+		{"a": {Mode: fs.ModeDir | 0o755}, "a/f": {Mode: 0o644}, "a/f/x": {Mode: 0o644}},
+	} {
+		if err := scanOf(t, l); err == nil || !strings.Contains(err.Error(), "not a directory") {
+			t.Errorf("%v: %v", l, err)
+		}
+	}
+	if err := scanOf(t, listing{"a": {Mode: fs.ModeDir | 0o755}, "a/f": {Mode: 0o644}, "l": link}); err != nil {
+		t.Errorf("an honest listing: %v", err)
 	}
 }
