@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/cove-sh/cove/internal/trustrecord"
+	"io"
 	"io/fs"
 	"path/filepath"
 	"regexp"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/cove-sh/cove/internal/dirs"
 	"github.com/cove-sh/cove/internal/projectfs"
+	"github.com/cove-sh/cove/internal/trustrecord"
 	"github.com/tailscale/hujson"
 )
 
@@ -76,7 +77,83 @@ func trustKey(dir string, raw []byte) string {
 			fmt.Fprintf(h, "\x00%s\x00%s", rel, kind)
 		}
 	}
+	for _, tree := range pinnedTrees(d, named) {
+		fmt.Fprintf(h, "\x00tree %s\x00", tree)
+		if err := hashTree(d, tree, h); err != nil {
+			fmt.Fprintf(h, "unreadable: %v", err)
+		}
+	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// pinnedTrees are the directories whose whole content a trust binds: each
+// named directory (go run ./tools/init), and the directory of each named
+// file but the project's top (.devcontainer for sh .devcontainer/init.sh),
+// since a script runs what lies beside it (. "$(dirname "$0")/lib.sh",
+// Python's imports from the script's directory).
+func pinnedTrees(d *projectfs.Dir, named []string) []string {
+	var trees []string
+	for _, rel := range named {
+		kind, _, err := pinned(d, rel)
+		if err != nil {
+			continue
+		}
+		tree := ""
+		switch kind {
+		case "dir":
+			tree = rel
+		case "file":
+			tree = filepath.Dir(rel)
+		}
+		if tree != "" && tree != "." && !slices.Contains(trees, tree) {
+			trees = append(trees, tree)
+		}
+	}
+	slices.Sort(trees)
+	return trees
+}
+
+// Bounds of a pinned tree: a trust binds a script's directory, not a
+// source tree; a larger one is refused (see checkTree).
+const (
+	maxTreeEntries = 2000
+	maxTreeBytes   = 32 << 20
+)
+
+// hashTree writes into h the names, kinds, permissions and contents of
+// everything under tree, in order, following no symlink.
+func hashTree(d *projectfs.Dir, tree string, h io.Writer) error {
+	n, size := 0, int64(0)
+	return fs.WalkDir(d.FS(), filepath.ToSlash(tree), func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if n++; n > maxTreeEntries {
+			return fmt.Errorf("%s holds more than %d entries", tree, maxTreeEntries)
+		}
+		fi, err := e.Info()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00%v\x00", p, fi.Mode())
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return fmt.Errorf("%s is a symlink", p)
+		case fi.IsDir():
+			return nil
+		case !fi.Mode().IsRegular():
+			return fmt.Errorf("%s is not a file or directory", p)
+		}
+		if size += fi.Size(); size > maxTreeBytes {
+			return fmt.Errorf("%s holds more than %d MiB", tree, maxTreeBytes>>20)
+		}
+		b, err := d.ReadFileLimit(filepath.FromSlash(p), maxTreeBytes)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00", contentHash(b))
+		return nil
+	})
 }
 
 // pinned says what the project path rel is, without following a symlink
@@ -168,12 +245,21 @@ func checkInitialize(dir string, raw []byte) error {
 			}
 		}
 	}
+	if err := checkPrograms(cmd, form); err != nil {
+		return err
+	}
 	d, err := projectfs.Open(dir)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	for _, rel := range initializeFiles(dir, raw) {
+	named := initializeFiles(dir, raw)
+	for _, tree := range pinnedTrees(d, named) {
+		if err := hashTree(d, tree, io.Discard); err != nil {
+			return fmt.Errorf("initializeCommand: cove pins the whole of %s, beside what it runs, and cannot: %w; keep the script in a small directory of plain files of its own, and %s", tree, err, form)
+		}
+	}
+	for _, rel := range named {
 		kind, _, err := pinned(d, rel)
 		if err != nil {
 			return fmt.Errorf("initializeCommand: %s: %w", rel, err)
@@ -183,6 +269,71 @@ func checkInitialize(dir string, raw []byte) error {
 		}
 	}
 	return nil
+}
+
+// projectDriven are programs that take what they do from files in the
+// directory they run in (a Makefile, package.json's scripts, .git/config's
+// core.fsmonitor and hooks, a compose file's privileged service), which
+// the workspace can write after the trust: a trusted initializeCommand
+// cannot pin those, so it may not run them on the host. The same work
+// belongs in postCreateCommand, inside the workspace.
+var projectDriven = []string{
+	"git", "make", "gmake", "cmake", "npm", "npx", "yarn", "pnpm", "bun", "deno", "node",
+	"docker", "docker-compose", "podman", "podman-compose", "nerdctl", "kubectl", "helm", "skaffold", "tilt",
+	"just", "task", "rake", "bundle", "cargo", "go", "mvn", "gradle", "ant", "sbt",
+	"pip", "pip3", "poetry", "pipenv", "uv", "tox", "nox", "composer", "mise", "asdf", "direnv", "nix", "devbox",
+}
+
+// wrappers run the word after their options and assignments.
+var wrappers = []string{"env", "nice", "nohup", "time", "command", "exec", "sudo", "doas", "stdbuf", "timeout", "ionice", "setsid"}
+
+// checkPrograms refuses each command of an initializeCommand (a string, an
+// array, or an object of either) whose program is one of projectDriven.
+func checkPrograms(cmd any, form string) error {
+	var commands [][]string
+	switch v := cmd.(type) {
+	case string:
+		commands = append(commands, strings.Fields(v))
+	case []any:
+		var argv []string
+		for _, w := range v {
+			s, _ := w.(string)
+			argv = append(argv, s)
+		}
+		commands = append(commands, argv)
+	case map[string]any:
+		for _, e := range v {
+			if err := checkPrograms(e, form); err != nil {
+				return err
+			}
+		}
+	}
+	for _, argv := range commands {
+		prog := program(argv)
+		if slices.Contains(projectDriven, prog) {
+			return fmt.Errorf("initializeCommand: %s takes what it runs from the project's files (which the workspace can change after you trust it), so cove does not run it on this host: run it in postCreateCommand, inside the workspace, or %s", prog, form)
+		}
+	}
+	return nil
+}
+
+// program is the program argv runs: past wrappers, their options and
+// VAR=value assignments, by its base name.
+func program(argv []string) string {
+	for i := 0; i < len(argv); i++ {
+		w := filepath.Base(argv[i])
+		switch {
+		case strings.HasPrefix(argv[i], "-"), strings.Contains(argv[i], "=") && !strings.Contains(argv[i], "/"):
+			continue
+		case slices.Contains(wrappers, w):
+			if w == "timeout" && i+1 < len(argv) && !strings.HasPrefix(argv[i+1], "-") {
+				i++ // its duration
+			}
+			continue
+		}
+		return w
+	}
+	return ""
 }
 
 // initializeValue is raw's initializeCommand, if it has one.

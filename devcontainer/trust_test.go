@@ -2,6 +2,7 @@ package devcontainer
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,6 +60,16 @@ func TestTrustPinsWhatInitializeCommandRuns(t *testing.T) {
 				os.Remove(p)
 				os.Symlink("/proc/self/cwd/.devcontainer/other.sh", p)
 			}},
+		{name: "git (reads .git/config)", command: `"git submodule update --init"`, files: script, refused: "takes what it runs"},
+		{name: "make behind env", command: `"env FOO=1 make init"`, files: script, refused: "takes what it runs"},
+		{name: "docker compose in an array", command: `["docker", "compose", "pull"]`, files: script, refused: "takes what it runs"},
+		{name: "npm behind timeout", command: `{"a": "sh .devcontainer/init.sh", "b": "timeout 10 /usr/bin/npm ci"}`, files: script, refused: "takes what it runs"},
+		{name: "symlink beside the script", command: `"sh .devcontainer/init.sh"`, files: script, links: map[string]string{".devcontainer/lib.sh": "../lib.sh"}, refused: "is a symlink"},
+		{name: "sourced file rewritten", command: `"sh .devcontainer/init.sh"`, files: map[string]string{".devcontainer/init.sh": ". .devcontainer/lib.sh\n", ".devcontainer/lib.sh": "echo trusted\n"},
+			change: rewrite(".devcontainer/lib.sh")},
+		{name: "file added beside the script", command: `"sh .devcontainer/init.sh"`, files: script, change: rewrite(".devcontainer/new.sh")},
+		{name: "named directory, a file in it rewritten", command: `"python3 .devcontainer/setup"`, files: map[string]string{".devcontainer/setup/__main__.py": "import helper\n", ".devcontainer/setup/helper.py": "print('trusted')\n"},
+			change: rewrite(".devcontainer/setup/helper.py")},
 		{name: "directory where the script was", command: `"sh .devcontainer/init.sh"`, files: script,
 			change: func(dir string) {
 				p := filepath.Join(dir, ".devcontainer/init.sh")
@@ -66,6 +77,11 @@ func TestTrustPinsWhatInitializeCommandRuns(t *testing.T) {
 				os.Mkdir(p, 0o755)
 			}},
 	}
+	crowded := map[string]string{"tools/init.sh": "echo trusted\n"}
+	for i := range maxTreeEntries {
+		crowded[fmt.Sprintf("tools/f%d", i)] = ""
+	}
+	variants = append(variants, variant{name: "script in a crowded directory", command: `"sh tools/init.sh"`, files: crowded, refused: "more than"})
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
