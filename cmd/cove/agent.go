@@ -56,6 +56,7 @@ never in DIR: the workspace can neither forge nor arm them.`,
 			&cli.StringFlag{Name: "mode", Value: "ask", Usage: "what runs without asking: ask (nothing), edits (file edits), yolo (everything)"},
 			&cli.BoolFlag{Name: "yes", Usage: "run edits and commands without asking (--mode yolo)"},
 			&cli.StringSliceFlag{Name: "mcp-config", Usage: "MCP servers from `FILE` too, for this run ({\"mcpServers\": …}, as ~/.config/cove/mcp.json; run on this machine)"},
+			&cli.StringFlag{Name: "task", Usage: "work on task `NAME`: a branch and a tree of DIR's HEAD in a workspace of their own (made if new; cove tasks lists them)"},
 			&cli.BoolFlag{Name: "trust", Usage: "let DIR's .cove/config.json, as it is now, choose the provider, base URL and key (by default a project chooses only the model)"},
 		}, append(workspaceFlags(), kubeFlags()...)...),
 		Action: func(c *cli.Context) error {
@@ -97,6 +98,9 @@ never in DIR: the workspace can neither forge nor arm them.`,
 			}
 			if _, err := cfg.NewProvider(); err != nil {
 				return err // before a workspace is started for nothing
+			}
+			if name := c.String("task"); name != "" {
+				return agentTask(c, e, dir, name, cfg)
 			}
 			ws, started, err := ensure(c, dirBackend(c, e, dir), dir)
 			if err != nil {

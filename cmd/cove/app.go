@@ -63,6 +63,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			execCommand(),
 			shellCommand(),
 			agentCommand(),
+			tasksCommand(),
+			taskCommand(),
 			idleCommand(),
 			mcpRelayCommand(),
 			syncServeCommand(),

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cove-sh/cove/internal/llmtest"
+	"github.com/cove-sh/cove/internal/testregistry"
+	"github.com/cove-sh/cove/task"
+	"github.com/cove-sh/cove/workspace"
+)
+
+// gitImage builds (once per root) a Debian image with git, from the
+// debootstrap'd tree, with cove build; "" when there is none.
+func gitImage(t *testing.T, root string) string {
+	t.Helper()
+	deb := debianRef(t, testregistry.Addr(t))
+	if deb == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("no Debian tree for the git image (scripts/test.sh debootstraps /var/cache/cove-test/debian-bookworm)")
+		}
+		t.Skip("no Debian tree (debootstrap --variant=minbase bookworm /var/cache/cove-test/debian-bookworm)")
+	}
+	ctx := t.TempDir()
+	os.WriteFile(filepath.Join(ctx, "Dockerfile"), []byte("FROM "+deb+"\nRUN apt-get update -q && apt-get install -y -q --no-install-recommends git && rm -rf /var/lib/apt/lists/*\n"), 0o644)
+	// apt on a busy machine takes longer than runProc's 2 minutes.
+	cmd, _, errb := coveProc(root, "build", "-q", "-t", "cove-test/git:1", ctx)
+	timer := time.AfterFunc(8*time.Minute, func() { cmd.Process.Kill() })
+	defer timer.Stop()
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("cove build of the git image: %v\n%s", err, errb)
+	}
+	return "cove-test/git:1"
+}
+
+// hostGit runs git on the test's own project (the test's setup, not
+// cove's: cove never runs git here).
+func hostGit(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// TestTasksWorkApartAndMerge: four agents (scripted models) work at once
+// on four tasks of one project, each fixing a different failing test by
+// an edit to the one file they all change: each task's test passes in its
+// own workspace while the others' still fail there, the project's own
+// tree is untouched, merging two leaves exactly their changes in the
+// project, and discarding two leaves no workspace, tree or branch of
+// them.
+func TestTasksWorkApartAndMerge(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git here to make the test's project")
+	}
+	root := t.TempDir()
+	img := gitImage(t, root)
+	project := t.TempDir()
+	values := "# one value per test, apart so that two fixes merge\n"
+	for i := 1; i <= 4; i++ {
+		values += fmt.Sprintf("value%d=wrong\n#\n#\n", i)
+		os.WriteFile(filepath.Join(project, fmt.Sprintf("test%d.sh", i)),
+			[]byte(fmt.Sprintf(". ./values.sh\n[ \"$value%d\" = right ] || { echo \"test %d: value%d is $value%d\"; exit 1; }\necho ok %d\n", i, i, i, i, i)), 0o644)
+	}
+	os.WriteFile(filepath.Join(project, "values.sh"), []byte(values), 0o644)
+	hostGit(t, project, "init", "-q", "-b", "main")
+	hostGit(t, project, "add", "-A")
+	hostGit(t, project, "commit", "-q", "-m", "four failing tests")
+	base := strings.TrimSpace(hostGit(t, project, "rev-parse", "HEAD"))
+
+	if r := runProc(t, root, "", "up", "--detach", "--no-browser", "--image", img, project); r.code != 0 {
+		t.Fatalf("cove up: %d\n%s", r.code, r.stderr)
+	}
+	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", project) })
+
+	call := func(id, name string, args any) llmtest.Response {
+		b, _ := json.Marshal(args)
+		return llmtest.Response{Events: llmtest.OpenAIChunks("tool_calls", map[string]any{"tool_calls": []any{map[string]any{
+			"index": 0, "id": id, "type": "function", "function": map[string]any{"name": name, "arguments": string(b)}}}})}
+	}
+	var wg sync.WaitGroup
+	took := make([]time.Duration, 5)
+	for i := 1; i <= 4; i++ {
+		srv := llmtest.New(t)
+		srv.Push(
+			call("e", "edit", map[string]any{"path": "values.sh", "edits": []any{map[string]any{"old": fmt.Sprintf("value%d=wrong", i), "new": fmt.Sprintf("value%d=right", i)}}}),
+			call("b", "bash", map[string]any{"command": fmt.Sprintf("sh test%d.sh", i)}),
+			llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": fmt.Sprintf("Fixed test %d.", i)})},
+		)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			cmd, out, errb := coveProc(root, "agent", "--yes", "--image", img, "--task", fmt.Sprintf("t%d", i), "-p", fmt.Sprintf("fix test %d", i), project)
+			cmd.Env = append(cmd.Env, "COVE_BASE_URL="+srv.URL(), "COVE_MODEL=test-model", "COVE_API_KEY=sk-test")
+			cmd.Stdin = strings.NewReader("")
+			if err := cmd.Run(); err != nil || out.String() != fmt.Sprintf("Fixed test %d.\n", i) {
+				t.Errorf("task t%d: %v, %q\n%s", i, err, out, errb)
+				return
+			}
+			took[i] = time.Since(start)
+			if rs := srv.Requests(); len(rs) != 3 || !strings.Contains(strings.Join(rs[2].ToolResults(t), "\n"), fmt.Sprintf("ok %d", i)) {
+				t.Errorf("task t%d: its test did not pass in its workspace: %d requests\n%s", i, len(rs), errb)
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	t.Logf("four tasks at once, each to its answer: %v %v %v %v", took[1], took[2], took[3], took[4])
+
+	// Apart: each task's test passes in its workspace, the others' fail there.
+	m := &task.Manager{Project: project, Data: filepath.Join(root, "data")}
+	for i := 1; i <= 4; i++ {
+		tree := m.Tree(fmt.Sprintf("t%d", i))
+		name := workspace.Name(tree)
+		for j := 1; j <= 4; j++ {
+			r := runProc(t, root, "", "exec", name, "sh", "-c", fmt.Sprintf("cd /workspace && sh test%d.sh", j))
+			if (r.code == 0) != (i == j) {
+				t.Errorf("in task t%d's workspace, test %d exits %d: %s", i, j, r.code, r.stdout)
+			}
+		}
+		if du, err := exec.Command("du", "-sk", tree).Output(); err == nil {
+			t.Logf("task t%d's tree: %s KiB", i, strings.Fields(string(du))[0])
+		}
+	}
+	// The project is untouched until a merge.
+	if st := hostGit(t, project, "status", "--porcelain"); st != "" {
+		t.Errorf("the project's tree changed before any merge: %s", st)
+	}
+	var listed []struct {
+		Name, Status string
+		Commits      int
+	}
+	r := runProc(t, root, "", "tasks", "--json", project)
+	json.Unmarshal([]byte(r.stdout), &listed)
+	if len(listed) != 4 || listed[0].Status != "running" || listed[0].Commits != 1 {
+		t.Errorf("cove tasks: %+v\n%s", listed, r.stderr)
+	}
+
+	// Keep two, discard two.
+	for _, n := range []string{"t1", "t3"} {
+		if r := runProc(t, root, "", "task", "merge", n, project); r.code != 0 {
+			t.Fatalf("cove task merge %s: %d\n%s", n, r.code, r.stderr)
+		}
+	}
+	for _, n := range []string{"t2", "t4"} {
+		if r := runProc(t, root, "", "task", "discard", n, project); r.code != 0 {
+			t.Fatalf("cove task discard %s: %d\n%s", n, r.code, r.stderr)
+		}
+	}
+	got, _ := os.ReadFile(filepath.Join(project, "values.sh"))
+	want := strings.NewReplacer("value1=wrong", "value1=right", "value3=wrong", "value3=right").Replace(values)
+	if string(got) != want {
+		t.Errorf("the project after merging t1 and t3:\n%s\nwant\n%s", got, want)
+	}
+	if diff := hostGit(t, project, "diff", "--stat", base, "HEAD", "--", "test1.sh", "test2.sh", "test3.sh", "test4.sh"); diff != "" {
+		t.Errorf("the merges changed more than values.sh: %s", diff)
+	}
+	if b := hostGit(t, project, "branch", "--list", "cove/task/t2", "cove/task/t4"); b != "" {
+		t.Errorf("a discarded task's branch is in the project: %s", b)
+	}
+	var ps []struct{ Dir string }
+	r = runProc(t, root, "", "ps", "--all", "--json")
+	json.Unmarshal([]byte(r.stdout), &ps)
+	for _, w := range ps {
+		if w.Dir == m.Tree("t2") || w.Dir == m.Tree("t4") {
+			t.Errorf("a discarded task's workspace is left: %+v", w)
+		}
+	}
+	for _, n := range []string{"t2", "t4"} {
+		if _, err := os.Stat(m.Tree(n)); err == nil {
+			t.Errorf("task %s's tree is left", n)
+		}
+		if _, err := m.Get(n); err == nil {
+			t.Errorf("task %s's record is left", n)
+		}
+	}
+	for _, n := range []string{"t1", "t3"} {
+		runProc(t, root, "", "task", "discard", n, project)
+	}
+}

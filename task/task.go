@@ -1,0 +1,402 @@
+// Package task runs several agents on one project at once: each task is
+// a branch and a working tree of the project of its own, in a workspace of
+// its own made from the project's committed devcontainer.json, so that
+// tasks cannot trample each other's files, ports or processes; a task's
+// branch is merged back into the project, or the task discarded with
+// everything it made.
+//
+// git runs only in workspaces, never here: the project's workspace makes a
+// bundle of HEAD, which the task's workspace clones from; a merge goes the
+// other way. This side keeps the task's record (its base commit, prompt,
+// creation) in cove's own data directory, where no workspace writes, and
+// carries bytes between the two workspaces without reading them, but for
+// the project's .devcontainer, which it extracts with the same checks as
+// an image layer (plain files and directories, names inside, sizes capped).
+package task
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cove-sh/cove/container"
+	"github.com/cove-sh/cove/workspace"
+)
+
+// Record is what this machine keeps of a task.
+type Record struct {
+	Name    string    `json:"name"`
+	Project string    `json:"project"` // the project's directory
+	Base    string    `json:"base"`    // the project's HEAD when the task was made
+	Prompt  string    `json:"prompt,omitempty"`
+	Created time.Time `json:"created"`
+}
+
+// Branch is the task's branch, in its tree and, once merged, the project.
+func (r Record) Branch() string { return "cove/task/" + r.Name }
+
+// Manager keeps a project's tasks.
+type Manager struct {
+	Project string // the project's directory, absolute
+	Data    string // cove's data directory (dirs.Layout.Data)
+}
+
+// validName is a task's name: a word that is a path element, a branch
+// name and part of a workspace's name as it is.
+var validName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,39}$`)
+
+// CheckName says why name cannot be a task's.
+func CheckName(name string) error {
+	if !validName.MatchString(name) {
+		return fmt.Errorf("task %q: a task's name is 1–40 lowercase letters, digits and dashes", name)
+	}
+	return nil
+}
+
+// dir holds the project's tasks: a record and a tree each. It is under
+// cove's data directory (0700), so that no workspace can put a symlink on
+// the way to a tree cove binds into another.
+func (m *Manager) dir() string {
+	return filepath.Join(m.Data, "tasks", workspace.Name(m.Project))
+}
+
+// Tree is the task's working tree: the project directory of its workspace.
+func (m *Manager) Tree(name string) string { return filepath.Join(m.dir(), name) }
+
+func (m *Manager) recordPath(name string) string { return filepath.Join(m.dir(), name+".json") }
+
+// Get returns the task's record; fs.ErrNotExist when there is none.
+func (m *Manager) Get(name string) (Record, error) {
+	var r Record
+	if err := CheckName(name); err != nil {
+		return r, err
+	}
+	b, err := os.ReadFile(m.recordPath(name))
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, fmt.Errorf("task %s: its record %s: %w", name, m.recordPath(name), err)
+	}
+	return r, nil
+}
+
+// List returns the project's tasks, oldest first.
+func (m *Manager) List() ([]Record, error) {
+	ents, err := os.ReadDir(m.dir())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Record
+	for _, e := range ents {
+		name, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || CheckName(name) != nil {
+			continue
+		}
+		r, err := m.Get(name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b Record) int { return a.Created.Compare(b.Created) })
+	return out, nil
+}
+
+// Create records a new task of the project as its workspace main has it
+// now (HEAD) and makes its tree, holding for now only the project's
+// committed .devcontainer (and .devcontainer.json): the task's workspace
+// is made from it as the project's is. Populate then fills the tree.
+func (m *Manager) Create(ctx context.Context, main workspace.Workspace, name, prompt string) (Record, error) {
+	if err := CheckName(name); err != nil {
+		return Record{}, err
+	}
+	if _, err := m.Get(name); err == nil {
+		return Record{}, fmt.Errorf("task %s exists (cove tasks lists them; cove task discard %s removes it)", name, name)
+	}
+	head, err := git(ctx, main, nil, "rev-parse", "--verify", "HEAD")
+	if err != nil {
+		return Record{}, fmt.Errorf("task %s: the project's HEAD (a task is a branch: the project needs a git repository with a commit): %w", name, err)
+	}
+	base := strings.TrimSpace(string(head))
+	if !regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`).MatchString(base) {
+		return Record{}, fmt.Errorf("task %s: the workspace gave %q as HEAD", name, truncate(base))
+	}
+	if err := os.MkdirAll(m.dir(), 0o700); err != nil {
+		return Record{}, err
+	}
+	tree := m.Tree(name)
+	if err := os.Mkdir(tree, 0o755); err != nil {
+		return Record{}, fmt.Errorf("task %s: %w", name, err)
+	}
+	config, err := run(ctx, main, nil, 16<<20, "sh", "-c",
+		`set -- $(git -c safe.directory='*' ls-tree --name-only HEAD .devcontainer .devcontainer.json); [ $# -eq 0 ] || exec git -c safe.directory='*' archive --format=tar HEAD -- "$@"`)
+	if err == nil {
+		err = extractConfig(tree, config)
+	}
+	if err != nil {
+		os.RemoveAll(tree)
+		return Record{}, fmt.Errorf("task %s: the project's .devcontainer: %w", name, err)
+	}
+	r := Record{Name: name, Project: m.Project, Base: base, Prompt: prompt, Created: time.Now().UTC()}
+	b, _ := json.MarshalIndent(r, "", "  ")
+	if err := os.WriteFile(m.recordPath(name), b, 0o600); err != nil {
+		os.RemoveAll(tree)
+		return Record{}, err
+	}
+	return r, nil
+}
+
+// Populate makes the task's tree a clone of the project's HEAD on the
+// task's branch, in the task's workspace tw: the project's workspace
+// writes a bundle, carried as bytes into tw, which clones from it.
+func (m *Manager) Populate(ctx context.Context, main, tw workspace.Workspace, r Record) error {
+	const bundle = "/tmp/cove-origin.bundle"
+	if err := carry(ctx, main, []string{"git", "-c", "safe.directory=*", "bundle", "create", "-", "HEAD"}, tw, bundle); err != nil {
+		return fmt.Errorf("task %s: the project's history: %w", r.Name, err)
+	}
+	script := `set -e; cd /workspace; git init -q; git fetch -q "$1" HEAD; git checkout -q -f -B "$2" FETCH_HEAD; rm -f "$1"`
+	if _, err := run(ctx, tw, nil, 64<<10, "sh", "-c", script, "sh", bundle, r.Branch()); err != nil {
+		return fmt.Errorf("task %s: its tree: %w", r.Name, err)
+	}
+	return nil
+}
+
+// Commit commits everything the task changed in its tree on its branch,
+// and says whether there was anything.
+func (m *Manager) Commit(ctx context.Context, tw workspace.Workspace, r Record, message string) (bool, error) {
+	if _, err := git(ctx, tw, nil, "add", "-A"); err != nil {
+		return false, err
+	}
+	if _, err := git(ctx, tw, nil, "diff", "--cached", "--quiet"); err == nil {
+		return false, nil
+	}
+	if _, err := git(ctx, tw, identity(ctx, tw), "commit", "-q", "--no-verify", "-m", message); err != nil {
+		return false, fmt.Errorf("task %s: commit: %w", r.Name, err)
+	}
+	return true, nil
+}
+
+// Stat is a task's work: commits on its branch since the base, and the
+// diff's summary (git diff --shortstat), as its workspace says.
+type Stat struct {
+	Commits int
+	Diff    string
+}
+
+// Stat reads the task's work from its workspace.
+func (m *Manager) Stat(ctx context.Context, tw workspace.Workspace, r Record) (Stat, error) {
+	var s Stat
+	out, err := git(ctx, tw, nil, "rev-list", "--count", r.Base+"..HEAD")
+	if err != nil {
+		return s, err
+	}
+	fmt.Sscan(string(out), &s.Commits)
+	out, err = git(ctx, tw, nil, "diff", "--shortstat", r.Base, "HEAD")
+	s.Diff = truncate(strings.TrimSpace(string(out)))
+	return s, err
+}
+
+// Diff is the task's diff against its base, as its workspace says.
+func (m *Manager) Diff(ctx context.Context, tw workspace.Workspace, r Record) ([]byte, error) {
+	return git(ctx, tw, nil, "diff", r.Base, "HEAD")
+}
+
+// ErrConflict is Merge's error when the merge stopped on conflicts: they
+// are in the project's working tree to resolve, as git left them.
+var ErrConflict = errors.New("the merge has conflicts")
+
+// Merge brings the task's branch into the project, in its workspace main:
+// fetched as cove/task/NAME and merged into the project's current branch
+// (a fast-forward when it can be). Its output is git's.
+func (m *Manager) Merge(ctx context.Context, main, tw workspace.Workspace, r Record) ([]byte, error) {
+	bundle := "/tmp/cove-task-" + r.Name + ".bundle"
+	if err := carry(ctx, tw, []string{"git", "-c", "safe.directory=*", "bundle", "create", "-", r.Base + ".." + r.Branch()}, main, bundle); err != nil {
+		return nil, fmt.Errorf("task %s: its branch (no commit since the base?): %w", r.Name, err)
+	}
+	if _, err := git(ctx, main, nil, "fetch", "-q", bundle, "+"+r.Branch()+":refs/heads/"+r.Branch()); err != nil {
+		return nil, fmt.Errorf("task %s: fetch its branch: %w", r.Name, err)
+	}
+	run(ctx, main, nil, 1<<10, "rm", "-f", bundle)
+	out, err := git(ctx, main, identity(ctx, main), "merge", "--no-edit", r.Branch())
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if conflicts, _ := git(ctx, main, nil, "diff", "--name-only", "--diff-filter=U"); len(bytes.TrimSpace(conflicts)) > 0 {
+			return append(ee.out, conflicts...), fmt.Errorf("task %s: %w in %s: resolve them in the workspace, then git commit (or git merge --abort)",
+				r.Name, ErrConflict, strings.Join(strings.Fields(string(conflicts)), ", "))
+		}
+	}
+	return out, err
+}
+
+// Discard removes the task: its workspace (tw, nil if it has none), its
+// tree and its record; its branch in the project too, when a merge
+// brought it there. Nothing of it is left.
+func (m *Manager) Discard(ctx context.Context, b workspace.Backend, main, tw workspace.Workspace, r Record) error {
+	tree := m.Tree(r.Name)
+	if tw != nil {
+		// What the task's processes made as other users of the
+		// workspace (a range of this user's subordinate ids) only they
+		// can remove: it goes from inside first.
+		run(ctx, tw, nil, 4<<10, "sh", "-c", `find /workspace -mindepth 1 -maxdepth 1 -exec rm -rf {} +`)
+	}
+	if err := b.Remove(ctx, workspace.Name(tree), true); err != nil && !strings.Contains(err.Error(), "no such") {
+		return fmt.Errorf("task %s: its workspace: %w", r.Name, err)
+	}
+	if err := os.RemoveAll(tree); err != nil {
+		return fmt.Errorf("task %s: its tree %s: %w", r.Name, tree, err)
+	}
+	if main != nil {
+		git(ctx, main, nil, "branch", "-q", "-D", r.Branch())
+	}
+	if err := os.Remove(m.recordPath(r.Name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// identity is the -c options that give a commit an author when the
+// workspace's git has none (a fresh image: git refuses to commit then).
+func identity(ctx context.Context, ws workspace.Workspace) []string {
+	if out, err := git(ctx, ws, nil, "config", "user.email"); err == nil && len(bytes.TrimSpace(out)) > 0 {
+		return nil
+	}
+	return []string{"-c", "user.name=cove", "-c", "user.email=cove@localhost"}
+}
+
+// git runs git in ws's /workspace (with opts before the command) and
+// returns its output. The tree is the workspace's: safe.directory is
+// set, as the owner of /workspace inside may not be the one running git.
+func git(ctx context.Context, ws workspace.Workspace, opts []string, args ...string) ([]byte, error) {
+	argv := append(append([]string{"git", "-c", "safe.directory=*"}, opts...), args...)
+	return run(ctx, ws, nil, 8<<20, argv...)
+}
+
+// exitError is a command that ran and failed: its status and output.
+type exitError struct {
+	argv []string
+	code int
+	out  []byte
+}
+
+func (e *exitError) Error() string {
+	return fmt.Sprintf("%s exited %d: %s", strings.Join(e.argv[:min(len(e.argv), 4)], " "), e.code, truncate(strings.TrimSpace(string(e.out))))
+}
+
+// run runs argv in ws's /workspace with stdin (nil: none) and returns its
+// output (stdout and stderr, at most max bytes: what a workspace says is
+// read only so far).
+func run(ctx context.Context, ws workspace.Workspace, stdin *os.File, max int64, argv ...string) ([]byte, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	var out []byte
+	done := make(chan struct{})
+	go func() {
+		out, _ = io.ReadAll(io.LimitReader(r, max))
+		io.Copy(io.Discard, r)
+		close(done)
+	}()
+	if stdin == nil {
+		null, err := os.Open(os.DevNull)
+		if err != nil {
+			return nil, err
+		}
+		defer null.Close()
+		stdin = null
+	}
+	code, err := ws.Exec(ctx, container.ExecRequest{Args: argv, Cwd: "/workspace"}, [3]*os.File{stdin, w, w})
+	w.Close()
+	<-done
+	r.Close()
+	if err != nil {
+		return out, fmt.Errorf("%s: %w", argv[0], err)
+	}
+	if code != 0 {
+		return out, &exitError{argv: argv, code: code, out: out}
+	}
+	return out, nil
+}
+
+// carry runs argv in from and writes its standard output to path in to,
+// through a pipe here: the bytes pass, unread.
+func carry(ctx context.Context, from workspace.Workspace, argv []string, to workspace.Workspace, path string) error {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := run(ctx, to, r, 64<<10, "sh", "-c", `cat > "$1"`, "sh", path)
+		r.Close()
+		errc <- err
+	}()
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		return err
+	}
+	defer null.Close()
+	var errb limitedBuffer
+	code, err := from.Exec(ctx, container.ExecRequest{Args: argv, Cwd: "/workspace"}, [3]*os.File{null, w, errb.file()})
+	w.Close()
+	errb.close()
+	if rerr := <-errc; err == nil {
+		err = rerr
+	}
+	if err == nil && code != 0 {
+		err = fmt.Errorf("%s exited %d: %s", strings.Join(argv[:min(len(argv), 4)], " "), code, truncate(errb.String()))
+	}
+	return err
+}
+
+// limitedBuffer is a command's stderr, kept up to 4 KiB.
+type limitedBuffer struct {
+	w    *os.File
+	done chan struct{}
+	b    []byte
+}
+
+func (l *limitedBuffer) file() *os.File {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil
+	}
+	l.w, l.done = w, make(chan struct{})
+	go func() {
+		l.b, _ = io.ReadAll(io.LimitReader(r, 4<<10))
+		io.Copy(io.Discard, r)
+		r.Close()
+		close(l.done)
+	}()
+	return w
+}
+
+func (l *limitedBuffer) close() {
+	if l.w != nil {
+		l.w.Close()
+		<-l.done
+	}
+}
+
+func (l *limitedBuffer) String() string { return strings.TrimSpace(string(l.b)) }
+
+func truncate(s string) string {
+	if len(s) > 300 {
+		return s[:300] + "…"
+	}
+	return s
+}
