@@ -81,6 +81,27 @@ type Launch struct {
 
 // Run starts l and, unless it is detached, waits for it and returns its
 // exit status.
+// madeImage is the stored image a kept layer was made on (l.Made), when
+// l.Ref no longer names it: its name removed (cove rmi while the
+// workspace was stopped, which keeps the image for it), or pulled since
+// as another image. The layer's files were made on that one; put on the
+// new one, they would be mixed with it. nil: start on l.Ref as usual.
+func (lo *Local) madeImage(store *image.Store, l Launch) *image.Image {
+	cur, err := store.Get(l.Ref)
+	if err == nil && cur.Digest.String() == l.Made {
+		return nil
+	}
+	kept, kerr := store.Get(l.Made)
+	if kerr != nil {
+		return nil
+	}
+	if err == nil {
+		fmt.Fprintf(lo.Stderr, "cove: note: %s names another image (%.19s) since this workspace was made on %.19s: it starts on the one it was made on (cove up --fresh starts it anew on the new one; what was installed in it goes)\n",
+			l.Ref, cur.Digest.String(), l.Made)
+	}
+	return kept
+}
+
 func (lo *Local) Run(ctx context.Context, l Launch) (int, error) {
 	store, err := lo.store()
 	if err != nil {
@@ -91,9 +112,7 @@ func (lo *Local) Run(ctx context.Context, l Launch) (int, error) {
 	}
 	var img *image.Image
 	if l.Made != "" {
-		if _, err := store.Get(l.Ref); errors.Is(err, image.ErrNotFound) {
-			img, _ = store.Get(l.Made)
-		}
+		img = lo.madeImage(store, l)
 	}
 	pull := func() error {
 		bars := progress.New(lo.Stderr, l.Ref, false)

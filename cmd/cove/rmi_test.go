@@ -11,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cove-sh/cove/internal/testimage"
 	"github.com/cove-sh/cove/internal/testregistry"
 	"github.com/cove-sh/cove/workspace"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
 // TestRmiKeepsWhatIsInUse: names are references and so is a container's
@@ -219,5 +222,48 @@ func TestRmiUnderAStoppedWorkspace(t *testing.T) {
 	}
 	if r := runProc(t, root, "", "exec", name, "sh", "-c", "cat /kept && ls /bin/busybox"); r.code != 0 || r.stdout != "kept\n/bin/busybox\n" {
 		t.Fatalf("the workspace after its restart: %+v", r)
+	}
+}
+
+// TestRestartKeepsTheImageItWasMadeOn: a stopped workspace whose image's
+// name was pulled again as another image starts on the one its layer was
+// made on, says so, and keeps what was installed; --fresh moves it.
+func TestRestartKeepsTheImageItWasMadeOn(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	ref := testregistry.Push(t, addr, layered(t))
+	root, project := t.TempDir(), t.TempDir()
+	ws := workspace.Name(project)
+	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", ws) })
+	if r := runProc(t, root, "", "up", "--detach", "--image", ref, project); r.code != 0 {
+		t.Fatalf("up: %+v", r)
+	}
+	if r := runProc(t, root, "", "exec", ws, "sh", "-c", "echo kept > /kept"); r.code != 0 {
+		t.Fatalf("exec: %+v", r)
+	}
+	if r := runProc(t, root, "", "stop", "--time", "2", ws); r.code != 0 {
+		t.Fatalf("stop: %+v", r)
+	}
+	// The same name, now another image (busybox alone, no layered files).
+	img, err := testimage.Busybox()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r0, err := name.ParseReference(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(r0, img); err != nil {
+		t.Fatal(err)
+	}
+	if r := runProc(t, root, "", "pull", "--pull", "always", ref); r.code != 0 {
+		t.Fatalf("pull of the new image: %+v", r)
+	}
+	r := runProc(t, root, "", "up", "--detach", "--image", ref, project)
+	if r.code != 0 || !strings.Contains(r.stderr, "starts on the one it was made on") {
+		t.Fatalf("up again on the renamed image: %+v", r)
+	}
+	if r := runProc(t, root, "", "exec", ws, "sh", "-c", "cat /kept /srv/cfg/c"); r.code != 0 || r.stdout != "kept\nc\n" {
+		t.Fatalf("the workspace after its restart is not on the image it was made on: %+v", r)
 	}
 }
