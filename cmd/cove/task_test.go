@@ -3,11 +3,13 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,34 +19,57 @@ import (
 	"github.com/cove-sh/cove/workspace"
 )
 
-// gitImage builds (once per root) a Debian image with git, from the
-// debootstrap'd tree, with cove build; "" when there is none.
-func gitImage(t *testing.T, root string) string {
+// gitImages is the Debian image with git, built once per test binary
+// (as root, with cove build) and pushed to the test registry, from which
+// each test's own store pulls it.
+var gitImages struct {
+	once sync.Once
+	ref  string
+	err  error
+}
+
+// gitImage is the test registry's Debian image with git; the test
+// skips (fails in CI) without a Debian tree to make it from.
+func gitImage(t *testing.T) string {
 	t.Helper()
-	deb := debianRef(t, testregistry.Addr(t))
+	addr := testregistry.Addr(t)
+	deb := debianRef(t, addr)
 	if deb == "" {
 		if os.Getenv("CI") != "" {
 			t.Fatal("no Debian tree for the git image (scripts/test.sh debootstraps /var/cache/cove-test/debian-bookworm)")
 		}
 		t.Skip("no Debian tree (debootstrap --variant=minbase bookworm /var/cache/cove-test/debian-bookworm)")
 	}
-	ctx := t.TempDir()
-	os.WriteFile(filepath.Join(ctx, "Dockerfile"), []byte("FROM "+deb+"\nRUN apt-get update -q && apt-get install -y -q --no-install-recommends git && rm -rf /var/lib/apt/lists/*\n"), 0o644)
-	// apt on a busy machine takes longer than runProc's 2 minutes.
-	cmd, _, errb := coveProc(root, "build", "-q", "-t", "cove-test/git:1", ctx)
-	timer := time.AfterFunc(8*time.Minute, func() { cmd.Process.Kill() })
-	defer timer.Stop()
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("cove build of the git image: %v\n%s", err, errb)
+	gitImages.once.Do(func() {
+		root, err := os.MkdirTemp("", "cove-gitimage-")
+		if err != nil {
+			gitImages.err = err
+			return
+		}
+		defer os.RemoveAll(root)
+		os.WriteFile(filepath.Join(root, "Dockerfile"), []byte("FROM "+deb+"\nRUN apt-get update -q && apt-get install -y -q --no-install-recommends git && rm -rf /var/lib/apt/lists/*\n"), 0o644)
+		ref := addr + "/test/git:1"
+		// apt on a busy machine takes longer than runProc's 2 minutes.
+		cmd, _, errb := coveProc(filepath.Join(root, "cove"), "build", "-q", "--push", "-t", ref, root)
+		timer := time.AfterFunc(8*time.Minute, func() { cmd.Process.Kill() })
+		defer timer.Stop()
+		if err := cmd.Run(); err != nil {
+			gitImages.err = fmt.Errorf("cove build --push of the git image: %v\n%s", err, errb)
+			return
+		}
+		gitImages.ref = ref
+	})
+	if gitImages.err != nil {
+		t.Fatal(gitImages.err)
 	}
-	return "cove-test/git:1"
+	return gitImages.ref
 }
 
 // hostGit runs git on the test's own project (the test's setup, not
 // cove's: cove never runs git here).
 func hostGit(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+	cmd := exec.Command("git", append([]string{"-C", dir, "-c", "safe.directory=*", "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("git %v: %v\n%s", args, err, out)
@@ -58,14 +83,53 @@ func hostGit(t *testing.T, dir string, args ...string) string {
 // own workspace while the others' still fail there, the project's own
 // tree is untouched, merging two leaves exactly their changes in the
 // project, and discarding two leaves no workspace, tree or branch of
-// them.
+// them. As root, and rootless (covetest, with subordinate ids).
 func TestTasksWorkApartAndMerge(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git here to make the test's project")
 	}
-	root := t.TempDir()
-	img := gitImage(t, root)
-	project := t.TempDir()
+	t.Run("root", func(t *testing.T) {
+		root := t.TempDir()
+		tasksScenario(t, root, t.TempDir(), func(args ...string) *exec.Cmd {
+			cmd, _, _ := coveProc(root, args...)
+			return cmd
+		})
+	})
+	t.Run("rootless", func(t *testing.T) {
+		ru := needRangedUser(t)
+		base := rootlessBase(t, "cove-tasks-")
+		root, project := filepath.Join(base, "root"), filepath.Join(base, "project")
+		for _, d := range []string{root, project} {
+			os.Mkdir(d, 0o700)
+			os.Chown(d, ru.uid, ru.gid)
+		}
+		tasksScenario(t, root, project, func(args ...string) *exec.Cmd {
+			cmd, _, _ := coveProc(root, args...)
+			asTestUser(cmd, ru.u, ru.uid, ru.gid)
+			return cmd
+		})
+	})
+}
+
+// tasksScenario is TestTasksWorkApartAndMerge with cove run by cove.
+func tasksScenario(t *testing.T, root, project string, cove func(args ...string) *exec.Cmd) {
+	run := func(args ...string) result {
+		t.Helper()
+		cmd := cove(args...)
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		timer := time.AfterFunc(8*time.Minute, func() { cmd.Process.Kill() })
+		defer timer.Stop()
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return result{out.String(), errb.String(), code}
+	}
+	img := gitImage(t)
 	values := "# one value per test, apart so that two fixes merge\n"
 	for i := 1; i <= 4; i++ {
 		values += fmt.Sprintf("value%d=wrong\n#\n#\n", i)
@@ -78,10 +142,15 @@ func TestTasksWorkApartAndMerge(t *testing.T) {
 	hostGit(t, project, "commit", "-q", "-m", "four failing tests")
 	base := strings.TrimSpace(hostGit(t, project, "rev-parse", "HEAD"))
 
-	if r := runProc(t, root, "", "up", "--detach", "--no-browser", "--image", img, project); r.code != 0 {
+	// The project is the user's (covetest's, rootless), as its directory is.
+	if fi, err := os.Stat(project); err == nil {
+		st := fi.Sys().(*syscall.Stat_t)
+		filepath.WalkDir(project, func(p string, _ fs.DirEntry, _ error) error { return os.Lchown(p, int(st.Uid), int(st.Gid)) })
+	}
+	if r := run("up", "--detach", "--no-browser", "--image", img, project); r.code != 0 {
 		t.Fatalf("cove up: %d\n%s", r.code, r.stderr)
 	}
-	t.Cleanup(func() { runProc(t, root, "", "rm", "-f", project) })
+	t.Cleanup(func() { run("rm", "-f", project) })
 
 	call := func(id, name string, args any) llmtest.Response {
 		b, _ := json.Marshal(args)
@@ -101,16 +170,18 @@ func TestTasksWorkApartAndMerge(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			start := time.Now()
-			cmd, out, errb := coveProc(root, "agent", "--yes", "--image", img, "--task", fmt.Sprintf("t%d", i), "-p", fmt.Sprintf("fix test %d", i), project)
+			cmd := cove("agent", "--yes", "--image", img, "--task", fmt.Sprintf("t%d", i), "-p", fmt.Sprintf("fix test %d", i), project)
+			var out, errb strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &errb
 			cmd.Env = append(cmd.Env, "COVE_BASE_URL="+srv.URL(), "COVE_MODEL=test-model", "COVE_API_KEY=sk-test")
 			cmd.Stdin = strings.NewReader("")
 			if err := cmd.Run(); err != nil || out.String() != fmt.Sprintf("Fixed test %d.\n", i) {
-				t.Errorf("task t%d: %v, %q\n%s", i, err, out, errb)
+				t.Errorf("task t%d: %v, %q\n%s", i, err, out.String(), errb.String())
 				return
 			}
 			took[i] = time.Since(start)
 			if rs := srv.Requests(); len(rs) != 3 || !strings.Contains(strings.Join(rs[2].ToolResults(t), "\n"), fmt.Sprintf("ok %d", i)) {
-				t.Errorf("task t%d: its test did not pass in its workspace: %d requests\n%s", i, len(rs), errb)
+				t.Errorf("task t%d: its test did not pass in its workspace: %d requests\n%s", i, len(rs), errb.String())
 			}
 		}()
 	}
@@ -126,7 +197,7 @@ func TestTasksWorkApartAndMerge(t *testing.T) {
 		tree := m.Tree(fmt.Sprintf("t%d", i))
 		name := workspace.Name(tree)
 		for j := 1; j <= 4; j++ {
-			r := runProc(t, root, "", "exec", name, "sh", "-c", fmt.Sprintf("cd /workspace && sh test%d.sh", j))
+			r := run("exec", name, "sh", "-c", fmt.Sprintf("cd /workspace && sh test%d.sh", j))
 			if (r.code == 0) != (i == j) {
 				t.Errorf("in task t%d's workspace, test %d exits %d: %s", i, j, r.code, r.stdout)
 			}
@@ -143,7 +214,7 @@ func TestTasksWorkApartAndMerge(t *testing.T) {
 		Name, Status string
 		Commits      int
 	}
-	r := runProc(t, root, "", "tasks", "--json", project)
+	r := run("tasks", "--json", project)
 	json.Unmarshal([]byte(r.stdout), &listed)
 	if len(listed) != 4 || listed[0].Status != "running" || listed[0].Commits != 1 {
 		t.Errorf("cove tasks: %+v\n%s", listed, r.stderr)
@@ -151,12 +222,12 @@ func TestTasksWorkApartAndMerge(t *testing.T) {
 
 	// Keep two, discard two.
 	for _, n := range []string{"t1", "t3"} {
-		if r := runProc(t, root, "", "task", "merge", n, project); r.code != 0 {
+		if r := run("task", "merge", n, project); r.code != 0 {
 			t.Fatalf("cove task merge %s: %d\n%s", n, r.code, r.stderr)
 		}
 	}
 	for _, n := range []string{"t2", "t4"} {
-		if r := runProc(t, root, "", "task", "discard", n, project); r.code != 0 {
+		if r := run("task", "discard", n, project); r.code != 0 {
 			t.Fatalf("cove task discard %s: %d\n%s", n, r.code, r.stderr)
 		}
 	}
@@ -172,7 +243,7 @@ func TestTasksWorkApartAndMerge(t *testing.T) {
 		t.Errorf("a discarded task's branch is in the project: %s", b)
 	}
 	var ps []struct{ Dir string }
-	r = runProc(t, root, "", "ps", "--all", "--json")
+	r = run("ps", "--all", "--json")
 	json.Unmarshal([]byte(r.stdout), &ps)
 	for _, w := range ps {
 		if w.Dir == m.Tree("t2") || w.Dir == m.Tree("t4") {
@@ -188,6 +259,6 @@ func TestTasksWorkApartAndMerge(t *testing.T) {
 		}
 	}
 	for _, n := range []string{"t1", "t3"} {
-		runProc(t, root, "", "task", "discard", n, project)
+		run("task", "discard", n, project)
 	}
 }
