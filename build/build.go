@@ -557,9 +557,11 @@ func digestOf(parts ...string) string {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
-// dispatch runs one instruction on the stage.
+// dispatch runs one instruction on the stage: it expands the
+// instruction's words, logs it, extends the stage's cache key with its
+// text, applies it, and records it in the stage's history (an empty
+// layer unless it made one). Every error names the Dockerfile line.
 func (b *builder) dispatch(ctx context.Context, lex *shell.Lex, st *stage, c instructions.Command) error {
-	fail := func(err error) error { return lineError(c.(located), err) }
 	if e, ok := c.(instructions.SupportsSingleWordExpansion); ok {
 		getter := envGetter(st.cfg.Config.Env, st.args)
 		err := e.Expand(func(word string) (string, error) {
@@ -567,7 +569,7 @@ func (b *builder) dispatch(ctx context.Context, lex *shell.Lex, st *stage, c ins
 			return v, err
 		})
 		if err != nil {
-			return fail(err)
+			return lineError(c.(located), err)
 		}
 	}
 	text := fmt.Sprint(c) // the instruction as written: with the chain of keys before it, it fixes what expansion gives
@@ -578,24 +580,37 @@ func (b *builder) dispatch(ctx context.Context, lex *shell.Lex, st *stage, c ins
 		st.history = append(st.history, v1.History{Created: v1.Time{Time: st.created}, CreatedBy: text,
 			Comment: "cove build", EmptyLayer: len(st.layers) == layers})
 	}()
-	cfg := &st.cfg.Config
 	st.key = digestOf(st.key, text)
+	if err := b.apply(ctx, lex, st, text, c); err != nil {
+		return lineError(c.(located), err)
+	}
+	return nil
+}
+
+// apply does what the instruction says: the ones that change files make a
+// layer step; the others only change the stage's config (or its ARGs).
+func (b *builder) apply(ctx context.Context, lex *shell.Lex, st *stage, text string, c instructions.Command) error {
+	switch c := c.(type) {
+	case *instructions.WorkdirCommand:
+		return b.workdir(ctx, st, text, c.Path)
+	case *instructions.RunCommand:
+		return b.run(ctx, st, text, c)
+	case *instructions.CopyCommand:
+		return b.copyInstruction(ctx, st, text, copyArgs{from: c.From, srcs: c.SourcePaths, docs: c.SourceContents,
+			dest: c.DestPath, chown: c.Chown, chmod: c.Chmod, link: c.Link, parents: c.Parents, exclude: c.ExcludePatterns})
+	case *instructions.AddCommand:
+		return b.add(ctx, st, text, c)
+	}
+	return b.configure(lex, st, c)
+}
+
+// configure applies an instruction that changes only the stage's config
+// or its ARGs, not its files.
+func (b *builder) configure(lex *shell.Lex, st *stage, c instructions.Command) error {
+	cfg := &st.cfg.Config
 	switch c := c.(type) {
 	case *instructions.ArgCommand:
-		for _, kv := range c.Args {
-			// --build-arg, else the ARG's own default, else (redeclared
-			// without one) the global ARG's value, else a predefined one.
-			v, ok := b.opts.BuildArgs[kv.Key]
-			if !ok && kv.Value != nil {
-				v = *kv.Value
-			} else if gv, isGlobal := st.global[kv.Key]; !ok && isGlobal {
-				v = gv
-			} else if !ok {
-				v = platformArgs[kv.Key]
-			}
-			st.args[kv.Key] = v
-			st.key = digestOf(st.key, kv.Key+"="+v)
-		}
+		b.declareArgs(st, c.Args)
 	case *instructions.EnvCommand:
 		for _, kv := range c.Env {
 			cfg.Env = setEnv(cfg.Env, kv.Key, kv.Value)
@@ -608,19 +623,7 @@ func (b *builder) dispatch(ctx context.Context, lex *shell.Lex, st *stage, c ins
 			cfg.Labels[kv.Key] = kv.Value
 		}
 	case *instructions.ExposeCommand:
-		if cfg.ExposedPorts == nil {
-			cfg.ExposedPorts = map[string]struct{}{}
-		}
-		for _, p := range c.Ports {
-			p, _, err := lex.ProcessWord(p, envGetter(cfg.Env, st.args))
-			if err != nil {
-				return fail(err)
-			}
-			if !strings.Contains(p, "/") {
-				p += "/tcp"
-			}
-			cfg.ExposedPorts[p] = struct{}{}
-		}
+		return expose(lex, st, c.Ports)
 	case *instructions.UserCommand:
 		cfg.User = c.User
 	case *instructions.VolumeCommand:
@@ -652,91 +655,134 @@ func (b *builder) dispatch(ctx context.Context, lex *shell.Lex, st *stage, c ins
 			// image or an earlier stage alike.
 			cfg.Cmd = nil
 		}
-	case *instructions.WorkdirCommand:
-		wd := c.Path
-		if !path.IsAbs(wd) {
-			wd = path.Join("/", cfg.WorkingDir, wd)
-		}
-		cfg.WorkingDir = path.Clean(wd)
-		if !b.exists(st, cfg.WorkingDir) {
-			// As BuildKit does, the directories WORKDIR makes are the
-			// current USER's: a later RUN as that user writes there.
-			uid, gid, err := parseChown(cfg.User, func(p string) []byte { return b.readFile(st, p) })
-			if err != nil {
-				return fail(fmt.Errorf("WORKDIR as USER %s: %w", cfg.User, err))
-			}
-			var made []string
-			for d := cfg.WorkingDir; d != "/" && !b.exists(st, d); d = path.Dir(d) {
-				made = append(made, strings.TrimPrefix(d, "/"))
-			}
-			return wrapFail(fail, b.layerStep(ctx, st, text, fmt.Sprintf("owner=%d:%d", uid, gid), func(dir string) error {
-				if err := os.MkdirAll(filepath.Join(dir, cfg.WorkingDir), 0o755); err != nil {
-					return err
-				}
-				root, err := os.OpenRoot(dir)
-				if err != nil {
-					return err
-				}
-				defer root.Close()
-				for _, d := range made {
-					if err := lchown(root, d, copySpec{uid: uid, gid: gid}); err != nil {
-						return err
-					}
-				}
-				return nil
-			}))
-		}
-	case *instructions.RunCommand:
-		network, err := runFlags(c, b.opts.Confined)
-		if err != nil {
-			return fail(err)
-		}
-		cmd, heredocs, err := heredocCmdLine(c.ShellDependantCmdLine)
-		if err != nil {
-			return fail(err)
-		}
-		mounts, err := b.prepareMounts(ctx, st, instructions.GetMounts(c))
-		if err != nil {
-			return fail(err)
-		}
-		if len(cmd.Files) == 1 { // a #! heredoc script
-			script := filepath.Join(b.tmp, "script-"+newID()[:12])
-			if err := os.WriteFile(script, []byte(cmd.Files[0].Data), 0o755); err != nil {
-				return fail(err)
-			}
-			mounts.binds = append(mounts.binds, container.Bind{Source: script, Target: cmd.CmdLine[0], ReadOnly: true})
-			cmd.Files = nil
-		}
-		args := b.cmdLine(st, cmd)
-		return wrapFail(fail, b.runInstruction(ctx, st, text, args, heredocs, mounts, network))
-	case *instructions.CopyCommand:
-		return wrapFail(fail, b.copyInstruction(ctx, st, text, copyArgs{from: c.From, srcs: c.SourcePaths, docs: c.SourceContents,
-			dest: c.DestPath, chown: c.Chown, chmod: c.Chmod, link: c.Link, parents: c.Parents, exclude: c.ExcludePatterns}))
-	case *instructions.AddCommand:
-		if len(c.SourceContents) > 0 {
-			return fail(errors.New("ADD with a heredoc is not supported yet: use COPY <<EOF"))
-		}
-		for _, p := range c.SourcePaths {
-			if isGitSource(p) {
-				return fail(fmt.Errorf("%s: ADD of a git repository is not supported: clone it in a RUN (RUN --mount=type=secret gives it a token)", p))
-			}
-		}
-		if c.KeepGitDir != nil {
-			return fail(errors.New("--keep-git-dir is only for git sources, which cove build does not ADD"))
-		}
-		return wrapFail(fail, b.copyInstruction(ctx, st, text, copyArgs{srcs: c.SourcePaths, dest: c.DestPath, chown: c.Chown, chmod: c.Chmod,
-			add: true, link: c.Link, exclude: c.ExcludePatterns, checksum: c.Checksum, unpack: c.Unpack}))
 	default:
-		return fail(errors.New("not supported by cove build yet"))
+		return errors.New("not supported by cove build yet")
 	}
 	return nil
 }
 
-func wrapFail(fail func(error) error, err error) error {
-	if err == nil {
+// declareArgs gives the stage ARG's values, each in the cache key (a RUN
+// sees them in its environment).
+func (b *builder) declareArgs(st *stage, args []instructions.KeyValuePairOptional) {
+	for _, kv := range args {
+		// --build-arg, else the ARG's own default, else (redeclared
+		// without one) the global ARG's value, else a predefined one.
+		v, ok := b.opts.BuildArgs[kv.Key]
+		if !ok && kv.Value != nil {
+			v = *kv.Value
+		} else if gv, isGlobal := st.global[kv.Key]; !ok && isGlobal {
+			v = gv
+		} else if !ok {
+			v = platformArgs[kv.Key]
+		}
+		st.args[kv.Key] = v
+		st.key = digestOf(st.key, kv.Key+"="+v)
+	}
+}
+
+// expose records EXPOSE's ports, expanded (the instruction's own
+// expansion leaves them), TCP unless a protocol is given.
+func expose(lex *shell.Lex, st *stage, ports []string) error {
+	cfg := &st.cfg.Config
+	if cfg.ExposedPorts == nil {
+		cfg.ExposedPorts = map[string]struct{}{}
+	}
+	for _, p := range ports {
+		p, _, err := lex.ProcessWord(p, envGetter(cfg.Env, st.args))
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(p, "/") {
+			p += "/tcp"
+		}
+		cfg.ExposedPorts[p] = struct{}{}
+	}
+	return nil
+}
+
+// workdir sets the working directory (relative to the current one) and,
+// where the stage lacks it, makes it in a layer of its own.
+func (b *builder) workdir(ctx context.Context, st *stage, text, dir string) error {
+	cfg := &st.cfg.Config
+	wd := dir
+	if !path.IsAbs(wd) {
+		wd = path.Join("/", cfg.WorkingDir, wd)
+	}
+	cfg.WorkingDir = path.Clean(wd)
+	if b.exists(st, cfg.WorkingDir) {
 		return nil
 	}
-	return fail(err)
+	// As BuildKit does, the directories WORKDIR makes are the current
+	// USER's: a later RUN as that user writes there.
+	uid, gid, err := parseChown(cfg.User, func(p string) []byte { return b.readFile(st, p) })
+	if err != nil {
+		return fmt.Errorf("WORKDIR as USER %s: %w", cfg.User, err)
+	}
+	var made []string
+	for d := cfg.WorkingDir; d != "/" && !b.exists(st, d); d = path.Dir(d) {
+		made = append(made, strings.TrimPrefix(d, "/"))
+	}
+	return b.layerStep(ctx, st, text, fmt.Sprintf("owner=%d:%d", uid, gid), func(dir string) error {
+		if err := os.MkdirAll(filepath.Join(dir, cfg.WorkingDir), 0o755); err != nil {
+			return err
+		}
+		root, err := os.OpenRoot(dir)
+		if err != nil {
+			return err
+		}
+		defer root.Close()
+		for _, d := range made {
+			if err := lchown(root, d, copySpec{uid: uid, gid: gid}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// run reads RUN's flags, heredocs and mounts, and runs its command.
+func (b *builder) run(ctx context.Context, st *stage, text string, c *instructions.RunCommand) error {
+	network, err := runFlags(c, b.opts.Confined)
+	if err != nil {
+		return err
+	}
+	cmd, heredocs, err := heredocCmdLine(c.ShellDependantCmdLine)
+	if err != nil {
+		return err
+	}
+	mounts, err := b.prepareMounts(ctx, st, instructions.GetMounts(c))
+	if err != nil {
+		return err
+	}
+	if len(cmd.Files) == 1 { // a #! heredoc script
+		script := filepath.Join(b.tmp, "script-"+newID()[:12])
+		if err := os.WriteFile(script, []byte(cmd.Files[0].Data), 0o755); err != nil {
+			return err
+		}
+		mounts.binds = append(mounts.binds, container.Bind{Source: script, Target: cmd.CmdLine[0], ReadOnly: true})
+		cmd.Files = nil
+	}
+	args := b.cmdLine(st, cmd)
+	return b.runInstruction(ctx, st, text, args, heredocs, mounts, network)
+}
+
+// add refuses what ADD can name but cove build does not fetch (heredocs,
+// git sources), then copies as COPY does, fetching URLs and unpacking
+// archives.
+func (b *builder) add(ctx context.Context, st *stage, text string, c *instructions.AddCommand) error {
+	if len(c.SourceContents) > 0 {
+		return errors.New("ADD with a heredoc is not supported yet: use COPY <<EOF")
+	}
+	for _, p := range c.SourcePaths {
+		if isGitSource(p) {
+			return fmt.Errorf("%s: ADD of a git repository is not supported: clone it in a RUN (RUN --mount=type=secret gives it a token)", p)
+		}
+	}
+	if c.KeepGitDir != nil {
+		return errors.New("--keep-git-dir is only for git sources, which cove build does not ADD")
+	}
+	return b.copyInstruction(ctx, st, text, copyArgs{srcs: c.SourcePaths, dest: c.DestPath, chown: c.Chown, chmod: c.Chmod,
+		add: true, link: c.Link, exclude: c.ExcludePatterns, checksum: c.Checksum, unpack: c.Unpack})
 }
 
 // cmdLine is the argv of a shell-form (through SHELL, default /bin/sh -c)
