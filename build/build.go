@@ -26,6 +26,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"path"
@@ -1062,12 +1063,46 @@ type copyArgs struct {
 	unpack   *bool  // ADD --unpack: nil, the default for the source
 }
 
+// copyOp is one COPY or ADD as it runs: what it asks for, the copySpec
+// that says where and as whom its files land, and where it reads them
+// (the context, or the stage or image of --from).
+type copyOp struct {
+	b    *builder
+	st   *stage
+	text string
+	a    copyArgs
+	spec copySpec
+	src  *source
+	srcs []string // a.srcs, or for --from where the stage's symlinks lead
+}
+
 // copyInstruction stages what COPY (or ADD) reads into a directory laid
 // out as in the image, keyed by a hash of its content; the cache decides
 // whether that becomes a new layer.
 func (b *builder) copyInstruction(ctx context.Context, st *stage, text string, a copyArgs) error {
-	from, srcs, docs, dest := a.from, a.srcs, a.docs, a.dest
-	uid, gid, err := parseChown(a.chown, func(p string) []byte { return b.readFile(st, p) })
+	op := &copyOp{b: b, st: st, text: text, a: a, src: b.ctxSrc, srcs: a.srcs}
+	if err := op.resolveSpec(); err != nil {
+		return err
+	}
+	if a.from != "" {
+		done, err := op.openFrom(ctx)
+		if err != nil {
+			return err
+		}
+		defer done()
+	}
+	if !a.add && len(a.docs) == 0 {
+		return op.copyFiles(ctx)
+	}
+	return op.stageAndCopy(ctx)
+}
+
+// resolveSpec reads --chown, --chmod and --exclude, and places the
+// destination: relative to WORKDIR and, unless --link, through the
+// stage's symlinks.
+func (op *copyOp) resolveSpec() error {
+	a := op.a
+	uid, gid, err := parseChown(a.chown, func(p string) []byte { return op.b.readFile(op.st, p) })
 	if err != nil {
 		return err
 	}
@@ -1075,139 +1110,166 @@ func (b *builder) copyInstruction(ctx context.Context, st *stage, text string, a
 	if err != nil {
 		return err
 	}
-	spec := copySpec{dest: dest, destDir: strings.HasSuffix(dest, "/"), uid: uid, gid: gid, mode: mode, parents: a.parents}
+	spec := copySpec{dest: a.dest, destDir: strings.HasSuffix(a.dest, "/"), uid: uid, gid: gid, mode: mode, parents: a.parents}
 	if len(a.exclude) > 0 {
 		if spec.exclude, err = patternmatcher.New(a.exclude); err != nil {
 			return fmt.Errorf("--exclude: %w", err)
 		}
 	}
 	if !path.IsAbs(spec.dest) {
-		spec.dest = path.Join("/", st.cfg.Config.WorkingDir, spec.dest)
+		spec.dest = path.Join("/", op.st.cfg.Config.WorkingDir, spec.dest)
 	}
 	spec.dest = path.Clean(spec.dest)
 	if !a.link {
 		// As BuildKit: the destination's symlinks are followed, inside
 		// the stage, and a destination that is a directory there (through
 		// a symlink too) is copied into.
-		if err := b.resolveDest(st, &spec); err != nil {
+		if err := op.b.resolveDest(op.st, &spec); err != nil {
 			return err
 		}
 	}
 	if a.checksum != "" {
-		for _, p := range srcs {
+		for _, p := range a.srcs {
 			if !isURL(p) {
 				return fmt.Errorf("--checksum is only for a URL source, and %s is not one", p)
 			}
 		}
 	}
-	src := b.ctxSrc
-	if from != "" {
-		lowers, err := b.fromLowers(ctx, from)
-		if err != nil {
-			return err
-		}
-		tree := filepath.Join(b.tmp, "from-"+newID()[:12])
-		if err := os.Mkdir(tree, 0o755); err != nil {
-			return err
-		}
-		// Each source is read where the stage's symlinks lead (an
-		// absolute one from the stage's root), not where the host's would.
-		var prefixes []string
-		resolved := make([]string, len(srcs))
-		for i, p := range srcs {
-			prefix := treePrefix(p)
-			real, err := resolveInStage(lowers, prefix)
-			if err != nil {
-				return err
-			}
-			resolved[i] = path.Join(real, strings.TrimPrefix(inRoot(p), prefix))
-			prefixes = append(prefixes, real)
-		}
-		srcs = resolved
-		if err := stageTree(ctx, lowers, prefixes, tree); err != nil {
-			return err
-		}
-		defer userns.RemoveAll(ctx, tree)
-		root, err := os.OpenRoot(tree)
-		if err != nil {
-			return err
-		}
-		defer root.Close()
-		src = &source{name: "--from=" + from, root: root}
+	op.spec = spec
+	return nil
+}
+
+// openFrom makes the source of COPY --from: the sources' trees of the
+// stage or image, staged in the build's scratch space and read through
+// os.Root as the context is. done removes them.
+func (op *copyOp) openFrom(ctx context.Context) (done func(), err error) {
+	b, from := op.b, op.a.from
+	lowers, err := b.fromLowers(ctx, from)
+	if err != nil {
+		return nil, err
 	}
-	if !a.add && len(docs) == 0 {
-		// Hash what COPY reads first, and copy it only when the cache
-		// does not have the step: a cached COPY of a big context then
-		// reads it once and writes nothing.
-		h := sha256.New()
-		if err := copyInto(src, srcs, spec, "", h); err != nil {
+	tree := filepath.Join(b.tmp, "from-"+newID()[:12])
+	if err := os.Mkdir(tree, 0o755); err != nil {
+		return nil, err
+	}
+	// Each source is read where the stage's symlinks lead (an absolute
+	// one from the stage's root), not where the host's would.
+	var prefixes []string
+	resolved := make([]string, len(op.srcs))
+	for i, p := range op.srcs {
+		prefix := treePrefix(p)
+		real, err := resolveInStage(lowers, prefix)
+		if err != nil {
+			return nil, err
+		}
+		resolved[i] = path.Join(real, strings.TrimPrefix(inRoot(p), prefix))
+		prefixes = append(prefixes, real)
+	}
+	op.srcs = resolved
+	if err := stageTree(ctx, lowers, prefixes, tree); err != nil {
+		return nil, err
+	}
+	root, err := os.OpenRoot(tree)
+	if err != nil {
+		userns.RemoveAll(ctx, tree)
+		return nil, err
+	}
+	op.src = &source{name: "--from=" + from, root: root}
+	return func() {
+		root.Close()
+		userns.RemoveAll(ctx, tree)
+	}, nil
+}
+
+// copyFiles is a plain COPY. It hashes what it reads first, and copies it
+// only when the cache does not have the step: a cached COPY of a big
+// context then reads it once and writes nothing.
+func (op *copyOp) copyFiles(ctx context.Context) error {
+	h := sha256.New()
+	if err := copyInto(op.src, op.srcs, op.spec, "", h); err != nil {
+		return err
+	}
+	key := hex.EncodeToString(h.Sum(nil))
+	return op.b.layerStep(ctx, op.st, op.text, key, func(diff string) error {
+		again := sha256.New()
+		if err := copyInto(op.src, op.srcs, op.spec, diff, again); err != nil {
 			return err
 		}
-		key := hex.EncodeToString(h.Sum(nil))
-		return b.layerStep(ctx, st, text, key, func(diff string) error {
-			again := sha256.New()
-			if err := copyInto(src, srcs, spec, diff, again); err != nil {
-				return err
-			}
-			if hex.EncodeToString(again.Sum(nil)) != key {
-				return errors.New("the files changed while COPY read them: build again once they are written")
-			}
-			if a.link {
-				return nil
-			}
-			return b.keepParents(st, diff, spec.dest, spec)
-		})
-	}
+		if hex.EncodeToString(again.Sum(nil)) != key {
+			return errors.New("the files changed while COPY read them: build again once they are written")
+		}
+		if op.a.link {
+			return nil
+		}
+		return op.b.keepParents(op.st, diff, op.spec.dest, op.spec)
+	})
+}
+
+// stageAndCopy is an ADD, or a COPY of heredocs: what they make (a
+// download, an unpacked archive, a heredoc's text) is only known once
+// made, so it is staged first, hashed as it is written, and moved into
+// the layer if the cache does not have the step.
+func (op *copyOp) stageAndCopy(ctx context.Context) error {
+	b, spec := op.b, op.spec
 	staged, err := os.MkdirTemp(b.tmp, "copy-")
 	if err != nil {
 		return err
 	}
 	defer userns.RemoveAll(ctx, staged)
 	h := sha256.New()
-	if a.add {
-		// ADD fetches a URL, and unpacks a local tar archive (plain,
-		// gzip, zstd) into dest; anything else it copies as COPY does.
-		var plain []string
-		for _, p := range srcs {
-			if isURL(p) {
-				if err := b.addURL(ctx, p, a.checksum, a.unpack, spec, len(srcs) > 1, staged, h); err != nil {
-					return err
-				}
-				continue
-			}
-			if a.unpack != nil && !*a.unpack {
-				plain = append(plain, p)
-				continue
-			}
-			ok, err := addArchive(ctx, src, p, spec, staged, h)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				plain = append(plain, p)
-			}
+	srcs := op.srcs
+	if op.a.add {
+		if srcs, err = op.fetchAndUnpack(ctx, staged, h); err != nil {
+			return err
 		}
-		srcs = plain
 	}
 	if len(srcs) > 0 {
-		if err := copyInto(src, srcs, spec, staged, h); err != nil {
+		if err := copyInto(op.src, srcs, spec, staged, h); err != nil {
 			return err
 		}
 	}
-	if err := writeHeredocs(docs, spec, len(srcs)+len(docs) > 1, staged, h); err != nil {
+	if err := writeHeredocs(op.a.docs, spec, len(srcs)+len(op.a.docs) > 1, staged, h); err != nil {
 		return err
 	}
-	if !a.link {
-		if err := b.keepParents(st, staged, spec.dest, spec); err != nil {
+	if !op.a.link {
+		if err := b.keepParents(op.st, staged, spec.dest, spec); err != nil {
 			return err
 		}
 	}
-	return b.layerStep(ctx, st, text, hex.EncodeToString(h.Sum(nil)), func(diff string) error {
+	return b.layerStep(ctx, op.st, op.text, hex.EncodeToString(h.Sum(nil)), func(diff string) error {
 		if err := os.Remove(diff); err != nil {
 			return err
 		}
 		return os.Rename(staged, diff) // both under CacheDir: one file system
 	})
+}
+
+// fetchAndUnpack does ADD's own part into staged: it fetches a URL, and
+// unpacks a local tar archive (plain, gzip, zstd) into dest. It returns
+// the other sources, which ADD copies as COPY does.
+func (op *copyOp) fetchAndUnpack(ctx context.Context, staged string, h hash.Hash) ([]string, error) {
+	a := op.a
+	var plain []string
+	for _, p := range op.srcs {
+		if isURL(p) {
+			if err := op.b.addURL(ctx, p, a.checksum, a.unpack, op.spec, len(op.srcs) > 1, staged, h); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if a.unpack != nil && !*a.unpack {
+			plain = append(plain, p)
+			continue
+		}
+		ok, err := addArchive(ctx, op.src, p, op.spec, staged, h)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			plain = append(plain, p)
+		}
+	}
+	return plain, nil
 }
 
 // keepParents gives the directories above dest that the stage already has
