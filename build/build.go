@@ -274,44 +274,17 @@ func lineError(cmd located, err error) error {
 	return fmt.Errorf("line %d: %s: %w", line, strings.ToUpper(cmd.Name()), err)
 }
 
+// build runs the Dockerfile: it parses it, works out the global ARGs and
+// the stages the target needs, runs those in order, and stores the
+// target's image (and exports it).
 func (b *builder) build(ctx context.Context) (*Result, error) {
-	df, err := readDockerfile(b.opts.Context, b.opts.Dockerfile)
+	stages, metaArgs, lex, err := b.parse()
 	if err != nil {
 		return nil, err
 	}
-	ast, err := parser.Parse(bytes.NewReader(df))
+	global, err := b.globalArgs(lex, metaArgs)
 	if err != nil {
-		return nil, fmt.Errorf("parse the Dockerfile: %w", err)
-	}
-	stages, metaArgs, err := instructions.Parse(ast.AST, nil)
-	if err != nil {
-		var ue *instructions.UnknownInstructionError
-		if errors.As(err, &ue) {
-			return nil, fmt.Errorf("line %d: unknown instruction %s", ue.Line, ue.Instruction)
-		}
-		return nil, fmt.Errorf("parse the Dockerfile: %w", err)
-	}
-	if len(stages) == 0 {
-		return nil, errors.New("the Dockerfile has no FROM")
-	}
-	lex := shell.NewLex(ast.EscapeToken)
-	global := map[string]string{}
-	for _, a := range metaArgs {
-		for _, kv := range a.Args {
-			if v, ok := b.opts.BuildArgs[kv.Key]; ok {
-				global[kv.Key] = v
-			} else if v, ok := platformArgs[kv.Key]; ok && kv.Value == nil {
-				global[kv.Key] = v
-			} else if kv.Value != nil {
-				v, _, err := lex.ProcessWord(*kv.Value, envGetter(nil, global))
-				if err != nil {
-					return nil, lineError(&a, err)
-				}
-				global[kv.Key] = v
-			} else {
-				global[kv.Key] = ""
-			}
-		}
+		return nil, err
 	}
 	last := len(stages) - 1
 	if b.opts.Target != "" {
@@ -349,7 +322,62 @@ func (b *builder) build(ctx context.Context) (*Result, error) {
 		}
 		b.stages = append(b.stages, st)
 	}
-	final := b.stages[last]
+	return b.finish(ctx, b.stages[last])
+}
+
+// parse reads the Dockerfile into its stages and the ARGs before the
+// first FROM, and the lexer its escape character asks for.
+func (b *builder) parse() ([]instructions.Stage, []instructions.ArgCommand, *shell.Lex, error) {
+	df, err := readDockerfile(b.opts.Context, b.opts.Dockerfile)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ast, err := parser.Parse(bytes.NewReader(df))
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("parse the Dockerfile: %w", err)
+	}
+	stages, metaArgs, err := instructions.Parse(ast.AST, nil)
+	if err != nil {
+		var ue *instructions.UnknownInstructionError
+		if errors.As(err, &ue) {
+			return nil, nil, nil, fmt.Errorf("line %d: unknown instruction %s", ue.Line, ue.Instruction)
+		}
+		return nil, nil, nil, fmt.Errorf("parse the Dockerfile: %w", err)
+	}
+	if len(stages) == 0 {
+		return nil, nil, nil, errors.New("the Dockerfile has no FROM")
+	}
+	return stages, metaArgs, shell.NewLex(ast.EscapeToken), nil
+}
+
+// globalArgs are the values of the ARGs before the first FROM: a
+// --build-arg, else a predefined platform one (for an ARG without a
+// default), else the default, expanded with the ones before it.
+func (b *builder) globalArgs(lex *shell.Lex, metaArgs []instructions.ArgCommand) (map[string]string, error) {
+	global := map[string]string{}
+	for _, a := range metaArgs {
+		for _, kv := range a.Args {
+			if v, ok := b.opts.BuildArgs[kv.Key]; ok {
+				global[kv.Key] = v
+			} else if v, ok := platformArgs[kv.Key]; ok && kv.Value == nil {
+				global[kv.Key] = v
+			} else if kv.Value != nil {
+				v, _, err := lex.ProcessWord(*kv.Value, envGetter(nil, global))
+				if err != nil {
+					return nil, lineError(&a, err)
+				}
+				global[kv.Key] = v
+			} else {
+				global[kv.Key] = ""
+			}
+		}
+	}
+	return global, nil
+}
+
+// finish assembles the final stage's image, stores it under the tag, and
+// writes the exports.
+func (b *builder) finish(ctx context.Context, final *stage) (*Result, error) {
 	img, err := b.assemble(final, nil)
 	if err != nil {
 		return nil, err
