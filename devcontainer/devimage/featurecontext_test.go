@@ -24,7 +24,7 @@ func TestFeatureContext(t *testing.T) {
 	os.WriteFile(filepath.Join(src, "install.sh"), []byte("echo hi\n"), 0o755)
 	f := &feature{id: "ghcr.io/x/features/go:1", bare: "ghcr.io/x/features/go", dir: src,
 		options: map[string]string{"version": "1.22"},
-		meta: featureMeta{ID: "go", ContainerEnv: map[string]string{"PATH": "/usr/local/go/bin:${PATH}", "Q": `a"b\c`}},
+		meta:    featureMeta{ID: "go", ContainerEnv: map[string]string{"PATH": "/usr/local/go/bin:${PATH}", "Q": `a"b\c`}},
 		raw: map[string]json.RawMessage{"id": json.RawMessage(`"go"`), "capAdd": json.RawMessage(`["SYS_PTRACE"]`),
 			"options": json.RawMessage(`{}`)}}
 	fc := &featureContext{dir: filepath.Join(tmp, "context"), containerUser: "root", remoteUser: "dev", imageUser: "dev"}
