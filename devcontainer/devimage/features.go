@@ -117,29 +117,18 @@ func InstallFeatures(ctx context.Context, dc *devcontainer.Config, base, tag str
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	r := &resolver{ctx: ctx, dc: dc, o: o, tmp: tmp, byKey: map[string]*feature{}}
-	for _, w := range want {
-		if _, err := r.resolve(w.ID, w.Options, true); err != nil {
-			return nil, err
-		}
-	}
-	if len(r.all) == 0 {
-		return &FeatureResult{Ref: base, Notes: r.notes}, nil
-	}
-	order, err := installOrder(r.all, dc.OverrideFeatureInstallOrder)
+	order, notes, err := resolveFeatures(ctx, dc, want, tmp, o)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", dc.Path, err)
+		return nil, err
 	}
-	for _, f := range order {
-		if f.meta.Privileged {
-			return nil, fmt.Errorf("%s: the Feature %s asks for a privileged workspace; cove does not run one (every capability and device of the host, and no filter): remove the Feature, or install what it installs another way", dc.Path, f.id)
-		}
+	if order == nil {
+		return &FeatureResult{Ref: base, Notes: notes}, nil
 	}
 	fc, err := newFeatureContext(ctx, dc, base, tmp, o)
 	if err != nil {
 		return nil, err
 	}
-	res := &FeatureResult{Ref: tag, Notes: r.notes}
+	res := &FeatureResult{Ref: tag, Notes: notes}
 	for i, f := range order {
 		if err := fc.add(i, f); err != nil {
 			return nil, err
@@ -169,6 +158,33 @@ func InstallFeatures(ctx context.Context, dc *devcontainer.Config, base, tag str
 	}
 	res.Digest, res.Steps, res.Hits = br.Image.Digest.String(), br.Steps, br.Hits
 	return res, nil
+}
+
+// resolveFeatures fetches the Features asked for and those they depend
+// on, into tmp, and puts them in install order; none that asks for a
+// privileged workspace is taken. The order is nil when there are none
+// (every one asked for was left out); notes say what was read otherwise
+// than written.
+func resolveFeatures(ctx context.Context, dc *devcontainer.Config, want []devcontainer.Feature, tmp string, o Options) ([]*feature, []string, error) {
+	r := &resolver{ctx: ctx, dc: dc, o: o, tmp: tmp, byKey: map[string]*feature{}}
+	for _, w := range want {
+		if _, err := r.resolve(w.ID, w.Options, true); err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(r.all) == 0 {
+		return nil, r.notes, nil
+	}
+	order, err := installOrder(r.all, dc.OverrideFeatureInstallOrder)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", dc.Path, err)
+	}
+	for _, f := range order {
+		if f.meta.Privileged {
+			return nil, nil, fmt.Errorf("%s: the Feature %s asks for a privileged workspace; cove does not run one (every capability and device of the host, and no filter): remove the Feature, or install what it installs another way", dc.Path, f.id)
+		}
+	}
+	return order, r.notes, nil
 }
 
 // featureContext is the build context and Dockerfile that install the
