@@ -136,6 +136,9 @@ func (p *Anthropic) Stream(ctx context.Context, req Request, emit func(Event)) (
 	return streamWithRetry(ctx, p.Backoff, func() (*Reply, bool, error) { return p.once(ctx, body, emit) })
 }
 
+// once makes one attempt: it posts the request and reads the stream into
+// a reply. emitted says whether anything reached the caller (then the
+// attempt is not retried).
 func (p *Anthropic) once(ctx context.Context, body []byte, emit func(Event)) (*Reply, bool, error) {
 	base := p.BaseURL
 	if base == "" {
@@ -147,106 +150,133 @@ func (p *Anthropic) once(ctx context.Context, body []byte, emit func(Event)) (*R
 		return nil, false, err
 	}
 	defer resp.Body.Close()
+	s := &anStream{reply: &Reply{Message: Message{Role: "assistant"}}, blocks: map[int]*anStreamBlock{}, emit: emit}
+	if err := readSSE(resp.Body, s.event); err != nil {
+		return nil, s.emitted, err
+	}
+	s.reply.Message.Content, s.reply.Message.Thinking = s.text.String(), s.thinking.String()
+	return s.reply, s.emitted, nil
+}
 
-	reply := &Reply{Message: Message{Role: "assistant"}}
-	type block struct {
-		kind      string
-		text      strings.Builder
-		signature string
-		id, name  string
-		json      strings.Builder
+// anEvent is one event of a Messages API stream, as cove reads it.
+type anEvent struct {
+	Type    string `json:"type"`
+	Index   int    `json:"index"`
+	Message struct {
+		Usage struct {
+			Input      int `json:"input_tokens"`
+			CacheRead  int `json:"cache_read_input_tokens"`
+			CacheWrite int `json:"cache_creation_input_tokens"`
+		} `json:"usage"`
+	} `json:"message"`
+	ContentBlock anBlock `json:"content_block"`
+	Delta        struct {
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		Thinking    string `json:"thinking"`
+		Signature   string `json:"signature"`
+		PartialJSON string `json:"partial_json"`
+		StopReason  string `json:"stop_reason"`
+	} `json:"delta"`
+	Usage struct {
+		Output int `json:"output_tokens"`
+	} `json:"usage"`
+}
+
+// anStreamBlock is a content block as its deltas arrive.
+type anStreamBlock struct {
+	kind      string
+	text      strings.Builder
+	signature string
+	id, name  string
+	json      strings.Builder
+}
+
+// anStream is a reply as its events arrive: its blocks by index, the
+// text and thinking so far (emitted as they come); a tool call is
+// emitted when its block ends.
+type anStream struct {
+	reply          *Reply
+	blocks         map[int]*anStreamBlock
+	text, thinking strings.Builder
+	emit           func(Event)
+	emitted        bool
+}
+
+// event takes one event of the stream.
+func (s *anStream) event(ev sseEvent) error {
+	var e anEvent
+	if err := json.Unmarshal([]byte(ev.Data), &e); err != nil {
+		return fmt.Errorf("anthropic: bad stream event: %w", err)
 	}
-	blocks := map[int]*block{}
-	var text, thinking strings.Builder
-	emitted := false
-	err = readSSE(resp.Body, func(ev sseEvent) error {
-		var e struct {
-			Type    string `json:"type"`
-			Index   int    `json:"index"`
-			Message struct {
-				Usage struct {
-					Input      int `json:"input_tokens"`
-					CacheRead  int `json:"cache_read_input_tokens"`
-					CacheWrite int `json:"cache_creation_input_tokens"`
-				} `json:"usage"`
-			} `json:"message"`
-			ContentBlock anBlock `json:"content_block"`
-			Delta        struct {
-				Type        string `json:"type"`
-				Text        string `json:"text"`
-				Thinking    string `json:"thinking"`
-				Signature   string `json:"signature"`
-				PartialJSON string `json:"partial_json"`
-				StopReason  string `json:"stop_reason"`
-			} `json:"delta"`
-			Usage struct {
-				Output int `json:"output_tokens"`
-			} `json:"usage"`
+	switch e.Type {
+	case "error":
+		return streamError("anthropic", ev.Data)
+	case "message_start":
+		// Anthropic counts cached input apart; Usage.Input is all of it,
+		// as OpenAI's prompt_tokens is.
+		u := e.Message.Usage
+		s.reply.Usage.Input, s.reply.Usage.CacheRead = u.Input+u.CacheRead+u.CacheWrite, u.CacheRead
+	case "content_block_start":
+		s.blocks[e.Index] = &anStreamBlock{kind: e.ContentBlock.Type, id: e.ContentBlock.ID, name: e.ContentBlock.Name}
+	case "content_block_delta":
+		return s.delta(e)
+	case "content_block_stop":
+		s.blockStop(e.Index)
+	case "message_delta":
+		s.reply.Usage.Output = e.Usage.Output
+		s.reply.Stop = map[string]string{"end_turn": "end", "tool_use": "tool_use", "max_tokens": "max_tokens", "stop_sequence": "end"}[e.Delta.StopReason]
+		if s.reply.Stop == "" {
+			s.reply.Stop = e.Delta.StopReason
 		}
-		if err := json.Unmarshal([]byte(ev.Data), &e); err != nil {
-			return fmt.Errorf("anthropic: bad stream event: %w", err)
-		}
-		switch e.Type {
-		case "error":
-			return streamError("anthropic", ev.Data)
-		case "message_start":
-			// Anthropic counts cached input apart; Usage.Input is all of
-			// it, as OpenAI's prompt_tokens is.
-			u := e.Message.Usage
-			reply.Usage.Input, reply.Usage.CacheRead = u.Input+u.CacheRead+u.CacheWrite, u.CacheRead
-		case "content_block_start":
-			b := &block{kind: e.ContentBlock.Type, id: e.ContentBlock.ID, name: e.ContentBlock.Name}
-			blocks[e.Index] = b
-		case "content_block_delta":
-			b := blocks[e.Index]
-			if b == nil {
-				return fmt.Errorf("anthropic: delta for unknown block %d", e.Index)
-			}
-			switch e.Delta.Type {
-			case "text_delta":
-				b.text.WriteString(e.Delta.Text)
-				text.WriteString(e.Delta.Text)
-				emitted = true
-				emit(Event{Kind: EventText, Text: e.Delta.Text})
-			case "thinking_delta":
-				thinking.WriteString(e.Delta.Thinking)
-				emitted = true
-				emit(Event{Kind: EventThinking, Text: e.Delta.Thinking})
-			case "signature_delta":
-				b.signature += e.Delta.Signature
-			case "input_json_delta":
-				b.json.WriteString(e.Delta.PartialJSON)
-			}
-		case "content_block_stop":
-			b := blocks[e.Index]
-			if b == nil {
-				return nil
-			}
-			switch b.kind {
-			case "thinking":
-				reply.Message.Signature = b.signature
-			case "tool_use":
-				args := json.RawMessage(b.json.String())
-				if len(args) == 0 {
-					args = json.RawMessage("{}")
-				}
-				call := ToolCall{ID: b.id, Name: b.name, Args: args}
-				reply.Message.ToolCalls = append(reply.Message.ToolCalls, call)
-				emitted = true
-				emit(Event{Kind: EventToolCall, Call: &call})
-			}
-		case "message_delta":
-			reply.Usage.Output = e.Usage.Output
-			reply.Stop = map[string]string{"end_turn": "end", "tool_use": "tool_use", "max_tokens": "max_tokens", "stop_sequence": "end"}[e.Delta.StopReason]
-			if reply.Stop == "" {
-				reply.Stop = e.Delta.StopReason
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, emitted, err
 	}
-	reply.Message.Content, reply.Message.Thinking = text.String(), thinking.String()
-	return reply, emitted, nil
+	return nil
+}
+
+// delta adds to a block: text and thinking are emitted as they come; a
+// signature and a tool call's input are kept for the block's end.
+func (s *anStream) delta(e anEvent) error {
+	b := s.blocks[e.Index]
+	if b == nil {
+		return fmt.Errorf("anthropic: delta for unknown block %d", e.Index)
+	}
+	switch e.Delta.Type {
+	case "text_delta":
+		b.text.WriteString(e.Delta.Text)
+		s.text.WriteString(e.Delta.Text)
+		s.emitted = true
+		s.emit(Event{Kind: EventText, Text: e.Delta.Text})
+	case "thinking_delta":
+		s.thinking.WriteString(e.Delta.Thinking)
+		s.emitted = true
+		s.emit(Event{Kind: EventThinking, Text: e.Delta.Thinking})
+	case "signature_delta":
+		b.signature += e.Delta.Signature
+	case "input_json_delta":
+		b.json.WriteString(e.Delta.PartialJSON)
+	}
+	return nil
+}
+
+// blockStop ends a block: a thinking block's signature goes with the
+// reply (the API wants it back), a tool_use block is a tool call (no
+// input: an empty object). A block never started is ignored.
+func (s *anStream) blockStop(index int) {
+	b := s.blocks[index]
+	if b == nil {
+		return
+	}
+	switch b.kind {
+	case "thinking":
+		s.reply.Message.Signature = b.signature
+	case "tool_use":
+		args := json.RawMessage(b.json.String())
+		if len(args) == 0 {
+			args = json.RawMessage("{}")
+		}
+		call := ToolCall{ID: b.id, Name: b.name, Args: args}
+		s.reply.Message.ToolCalls = append(s.reply.Message.ToolCalls, call)
+		s.emitted = true
+		s.emit(Event{Kind: EventToolCall, Call: &call})
+	}
 }

@@ -96,6 +96,9 @@ func (p *OpenAI) Stream(ctx context.Context, req Request, emit func(Event)) (*Re
 	return streamWithRetry(ctx, p.Backoff, func() (*Reply, bool, error) { return p.once(ctx, body, emit) })
 }
 
+// once makes one attempt: it posts the request and reads the stream into
+// a reply. emitted says whether anything reached the caller (then the
+// attempt is not retried).
 func (p *OpenAI) once(ctx context.Context, body []byte, emit func(Event)) (*Reply, bool, error) {
 	header := map[string]string{}
 	if p.APIKey != "" {
@@ -106,111 +109,140 @@ func (p *OpenAI) once(ctx context.Context, body []byte, emit func(Event)) (*Repl
 		return nil, false, err
 	}
 	defer resp.Body.Close()
+	s := &oaStream{reply: &Reply{Message: Message{Role: "assistant"}}, calls: map[int]*oaToolCall{}, emit: emit}
+	if err := readSSE(resp.Body, s.chunk); err != nil {
+		return nil, s.emitted, err
+	}
+	return s.finish(), s.emitted, nil
+}
 
-	reply := &Reply{Message: Message{Role: "assistant"}}
-	var text, thinking strings.Builder
-	calls := map[int]*oaToolCall{}
-	emitted := false
-	think := &thinkSplitter{}
-	out := func(ev Event) {
-		emitted = true
-		if ev.Kind == EventThinking {
-			thinking.WriteString(ev.Text)
-		} else {
-			text.WriteString(ev.Text)
-		}
-		emit(ev)
+// oaChunk is one chunk of a /chat/completions stream, as cove reads it.
+type oaChunk struct {
+	Choices []struct {
+		Delta struct {
+			Content          string       `json:"content"`
+			ReasoningContent string       `json:"reasoning_content"`
+			Reasoning        string       `json:"reasoning"`
+			ToolCalls        []oaToolCall `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		Prompt     int `json:"prompt_tokens"`
+		Completion int `json:"completion_tokens"`
+		Details    *struct {
+			Cached int `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+	} `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+// oaStream is a reply as its chunks arrive: the text and thinking so far
+// (emitted as they come), and the tool calls, which arrive in pieces by
+// index and are emitted whole at the end.
+type oaStream struct {
+	reply          *Reply
+	text, thinking strings.Builder
+	calls          map[int]*oaToolCall
+	think          thinkSplitter
+	emit           func(Event)
+	emitted        bool
+}
+
+// out records and emits text or thinking.
+func (s *oaStream) out(ev Event) {
+	s.emitted = true
+	if ev.Kind == EventThinking {
+		s.thinking.WriteString(ev.Text)
+	} else {
+		s.text.WriteString(ev.Text)
 	}
-	err = readSSE(resp.Body, func(ev sseEvent) error {
-		var chunk struct {
-			Choices []struct {
-				Delta struct {
-					Content          string       `json:"content"`
-					ReasoningContent string       `json:"reasoning_content"`
-					Reasoning        string       `json:"reasoning"`
-					ToolCalls        []oaToolCall `json:"tool_calls"`
-				} `json:"delta"`
-				FinishReason *string `json:"finish_reason"`
-			} `json:"choices"`
-			Usage *struct {
-				Prompt     int `json:"prompt_tokens"`
-				Completion int `json:"completion_tokens"`
-				Details    *struct {
-					Cached int `json:"cached_tokens"`
-				} `json:"prompt_tokens_details"`
-			} `json:"usage"`
-			Error json.RawMessage `json:"error"`
-		}
-		if err := json.Unmarshal([]byte(ev.Data), &chunk); err != nil {
-			return fmt.Errorf("openai: bad stream chunk: %w", err)
-		}
-		if len(chunk.Error) > 0 {
-			return streamError("openai", ev.Data)
-		}
-		if u := chunk.Usage; u != nil {
-			reply.Usage.Input, reply.Usage.Output = u.Prompt, u.Completion
-			if u.Details != nil {
-				reply.Usage.CacheRead = u.Details.Cached
-			}
-		}
-		for _, c := range chunk.Choices {
-			d := c.Delta
-			if r := d.ReasoningContent + d.Reasoning; r != "" {
-				out(Event{Kind: EventThinking, Text: r})
-			}
-			if d.Content != "" {
-				think.split(d.Content, out)
-			}
-			for _, tc := range d.ToolCalls {
-				i := 0
-				if tc.Index != nil {
-					i = *tc.Index
-				}
-				acc, ok := calls[i]
-				if !ok {
-					acc = &oaToolCall{}
-					calls[i] = acc
-				}
-				if tc.ID != "" {
-					acc.ID = tc.ID
-				}
-				acc.Function.Name += tc.Function.Name
-				acc.Function.Arguments += tc.Function.Arguments
-			}
-			if c.FinishReason != nil {
-				reply.Stop = map[string]string{"stop": "end", "tool_calls": "tool_use", "length": "max_tokens"}[*c.FinishReason]
-				if reply.Stop == "" {
-					reply.Stop = *c.FinishReason
-				}
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, emitted, err
+	s.emit(ev)
+}
+
+// chunk takes one chunk: usage, reasoning, content (its <think> spans
+// as thinking), tool call pieces, and the finish reason.
+func (s *oaStream) chunk(ev sseEvent) error {
+	var chunk oaChunk
+	if err := json.Unmarshal([]byte(ev.Data), &chunk); err != nil {
+		return fmt.Errorf("openai: bad stream chunk: %w", err)
 	}
-	think.flush(out)
-	idx := make([]int, 0, len(calls))
-	for i := range calls {
+	if len(chunk.Error) > 0 {
+		return streamError("openai", ev.Data)
+	}
+	if u := chunk.Usage; u != nil {
+		s.reply.Usage.Input, s.reply.Usage.Output = u.Prompt, u.Completion
+		if u.Details != nil {
+			s.reply.Usage.CacheRead = u.Details.Cached
+		}
+	}
+	for _, c := range chunk.Choices {
+		d := c.Delta
+		if r := d.ReasoningContent + d.Reasoning; r != "" {
+			s.out(Event{Kind: EventThinking, Text: r})
+		}
+		if d.Content != "" {
+			s.think.split(d.Content, s.out)
+		}
+		for _, tc := range d.ToolCalls {
+			s.toolCallPiece(tc)
+		}
+		if c.FinishReason != nil {
+			s.reply.Stop = map[string]string{"stop": "end", "tool_calls": "tool_use", "length": "max_tokens"}[*c.FinishReason]
+			if s.reply.Stop == "" {
+				s.reply.Stop = *c.FinishReason
+			}
+		}
+	}
+	return nil
+}
+
+// toolCallPiece adds a piece of a tool call to the call of its index (0
+// when the server gives none): its id, and more of its name and
+// arguments.
+func (s *oaStream) toolCallPiece(tc oaToolCall) {
+	i := 0
+	if tc.Index != nil {
+		i = *tc.Index
+	}
+	acc, ok := s.calls[i]
+	if !ok {
+		acc = &oaToolCall{}
+		s.calls[i] = acc
+	}
+	if tc.ID != "" {
+		acc.ID = tc.ID
+	}
+	acc.Function.Name += tc.Function.Name
+	acc.Function.Arguments += tc.Function.Arguments
+}
+
+// finish flushes a held-back partial <think> tag, emits the tool calls in
+// index order (no arguments: an empty object), and completes the reply; a
+// reply with calls and no finish reason stopped for them.
+func (s *oaStream) finish() *Reply {
+	s.think.flush(s.out)
+	idx := make([]int, 0, len(s.calls))
+	for i := range s.calls {
 		idx = append(idx, i)
 	}
 	sort.Ints(idx)
 	for _, i := range idx {
-		c := calls[i]
+		c := s.calls[i]
 		args := json.RawMessage(c.Function.Arguments)
 		if len(args) == 0 {
 			args = json.RawMessage("{}")
 		}
 		call := ToolCall{ID: c.ID, Name: c.Function.Name, Args: args}
-		reply.Message.ToolCalls = append(reply.Message.ToolCalls, call)
-		emitted = true
-		emit(Event{Kind: EventToolCall, Call: &call})
+		s.reply.Message.ToolCalls = append(s.reply.Message.ToolCalls, call)
+		s.emitted = true
+		s.emit(Event{Kind: EventToolCall, Call: &call})
 	}
-	reply.Message.Content, reply.Message.Thinking = text.String(), thinking.String()
-	if reply.Stop == "" && len(calls) > 0 {
-		reply.Stop = "tool_use"
+	s.reply.Message.Content, s.reply.Message.Thinking = s.text.String(), s.thinking.String()
+	if s.reply.Stop == "" && len(s.calls) > 0 {
+		s.reply.Stop = "tool_use"
 	}
-	return reply, emitted, nil
+	return s.reply
 }
 
 // thinkSplitter moves <think>…</think> spans out of the content into

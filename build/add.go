@@ -55,49 +55,21 @@ func (b *builder) addURL(ctx context.Context, u, checksum string, unpack *bool, 
 	if err != nil {
 		return fmt.Errorf("%s: %w", u, err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return fmt.Errorf("%s: %w", u, err)
-	}
-	client := http.DefaultClient
-	if b.opts.Confined {
-		if client, err = confinedClient(); err != nil {
-			return err
-		}
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return fmt.Errorf("fetch %s: %w", u, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("fetch %s: the server answered %s", u, resp.Status)
-	}
-	tmp, err := os.CreateTemp(b.tmp, "url-")
+	d, err := b.download(ctx, u)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	defer tmp.Close()
-	sum := sha256.New()
-	n, err := io.Copy(io.MultiWriter(tmp, sum), io.LimitReader(resp.Body, maxDownload+1))
-	if err != nil {
-		return fmt.Errorf("fetch %s: %w", u, err)
-	}
-	if n > maxDownload {
-		return fmt.Errorf("fetch %s: more than %d GiB: download it in a RUN instead", u, maxDownload>>30)
-	}
-	got := "sha256:" + hex.EncodeToString(sum.Sum(nil))
+	defer d.close()
 	if checksum != "" {
 		algo, _, ok := strings.Cut(checksum, ":")
 		if !ok || algo != "sha256" {
 			return fmt.Errorf("--checksum=%s: give sha256:HEX", checksum)
 		}
-		if !strings.EqualFold(checksum, got) {
-			return fmt.Errorf("fetch %s: checksum mismatch: the content is %s, --checksum says %s", u, got, checksum)
+		if !strings.EqualFold(checksum, d.digest) {
+			return fmt.Errorf("fetch %s: checksum mismatch: the content is %s, --checksum says %s", u, d.digest, checksum)
 		}
 	}
-	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+	if _, err := d.file.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
 	dst, err := os.OpenRoot(layer)
@@ -105,21 +77,10 @@ func (b *builder) addURL(ctx context.Context, u, checksum string, unpack *bool, 
 		return err
 	}
 	defer dst.Close()
-	if unpack != nil && *unpack && image.IsArchive(tmp) {
-		if _, err := tmp.Seek(0, io.SeekStart); err != nil {
-			return err
-		}
-		target := inRoot(spec.dest)
-		if err := dst.MkdirAll(target, 0o755); err != nil {
-			return fmt.Errorf("%s: %w", spec.dest, err)
-		}
-		fmt.Fprintf(h, "add-url-unpack\x00%s\x00%s\x00%s\x00", u, spec.dest, got)
-		if _, err := image.UnpackOwned(ctx, tmp, filepath.Join(layer, target), 0); err != nil {
-			return fmt.Errorf("%s: %w", u, err)
-		}
-		return nil
+	if unpack != nil && *unpack && image.IsArchive(d.file) {
+		return d.unpack(ctx, u, spec, dst, layer, h)
 	}
-	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+	if _, err := d.file.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
 	target := spec.dest
@@ -130,11 +91,91 @@ func (b *builder) addURL(ctx context.Context, u, checksum string, unpack *bool, 
 		}
 		target = path.Join(spec.dest, name)
 	}
+	return d.write(u, target, spec, dst, h)
+}
+
+// download is a URL's content, fetched to a file in the build's scratch
+// space and hashed on the way.
+type download struct {
+	file         *os.File
+	digest       string // sha256:HEX
+	lastModified string // the server's Last-Modified header
+	body         io.Closer
+}
+
+// download fetches u, through a client that reaches only what a confined
+// build's RUN could, and no more than maxDownload of it.
+func (b *builder) download(ctx context.Context, u string) (*download, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", u, err)
+	}
+	client := http.DefaultClient
+	if b.opts.Confined {
+		if client, err = confinedClient(); err != nil {
+			return nil, err
+		}
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("fetch %s: %w", u, err)
+	}
+	d := &download{body: resp.Body, lastModified: resp.Header.Get("Last-Modified")}
+	if resp.StatusCode != http.StatusOK {
+		d.close()
+		return nil, fmt.Errorf("fetch %s: the server answered %s", u, resp.Status)
+	}
+	if d.file, err = os.CreateTemp(b.tmp, "url-"); err != nil {
+		d.close()
+		return nil, err
+	}
+	sum := sha256.New()
+	n, err := io.Copy(io.MultiWriter(d.file, sum), io.LimitReader(resp.Body, maxDownload+1))
+	if err != nil {
+		d.close()
+		return nil, fmt.Errorf("fetch %s: %w", u, err)
+	}
+	if n > maxDownload {
+		d.close()
+		return nil, fmt.Errorf("fetch %s: more than %d GiB: download it in a RUN instead", u, maxDownload>>30)
+	}
+	d.digest = "sha256:" + hex.EncodeToString(sum.Sum(nil))
+	return d, nil
+}
+
+// close removes the scratch file and closes the response.
+func (d *download) close() {
+	if d.file != nil {
+		d.file.Close()
+		os.Remove(d.file.Name())
+	}
+	d.body.Close()
+}
+
+// unpack unpacks the downloaded archive into dest (ADD --unpack=true).
+func (d *download) unpack(ctx context.Context, u string, spec copySpec, dst *os.Root, layer string, h hash.Hash) error {
+	if _, err := d.file.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	target := inRoot(spec.dest)
+	if err := dst.MkdirAll(target, 0o755); err != nil {
+		return fmt.Errorf("%s: %w", spec.dest, err)
+	}
+	fmt.Fprintf(h, "add-url-unpack\x00%s\x00%s\x00%s\x00", u, spec.dest, d.digest)
+	if _, err := image.UnpackOwned(ctx, d.file, filepath.Join(layer, target), 0); err != nil {
+		return fmt.Errorf("%s: %w", u, err)
+	}
+	return nil
+}
+
+// write writes the download as the file target, with --chown's owner,
+// --chmod's mode (0600 by default) and the server's time.
+func (d *download) write(u, target string, spec copySpec, dst *os.Root, h hash.Hash) error {
 	perm := spec.mode
 	if perm == 0 {
 		perm = 0o600
 	}
-	fmt.Fprintf(h, "add-url\x00%s\x00%s\x00%s\x00%o\x00%d:%d\x00", u, target, got, perm, spec.uid, spec.gid)
+	fmt.Fprintf(h, "add-url\x00%s\x00%s\x00%s\x00%o\x00%d:%d\x00", u, target, d.digest, perm, spec.uid, spec.gid)
 	out := inRoot(target)
 	if err := dst.MkdirAll(path.Dir(out), 0o755); err != nil {
 		return fmt.Errorf("%s: %w", target, err)
@@ -146,7 +187,7 @@ func (b *builder) addURL(ctx context.Context, u, checksum string, unpack *bool, 
 	if err != nil {
 		return fmt.Errorf("%s: %w", target, err)
 	}
-	_, err = io.Copy(f, tmp)
+	_, err = io.Copy(f, d.file)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -160,7 +201,7 @@ func (b *builder) addURL(ctx context.Context, u, checksum string, unpack *bool, 
 		return err
 	}
 	mtime := time.Now()
-	if lm, err := http.ParseTime(resp.Header.Get("Last-Modified")); err == nil {
+	if lm, err := http.ParseTime(d.lastModified); err == nil {
 		mtime = lm
 	}
 	return dst.Chtimes(out, mtime, mtime)

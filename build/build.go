@@ -26,6 +26,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"path"
@@ -273,44 +274,17 @@ func lineError(cmd located, err error) error {
 	return fmt.Errorf("line %d: %s: %w", line, strings.ToUpper(cmd.Name()), err)
 }
 
+// build runs the Dockerfile: it parses it, works out the global ARGs and
+// the stages the target needs, runs those in order, and stores the
+// target's image (and exports it).
 func (b *builder) build(ctx context.Context) (*Result, error) {
-	df, err := readDockerfile(b.opts.Context, b.opts.Dockerfile)
+	stages, metaArgs, lex, err := b.parse()
 	if err != nil {
 		return nil, err
 	}
-	ast, err := parser.Parse(bytes.NewReader(df))
+	global, err := b.globalArgs(lex, metaArgs)
 	if err != nil {
-		return nil, fmt.Errorf("parse the Dockerfile: %w", err)
-	}
-	stages, metaArgs, err := instructions.Parse(ast.AST, nil)
-	if err != nil {
-		var ue *instructions.UnknownInstructionError
-		if errors.As(err, &ue) {
-			return nil, fmt.Errorf("line %d: unknown instruction %s", ue.Line, ue.Instruction)
-		}
-		return nil, fmt.Errorf("parse the Dockerfile: %w", err)
-	}
-	if len(stages) == 0 {
-		return nil, errors.New("the Dockerfile has no FROM")
-	}
-	lex := shell.NewLex(ast.EscapeToken)
-	global := map[string]string{}
-	for _, a := range metaArgs {
-		for _, kv := range a.Args {
-			if v, ok := b.opts.BuildArgs[kv.Key]; ok {
-				global[kv.Key] = v
-			} else if v, ok := platformArgs[kv.Key]; ok && kv.Value == nil {
-				global[kv.Key] = v
-			} else if kv.Value != nil {
-				v, _, err := lex.ProcessWord(*kv.Value, envGetter(nil, global))
-				if err != nil {
-					return nil, lineError(&a, err)
-				}
-				global[kv.Key] = v
-			} else {
-				global[kv.Key] = ""
-			}
-		}
+		return nil, err
 	}
 	last := len(stages) - 1
 	if b.opts.Target != "" {
@@ -348,7 +322,62 @@ func (b *builder) build(ctx context.Context) (*Result, error) {
 		}
 		b.stages = append(b.stages, st)
 	}
-	final := b.stages[last]
+	return b.finish(ctx, b.stages[last])
+}
+
+// parse reads the Dockerfile into its stages and the ARGs before the
+// first FROM, and the lexer its escape character asks for.
+func (b *builder) parse() ([]instructions.Stage, []instructions.ArgCommand, *shell.Lex, error) {
+	df, err := readDockerfile(b.opts.Context, b.opts.Dockerfile)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ast, err := parser.Parse(bytes.NewReader(df))
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("parse the Dockerfile: %w", err)
+	}
+	stages, metaArgs, err := instructions.Parse(ast.AST, nil)
+	if err != nil {
+		var ue *instructions.UnknownInstructionError
+		if errors.As(err, &ue) {
+			return nil, nil, nil, fmt.Errorf("line %d: unknown instruction %s", ue.Line, ue.Instruction)
+		}
+		return nil, nil, nil, fmt.Errorf("parse the Dockerfile: %w", err)
+	}
+	if len(stages) == 0 {
+		return nil, nil, nil, errors.New("the Dockerfile has no FROM")
+	}
+	return stages, metaArgs, shell.NewLex(ast.EscapeToken), nil
+}
+
+// globalArgs are the values of the ARGs before the first FROM: a
+// --build-arg, else a predefined platform one (for an ARG without a
+// default), else the default, expanded with the ones before it.
+func (b *builder) globalArgs(lex *shell.Lex, metaArgs []instructions.ArgCommand) (map[string]string, error) {
+	global := map[string]string{}
+	for _, a := range metaArgs {
+		for _, kv := range a.Args {
+			if v, ok := b.opts.BuildArgs[kv.Key]; ok {
+				global[kv.Key] = v
+			} else if v, ok := platformArgs[kv.Key]; ok && kv.Value == nil {
+				global[kv.Key] = v
+			} else if kv.Value != nil {
+				v, _, err := lex.ProcessWord(*kv.Value, envGetter(nil, global))
+				if err != nil {
+					return nil, lineError(&a, err)
+				}
+				global[kv.Key] = v
+			} else {
+				global[kv.Key] = ""
+			}
+		}
+	}
+	return global, nil
+}
+
+// finish assembles the final stage's image, stores it under the tag, and
+// writes the exports.
+func (b *builder) finish(ctx context.Context, final *stage) (*Result, error) {
 	img, err := b.assemble(final, nil)
 	if err != nil {
 		return nil, err
@@ -557,9 +586,11 @@ func digestOf(parts ...string) string {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
-// dispatch runs one instruction on the stage.
+// dispatch runs one instruction on the stage: it expands the
+// instruction's words, logs it, extends the stage's cache key with its
+// text, applies it, and records it in the stage's history (an empty
+// layer unless it made one). Every error names the Dockerfile line.
 func (b *builder) dispatch(ctx context.Context, lex *shell.Lex, st *stage, c instructions.Command) error {
-	fail := func(err error) error { return lineError(c.(located), err) }
 	if e, ok := c.(instructions.SupportsSingleWordExpansion); ok {
 		getter := envGetter(st.cfg.Config.Env, st.args)
 		err := e.Expand(func(word string) (string, error) {
@@ -567,7 +598,7 @@ func (b *builder) dispatch(ctx context.Context, lex *shell.Lex, st *stage, c ins
 			return v, err
 		})
 		if err != nil {
-			return fail(err)
+			return lineError(c.(located), err)
 		}
 	}
 	text := fmt.Sprint(c) // the instruction as written: with the chain of keys before it, it fixes what expansion gives
@@ -578,24 +609,37 @@ func (b *builder) dispatch(ctx context.Context, lex *shell.Lex, st *stage, c ins
 		st.history = append(st.history, v1.History{Created: v1.Time{Time: st.created}, CreatedBy: text,
 			Comment: "cove build", EmptyLayer: len(st.layers) == layers})
 	}()
-	cfg := &st.cfg.Config
 	st.key = digestOf(st.key, text)
+	if err := b.apply(ctx, lex, st, text, c); err != nil {
+		return lineError(c.(located), err)
+	}
+	return nil
+}
+
+// apply does what the instruction says: the ones that change files make a
+// layer step; the others only change the stage's config (or its ARGs).
+func (b *builder) apply(ctx context.Context, lex *shell.Lex, st *stage, text string, c instructions.Command) error {
+	switch c := c.(type) {
+	case *instructions.WorkdirCommand:
+		return b.workdir(ctx, st, text, c.Path)
+	case *instructions.RunCommand:
+		return b.run(ctx, st, text, c)
+	case *instructions.CopyCommand:
+		return b.copyInstruction(ctx, st, text, copyArgs{from: c.From, srcs: c.SourcePaths, docs: c.SourceContents,
+			dest: c.DestPath, chown: c.Chown, chmod: c.Chmod, link: c.Link, parents: c.Parents, exclude: c.ExcludePatterns})
+	case *instructions.AddCommand:
+		return b.add(ctx, st, text, c)
+	}
+	return b.configure(lex, st, c)
+}
+
+// configure applies an instruction that changes only the stage's config
+// or its ARGs, not its files.
+func (b *builder) configure(lex *shell.Lex, st *stage, c instructions.Command) error {
+	cfg := &st.cfg.Config
 	switch c := c.(type) {
 	case *instructions.ArgCommand:
-		for _, kv := range c.Args {
-			// --build-arg, else the ARG's own default, else (redeclared
-			// without one) the global ARG's value, else a predefined one.
-			v, ok := b.opts.BuildArgs[kv.Key]
-			if !ok && kv.Value != nil {
-				v = *kv.Value
-			} else if gv, isGlobal := st.global[kv.Key]; !ok && isGlobal {
-				v = gv
-			} else if !ok {
-				v = platformArgs[kv.Key]
-			}
-			st.args[kv.Key] = v
-			st.key = digestOf(st.key, kv.Key+"="+v)
-		}
+		b.declareArgs(st, c.Args)
 	case *instructions.EnvCommand:
 		for _, kv := range c.Env {
 			cfg.Env = setEnv(cfg.Env, kv.Key, kv.Value)
@@ -608,19 +652,7 @@ func (b *builder) dispatch(ctx context.Context, lex *shell.Lex, st *stage, c ins
 			cfg.Labels[kv.Key] = kv.Value
 		}
 	case *instructions.ExposeCommand:
-		if cfg.ExposedPorts == nil {
-			cfg.ExposedPorts = map[string]struct{}{}
-		}
-		for _, p := range c.Ports {
-			p, _, err := lex.ProcessWord(p, envGetter(cfg.Env, st.args))
-			if err != nil {
-				return fail(err)
-			}
-			if !strings.Contains(p, "/") {
-				p += "/tcp"
-			}
-			cfg.ExposedPorts[p] = struct{}{}
-		}
+		return expose(lex, st, c.Ports)
 	case *instructions.UserCommand:
 		cfg.User = c.User
 	case *instructions.VolumeCommand:
@@ -652,91 +684,134 @@ func (b *builder) dispatch(ctx context.Context, lex *shell.Lex, st *stage, c ins
 			// image or an earlier stage alike.
 			cfg.Cmd = nil
 		}
-	case *instructions.WorkdirCommand:
-		wd := c.Path
-		if !path.IsAbs(wd) {
-			wd = path.Join("/", cfg.WorkingDir, wd)
-		}
-		cfg.WorkingDir = path.Clean(wd)
-		if !b.exists(st, cfg.WorkingDir) {
-			// As BuildKit does, the directories WORKDIR makes are the
-			// current USER's: a later RUN as that user writes there.
-			uid, gid, err := parseChown(cfg.User, func(p string) []byte { return b.readFile(st, p) })
-			if err != nil {
-				return fail(fmt.Errorf("WORKDIR as USER %s: %w", cfg.User, err))
-			}
-			var made []string
-			for d := cfg.WorkingDir; d != "/" && !b.exists(st, d); d = path.Dir(d) {
-				made = append(made, strings.TrimPrefix(d, "/"))
-			}
-			return wrapFail(fail, b.layerStep(ctx, st, text, fmt.Sprintf("owner=%d:%d", uid, gid), func(dir string) error {
-				if err := os.MkdirAll(filepath.Join(dir, cfg.WorkingDir), 0o755); err != nil {
-					return err
-				}
-				root, err := os.OpenRoot(dir)
-				if err != nil {
-					return err
-				}
-				defer root.Close()
-				for _, d := range made {
-					if err := lchown(root, d, copySpec{uid: uid, gid: gid}); err != nil {
-						return err
-					}
-				}
-				return nil
-			}))
-		}
-	case *instructions.RunCommand:
-		network, err := runFlags(c, b.opts.Confined)
-		if err != nil {
-			return fail(err)
-		}
-		cmd, heredocs, err := heredocCmdLine(c.ShellDependantCmdLine)
-		if err != nil {
-			return fail(err)
-		}
-		mounts, err := b.prepareMounts(ctx, st, instructions.GetMounts(c))
-		if err != nil {
-			return fail(err)
-		}
-		if len(cmd.Files) == 1 { // a #! heredoc script
-			script := filepath.Join(b.tmp, "script-"+newID()[:12])
-			if err := os.WriteFile(script, []byte(cmd.Files[0].Data), 0o755); err != nil {
-				return fail(err)
-			}
-			mounts.binds = append(mounts.binds, container.Bind{Source: script, Target: cmd.CmdLine[0], ReadOnly: true})
-			cmd.Files = nil
-		}
-		args := b.cmdLine(st, cmd)
-		return wrapFail(fail, b.runInstruction(ctx, st, text, args, heredocs, mounts, network))
-	case *instructions.CopyCommand:
-		return wrapFail(fail, b.copyInstruction(ctx, st, text, copyArgs{from: c.From, srcs: c.SourcePaths, docs: c.SourceContents,
-			dest: c.DestPath, chown: c.Chown, chmod: c.Chmod, link: c.Link, parents: c.Parents, exclude: c.ExcludePatterns}))
-	case *instructions.AddCommand:
-		if len(c.SourceContents) > 0 {
-			return fail(errors.New("ADD with a heredoc is not supported yet: use COPY <<EOF"))
-		}
-		for _, p := range c.SourcePaths {
-			if isGitSource(p) {
-				return fail(fmt.Errorf("%s: ADD of a git repository is not supported: clone it in a RUN (RUN --mount=type=secret gives it a token)", p))
-			}
-		}
-		if c.KeepGitDir != nil {
-			return fail(errors.New("--keep-git-dir is only for git sources, which cove build does not ADD"))
-		}
-		return wrapFail(fail, b.copyInstruction(ctx, st, text, copyArgs{srcs: c.SourcePaths, dest: c.DestPath, chown: c.Chown, chmod: c.Chmod,
-			add: true, link: c.Link, exclude: c.ExcludePatterns, checksum: c.Checksum, unpack: c.Unpack}))
 	default:
-		return fail(errors.New("not supported by cove build yet"))
+		return errors.New("not supported by cove build yet")
 	}
 	return nil
 }
 
-func wrapFail(fail func(error) error, err error) error {
-	if err == nil {
+// declareArgs gives the stage ARG's values, each in the cache key (a RUN
+// sees them in its environment).
+func (b *builder) declareArgs(st *stage, args []instructions.KeyValuePairOptional) {
+	for _, kv := range args {
+		// --build-arg, else the ARG's own default, else (redeclared
+		// without one) the global ARG's value, else a predefined one.
+		v, ok := b.opts.BuildArgs[kv.Key]
+		if !ok && kv.Value != nil {
+			v = *kv.Value
+		} else if gv, isGlobal := st.global[kv.Key]; !ok && isGlobal {
+			v = gv
+		} else if !ok {
+			v = platformArgs[kv.Key]
+		}
+		st.args[kv.Key] = v
+		st.key = digestOf(st.key, kv.Key+"="+v)
+	}
+}
+
+// expose records EXPOSE's ports, expanded (the instruction's own
+// expansion leaves them), TCP unless a protocol is given.
+func expose(lex *shell.Lex, st *stage, ports []string) error {
+	cfg := &st.cfg.Config
+	if cfg.ExposedPorts == nil {
+		cfg.ExposedPorts = map[string]struct{}{}
+	}
+	for _, p := range ports {
+		p, _, err := lex.ProcessWord(p, envGetter(cfg.Env, st.args))
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(p, "/") {
+			p += "/tcp"
+		}
+		cfg.ExposedPorts[p] = struct{}{}
+	}
+	return nil
+}
+
+// workdir sets the working directory (relative to the current one) and,
+// where the stage lacks it, makes it in a layer of its own.
+func (b *builder) workdir(ctx context.Context, st *stage, text, dir string) error {
+	cfg := &st.cfg.Config
+	wd := dir
+	if !path.IsAbs(wd) {
+		wd = path.Join("/", cfg.WorkingDir, wd)
+	}
+	cfg.WorkingDir = path.Clean(wd)
+	if b.exists(st, cfg.WorkingDir) {
 		return nil
 	}
-	return fail(err)
+	// As BuildKit does, the directories WORKDIR makes are the current
+	// USER's: a later RUN as that user writes there.
+	uid, gid, err := parseChown(cfg.User, func(p string) []byte { return b.readFile(st, p) })
+	if err != nil {
+		return fmt.Errorf("WORKDIR as USER %s: %w", cfg.User, err)
+	}
+	var made []string
+	for d := cfg.WorkingDir; d != "/" && !b.exists(st, d); d = path.Dir(d) {
+		made = append(made, strings.TrimPrefix(d, "/"))
+	}
+	return b.layerStep(ctx, st, text, fmt.Sprintf("owner=%d:%d", uid, gid), func(dir string) error {
+		if err := os.MkdirAll(filepath.Join(dir, cfg.WorkingDir), 0o755); err != nil {
+			return err
+		}
+		root, err := os.OpenRoot(dir)
+		if err != nil {
+			return err
+		}
+		defer root.Close()
+		for _, d := range made {
+			if err := lchown(root, d, copySpec{uid: uid, gid: gid}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// run reads RUN's flags, heredocs and mounts, and runs its command.
+func (b *builder) run(ctx context.Context, st *stage, text string, c *instructions.RunCommand) error {
+	network, err := runFlags(c, b.opts.Confined)
+	if err != nil {
+		return err
+	}
+	cmd, heredocs, err := heredocCmdLine(c.ShellDependantCmdLine)
+	if err != nil {
+		return err
+	}
+	mounts, err := b.prepareMounts(ctx, st, instructions.GetMounts(c))
+	if err != nil {
+		return err
+	}
+	if len(cmd.Files) == 1 { // a #! heredoc script
+		script := filepath.Join(b.tmp, "script-"+newID()[:12])
+		if err := os.WriteFile(script, []byte(cmd.Files[0].Data), 0o755); err != nil {
+			return err
+		}
+		mounts.binds = append(mounts.binds, container.Bind{Source: script, Target: cmd.CmdLine[0], ReadOnly: true})
+		cmd.Files = nil
+	}
+	args := b.cmdLine(st, cmd)
+	return b.runInstruction(ctx, st, text, args, heredocs, mounts, network)
+}
+
+// add refuses what ADD can name but cove build does not fetch (heredocs,
+// git sources), then copies as COPY does, fetching URLs and unpacking
+// archives.
+func (b *builder) add(ctx context.Context, st *stage, text string, c *instructions.AddCommand) error {
+	if len(c.SourceContents) > 0 {
+		return errors.New("ADD with a heredoc is not supported yet: use COPY <<EOF")
+	}
+	for _, p := range c.SourcePaths {
+		if isGitSource(p) {
+			return fmt.Errorf("%s: ADD of a git repository is not supported: clone it in a RUN (RUN --mount=type=secret gives it a token)", p)
+		}
+	}
+	if c.KeepGitDir != nil {
+		return errors.New("--keep-git-dir is only for git sources, which cove build does not ADD")
+	}
+	return b.copyInstruction(ctx, st, text, copyArgs{srcs: c.SourcePaths, dest: c.DestPath, chown: c.Chown, chmod: c.Chmod,
+		add: true, link: c.Link, exclude: c.ExcludePatterns, checksum: c.Checksum, unpack: c.Unpack})
 }
 
 // cmdLine is the argv of a shell-form (through SHELL, default /bin/sh -c)
@@ -1016,12 +1091,46 @@ type copyArgs struct {
 	unpack   *bool  // ADD --unpack: nil, the default for the source
 }
 
+// copyOp is one COPY or ADD as it runs: what it asks for, the copySpec
+// that says where and as whom its files land, and where it reads them
+// (the context, or the stage or image of --from).
+type copyOp struct {
+	b    *builder
+	st   *stage
+	text string
+	a    copyArgs
+	spec copySpec
+	src  *source
+	srcs []string // a.srcs, or for --from where the stage's symlinks lead
+}
+
 // copyInstruction stages what COPY (or ADD) reads into a directory laid
 // out as in the image, keyed by a hash of its content; the cache decides
 // whether that becomes a new layer.
 func (b *builder) copyInstruction(ctx context.Context, st *stage, text string, a copyArgs) error {
-	from, srcs, docs, dest := a.from, a.srcs, a.docs, a.dest
-	uid, gid, err := parseChown(a.chown, func(p string) []byte { return b.readFile(st, p) })
+	op := &copyOp{b: b, st: st, text: text, a: a, src: b.ctxSrc, srcs: a.srcs}
+	if err := op.resolveSpec(); err != nil {
+		return err
+	}
+	if a.from != "" {
+		done, err := op.openFrom(ctx)
+		if err != nil {
+			return err
+		}
+		defer done()
+	}
+	if !a.add && len(a.docs) == 0 {
+		return op.copyFiles(ctx)
+	}
+	return op.stageAndCopy(ctx)
+}
+
+// resolveSpec reads --chown, --chmod and --exclude, and places the
+// destination: relative to WORKDIR and, unless --link, through the
+// stage's symlinks.
+func (op *copyOp) resolveSpec() error {
+	a := op.a
+	uid, gid, err := parseChown(a.chown, func(p string) []byte { return op.b.readFile(op.st, p) })
 	if err != nil {
 		return err
 	}
@@ -1029,139 +1138,166 @@ func (b *builder) copyInstruction(ctx context.Context, st *stage, text string, a
 	if err != nil {
 		return err
 	}
-	spec := copySpec{dest: dest, destDir: strings.HasSuffix(dest, "/"), uid: uid, gid: gid, mode: mode, parents: a.parents}
+	spec := copySpec{dest: a.dest, destDir: strings.HasSuffix(a.dest, "/"), uid: uid, gid: gid, mode: mode, parents: a.parents}
 	if len(a.exclude) > 0 {
 		if spec.exclude, err = patternmatcher.New(a.exclude); err != nil {
 			return fmt.Errorf("--exclude: %w", err)
 		}
 	}
 	if !path.IsAbs(spec.dest) {
-		spec.dest = path.Join("/", st.cfg.Config.WorkingDir, spec.dest)
+		spec.dest = path.Join("/", op.st.cfg.Config.WorkingDir, spec.dest)
 	}
 	spec.dest = path.Clean(spec.dest)
 	if !a.link {
 		// As BuildKit: the destination's symlinks are followed, inside
 		// the stage, and a destination that is a directory there (through
 		// a symlink too) is copied into.
-		if err := b.resolveDest(st, &spec); err != nil {
+		if err := op.b.resolveDest(op.st, &spec); err != nil {
 			return err
 		}
 	}
 	if a.checksum != "" {
-		for _, p := range srcs {
+		for _, p := range a.srcs {
 			if !isURL(p) {
 				return fmt.Errorf("--checksum is only for a URL source, and %s is not one", p)
 			}
 		}
 	}
-	src := b.ctxSrc
-	if from != "" {
-		lowers, err := b.fromLowers(ctx, from)
-		if err != nil {
-			return err
-		}
-		tree := filepath.Join(b.tmp, "from-"+newID()[:12])
-		if err := os.Mkdir(tree, 0o755); err != nil {
-			return err
-		}
-		// Each source is read where the stage's symlinks lead (an
-		// absolute one from the stage's root), not where the host's would.
-		var prefixes []string
-		resolved := make([]string, len(srcs))
-		for i, p := range srcs {
-			prefix := treePrefix(p)
-			real, err := resolveInStage(lowers, prefix)
-			if err != nil {
-				return err
-			}
-			resolved[i] = path.Join(real, strings.TrimPrefix(inRoot(p), prefix))
-			prefixes = append(prefixes, real)
-		}
-		srcs = resolved
-		if err := stageTree(ctx, lowers, prefixes, tree); err != nil {
-			return err
-		}
-		defer userns.RemoveAll(ctx, tree)
-		root, err := os.OpenRoot(tree)
-		if err != nil {
-			return err
-		}
-		defer root.Close()
-		src = &source{name: "--from=" + from, root: root}
+	op.spec = spec
+	return nil
+}
+
+// openFrom makes the source of COPY --from: the sources' trees of the
+// stage or image, staged in the build's scratch space and read through
+// os.Root as the context is. done removes them.
+func (op *copyOp) openFrom(ctx context.Context) (done func(), err error) {
+	b, from := op.b, op.a.from
+	lowers, err := b.fromLowers(ctx, from)
+	if err != nil {
+		return nil, err
 	}
-	if !a.add && len(docs) == 0 {
-		// Hash what COPY reads first, and copy it only when the cache
-		// does not have the step: a cached COPY of a big context then
-		// reads it once and writes nothing.
-		h := sha256.New()
-		if err := copyInto(src, srcs, spec, "", h); err != nil {
+	tree := filepath.Join(b.tmp, "from-"+newID()[:12])
+	if err := os.Mkdir(tree, 0o755); err != nil {
+		return nil, err
+	}
+	// Each source is read where the stage's symlinks lead (an absolute
+	// one from the stage's root), not where the host's would.
+	var prefixes []string
+	resolved := make([]string, len(op.srcs))
+	for i, p := range op.srcs {
+		prefix := treePrefix(p)
+		real, err := resolveInStage(lowers, prefix)
+		if err != nil {
+			return nil, err
+		}
+		resolved[i] = path.Join(real, strings.TrimPrefix(inRoot(p), prefix))
+		prefixes = append(prefixes, real)
+	}
+	op.srcs = resolved
+	if err := stageTree(ctx, lowers, prefixes, tree); err != nil {
+		return nil, err
+	}
+	root, err := os.OpenRoot(tree)
+	if err != nil {
+		userns.RemoveAll(ctx, tree)
+		return nil, err
+	}
+	op.src = &source{name: "--from=" + from, root: root}
+	return func() {
+		root.Close()
+		userns.RemoveAll(ctx, tree)
+	}, nil
+}
+
+// copyFiles is a plain COPY. It hashes what it reads first, and copies it
+// only when the cache does not have the step: a cached COPY of a big
+// context then reads it once and writes nothing.
+func (op *copyOp) copyFiles(ctx context.Context) error {
+	h := sha256.New()
+	if err := copyInto(op.src, op.srcs, op.spec, "", h); err != nil {
+		return err
+	}
+	key := hex.EncodeToString(h.Sum(nil))
+	return op.b.layerStep(ctx, op.st, op.text, key, func(diff string) error {
+		again := sha256.New()
+		if err := copyInto(op.src, op.srcs, op.spec, diff, again); err != nil {
 			return err
 		}
-		key := hex.EncodeToString(h.Sum(nil))
-		return b.layerStep(ctx, st, text, key, func(diff string) error {
-			again := sha256.New()
-			if err := copyInto(src, srcs, spec, diff, again); err != nil {
-				return err
-			}
-			if hex.EncodeToString(again.Sum(nil)) != key {
-				return errors.New("the files changed while COPY read them: build again once they are written")
-			}
-			if a.link {
-				return nil
-			}
-			return b.keepParents(st, diff, spec.dest, spec)
-		})
-	}
+		if hex.EncodeToString(again.Sum(nil)) != key {
+			return errors.New("the files changed while COPY read them: build again once they are written")
+		}
+		if op.a.link {
+			return nil
+		}
+		return op.b.keepParents(op.st, diff, op.spec.dest, op.spec)
+	})
+}
+
+// stageAndCopy is an ADD, or a COPY of heredocs: what they make (a
+// download, an unpacked archive, a heredoc's text) is only known once
+// made, so it is staged first, hashed as it is written, and moved into
+// the layer if the cache does not have the step.
+func (op *copyOp) stageAndCopy(ctx context.Context) error {
+	b, spec := op.b, op.spec
 	staged, err := os.MkdirTemp(b.tmp, "copy-")
 	if err != nil {
 		return err
 	}
 	defer userns.RemoveAll(ctx, staged)
 	h := sha256.New()
-	if a.add {
-		// ADD fetches a URL, and unpacks a local tar archive (plain,
-		// gzip, zstd) into dest; anything else it copies as COPY does.
-		var plain []string
-		for _, p := range srcs {
-			if isURL(p) {
-				if err := b.addURL(ctx, p, a.checksum, a.unpack, spec, len(srcs) > 1, staged, h); err != nil {
-					return err
-				}
-				continue
-			}
-			if a.unpack != nil && !*a.unpack {
-				plain = append(plain, p)
-				continue
-			}
-			ok, err := addArchive(ctx, src, p, spec, staged, h)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				plain = append(plain, p)
-			}
+	srcs := op.srcs
+	if op.a.add {
+		if srcs, err = op.fetchAndUnpack(ctx, staged, h); err != nil {
+			return err
 		}
-		srcs = plain
 	}
 	if len(srcs) > 0 {
-		if err := copyInto(src, srcs, spec, staged, h); err != nil {
+		if err := copyInto(op.src, srcs, spec, staged, h); err != nil {
 			return err
 		}
 	}
-	if err := writeHeredocs(docs, spec, len(srcs)+len(docs) > 1, staged, h); err != nil {
+	if err := writeHeredocs(op.a.docs, spec, len(srcs)+len(op.a.docs) > 1, staged, h); err != nil {
 		return err
 	}
-	if !a.link {
-		if err := b.keepParents(st, staged, spec.dest, spec); err != nil {
+	if !op.a.link {
+		if err := b.keepParents(op.st, staged, spec.dest, spec); err != nil {
 			return err
 		}
 	}
-	return b.layerStep(ctx, st, text, hex.EncodeToString(h.Sum(nil)), func(diff string) error {
+	return b.layerStep(ctx, op.st, op.text, hex.EncodeToString(h.Sum(nil)), func(diff string) error {
 		if err := os.Remove(diff); err != nil {
 			return err
 		}
 		return os.Rename(staged, diff) // both under CacheDir: one file system
 	})
+}
+
+// fetchAndUnpack does ADD's own part into staged: it fetches a URL, and
+// unpacks a local tar archive (plain, gzip, zstd) into dest. It returns
+// the other sources, which ADD copies as COPY does.
+func (op *copyOp) fetchAndUnpack(ctx context.Context, staged string, h hash.Hash) ([]string, error) {
+	a := op.a
+	var plain []string
+	for _, p := range op.srcs {
+		if isURL(p) {
+			if err := op.b.addURL(ctx, p, a.checksum, a.unpack, op.spec, len(op.srcs) > 1, staged, h); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if a.unpack != nil && !*a.unpack {
+			plain = append(plain, p)
+			continue
+		}
+		ok, err := addArchive(ctx, op.src, p, op.spec, staged, h)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			plain = append(plain, p)
+		}
+	}
+	return plain, nil
 }
 
 // keepParents gives the directories above dest that the stage already has

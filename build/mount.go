@@ -57,8 +57,7 @@ func mountTarget(t, workdir string) string {
 // only this build sees them, tmpfs mounts made empty. Cache mounts are
 // only named here; lockCaches takes them when the RUN is about to run.
 func (b *builder) prepareMounts(ctx context.Context, st *stage, mounts []*instructions.Mount) (*runMounts, error) {
-	rm := &runMounts{}
-	h := sha256.New()
+	mp := &mountPlan{b: b, rm: &runMounts{}, h: sha256.New()}
 	stubs := map[string]bool{}
 	for i, m := range mounts {
 		var target string
@@ -66,115 +65,12 @@ func (b *builder) prepareMounts(ctx context.Context, st *stage, mounts []*instru
 			target = mountTarget(m.Target, st.cfg.Config.WorkingDir)
 		}
 		dir := filepath.Join(b.tmp, fmt.Sprintf("mount-%s-%d", newID()[:8], i))
-		switch m.Type {
-		case instructions.MountTypeSSH:
-			return nil, errors.New("--mount=type=ssh is not supported: cove build forwards no SSH agent (give what the RUN needs with --mount=type=secret and cove build --secret)")
-		case instructions.MountTypeSecret:
-			id := m.CacheID
-			if id == "" {
-				id = m.Source
-			}
-			if id == "" {
-				id = path.Base(target)
-			}
-			data, ok := b.opts.Secrets[id]
-			if !ok {
-				if m.Required {
-					return nil, fmt.Errorf("--mount=type=secret,id=%s: no such secret (give it with cove build --secret id=%s,src=FILE)", id, id)
-				}
-				continue // as BuildKit: a secret not given and not required is left out
-			}
-			if m.Env != nil {
-				name := *m.Env
-				if name == "" {
-					name = id
-				}
-				rm.env = append(rm.env, name+"="+string(data))
-				if m.Target == "" {
-					continue // only in the environment
-				}
-			}
-			if target == "" {
-				target = "/run/secrets/" + id
-			}
-			if err := os.Mkdir(dir, 0o700); err != nil {
-				return nil, err
-			}
-			file := filepath.Join(dir, "secret")
-			mode := os.FileMode(0o400)
-			if m.Mode != nil {
-				mode = os.FileMode(*m.Mode) & 0o7777
-			}
-			if err := os.WriteFile(file, data, 0o600); err != nil {
-				return nil, err
-			}
-			if err := chownMount(file, m.UID, m.GID); err != nil {
-				return nil, err
-			}
-			if err := os.Chmod(file, mode); err != nil {
-				return nil, err
-			}
-			rm.binds = append(rm.binds, container.Bind{Source: file, Target: target, ReadOnly: true})
-		case instructions.MountTypeTmpfs:
-			if target == "" {
-				return nil, errors.New("--mount=type=tmpfs needs a target")
-			}
-			// An empty directory of the build's scratch space, removed
-			// with it: what the RUN writes there is in no layer.
-			if err := os.Mkdir(dir, 0o755); err != nil {
-				return nil, err
-			}
-			rm.binds = append(rm.binds, container.Bind{Source: dir, Target: target})
-		case instructions.MountTypeCache:
-			if target == "" {
-				return nil, errors.New("--mount=type=cache needs a target")
-			}
-			if m.From != "" {
-				return nil, errors.New("--mount=type=cache,from= is not supported yet: fill the cache in the RUN")
-			}
-			id := m.CacheID
-			if id == "" {
-				id = target // BuildKit's default: one cache per target
-			}
-			scope := ""
-			if b.opts.Confined {
-				// An untrusted Dockerfile could fill a cache that
-				// another project's build then trusts: its own. And
-				// what a RUN made from its cache is its own too: the
-				// step's key has the scope, or another project's RUN
-				// of the same text would take the step cached.
-				scope = b.cacheScope + "\x00"
-				fmt.Fprintf(h, "cache-scope:%d:%s\x00", len(scope), scope)
-			}
-			sum := sha256.Sum256([]byte(scope + id))
-			cd := cacheDirs{dir: filepath.Join(b.opts.CacheDir, "mounts", hex.EncodeToString(sum[:16])), sharing: m.CacheSharing, mode: 0o755, bind: len(rm.binds)}
-			if cd.sharing == "" {
-				cd.sharing = instructions.MountSharingShared
-			}
-			if m.Mode != nil {
-				cd.mode = os.FileMode(*m.Mode) & 0o7777
-			}
-			if m.UID != nil {
-				cd.uid = int(*m.UID)
-			}
-			if m.GID != nil {
-				cd.gid = int(*m.GID)
-			}
-			rm.cache = append(rm.cache, cd)
-			rm.binds = append(rm.binds, container.Bind{Source: filepath.Join(cd.dir, "data"), Target: target, ReadOnly: m.ReadOnly})
-		case instructions.MountTypeBind:
-			if target == "" {
-				return nil, errors.New("--mount=type=bind needs a target")
-			}
-			src, err := b.stageBind(ctx, m, dir, h)
-			if err != nil {
-				return nil, err
-			}
-			// Read-only unless rw is asked; then what the RUN writes goes
-			// to this copy, and is dropped, as in BuildKit.
-			rm.binds = append(rm.binds, container.Bind{Source: src, Target: target, ReadOnly: m.ReadOnly})
-		default:
-			return nil, fmt.Errorf("--mount=type=%s is not supported", m.Type)
+		target, err := mp.add(ctx, m, target, dir)
+		if err != nil {
+			return nil, err
+		}
+		if target == "" {
+			continue // a secret left out, or only in the environment
 		}
 		// The runtime makes a missing target (and its missing parents)
 		// in the upper directory: they are dropped after the RUN.
@@ -182,12 +78,154 @@ func (b *builder) prepareMounts(ctx context.Context, st *stage, mounts []*instru
 			stubs[p] = true
 		}
 	}
+	rm := mp.rm
 	for p := range stubs {
 		rm.stubs = append(rm.stubs, p)
 	}
 	sort.Sort(sort.Reverse(sort.StringSlice(rm.stubs))) // children before parents
-	rm.key = hex.EncodeToString(h.Sum(nil))
+	rm.key = hex.EncodeToString(mp.h.Sum(nil))
 	return rm, nil
+}
+
+// mountPlan gathers one RUN's mounts into rm as prepareMounts reads
+// them, and hashes into h what of their content the step's key holds.
+type mountPlan struct {
+	b  *builder
+	rm *runMounts
+	h  hash.Hash
+}
+
+// add prepares one mount at target (its absolute path in the image, ""
+// if not given), in dir of the build's scratch space where it needs
+// one. It returns the target the mount took, "" for none.
+func (mp *mountPlan) add(ctx context.Context, m *instructions.Mount, target, dir string) (string, error) {
+	switch m.Type {
+	case instructions.MountTypeSSH:
+		return "", errors.New("--mount=type=ssh is not supported: cove build forwards no SSH agent (give what the RUN needs with --mount=type=secret and cove build --secret)")
+	case instructions.MountTypeSecret:
+		return mp.secret(m, target, dir)
+	case instructions.MountTypeTmpfs:
+		if target == "" {
+			return "", errors.New("--mount=type=tmpfs needs a target")
+		}
+		// An empty directory of the build's scratch space, removed with
+		// it: what the RUN writes there is in no layer.
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return "", err
+		}
+		mp.rm.binds = append(mp.rm.binds, container.Bind{Source: dir, Target: target})
+	case instructions.MountTypeCache:
+		if target == "" {
+			return "", errors.New("--mount=type=cache needs a target")
+		}
+		if m.From != "" {
+			return "", errors.New("--mount=type=cache,from= is not supported yet: fill the cache in the RUN")
+		}
+		mp.cache(m, target)
+	case instructions.MountTypeBind:
+		if target == "" {
+			return "", errors.New("--mount=type=bind needs a target")
+		}
+		src, err := mp.b.stageBind(ctx, m, dir, mp.h)
+		if err != nil {
+			return "", err
+		}
+		// Read-only unless rw is asked; then what the RUN writes goes
+		// to this copy, and is dropped, as in BuildKit.
+		mp.rm.binds = append(mp.rm.binds, container.Bind{Source: src, Target: target, ReadOnly: m.ReadOnly})
+	default:
+		return "", fmt.Errorf("--mount=type=%s is not supported", m.Type)
+	}
+	return target, nil
+}
+
+// secret writes a --secret's bytes to a file in dir, with the owner and
+// mode the mount asks for, and binds it read-only (default target
+// /run/secrets/ID); with env= it is in the RUN's environment instead, or
+// as well when a target is given. A secret not given is left out unless
+// required, as in BuildKit.
+func (mp *mountPlan) secret(m *instructions.Mount, target, dir string) (string, error) {
+	id := m.CacheID
+	if id == "" {
+		id = m.Source
+	}
+	if id == "" {
+		id = path.Base(target)
+	}
+	data, ok := mp.b.opts.Secrets[id]
+	if !ok {
+		if m.Required {
+			return "", fmt.Errorf("--mount=type=secret,id=%s: no such secret (give it with cove build --secret id=%s,src=FILE)", id, id)
+		}
+		return "", nil
+	}
+	if m.Env != nil {
+		name := *m.Env
+		if name == "" {
+			name = id
+		}
+		mp.rm.env = append(mp.rm.env, name+"="+string(data))
+		if m.Target == "" {
+			return "", nil // only in the environment
+		}
+	}
+	if target == "" {
+		target = "/run/secrets/" + id
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return "", err
+	}
+	file := filepath.Join(dir, "secret")
+	mode := os.FileMode(0o400)
+	if m.Mode != nil {
+		mode = os.FileMode(*m.Mode) & 0o7777
+	}
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		return "", err
+	}
+	if err := chownMount(file, m.UID, m.GID); err != nil {
+		return "", err
+	}
+	if err := os.Chmod(file, mode); err != nil {
+		return "", err
+	}
+	mp.rm.binds = append(mp.rm.binds, container.Bind{Source: file, Target: target, ReadOnly: true})
+	return target, nil
+}
+
+// cache names a cache mount's directory (by its id, default the target)
+// and how it is shared; lockCaches makes and takes it.
+func (mp *mountPlan) cache(m *instructions.Mount, target string) {
+	id := m.CacheID
+	if id == "" {
+		id = target // BuildKit's default: one cache per target
+	}
+	scope := ""
+	if mp.b.opts.Confined {
+		// An untrusted Dockerfile could fill a cache that another
+		// project's build then trusts: its own. And what a RUN made from
+		// its cache is its own too: the step's key has the scope, or
+		// another project's RUN of the same text would take the step
+		// cached.
+		scope = mp.b.cacheScope + "\x00"
+		fmt.Fprintf(mp.h, "cache-scope:%d:%s\x00", len(scope), scope)
+	}
+	sum := sha256.Sum256([]byte(scope + id))
+	cd := cacheDirs{dir: filepath.Join(mp.b.opts.CacheDir, "mounts", hex.EncodeToString(sum[:16])), sharing: m.CacheSharing, mode: 0o755, bind: len(mp.rm.binds)}
+	if cd.sharing == "" {
+		cd.sharing = instructions.MountSharingShared
+	}
+	if m.Mode != nil {
+		cd.mode = os.FileMode(*m.Mode) & 0o7777
+	}
+	if m.UID != nil {
+		cd.uid = int(*m.UID)
+	}
+	if m.GID != nil {
+		cd.gid = int(*m.GID)
+	}
+	mp.rm.cache = append(mp.rm.cache, cd)
+	mp.rm.binds = append(mp.rm.binds, container.Bind{Source: filepath.Join(cd.dir, "data"), Target: target, ReadOnly: m.ReadOnly})
 }
 
 // stageBind copies what a bind mount shows (source in the context, or in

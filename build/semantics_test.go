@@ -144,6 +144,21 @@ func TestConfigSemantics(t *testing.T) {
 			},
 		},
 		{
+			// EXPOSE's ports are expanded, TCP unless a protocol is given;
+			// VOLUME and STOPSIGNAL are recorded.
+			name:       "expose, volume and stopsignal recorded",
+			dockerfile: "FROM scratch\nARG P=8080\nENV Q=53\nEXPOSE $P ${Q}/udp\nVOLUME /data\nSTOPSIGNAL SIGTERM\n",
+			check: func(t *testing.T, c *v1.Config) {
+				want := map[string]struct{}{"8080/tcp": {}, "53/udp": {}}
+				if !reflect.DeepEqual(c.ExposedPorts, want) {
+					t.Errorf("exposed %v, want %v", c.ExposedPorts, want)
+				}
+				if _, ok := c.Volumes["/data"]; !ok || c.StopSignal != "SIGTERM" {
+					t.Errorf("volumes %v stopsignal %q", c.Volumes, c.StopSignal)
+				}
+			},
+		},
+		{
 			name:       "workdir relative and expanded",
 			dockerfile: "FROM scratch\nENV D=/a\nWORKDIR $D\nWORKDIR b\nWORKDIR ${D}/c/../d\n",
 			check: func(t *testing.T, c *v1.Config) {

@@ -215,13 +215,26 @@ func offArg(i uint, high bool) uint32 {
 	return off
 }
 
-// seccompProgram is the profile's filter for a container keeping caps.
+// seccompProgram is the profile's filter for a container keeping caps:
+// native calls only, then the calls with argument checks, then the
+// allowed numbers; anything else is refused with EPERM.
 func seccompProgram(caps []string) ([]bpf.Instruction, uint32, error) {
 	allowed, rules, highest, err := seccompRules(caps)
 	if err != nil {
 		return nil, 0, err
 	}
 	var a asm
+	a.nativeOnly()
+	a.checkedCalls(rules)
+	a.allowedRanges(allowed)
+	a.ret(errnoRet(unix.EPERM))
+	prog, err := a.assemble()
+	return prog, highest, err
+}
+
+// nativeOnly refuses another architecture's calling convention (i386, and
+// x32 on x86_64) with ENOSYS, and leaves the call's number loaded.
+func (a *asm) nativeOnly() {
 	// BPF jumps only forward, and at most 255: each refusal below is
 	// right after its test.
 	native := a.label()
@@ -236,9 +249,13 @@ func seccompProgram(caps []string) ([]bpf.Instruction, uint32, error) {
 		a.ret(errnoRet(unix.ENOSYS)) // x32's calls
 		a.mark(x64)
 	}
-	// One compare per checked call (socket has a rule per address family),
-	// so any other call passes them all quickly; its rules in the
-	// profile's order inside.
+}
+
+// checkedCalls compiles the rules with argument checks: one compare per
+// checked call (socket has a rule per address family), so any other call
+// passes them all quickly; its rules in the profile's order inside, the
+// first that holds deciding, and none holding refused.
+func (a *asm) checkedCalls(rules []seccompRule) {
 	var order []uint32
 	byNr := map[uint32][]seccompRule{}
 	for _, r := range rules {
@@ -253,61 +270,7 @@ func seccompProgram(caps []string) ([]bpf.Instruction, uint32, error) {
 		for _, r := range byNr[nr] {
 			fail := a.label()
 			for _, arg := range r.args {
-				half := func(high bool) (val, mask uint32) {
-					if high {
-						return uint32(arg.Value >> 32), uint32(arg.ValueTwo >> 32)
-					}
-					return uint32(arg.Value), uint32(arg.ValueTwo)
-				}
-				switch arg.Op {
-				case specs.OpEqualTo:
-					for _, high := range []bool{true, false} {
-						v, _ := half(high)
-						a.emit(bpf.LoadAbsolute{Off: offArg(arg.Index, high), Size: 4})
-						a.jump(bpf.JumpEqual, v, 0, fail)
-					}
-				case specs.OpNotEqual:
-					pass := a.label()
-					hi, _ := half(true)
-					lo, _ := half(false)
-					a.emit(bpf.LoadAbsolute{Off: offArg(arg.Index, true), Size: 4})
-					a.jump(bpf.JumpEqual, hi, 0, pass)
-					a.emit(bpf.LoadAbsolute{Off: offArg(arg.Index, false), Size: 4})
-					a.jump(bpf.JumpEqual, lo, fail, 0)
-					a.mark(pass)
-				case specs.OpLessThan, specs.OpLessEqual, specs.OpGreaterThan, specs.OpGreaterEqual:
-					// Unsigned 64-bit order from two halves: the high halves
-					// decide unless equal, then the low halves do.
-					pass := a.label()
-					above, below := pass, fail // the high half is above or below the value's
-					if arg.Op == specs.OpLessThan || arg.Op == specs.OpLessEqual {
-						above, below = fail, pass
-					}
-					hi, _ := half(true)
-					lo, _ := half(false)
-					a.emit(bpf.LoadAbsolute{Off: offArg(arg.Index, true), Size: 4})
-					a.jump(bpf.JumpGreaterThan, hi, above, 0)
-					a.jump(bpf.JumpEqual, hi, 0, below)
-					a.emit(bpf.LoadAbsolute{Off: offArg(arg.Index, false), Size: 4})
-					switch arg.Op {
-					case specs.OpGreaterThan:
-						a.jump(bpf.JumpGreaterThan, lo, pass, fail)
-					case specs.OpGreaterEqual:
-						a.jump(bpf.JumpGreaterOrEqual, lo, pass, fail)
-					case specs.OpLessThan:
-						a.jump(bpf.JumpGreaterOrEqual, lo, fail, pass)
-					case specs.OpLessEqual:
-						a.jump(bpf.JumpGreaterThan, lo, fail, pass)
-					}
-					a.mark(pass)
-				case specs.OpMaskedEqual: // (arg & Value) == ValueTwo
-					for _, high := range []bool{true, false} {
-						mask, want := half(high)
-						a.emit(bpf.LoadAbsolute{Off: offArg(arg.Index, high), Size: 4})
-						a.emit(bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: mask})
-						a.jump(bpf.JumpEqual, want, 0, fail)
-					}
-				}
+				a.argCheck(arg, fail)
 			}
 			a.ret(r.action)
 			// The next rule is the same call's: it loads what it checks,
@@ -319,8 +282,79 @@ func seccompProgram(caps []string) ([]bpf.Instruction, uint32, error) {
 		a.ret(errnoRet(unix.EPERM))
 		a.mark(other)
 	}
-	// The allowed numbers as ranges, in order: past a range's end, go on;
-	// inside it, allow; before its start, no later range holds the call.
+}
+
+// argHalf is the high or low 32 bits of an argument check's Value and
+// ValueTwo: the filter loads an argument a half at a time.
+func argHalf(arg specs.LinuxSeccompArg, high bool) (val, two uint32) {
+	if high {
+		return uint32(arg.Value >> 32), uint32(arg.ValueTwo >> 32)
+	}
+	return uint32(arg.Value), uint32(arg.ValueTwo)
+}
+
+// argCheck goes on to the next instruction if the 64-bit argument check
+// holds, else jumps to fail.
+func (a *asm) argCheck(arg specs.LinuxSeccompArg, fail label) {
+	switch arg.Op {
+	case specs.OpEqualTo:
+		for _, high := range []bool{true, false} {
+			v, _ := argHalf(arg, high)
+			a.emit(bpf.LoadAbsolute{Off: offArg(arg.Index, high), Size: 4})
+			a.jump(bpf.JumpEqual, v, 0, fail)
+		}
+	case specs.OpNotEqual:
+		pass := a.label()
+		hi, _ := argHalf(arg, true)
+		lo, _ := argHalf(arg, false)
+		a.emit(bpf.LoadAbsolute{Off: offArg(arg.Index, true), Size: 4})
+		a.jump(bpf.JumpEqual, hi, 0, pass)
+		a.emit(bpf.LoadAbsolute{Off: offArg(arg.Index, false), Size: 4})
+		a.jump(bpf.JumpEqual, lo, fail, 0)
+		a.mark(pass)
+	case specs.OpLessThan, specs.OpLessEqual, specs.OpGreaterThan, specs.OpGreaterEqual:
+		a.orderCheck(arg, fail)
+	case specs.OpMaskedEqual: // (arg & Value) == ValueTwo
+		for _, high := range []bool{true, false} {
+			mask, want := argHalf(arg, high)
+			a.emit(bpf.LoadAbsolute{Off: offArg(arg.Index, high), Size: 4})
+			a.emit(bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: mask})
+			a.jump(bpf.JumpEqual, want, 0, fail)
+		}
+	}
+}
+
+// orderCheck is argCheck for <, <=, > and >=: unsigned 64-bit order from
+// two halves, the high halves deciding unless equal, then the low halves.
+func (a *asm) orderCheck(arg specs.LinuxSeccompArg, fail label) {
+	pass := a.label()
+	above, below := pass, fail // the high half is above or below the value's
+	if arg.Op == specs.OpLessThan || arg.Op == specs.OpLessEqual {
+		above, below = fail, pass
+	}
+	hi, _ := argHalf(arg, true)
+	lo, _ := argHalf(arg, false)
+	a.emit(bpf.LoadAbsolute{Off: offArg(arg.Index, true), Size: 4})
+	a.jump(bpf.JumpGreaterThan, hi, above, 0)
+	a.jump(bpf.JumpEqual, hi, 0, below)
+	a.emit(bpf.LoadAbsolute{Off: offArg(arg.Index, false), Size: 4})
+	switch arg.Op {
+	case specs.OpGreaterThan:
+		a.jump(bpf.JumpGreaterThan, lo, pass, fail)
+	case specs.OpGreaterEqual:
+		a.jump(bpf.JumpGreaterOrEqual, lo, pass, fail)
+	case specs.OpLessThan:
+		a.jump(bpf.JumpGreaterOrEqual, lo, fail, pass)
+	case specs.OpLessEqual:
+		a.jump(bpf.JumpGreaterThan, lo, fail, pass)
+	}
+	a.mark(pass)
+}
+
+// allowedRanges allows the allowed numbers, as ranges in order: past a
+// range's end, go on; inside it, allow; before its start, no later range
+// holds the call: refused.
+func (a *asm) allowedRanges(allowed []uint32) {
 	for i := 0; i < len(allowed); {
 		lo, hi := allowed[i], allowed[i]
 		for i++; i < len(allowed) && allowed[i] == hi+1; i++ {
@@ -334,9 +368,6 @@ func seccompProgram(caps []string) ([]bpf.Instruction, uint32, error) {
 		a.ret(errnoRet(unix.EPERM))
 		a.mark(next)
 	}
-	a.ret(errnoRet(unix.EPERM))
-	prog, err := a.assemble()
-	return prog, highest, err
 }
 
 // seccompPrograms are the filters to install, in order: Docker's profile,

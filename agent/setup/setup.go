@@ -42,58 +42,15 @@ var keyVars = []struct{ name, provider, url string }{
 // answers; a key read from a terminal is not echoed. local are the local
 // servers to look for (LocalServers).
 func Run(ctx context.Context, in io.Reader, out io.Writer, getenv func(string) string, path string, local []string) error {
-	r := bufio.NewReader(in)
+	p := &prompter{in: in, r: bufio.NewReader(in), out: out}
 	old, found := setupDefaults(ctx, getenv, path, local)
 	if len(found) > 0 {
 		fmt.Fprintf(out, "Found: %s\n", strings.Join(found, ", "))
 	}
-	ask := func(q, def string) string {
-		if def != "" {
-			fmt.Fprintf(out, "%s [%s]: ", q, def)
-		} else {
-			fmt.Fprintf(out, "%s: ", q)
-		}
-		line, _ := r.ReadString('\n')
-		if line = strings.TrimSpace(line); line != "" {
-			return line
-		}
-		return def
+	c, err := p.askServer(old)
+	if err != nil {
+		return err
 	}
-	var c agent.Config
-	c.Provider = ask("Provider (openai: any OpenAI-compatible server; anthropic)", old.Provider)
-	if c.Provider != "openai" && c.Provider != "anthropic" {
-		return fmt.Errorf("provider %q: say openai or anthropic (nothing saved)", c.Provider)
-	}
-	defURL := old.BaseURL
-	if defURL == "" && c.Provider == "openai" {
-		defURL = "https://api.openai.com/v1"
-	}
-	if c.Provider == "anthropic" && defURL == "" {
-		defURL = "https://api.anthropic.com"
-	}
-	c.BaseURL = ask("Base URL", defURL)
-	if old.APIKey != "" && strings.HasPrefix(old.APIKey, "$") {
-		fmt.Fprintf(out, "API key (or $VAR to read it from the environment; Enter for %s): ", old.APIKey)
-	} else {
-		fmt.Fprint(out, "API key (or $VAR to read it from the environment; empty for none): ")
-	}
-	var key string
-	if f, ok := in.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		b, err := term.ReadPassword(int(f.Fd()))
-		fmt.Fprintln(out)
-		if err != nil {
-			return fmt.Errorf("read the key: %w", err)
-		}
-		key = strings.TrimSpace(string(b))
-	} else {
-		line, _ := r.ReadString('\n')
-		key = strings.TrimSpace(line)
-	}
-	if key == "" && (strings.HasPrefix(old.APIKey, "$") || strings.TrimRight(old.BaseURL, "/") == strings.TrimRight(c.BaseURL, "/")) {
-		key = old.APIKey // a saved key only for the server it was saved for
-	}
-	c.APIKey = key
-
 	// Check it works before it replaces anything.
 	use, err := usable(c, getenv)
 	if err != nil {
@@ -101,28 +58,11 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, getenv func(string) s
 	}
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	// The server's models, to choose from; a server without the list
-	// (some proxies) just means asking for the name.
-	defModel := old.Model
-	models, err := use.ListModels(ctx)
-	var apiErr *agent.APIError
-	switch {
-	case errors.As(err, &apiErr) && (apiErr.Status == 401 || apiErr.Status == 403):
-		return fmt.Errorf("%w (nothing saved)", err)
-	case err == nil && len(models) > 0:
-		fmt.Fprintf(out, "The server has %d models:\n", len(models))
-		for i, m := range models {
-			if i == 40 {
-				fmt.Fprintf(out, "  … and %d more\n", len(models)-i)
-				break
-			}
-			fmt.Fprintf(out, "  %s\n", m)
-		}
-		if defModel == "" && len(models) == 1 {
-			defModel = models[0].ID
-		}
+	models, defModel, err := p.listModels(ctx, use, old.Model)
+	if err != nil {
+		return err
 	}
-	c.Model = ask("Model", defModel)
+	c.Model = p.ask("Model", defModel)
 	if c.Model == old.Model {
 		c.ContextWindow = old.ContextWindow
 	}
@@ -145,6 +85,102 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, getenv func(string) s
 	}
 	fmt.Fprintf(out, "saved %s (mode 0600)\n", path)
 	return nil
+}
+
+// prompter asks setup's questions on out and reads the answers, a line
+// each, from in.
+type prompter struct {
+	in  io.Reader // to read a key from a terminal without echo
+	r   *bufio.Reader
+	out io.Writer
+}
+
+// ask asks q, offering def, which an empty answer takes.
+func (p *prompter) ask(q, def string) string {
+	if def != "" {
+		fmt.Fprintf(p.out, "%s [%s]: ", q, def)
+	} else {
+		fmt.Fprintf(p.out, "%s: ", q)
+	}
+	line, _ := p.r.ReadString('\n')
+	if line = strings.TrimSpace(line); line != "" {
+		return line
+	}
+	return def
+}
+
+// askServer asks for the provider, the server's URL and the key, offering
+// old's.
+func (p *prompter) askServer(old agent.Config) (agent.Config, error) {
+	var c agent.Config
+	c.Provider = p.ask("Provider (openai: any OpenAI-compatible server; anthropic)", old.Provider)
+	if c.Provider != "openai" && c.Provider != "anthropic" {
+		return c, fmt.Errorf("provider %q: say openai or anthropic (nothing saved)", c.Provider)
+	}
+	defURL := old.BaseURL
+	if defURL == "" && c.Provider == "openai" {
+		defURL = "https://api.openai.com/v1"
+	}
+	if c.Provider == "anthropic" && defURL == "" {
+		defURL = "https://api.anthropic.com"
+	}
+	c.BaseURL = p.ask("Base URL", defURL)
+	key, err := p.askKey(old, c.BaseURL)
+	c.APIKey = key
+	return c, err
+}
+
+// askKey reads the key, unechoed from a terminal. An empty answer keeps
+// old's key if it is a $VAR, or was saved for this same server (a key
+// goes only to the server it was saved for).
+func (p *prompter) askKey(old agent.Config, baseURL string) (string, error) {
+	if old.APIKey != "" && strings.HasPrefix(old.APIKey, "$") {
+		fmt.Fprintf(p.out, "API key (or $VAR to read it from the environment; Enter for %s): ", old.APIKey)
+	} else {
+		fmt.Fprint(p.out, "API key (or $VAR to read it from the environment; empty for none): ")
+	}
+	var key string
+	if f, ok := p.in.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		b, err := term.ReadPassword(int(f.Fd()))
+		fmt.Fprintln(p.out)
+		if err != nil {
+			return "", fmt.Errorf("read the key: %w", err)
+		}
+		key = strings.TrimSpace(string(b))
+	} else {
+		line, _ := p.r.ReadString('\n')
+		key = strings.TrimSpace(line)
+	}
+	if key == "" && (strings.HasPrefix(old.APIKey, "$") || strings.TrimRight(old.BaseURL, "/") == strings.TrimRight(baseURL, "/")) {
+		key = old.APIKey
+	}
+	return key, nil
+}
+
+// listModels shows the server's models, to choose from, and returns them
+// and the model to offer: def, else the server's only one. A server
+// without the list (some proxies) just means asking for the name; a key
+// the server refuses is an error.
+func (p *prompter) listModels(ctx context.Context, use agent.Config, def string) ([]agent.Model, string, error) {
+	models, err := use.ListModels(ctx)
+	var apiErr *agent.APIError
+	switch {
+	case errors.As(err, &apiErr) && (apiErr.Status == 401 || apiErr.Status == 403):
+		return nil, "", fmt.Errorf("%w (nothing saved)", err)
+	case err == nil && len(models) > 0:
+		fmt.Fprintf(p.out, "The server has %d models:\n", len(models))
+		for i, m := range models {
+			if i == 40 {
+				fmt.Fprintf(p.out, "  … and %d more\n", len(models)-i)
+				break
+			}
+			fmt.Fprintf(p.out, "  %s\n", m)
+		}
+		if def == "" && len(models) == 1 {
+			def = models[0].ID
+		}
+	}
+	return models, def, nil
 }
 
 // setupDefaults is what setup offers first: the saved config at path, or

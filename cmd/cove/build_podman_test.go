@@ -2,17 +2,13 @@ package main
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,40 +19,7 @@ import (
 // mode, owner, and a symlink's target or a file's content hash.
 func treeListing(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if rel == "." {
-			return nil
-		}
-		fi, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		st := fi.Sys().(*syscall.Stat_t)
-		line := fmt.Sprintf("%v %d:%d", fi.Mode(), st.Uid, st.Gid)
-		switch {
-		case fi.Mode()&os.ModeSymlink != 0:
-			target, _ := os.Readlink(p)
-			line += " -> " + target
-		case fi.Mode().IsRegular():
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			sum := sha256.Sum256(b)
-			line += " " + hex.EncodeToString(sum[:8])
-		}
-		out[rel] = line
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return ownersListing(t, dir, nil, true)
 }
 
 // buildahMountPoints are what buildah leaves in a RUN's layer where the

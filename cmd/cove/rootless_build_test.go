@@ -60,9 +60,11 @@ func (r rootlessUser) run(t *testing.T, root string, args ...string) result {
 	return result{out.String(), errb.String(), code}
 }
 
-// ownersListing is treeListing with each owner as the image sees it: the
-// host ids of a rootless store mapped back through m (nil: as they are).
-// With content false, files are compared by type, mode and owner only.
+// ownersListing describes every entry under dir on one line: path, type,
+// mode, owner (as the image sees it: the host ids of a rootless store
+// mapped back through m; nil: as they are), and a symlink's target or,
+// with content, a file's content hash (without, files are compared by
+// type, mode and owner only).
 func ownersListing(t *testing.T, dir string, m *userns.IDMap, content bool) map[string]string {
 	t.Helper()
 	out := map[string]string{}

@@ -117,96 +117,34 @@ func InstallFeatures(ctx context.Context, dc *devcontainer.Config, base, tag str
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	r := &resolver{ctx: ctx, dc: dc, o: o, tmp: tmp, byKey: map[string]*feature{}}
-	for _, w := range want {
-		if _, err := r.resolve(w.ID, w.Options, true); err != nil {
-			return nil, err
-		}
-	}
-	if len(r.all) == 0 {
-		return &FeatureResult{Ref: base, Notes: r.notes}, nil
-	}
-	order, err := installOrder(r.all, dc.OverrideFeatureInstallOrder)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", dc.Path, err)
-	}
-	for _, f := range order {
-		if f.meta.Privileged {
-			return nil, fmt.Errorf("%s: the Feature %s asks for a privileged workspace; cove does not run one (every capability and device of the host, and no filter): remove the Feature, or install what it installs another way", dc.Path, f.id)
-		}
-	}
-	// The users its install.sh is told of: the file's, else the image's
-	// metadata's, else the image's USER.
-	img, err := image.Pull(ctx, o.Store, base, o.Pull...)
+	order, notes, err := resolveFeatures(ctx, dc, want, tmp, o)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := o.Store.ConfigFile(img)
+	if order == nil {
+		return &FeatureResult{Ref: base, Notes: notes}, nil
+	}
+	fc, err := newFeatureContext(ctx, dc, base, tmp, o)
 	if err != nil {
 		return nil, err
 	}
-	labelContainer, labelRemote := devcontainer.MetadataUsers(cfg.Config.Labels[devcontainer.MetadataLabel])
-	containerUser := firstOf(dc.ContainerUser, labelContainer, cfg.Config.User, "root")
-	remoteUser := firstOf(dc.RemoteUser, labelRemote, containerUser)
-
-	ctxDir := filepath.Join(tmp, "context")
-	var df strings.Builder
-	fmt.Fprintf(&df, "FROM %s\nUSER root\n", base)
-	res := &FeatureResult{Ref: tag, Notes: r.notes}
+	res := &FeatureResult{Ref: tag, Notes: notes}
 	for i, f := range order {
-		name := fmt.Sprintf("%d-%s", i, safeName(f.meta.ID, f.bare))
-		staged := filepath.Join(ctxDir, name)
-		if err := copyTree(f.dir, staged); err != nil {
+		if err := fc.add(i, f); err != nil {
 			return nil, err
 		}
-		if err := os.WriteFile(filepath.Join(staged, "devcontainer-features.env"), []byte(optionsEnv(f)), 0o644); err != nil {
-			return nil, err
-		}
-		builtin := envLine("_CONTAINER_USER", containerUser) + envLine("_REMOTE_USER", remoteUser)
-		if err := os.WriteFile(filepath.Join(staged, "devcontainer-features.builtin.env"), []byte(builtin), 0o644); err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(filepath.Join(staged, "cove-feature-install.sh"), []byte(installWrapper), 0o755); err != nil {
-			return nil, err
-		}
-		keys := make([]string, 0, len(f.meta.ContainerEnv))
-		for k := range f.meta.ContainerEnv {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		// containerEnv before the install, as the spec has it (and a
-		// PATH it extends is the one the next Features see).
-		for _, k := range keys {
-			v := f.meta.ContainerEnv[k]
-			if !envName.MatchString(k) || strings.ContainsAny(v, "\r\n\x00") {
-				return nil, fmt.Errorf("the Feature %s: containerEnv %q: not a variable cove can set", f.id, k)
-			}
-			fmt.Fprintf(&df, "ENV %s=\"%s\"\n", k, strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(v))
-		}
-		fmt.Fprintf(&df, "COPY %s /tmp/cove-features/%s/\n", name, name)
-		fmt.Fprintf(&df, "RUN cd /tmp/cove-features/%s && sh ./cove-feature-install.sh && cd / && rm -rf /tmp/cove-features/%s\n", name, name)
-		entry := map[string]json.RawMessage{}
-		for _, k := range metadataKeys {
-			if v, ok := f.raw[k]; ok {
-				entry[k] = v
-			}
-		}
-		b, _ := json.Marshal(entry)
-		res.Metadata = append(res.Metadata, b)
+		res.Metadata = append(res.Metadata, featureMetadata(f))
 		res.Order = append(res.Order, f.id)
 	}
-	if u := cfg.Config.User; u != "" && u != "root" && u != "0" && !strings.ContainsAny(u, " \t\r\n\\") {
-		fmt.Fprintf(&df, "USER %s\n", u)
-	}
-	dockerfile := filepath.Join(tmp, "Dockerfile")
-	if err := os.WriteFile(dockerfile, []byte(df.String()), 0o600); err != nil {
+	dockerfile, err := fc.finish(tmp)
+	if err != nil {
 		return nil, err
 	}
 	if o.Output != nil {
 		fmt.Fprintf(o.Output, "Features, in install order: %s\n", strings.Join(res.Order, ", "))
 	}
 	br, err := build.Build(ctx, o.Store, build.Options{
-		Context: ctxDir, Dockerfile: dockerfile, Tag: tag,
+		Context: fc.dir, Dockerfile: dockerfile, Tag: tag,
 		Binary: o.Binary, CacheDir: o.CacheDir, Output: o.Output, Pull: o.Pull,
 		// A Feature's install.sh is the project's choice: confined too.
 		// The base is the workspace's image, which the user chose.
@@ -220,6 +158,129 @@ func InstallFeatures(ctx context.Context, dc *devcontainer.Config, base, tag str
 	}
 	res.Digest, res.Steps, res.Hits = br.Image.Digest.String(), br.Steps, br.Hits
 	return res, nil
+}
+
+// resolveFeatures fetches the Features asked for and those they depend
+// on, into tmp, and puts them in install order; none that asks for a
+// privileged workspace is taken. The order is nil when there are none
+// (every one asked for was left out); notes say what was read otherwise
+// than written.
+func resolveFeatures(ctx context.Context, dc *devcontainer.Config, want []devcontainer.Feature, tmp string, o Options) ([]*feature, []string, error) {
+	r := &resolver{ctx: ctx, dc: dc, o: o, tmp: tmp, byKey: map[string]*feature{}}
+	for _, w := range want {
+		if _, err := r.resolve(w.ID, w.Options, true); err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(r.all) == 0 {
+		return nil, r.notes, nil
+	}
+	order, err := installOrder(r.all, dc.OverrideFeatureInstallOrder)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", dc.Path, err)
+	}
+	for _, f := range order {
+		if f.meta.Privileged {
+			return nil, nil, fmt.Errorf("%s: the Feature %s asks for a privileged workspace; cove does not run one (every capability and device of the host, and no filter): remove the Feature, or install what it installs another way", dc.Path, f.id)
+		}
+	}
+	return order, r.notes, nil
+}
+
+// featureContext is the build context and Dockerfile that install the
+// Features on the base: a directory per Feature, and a COPY and RUN of
+// it each.
+type featureContext struct {
+	dir string // the build context
+	df  strings.Builder
+	// The users a Feature's install.sh is told of.
+	containerUser, remoteUser string
+	// imageUser is the base image's USER, set again after the installs.
+	imageUser string
+}
+
+// newFeatureContext starts the Dockerfile on base, as root, and works
+// out the users the install scripts are told of: the file's, else the
+// image's metadata's, else the image's USER.
+func newFeatureContext(ctx context.Context, dc *devcontainer.Config, base, tmp string, o Options) (*featureContext, error) {
+	img, err := image.Pull(ctx, o.Store, base, o.Pull...)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := o.Store.ConfigFile(img)
+	if err != nil {
+		return nil, err
+	}
+	labelContainer, labelRemote := devcontainer.MetadataUsers(cfg.Config.Labels[devcontainer.MetadataLabel])
+	fc := &featureContext{dir: filepath.Join(tmp, "context"), imageUser: cfg.Config.User}
+	fc.containerUser = firstOf(dc.ContainerUser, labelContainer, cfg.Config.User, "root")
+	fc.remoteUser = firstOf(dc.RemoteUser, labelRemote, fc.containerUser)
+	fmt.Fprintf(&fc.df, "FROM %s\nUSER root\n", base)
+	return fc, nil
+}
+
+// add stages the i-th Feature to install: its files, its options and the
+// users as the spec's env files, the wrapper that runs its install.sh;
+// and its containerEnv, COPY and RUN in the Dockerfile.
+func (fc *featureContext) add(i int, f *feature) error {
+	name := fmt.Sprintf("%d-%s", i, safeName(f.meta.ID, f.bare))
+	staged := filepath.Join(fc.dir, name)
+	if err := copyTree(f.dir, staged); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(staged, "devcontainer-features.env"), []byte(optionsEnv(f)), 0o644); err != nil {
+		return err
+	}
+	builtin := envLine("_CONTAINER_USER", fc.containerUser) + envLine("_REMOTE_USER", fc.remoteUser)
+	if err := os.WriteFile(filepath.Join(staged, "devcontainer-features.builtin.env"), []byte(builtin), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(staged, "cove-feature-install.sh"), []byte(installWrapper), 0o755); err != nil {
+		return err
+	}
+	keys := make([]string, 0, len(f.meta.ContainerEnv))
+	for k := range f.meta.ContainerEnv {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	// containerEnv before the install, as the spec has it (and a PATH it
+	// extends is the one the next Features see).
+	for _, k := range keys {
+		v := f.meta.ContainerEnv[k]
+		if !envName.MatchString(k) || strings.ContainsAny(v, "\r\n\x00") {
+			return fmt.Errorf("the Feature %s: containerEnv %q: not a variable cove can set", f.id, k)
+		}
+		fmt.Fprintf(&fc.df, "ENV %s=\"%s\"\n", k, strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(v))
+	}
+	fmt.Fprintf(&fc.df, "COPY %s /tmp/cove-features/%s/\n", name, name)
+	fmt.Fprintf(&fc.df, "RUN cd /tmp/cove-features/%s && sh ./cove-feature-install.sh && cd / && rm -rf /tmp/cove-features/%s\n", name, name)
+	return nil
+}
+
+// finish gives the image its USER back (the installs ran as root) and
+// writes the Dockerfile into tmp, outside the context, returning its path.
+func (fc *featureContext) finish(tmp string) (string, error) {
+	if u := fc.imageUser; u != "" && u != "root" && u != "0" && !strings.ContainsAny(u, " \t\r\n\\") {
+		fmt.Fprintf(&fc.df, "USER %s\n", u)
+	}
+	dockerfile := filepath.Join(tmp, "Dockerfile")
+	if err := os.WriteFile(dockerfile, []byte(fc.df.String()), 0o600); err != nil {
+		return "", err
+	}
+	return dockerfile, nil
+}
+
+// featureMetadata is the Feature's entry for the workspace's merged
+// metadata: the keys of its devcontainer-feature.json that go there.
+func featureMetadata(f *feature) json.RawMessage {
+	entry := map[string]json.RawMessage{}
+	for _, k := range metadataKeys {
+		if v, ok := f.raw[k]; ok {
+			entry[k] = v
+		}
+	}
+	b, _ := json.Marshal(entry)
+	return b
 }
 
 func firstOf(s ...string) string {

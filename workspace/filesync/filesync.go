@@ -139,53 +139,21 @@ type Syncer struct {
 // last round: that is not carried to the other.
 var ErrEmptied = errors.New("one side was emptied")
 
-// Sync runs one round.
+// Sync runs one round: it scans both sides, refuses to carry a side
+// emptied whole, reconciles every path either side or the base has (in
+// order, leaving alone what a side could not read), and then removes the
+// directories the other side removed and writes what takes their place.
 func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var rep Report
-	ls, err := s.Local.Scan(ctx)
+	ls, rs, err := s.scan(ctx)
 	if err != nil {
-		return rep, fmt.Errorf("sync: scan the local files: %w", err)
-	}
-	rs, err := s.Remote.Scan(ctx)
-	if err != nil {
-		return rep, fmt.Errorf("sync: scan the workspace's files: %w", err)
+		return rep, err
 	}
 	local, remote := ls.Entries, rs.Entries
-	if local == nil {
-		local = map[string]Entry{}
-	}
-	if remote == nil {
-		remote = map[string]Entry{}
-	}
-	if s.Base == nil {
-		s.Base = map[string]Entry{}
-	}
-	if h, ok := s.Local.(hider); ok {
-		// This machine's rules decide for both sides: the workspace's
-		// copy may make something else of its own (the Pod's has no .git,
-		// so git's rules do not apply there). A path they hide is left
-		// alone on both sides, neither carried nor deleted as gone.
-		hides := h.Hider()
-		for p, e := range remote {
-			if _, ok := local[p]; !ok && hides(p, e.dir()) {
-				delete(remote, p)
-			}
-		}
-		rs.Unreadable = slices.DeleteFunc(rs.Unreadable, func(u Unreadable) bool { return hides(u.Path, u.Dir) })
-	}
-	// A side that was emptied whole (the project directory removed or
-	// replaced under the session, a volume that came back empty) would
-	// have everything deleted on the other: nothing is, as unison asks
-	// first.
-	if len(s.Base) > 0 && (len(local) == 0) != (len(remote) == 0) {
-		where, other := "here", "in the workspace"
-		if len(remote) == 0 {
-			where, other = "in the workspace", "here"
-		}
-		return rep, fmt.Errorf("sync: %w: the project's files %s are all gone (%d were there at the last round); nothing is deleted %s. If the directory was removed or replaced, cove stop, then cove up again brings both sides together",
-			ErrEmptied, where, len(s.Base), other)
+	if err := s.checkEmptied(local, remote); err != nil {
+		return rep, err
 	}
 	// A path one side could not read would look deleted there: it is
 	// left alone on both sides, its base kept, until it can be read.
@@ -195,56 +163,114 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 	}
 	rep.UnreadableLocal = s.firstSaid(0, ls.Unreadable)
 	rep.UnreadableRemote = s.firstSaid(1, rs.Unreadable)
-	paths := map[string]bool{}
-	for _, m := range []map[string]Entry{local, remote, s.Base} {
-		for p := range m {
-			paths[p] = true
-		}
-	}
-	sorted := slices.Sorted(func(yield func(string) bool) {
-		for p := range paths {
-			if !yield(p) {
-				return
-			}
-		}
-	})
 	rd := &round{local: local, remote: remote, rep: &rep, settled: map[string]bool{}}
-	// A path that fails is said, and the others go on: one file the
-	// other side cannot write does not hold the project back. A broken
-	// stream ends the round: every call after it would fail too.
-	var first error
-	fail := func(p string, err error) bool {
-		err = fmt.Errorf("sync %s: %w", p, err)
-		if first == nil {
-			first = err
-		}
-		return errors.Is(err, ErrAway) || ctx.Err() != nil
-	}
-	for _, p := range sorted {
+	for _, p := range allPaths(local, remote, s.Base) {
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
 		if covered(unknown, p) || rd.under(p) || rd.settled[p] {
 			continue
 		}
-		if err := s.reconcile(ctx, rd, p, get(local, p), get(remote, p), get(s.Base, p)); err != nil && fail(p, err) {
-			return rep, first
+		if err := s.reconcile(ctx, rd, p, get(local, p), get(remote, p), get(s.Base, p)); err != nil && rd.fail(ctx, p, err) {
+			return rep, rd.first
 		}
 	}
-	// Directories the other side removed, deepest first, now that what
-	// they held is gone; then what takes their place.
+	rd.finish(ctx)
+	return rep, rd.first
+}
+
+// scan lists both sides. When Local is a Dir, this machine's rules decide
+// for both: the workspace's copy may make something else of its own (the
+// Pod's has no .git, so git's rules do not apply there). A path they hide
+// is left alone on both sides, neither carried nor deleted as gone.
+func (s *Syncer) scan(ctx context.Context) (ls, rs Listing, err error) {
+	if ls, err = s.Local.Scan(ctx); err != nil {
+		return ls, rs, fmt.Errorf("sync: scan the local files: %w", err)
+	}
+	if rs, err = s.Remote.Scan(ctx); err != nil {
+		return ls, rs, fmt.Errorf("sync: scan the workspace's files: %w", err)
+	}
+	if ls.Entries == nil {
+		ls.Entries = map[string]Entry{}
+	}
+	if rs.Entries == nil {
+		rs.Entries = map[string]Entry{}
+	}
+	if s.Base == nil {
+		s.Base = map[string]Entry{}
+	}
+	if h, ok := s.Local.(hider); ok {
+		hides := h.Hider()
+		for p, e := range rs.Entries {
+			if _, ok := ls.Entries[p]; !ok && hides(p, e.dir()) {
+				delete(rs.Entries, p)
+			}
+		}
+		rs.Unreadable = slices.DeleteFunc(rs.Unreadable, func(u Unreadable) bool { return hides(u.Path, u.Dir) })
+	}
+	return ls, rs, nil
+}
+
+// checkEmptied refuses a round where one side was emptied whole (the
+// project directory removed or replaced under the session, a volume that
+// came back empty): it would have everything deleted on the other, so
+// nothing is, as unison asks first.
+func (s *Syncer) checkEmptied(local, remote map[string]Entry) error {
+	if len(s.Base) > 0 && (len(local) == 0) != (len(remote) == 0) {
+		where, other := "here", "in the workspace"
+		if len(remote) == 0 {
+			where, other = "in the workspace", "here"
+		}
+		return fmt.Errorf("sync: %w: the project's files %s are all gone (%d were there at the last round); nothing is deleted %s. If the directory was removed or replaced, cove stop, then cove up again brings both sides together",
+			ErrEmptied, where, len(s.Base), other)
+	}
+	return nil
+}
+
+// allPaths are the paths of the maps, sorted: a directory before what it
+// holds.
+func allPaths(ms ...map[string]Entry) []string {
+	paths := map[string]bool{}
+	for _, m := range ms {
+		for p := range m {
+			paths[p] = true
+		}
+	}
+	return slices.Sorted(func(yield func(string) bool) {
+		for p := range paths {
+			if !yield(p) {
+				return
+			}
+		}
+	})
+}
+
+// fail records that p failed, and says whether the round must end. A path
+// that fails is said, and the others go on: one file the other side
+// cannot write does not hold the project back. A broken stream ends the
+// round: every call after it would fail too.
+func (rd *round) fail(ctx context.Context, p string, err error) bool {
+	err = fmt.Errorf("sync %s: %w", p, err)
+	if rd.first == nil {
+		rd.first = err
+	}
+	return errors.Is(err, ErrAway) || ctx.Err() != nil
+}
+
+// finish removes the directories the other side removed, deepest first,
+// now that what they held is gone; then writes what takes their place.
+func (rd *round) finish(ctx context.Context) {
 	for i := len(rd.rmdirs) - 1; i >= 0; i-- {
 		d := rd.rmdirs[i]
-		if err := d.side.Remove(ctx, d.path); err != nil && fail(d.path, err) {
-			return rep, first
+		if err := d.side.Remove(ctx, d.path); err != nil && rd.fail(ctx, d.path, err) {
+			return
 		}
 	}
 	for _, l := range rd.late {
-		if err := l.do(); err != nil && fail(l.path, err) {
-			return rep, first
+		if err := l.do(); err != nil && rd.fail(ctx, l.path, err) {
+			return
 		}
 	}
-	return rep, first
 }
 
 // covered says whether p is in set or under a path in it.
@@ -287,6 +313,7 @@ type round struct {
 	// settled are paths this round wrote on both sides (conflict
 	// copies), which its scans do not describe any more.
 	settled map[string]bool
+	first   error // the first path's error; the round went on past it unless fail said stop
 }
 
 type pathOn struct {
