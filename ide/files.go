@@ -198,5 +198,8 @@ func NewHandler(dir *projectfs.Dir, shell []string) http.Handler {
 	mux.HandleFunc("GET /api/watch", f.watch)
 	mux.HandleFunc("GET /api/ports/listening", servePortsListening)
 	mux.HandleFunc("GET /api/ports/tunnel", serveTunnel)
+	l := &languages{dir: dir, running: map[string]*lspProcess{}}
+	mux.HandleFunc("GET /api/lsp", l.info)
+	mux.HandleFunc("GET /api/lsp/{name}", l.serve)
 	return mux
 }
