@@ -27,6 +27,7 @@ import (
 //	echo   answers each message with {"echo": MESSAGE}; writes its pid to lsp.pid
 //	die    exits on its first message, saying why on stderr
 //	huge   says a message of a terabyte follows, and sends bytes
+//	hostile  see hostileServer
 func TestHelperLanguageServer(t *testing.T) {
 	i := slices.Index(os.Args, "--")
 	if i < 0 || i+1 >= len(os.Args) {
@@ -43,6 +44,10 @@ func TestHelperLanguageServer(t *testing.T) {
 				os.Exit(0)
 			}
 		}
+	}
+	if mode == "hostile" {
+		hostileServer()
+		return
 	}
 	err := readLSP(os.Stdin, func(msg []byte) error {
 		if mode == "die" {
@@ -299,4 +304,69 @@ func TestReadLSPRefusesBadHeaders(t *testing.T) {
 			t.Errorf("%.40q: %v", in, err)
 		}
 	}
+}
+
+// hostileServer is a language server that wants the page to show, open
+// and change what is outside the project (ide/web/test/hostile.mjs):
+// diagnostics for /etc/passwd, with escape sequences, thousands of them
+// in thousands of files; a definition in /etc/passwd; hover Markdown
+// with HTML that runs script; a rename that writes outside the project;
+// references in a message over the limit.
+func hostileServer() {
+	root, _ := os.Getwd()
+	uri := func(p string) string { return "file://" + p }
+	send := func(v any) {
+		b, _ := json.Marshal(v)
+		fmt.Printf("Content-Length: %d\r\n\r\n%s", len(b), b)
+	}
+	notify := func(method string, params any) {
+		send(map[string]any{"jsonrpc": "2.0", "method": method, "params": params})
+	}
+	rng := map[string]any{"start": map[string]int{"line": 0, "character": 0}, "end": map[string]int{"line": 0, "character": 4}}
+	diag := func(msg string) map[string]any { return map[string]any{"range": rng, "severity": 1, "message": msg} }
+	readLSP(os.Stdin, func(b []byte) error {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		json.Unmarshal(b, &m)
+		reply := func(result any) { send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": result}) }
+		switch m.Method {
+		case "initialize":
+			reply(map[string]any{"capabilities": map[string]any{"textDocumentSync": 1, "definitionProvider": true, "hoverProvider": true,
+				"renameProvider": true, "referencesProvider": true}})
+		case "initialized":
+			notify("textDocument/publishDiagnostics", map[string]any{"uri": "file:///etc/passwd", "diagnostics": []any{diag("outside")}})
+			notify("textDocument/publishDiagnostics", map[string]any{"uri": uri(root + "/../escape.go"), "diagnostics": []any{diag("dotdot")}})
+			var many []any
+			for i := range 5000 {
+				long := "" // a few messages of 2500 characters: the whole is under the 8 MiB a message may be
+				if i%1000 == 0 {
+					long = strings.Repeat("long ", 500)
+				}
+				many = append(many, diag(fmt.Sprintf("\x1b]0;evil title\x07\x1b[31mred %d %s", i, long)))
+			}
+			notify("textDocument/publishDiagnostics", map[string]any{"uri": uri(root + "/a.go"), "diagnostics": many})
+			for i := range 2000 {
+				notify("textDocument/publishDiagnostics", map[string]any{"uri": uri(fmt.Sprintf("%s/gen/f%04d.go", root, i)), "diagnostics": []any{diag("flood")}})
+			}
+			notify("window/showMessage", map[string]any{"type": 1, "message": "hello \x1b[2J from the server"})
+		case "textDocument/definition":
+			reply(map[string]any{"uri": "file:///etc/passwd", "range": rng})
+		case "textDocument/hover":
+			reply(map[string]any{"contents": map[string]any{"kind": "markdown", "value": "**bold** <img src=x onerror=\"window.pwned=1\"><script>window.pwned=2</script>" +
+				"<a href=\"javascript:window.pwned=3\">link</a><iframe src=\"/api/file?path=a.go\"></iframe>"}})
+		case "textDocument/rename":
+			reply(map[string]any{"changes": map[string]any{
+				uri(root + "/a.go"):        []any{map[string]any{"range": rng, "newText": "RENAMED"}},
+				"file:///tmp/cove-evil.go": []any{map[string]any{"range": rng, "newText": "evil"}},
+			}})
+		case "textDocument/references":
+			fmt.Printf("Content-Length: %d\r\n\r\n", 20<<20)
+			os.Stdout.Write(make([]byte, 20<<20))
+		case "shutdown":
+			reply(nil)
+		}
+		return nil
+	})
 }

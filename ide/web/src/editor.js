@@ -105,6 +105,7 @@ export class Doc {
     this.onStatus = onStatus;
     this.theme = new Compartment();
     this.lang = new Compartment();
+    this.lsp = new Compartment(); // the language server's, once it is connected (languages.js)
     this.view = new EditorView({
       parent: host,
       state: EditorState.create({
@@ -112,6 +113,7 @@ export class Doc {
         extensions: [
           basicSetup,
           this.lang.of([]),
+          this.lsp.of([]),
           this.theme.of(dark ? oneDark : []),
           keymap.of([{ key: "Mod-s", preventDefault: true, run: () => (this.trySave(), true) }]),
           EditorView.updateListener.of((u) => {

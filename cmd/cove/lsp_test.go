@@ -1,0 +1,171 @@
+package main
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cove-sh/cove/internal/testimage"
+	"github.com/cove-sh/cove/internal/testregistry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	v1tarball "github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// goplsDir holds gopls, built static from the Go proxy by scripts/test.sh
+// (COVE_TEST_GOPLS overrides it).
+func goplsPath(t *testing.T) string {
+	t.Helper()
+	p := os.Getenv("COVE_TEST_GOPLS")
+	if p == "" {
+		p = "/var/cache/cove-test/gopls/gopls"
+	}
+	if _, err := os.Stat(p); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("no gopls at %s: scripts/test.sh installs it", p)
+		}
+		t.Skipf("no gopls at %s (scripts/test.sh builds it: CGO_ENABLED=0 GOBIN=/var/cache/cove-test/gopls go install golang.org/x/tools/gopls@v0.23.0)", p)
+	}
+	return p
+}
+
+// goImage is busybox with this machine's Go toolchain (the go command,
+// the standard library's sources, no tests) and gopls: a workspace image
+// for a Go project, made without a network.
+func goImage(t *testing.T, gopls string) v1.Image {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		t.Fatalf("go env GOROOT: %v", err)
+	}
+	goroot := strings.TrimSpace(string(out))
+	l, err := v1tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		pr, pw := io.Pipe()
+		go func() { pw.CloseWithError(writeGoLayer(pw, goroot, gopls)) }()
+		return pr, nil
+	}, v1tarball.WithCompressionLevel(gzip.BestSpeed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := testimage.BusyboxLayer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := testimage.Image("amd64", base, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = cfg.DeepCopy()
+	cfg.Config.Env = []string{"PATH=/usr/local/go/bin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "GOTOOLCHAIN=local", "GOPROXY=off",
+		"GOFLAGS=-mod=mod", "GOTELEMETRY=off", "CGO_ENABLED=0", "HOME=/root", "GOPATH=/tmp/gopath", "GOCACHE=/tmp/gocache", "XDG_CACHE_HOME=/tmp/cache"}
+	img, err = mutate.ConfigFile(img, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+// writeGoLayer writes the layer's tar: goroot as /usr/local/go (bin/go,
+// VERSION, go.env, src without tests), gopls as /usr/local/bin/gopls.
+func writeGoLayer(w io.Writer, goroot, gopls string) error {
+	tw := tar.NewWriter(w)
+	add := func(name, src string, fi fs.FileInfo) error {
+		hdr := &tar.Header{Name: name, Mode: int64(fi.Mode().Perm()), ModTime: fi.ModTime(), Typeflag: tar.TypeDir}
+		if !fi.IsDir() {
+			hdr.Typeflag, hdr.Size = tar.TypeReg, fi.Size()
+		}
+		if err := tw.WriteHeader(hdr); err != nil || fi.IsDir() {
+			return err
+		}
+		f, err := os.Open(src)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = io.Copy(tw, f)
+		return err
+	}
+	for _, d := range []string{"usr/local", "usr/local/bin", "usr/local/go", "usr/local/go/bin"} {
+		if err := tw.WriteHeader(&tar.Header{Name: d, Mode: 0o755, Typeflag: tar.TypeDir}); err != nil {
+			return err
+		}
+	}
+	for name, src := range map[string]string{"usr/local/bin/gopls": gopls, "usr/local/go/bin/go": filepath.Join(goroot, "bin/go"),
+		"usr/local/go/VERSION": filepath.Join(goroot, "VERSION"), "usr/local/go/go.env": filepath.Join(goroot, "go.env")} {
+		fi, err := os.Stat(src)
+		if err != nil {
+			return err
+		}
+		if err := add(name, src, fi); err != nil {
+			return err
+		}
+	}
+	src := filepath.Join(goroot, "src")
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == "testdata" || strings.HasSuffix(p, "_test.go") || d.Type()&fs.ModeSymlink != 0 {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(goroot, p)
+		return add("usr/local/go/"+rel, p, fi)
+	})
+	if err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
+// TestBrowserLanguageServerGo: real Chromium, the real launcher, a real
+// workspace image with gopls and a Go project (ide/web/test/lsp.mjs): a
+// type error typed in the editor shows as a diagnostic, in the editor and
+// the Problems panel, within 2 s, and goes when fixed; completion after
+// "p." offers the struct's fields; F12 opens the other file at the
+// definition's line; F2 renames the type in both files, on disk.
+func TestBrowserLanguageServerGo(t *testing.T) {
+	needRoot(t)
+	gopls := goplsPath(t)
+	addr := testregistry.Addr(t)
+	node := browserTestTools(t)
+	ref := testregistry.Push(t, addr, goImage(t, gopls))
+	project := t.TempDir()
+	for name, body := range map[string]string{
+		"go.mod":   "module example.com/shapes\n\ngo 1.22\n",
+		"types.go": "package main\n\n// A place on the plane.\ntype Point struct {\n\tX, Y int\n}\n\n// Origin is where the axes cross.\nfunc Origin() Point { return Point{} }\n",
+		"main.go":  "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tp := Origin()\n\tvar q Point = p\n\tfmt.Println(p.X, q.Y)\n}\n",
+	} {
+		os.WriteFile(filepath.Join(project, name), []byte(body), 0o644)
+	}
+	root := t.TempDir()
+	_, url := startUp(t, root, ref, project)
+	cmd := exec.Command(node, "../../ide/web/test/lsp.mjs", url)
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "ok") {
+		t.Fatalf("lsp.mjs: %v\nlauncher: %s", err, upErr(t))
+	}
+	types, _ := os.ReadFile(filepath.Join(project, "types.go"))
+	main, _ := os.ReadFile(filepath.Join(project, "main.go"))
+	if !strings.Contains(string(types), "type Place struct") || !strings.Contains(string(types), "func Origin() Place { return Place{} }") ||
+		!strings.Contains(string(main), "var q Place = p") || strings.Contains(string(types)+string(main), "Point") {
+		t.Errorf("after the rename, on disk:\ntypes.go:\n%s\nmain.go:\n%s", types, main)
+	}
+}
