@@ -13,6 +13,7 @@ import (
 
 	"github.com/cove-sh/cove/internal/testimage"
 	"github.com/cove-sh/cove/internal/testregistry"
+	"github.com/cove-sh/cove/workspace"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	v1tarball "github.com/google/go-containerregistry/pkg/v1/tarball"
@@ -66,7 +67,7 @@ func goImage(t *testing.T, gopls string) v1.Image {
 		t.Fatal(err)
 	}
 	cfg = cfg.DeepCopy()
-	cfg.Config.Env = []string{"PATH=/usr/local/go/bin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "GOTOOLCHAIN=local", "GOPROXY=off",
+	cfg.Config.Env = []string{"PATH=/usr/local/go/bin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "GOROOT=/usr/local/go", "GOTOOLCHAIN=local", "GOPROXY=off",
 		"GOFLAGS=-mod=mod", "GOTELEMETRY=off", "CGO_ENABLED=0", "HOME=/root", "GOPATH=/tmp/gopath", "GOCACHE=/tmp/gocache", "XDG_CACHE_HOME=/tmp/cache"}
 	img, err = mutate.ConfigFile(img, cfg)
 	if err != nil {
@@ -100,8 +101,11 @@ func writeGoLayer(w io.Writer, goroot, gopls string) error {
 			return err
 		}
 	}
-	for name, src := range map[string]string{"usr/local/bin/gopls": gopls, "usr/local/go/bin/go": filepath.Join(goroot, "bin/go"),
-		"usr/local/go/VERSION": filepath.Join(goroot, "VERSION"), "usr/local/go/go.env": filepath.Join(goroot, "go.env")} {
+	// In order: the layer is read twice (its digest, then its upload),
+	// the same bytes each time.
+	for _, f := range [][2]string{{"usr/local/bin/gopls", gopls}, {"usr/local/go/bin/go", filepath.Join(goroot, "bin/go")},
+		{"usr/local/go/VERSION", filepath.Join(goroot, "VERSION")}, {"usr/local/go/go.env", filepath.Join(goroot, "go.env")}} {
+		name, src := f[0], f[1]
 		fi, err := os.Stat(src)
 		if err != nil {
 			return err
@@ -167,5 +171,104 @@ func TestBrowserLanguageServerGo(t *testing.T) {
 	if !strings.Contains(string(types), "type Place struct") || !strings.Contains(string(types), "func Origin() Place { return Place{} }") ||
 		!strings.Contains(string(main), "var q Place = p") || strings.Contains(string(types)+string(main), "Point") {
 		t.Errorf("after the rename, on disk:\ntypes.go:\n%s\nmain.go:\n%s", types, main)
+	}
+}
+
+// gitImage is busybox with this machine's git and the libraries it
+// loads, at the same paths: a workspace image with git, made without a
+// network.
+func gitImage(t *testing.T) v1.Image {
+	t.Helper()
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("no git on this machine to put in the image")
+	}
+	out, err := exec.Command("ldd", git).Output()
+	if err != nil {
+		t.Fatalf("ldd %s: %v", git, err)
+	}
+	files := []string{git}
+	for _, f := range strings.Fields(string(out)) {
+		if strings.HasPrefix(f, "/") {
+			files = append(files, f)
+		}
+	}
+	var dirs, names []testimage.Entry
+	seen := map[string]bool{"usr": true, "usr/bin": true, "bin": true} // busybox's
+	for _, f := range files {
+		body, err := os.ReadFile(f) // through a symlink: the library itself, under the name it is loaded by
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := strings.TrimPrefix(f, "/")
+		var up []string
+		for d := filepath.Dir(name); d != "." && !seen[d]; d = filepath.Dir(d) {
+			seen[d] = true
+			up = append([]string{d}, up...)
+		}
+		for _, d := range up {
+			dirs = append(dirs, testimage.Dir(d, 0o755))
+		}
+		names = append(names, testimage.Entry{Name: name, Type: tar.TypeReg, Body: body, Mode: 0o755})
+	}
+	l, err := testimage.Layer(append(dirs, names...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := testimage.BusyboxLayer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := testimage.Image("amd64", base, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+// TestBrowserSourceControl: real Chromium, the real launcher, git in the
+// workspace (ide/web/test/scm.mjs): a change made in the IDE's terminal
+// shows in the Source Control view, its diff in the merge view; a file is
+// staged and unstaged, another's change discarded after a confirmation,
+// one committed with a message; a new branch is made and switched to.
+// Then git inside the workspace shows that commit, with its change, on
+// the branch, and the discarded file as it was.
+func TestBrowserSourceControl(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	node := browserTestTools(t)
+	ref := testregistry.Push(t, addr, gitImage(t))
+	project := t.TempDir()
+	os.WriteFile(filepath.Join(project, "hello.txt"), []byte("hello\n"), 0o644)
+	os.WriteFile(filepath.Join(project, "other.txt"), []byte("other\n"), 0o644)
+	// The fixture's repository (the test's own doing, before the
+	// workspace starts).
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"config", "user.name", "Cove Test"}, {"config", "user.email", "test@cove.invalid"},
+		{"add", "."}, {"commit", "-q", "-m", "first"}} {
+		if out, err := exec.Command("git", append([]string{"-C", project}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	root := t.TempDir()
+	_, url := startUp(t, root, ref, project)
+	out, err := exec.Command(node, "../../ide/web/test/scm.mjs", url).CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "ok") {
+		t.Fatalf("scm.mjs: %v\nlauncher: %s", err, upErr(t))
+	}
+	name := workspace.Name(project)
+	log := runProc(t, root, "", "exec", name, "git", "-C", "/workspace", "log", "-p", "-1")
+	if log.code != 0 || !strings.Contains(log.stdout, "Change hello from the IDE") || !strings.Contains(log.stdout, "+changed-in-terminal") ||
+		strings.Contains(log.stdout, "new.txt") {
+		t.Errorf("git log -p in the workspace: %+v", log)
+	}
+	if b := runProc(t, root, "", "exec", name, "git", "-C", "/workspace", "branch", "--show-current"); strings.TrimSpace(b.stdout) != "feature-x" {
+		t.Errorf("the branch in the workspace: %+v", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(project, "other.txt")); string(b) != "other\n" {
+		t.Errorf("other.txt after the discard: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(project, "new.txt")); err != nil {
+		t.Errorf("new.txt, unstaged, is gone: %v", err)
 	}
 }

@@ -13,6 +13,7 @@ import { startStatusBar } from "./statusbar.js";
 import { startNotes } from "./notes.js";
 import { startPorts } from "./ports.js";
 import { startLanguages } from "./languages.js";
+import { startSCM } from "./scm.js";
 import { $, el } from "./dom.js";
 
 const darkQuery = matchMedia("(prefers-color-scheme: dark)");
@@ -512,6 +513,12 @@ const commands = new Commands()
   .add("renameSymbol", "Rename symbol in every file (F2)", () => languages.run("rename"))
   .add("format", "Format document (Shift+Alt+F)", () => languages.run("format"))
   .add("signature", "Show the signature (Ctrl+Shift+Space)", () => languages.run("signature"))
+  .add("scm", "View: Source control (git in the workspace)", () => {
+    if (!layout.shown("side")) layout.toggle("side", true);
+    $("#scm").classList.remove("folded");
+    scm.refresh();
+    scm.focus();
+  }, { key: "Ctrl+Shift+G" })
   .add("branch", "Git: Show the branch again (read .git/HEAD)", () => statusBar.refreshBranch());
 document.addEventListener("keydown", (ev) => commands.handle(ev));
 const statusBar = startStatusBar();
@@ -526,6 +533,7 @@ function watchFiles(retry = 0) {
   ws.onmessage = async (ev) => {
     const { path, op } = JSON.parse(ev.data);
     languages.changed(path, op);
+    scm.changed();
     const open = docs.get(path);
     if (open && op !== "remove") {
       const r = await fetch(`/api/file?path=${encodeURIComponent(path)}`);
@@ -562,7 +570,9 @@ const lifeline = startLifeline({
 const notesLog = startNotes({ pane: $("#log"), badge: $("#st-notes"), show: showLog, stopped: () => lifeline.stopped() });
 const portsView = startPorts({ pane: $("#ports"), tab: $("#ports-tab"), shown: () => !$("#ports").hidden && layout.shown("bottom"), stopped: () => lifeline.stopped() });
 const languages = startLanguages({ openFile, docs, status, problems: { pane: $("#problems"), tab: $("#problems-tab") } });
-window.cove = { shells, docs, layout, commands, languages };
+const scm = startSCM({ box: $("#scm-box"), status, openFile, dark: () => darkQuery.matches });
+$("#scm-head").addEventListener("click", () => $("#scm").classList.toggle("folded"));
+window.cove = { shells, docs, layout, commands, languages, scm };
 renderDir(".", $("#tree")).catch((e) => status(`files: ${e.message}`));
 restoreDocs().catch((e) => status(`files: ${e.message}`));
 // Unsaved edits live only in this page: the browser asks before it goes.

@@ -49,7 +49,7 @@ try {
   await wait(async () => {
     const d = window.cove.docs.get("main.go").doc;
     const r = await d.lspClient.client.request("textDocument/hover", { textDocument: { uri: d.lspClient.client.workspace.files[0].uri }, position: { line: 5, character: 8 } }).catch(() => null);
-    return r && JSON.stringify(r).includes("Origin");
+    return r && JSON.stringify(r).includes("func Origin() Point");
   }, null, "gopls never answered a hover on Origin", 60000);
   console.log(`gopls ready: ${Date.now() - t0} ms after the file opened`);
 
