@@ -77,7 +77,8 @@ func goImage(t *testing.T, gopls string) v1.Image {
 }
 
 // writeGoLayer writes the layer's tar: goroot as /usr/local/go (bin/go,
-// VERSION, go.env, src without tests), gopls as /usr/local/bin/gopls.
+// the tools, VERSION, go.env, src without tests), gopls as
+// /usr/local/bin/gopls.
 func writeGoLayer(w io.Writer, goroot, gopls string) error {
 	tw := tar.NewWriter(w)
 	add := func(name, src string, fi fs.FileInfo) error {
@@ -96,7 +97,7 @@ func writeGoLayer(w io.Writer, goroot, gopls string) error {
 		_, err = io.Copy(tw, f)
 		return err
 	}
-	for _, d := range []string{"usr/local", "usr/local/bin", "usr/local/go", "usr/local/go/bin"} {
+	for _, d := range []string{"usr/local", "usr/local/bin", "usr/local/go", "usr/local/go/bin", "usr/local/go/pkg"} {
 		if err := tw.WriteHeader(&tar.Header{Name: d, Mode: 0o755, Typeflag: tar.TypeDir}); err != nil {
 			return err
 		}
@@ -114,8 +115,20 @@ func writeGoLayer(w io.Writer, goroot, gopls string) error {
 			return err
 		}
 	}
-	src := filepath.Join(goroot, "src")
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+	// The tools: go list asks each its version.
+	if err := walkInto(filepath.Join(goroot, "pkg/tool"), goroot, add); err != nil {
+		return err
+	}
+	if err := walkInto(filepath.Join(goroot, "src"), goroot, add); err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
+// walkInto adds the tree at dir, under usr/local/go as it is under
+// goroot, leaving out tests and their data.
+func walkInto(dir, goroot string, add func(name, src string, fi fs.FileInfo) error) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -132,10 +145,6 @@ func writeGoLayer(w io.Writer, goroot, gopls string) error {
 		rel, _ := filepath.Rel(goroot, p)
 		return add("usr/local/go/"+rel, p, fi)
 	})
-	if err != nil {
-		return err
-	}
-	return tw.Close()
 }
 
 // TestBrowserLanguageServerGo: real Chromium, the real launcher, a real
