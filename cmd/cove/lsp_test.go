@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"archive/tar"
 	"compress/gzip"
 	"io"
@@ -241,7 +242,9 @@ func gitImage(t *testing.T) v1.Image {
 // staged and unstaged, another's change discarded after a confirmation,
 // one committed with a message; a new branch is made and switched to.
 // Then git inside the workspace shows that commit, with its change, on
-// the branch, and the discarded file as it was.
+// the branch, and the discarded file as it was. Along the way: the
+// user's editor settings (font size, tab size) apply, and a change to
+// the file applies to the open editor without a reload.
 func TestBrowserSourceControl(t *testing.T) {
 	needRoot(t)
 	addr := testregistry.Addr(t)
@@ -258,12 +261,31 @@ func TestBrowserSourceControl(t *testing.T) {
 			t.Fatalf("git %v: %v %s", args, err, out)
 		}
 	}
+	// The user's editor settings, changed while the window is open.
+	config := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", config)
+	os.MkdirAll(filepath.Join(config, "cove"), 0o700)
+	settingsFile := filepath.Join(config, "cove", "settings.json")
+	os.WriteFile(settingsFile, []byte(`{"editor": {"fontSize": 19, "tabSize": 3}}`), 0o600)
 	root := t.TempDir()
 	_, url := startUp(t, root, ref, project)
-	out, err := exec.Command(node, "../../ide/web/test/scm.mjs", url).CombinedOutput()
-	t.Logf("%s", out)
-	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "ok") {
-		t.Fatalf("scm.mjs: %v\nlauncher: %s", err, upErr(t))
+	cmd := exec.Command(node, "../../ide/web/test/scm.mjs", url)
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if sc.Text() == "cove-test: settings" {
+			os.WriteFile(settingsFile, []byte(`{"editor": {"fontSize": 23, "tabSize": 3, "wordWrap": true}}`), 0o600)
+		}
+	}
+	if err := cmd.Wait(); err != nil || len(lines) == 0 || lines[len(lines)-1] != "ok" {
+		t.Fatalf("scm.mjs: %v\n%s\n%s\nlauncher: %s", err, strings.Join(lines, "\n"), errb.String(), upErr(t))
 	}
 	name := workspace.Name(project)
 	log := runProc(t, root, "", "exec", name, "git", "-C", "/workspace", "log", "-p", "-1")

@@ -14,6 +14,7 @@ import { startNotes } from "./notes.js";
 import { startPorts } from "./ports.js";
 import { startLanguages } from "./languages.js";
 import { startSCM } from "./scm.js";
+import { startSettings } from "./settings.js";
 import { $, el } from "./dom.js";
 
 const darkQuery = matchMedia("(prefers-color-scheme: dark)");
@@ -206,6 +207,7 @@ async function openFile(path, line, focus = true, at = {}) {
   $("#editor-tabs").insertBefore(tab, $("#md-preview"));
   const doc = new Doc(pane, path, text, {
     dark: darkQuery.matches,
+    prefs: userSettings.get(),
     etag: r.headers.get("ETag"),
     onDirty: (dirty) => tab.classList.toggle("dirty", dirty),
     onStatus: status,
@@ -570,9 +572,10 @@ const lifeline = startLifeline({
 const notesLog = startNotes({ pane: $("#log"), badge: $("#st-notes"), show: showLog, stopped: () => lifeline.stopped() });
 const portsView = startPorts({ pane: $("#ports"), tab: $("#ports-tab"), shown: () => !$("#ports").hidden && layout.shown("bottom"), stopped: () => lifeline.stopped() });
 const languages = startLanguages({ openFile, docs, status, problems: { pane: $("#problems"), tab: $("#problems-tab") } });
+const userSettings = startSettings({ status, apply: (prefs) => docs.forEach(({ doc }) => doc.setPrefs(prefs)) });
 const scm = startSCM({ box: $("#scm-box"), status, openFile, dark: () => darkQuery.matches });
 $("#scm-head").addEventListener("click", () => $("#scm").classList.toggle("folded"));
-window.cove = { shells, docs, layout, commands, languages, scm };
+window.cove = { shells, docs, layout, commands, languages, scm, settings: userSettings };
 renderDir(".", $("#tree")).catch((e) => status(`files: ${e.message}`));
 restoreDocs().catch((e) => status(`files: ${e.message}`));
 // Unsaved edits live only in this page: the browser asks before it goes.

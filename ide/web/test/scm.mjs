@@ -86,6 +86,20 @@ try {
   answers.push("feature-x", true);
   await page.click("#scm-branch");
   await wait(() => document.querySelector("#scm-branch").textContent === "⎇ feature-x", null, async () => `the branch: ${await page.textContent("#scm-branch")}; ${await page.textContent("#status")}`);
+  // The user's settings: in the editor, and again when they change.
+  await page.click('.entry[data-path="hello.txt"]');
+  await wait(() => window.cove.docs.get("hello.txt"), null, "hello.txt did not open");
+  const prefs = () => page.evaluate(() => {
+    const { view } = window.cove.docs.get("hello.txt").doc;
+    return { font: getComputedStyle(view.dom).fontSize, tab: view.state.tabSize, wrap: view.contentDOM.classList.contains("cm-lineWrapping") };
+  });
+  const first = await prefs();
+  if (first.font !== "19px" || first.tab !== 3 || first.wrap) await fail(`the settings in the editor: ${JSON.stringify(first)}`);
+  console.log("cove-test: settings");
+  await wait(() => {
+    const { view } = window.cove.docs.get("hello.txt").doc;
+    return getComputedStyle(view.dom).fontSize === "23px" && view.contentDOM.classList.contains("cm-lineWrapping");
+  }, null, async () => `the changed settings did not apply: ${JSON.stringify(await prefs())}`, 10000);
   if (errors.length) await fail("page errors: " + errors.join("; "));
   console.log("ok");
 } catch (e) {
