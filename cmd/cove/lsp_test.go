@@ -1,8 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"archive/tar"
+	"bufio"
 	"compress/gzip"
 	"io"
 	"io/fs"
@@ -184,10 +184,10 @@ func TestBrowserLanguageServerGo(t *testing.T) {
 	}
 }
 
-// gitImage is busybox with this machine's git and the libraries it
+// hostGitImage is busybox with this machine's git and the libraries it
 // loads, at the same paths: a workspace image with git, made without a
 // network.
-func gitImage(t *testing.T) v1.Image {
+func hostGitImage(t *testing.T) v1.Image {
 	t.Helper()
 	git, err := exec.LookPath("git")
 	if err != nil {
@@ -249,7 +249,7 @@ func TestBrowserSourceControl(t *testing.T) {
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	node := browserTestTools(t)
-	ref := testregistry.Push(t, addr, gitImage(t))
+	ref := testregistry.Push(t, addr, hostGitImage(t))
 	project := t.TempDir()
 	os.WriteFile(filepath.Join(project, "hello.txt"), []byte("hello\n"), 0o644)
 	os.WriteFile(filepath.Join(project, "other.txt"), []byte("other\n"), 0o644)
