@@ -81,3 +81,32 @@ func browserTools(t *testing.T) string {
 	}
 	return node
 }
+
+// TestBrowserHostileLanguageServer: a language server the project names
+// (this test binary, hostileServer) says what it can to make the page
+// show, open or write what is outside the project, run its HTML, or hold
+// without bound (ide/web/test/hostile.mjs in Chromium, through the real
+// proxy): the Problems panel keeps 200 problems a file and 500 files, as
+// text, none outside the project; a definition in /etc/passwd opens
+// nothing; hover HTML runs nothing; a rename that also writes outside
+// changes nothing at all; a message over the limit closes the connection
+// and the page goes on.
+func TestBrowserHostileLanguageServer(t *testing.T) {
+	node := browserTools(t)
+	project := lspProject(t, "hostile")
+	const body = "package a\n\nfunc Name() {}\n"
+	os.WriteFile(filepath.Join(project, "a.go"), []byte(body), 0o644)
+	p, _ := stack(t, project)
+	os.Remove("/tmp/cove-evil.go")
+	out, err := exec.Command(node, "web/test/hostile.mjs", p.URL()).CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "ok") {
+		t.Fatalf("hostile.mjs: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(project, "a.go")); string(b) != body {
+		t.Errorf("a.go after a rename that also named a file outside: %q", b)
+	}
+	if _, err := os.Stat("/tmp/cove-evil.go"); err == nil {
+		t.Error("the rename wrote /tmp/cove-evil.go")
+	}
+}

@@ -198,5 +198,13 @@ func NewHandler(dir *projectfs.Dir, shell []string) http.Handler {
 	mux.HandleFunc("GET /api/watch", f.watch)
 	mux.HandleFunc("GET /api/ports/listening", servePortsListening)
 	mux.HandleFunc("GET /api/ports/tunnel", serveTunnel)
+	l := &languages{dir: dir, running: map[string]*lspProcess{}}
+	mux.HandleFunc("GET /api/lsp", l.info)
+	mux.HandleFunc("GET /api/lsp/{name}", l.serve)
+	g := gitAPI{dir: dir}
+	mux.HandleFunc("GET /api/git/status", g.status)
+	mux.HandleFunc("GET /api/git/diff", g.diff)
+	mux.HandleFunc("GET /api/git/branches", g.branches)
+	mux.HandleFunc("POST /api/git/{op}", g.change)
 	return mux
 }

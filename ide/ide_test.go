@@ -28,7 +28,7 @@ import (
 
 // stack starts the in-container handler on a Unix socket and the proxy on
 // a loopback port, as a workspace does, and returns the proxy.
-func stack(t *testing.T, project string) (*Proxy, string) {
+func stack(t testing.TB, project string) (*Proxy, string) {
 	t.Helper()
 	dir, err := projectfs.Open(project)
 	if err != nil {

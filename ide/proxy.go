@@ -277,6 +277,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.ui.ServeHTTP(w, r)
 		return
 	}
+	if isWebSocket(r) && strings.HasPrefix(r.URL.Path, lspPrefix) {
+		p.relayLSP(w, r) // message by message, each bounded
+		return
+	}
 	if isWebSocket(r) {
 		defer p.socketOpen()()
 		r = traceUpstream(r) // watched for silence (keepalive.go)

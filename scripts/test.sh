@@ -32,6 +32,7 @@ install_deps() {
 		exit 1
 	fi
 	install_mcp_servers
+	install_gopls
 	install_debian_tree
 	command -v crane >/dev/null || { log "go install crane"; go install github.com/google/go-containerregistry/cmd/crane@v0.22.1; }
 	command -v staticcheck >/dev/null || { log "go install staticcheck"; go install honnef.co/go/tools/cmd/staticcheck@v0.8.2; }
@@ -55,6 +56,20 @@ install_mcp_servers() {
 	fi
 }
 export COVE_TEST_MCP_SERVERS="$MCP_SERVERS_DIR"
+
+# gopls for the language server's browser test (TestBrowserLanguageServerGo),
+# built static from the Go proxy, pinned, cached across runs; the test's
+# image carries it with this machine's Go toolchain.
+GOPLS_VERSION=v0.23.0
+GOPLS_DIR=/var/cache/cove-test/gopls
+install_gopls() {
+	if [ "$(cat "$GOPLS_DIR/.installed" 2>/dev/null)" != "$GOPLS_VERSION" ]; then
+		log "go install gopls@$GOPLS_VERSION"
+		mkdir -p "$GOPLS_DIR"
+		CGO_ENABLED=0 GOBIN="$GOPLS_DIR" go install "golang.org/x/tools/gopls@$GOPLS_VERSION"
+		echo "$GOPLS_VERSION" >"$GOPLS_DIR/.installed"
+	fi
+}
 
 # A Debian 12 minbase tree, cached across runs, for the rootless build
 # tests' apt-get install (cmd/cove's debianRef); without it they skip apt,

@@ -35,8 +35,29 @@ type Settings struct {
 	Image string `json:"image,omitempty"`
 	// RegistryMirrors are where else each registry's images are served.
 	RegistryMirrors image.Mirrors `json:"registryMirrors,omitempty"`
+	// Editor is the IDE's editor: open windows take a change within
+	// seconds.
+	Editor Editor `json:"editor"`
 	// Path is the file they were read from (or would be), for messages.
 	Path string `json:"-"`
+}
+
+// Editor is the IDE editor's settings; zero values are its defaults.
+type Editor struct {
+	FontSize int  `json:"fontSize,omitempty"` // in CSS pixels, 8 to 40
+	TabSize  int  `json:"tabSize,omitempty"`  // columns a tab shows as, 1 to 16
+	WordWrap bool `json:"wordWrap,omitempty"` // long lines wrap
+}
+
+// check says what is out of range.
+func (e Editor) check() error {
+	if e.FontSize != 0 && (e.FontSize < 8 || e.FontSize > 40) {
+		return fmt.Errorf("editor.fontSize %d: give 8 to 40", e.FontSize)
+	}
+	if e.TabSize != 0 && (e.TabSize < 1 || e.TabSize > 16) {
+		return fmt.Errorf("editor.tabSize %d: give 1 to 16", e.TabSize)
+	}
+	return nil
 }
 
 // Path is the settings file of the user whose home is home.
@@ -60,7 +81,7 @@ func Load(path string) (Settings, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
-		return s, fmt.Errorf("settings %s: %w (it holds {\"image\": REF, \"registryMirrors\": {REGISTRY: [HOST[:PORT]…]}}; fix it or move it away)", path, err)
+		return s, fmt.Errorf("settings %s: %w (it holds {\"image\": REF, \"registryMirrors\": {REGISTRY: [HOST[:PORT]…]}, \"editor\": {\"fontSize\": N, \"tabSize\": N, \"wordWrap\": BOOL}}; fix it or move it away)", path, err)
 	}
 	if s.Image != "" {
 		if _, err := image.ParseReference(s.Image); err != nil {
@@ -68,6 +89,9 @@ func Load(path string) (Settings, error) {
 		}
 	}
 	if err := image.CheckMirrors(s.RegistryMirrors); err != nil {
+		return s, fmt.Errorf("settings %s: %w", path, err)
+	}
+	if err := s.Editor.check(); err != nil {
 		return s, fmt.Errorf("settings %s: %w", path, err)
 	}
 	return s, nil

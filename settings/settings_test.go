@@ -8,7 +8,8 @@ import (
 )
 
 // TestLoad: a missing file is the defaults; the file's image and mirrors
-// are read; an unknown key, a bad image name or a mirror with a scheme is
+// and the editor's settings are read; an unknown key, an editor setting
+// out of range, a bad image name or a mirror with a scheme is
 // an error naming the file (a setting silently dropped would pull from
 // where the user said not to).
 func TestLoad(t *testing.T) {
@@ -22,7 +23,12 @@ func TestLoad(t *testing.T) {
 	if err != nil || s.Image != "ghcr.io/me/dev:1" || strings.Join(s.RegistryMirrors["docker.io"], ",") != "127.0.0.1:5000,m.example/hub" {
 		t.Errorf("read: %+v %v", s, err)
 	}
-	for _, bad := range []string{`{"img": "x"}`, `{"image": "Not A Ref"}`, `{"registryMirrors": {"docker.io": ["https://m.example"]}}`, `{`} {
+	os.WriteFile(path, []byte(`{"editor": {"fontSize": 16, "tabSize": 2, "wordWrap": true}}`), 0o644)
+	if s, err := Load(path); err != nil || s.Editor != (Editor{FontSize: 16, TabSize: 2, WordWrap: true}) {
+		t.Errorf("the editor's settings: %+v %v", s.Editor, err)
+	}
+	for _, bad := range []string{`{"img": "x"}`, `{"image": "Not A Ref"}`, `{"registryMirrors": {"docker.io": ["https://m.example"]}}`, `{`,
+		`{"editor": {"fontSize": 400}}`, `{"editor": {"tabSize": 0.5}}`, `{"editor": {"theme": "x"}}`} {
 		os.WriteFile(path, []byte(bad), 0o644)
 		if _, err := Load(path); err == nil || !strings.Contains(err.Error(), path) {
 			t.Errorf("%s: %v", bad, err)

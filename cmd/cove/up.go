@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ import (
 	"github.com/cove-sh/cove/internal/projectwalk"
 	"github.com/cove-sh/cove/internal/termtext"
 	"github.com/cove-sh/cove/launcher"
+	"github.com/cove-sh/cove/settings"
 	"github.com/cove-sh/cove/workspace"
 	"github.com/urfave/cli/v2"
 )
@@ -214,6 +216,7 @@ func serveLauncher(c *cli.Context, dial func(context.Context) (net.Conn, error),
 	proxy.Handle("/api/ignored", routes.Ignored())
 	proxy.Handle("/api/files", routes.Files())
 	proxy.Handle("/api/replace", routes.Replace())
+	proxy.Handle("/api/settings", http.HandlerFunc(serveEditorSettings))
 	srv := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
 	go srv.Serve(l)
 	return proxy, srv, nil
@@ -409,4 +412,20 @@ func lockOrWait(c *cli.Context, b workspace.Backend, name, runDir, recPath strin
 		}
 	}
 	return nil, "", fmt.Errorf("another cove has held the workspace %s for 2 minutes without serving it; if none runs (cove ps), try again", name)
+}
+
+// serveEditorSettings gives the IDE the editor's settings from the
+// user's settings file (~/.config/cove/settings.json), read anew each
+// time: the windows ask now and then, and a change applies live. A file
+// cove cannot take is said, and the defaults hold.
+func serveEditorSettings(w http.ResponseWriter, r *http.Request) {
+	home, _ := os.UserHomeDir()
+	s, err := settings.Load(settings.Path(home))
+	res := map[string]any{"editor": s.Editor, "path": s.Path}
+	if err != nil {
+		res = map[string]any{"editor": settings.Editor{}, "path": s.Path, "error": err.Error()}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(res)
 }

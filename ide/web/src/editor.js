@@ -3,6 +3,7 @@ import { keymap } from "@codemirror/view";
 import { EditorState, Compartment } from "@codemirror/state";
 import { LanguageDescription, LanguageSupport } from "@codemirror/language";
 import { oneDark } from "@codemirror/theme-one-dark";
+import { extensionOf } from "./settings.js";
 
 // Languages load when a file needs one: the parsers are a third of the
 // editor's weight, and most sessions use two or three of them. Each has
@@ -96,7 +97,7 @@ function fenced(info) {
 // Doc is one open file: its editor, whether it has unsaved changes, and
 // saving with Ctrl-S (an atomic write on the other side, mode kept).
 export class Doc {
-  constructor(host, path, text, { dark, onDirty, onStatus, onCursor, etag }) {
+  constructor(host, path, text, { dark, onDirty, onStatus, onCursor, etag, prefs }) {
     this.path = path;
     this.changed = new Set(); // called after each change to the text (the preview)
     this.saved = text;
@@ -105,6 +106,8 @@ export class Doc {
     this.onStatus = onStatus;
     this.theme = new Compartment();
     this.lang = new Compartment();
+    this.lsp = new Compartment(); // the language server's, once it is connected (languages.js)
+    this.prefs = new Compartment(); // the user's settings (settings.js)
     this.view = new EditorView({
       parent: host,
       state: EditorState.create({
@@ -112,6 +115,8 @@ export class Doc {
         extensions: [
           basicSetup,
           this.lang.of([]),
+          this.lsp.of([]),
+          this.prefs.of(extensionOf(prefs)),
           this.theme.of(dark ? oneDark : []),
           keymap.of([{ key: "Mod-s", preventDefault: true, run: () => (this.trySave(), true) }]),
           EditorView.updateListener.of((u) => {
@@ -176,6 +181,11 @@ export class Doc {
     const to = col == null ? line.to : Math.min(line.to, from + (len || 0));
     this.view.dispatch({ selection: { anchor: from, head: to }, scrollIntoView: true });
     this.view.focus();
+  }
+
+  // setPrefs applies the user's editor settings (settings.js).
+  setPrefs(prefs) {
+    this.view.dispatch({ effects: this.prefs.reconfigure(extensionOf(prefs)) });
   }
 
   setDark(dark) {

@@ -12,6 +12,9 @@ import { startLifeline } from "./lifeline.js";
 import { startStatusBar } from "./statusbar.js";
 import { startNotes } from "./notes.js";
 import { startPorts } from "./ports.js";
+import { startLanguages } from "./languages.js";
+import { startSCM } from "./scm.js";
+import { startSettings } from "./settings.js";
 import { $, el } from "./dom.js";
 
 const darkQuery = matchMedia("(prefers-color-scheme: dark)");
@@ -204,12 +207,14 @@ async function openFile(path, line, focus = true, at = {}) {
   $("#editor-tabs").insertBefore(tab, $("#md-preview"));
   const doc = new Doc(pane, path, text, {
     dark: darkQuery.matches,
+    prefs: userSettings.get(),
     etag: r.headers.get("ETag"),
     onDirty: (dirty) => tab.classList.toggle("dirty", dirty),
     onStatus: status,
     onCursor: (d) => d.path === activeDoc && statusBar.doc(d),
   });
   docs.set(path, { doc, tab, pane });
+  languages.attach(doc);
   $("#welcome").hidden = true;
   // A file brought back by a reload stays behind one the user opened
   // meanwhile.
@@ -295,6 +300,7 @@ function stashUnsaved() {
 function closeDoc(path) {
   const d = docs.get(path);
   if (d.doc.dirty() && !confirm(`${path} has unsaved changes. Close it anyway?`)) return;
+  d.doc.view.destroy(); // tells its language server the file closed
   d.pane.remove();
   d.tab.remove();
   docs.delete(path);
@@ -356,6 +362,7 @@ function showShell(entry) {
   $("#log").hidden = true;
   $("#log-tab").classList.remove("active");
   hidePorts();
+  hideProblems();
   if (!layout.shown("bottom")) layout.toggle("bottom", true);
   entry.shell.resize();
   entry.shell.focus();
@@ -370,6 +377,7 @@ function showLog() {
   $("#log").hidden = false;
   $("#log-tab").classList.add("active");
   hidePorts();
+  hideProblems();
   if (!layout.shown("bottom")) layout.toggle("bottom", true);
   $("#log").focus();
   notesLog.seen();
@@ -383,11 +391,33 @@ function showPorts() {
   }
   $("#log").hidden = true;
   $("#log-tab").classList.remove("active");
+  hideProblems();
   $("#ports").hidden = false;
   $("#ports-tab").classList.add("active");
   if (!layout.shown("bottom")) layout.toggle("bottom", true);
   portsView.refresh();
   portsView.focus();
+}
+
+// showProblems shows what the language servers found, in place of the
+// terminals.
+function showProblems() {
+  for (const s of shells) {
+    s.pane.hidden = true;
+    s.tab.classList.remove("active");
+  }
+  $("#log").hidden = true;
+  $("#log-tab").classList.remove("active");
+  hidePorts();
+  $("#problems").hidden = false;
+  $("#problems-tab").classList.add("active");
+  if (!layout.shown("bottom")) layout.toggle("bottom", true);
+  ($("#problems .problem") || $("#problems")).focus();
+}
+
+function hideProblems() {
+  $("#problems").hidden = true;
+  $("#problems-tab").classList.remove("active");
 }
 
 function hidePorts() {
@@ -413,6 +443,7 @@ darkQuery.addEventListener("change", () => {
 $("#new-term").addEventListener("click", () => newShell());
 $("#log-tab").addEventListener("click", showLog);
 $("#ports-tab").addEventListener("click", showPorts);
+$("#problems-tab").addEventListener("click", showProblems);
 $("#new-file").addEventListener("click", () => newEntry(false));
 $("#new-folder").addEventListener("click", () => newEntry(true));
 $("#md-preview").addEventListener("click", () => togglePreview());
@@ -478,6 +509,18 @@ const commands = new Commands()
   }, { key: "Ctrl+Alt+I" })
   .add("agentNew", "Agent: New conversation", () => $("#agent-new").click())
   .add("agentHistory", "Agent: Earlier conversations", () => $("#agent-history").click())
+  .add("problems", "View: Problems (what the language servers found)", showProblems, { key: "Ctrl+Shift+M" })
+  .add("definition", "Go to definition (F12, or Ctrl+click)", () => languages.run("definition"))
+  .add("references", "Find references (Shift+F12)", () => languages.run("references"))
+  .add("renameSymbol", "Rename symbol in every file (F2)", () => languages.run("rename"))
+  .add("format", "Format document (Shift+Alt+F)", () => languages.run("format"))
+  .add("signature", "Show the signature (Ctrl+Shift+Space)", () => languages.run("signature"))
+  .add("scm", "View: Source control (git in the workspace)", () => {
+    if (!layout.shown("side")) layout.toggle("side", true);
+    $("#scm").classList.remove("folded");
+    scm.refresh();
+    scm.focus();
+  }, { key: "Ctrl+Shift+G" })
   .add("branch", "Git: Show the branch again (read .git/HEAD)", () => statusBar.refreshBranch());
 document.addEventListener("keydown", (ev) => commands.handle(ev));
 const statusBar = startStatusBar();
@@ -491,6 +534,8 @@ function watchFiles(retry = 0) {
   ws.onopen = () => (retry = 0);
   ws.onmessage = async (ev) => {
     const { path, op } = JSON.parse(ev.data);
+    languages.changed(path, op);
+    scm.changed();
     const open = docs.get(path);
     if (open && op !== "remove") {
       const r = await fetch(`/api/file?path=${encodeURIComponent(path)}`);
@@ -526,7 +571,11 @@ const lifeline = startLifeline({
 });
 const notesLog = startNotes({ pane: $("#log"), badge: $("#st-notes"), show: showLog, stopped: () => lifeline.stopped() });
 const portsView = startPorts({ pane: $("#ports"), tab: $("#ports-tab"), shown: () => !$("#ports").hidden && layout.shown("bottom"), stopped: () => lifeline.stopped() });
-window.cove = { shells, docs, layout, commands };
+const languages = startLanguages({ openFile, docs, status, problems: { pane: $("#problems"), tab: $("#problems-tab") } });
+const userSettings = startSettings({ status, apply: (prefs) => docs.forEach(({ doc }) => doc.setPrefs(prefs)) });
+const scm = startSCM({ box: $("#scm-box"), status, openFile, dark: () => darkQuery.matches });
+$("#scm-head").addEventListener("click", () => $("#scm").classList.toggle("folded"));
+window.cove = { shells, docs, layout, commands, languages, scm, settings: userSettings };
 renderDir(".", $("#tree")).catch((e) => status(`files: ${e.message}`));
 restoreDocs().catch((e) => status(`files: ${e.message}`));
 // Unsaved edits live only in this page: the browser asks before it goes.

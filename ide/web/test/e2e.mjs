@@ -277,7 +277,7 @@ try {
   await page.waitForFunction(() => window.cove.shells.length === 2 && window.cove.shells[1].shell.id, null, { timeout: 10000 })
     .catch(() => fail("no second terminal"));
   await page.click("#term-tabs .tab.active .close");
-  await page.waitForFunction(() => window.cove.shells.length === 1 && document.querySelectorAll("#term-tabs .tab:not(#new-term):not(#log-tab):not(#ports-tab)").length === 1, null, { timeout: 10000 })
+  await page.waitForFunction(() => window.cove.shells.length === 1 && document.querySelectorAll("#term-tabs .tab:not(#new-term):not(#log-tab):not(#ports-tab):not(#problems-tab)").length === 1, null, { timeout: 10000 })
     .catch(() => fail("closing a terminal left its tab"));
 
   // A page that comes back to a shell the workspace no longer has (it

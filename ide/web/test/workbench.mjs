@@ -90,7 +90,7 @@ async function workbench(page, size) {
   await page.keyboard.press("Control+Shift+Backquote");
   await wait(page, () => window.cove.shells.length === 2 && window.cove.shells[1].shell.id, null,
     async () => `Ctrl+Shift+\` opened no second terminal (${await page.evaluate(() => window.cove.shells.length)} shells)`);
-  if ((await page.$$("#term-tabs .tab:not(#new-term):not(#log-tab):not(#ports-tab)")).length !== 2) await fail("no second terminal tab");
+  if ((await page.$$("#term-tabs .tab:not(#new-term):not(#log-tab):not(#ports-tab):not(#problems-tab)")).length !== 2) await fail("no second terminal tab");
   await page.click("#term-tabs .tab.active .close");
   await wait(page, () => window.cove.shells.length === 1, null, "the second terminal did not close");
 

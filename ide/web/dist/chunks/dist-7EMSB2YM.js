@@ -1,0 +1,1 @@
+import{a,b,c,d}from"./chunk-6JYVDO2K.js";import"./chunk-LOTL25VI.js";import"./chunk-NUD2JBVI.js";import"./chunk-3F4RDMZI.js";export{a as color,d as oneDark,c as oneDarkHighlightStyle,b as oneDarkTheme};

@@ -1,0 +1,1 @@
+import{a,b,c,d}from"./chunk-KEFQJIAD.js";import"./chunk-M72LGLJE.js";import"./chunk-LOTL25VI.js";import"./chunk-NUD2JBVI.js";import"./chunk-3F4RDMZI.js";export{d as css,b as cssCompletionSource,c as cssLanguage,a as defineCSSCompletionSource};

@@ -1,0 +1,1 @@
+import{a,b,c,d,e}from"./chunk-VTXPGQO7.js";import"./chunk-KEFQJIAD.js";import"./chunk-64P77KVJ.js";import"./chunk-M72LGLJE.js";import"./chunk-5DWRO6EX.js";import"./chunk-LOTL25VI.js";import"./chunk-NUD2JBVI.js";import"./chunk-3F4RDMZI.js";export{e as autoCloseTags,d as html,a as htmlCompletionSource,b as htmlCompletionSourceWith,c as htmlLanguage};

@@ -1,0 +1,1 @@
+import{b,c}from"./chunk-2SIMKBCH.js";import"./chunk-BCJWXXNI.js";import"./chunk-5DWRO6EX.js";import"./chunk-LOTL25VI.js";import{m as a}from"./chunk-NUD2JBVI.js";import"./chunk-3F4RDMZI.js";export{a as EditorView,b as basicSetup,c as minimalSetup};

@@ -1,1 +1,0 @@
-import{a,b,c,d,e}from"./chunk-A6ECYIPB.js";import"./chunk-JUGXZZHZ.js";import"./chunk-TEIA4PPQ.js";import"./chunk-MHZ3UMUI.js";import"./chunk-UP5MGHKC.js";import"./chunk-2ZI3LB3M.js";export{e as autoCloseTags,d as html,a as htmlCompletionSource,b as htmlCompletionSourceWith,c as htmlLanguage};
