@@ -268,7 +268,7 @@ func initStage2(spec *Spec, sync *os.File) (int, error) {
 // refuses; and raises the open files limit. Under NetPrivate it returns
 // the route socket the network helper's later blocks go through.
 func restrictInit(spec *Spec) (*netlink.Handle, error) {
-	if err := dropBoundingCaps(spec.Net == NetPrivate, spec.CapAdd, spec.CapDrop); err != nil {
+	if err := dropBoundingCaps(spec.Net == NetPrivate, spec.CapAdd, spec.CapDrop, allThreadsPrctl); err != nil {
 		return nil, err
 	}
 	if spec.NoNewPrivileges {
