@@ -61,10 +61,15 @@ cleanup() {
 	done
 	runc --root "$tmp/state-runc" kill lat-exec KILL >/dev/null 2>&1 || true
 	runc --root "$tmp/state-runc" delete -f lat-exec >/dev/null 2>&1 || true
-	"${podman_base[@]}" rm -a -f -t 0 >/dev/null 2>&1 || true
+	"${podman_base[@]}" rm -a -f --time 0 >/dev/null 2>&1 || true
 	registry stop >/dev/null 2>&1 || true
-	unmount_under "$tmp"
-	rm -rf "$tmp"
+	# podman's cleanup process (after conmon) may mount its storage again
+	# just after we unmounted it: a few tries.
+	for _ in 1 2 3; do
+		unmount_under "$tmp"
+		rm -rf "$tmp" 2>/dev/null && break
+		sleep 1
+	done
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
