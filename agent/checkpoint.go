@@ -89,7 +89,7 @@ func alwaysLeftOut(rel string) bool {
 // checkpointID is what a checkpoint's id looks like: the sha256 of its
 // manifest, so that an id from a session log or a window names nothing
 // but a manifest in the store.
-var checkpointID = regexp.MustCompile(`^[0-9a-f]{64}$`)
+var checkpointID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{64}$`) })
 
 // Checkpoint is one saved state.
 type Checkpoint struct {
@@ -203,7 +203,7 @@ func (cp *Checkpoints) List(ctx context.Context) ([]Checkpoint, error) {
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		var l logLine
-		if json.Unmarshal(sc.Bytes(), &l) == nil && checkpointID.MatchString(l.ID) {
+		if json.Unmarshal(sc.Bytes(), &l) == nil && checkpointID().MatchString(l.ID) {
 			list = append(list, Checkpoint{ID: l.ID, Label: l.Label})
 		}
 	}
@@ -216,7 +216,7 @@ func (cp *Checkpoints) List(ctx context.Context) ([]Checkpoint, error) {
 // back, removed ones return, and files made since go. What a checkpoint
 // leaves out (ignored files, .git, files too big) is left alone.
 func (cp *Checkpoints) Rewind(ctx context.Context, id string) error {
-	if !checkpointID.MatchString(id) {
+	if !checkpointID().MatchString(id) {
 		return fmt.Errorf("rewind: %q is not a checkpoint id", id)
 	}
 	cp.mu.Lock()

@@ -56,11 +56,11 @@ func NewSession(dir string) (*Session, error) {
 // sessionID is what a session's id looks like (NewSession makes them):
 // a plain name, so that one given by a user or a window (-r ID, the
 // panel's open) can only name a log in the sessions directory.
-var sessionID = regexp.MustCompile(`^[0-9]{8}-[0-9]{6}\.[0-9]{6}-[0-9a-f]{8}$`)
+var sessionID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]{8}-[0-9]{6}\.[0-9]{6}-[0-9a-f]{8}$`) })
 
 // checkSessionID refuses an id that is not one NewSession makes.
 func checkSessionID(id string) error {
-	if !sessionID.MatchString(id) {
+	if !sessionID().MatchString(id) {
 		return fmt.Errorf("session %q: not a session id (cove agent lists them as 20250102-150405.000000-1a2b3c4d)", id)
 	}
 	return nil
@@ -262,7 +262,7 @@ func sessionLogs(dir string) []string {
 	mtime := map[string]time.Time{}
 	for _, e := range entries {
 		id, ok := strings.CutSuffix(e.Name(), ".jsonl")
-		if !ok || !e.Type().IsRegular() || !sessionID.MatchString(id) {
+		if !ok || !e.Type().IsRegular() || !sessionID().MatchString(id) {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // ReadTool reads a file with line numbers, optionally a range of lines: a
@@ -27,7 +28,7 @@ type ReadTool struct {
 const savedOutputPrefix = "cove-out:"
 
 // savedOutputName is what the names of saved output look like.
-var savedOutputName = regexp.MustCompile(`^[0-9]+-[0-9]+\.txt$`)
+var savedOutputName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]+-[0-9]+\.txt$`) })
 
 // savedOutputMax bounds what is read of saved output.
 const savedOutputMax = 64 << 20
@@ -37,7 +38,7 @@ func (t ReadTool) read(p string) ([]byte, error) {
 	if !ok {
 		return t.W.ReadFile(p)
 	}
-	if !savedOutputName.MatchString(name) || t.Out == "" {
+	if !savedOutputName().MatchString(name) || t.Out == "" {
 		return nil, fmt.Errorf("%s: no such saved output", p)
 	}
 	f, err := openState(filepath.Join(t.Out, name), os.O_RDONLY)

@@ -163,9 +163,10 @@ func TestRunExitStatusAndInit(t *testing.T) {
 		# its own session, no controlling terminal (no TIOCSTI into ours)
 		set -- $(cat /proc/$$/stat); [ "$6" = $$ ] && [ "$7" = 0 ] && echo own-session
 		ls /proc/self/fd | tr '\n' ' '`).ok(t)
-	// init is PID 1, run from the read-only bind, and with capabilities
-	// the workload lacks it cannot even read where init's binary is
-	want := "init-hidden\ncove init --stage2 \nbox\nnot-pid-1\npiped stdin\nno-zombies\nown-session\n0 1 2 3 "
+	// init is PID 1, executed once (no stage 2 exec: the launcher bound
+	// its binary read-only), and with capabilities the workload lacks it
+	// cannot even read where init's binary is
+	want := "init-hidden\ncove init \nbox\nnot-pid-1\npiped stdin\nno-zombies\nown-session\n0 1 2 3 "
 	if r.stdout != want {
 		t.Errorf("stdout %q, want %q", r.stdout, want)
 	}
@@ -242,6 +243,31 @@ func TestRunHostBinaryIsReadOnly(t *testing.T) {
 	if !strings.Contains(r.stdout, "refused /proc/1/exe") {
 		t.Fatalf("output %q", r.stdout)
 	}
+}
+
+// TestRunOneExecLeavesHostMounts: as root, init is executed once and runs
+// from the launcher's read-only bind of the binary, which stays in the
+// launcher thread's own mount namespace: the host's mount table is as it
+// was, and the binary on the host is as writable as before.
+func TestRunOneExecLeavesHostMounts(t *testing.T) {
+	needRoot(t)
+	img, cfg := testImage(t, nil)
+	before, err := os.ReadFile("/proc/self/mountinfo")
+	must(t, err)
+	r := runIn(t, img, cfg, Limits{}, nil, "sh", "-c", `tr '\0' ' ' < /proc/1/cmdline; if (: >> /proc/1/exe) 2>/dev/null; then echo wrote; else echo refused; fi`).ok(t)
+	if r.stdout != "cove init refused\n" {
+		t.Fatalf("stdout %q, want init executed once (no --stage2) and its binary refused", r.stdout)
+	}
+	after, err := os.ReadFile("/proc/self/mountinfo")
+	must(t, err)
+	if string(before) != string(after) {
+		t.Fatalf("the host's mounts changed:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	f, err := os.OpenFile(coveBin, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatalf("the host's binary is no longer writable on the host: %v", err)
+	}
+	f.Close()
 }
 
 func TestRunNoLeakedDescriptors(t *testing.T) {

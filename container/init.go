@@ -34,10 +34,14 @@ import (
 //	             closes it.
 //
 // Init runs in two stages. Stage 1 (the launcher's binary, PID 1 of the new
-// namespaces) builds the root and pivots into it, then execs stage 2 from
-// the read-only bind /.cove/cove, handing the spec on through a new pipe on
-// fd 3. Stage 2 is PID 1 for the container's life: it starts the workload,
-// reaps zombies, forwards signals and exits with the workload's status.
+// namespaces) builds the root and pivots into it. Stage 2 is PID 1 for the
+// container's life: it starts the workload, reaps zombies, forwards signals
+// and exits with the workload's status. When the binary init runs is one
+// the container cannot write (the launcher, as root, bound it read-only
+// before init started; or a rootless container maps no id that can write
+// it), stage 2 is the same process: one exec per start. Else stage 1 execs
+// stage 2 from the read-only bind /.cove/cove, handing the spec on through
+// a new pipe on fd 3.
 const (
 	specFd = 3
 	syncFd = 4
@@ -87,7 +91,10 @@ func Init(args []string) {
 		fail(err)
 	}
 	if !stage2 {
-		fail(initStage1(spec, len(args) > 0 && args[0] == "--stage1b"))
+		// Returns only with the root built and no need to exec stage 2.
+		if err := initStage1(spec, len(args) > 0 && args[0] == "--stage1b"); err != nil {
+			fail(err)
+		}
 	}
 	code, err := initStage2(spec, sync)
 	if err != nil {
@@ -106,7 +113,10 @@ func readSpec() (*Spec, error) {
 	return &spec, nil
 }
 
-// initStage1 returns only on failure.
+// initStage1 builds the root and pivots into it. It returns nil when the
+// binary it runs is one the container cannot write (see exeProtected):
+// stage 2 then runs in this process. Else it execs stage 2 from the
+// read-only bind and returns only on failure.
 func initStage1(spec *Spec, again bool) error {
 	if spec.UserNS && !again {
 		if err := regainCaps(spec); err != nil {
@@ -133,10 +143,16 @@ func initStage1(spec *Spec, again bool) error {
 	if err := setupRootfs(spec); err != nil {
 		return err
 	}
+	env := []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
+	if exeProtected() {
+		// What the exec would have given stage 2.
+		os.Clearenv()
+		os.Setenv("PATH", strings.TrimPrefix(env[0], "PATH="))
+		return nil
+	}
 	if err := passSpec(spec); err != nil {
 		return err
 	}
-	env := []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
 	err := unix.Exec("/.cove/cove", []string{"cove", InitArg, "--stage2"}, env)
 	if errors.Is(err, unix.ENOENT) {
 		return fmt.Errorf("exec /.cove/cove: %w (cove must be a static binary: build it with CGO_ENABLED=0)", err)
@@ -207,47 +223,8 @@ func initStage2(spec *Spec, sync *os.File) (int, error) {
 	if err := mountCgroupView(spec.Cgroups); err != nil {
 		return 0, err
 	}
-	if err := dropBoundingCaps(spec.Net == NetPrivate, spec.CapAdd, spec.CapDrop); err != nil {
-		return 0, err
-	}
-	if spec.NoNewPrivileges {
-		// Inherited by everything init starts: no setuid binary (sudo)
-		// or file capability gives more than the process had.
-		if err := allThreadsPrctl(unix.PR_SET_NO_NEW_PRIVS, 1); err != nil {
-			return 0, fmt.Errorf("no-new-privileges: %w", err)
-		}
-	}
-	// Under NetPrivate, the network helper tells init of addresses the
-	// host gains while the container runs, to block as the first ones
-	// were: through a route socket made now, before seccomp, with init's
-	// capabilities in its own network namespace.
-	var routes *netlink.Handle
-	if spec.Net == NetPrivate {
-		h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
-		if err != nil {
-			return 0, fmt.Errorf("route socket: %w", err)
-		}
-		routes = h
-	}
-	if !spec.NoSeccomp {
-		caps, err := keptCapNames(spec.Net == NetPrivate, spec.CapAdd, spec.CapDrop)
-		if err != nil {
-			return 0, err
-		}
-		if err := installSeccomp(caps); err != nil {
-			return 0, err
-		}
-	}
-	// Open files up to the hard limit, as podman and Docker give: the
-	// caller's soft limit (1024 from a shell) is too few for builds and
-	// language servers. Setting it here also keeps Go from putting the
-	// old soft limit back in the processes init starts.
-	var nofile unix.Rlimit
-	if unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile) == nil && nofile.Cur < nofile.Max {
-		nofile.Cur = nofile.Max
-		unix.Setrlimit(unix.RLIMIT_NOFILE, &nofile)
-	}
-	if err := setUlimits(spec.Ulimits); err != nil {
+	routes, err := restrictInit(spec)
+	if err != nil {
 		return 0, err
 	}
 	in := &initProc{spec: spec, waiters: map[int]chan int{}, routes: routes}
@@ -267,20 +244,9 @@ func initStage2(spec *Spec, sync *os.File) (int, error) {
 	}
 	in.waiters[proc.Pid] = workloadDone
 	in.mu.Unlock()
-	b, _ := json.Marshal(syncMsg{PID: proc.Pid})
-	var rights []byte
-	if master != nil {
-		rights = unix.UnixRights(int(master.Fd()))
+	if err := reportStarted(proc, master, sync); err != nil {
+		return 0, err
 	}
-	if err := unix.Sendmsg(syncFd, append(b, '\n'), rights, nil, 0); err != nil {
-		proc.Kill()
-		return 0, fmt.Errorf("report to the launcher: %w", err)
-	}
-	if master != nil {
-		master.Close()
-	}
-	sync.Close()
-	os.Stdin.Close()
 	if ctl := os.NewFile(ctlFd, "control"); ctl != nil {
 		if l, err := net.FileListener(ctl); err == nil {
 			go in.serveExec(l)
@@ -295,6 +261,75 @@ func initStage2(spec *Spec, sync *os.File) (int, error) {
 			return code, nil
 		}
 	}
+}
+
+// restrictInit takes from init what neither it nor anything it starts may
+// have: bounding capabilities, new privileges, the system calls seccomp
+// refuses; and raises the open files limit. Under NetPrivate it returns
+// the route socket the network helper's later blocks go through.
+func restrictInit(spec *Spec) (*netlink.Handle, error) {
+	if err := dropBoundingCaps(spec.Net == NetPrivate, spec.CapAdd, spec.CapDrop, allThreadsPrctl); err != nil {
+		return nil, err
+	}
+	if spec.NoNewPrivileges {
+		// Inherited by everything init starts: no setuid binary (sudo)
+		// or file capability gives more than the process had.
+		if err := allThreadsPrctl(unix.PR_SET_NO_NEW_PRIVS, 1); err != nil {
+			return nil, fmt.Errorf("no-new-privileges: %w", err)
+		}
+	}
+	// Under NetPrivate, the network helper tells init of addresses the
+	// host gains while the container runs, to block as the first ones
+	// were: through a route socket made now, before seccomp, with init's
+	// capabilities in its own network namespace.
+	var routes *netlink.Handle
+	if spec.Net == NetPrivate {
+		h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+		if err != nil {
+			return nil, fmt.Errorf("route socket: %w", err)
+		}
+		routes = h
+	}
+	if !spec.NoSeccomp {
+		caps, err := keptCapNames(spec.Net == NetPrivate, spec.CapAdd, spec.CapDrop)
+		if err != nil {
+			return nil, err
+		}
+		if err := installSeccomp(caps); err != nil {
+			return nil, err
+		}
+	}
+	// Open files up to the hard limit, as podman and Docker give: the
+	// caller's soft limit (1024 from a shell) is too few for builds and
+	// language servers. Setting it here also keeps Go from putting the
+	// old soft limit back in the processes init starts.
+	var nofile unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile) == nil && nofile.Cur < nofile.Max {
+		nofile.Cur = nofile.Max
+		unix.Setrlimit(unix.RLIMIT_NOFILE, &nofile)
+	}
+	return routes, setUlimits(spec.Ulimits)
+}
+
+// reportStarted tells the launcher the workload runs, handing it the
+// terminal's master if there is one, and closes init's copies of the
+// sync socket, the master and stdin.
+func reportStarted(proc *os.Process, master, sync *os.File) error {
+	b, _ := json.Marshal(syncMsg{PID: proc.Pid})
+	var rights []byte
+	if master != nil {
+		rights = unix.UnixRights(int(master.Fd()))
+	}
+	if err := unix.Sendmsg(syncFd, append(b, '\n'), rights, nil, 0); err != nil {
+		proc.Kill()
+		return fmt.Errorf("report to the launcher: %w", err)
+	}
+	if master != nil {
+		master.Close()
+	}
+	sync.Close()
+	os.Stdin.Close()
+	return nil
 }
 
 // initProc is stage 2's state: who waits for which child's exit.

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -54,9 +55,11 @@ type netHelperConfig struct {
 // netHelperTimeout bounds pasta's setup.
 const netHelperTimeout = 10 * time.Second
 
-// startNetHelper starts the helper for the container whose init is pid and
-// returns once pasta has set its network up.
-func startNetHelper(spec *Spec, pid int) (*exec.Cmd, error) {
+// startNetHelper starts the helper for the container whose init is pid;
+// its wait says when pasta has set the network up. Started as soon as
+// init's namespaces exist, the helper's and pasta's start overlap init's
+// setup instead of following it.
+func startNetHelper(spec *Spec, pid int) (*netHelperStart, error) {
 	pasta, err := PastaPath()
 	if err != nil {
 		return nil, err
@@ -115,9 +118,24 @@ func startNetHelper(spec *Spec, pid int) (*exec.Cmd, error) {
 	repW.Close()
 	cfgW.Write(cfg) // a pipe's buffer holds it: the helper reads it when it can
 	cfgW.Close()
+	// The report is read while init builds its root (see awaitNetHelper).
+	files = slices.DeleteFunc(files, func(f *os.File) bool { return f == repR })
+	return &netHelperStart{cmd: cmd, report: repR}, nil
+}
+
+// netHelperStart is a started network helper whose report is not read yet.
+type netHelperStart struct {
+	cmd    *exec.Cmd
+	report *os.File
+}
+
+// wait reads the helper's report: nil once pasta has set the namespace up;
+// else the helper is ended and the error says why.
+func (h *netHelperStart) wait() error {
+	defer h.report.Close()
 	line := make(chan string, 1)
 	go func() {
-		s, _ := bufio.NewReader(io.LimitReader(repR, 4096)).ReadString('\n')
+		s, _ := bufio.NewReader(io.LimitReader(h.report, 4096)).ReadString('\n')
 		line <- strings.TrimSpace(s)
 	}()
 	var msg string
@@ -127,14 +145,14 @@ func startNetHelper(spec *Spec, pid int) (*exec.Cmd, error) {
 		msg = fmt.Sprintf("pasta did not set the network up within %s", netHelperTimeout)
 	}
 	if msg != "ok" {
-		cmd.Process.Kill()
-		cmd.Wait()
+		h.cmd.Process.Kill()
+		h.cmd.Wait()
 		if msg == "" {
-			msg = fmt.Sprintf("the network helper died (%v)", cmd.ProcessState)
+			msg = fmt.Sprintf("the network helper died (%v)", h.cmd.ProcessState)
 		}
-		return nil, fmt.Errorf("network: %s", msg)
+		return fmt.Errorf("network: %s", msg)
 	}
-	return cmd, nil
+	return nil
 }
 
 // runNetHelper is the helper's body; it never returns.

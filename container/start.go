@@ -61,38 +61,13 @@ func (e *StartError) Unwrap() error { return e.Err }
 // runs, or with a *StartError saying why it could not.
 func Start(spec *Spec, stdio Stdio, limits Limits, warn func(string)) (c *Container, err error) {
 	defer func() {
-		if err != nil {
-			var se *StartError
-			if !errors.As(err, &se) {
-				err = &StartError{Err: err}
-			}
+		var se *StartError
+		if err != nil && !errors.As(err, &se) {
+			err = &StartError{Err: err}
 		}
 	}()
-	if err := checkStatic(spec.Binary); err != nil {
+	if err := prepareStart(spec, warn); err != nil {
 		return nil, err
-	}
-	for _, d := range []string{spec.Upper, spec.Work, spec.Merged} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, err
-		}
-	}
-	if !spec.Copy && !overlaySupported() {
-		warn("overlayfs is not available: the container gets a private copy of the image (slower to start)")
-		spec.Copy = true
-	}
-	if spec.Copy {
-		if err := copyTree(spec.Lower, spec.Merged); err != nil {
-			return nil, err
-		}
-	}
-	if spec.Net == NetPrivate {
-		// Before anything starts: a missing pasta is one clear line.
-		if _, err := PastaPath(); err != nil {
-			return nil, err
-		}
-		if spec.Blocked, err = HostAddresses(); err != nil {
-			return nil, err
-		}
 	}
 	cg, err := newCgroup(spec.ID, limits, warn)
 	if err != nil {
@@ -105,32 +80,113 @@ func Start(spec *Spec, stdio Stdio, limits Limits, warn func(string)) (c *Contai
 			cg.remove()
 		}
 	}()
-
-	specR, specW, err := os.Pipe()
+	p, err := newInitPipes(spec.Control)
 	if err != nil {
 		return nil, err
 	}
-	defer specR.Close()
-	defer specW.Close()
+	defer p.close()
+	ranged, useRanges := rangedMapping()
+	cmd, keeper, err := initCommand(spec, p, useRanges)
+	if err != nil {
+		return nil, err
+	}
+	if fd, err := cg.dirFd(); err != nil {
+		return nil, err
+	} else if fd >= 0 {
+		// clone3 with CLONE_INTO_CGROUP: init begins inside (v2).
+		defer unix.Close(fd)
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
+	}
+	if !spec.Process.Terminal {
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio.Stdin, stdio.Stdout, stdio.Stderr
+	}
+	if err := startInit(cmd); err != nil {
+		return nil, fmt.Errorf("start init: %w", err)
+	}
+	c = &Container{Spec: spec, Pid: cmd.Process.Pid, cmd: cmd, cgroup: cg}
+	p.specR.Close()
+	p.syncW.Close()
+	if err := c.setUp(p, ranged, useRanges, keeper); err != nil {
+		return c.abort(err)
+	}
+	return c, nil
+}
+
+// prepareStart makes the container's directories (and a copy of the image
+// where there is no overlayfs) and checks what the start needs.
+func prepareStart(spec *Spec, warn func(string)) (err error) {
+	if err := checkStatic(spec.Binary); err != nil {
+		return err
+	}
+	for _, d := range []string{spec.Upper, spec.Work, spec.Merged} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if !spec.Copy && !overlaySupported() {
+		warn("overlayfs is not available: the container gets a private copy of the image (slower to start)")
+		spec.Copy = true
+	}
+	if spec.Copy {
+		if err := copyTree(spec.Lower, spec.Merged); err != nil {
+			return err
+		}
+	}
+	if spec.Net == NetPrivate {
+		// Before anything starts: a missing pasta is one clear line.
+		if _, err := PastaPath(); err != nil {
+			return err
+		}
+		if spec.Blocked, err = HostAddresses(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// initPipes are the launcher's ends and init's of the spec pipe, the sync
+// socket and the control socket (see init.go).
+type initPipes struct {
+	specR, specW, syncR, syncW, ctl *os.File
+}
+
+func newInitPipes(control string) (*initPipes, error) {
+	p := &initPipes{}
+	var err error
+	if p.specR, p.specW, err = os.Pipe(); err != nil {
+		return nil, err
+	}
 	// A socket, not a pipe: init passes the terminal's master over it.
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
+		p.close()
 		return nil, err
 	}
-	syncR, syncW := os.NewFile(uintptr(pair[0]), "sync"), os.NewFile(uintptr(pair[1]), "sync-init")
-	defer syncR.Close()
-	defer syncW.Close()
+	p.syncR, p.syncW = os.NewFile(uintptr(pair[0]), "sync"), os.NewFile(uintptr(pair[1]), "sync-init")
+	if p.ctl, err = controlSocket(control); err != nil {
+		p.close()
+		return nil, err
+	}
+	return p, nil
+}
 
-	ctl, err := controlSocket(spec.Control)
-	if err != nil {
-		return nil, err
+func (p *initPipes) close() {
+	for _, f := range []*os.File{p.specR, p.specW, p.syncR, p.syncW, p.ctl} {
+		if f != nil {
+			f.Close()
+		}
 	}
-	defer ctl.Close()
-	cmd := &exec.Cmd{
+}
+
+// initCommand is init's command: new namespaces, its own session, and a
+// user namespace (or the keep-id keeper, which makes them) when asked.
+func initCommand(spec *Spec, p *initPipes, useRanges bool) (cmd *exec.Cmd, keeper bool, err error) {
+	cmd = &exec.Cmd{
 		Path:       spec.Binary,
 		Args:       []string{"cove", InitArg},
 		Env:        []string{},
-		ExtraFiles: []*os.File{specR, syncW, ctl},
+		ExtraFiles: []*os.File{p.specR, p.syncW, p.ctl},
+		Dir:        spec.LowerBase, // "": ours
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC,
 			// Its own session: a Ctrl-C (or hang-up) on the terminal that
@@ -143,11 +199,9 @@ func Start(spec *Spec, stdio Stdio, limits Limits, warn func(string)) (c *Contai
 	if spec.Net == NetNone || spec.Net == NetPrivate {
 		cmd.SysProcAttr.Cloneflags |= unix.CLONE_NEWNET
 	}
-	cmd.Dir = spec.LowerBase // "": ours
-	ranged, useRanges := rangedMapping()
-	keeper := spec.UserNS && spec.KeepID != nil
+	keeper = spec.UserNS && spec.KeepID != nil
 	if keeper && !useRanges {
-		return nil, errors.New("keep-id needs newuidmap and newgidmap (Debian's uidmap package) and subordinate ids for you in /etc/subuid and /etc/subgid")
+		return nil, false, errors.New("keep-id needs newuidmap and newgidmap (Debian's uidmap package) and subordinate ids for you in /etc/subuid and /etc/subgid")
 	}
 	if keeper {
 		// The keeper makes init's namespaces, in a user namespace nested
@@ -164,103 +218,133 @@ func Start(spec *Spec, stdio Stdio, limits Limits, warn func(string)) (c *Contai
 			cmd.SysProcAttr.GidMappingsEnableSetgroups = false
 		}
 	}
-	if fd, err := cg.dirFd(); err != nil {
-		return nil, err
-	} else if fd >= 0 {
-		defer unix.Close(fd)
-		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
+	return cmd, keeper, nil
+}
+
+// abort ends an init that has not reported a running workload (one that
+// reported its failure is exiting anyway) and its network helper.
+func (c *Container) abort(err error) (*Container, error) {
+	if c.cmd.ProcessState == nil {
+		c.cmd.Process.Kill()
+		c.cmd.Wait()
 	}
-	if !spec.Process.Terminal {
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio.Stdin, stdio.Stdout, stdio.Stderr
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start init: %w", err)
-	}
-	c = &Container{Spec: spec, Pid: cmd.Process.Pid, cmd: cmd, cgroup: cg}
-	specR.Close()
-	syncW.Close()
-	fail := func(err error) (*Container, error) {
-		cmd.Process.Kill()
-		cmd.Wait()
-		c.waitNetHelper()
-		return nil, err
-	}
+	c.waitNetHelper()
+	return nil, err
+}
+
+// setUp takes init through its setup: it is tracked, its user namespace
+// mapped, the spec sent, init put in its cgroups, pasta started; then init
+// is told to start the workload and its answer read.
+func (c *Container) setUp(p *initPipes, ranged subIDMapping, useRanges, keeper bool) error {
+	spec := c.Spec
 	// Init waits for the spec, so it is alive now; its exe is the same file
 	// before and after it re-executes from the read-only bind.
 	if err := c.Identity.Track(c.Pid); err != nil {
-		return fail(fmt.Errorf("track init: %w", err))
+		return fmt.Errorf("track init: %w", err)
 	}
 	if spec.UserNS && useRanges {
 		if err := ranged.apply(c.Pid); err != nil {
-			return fail(fmt.Errorf("map the user namespace: %w", err))
+			return fmt.Errorf("map the user namespace: %w", err)
 		}
 	}
-	// The spec starts init's setup (the mounts, its second exec), which
-	// runs while it is put in its cgroups: on v1 a migration waits for the
-	// kernel's RCU and can take milliseconds. A byte on the sync socket
-	// then tells init it is in them; only after it does init start the
-	// workload, which so begins inside them.
-	if err := json.NewEncoder(specW).Encode(spec); err != nil {
-		return fail(fmt.Errorf("send the spec to init: %w", err))
+	// The helper (and pasta) start now, with init's namespaces made and
+	// mapped, and run while init builds its root; the keeper's init is
+	// its child, known only below.
+	var helper *netHelperStart
+	if spec.Net == NetPrivate && !keeper {
+		var err error
+		if helper, err = c.startNetHelper(); err != nil {
+			return err
+		}
 	}
-	specW.Close()
-	sync := &lineReader{recv: fileRecvmsg(syncR)}
+	// The spec starts init's setup (the mounts), which runs while it is
+	// put in its cgroups: on v1 a migration waits for the kernel's RCU and
+	// can take milliseconds. A byte on the sync socket then tells init it
+	// is in them; only after it does init start the workload, which so
+	// begins inside them, and with its network up.
+	if err := json.NewEncoder(p.specW).Encode(spec); err != nil {
+		return fmt.Errorf("send the spec to init: %w", err)
+	}
+	p.specW.Close()
+	sync := &lineReader{recv: fileRecvmsg(p.syncR)}
 	if keeper {
-		msg, _, err := readSyncLine(sync)
-		if err != nil {
-			return fail(fmt.Errorf("keep-id: the keeper died during setup: %s", err))
+		if err := c.followKeeper(sync); err != nil {
+			return err
 		}
-		if msg.Error != "" {
-			return fail(errors.New(msg.Error))
-		}
-		// From here on, init is the keeper's child.
-		c.Pid = msg.PID
-		if err := c.Identity.Track(c.Pid); err != nil {
-			// Gone already: its own line says why, if it could.
-			if msg, _, rerr := readSyncLine(sync); rerr == nil && msg.Error != "" {
-				return fail(&StartError{Err: errors.New(msg.Error), Code: msg.Code})
+		if spec.Net == NetPrivate {
+			var err error
+			if helper, err = c.startNetHelper(); err != nil {
+				return err
 			}
-			return fail(fmt.Errorf("track init: %w", err))
 		}
 	}
-	if err := cg.join(c.Pid); err != nil {
-		return fail(err)
+	if err := c.cgroup.join(c.Pid); err != nil {
+		return err
 	}
-	if spec.Net == NetPrivate {
-		// pasta sets the interface up while init builds the root; the
-		// workload starts only once it has (the byte below).
-		helper, err := startNetHelper(spec, c.Pid)
-		if err != nil {
-			return fail(err)
-		}
-		c.netHelper, c.NetHelper = helper, &State{}
-		if err := c.NetHelper.Track(helper.Process.Pid); err != nil {
-			c.netHelper.Process.Kill()
-			c.netHelper.Wait()
-			return fail(fmt.Errorf("track the network helper: %w", err))
+	if helper != nil {
+		if err := helper.wait(); err != nil {
+			c.netHelper, c.NetHelper = nil, nil
+			return err
 		}
 	}
 	// An init that failed meanwhile is not written to: its reason is read
 	// below.
-	syncR.Write([]byte{1})
+	p.syncR.Write([]byte{1})
 	msg, fds, err := readSyncLine(sync)
 	if err != nil {
-		cmd.Wait()
-		c.waitNetHelper()
-		return nil, fmt.Errorf("init died during setup (%v): %s", cmd.ProcessState, err)
+		c.cmd.Wait()
+		return fmt.Errorf("init died during setup (%v): %s", c.cmd.ProcessState, err)
 	}
 	if msg.Error != "" {
-		cmd.Wait()
-		c.waitNetHelper()
-		return nil, &StartError{Err: errors.New(msg.Error), Code: msg.Code}
+		c.cmd.Wait()
+		return &StartError{Err: errors.New(msg.Error), Code: msg.Code}
 	}
 	if spec.Process.Terminal {
 		if len(fds) != 1 {
-			return fail(errors.New("init sent no terminal"))
+			return errors.New("init sent no terminal")
 		}
 		c.Console = os.NewFile(uintptr(fds[0]), "console")
 	}
-	return c, nil
+	return nil
+}
+
+// followKeeper reads the keep-id keeper's line: from here on, init is the
+// keeper's child, with the pid it gives.
+func (c *Container) followKeeper(sync *lineReader) error {
+	msg, _, err := readSyncLine(sync)
+	if err != nil {
+		return fmt.Errorf("keep-id: the keeper died during setup: %s", err)
+	}
+	if msg.Error != "" {
+		return errors.New(msg.Error)
+	}
+	c.Pid = msg.PID
+	if err := c.Identity.Track(c.Pid); err != nil {
+		// Gone already: its own line says why, if it could.
+		if msg, _, rerr := readSyncLine(sync); rerr == nil && msg.Error != "" {
+			return &StartError{Err: errors.New(msg.Error), Code: msg.Code}
+		}
+		return fmt.Errorf("track init: %w", err)
+	}
+	return nil
+}
+
+// startNetHelper starts the process that keeps pasta for init's network
+// namespace and tracks it.
+func (c *Container) startNetHelper() (*netHelperStart, error) {
+	h, err := startNetHelper(c.Spec, c.Pid)
+	if err != nil {
+		return nil, err
+	}
+	c.netHelper, c.NetHelper = h.cmd, &State{}
+	if err := c.NetHelper.Track(h.cmd.Process.Pid); err != nil {
+		h.cmd.Process.Kill()
+		h.cmd.Wait()
+		h.report.Close()
+		c.netHelper = nil
+		return nil, fmt.Errorf("track the network helper: %w", err)
+	}
+	return h, nil
 }
 
 // controlSocket listens on path for cove exec; with no path, init gets

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/cove-sh/cove/internal/dirs"
@@ -188,11 +189,13 @@ func pinned(d *projectfs.Dir, rel string) (kind string, b []byte, err error) {
 // braces, backslashes), so that every file it may run is one of its
 // words, which the trust pins, and none is chosen by an expansion, a cd,
 // a glob or a variable of the shell at the time it runs.
-var safeWord = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]*$`)
+var safeWord = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]*$`) })
 
 // coveVars are the variables cove substitutes itself before anything
 // runs (a default, if given, of the same safe characters).
-var coveVars = regexp.MustCompile(`\$\{(localWorkspaceFolder|localWorkspaceFolderBasename|containerWorkspaceFolder|containerWorkspaceFolderBasename|devcontainerId|(localEnv|env):[A-Za-z_][A-Za-z0-9_]*(:[A-Za-z0-9_@%+=:,./-]*)?)\}`)
+var coveVars = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\$\{(localWorkspaceFolder|localWorkspaceFolderBasename|containerWorkspaceFolder|containerWorkspaceFolderBasename|devcontainerId|(localEnv|env):[A-Za-z_][A-Za-z0-9_]*(:[A-Za-z0-9_@%+=:,./-]*)?)\}`)
+})
 
 // checkInitialize refuses an initializeCommand whose files cove cannot
 // pin: shell syntax in any form (the string, or an array's word, as in
@@ -211,7 +214,7 @@ func checkInitialize(dir string, raw []byte) error {
 		switch v := v.(type) {
 		case string:
 			for _, w := range strings.Fields(v) {
-				if !safeWord.MatchString(coveVars.ReplaceAllString(w, "x")) {
+				if !safeWord().MatchString(coveVars().ReplaceAllString(w, "x")) {
 					return fmt.Errorf("initializeCommand %q: %q has shell syntax (an expansion, a glob, quotes, cd && …, a redirection): the script it runs would not be the one you trusted; %s", v, w, form)
 				}
 				words = append(words, w)

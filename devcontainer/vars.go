@@ -8,10 +8,11 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // varRef is a ${…} reference, as the devcontainers CLI finds them.
-var varRef = regexp.MustCompile(`\$\{(.*?)\}`)
+var varRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{(.*?)\}`) })
 
 // vars substitutes the spec's variables. Local ones (the host's side) are
 // resolved when the file is read; ${containerEnv:…} once the container's
@@ -58,7 +59,7 @@ func (v *vars) folder() string {
 // local substitutes the host-side variables in s, found at where (a key
 // path, for the notes).
 func (v *vars) local(s, where string) string {
-	return varRef.ReplaceAllStringFunc(s, func(ref string) string {
+	return varRef().ReplaceAllStringFunc(s, func(ref string) string {
 		name, arg, hasArg := strings.Cut(ref[2:len(ref)-1], ":")
 		switch name {
 		case "localEnv", "env":
@@ -101,7 +102,7 @@ func (v *vars) local(s, where string) string {
 
 // container substitutes ${containerEnv:NAME[:default]} in s against env.
 func (v *vars) container(s string, env map[string]string) string {
-	return varRef.ReplaceAllStringFunc(s, func(ref string) string {
+	return varRef().ReplaceAllStringFunc(s, func(ref string) string {
 		name, arg, hasArg := strings.Cut(ref[2:len(ref)-1], ":")
 		if name != "containerEnv" || !hasArg {
 			return ref

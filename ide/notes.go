@@ -113,7 +113,9 @@ func (n *Notes) Write(p []byte) (int, error) {
 
 // csi matches a terminal's control sequences (colours, cursor moves) and
 // OSC strings (titles, links), raw or shown as pictures (␛) by termtext.
-var csi = regexp.MustCompile(`(?:\x1b|\x{241b})(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\x{2407}\x{241b}]*(?:\x07|\x{2407}|(?:\x1b|\x{241b})\\)?)`)
+var csi = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?:\x1b|\x{241b})(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\x{2407}\x{241b}]*(?:\x07|\x{2407}|(?:\x1b|\x{241b})\\)?)`)
+})
 
 // Restore records lines another Notes kept (Lines), each with its own
 // kind: what cove up --detach said, for its background launcher.
@@ -131,7 +133,7 @@ func (n *Notes) Restore(lines []NoteLine) {
 // add records one line, of kind, or of the kind it reads as when kind is
 // ""; n.mu is held.
 func (n *Notes) add(raw string, cut bool, kind string) {
-	text := termtext.Visible(csi.ReplaceAllString(raw, ""))
+	text := termtext.Visible(csi().ReplaceAllString(raw, ""))
 	if len(text) > MaxNoteLine {
 		i := MaxNoteLine
 		for i > 0 && !utf8.RuneStart(text[i]) {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
@@ -81,7 +82,9 @@ func imageFromDescriptor(idx v1.ImageIndex, d v1.Descriptor, platform v1.Platfor
 	return nil, fmt.Errorf("no image for %s in the index (it has %s); choose one with --platform", platform, strings.Join(have, ", "))
 }
 
-var blobName = regexp.MustCompile(`^blobs/[a-z0-9]+/[a-f0-9]{32,128}$`)
+// Compiled on first use: {32,128} makes a large program, and every cove
+// process (a container's init too) would pay for it at start.
+var blobName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^blobs/[a-z0-9]+/[a-f0-9]{32,128}$`) })
 
 // ociArchiveImage unpacks the layout files of an oci-archive (a tar of an
 // OCI layout) into a private temporary directory and reads it as one.
@@ -117,7 +120,7 @@ func ociArchiveImage(ctx context.Context, file, tag string, o *options) (v1.Imag
 			return nil, nil, ctx.Err()
 		}
 		n := strings.TrimPrefix(filepath.Clean("/"+hdr.Name), "/")
-		if hdr.Typeflag != tar.TypeReg || !(n == "index.json" || n == "oci-layout" || blobName.MatchString(n)) {
+		if hdr.Typeflag != tar.TypeReg || !(n == "index.json" || n == "oci-layout" || blobName().MatchString(n)) {
 			continue
 		}
 		dst := filepath.Join(tmp, n)

@@ -27,6 +27,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cove-sh/cove/container"
@@ -53,11 +54,11 @@ type Manager struct {
 
 // validName is a task's name: a word that is a path element, a branch
 // name and part of a workspace's name as it is.
-var validName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,39}$`)
+var validName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,39}$`) })
 
 // CheckName says why name cannot be a task's.
 func CheckName(name string) error {
-	if !validName.MatchString(name) {
+	if !validName().MatchString(name) {
 		return fmt.Errorf("task %q: a task's name is 1–40 lowercase letters, digits and dashes", name)
 	}
 	return nil

@@ -25,6 +25,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/cove-sh/cove/internal/dirs"
 	"github.com/cove-sh/cove/internal/projectfs"
@@ -131,13 +132,13 @@ func Parse(source string, b []byte) ([]Named, error) {
 // tool names), with no separator. A name is part of the keys the user
 // allows for a session ("mcp:host:gh/delete_repo"): a "/" or ":" in one
 // could make one origin's key look like another's.
-var validName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+var validName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.-]+$`) })
 
 func checkName(name string) error {
 	if name == "" || len(name) > maxServerNameLen {
 		return fmt.Errorf("a server's name must be 1 to %d characters", maxServerNameLen)
 	}
-	if !validName.MatchString(name) {
+	if !validName().MatchString(name) {
 		return errors.New("a server's name may hold only letters, digits, _, . and - (no / or :, which would blur the keys you allow it by)")
 	}
 	return nil
@@ -149,7 +150,7 @@ const maxToolNameLen = 128
 // ValidToolName says whether a server's tool name is one cove offers:
 // 1 to 128 of the characters validName allows.
 func ValidToolName(name string) bool {
-	return len(name) <= maxToolNameLen && validName.MatchString(name)
+	return len(name) <= maxToolNameLen && validName().MatchString(name)
 }
 
 // ReadFile reads a config file of the user's (or one given with

@@ -1466,3 +1466,42 @@ func TestAgentChatMarkdownInTerminal(t *testing.T) {
 		t.Errorf("history file mode: %v", err)
 	}
 }
+
+// TestRootlessInitBinaryIsReadOnly: a rootless container cannot write the
+// binary its init runs, through /proc/1/exe, whether cove is installed
+// root's (init is executed once: the container maps no id that can write
+// it) or the user's (~/.local/bin: init re-executes from its read-only
+// bind, as its own owner is root inside).
+func TestRootlessInitBinaryIsReadOnly(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	u, uid, gid := testUser(t)
+	ref := testregistry.Push(t, addr, layered(t))
+	base := rootlessBase(t, "cove-rootless-exe-")
+	own := filepath.Join(base, "cove")
+	b, err := os.ReadFile(coveBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(own, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Chown(own, uid, gid)
+	os.Mkdir(filepath.Join(base, "root"), 0o755)
+	os.Chown(filepath.Join(base, "root"), uid, gid)
+	script := `tr '\0' ' ' < /proc/1/cmdline; if (: >> /proc/1/exe) 2>/dev/null; then echo wrote; else echo refused; fi`
+	for bin, stage2 := range map[string]bool{coveBin: false, own: true} {
+		cmd, out, errb := coveProc(filepath.Join(base, "root"), "run", "--rm", ref, "sh", "-c", script)
+		cmd.Path = bin
+		asTestUser(cmd, u, uid, gid)
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("rootless run with %s: %v\n%s", bin, err, errb)
+		}
+		if !strings.HasSuffix(out.String(), " refused\n") || strings.Contains(out.String(), "--stage2") != stage2 {
+			t.Errorf("rootless run with %s: %q, want the write refused and --stage2 %v\n%s", bin, out, stage2, errb)
+		}
+	}
+	if after, err := os.ReadFile(own); err != nil || !bytes.Equal(after, b) {
+		t.Errorf("the user's cove binary changed (%v)", err)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cove-sh/cove/build"
@@ -247,7 +248,7 @@ func (fc *featureContext) add(i int, f *feature) error {
 	// extends is the one the next Features see).
 	for _, k := range keys {
 		v := f.meta.ContainerEnv[k]
-		if !envName.MatchString(k) || strings.ContainsAny(v, "\r\n\x00") {
+		if !envName().MatchString(k) || strings.ContainsAny(v, "\r\n\x00") {
 			return fmt.Errorf("the Feature %s: containerEnv %q: not a variable cove can set", f.id, k)
 		}
 		fmt.Fprintf(&fc.df, "ENV %s=\"%s\"\n", k, strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(v))
@@ -292,7 +293,7 @@ func firstOf(s ...string) string {
 	return ""
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // safeName is a Feature's directory name in the build: its id, reduced.
 func safeName(id, bare string) string {

@@ -15,6 +15,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -171,9 +172,11 @@ func visible(s string) string {
 func isControl(r rune) bool { return r < 0x20 && r != '\t' || r >= 0x7f && r < 0xa0 }
 
 var (
-	fenceOpen = regexp.MustCompile("^ {0,3}(`{3,}|~{3,})(.*)$")
-	heading   = regexp.MustCompile(`^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$`)
-	bullet    = regexp.MustCompile(`^([ \t]*)[-*+][ \t]+(.*)$`)
+	fenceOpen = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("^ {0,3}(`{3,}|~{3,})(.*)$") })
+	heading   = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$`)
+	})
+	bullet = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([ \t]*)[-*+][ \t]+(.*)$`) })
 )
 
 // render styles one line, a whole one, and keeps track of code fences.
@@ -185,15 +188,15 @@ func (m *Writer) render(line string) string {
 		}
 		return styled(line, code)
 	}
-	if f := fenceOpen.FindStringSubmatch(line); f != nil && !(f[1][0] == '`' && strings.Contains(f[2], "`")) {
+	if f := fenceOpen().FindStringSubmatch(line); f != nil && !(f[1][0] == '`' && strings.Contains(f[2], "`")) {
 		m.fence = f[1]
 		return styled(line, dim)
 	}
 	var in inline
 	depth, quote := quoted(line)
 	switch {
-	case heading.MatchString(line):
-		h := heading.FindStringSubmatch(line)
+	case heading().MatchString(line):
+		h := heading().FindStringSubmatch(line)
 		st := bold
 		if len(h[1]) == 1 {
 			st |= underline
@@ -208,8 +211,8 @@ func (m *Writer) render(line string) string {
 		}
 		in.write(prefix, dim)
 		in.span(quote, dim)
-	case bullet.MatchString(line):
-		b := bullet.FindStringSubmatch(line)
+	case bullet().MatchString(line):
+		b := bullet().FindStringSubmatch(line)
 		in.write(b[1]+"• ", 0)
 		in.span(b[2], 0)
 	default:
@@ -545,11 +548,11 @@ func link(s string, i int) (text, url string, next int, ok bool) {
 	return "", "", 0, false
 }
 
-var autolinkRE = regexp.MustCompile(`^<((?:https?://|mailto:)[^\s<>]+)>`)
+var autolinkRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^<((?:https?://|mailto:)[^\s<>]+)>`) })
 
 // autolink matches <https://…> or <mailto:…> at s[i].
 func autolink(s string, i int) (url string, next int, ok bool) {
-	m := autolinkRE.FindStringSubmatch(s[i:])
+	m := autolinkRE().FindStringSubmatch(s[i:])
 	if m == nil {
 		return "", 0, false
 	}

@@ -1,0 +1,93 @@
+// Command cmdtime times command lines side by side (see scripts/bench/latency.sh):
+// round after round, each command once in turn, so that a machine whose load
+// moves during the run moves every row alike. It prints, per command, a tab-
+// separated line: label, runs, failed runs, median and min wall time (ms),
+// median CPU time (user+system of the command and its children, ms) and
+// median peak RSS (KB, of the largest process).
+//
+//	cmdtime RUNS WARMUP LABEL=COMMAND... (COMMAND goes through sh -c)
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type row struct {
+	label, cmd string
+	wall, cpu  []float64
+	rss        []float64
+	failed     int
+	firstErr   string
+}
+
+func main() {
+	if len(os.Args) < 4 {
+		fmt.Fprintln(os.Stderr, "usage: cmdtime RUNS WARMUP LABEL=COMMAND...")
+		os.Exit(2)
+	}
+	runs, err1 := strconv.Atoi(os.Args[1])
+	warm, err2 := strconv.Atoi(os.Args[2])
+	if err1 != nil || err2 != nil || runs < 1 || warm < 0 {
+		fmt.Fprintln(os.Stderr, "cmdtime: RUNS and WARMUP must be numbers")
+		os.Exit(2)
+	}
+	var rows []*row
+	for _, a := range os.Args[3:] {
+		l, c, ok := strings.Cut(a, "=")
+		if !ok {
+			fmt.Fprintf(os.Stderr, "cmdtime: %q is not LABEL=COMMAND\n", a)
+			os.Exit(2)
+		}
+		rows = append(rows, &row{label: l, cmd: c})
+	}
+	for i := 0; i < warm+runs; i++ {
+		for _, r := range rows {
+			once(r, i >= warm)
+		}
+	}
+	for _, r := range rows {
+		fmt.Printf("%s\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.0f\t%s\n", r.label, len(r.wall), r.failed,
+			median(r.wall), slices.Min(append(r.wall, 0)[:max(len(r.wall), 1)]), median(r.cpu), median(r.rss), r.firstErr)
+	}
+}
+
+// once runs r's command; the shell's own exec is in the time, as it is
+// for every row.
+func once(r *row, timed bool) {
+	cmd := exec.Command("/bin/sh", "-c", "exec "+r.cmd)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	start := time.Now()
+	err := cmd.Run()
+	wall := time.Since(start)
+	if !timed {
+		return
+	}
+	if err != nil {
+		r.failed++
+		if r.firstErr == "" {
+			r.firstErr = strings.ReplaceAll(strings.TrimSpace(err.Error()+": "+stderr.String()), "\n", " ")
+		}
+		return
+	}
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	r.wall = append(r.wall, float64(wall.Microseconds())/1000)
+	r.cpu = append(r.cpu, float64(cpu.Microseconds())/1000)
+	r.rss = append(r.rss, float64(ru.Maxrss))
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(v))
+	return s[len(s)/2]
+}
