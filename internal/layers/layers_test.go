@@ -17,8 +17,8 @@ var layer = map[string]int{
 	"devcontainer": 2, "workspace/kube": 2, "ide": 2,
 	"agent/terminal": 3, "devcontainer/devimage": 3,
 	"workspace": 4,
-	"launcher":  5,
-	"cmd/cove":  6,
+	"launcher":  5, "task": 5,
+	"cmd/cove": 6,
 }
 
 // leaf says whether p is of layer 0: it may import no other package of
