@@ -208,7 +208,7 @@ func newHandler(dir *projectfs.Dir, shell []string, every time.Duration) http.Ha
 	mux.HandleFunc("GET /api/watch", f.watch)
 	mux.HandleFunc("GET /api/ports/listening", servePortsListening)
 	mux.HandleFunc("GET /api/ports/tunnel", serveTunnel)
-	l := &languages{dir: dir, running: map[string]*lspProcess{}}
+	l := &languages{dir: dir, keepalive: every, running: map[string]*lspProcess{}}
 	mux.HandleFunc("GET /api/lsp", l.info)
 	mux.HandleFunc("GET /api/lsp/{name}", l.serve)
 	g := gitAPI{dir: dir}
