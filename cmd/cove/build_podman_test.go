@@ -35,6 +35,7 @@ var buildahMountPoints = map[string]bool{"dev": true, "proc": true, "sys": true,
 // io.buildah.version podman adds; WORKDIR makes its directory even when no
 // later step writes there, as BuildKit does (buildah makes it lazily).
 func TestBuildSameAsPodman(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	if _, err := exec.LookPath("podman"); err != nil {
 		if os.Getenv("CI") != "" {
