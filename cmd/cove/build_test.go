@@ -233,6 +233,7 @@ func TestBuildFeatures(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // one store, a ref each: as builds in parallel are
 			files := map[string]string{}
 			if tc.dockerfile != "" {
 				files["Dockerfile"] = strings.ReplaceAll(tc.dockerfile, "BASE", base)

@@ -260,6 +260,7 @@ func TestBuildRootlessSameAsRoot(t *testing.T) {
 	os.Chown(userRoot, ru.uid, ru.gid)
 	for name, df := range cases {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // two stores, a context and a ref each
 			ctx := filepath.Join(filepath.Dir(userRoot), "ctx-"+name)
 			os.Mkdir(ctx, 0o755)
 			os.WriteFile(filepath.Join(ctx, "Dockerfile"), []byte(df), 0o644)
