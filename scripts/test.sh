@@ -157,9 +157,6 @@ log "go test"
 # skip not on scripts/expected-skips fails the run: a test that quietly
 # stopped running (a missing tool, an image that did not build) is seen.
 go build -o "${TMPDIR:-/tmp}/cove-testreport" ./scripts/testreport
-# -parallel 4 on 2 cores: cmd/cove's parallel tests mostly wait (on
-# containers, registries, browsers); measured under a load of 20-29,
-# cmd/cove took 1725 s serial, 1013 s at the default 2, 899 s at 4.
 strict=()
 [ -n "${CI:-}" ] && strict=(-strict)
 go test -json -count=1 -timeout 25m ./... |

@@ -66,6 +66,9 @@ func TestBuildSameAsPodman(t *testing.T) {
 	files := map[string]string{"f": "file\n", "d/x": "x\n", "d/sub/y": "y\n", "d/l@": "x"}
 	for name, df := range dockerfiles {
 		t.Run(name, func(t *testing.T) {
+			// Apart: a context, a ref and a podman tag each (the times
+			// logged are then those of builds side by side).
+			t.Parallel()
 			ctx := buildContext(t, merge(files, map[string]string{"Dockerfile": strings.ReplaceAll(df, "BASE", base)}))
 			ref := "same/" + name + ":test"
 			var times []string
