@@ -1507,6 +1507,7 @@ func TestAgentChatMarkdownInTerminal(t *testing.T) {
 // it) or the user's (~/.local/bin: init re-executes from its read-only
 // bind, as its own owner is root inside).
 func TestRootlessInitBinaryIsReadOnly(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	u, uid, gid := testUser(t)

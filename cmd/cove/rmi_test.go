@@ -232,6 +232,7 @@ func TestRmiUnderAStoppedWorkspace(t *testing.T) {
 // name was pulled again as another image starts on the one its layer was
 // made on, says so, and keeps what was installed; --fresh moves it.
 func TestRestartKeepsTheImageItWasMadeOn(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))
