@@ -12,6 +12,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/cove-sh/cove/internal/projectfs"
 )
@@ -38,7 +39,10 @@ type entry struct {
 //	DELETE /api/file?path=PATH    remove a file or a directory and all in it
 //	POST   /api/dir?path=DIR      make a directory
 //	POST   /api/rename?from=A&to=B  move a file or directory; never over another (409)
-type files struct{ dir *projectfs.Dir }
+type files struct {
+	dir       *projectfs.Dir
+	keepalive time.Duration // how often a watch's WebSocket is pinged (keepalive.go)
+}
 
 // etag names a file's contents, so that a save can tell whether the file
 // changed on disk since the editor read it.
@@ -186,8 +190,14 @@ func httpError(w http.ResponseWriter, err error) {
 // files, and terminals running shell (argv). It is what `cove ide serve`
 // runs on its Unix socket; the agent joins it next.
 func NewHandler(dir *projectfs.Dir, shell []string) http.Handler {
-	f := files{dir: dir}
-	t := &terminals{dir: dir.Root, shell: shell, terms: map[string]*Terminal{}}
+	return newHandler(dir, shell, keepaliveEvery)
+}
+
+// newHandler is NewHandler with its WebSockets pinged every every: a
+// test's milliseconds, where a drop is noticed in well under a second.
+func newHandler(dir *projectfs.Dir, shell []string, every time.Duration) http.Handler {
+	f := files{dir: dir, keepalive: every}
+	t := &terminals{dir: dir.Root, shell: shell, terms: map[string]*Terminal{}, keepalive: every}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/tree", f.tree)
 	mux.HandleFunc("/api/file", f.file)
@@ -198,7 +208,7 @@ func NewHandler(dir *projectfs.Dir, shell []string) http.Handler {
 	mux.HandleFunc("GET /api/watch", f.watch)
 	mux.HandleFunc("GET /api/ports/listening", servePortsListening)
 	mux.HandleFunc("GET /api/ports/tunnel", serveTunnel)
-	l := &languages{dir: dir, running: map[string]*lspProcess{}}
+	l := &languages{dir: dir, keepalive: every, running: map[string]*lspProcess{}}
 	mux.HandleFunc("GET /api/lsp", l.info)
 	mux.HandleFunc("GET /api/lsp/{name}", l.serve)
 	g := gitAPI{dir: dir}

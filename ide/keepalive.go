@@ -32,7 +32,9 @@ import (
 // not watched: as before, it is noticed when the connection breaks.
 
 // keepaliveHeader is the upgrade answer's header in which the server says
-// how often, in seconds, it pings the WebSocket.
+// how often, in seconds, it pings the WebSocket: a whole number from a
+// server in a Pod ("2"); a fraction only from a test's server, which a
+// proxy before fractions ignores (it leaves the connection unwatched).
 const keepaliveHeader = "Cove-Keepalive"
 
 // keepaliveEvery is how often the server pings each WebSocket: a few
@@ -54,17 +56,18 @@ const keepaliveMissed = 4
 const pongWait = 30 * time.Second
 
 // announceKeepalive says in the upgrade's answer that the server will
-// ping: call it before websocket.Accept.
-func announceKeepalive(w http.ResponseWriter) {
-	w.Header().Set(keepaliveHeader, strconv.Itoa(int(keepaliveEvery/time.Second)))
+// ping every every: call it before websocket.Accept.
+func announceKeepalive(w http.ResponseWriter, every time.Duration) {
+	every = pingEvery(every)
+	w.Header().Set(keepaliveHeader, strconv.FormatFloat(every.Seconds(), 'f', -1, 64))
 }
 
-// keepalive pings c every keepaliveEvery until ctx ends or a ping goes
-// unanswered for pongWait, and then closes c. Something must be reading c
-// meanwhile (CloseRead, or the handler's reads): that is where pongs are
-// seen.
-func keepalive(ctx context.Context, c *websocket.Conn) {
-	t := time.NewTicker(keepaliveEvery)
+// keepalive pings c every every (keepaliveEvery but in tests) until ctx
+// ends or a ping goes unanswered for pongWait, and then closes c.
+// Something must be reading c meanwhile (CloseRead, or the handler's
+// reads): that is where pongs are seen.
+func keepalive(ctx context.Context, c *websocket.Conn, every time.Duration) {
+	t := time.NewTicker(pingEvery(every))
 	defer t.Stop()
 	for {
 		select {
@@ -82,6 +85,14 @@ func keepalive(ctx context.Context, c *websocket.Conn) {
 			return
 		}
 	}
+}
+
+// pingEvery is every, or keepaliveEvery when unset.
+func pingEvery(every time.Duration) time.Duration {
+	if every <= 0 {
+		return keepaliveEvery
+	}
+	return every
 }
 
 // liveConn is a forwarded connection that notes when its last byte
@@ -167,9 +178,12 @@ func traceUpstream(r *http.Request) *http.Request {
 // can only ask to be watched more or less closely, and only its own
 // connection is closed.
 func (p *Proxy) watchUpgrade(resp *http.Response) {
-	every, err := strconv.Atoi(resp.Header.Get(keepaliveHeader))
+	every, err := strconv.ParseFloat(resp.Header.Get(keepaliveHeader), 64)
 	resp.Header.Del(keepaliveHeader)
-	if resp.StatusCode != http.StatusSwitchingProtocols || err != nil || every < 1 || every > 60 {
+	// Bounded below so that a server cannot have its connection watched
+	// (and closed) at a rate that costs the launcher; a test's 10 ms is
+	// the least.
+	if resp.StatusCode != http.StatusSwitchingProtocols || err != nil || !(every >= 0.01 && every <= 60) {
 		return
 	}
 	u, _ := resp.Request.Context().Value(upstreamKey{}).(*upstream)
@@ -182,5 +196,5 @@ func (p *Proxy) watchUpgrade(resp *http.Response) {
 	if l == nil {
 		return
 	}
-	go l.watch(keepaliveMissed*time.Duration(every)*time.Second, p.transport.CloseIdleConnections)
+	go l.watch(keepaliveMissed*time.Duration(every*float64(time.Second)), p.transport.CloseIdleConnections)
 }

@@ -22,11 +22,16 @@ import (
 // open, the server's pings keep it so, and so does a WebSocket of a
 // server that does not ping (a cove before it, still in a Pod): it is not
 // watched. Once the connections drop, the terminal's is closed within
-// about 9 s, as a broken one would be; the page reattaches to the same
+// keepaliveMissed pings' time, as a broken one would be; the page reattaches to the same
 // shell over a new connection, and the next request does not wait on a
 // pooled connection from before the drop. The page's own line to the
-// launcher keeps it counted as open meanwhile.
+// launcher keeps it counted as open meanwhile. The server pings every
+// quarter second here (a Pod's server: every keepaliveEvery), announced
+// as a fraction of a second, so the silence the proxy waits for is one
+// second, not eight.
 func TestProxyClosesASilentWebSocket(t *testing.T) {
+	t.Parallel()
+	const every = 250 * time.Millisecond
 	project := t.TempDir()
 	os.WriteFile(filepath.Join(project, "a.txt"), []byte("hello"), 0o644)
 	dir, err := projectfs.Open(project)
@@ -35,7 +40,7 @@ func TestProxyClosesASilentWebSocket(t *testing.T) {
 	}
 	defer dir.Close()
 	mux := http.NewServeMux()
-	mux.Handle("/api/", NewHandler(dir, []string{"/bin/sh"}))
+	mux.Handle("/api/", newHandler(dir, []string{"/bin/sh"}, every))
 	// A server before keepalives: a WebSocket that says nothing of them.
 	mux.HandleFunc("/api/older", func(w http.ResponseWriter, r *http.Request) {
 		c, err := websocket.Accept(w, r, nil)
@@ -87,7 +92,7 @@ func TestProxyClosesASilentWebSocket(t *testing.T) {
 	olderCtx := older.CloseRead(context.Background())
 
 	// Quiet for longer than the proxy waits for a byte.
-	quiet := keepaliveMissed*keepaliveEvery + 2*time.Second
+	quiet := keepaliveMissed*every + 2*every
 	f.read(quiet, func(*frames) bool { return false })
 	select {
 	case _, ok := <-f.msgs:
@@ -123,7 +128,7 @@ func TestProxyClosesASilentWebSocket(t *testing.T) {
 	// The drop.
 	d.Drop()
 	dropped := time.Now()
-	f.read(keepaliveMissed*keepaliveEvery+5*time.Second, func(*frames) bool { return false })
+	f.read(keepaliveMissed*every+5*time.Second, func(*frames) bool { return false })
 	took := time.Since(dropped)
 	select {
 	case _, ok := <-f.msgs:
@@ -135,12 +140,12 @@ func TestProxyClosesASilentWebSocket(t *testing.T) {
 		t.Fatalf("the terminal's WebSocket is still open %v after the drop", took.Round(time.Second))
 	}
 	t.Logf("the proxy closed the terminal's WebSocket %v after the drop", took.Round(time.Millisecond))
-	// Up to 8 s of silence counted from the last ping before the drop,
-	// checked each second, and room for a loaded machine.
-	if limit := keepaliveMissed*keepaliveEvery + 4*time.Second; took > limit {
+	// Up to a second of silence counted from the last ping before the
+	// drop, checked each eighth of it, and room for a loaded machine.
+	if limit := keepaliveMissed*every + 3*time.Second; took > limit {
 		t.Errorf("the terminal's WebSocket was closed %v after the drop, want within %v", took, limit)
 	}
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // the lifeline's count settles
 	if u := p.Unattended(); u != 0 {
 		t.Errorf("with its terminal's socket closed by the drop, the page is taken for gone (%v)", u)
 	}

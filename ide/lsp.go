@@ -63,9 +63,11 @@ var knownServers = []languageServer{
 
 // languages serves the language servers of the project in dir.
 type languages struct {
-	dir     *projectfs.Dir
-	mu      sync.Mutex
-	running map[string]*lspProcess // by name: the one each name has
+	dir *projectfs.Dir
+	// keepalive is how often a server's WebSocket is pinged (keepalive.go).
+	keepalive time.Duration
+	mu        sync.Mutex
+	running   map[string]*lspProcess // by name: the one each name has
 }
 
 // servers are the language servers this workspace has: those the
@@ -145,7 +147,7 @@ func (l *languages) serve(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 	}
-	announceKeepalive(w)
+	announceKeepalive(w, l.keepalive)
 	c, err := websocket.Accept(w, r, acceptOptions())
 	if err != nil {
 		return
@@ -164,7 +166,7 @@ func (l *languages) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer l.stop(name, p)
-	go keepalive(ctx, c)
+	go keepalive(ctx, c, l.keepalive)
 	code, why := relayLSP(ctx, c, p)
 	c.Close(code, closeReason(why))
 }

@@ -27,8 +27,10 @@ type terminals struct {
 	// keepExited is how long an exited shell (its last output and exit
 	// status) stays for a page that comes back; default keepExited.
 	keepExited time.Duration
-	mu         sync.Mutex
-	terms      map[string]*Terminal
+	// keepalive is how often a terminal's WebSocket is pinged (keepalive.go).
+	keepalive time.Duration
+	mu        sync.Mutex
+	terms     map[string]*Terminal
 }
 
 const (
@@ -46,7 +48,7 @@ func (s *terminals) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	// The origin was checked by the host proxy; checking again here costs
 	// nothing (the proxy keeps the Host header, so it matches).
-	announceKeepalive(w)
+	announceKeepalive(w, s.keepalive)
 	c, err := websocket.Accept(w, r, acceptOptions())
 	if err != nil {
 		return
@@ -106,7 +108,7 @@ func (s *terminals) serve(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}()
-	go keepalive(ctx, c) // the reads above see its pongs
+	go keepalive(ctx, c, s.keepalive) // the reads above see its pongs
 	if err := t.stream(ctx, cl, from, send); err == nil {
 		c.Close(websocket.StatusNormalClosure, "the shell exited")
 	}

@@ -27,14 +27,14 @@ type change struct {
 
 // watch serves GET /api/watch as a WebSocket of changes.
 func (f files) watch(w http.ResponseWriter, r *http.Request) {
-	announceKeepalive(w)
+	announceKeepalive(w, f.keepalive)
 	c, err := websocket.Accept(w, r, acceptOptions())
 	if err != nil {
 		return
 	}
 	defer c.CloseNow()
 	ctx := c.CloseRead(r.Context()) // the client only listens
-	go keepalive(ctx, c)
+	go keepalive(ctx, c, f.keepalive)
 	wt, err := fsnotify.NewWatcher()
 	if err != nil {
 		c.Close(websocket.StatusInternalError, err.Error())

@@ -16,7 +16,7 @@ import (
 // registry itself; when all fail, the error names each.
 func TestPullAsksMirrorsFirst(t *testing.T) {
 	t.Parallel()
-	addr := testregistry.Addr(t)
+	addr := testregistry.InProcess(t)
 	ref := push(t, addr, layered(t))
 	rest := strings.TrimPrefix(ref, addr+"/")
 	mirror := newProxy(t, addr)

@@ -31,7 +31,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func registry(t *testing.T) string { return testregistry.Addr(t) }
+// registry is an in-process registry: the pull is the point, not the
+// server (TestPullWithCredentials keeps the real one, for its login).
+func registry(t *testing.T) string { return testregistry.InProcess(t) }
 
 func push(t *testing.T, addr string, img v1.Image) string { return testregistry.Push(t, addr, img) }
 

@@ -1,8 +1,11 @@
 // Package launcher is the host half of a running workspace that outlives
-// no command: the record by which a second cove finds the launcher that
-// serves a workspace, the app window it opens, and what it reports of a
-// background server's log. The serve loop is still cove up's
-// (cmd/cove/up.go), on its way here.
+// no command: the claim on a workspace (one launcher a workspace, a
+// second cove waits for the first), the record by which a second cove
+// finds the launcher that serves it, the wait while it serves (until
+// Ctrl-C, the last window gone, or the workspace stopped under it) and
+// its end (the windows told, the workspace stopped), the background
+// server of cove up --detach and what it reports of its log, and the app
+// window it opens. cmd/cove's up parses the flags and wires these.
 package launcher
 
 import (

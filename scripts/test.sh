@@ -110,15 +110,45 @@ fi
 
 log "registry"
 eval "$(scripts/registry.sh start | sed 's/^/export /')"
-trap 'scripts/registry.sh stop' EXIT
+# What the run started goes when it ends, however it ends.
+kube_up='' vm_pid=''
+cleanup() {
+	# The VM checks are a process group of their own (set -m below).
+	[ -z "$vm_pid" ] || kill -- "-$vm_pid" 2>/dev/null || true
+	[ -z "$kube_up" ] || scripts/kube/cluster.sh down
+	scripts/registry.sh stop
+}
+trap cleanup EXIT
 
 if [ "$(id -u)" -eq 0 ]; then
 	# A real single-node cluster for the --kube tests; its binaries are
 	# built once (about 20 minutes cold on 2 cores) and cached.
 	log "Kubernetes test cluster (scripts/kube/cluster.sh)"
-	trap 'scripts/kube/cluster.sh down; scripts/registry.sh stop' EXIT
+	kube_up=1
 	COVE_TEST_KUBECONFIG=$(scripts/kube/cluster.sh up | sed -n 's/^KUBECONFIG=//p')
 	export COVE_TEST_KUBECONFIG
+fi
+
+# The VM checks: qemu, in the background while the Go tests run (most of
+# cmd/cove's time is waiting on containers, registries and browsers, and
+# the VMs would otherwise follow it on the same cores for about 7
+# minutes); their output is printed whole after the Go tests', and a
+# failure fails the run. COVE_TEST_VM_OVERLAP=0 runs them after instead.
+vm_checks() {
+	log "cgroup v2 checks in a qemu VM (scripts/vmtest.sh)"
+	scripts/vmtest.sh
+	log "the released arm64 binary in an aarch64 VM (COVE_VM_ARCH=arm64 scripts/vmtest.sh)"
+	COVE_VM_ARCH=arm64 scripts/vmtest.sh
+	log "Debian 12 with systemd, as a user and as root, in a qemu VM (scripts/vmdebian.sh)"
+	scripts/vmdebian.sh
+}
+if [ "${COVE_TEST_VM_OVERLAP:-1}" = 1 ]; then
+	vm_log=$(mktemp "${TMPDIR:-/tmp}/cove-vm-log.XXXXXX")
+	set -m # its own process group, for cleanup to stop whole
+	vm_checks >"$vm_log" 2>&1 &
+	vm_pid=$!
+	set +m
+	log "the VM checks run meanwhile (pid $vm_pid, log $vm_log)"
 fi
 
 log "go test"
@@ -133,9 +163,9 @@ go test -json -count=1 -timeout 25m ./... |
 	"${TMPDIR:-/tmp}/cove-testreport" -expect scripts/expected-skips "${strict[@]}"
 
 if [ -n "${COVE_TEST_KUBECONFIG:-}" ]; then
-	# Done with it: the VMs below get the cores.
+	# Done with it: its cores go to the VM checks.
 	scripts/kube/cluster.sh down
-	trap 'scripts/registry.sh stop' EXIT
+	kube_up=''
 fi
 
 if [ "$(id -u)" -eq 0 ] && id covetest >/dev/null 2>&1; then
@@ -147,14 +177,19 @@ if [ "$(id -u)" -eq 0 ] && id covetest >/dev/null 2>&1; then
 	rm -rf "$tmp"
 fi
 
-log "cgroup v2 checks in a qemu VM (scripts/vmtest.sh)"
-scripts/vmtest.sh
-
-log "the released arm64 binary in an aarch64 VM (COVE_VM_ARCH=arm64 scripts/vmtest.sh)"
-COVE_VM_ARCH=arm64 scripts/vmtest.sh
-
-log "Debian 12 with systemd, as a user and as root, in a qemu VM (scripts/vmdebian.sh)"
-scripts/vmdebian.sh
+if [ -n "$vm_pid" ]; then
+	vm_status=0
+	wait "$vm_pid" || vm_status=$?
+	vm_pid=''
+	cat "$vm_log"
+	rm -f "$vm_log"
+	if [ "$vm_status" -ne 0 ]; then
+		echo "scripts/test.sh: the VM checks failed (exit $vm_status)" >&2
+		exit "$vm_status"
+	fi
+else
+	vm_checks
+fi
 
 log "fuzz the extractor for ${FUZZTIME:-20s}"
 go test -run '^$' -fuzz FuzzExtract -fuzztime "${FUZZTIME:-20s}" -fuzzminimizetime 50x ./image

@@ -143,6 +143,7 @@ func buildNodeImage(t *testing.T) string {
 // nor reaches the host's network: a command that would leave a mark here
 // leaves none, and a listener on the host's loopback is never dialled.
 func TestAgentMCPServersRunInTheWorkspace(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	t0 := time.Now()
 	ref := nodeImage(t)

@@ -10,6 +10,7 @@ import (
 // TestDoctorPrintsAppArmorProfile: cove doctor --apparmor-profile prints a
 // profile for this binary that allows user namespaces.
 func TestDoctorPrintsAppArmorProfile(t *testing.T) {
+	t.Parallel()
 	r := cove(t, t.TempDir(), "doctor", "--apparmor-profile")
 	exe, _ := os.Executable()
 	exe, _ = filepath.EvalSymlinks(exe)

@@ -174,6 +174,7 @@ func (h *hostile) noCanary(what string) {
 // IDE's tree, quick open, search and replace still honour .gitignore and
 // run none of them on the host.
 func TestBoundaryGitConfigRunsNothingOnTheHost(t *testing.T) {
+	t.Parallel()
 	boundaryModes(t, func(t *testing.T, h *hostile) {
 		run := "touch " + h.canary + "/"
 		h.inside(`cat >> /workspace/.git/config <<'EOF'
@@ -229,6 +230,7 @@ echo '* filter=evil' > /workspace/.gitattributes`)
 // runtime files, the IDE socket alone: no token, no launcher record, no
 // log.
 func TestBoundaryLauncherIsOutOfSight(t *testing.T) {
+	t.Parallel()
 	boundaryModes(t, func(t *testing.T, h *hostile) {
 		out := h.inside(`ls -A /.cove/run; grep -rl "` + h.token + `" /.cove /workspace /tmp /etc /root 2>/dev/null; true`)
 		if strings.TrimSpace(out) != "ide.sock" {
@@ -241,6 +243,7 @@ func TestBoundaryLauncherIsOutOfSight(t *testing.T) {
 // symlink to a host daemon's socket; the launcher never dials it, and
 // still serves its own UI.
 func TestBoundarySwappedSocket(t *testing.T) {
+	t.Parallel()
 	boundaryModes(t, func(t *testing.T, h *hostile) {
 		daemon := filepath.Join(h.canary, "daemon.sock")
 		l, err := net.Listen("unix", daemon)
@@ -282,6 +285,7 @@ func TestBoundarySwappedSocket(t *testing.T) {
 // variable as the key; cove agent sends the user's saved key only to the
 // server it was saved for, and reads no host variable the project names.
 func TestBoundaryProjectConfigSendsNoKey(t *testing.T) {
+	t.Parallel()
 	boundaryModes(t, func(t *testing.T, h *hostile) {
 		real, evil := llmtest.New(t), llmtest.New(t)
 		for _, s := range []*llmtest.Server{real, evil} {
@@ -320,6 +324,7 @@ func TestBoundaryProjectConfigSendsNoKey(t *testing.T) {
 // the host's terminal, and its escape sequences (OSC 52 sets the
 // clipboard) reach the terminal as visible text.
 func TestBoundaryPostCreateGetsNoTerminal(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))

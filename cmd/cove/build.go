@@ -56,38 +56,17 @@ times the epoch and its digest reproducible.`,
 			if err != nil {
 				return err
 			}
-			args := map[string]string{}
-			for _, kv := range c.StringSlice("build-arg") {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok {
-					return fmt.Errorf("--build-arg %q: want K=V", kv)
-				}
-				args[k] = v
-			}
-			// As docker buildx: SOURCE_DATE_EPOCH in the environment is
-			// the build arg, unless one is given.
-			if v := os.Getenv("SOURCE_DATE_EPOCH"); v != "" {
-				if _, ok := args["SOURCE_DATE_EPOCH"]; !ok {
-					args["SOURCE_DATE_EPOCH"] = v
-				}
+			args, err := buildArgs(c.StringSlice("build-arg"), os.Getenv)
+			if err != nil {
+				return err
 			}
 			secrets, err := build.ParseSecrets(c.StringSlice("secret"), os.Getenv)
 			if err != nil {
 				return err
 			}
-			var exports []build.Export
-			for _, o := range c.StringSlice("output") {
-				e, err := build.ParseExport(o)
-				if err != nil {
-					return err
-				}
-				exports = append(exports, e)
-			}
-			if c.Bool("push") {
-				if c.String("tag") == "" {
-					return fmt.Errorf("--push needs -t REGISTRY/NAME:TAG: where to push")
-				}
-				exports = append(exports, build.Export{Type: "registry", Dest: c.String("tag")})
+			exports, err := buildExports(c.StringSlice("output"), c.Bool("push"), c.String("tag"))
+			if err != nil {
+				return err
 			}
 			var pull []image.Option
 			if c.Bool("pull") {
@@ -113,6 +92,46 @@ times the epoch and its digest reproducible.`,
 			return nil
 		},
 	}
+}
+
+// buildArgs are cove build's --build-arg K=V; as docker buildx,
+// SOURCE_DATE_EPOCH in the environment is the build arg, unless one is
+// given.
+func buildArgs(kvs []string, getenv func(string) string) (map[string]string, error) {
+	args := map[string]string{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, fmt.Errorf("--build-arg %q: want K=V", kv)
+		}
+		args[k] = v
+	}
+	if v := getenv("SOURCE_DATE_EPOCH"); v != "" {
+		if _, ok := args["SOURCE_DATE_EPOCH"]; !ok {
+			args["SOURCE_DATE_EPOCH"] = v
+		}
+	}
+	return args, nil
+}
+
+// buildExports are where cove build writes the image besides the store:
+// each --output, and with --push the registry its -t names.
+func buildExports(outputs []string, push bool, tag string) ([]build.Export, error) {
+	var exports []build.Export
+	for _, o := range outputs {
+		e, err := build.ParseExport(o)
+		if err != nil {
+			return nil, err
+		}
+		exports = append(exports, e)
+	}
+	if push {
+		if tag == "" {
+			return nil, fmt.Errorf("--push needs -t REGISTRY/NAME:TAG: where to push")
+		}
+		exports = append(exports, build.Export{Type: "registry", Dest: tag})
+	}
+	return exports, nil
 }
 
 func pushCommand() *cli.Command {

@@ -35,6 +35,7 @@ var buildahMountPoints = map[string]bool{"dev": true, "proc": true, "sys": true,
 // io.buildah.version podman adds; WORKDIR makes its directory even when no
 // later step writes there, as BuildKit does (buildah makes it lazily).
 func TestBuildSameAsPodman(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	if _, err := exec.LookPath("podman"); err != nil {
 		if os.Getenv("CI") != "" {
@@ -65,6 +66,9 @@ func TestBuildSameAsPodman(t *testing.T) {
 	files := map[string]string{"f": "file\n", "d/x": "x\n", "d/sub/y": "y\n", "d/l@": "x"}
 	for name, df := range dockerfiles {
 		t.Run(name, func(t *testing.T) {
+			// Apart: a context, a ref and a podman tag each (the times
+			// logged are then those of builds side by side).
+			t.Parallel()
 			ctx := buildContext(t, merge(files, map[string]string{"Dockerfile": strings.ReplaceAll(df, "BASE", base)}))
 			ref := "same/" + name + ":test"
 			var times []string

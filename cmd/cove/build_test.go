@@ -92,6 +92,7 @@ func imageConfig(t *testing.T, root, ref string) *v1.ConfigFile {
 }
 
 func TestBuildFeatures(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	base := busyboxRef(t)
 	root := t.TempDir()
@@ -232,6 +233,7 @@ func TestBuildFeatures(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // one store, a ref each: as builds in parallel are
 			files := map[string]string{}
 			if tc.dockerfile != "" {
 				files["Dockerfile"] = strings.ReplaceAll(tc.dockerfile, "BASE", base)
@@ -318,6 +320,7 @@ func buildCached(t *testing.T, root, dir, ref string, extra ...string) (digest, 
 }
 
 func TestBuildCache(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	base := busyboxRef(t)
 	root := t.TempDir()
@@ -382,6 +385,7 @@ func TestBuildCache(t *testing.T) {
 // cache, then a --no-cache one while a cached one runs: all succeed, and
 // the images run.
 func TestBuildConcurrent(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	base := busyboxRef(t)
 	root := t.TempDir()
@@ -419,6 +423,7 @@ func TestBuildConcurrent(t *testing.T) {
 // TestBuildPull: FROM uses the stored image of its name; --pull asks the
 // registry, and a new base reruns every step.
 func TestBuildPull(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	bb, err := testimage.Busybox()
@@ -453,6 +458,7 @@ func TestBuildPull(t *testing.T) {
 }
 
 func TestBuildRefusals(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	base := busyboxRef(t)
 	root := t.TempDir()
@@ -532,6 +538,7 @@ func TestBuildRefusals(t *testing.T) {
 // the layer records owners as root inside saw them (the user's own ids as
 // 0, subordinate ids as 1…N), not the host's ids.
 func TestBuildRootless(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	u, uid, gid := testUser(t)
 	ref := busyboxRef(t)
@@ -613,6 +620,7 @@ func TestBuildRootless(t *testing.T) {
 // TestBuildThenUp: cove up --image finds a built image by its tag, with
 // no registry, and the workspace runs it.
 func TestBuildThenUp(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	base := busyboxRef(t)
 	root := t.TempDir()
@@ -633,6 +641,7 @@ func TestBuildThenUp(t *testing.T) {
 // a secret are in no layer; a secret reaches the RUN as a file and as an
 // environment variable and never the store, the cache or the output.
 func TestBuildRunMounts(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	base := busyboxRef(t)
 	root := t.TempDir()
@@ -718,6 +727,7 @@ func TestBuildRunMounts(t *testing.T) {
 // --exclude, and ADD of a URL from a real HTTP server on loopback (fetched
 // by the host side), with --checksum and --chmod; and their refusals.
 func TestBuildCopyAdd(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	base := busyboxRef(t)
 	root := t.TempDir()
@@ -797,6 +807,7 @@ func TestBuildCopyAdd(t *testing.T) {
 // file is newer. Without it the same two builds differ (the RUN's files
 // have the time they were made). Also --quiet and --platform.
 func TestBuildReproducible(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	base := busyboxRef(t)
 	dir := buildContext(t, map[string]string{
@@ -882,6 +893,7 @@ func stepDirs(t *testing.T, root string) []string {
 // them), removes all once the image is gone, and --build-cache removes
 // the RUN --mount caches too. A build running meanwhile is waited for.
 func TestBuildPrune(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	base := busyboxRef(t)
 	root := t.TempDir()
@@ -939,6 +951,7 @@ func TestBuildPrune(t *testing.T) {
 // image (the same digest, but for the docker archive's own manifest) and
 // runs.
 func TestBuildOutputs(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	base := busyboxRef(t)
 	addr := testregistry.Addr(t)
@@ -1039,6 +1052,7 @@ func BenchmarkBuild(b *testing.B) {
 // one to the registry as the same images: pulled into a fresh store they
 // have the stored digests and run.
 func TestPush(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	base := busyboxRef(t)
 	addr := testregistry.Addr(t)
@@ -1077,6 +1091,7 @@ func TestPush(t *testing.T) {
 // can without), ADD will not fetch from it, --network=host is refused,
 // and a cache mount is the context's own, not another project's.
 func TestBuildConfined(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	if _, err := exec.LookPath("pasta"); err != nil {
 		t.Skip("pasta is not installed (apt-get install passt)")
@@ -1132,6 +1147,7 @@ func TestBuildConfined(t *testing.T) {
 // gets a cache of its own: neither sees the other's RUN in progress. With
 // shared (the default) they overlap, which shows the check detects it.
 func TestBuildCacheMountSharing(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	base := busyboxRef(t)
 	root := t.TempDir()
@@ -1175,6 +1191,7 @@ func TestBuildCacheMountSharing(t *testing.T) {
 // docker and podman take it: --build-arg V=a,b and -e A=1,2 (urfave/cli
 // would split them at the comma).
 func TestSliceFlagsKeepCommas(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	base := busyboxRef(t)
 	root := t.TempDir()
@@ -1191,6 +1208,7 @@ func TestSliceFlagsKeepCommas(t *testing.T) {
 // clipboard) and gives the RUN a pipe, never its own stderr (here a file:
 // the RUN could open it again through /proc/self/fd and read it).
 func TestBuildRunOutputIsShownNotObeyed(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	base := busyboxRef(t)
 	root := t.TempDir()

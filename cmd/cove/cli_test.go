@@ -98,6 +98,7 @@ func layered(t *testing.T) v1.Image {
 var digestLine = regexp.MustCompile(`^sha256:[0-9a-f]{64}\n$`)
 
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	r := cove(t, t.TempDir(), "version")
 	if r.code != 0 || !strings.HasPrefix(r.stdout, "cove ") || !strings.Contains(r.stdout, "go1.") {
 		t.Fatalf("version: %+v", r)
@@ -105,6 +106,7 @@ func TestVersion(t *testing.T) {
 }
 
 func TestHelpOnEveryCommand(t *testing.T) {
+	t.Parallel()
 	app := newApp(nil, nil)
 	for _, c := range app.Commands {
 		r := cove(t, t.TempDir(), c.Name, "--help")
@@ -118,6 +120,7 @@ func TestHelpOnEveryCommand(t *testing.T) {
 }
 
 func TestPullImagesRmiPrune(t *testing.T) {
+	t.Parallel()
 	addr := testregistry.Addr(t)
 	img := layered(t)
 	ref := testregistry.Push(t, addr, img)
@@ -167,6 +170,7 @@ func TestPullImagesRmiPrune(t *testing.T) {
 // TestErrorsAreOneLine checks DESIGN's error contract: one stderr line
 // naming the thing and what to do, exit status 1.
 func TestErrorsAreOneLine(t *testing.T) {
+	t.Parallel()
 	addr := testregistry.Addr(t)
 	root := t.TempDir()
 	cases := []struct {
@@ -194,6 +198,7 @@ func TestErrorsAreOneLine(t *testing.T) {
 // TestConcurrentPullProcesses runs two cove processes pulling one image:
 // both succeed and the layers are extracted once.
 func TestConcurrentPullProcesses(t *testing.T) {
+	t.Parallel()
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))
 	root := t.TempDir()
@@ -224,6 +229,7 @@ func TestConcurrentPullProcesses(t *testing.T) {
 // downloads: nothing may look like a complete image, and the next pull
 // must reuse the blobs that were complete.
 func TestKilledPullResumes(t *testing.T) {
+	t.Parallel()
 	addr := testregistry.Addr(t)
 	base := layered(t)
 	noise := make([]byte, 3<<20)
@@ -305,6 +311,7 @@ func TestKilledPullResumes(t *testing.T) {
 
 // TestUnwritableStore checks the message when the store cannot be created.
 func TestUnwritableStore(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "file")
 	os.WriteFile(file, nil, 0o600)
@@ -320,6 +327,7 @@ func TestUnwritableStore(t *testing.T) {
 // (root's files the user's, uid 1000's the range's start + 999), so the
 // image's own users own what the image gives them; setuid stays.
 func TestRootlessPull(t *testing.T) {
+	t.Parallel()
 	addr := testregistry.Addr(t)
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run cove as the covetest user")
@@ -416,6 +424,7 @@ func runProc(t *testing.T, root string, stdin string, args ...string) result {
 }
 
 func TestRunContract(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))
@@ -485,6 +494,7 @@ func TestRunContract(t *testing.T) {
 // TestDetachPsStopRm runs a container in the background that ignores
 // SIGTERM, finds it with ps, stops it (the whole tree dies) and removes it.
 func TestDetachPsStopRm(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))
@@ -583,6 +593,7 @@ func countProcs(t *testing.T, cmdline string) int {
 // TestRootlessRunKeepsOwnership runs a container as an unprivileged user:
 // what it writes into a bound directory belongs to that user on the host.
 func TestRootlessRunKeepsOwnership(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	u, uid, gid := testUser(t)
@@ -643,6 +654,7 @@ func TestRootlessRunKeepsOwnership(t *testing.T) {
 // that belongs to a user (sudo cove …) leaves what the container writes
 // there to that user, through an ID-mapped bind.
 func TestRootRunKeepsTheOwnersFiles(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	_, uid, _ := testUser(t)
@@ -713,6 +725,7 @@ func testUser(t *testing.T) (u *user.User, uid, gid int) {
 // TestDoctor runs the checks on this machine: every line says ok, missing
 // or note, and the cgroup line says what this host has.
 func TestDoctor(t *testing.T) {
+	t.Parallel()
 	r := cove(t, t.TempDir(), "doctor")
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	if len(lines) < 6 {
@@ -740,6 +753,7 @@ func TestDoctor(t *testing.T) {
 // the workspace container, fixes the file, runs it again (it passes),
 // and answers; the API key never reaches the container.
 func TestAgentOneShotInWorkspace(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))
@@ -839,6 +853,7 @@ func TestAgentOneShotInWorkspace(t *testing.T) {
 // terminal inside the workspace answer; a second cove in the same
 // directory prints the same URL; Ctrl-C stops the workspace.
 func TestUpServesTheWorkspace(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))
@@ -1035,19 +1050,29 @@ func getWithToken(t *testing.T, base, token, path string) (int, string) {
 // startUp starts `cove up --no-browser` on project and returns the process
 // and the URL it printed alone on its first stdout line. The workspace is
 // removed when the test ends.
-var upStderr *bytes.Buffer
+// upStderrs holds each test's cove up's stderr (by test name), for upErr:
+// tests that run in parallel each have their own.
+var upStderrs sync.Map
 
+// upErr is what the cove up that startUp started for t (or the test t
+// is a subtest of) said on stderr so far.
 func upErr(t *testing.T) string {
-	if upStderr == nil {
-		return ""
+	for name := t.Name(); ; {
+		if b, ok := upStderrs.Load(name); ok {
+			return b.(*bytes.Buffer).String()
+		}
+		i := strings.LastIndexByte(name, '/')
+		if i < 0 {
+			return ""
+		}
+		name = name[:i]
 	}
-	return upStderr.String()
 }
 
 func startUp(t *testing.T, root, ref, project string, extra ...string) (*exec.Cmd, string) {
 	t.Helper()
 	cmd, _, errb := coveProc(root, append(append([]string{"up", "--no-browser", "--image", ref}, extra...), project)...)
-	upStderr = errb
+	upStderrs.Store(t.Name(), errb)
 	cmd.Stdout = nil
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -1060,6 +1085,7 @@ func startUp(t *testing.T, root, ref, project string, extra ...string) (*exec.Cm
 		cmd.Process.Signal(syscall.SIGINT)
 		cmd.Wait()
 		runProc(t, root, "", "rm", "-f", workspace.Name(project))
+		upStderrs.Delete(t.Name())
 	})
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil || !regexp.MustCompile(`^http://127\.0\.0\.1:\d+/\?token=[0-9a-f]{48}\n$`).MatchString(line) {
@@ -1071,6 +1097,7 @@ func startUp(t *testing.T, root, ref, project string, extra ...string) (*exec.Cm
 // TestUpStopsWhenTheLastWindowCloses: once the last page (its WebSocket)
 // has been gone for the grace period, the workspace stops.
 func TestUpStopsWhenTheLastWindowCloses(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))
@@ -1110,6 +1137,7 @@ func TestUpStopsWhenTheLastWindowCloses(t *testing.T) {
 // TestDevcontainerJSON: the image, the environment and a post-create
 // command that runs once per workspace come from devcontainer.json.
 func TestDevcontainerJSON(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))
@@ -1153,6 +1181,7 @@ func TestDevcontainerJSON(t *testing.T) {
 // TestWorkspaceKeepsItsLayerUntilFresh: what is installed in a workspace
 // outlives a stop, and --fresh drops it.
 func TestWorkspaceKeepsItsLayerUntilFresh(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))
@@ -1201,6 +1230,7 @@ func TestWorkspaceKeepsItsLayerUntilFresh(t *testing.T) {
 // the real command: two turns on standard input, the second seeing the
 // first, then /exit; the session is named for resuming.
 func TestAgentChatOnStdin(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))
@@ -1234,6 +1264,7 @@ func TestAgentChatOnStdin(t *testing.T) {
 // who ran sudo (their uid and home, the sandbox kept: no --no-sandbox),
 // not as root. The "browser" is a script that says who it runs as.
 func TestBrowserRunsAsSudoUser(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	u, err := user.Lookup("covetest")
 	if err != nil {
@@ -1303,6 +1334,7 @@ func TestBrowserRunsAsSudoUser(t *testing.T) {
 // while the model's answer is streaming: the kernel's SIGINT stops that
 // turn, not cove; the chat takes the next line and the workspace runs on.
 func TestAgentChatCtrlCInTerminal(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))
@@ -1349,6 +1381,7 @@ func TestAgentChatCtrlCInTerminal(t *testing.T) {
 // the launcher, which catches it from before the start; init is in a
 // session of its own), and it dies of it: status 130.
 func TestRunCtrlCInTerminal(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))
@@ -1398,6 +1431,7 @@ func waitExit(cmd *exec.Cmd, within time.Duration) (code int, ok bool) {
 // shows rendered (bold, the code coloured); Up at the next prompt recalls
 // the request, which goes to the model again; the history file keeps it.
 func TestAgentChatMarkdownInTerminal(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))
@@ -1473,6 +1507,7 @@ func TestAgentChatMarkdownInTerminal(t *testing.T) {
 // it) or the user's (~/.local/bin: init re-executes from its read-only
 // bind, as its own owner is root inside).
 func TestRootlessInitBinaryIsReadOnly(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	u, uid, gid := testUser(t)

@@ -68,6 +68,7 @@ func running(t *testing.T, root, name string) bool {
 // before anything starts, naming the services and what to do (it used
 // to start debian:bookworm without a word), and no container is left.
 func TestDevcontainerComposeRefused(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	project, root := devcontainerProject(t, `{"name": "app", "dockerComposeFile": ["../docker-compose.yml"], "service": "app",
 		"runServices": ["app", "db"], "workspaceFolder": "/workspaces/app"}`)
@@ -91,6 +92,7 @@ func TestDevcontainerComposeRefused(t *testing.T) {
 // ${containerWorkspaceFolder} resolved. The image's ENTRYPOINT is not
 // put in front of cove's server. Each of those was wrong before.
 func TestDevcontainerLifecycle(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	img, err := mutate.Config(layered(t), v1.Config{Entrypoint: []string{"/bin/false"}, Cmd: []string{"sh"},
@@ -147,6 +149,7 @@ func TestDevcontainerLifecycle(t *testing.T) {
 // at /workspace, cove's place, and at the spec's /workspaces/NAME too,
 // where a project's command may name it.
 func TestDevcontainerDefaultFolder(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	ref := testregistry.Push(t, testregistry.Addr(t), layered(t))
 	project, root := devcontainerProject(t, `{"image": "`+ref+`", "postCreateCommand": "cat /workspaces/${localWorkspaceFolderBasename}/marker > seen.txt; pwd >> seen.txt"}`)
@@ -163,6 +166,7 @@ func TestDevcontainerDefaultFolder(t *testing.T) {
 // machine lacks (Docker's socket, on a machine without Docker) stops the
 // start before the image is pulled, naming the path and what to do.
 func TestDevcontainerMissingBindSource(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	ref := testregistry.Push(t, testregistry.Addr(t), layered(t))
 	missing := filepath.Join(t.TempDir(), "run", "docker.sock")
@@ -181,6 +185,7 @@ func TestDevcontainerMissingBindSource(t *testing.T) {
 // made it a symlink to a host directory, the next start refuses, and the
 // host's files are not shown to it.
 func TestDevcontainerBindStaysInProject(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	ref := testregistry.Push(t, testregistry.Addr(t), layered(t))
 	project, root := devcontainerProject(t, `{"image": "`+ref+`", "mounts": ["source=${localWorkspaceFolder}/cache,target=/cache,type=bind"]}`)
@@ -215,6 +220,7 @@ func TestDevcontainerBindStaysInProject(t *testing.T) {
 // says which and its status, and leaves no container running (it used
 // to warn and keep it); the layer stays and the next up runs it again.
 func TestDevcontainerFailedCreateStops(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))
@@ -242,6 +248,7 @@ func TestDevcontainerFailedCreateStops(t *testing.T) {
 // host; cove up --trust lets that content do both, and a change to the
 // file is untrusted again.
 func TestDevcontainerTrust(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))
@@ -301,6 +308,7 @@ func TestDevcontainerTrust(t *testing.T) {
 // to the project's owner on the host (updateRemoteUserUID), and -u
 // still chooses another. Before, everything ran as root.
 func TestDevcontainerRemoteUser(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	_, uid, gid := testUser(t)
 	addr := testregistry.Addr(t)
@@ -364,6 +372,7 @@ func TestDevcontainerRemoteUser(t *testing.T) {
 // loopback services out of reach), and a Dockerfile or context that
 // leads out of the project is refused without its content shown.
 func TestDevcontainerBuild(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	base := busyboxRef(t)
 	// A service on the host's loopback, which a RUN with the host's
@@ -442,6 +451,7 @@ func TestDevcontainerBuild(t *testing.T) {
 // attaches, also to a workspace that runs already (a second cove up, cove
 // shell); before, only the start ran it.
 func TestDevcontainerAttachRunning(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	ref := testregistry.Push(t, testregistry.Addr(t), layered(t))
 	project, root := devcontainerProject(t, `{"image": "`+ref+`", "postStartCommand": "echo start >> log.txt", "postAttachCommand": "echo attach >> log.txt"}`)
@@ -463,6 +473,7 @@ func TestDevcontainerAttachRunning(t *testing.T) {
 // first project ran on its poisoned cache. Both are built from a context
 // cove holds open, which is named alike for every project.
 func TestDevcontainerBuildCacheIsTheProjects(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	base := busyboxRef(t)
 	const (
@@ -498,6 +509,7 @@ func TestDevcontainerBuildCacheIsTheProjects(t *testing.T) {
 // as it is then: once the workspace rewrites the script, the next start
 // does not run it on the host and says to trust the file again.
 func TestDevcontainerTrustCoversInitializeScript(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))
@@ -534,6 +546,7 @@ func TestDevcontainerTrustCoversInitializeScript(t *testing.T) {
 // in the container), never in the host's, whose fields its errors would
 // show.
 func TestDevcontainerImageAccountsStayInTheImage(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	host := filepath.Join(t.TempDir(), "accounts")

@@ -21,6 +21,7 @@ import (
 // node opens nothing (a host disk's bytes stay out of the container),
 // while the container's own /dev works as before.
 func TestImageDeviceNodesOpenNothing(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	if _, err := exec.LookPath("losetup"); err != nil {
 		t.Skip("losetup is not installed (util-linux)")

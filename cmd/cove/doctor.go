@@ -83,50 +83,12 @@ func readTrim(path string) string {
 }
 
 func doctorChecks(layout dirs.Layout) []check {
-	var out []check
-	add := func(name, status, detail string) { out = append(out, check{name, status, detail}) }
-
 	var u unix.Utsname
 	unix.Uname(&u)
 	release := unix.ByteSliceToString(u.Release[:])
-	if kernelAtLeast(release, minKernel[0], minKernel[1]) {
-		add("kernel", "ok", "Linux "+release)
-	} else {
-		add("kernel", "missing", fmt.Sprintf("Linux %s: cove needs %d.%d or later (overlayfs in user namespaces, clone3, pidfds); upgrade the kernel", release, minKernel[0], minKernel[1]))
-	}
-
 	root := os.Geteuid() == 0
-	switch {
-	case readTrim("/proc/sys/user/max_user_namespaces") == "0" || readTrim("/proc/sys/kernel/unprivileged_userns_clone") == "0":
-		st := "missing"
-		if root {
-			st = "note"
-		}
-		add("user namespaces", st, "off: sudo sysctl -w user.max_user_namespaces=15000 kernel.unprivileged_userns_clone=1 (needed unless cove runs as root)")
-	case !root && apparmor.Restricted("/proc"):
-		add("user namespaces", "missing", apparmor.Advice(coveExecutable()))
-	default:
-		add("user namespaces", "ok", "available")
-	}
-
-	var st unix.Statfs_t
-	switch {
-	case unix.Statfs("/sys/fs/cgroup", &st) == nil && st.Type == unix.CGROUP2_SUPER_MAGIC:
-		ctrls := readTrim("/sys/fs/cgroup/cgroup.controllers")
-		own, _ := userscope.Own()
-		switch {
-		case root || userscope.Delegated(userscope.CgroupRoot, own):
-			add("cgroup v2", "ok", "controllers: "+ctrls)
-		case fileExists(filepath.Join(os.Getenv("XDG_RUNTIME_DIR"), "systemd", "private")):
-			add("cgroup v2", "ok", "controllers: "+ctrls+"; your cgroup ("+own+") is root's: cove starts containers from a scope of your systemd")
-		default:
-			add("cgroup v2", "missing", "your cgroup ("+own+") is root's and no systemd user manager of yours runs to give cove one: --memory, --pids and --cpus are refused; log in through systemd (pam_systemd), or sudo loginctl enable-linger $USER")
-		}
-	case root:
-		add("cgroup v2", "note", "not here (cgroup v1 or hybrid): limits use the v1 memory, pids and cpu controllers")
-	default:
-		add("cgroup v2", "note", "not here (cgroup v1 or hybrid): --memory, --pids and --cpus work only as root; boot with systemd.unified_cgroup_hierarchy=1 for them rootless")
-	}
+	out := []check{kernelCheck(release), usernsCheck(root), cgroupCheck(root)}
+	add := func(name, status, detail string) { out = append(out, check{name, status, detail}) }
 
 	// A kernel with seccomp shows a Seccomp line in every process's status.
 	if strings.Contains(readTrim("/proc/self/status"), "\nSeccomp:") {
@@ -134,40 +96,12 @@ func doctorChecks(layout dirs.Layout) []check {
 	} else {
 		add("seccomp", "missing", "this kernel has no seccomp filters (CONFIG_SECCOMP_FILTER): containers cannot start with the filter; use --security-opt seccomp=unconfined")
 	}
-	if strings.Contains(readTrim("/proc/filesystems"), "overlay") || fileExists("/lib/modules/"+unix.ByteSliceToString(u.Release[:])+"/kernel/fs/overlayfs") {
+	if strings.Contains(readTrim("/proc/filesystems"), "overlay") || fileExists("/lib/modules/"+release+"/kernel/fs/overlayfs") {
 		add("overlayfs", "ok", "containers share the cached image")
 	} else {
 		add("overlayfs", "note", "missing: each container gets a copy of its image (slower); load the overlay module")
 	}
-
-	m := userns.Current()
-	switch {
-	case root:
-		add("newuidmap", "ok", "as root, images keep their owners and containers every id")
-	case m.Ranged:
-		add("newuidmap", "ok", fmt.Sprintf("your subordinate ids (%d uids from %d, %d gids from %d) map rootless containers' other users, and images keep their owners through them", m.UIDSub.Count, m.UIDSub.Start, m.GIDSub.Count, m.GIDSub.Start))
-	default:
-		name := ""
-		if u, err := user.Current(); err == nil {
-			name = u.Username
-		}
-		add("newuidmap", "note", "rootless containers get one id only; "+userns.Advice(name))
-	}
-	if m.Helps() {
-		if store, err := image.Open(layout.Images); err == nil {
-			if list, err := store.List(); err == nil {
-				var lost []string
-				for _, e := range list {
-					if e.Image.OwnersLost() && e.Ref != "" {
-						lost = append(lost, e.Ref)
-					}
-				}
-				if len(lost) > 0 {
-					add("image owners", "note", fmt.Sprintf("%d images were stored before cove kept their owners rootless (every file yours) or under other subordinate ids: %s; cove rmi and cove pull them again (or cove system reset)", len(lost), strings.Join(lost, ", ")))
-				}
-			}
-		}
-	}
+	out = append(out, idMapChecks(layout, root)...)
 
 	if p, err := container.PastaPath(); err == nil {
 		add("network", "ok", "pasta ("+p+"): containers get a network of their own; only -p ports come in")
@@ -188,15 +122,103 @@ func doctorChecks(layout dirs.Layout) []check {
 	} else {
 		add("settings", "ok", settingsLine(set))
 	}
+	return append(out, stateCheck(layout))
+}
 
-	for _, d := range []string{layout.Images, layout.Data, layout.Runtime} {
-		if err := os.MkdirAll(d, 0o700); err != nil || unix.Access(d, unix.W_OK) != nil {
-			add("state", "missing", d+" is not writable: fix its permissions or set COVE_ROOT")
-			return out
+// kernelCheck says whether the kernel is recent enough.
+func kernelCheck(release string) check {
+	if kernelAtLeast(release, minKernel[0], minKernel[1]) {
+		return check{"kernel", "ok", "Linux " + release}
+	}
+	return check{"kernel", "missing", fmt.Sprintf("Linux %s: cove needs %d.%d or later (overlayfs in user namespaces, clone3, pidfds); upgrade the kernel", release, minKernel[0], minKernel[1])}
+}
+
+// usernsCheck says whether this user may make user namespaces.
+func usernsCheck(root bool) check {
+	switch {
+	case readTrim("/proc/sys/user/max_user_namespaces") == "0" || readTrim("/proc/sys/kernel/unprivileged_userns_clone") == "0":
+		st := "missing"
+		if root {
+			st = "note"
+		}
+		return check{"user namespaces", st, "off: sudo sysctl -w user.max_user_namespaces=15000 kernel.unprivileged_userns_clone=1 (needed unless cove runs as root)"}
+	case !root && apparmor.Restricted("/proc"):
+		return check{"user namespaces", "missing", apparmor.Advice(coveExecutable())}
+	default:
+		return check{"user namespaces", "ok", "available"}
+	}
+}
+
+// cgroupCheck says whether --memory, --pids and --cpus can work.
+func cgroupCheck(root bool) check {
+	var st unix.Statfs_t
+	switch {
+	case unix.Statfs("/sys/fs/cgroup", &st) == nil && st.Type == unix.CGROUP2_SUPER_MAGIC:
+		ctrls := readTrim("/sys/fs/cgroup/cgroup.controllers")
+		own, _ := userscope.Own()
+		switch {
+		case root || userscope.Delegated(userscope.CgroupRoot, own):
+			return check{"cgroup v2", "ok", "controllers: " + ctrls}
+		case fileExists(filepath.Join(os.Getenv("XDG_RUNTIME_DIR"), "systemd", "private")):
+			return check{"cgroup v2", "ok", "controllers: " + ctrls + "; your cgroup (" + own + ") is root's: cove starts containers from a scope of your systemd"}
+		default:
+			return check{"cgroup v2", "missing", "your cgroup (" + own + ") is root's and no systemd user manager of yours runs to give cove one: --memory, --pids and --cpus are refused; log in through systemd (pam_systemd), or sudo loginctl enable-linger $USER"}
+		}
+	case root:
+		return check{"cgroup v2", "note", "not here (cgroup v1 or hybrid): limits use the v1 memory, pids and cpu controllers"}
+	default:
+		return check{"cgroup v2", "note", "not here (cgroup v1 or hybrid): --memory, --pids and --cpus work only as root; boot with systemd.unified_cgroup_hierarchy=1 for them rootless"}
+	}
+}
+
+// idMapChecks say how rootless containers' ids map, and which stored
+// images lost their owners to an earlier mapping.
+func idMapChecks(layout dirs.Layout, root bool) []check {
+	var out []check
+	m := userns.Current()
+	switch {
+	case root:
+		out = append(out, check{"newuidmap", "ok", "as root, images keep their owners and containers every id"})
+	case m.Ranged:
+		out = append(out, check{"newuidmap", "ok", fmt.Sprintf("your subordinate ids (%d uids from %d, %d gids from %d) map rootless containers' other users, and images keep their owners through them", m.UIDSub.Count, m.UIDSub.Start, m.GIDSub.Count, m.GIDSub.Start)})
+	default:
+		name := ""
+		if u, err := user.Current(); err == nil {
+			name = u.Username
+		}
+		out = append(out, check{"newuidmap", "note", "rootless containers get one id only; " + userns.Advice(name)})
+	}
+	if !m.Helps() {
+		return out
+	}
+	store, err := image.Open(layout.Images)
+	if err != nil {
+		return out
+	}
+	list, err := store.List()
+	if err != nil {
+		return out
+	}
+	var lost []string
+	for _, e := range list {
+		if e.Image.OwnersLost() && e.Ref != "" {
+			lost = append(lost, e.Ref)
 		}
 	}
-	add("state", "ok", "images in "+layout.Images+", workspaces in "+layout.Data)
+	if len(lost) > 0 {
+		out = append(out, check{"image owners", "note", fmt.Sprintf("%d images were stored before cove kept their owners rootless (every file yours) or under other subordinate ids: %s; cove rmi and cove pull them again (or cove system reset)", len(lost), strings.Join(lost, ", "))})
+	}
 	return out
+}
+
+// stateCheck says whether cove's state directories are writable.
+func stateCheck(layout dirs.Layout) check {
+	for _, d := range []string{layout.Images, layout.Data, layout.Runtime} {
+		if err := os.MkdirAll(d, 0o700); err != nil || unix.Access(d, unix.W_OK) != nil {
+			return check{"state", "missing", d + " is not writable: fix its permissions or set COVE_ROOT"}
+		}
+	}
+	return check{"state", "ok", "images in " + layout.Images + ", workspaces in " + layout.Data}
 }
 
 // settingsLine says what the user's settings are, and where they would

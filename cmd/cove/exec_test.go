@@ -15,6 +15,7 @@ import (
 // what is typed (a command, then Ctrl-D ends it), and a second one ends on
 // SIGTERM, as podman exec does.
 func TestExecInteractiveTerminal(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))

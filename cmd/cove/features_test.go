@@ -74,6 +74,7 @@ func viaProxy(p *testregistry.Proxy, bare string) string {
 // without the registry; a change of options asks for --fresh, which
 // installs them again.
 func TestDevcontainerFeatures(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	base := busyboxRef(t)
@@ -179,6 +180,7 @@ func TestDevcontainerFeatures(t *testing.T) {
 // is fetched from this host, to any address the project wrote: only once
 // the user trusted the file; before, it is held back and said.
 func TestDevcontainerFeatureTarball(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	var tgz bytes.Buffer
 	gz := gzip.NewWriter(&tgz)
@@ -224,6 +226,7 @@ func TestDevcontainerFeatureTarball(t *testing.T) {
 // root and writes the image's /etc; the cost is said; cove rm leaves no
 // file of a subordinate id behind.
 func TestDevcontainerRootless(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	u, uid, gid := testUser(t)
 	base := busyboxRef(t)

@@ -53,6 +53,7 @@ func TestNewcomerErrors(t *testing.T) {
 // ends it, its status is the shell's), and a shell that started the
 // workspace says it keeps running.
 func TestShellReadsCommandsFromStdin(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))
@@ -74,6 +75,7 @@ func TestShellReadsCommandsFromStdin(t *testing.T) {
 // workspace and one launcher; the second waits for the first and prints
 // its URL.
 func TestTwoUpsAtOnce(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))
@@ -123,6 +125,7 @@ func TestTwoUpsAtOnce(t *testing.T) {
 // cannot use, every start says the same thing, what it means and where to
 // read more (it named a different controller each time).
 func TestRootlessCgroupWarningIsOneSentence(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	if cgroup2Delegated() {
 		t.Skip("this host gives users cgroups")
@@ -161,6 +164,7 @@ func TestRootlessCgroupWarningIsOneSentence(t *testing.T) {
 // without --yes cannot have its actions approved: it says so and exits
 // non-zero, instead of 0 with nothing done.
 func TestAgentWithNoOneToApprove(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))
@@ -190,6 +194,7 @@ func TestAgentWithNoOneToApprove(t *testing.T) {
 // TestHelpReadsWell: every command's help shows a default only where it
 // says something, once, and keeps descriptions in a readable column.
 func TestHelpReadsWell(t *testing.T) {
+	t.Parallel()
 	app := newApp(nil, nil)
 	for _, c := range append(app.Commands, &cli.Command{Name: ""}) {
 		args := []string{"--help"}
@@ -213,6 +218,7 @@ func TestHelpReadsWell(t *testing.T) {
 // TestPullNamesTheImage: a pull says what it pulls, once, above its
 // layers; an image already stored pulls silently.
 func TestPullNamesTheImage(t *testing.T) {
+	t.Parallel()
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))
 	root := t.TempDir()
@@ -229,6 +235,7 @@ func TestPullNamesTheImage(t *testing.T) {
 // /etc/hostname with its name, POSIX message queues at /dev/mqueue and
 // open files up to the hard limit; as root and as a user.
 func TestRunAsThePeersSetUp(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))
@@ -256,6 +263,7 @@ func TestRunAsThePeersSetUp(t *testing.T) {
 // GOMEMLIMIT tools size themselves from it), and /proc/self/cgroup names
 // the container's cgroup as its root, not the host's path to it.
 func TestRunSeesItsOwnCgroup(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	ref := testregistry.Push(t, testregistry.Addr(t), layered(t))
 	limit := "/sys/fs/cgroup/memory/memory.limit_in_bytes"
@@ -282,6 +290,7 @@ func TestRunSeesItsOwnCgroup(t *testing.T) {
 // cannot be run beside it here: runc fails to set its default rlimits
 // without CAP_SYS_RESOURCE.
 func TestRootGetsItsGroupsFromTheImage(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	accounts, err := testimage.Layer(
 		testimage.File("etc/passwd", "root:x:0:0:root:/root:/bin/sh\nalice:x:1000:1000::/home/alice:/bin/sh\n", 0o644),

@@ -80,6 +80,7 @@ func buildDialer(t *testing.T) string {
 // none of those it gains after the container started. The internet is
 // still reached. With a root launcher and covetest's rootless one.
 func TestNetRefusesEveryHostAddress(t *testing.T) {
+	t.Parallel()
 	dialDir := buildDialer(t)
 	netModes(t, func(t *testing.T, h *fakeHost, u netUser, ref string) {
 		// The host's IPv6: a global address and default route on its

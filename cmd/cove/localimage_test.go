@@ -40,6 +40,7 @@ func privateArchive(t *testing.T) string {
 // workspace; it is held back and said, as the other host-reaching keys,
 // and the start stops rather than run another image.
 func TestUntrustedFileNamesNoLocalImage(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	base := busyboxRef(t)
 	archive := privateArchive(t)

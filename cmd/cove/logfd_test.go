@@ -16,6 +16,7 @@ import (
 // and chmod reach no host file, and the log stays 0600, the launching
 // user's, and still gets the server's output.
 func TestBoundaryLogIsNoHostFile(t *testing.T) {
+	t.Parallel()
 	boundaryModes(t, func(t *testing.T, h *hostile) {
 		logPath := filepath.Join(h.root, "data", "workspaces", h.name, "log")
 		before, err := os.Stat(logPath)

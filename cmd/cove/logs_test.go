@@ -13,6 +13,7 @@ import (
 )
 
 func TestTailOffset(t *testing.T) {
+	t.Parallel()
 	var long strings.Builder
 	for i := range 20000 {
 		fmt.Fprintf(&long, "line %d\n", i)
@@ -48,11 +49,12 @@ func TestTailOffset(t *testing.T) {
 // and followed until the container stops; one not detached says why it
 // has no log.
 func TestLogs(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))
 	root := t.TempDir()
-	r := runProc(t, root, "", "run", "-d", "--name", "talker", ref, "sh", "-c", "echo one; echo two >&2; read x </dev/null; sleep 1; echo three; sleep 30")
+	r := runProc(t, root, "", "run", "-d", "--name", "talker", ref, "sh", "-c", "echo one; echo two >&2; read x </dev/null; until test -e /tmp/go; do sleep 0.05; done; echo three; sleep 30")
 	if r.code != 0 {
 		t.Fatalf("run -d: %+v", r)
 	}
@@ -73,6 +75,11 @@ func TestLogs(t *testing.T) {
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
+	}
+	// The third line only now, whatever the machine's load: -n 1 above
+	// saw the second as the last.
+	if r := runProc(t, root, "", "exec", "talker", "touch", "/tmp/go"); r.code != 0 {
+		t.Fatalf("exec: %+v", r)
 	}
 	lines := bufio.NewScanner(out)
 	var got []string

@@ -19,6 +19,7 @@ import (
 // mounts made in the user namespace: the run starting at all shows they
 // work there.
 func TestRootlessRunMasksTheKernel(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	u, uid, gid := testUser(t)

@@ -320,6 +320,7 @@ func reachScript(addrs ...string) string {
 // --net host both host services are reachable. Before the private
 // network (host was the default) the first part failed: both reached.
 func TestNetDefaultHidesTheHost(t *testing.T) {
+	t.Parallel()
 	netModes(t, func(t *testing.T, h *fakeHost, u netUser, ref string) {
 		r := u.cove(t, h.ns, "run", "--rm", "--pull", "never", ref, "sh", "-c", reachScript(h.loopback, h.other, h.internetURL))
 		if r.code != 0 {
@@ -364,6 +365,7 @@ const serverScript = `printf '#!/bin/sh\necho hello from the container\n' > /tmp
 // a second container asking for that host port is refused, naming the
 // first; the port closes and pasta is gone when the container stops.
 func TestNetPublish(t *testing.T) {
+	t.Parallel()
 	netModes(t, func(t *testing.T, h *fakeHost, u netUser, ref string) {
 		port := 20000 + rand.IntN(20000)
 		hostPort := fmt.Sprintf("127.0.0.1:%d", port)
@@ -410,6 +412,7 @@ func TestNetPublish(t *testing.T) {
 // keeps its network while it runs, and pasta goes with it when it ends by
 // itself, with nobody left to clean up.
 func TestNetLauncherKilled(t *testing.T) {
+	t.Parallel()
 	netModes(t, func(t *testing.T, h *fakeHost, u netUser, ref string) {
 		port := 20000 + rand.IntN(20000)
 		cmd := u.command(h.ns, "run", "--rm", "--pull", "never", "-p", fmt.Sprintf("%d:8080", port), ref, "sh", "-c", "("+serverScript+") & sleep 4")
@@ -452,6 +455,7 @@ func TestNetLauncherKilled(t *testing.T) {
 // second workspace asking for the same port is refused, naming the first;
 // the port closes when the workspace stops.
 func TestNetWorkspaceForwardPorts(t *testing.T) {
+	t.Parallel()
 	netModes(t, func(t *testing.T, h *fakeHost, u netUser, ref string) {
 		port := 20000 + rand.IntN(20000)
 		var projects []string

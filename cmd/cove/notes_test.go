@@ -18,6 +18,7 @@ import (
 // not bold and its escape sequences are gone. The window showed none of
 // it before.
 func TestBrowserWorkspaceLog(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	node := browserTestTools(t)
@@ -42,6 +43,7 @@ func TestBrowserWorkspaceLog(t *testing.T) {
 // were said by the cove that started it (before, they were only on its
 // stderr).
 func TestDetachedWorkspaceLog(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))

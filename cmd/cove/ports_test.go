@@ -29,6 +29,7 @@ import (
 // and answers on 127.0.0.1 with its page's bytes (fetched here); Stop
 // ends the forward.
 func TestBrowserPortsView(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	node := browserTestTools(t)
 	addr := testregistry.Addr(t)
@@ -86,6 +87,7 @@ func TestBrowserPortsView(t *testing.T) {
 // workspace's server: a server in the workspace answers on
 // 127.0.0.1:HOST, and the port is gone once the launcher stops.
 func TestUpPublishThroughTunnel(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))
@@ -119,6 +121,7 @@ func TestUpPublishThroughTunnel(t *testing.T) {
 // (pasta, the private network) and its background server keeps it: a
 // server in the workspace answers on 127.0.0.1:HOST after cove up ended.
 func TestUpDetachPublish(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	if _, err := exec.LookPath("pasta"); err != nil {
 		t.Skip("no pasta (apt-get install passt)")
@@ -178,6 +181,7 @@ func runPortsPage(t *testing.T, node, url, published, declared string, upLog fmt
 // in the Pod answers on 127.0.0.1:HOST), and a server started in a
 // terminal in the Pod is listed, forwarded on a click and answers here.
 func TestBrowserPortsKube(t *testing.T) {
+	t.Parallel()
 	kc, ref, k := kubeTest(t)
 	node := browserTestTools(t)
 	project := t.TempDir()

@@ -19,6 +19,7 @@ import (
 // older cove made 0755 is tightened on the next command. As root and as
 // covetest (rootless), under a COVE_ROOT others may enter.
 func TestNothingCoveMakesIsOpenToOthers(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))

@@ -56,6 +56,7 @@ func readmeCommands(t *testing.T) [][]string {
 // ones that run offline and change nothing are run. (The install line is
 // run end to end by scripts/installtest, through a loopback server.)
 func TestReadmeCommandsExist(t *testing.T) {
+	t.Parallel()
 	app := newApp(nil, nil)
 	lines := readmeCommands(t)
 	if len(lines) < 15 {

@@ -20,6 +20,7 @@ import (
 // layer. Without the removal in a mapped user namespace, cove rm failed
 // with permission denied and the next up reused the half-removed layer.
 func TestRootlessRmSubordinateIDs(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	u, uid, gid := testUser(t)

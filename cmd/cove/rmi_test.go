@@ -25,6 +25,7 @@ import (
 // takes the image only once the container is removed. As root and as
 // covetest (rootless).
 func TestRmiKeepsWhatIsInUse(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	img := layered(t)
@@ -151,6 +152,7 @@ func TestRmiKeepsWhatIsInUse(t *testing.T) {
 // of the base's only name and a prune while a RUN step runs on it leave
 // its files there, and the build finishes.
 func TestRmiDuringBuild(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))
@@ -194,6 +196,7 @@ func TestRmiDuringBuild(t *testing.T) {
 // up starts it on that image, with the registry gone: not pulled again
 // (which could bring another image under its kept layer, or none).
 func TestRmiUnderAStoppedWorkspace(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	p := testregistry.NewProxy(t, addr)
@@ -229,6 +232,7 @@ func TestRmiUnderAStoppedWorkspace(t *testing.T) {
 // name was pulled again as another image starts on the one its layer was
 // made on, says so, and keeps what was installed; --fresh moves it.
 func TestRestartKeepsTheImageItWasMadeOn(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))

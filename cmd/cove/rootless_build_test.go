@@ -225,6 +225,7 @@ func tarDir(dir string, w io.Writer) error {
 // root), and, with a Debian image, apt-get install (apt's 0700 _apt
 // directory).
 func TestBuildRootlessSameAsRoot(t *testing.T) {
+	t.Parallel()
 	ru := needRangedUser(t)
 	addr := testregistry.Addr(t)
 	bb := busyboxRef(t)
@@ -259,6 +260,7 @@ func TestBuildRootlessSameAsRoot(t *testing.T) {
 	os.Chown(userRoot, ru.uid, ru.gid)
 	for name, df := range cases {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // two stores, a context and a ref each
 			ctx := filepath.Join(filepath.Dir(userRoot), "ctx-"+name)
 			os.Mkdir(ctx, 0o755)
 			os.WriteFile(filepath.Join(ctx, "Dockerfile"), []byte(df), 0o644)
@@ -298,6 +300,7 @@ func TestBuildRootlessSameAsRoot(t *testing.T) {
 // under the user's cove directories (COVE_ROOT), exit 0, saying what it
 // freed.
 func TestRootlessSystemReset(t *testing.T) {
+	t.Parallel()
 	ru := needRangedUser(t)
 	addr := testregistry.Addr(t)
 	img, apt := debianRef(t, addr), true
@@ -401,6 +404,7 @@ func TestRootlessSystemReset(t *testing.T) {
 // once (not again on the next pull) what that costs and how to add
 // ranges; cove doctor says it every time.
 func TestRootlessPullWithoutSubIDs(t *testing.T) {
+	t.Parallel()
 	ru := needRangedUser(t)
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))
@@ -467,6 +471,7 @@ func TestRootlessPullWithoutSubIDs(t *testing.T) {
 // pulled image, cove system reset refuses and names the container; with
 // --force it stops it and leaves nothing under COVE_ROOT.
 func TestSystemResetAsRoot(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	root := t.TempDir()
 	bb := busyboxRef(t)

@@ -38,6 +38,7 @@ func capBits(t *testing.T, root, name, field string) uint64 {
 // workspaceMount; overrideCommand false runs the image's command beside
 // the server. Untrusted, no capability is added and that is said.
 func TestDevcontainerRuntime(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	ep, err := testimage.Layer(testimage.Dir("usr", 0o755), testimage.Dir("usr/local", 0o755), testimage.Dir("usr/local/bin", 0o755),
@@ -142,6 +143,7 @@ func TestDevcontainerRuntime(t *testing.T) {
 // init dropped it on one thread only: exec'd processes, forked from
 // another, had every capability (CAP_SYS_ADMIN, CAP_MKNOD, CAP_SYS_PTRACE…).
 func TestExecCapabilities(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	ref := testregistry.Push(t, testregistry.Addr(t), layered(t))
 	root := t.TempDir()

@@ -16,6 +16,7 @@ import (
 // read-only stdin is not written over, a directory given as stdin shows
 // nothing of what it holds, and the bytes still flow both ways.
 func TestStdioFilesAreNotHandedOver(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))

@@ -85,6 +85,7 @@ func hostGit(t *testing.T, dir string, args ...string) string {
 // project, and discarding two leaves no workspace, tree or branch of
 // them. As root, and rootless (covetest, with subordinate ids).
 func TestTasksWorkApartAndMerge(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git here to make the test's project")
 	}

@@ -3,23 +3,19 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/cove-sh/cove/ide"
 	"github.com/cove-sh/cove/internal/dirs"
 	"github.com/cove-sh/cove/internal/projectwalk"
-	"github.com/cove-sh/cove/internal/termtext"
 	"github.com/cove-sh/cove/launcher"
 	"github.com/cove-sh/cove/settings"
 	"github.com/cove-sh/cove/workspace"
@@ -63,12 +59,11 @@ func upAction(c *cli.Context) error {
 	defer teeNotes(c, notes)()
 	b := dirBackend(c, e, dir)
 	name := workspace.Name(dir)
-	runDir := launcherDir(e, b, name)
-	recPath := filepath.Join(runDir, "launcher.json")
-	if err := os.MkdirAll(runDir, 0o700); err != nil {
+	claim := launcher.Claim{Dir: launcherDir(e, b, name), Backend: b, Name: name, Fresh: c.Bool("fresh"), Stderr: c.App.ErrWriter}
+	if err := os.MkdirAll(claim.Dir, 0o700); err != nil {
 		return err
 	}
-	if rec, ok := launcher.Read(recPath); ok && !c.Bool("fresh") {
+	if rec, ok := launcher.Read(claim.RecordPath()); ok && !c.Bool("fresh") {
 		// Another cove serves this workspace: a new window on it (unless
 		// the workspace was stopped and that launcher is on its way out).
 		if ws, err := b.Open(c.Context, name); err == nil && rec.Serves(ws) {
@@ -82,11 +77,9 @@ func upAction(c *cli.Context) error {
 		}
 	}
 	if c.Bool("detach") && !c.Bool("serve") {
-		return detachUp(c, b, dir, recPath, notes)
+		return detachUp(c, b, dir, claim.RecordPath(), notes)
 	}
-	// One launcher a workspace: a second cove up while the first starts
-	// waits for it and opens a window on it.
-	lock, url, err := lockOrWait(c, b, name, runDir, recPath)
+	lock, url, err := claim.LockOrWait(c.Context)
 	if err != nil {
 		return err
 	}
@@ -101,8 +94,16 @@ func upAction(c *cli.Context) error {
 	}
 	defer lock.Close()
 	if c.Bool("serve") {
-		keptNotes(notes, recPath)
+		keptNotes(notes, claim.RecordPath())
 	}
+	return serveUp(c, e, b, dir, claim.RecordPath(), notes)
+}
+
+// serveUp is the launcher: it starts DIR's workspace, serves it and
+// records that it does, and shows the URL; until Ctrl-C (or SIGTERM),
+// the last window gone for --grace, or the workspace stopped under it
+// (cove stop), when there is nothing left to serve.
+func serveUp(c *cli.Context, e *env, b workspace.Backend, dir, recPath string, notes *ide.Notes) error {
 	ws, _, err := ensure(c, b, dir)
 	if err != nil {
 		return err
@@ -116,64 +117,27 @@ func upAction(c *cli.Context) error {
 	}
 	launcherNotes(proxy, notes)
 	defer servePorts(c, proxy, ws).Close()
-	rec := launcher.Record{URL: proxy.URL(), Workspace: ws.ID(), Name: name, Where: ws.Where(), Dir: dir}
-	rec.Launcher.Created = time.Now().UTC()
-	if err := rec.Launcher.Track(os.Getpid()); err != nil {
+	rec := launcher.Record{URL: proxy.URL(), Workspace: ws.ID(), Name: workspace.Name(dir), Where: ws.Where(), Dir: dir}
+	unpublish, err := rec.Publish(recPath, os.Getpid())
+	if err != nil {
 		ws.Close()
 		return err
 	}
-	if err := rec.Write(recPath); err != nil {
-		ws.Close()
-		return err
-	}
-	defer func() {
-		// Only ours: a newer launcher may have taken over the workspace.
-		if cur, ok := launcher.Read(recPath); !ok || cur.Launcher.Pid == os.Getpid() {
-			os.Remove(recPath)
-		}
-	}()
+	defer unpublish()
 	if c.Bool("serve") {
 		fmt.Fprintln(c.App.Writer, rec.URL)
 	} else if err := showURL(c, e.layout, rec.URL); err != nil {
 		ws.Close()
 		return err
 	}
-	// The launcher is the parent: until Ctrl-C (or SIGTERM), it serves;
-	// then the workspace stops (its files and layer stay). If the
-	// workspace stops first (cove stop), there is nothing left to serve.
-	if stopped := serveUntilDone(c, proxy, func() bool { return !ws.Running() }); stopped {
-		// The windows say so, and keep what is unsaved in them.
-		farewell(proxy, ide.Farewell{Reason: "the workspace was stopped"})
-		srv.Close()
-		ws.Close()
-		fmt.Fprintf(c.App.ErrWriter, "cove: the workspace %s stopped\n", name)
+	s := &launcher.Serving{Proxy: proxy, Server: srv, Workspace: ws, Stderr: c.App.ErrWriter}
+	wait := launcher.WaitOptions{Grace: c.Duration("grace"), Detached: c.Bool("detach"), Stderr: c.App.ErrWriter}
+	if launcher.Wait(c.Context, proxy, func() bool { return !ws.Running() }, wait) {
+		s.Stopped()
+		fmt.Fprintf(c.App.ErrWriter, "cove: the workspace %s stopped\n", ws.Name())
 		return nil
 	}
-	// Ended by its user: app windows close themselves (those with unsaved
-	// changes stay, saying the workspace stopped).
-	bye := ide.Farewell{Reason: "cove up was stopped", Close: true}
-	if c.Bool("detach") {
-		bye = ide.Farewell{Reason: "its launcher was stopped", Close: true, Running: true}
-	}
-	farewell(proxy, bye)
-	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	srv.Shutdown(sctx)
-	if b.Copies() {
-		// The last round first: what was saved in the workspace is here
-		// before it goes.
-		fmt.Fprintln(c.App.ErrWriter, "cove: synchronising the files")
-	}
-	if err := ws.Close(); err != nil {
-		fmt.Fprintf(c.App.ErrWriter, "cove: %v\n", err)
-	}
-	if c.Bool("detach") {
-		return nil
-	}
-	fmt.Fprintln(c.App.ErrWriter, "cove: stopping the workspace")
-	stopCtx, stopCancel := context.WithTimeout(context.Background(), time.Minute)
-	defer stopCancel()
-	return b.Stop(stopCtx, name, 10*time.Second)
+	return s.End(b, c.Bool("detach"), 10*time.Second)
 }
 
 // trustRunning records --trust for DIR's workspace that runs (served by
@@ -222,36 +186,6 @@ func serveLauncher(c *cli.Context, dial func(context.Context) (net.Conn, error),
 	return proxy, srv, nil
 }
 
-// serveUntilDone waits while the launcher serves: until Ctrl-C (or
-// SIGTERM), the last window gone for --grace, or the workspace stopped
-// under it (stopped, checked each second), which it reports.
-func serveUntilDone(c *cli.Context, proxy *ide.Proxy, stopped func() bool) bool {
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case <-c.Context.Done():
-			return false
-		case <-tick.C:
-			if grace := c.Duration("grace"); grace > 0 && !c.Bool("detach") && proxy.Unattended() > grace {
-				fmt.Fprintln(c.App.ErrWriter, "cove: the last window closed")
-				return false
-			}
-			if stopped() {
-				return true
-			}
-		}
-	}
-}
-
-// farewell tells the launcher's windows that it ends, waiting a little
-// for them to hear it.
-func farewell(proxy *ide.Proxy, bye ide.Farewell) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	proxy.Stopping(ctx, bye)
-}
-
 // servedElsewhere are the workspaces on other backends (a cluster's Pods)
 // that a launcher on this machine serves now, for cove ps.
 func servedElsewhere(e *env) []workspace.Info {
@@ -276,8 +210,8 @@ func showURL(c *cli.Context, layout dirs.Layout, url string) error {
 	return launcher.OpenWindow(layout, url)
 }
 
-// detachUp runs `cove up --serve` in its own session in the background, a
-// small per-workspace server (no system daemon), and prints its URL.
+// detachUp starts DIR's workspace here, then runs `cove up --serve` in
+// its own session in the background, and prints its URL.
 func detachUp(c *cli.Context, b workspace.Backend, dir, recPath string, notes *ide.Notes) error {
 	bin, err := coveBinary()
 	if err != nil {
@@ -297,6 +231,22 @@ func detachUp(c *cli.Context, b workspace.Backend, dir, recPath string, notes *i
 	if err := keepNotes(recPath, notes); err != nil {
 		return err
 	}
+	bg := launcher.Background{Binary: bin, Args: serveArgs(c, dir), RecordPath: recPath, Env: os.Environ()}
+	if c.String("root") != "" {
+		bg.Env = append(bg.Env, "COVE_ROOT="+c.String("root"))
+	}
+	rec, err := bg.Start(c.Context)
+	if err != nil {
+		return err
+	}
+	detachedNote(c, ws)
+	fmt.Fprintln(c.App.Writer, rec.URL)
+	return nil
+}
+
+// serveArgs are the background server's arguments: cove up --serve with
+// the flags that shape the workspace and how it is served.
+func serveArgs(c *cli.Context, dir string) []string {
 	args := []string{"up", "--serve", "--detach", "--port", fmt.Sprint(c.Int("port"))}
 	if img := c.String("image"); img != "" {
 		args = append(args, "--image", img)
@@ -318,47 +268,7 @@ func detachUp(c *cli.Context, b workspace.Backend, dir, recPath string, notes *i
 	if c.Bool("kube") {
 		args = append(args, "--kube")
 	}
-	args = append(args, dir)
-	if err := os.MkdirAll(filepath.Dir(recPath), 0o700); err != nil {
-		return err
-	}
-	logPath := filepath.Join(filepath.Dir(recPath), "launcher.log")
-	// O_APPEND: a launcher on its way out may still write its last line.
-	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
-	}
-	defer log.Close()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "COVE_ROOT="+c.String("root"))
-	if c.String("root") == "" {
-		cmd.Env = os.Environ()
-	}
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	for {
-		if rec, ok := launcher.Read(recPath); ok && rec.Launcher.Pid == cmd.Process.Pid {
-			detachedNote(c, ws)
-			fmt.Fprintln(c.App.Writer, rec.URL)
-			return nil
-		}
-		select {
-		case <-exited:
-			// It found another launcher serving the workspace, and left.
-			if rec, ok := launcher.Read(recPath); ok {
-				detachedNote(c, ws)
-				fmt.Fprintln(c.App.Writer, rec.URL)
-				return nil
-			}
-			return fmt.Errorf("the background server stopped (its log: %s): %s", logPath, termtext.Visible(launcher.LogTail(logPath, 8<<10)))
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	return append(args, dir)
 }
 
 // detachedNote names, on stderr, the workspace cove up --detach leaves
@@ -377,41 +287,6 @@ func detachedNote(c *cli.Context, ws workspace.Workspace) {
 func hostWalkOptions() *projectwalk.Options {
 	home, _ := os.UserHomeDir()
 	return &projectwalk.Options{ExcludesFile: projectwalk.UserExcludesFile(home, os.Getenv("XDG_CONFIG_HOME"))}
-}
-
-// lockOrWait takes the workspace's launcher lock; while another cove
-// holds it (starting the workspace, or a launcher on its way out), it
-// waits: for that cove to serve (then it returns no lock and its URL), or
-// to let go (then the lock is ours).
-func lockOrWait(c *cli.Context, b workspace.Backend, name, runDir, recPath string) (*os.File, string, error) {
-	said := false
-	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); {
-		lock, err := workspace.LockFile(filepath.Join(runDir, "launcher.lock"), 0)
-		if !errors.Is(err, workspace.ErrLocked) {
-			return lock, "", err
-		}
-		if rec, ok := launcher.Read(recPath); ok {
-			if ws, err := b.Open(c.Context, name); err == nil && rec.Serves(ws) {
-				if !c.Bool("fresh") {
-					return nil, rec.URL, nil
-				}
-				// --fresh: that launcher leaves once its workspace stops.
-				if err := b.Stop(c.Context, name, 10*time.Second); err != nil {
-					return nil, "", fmt.Errorf("--fresh: stop the workspace %s: %w", name, err)
-				}
-			}
-		}
-		if !said {
-			fmt.Fprintf(c.App.ErrWriter, "cove: another cove is starting the workspace %s; waiting for it\n", name)
-			said = true
-		}
-		select {
-		case <-c.Context.Done():
-			return nil, "", c.Context.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return nil, "", fmt.Errorf("another cove has held the workspace %s for 2 minutes without serving it; if none runs (cove ps), try again", name)
 }
 
 // serveEditorSettings gives the IDE the editor's settings from the

@@ -98,6 +98,7 @@ func (w *who) must(args ...string) result {
 // the plain cove up failed (image mismatch), and the failed one dropped
 // the stopped workspace from ps --all (cove rm: no container).
 func TestUpRemembersHowItWasMade(t *testing.T) {
+	t.Parallel()
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))
 	other, err := mutate.Config(layered(t), v1.Config{Env: []string{"OTHER=1"}, Cmd: []string{"sh"}})
@@ -158,6 +159,7 @@ func TestUpRemembersHowItWasMade(t *testing.T) {
 // rm take its directory (./DIR, ., an absolute path) as well as its name.
 // Before, the name was not said and a directory was "no container".
 func TestDetachSaysTheNameAndDirsNameWorkspaces(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))
@@ -212,6 +214,7 @@ func TestDetachSaysTheNameAndDirsNameWorkspaces(t *testing.T) {
 // background server, pasta and the network helper: --net private) keeps
 // running. Before, they kept the pipe open and the reader waited forever.
 func TestDetachKeepsNoDescriptorOfTheCaller(t *testing.T) {
+	t.Parallel()
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))
 	asEach(t, func(t *testing.T, w *who) {
@@ -260,6 +263,7 @@ func TestDetachKeepsNoDescriptorOfTheCaller(t *testing.T) {
 // next start; after a stop, the plain cove up binds it. Before, it
 // printed the URL and recorded nothing.
 func TestTrustWhileRunning(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))
@@ -319,6 +323,7 @@ func (w *who) settingsFile(body string) string {
 // and without the mirror the error names the image, --image and the
 // settings file. Before, there were no settings: cove up used Debian.
 func TestSettingsImageAndMirrors(t *testing.T) {
+	t.Parallel()
 	addr := testregistry.Addr(t)
 	mirrored := testregistry.Push(t, addr, layered(t))
 	ref := "registry.invalid/" + strings.TrimPrefix(mirrored, addr+"/")
@@ -373,6 +378,7 @@ func TestSettingsImageAndMirrors(t *testing.T) {
 // rest of the project is. Before, /workspace was root's inside too, the
 // user could write nothing, and the postCreateCommand failed.
 func TestRootOwnedProjectRemoteUser(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	home := testimage.Dir("home/dev", 0o755)

@@ -1,11 +1,13 @@
 // Package testregistry connects tests to the real registry server that
-// scripts/registry.sh runs, and puts a proxy in front of it that can break
-// what it forwards.
+// scripts/registry.sh runs, starts an in-process one (go-containerregistry's
+// pkg/registry) for tests where the registry's own make is not the point,
+// and puts a proxy in front of either that can break what it forwards.
 package testregistry
 
 import (
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -17,6 +19,7 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
@@ -45,6 +48,18 @@ func envAddr(t testing.TB, name string) string {
 		t.Skipf("%s is not set: export $(scripts/registry.sh start)", name)
 	}
 	return addr
+}
+
+// InProcess starts a registry in this process (go-containerregistry's
+// pkg/registry, blobs in memory) on a loopback port, closed when the test
+// ends, and returns its HOST:PORT. It needs nothing installed and starts
+// in a millisecond; end-to-end tests keep Addr's real server (Debian's
+// docker-registry), whose behaviour is what users meet.
+func InProcess(t testing.TB) string {
+	t.Helper()
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
 }
 
 // The login of the registry at AuthAddr (scripts/registry.sh sets it).

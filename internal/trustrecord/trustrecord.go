@@ -9,10 +9,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/cove-sh/cove/internal/atomicfile"
+	"golang.org/x/sys/unix"
 )
 
 // File is a record of trust at Path.
@@ -24,13 +26,22 @@ func (f File) Get(key string) string {
 }
 
 // Set binds key to value and writes the record whole (0600, in a 0700
-// directory made if missing).
+// directory made if missing). Two coves trusting two projects at once
+// both keep theirs: the read, change and write hold a lock (Path.lock).
 func (f File) Set(key, value string) error {
-	m := f.read()
-	m[key] = value
 	if err := os.MkdirAll(filepath.Dir(f.Path), 0o700); err != nil {
 		return err
 	}
+	lock, err := os.OpenFile(f.Path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return fmt.Errorf("lock the trust record %s: %w", f.Path, err)
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		return fmt.Errorf("lock the trust record %s: %w", f.Path, err)
+	}
+	m := f.read()
+	m[key] = value
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err
