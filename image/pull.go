@@ -121,104 +121,171 @@ func (s *Store) flattenOnce(ctx context.Context, v1img v1.Image, digest v1.Hash,
 	return s.flatten(ctx, v1img, digest, o)
 }
 
-func (s *Store) flatten(ctx context.Context, v1img v1.Image, digest v1.Hash, o *options) (*Image, error) {
-	cfgName, err := v1img.ConfigName()
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	rawCfg, err := v1img.RawConfigFile()
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", ExplainRegistryError(verifyError("config", cfgName, err)))
-	}
-	cfg, err := v1img.ConfigFile()
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	layers, err := v1img.Layers()
-	if err != nil {
-		return nil, fmt.Errorf("layers: %w", err)
-	}
-	if len(cfg.RootFS.DiffIDs) != len(layers) {
-		return nil, fmt.Errorf("the config lists %d layers but the manifest %d: the image is broken", len(cfg.RootFS.DiffIDs), len(layers))
-	}
-	img := &Image{
-		Digest:   digest,
-		Config:   cfgName,
-		DiffIDs:  cfg.RootFS.DiffIDs,
-		Platform: (&v1.Platform{OS: cfg.OS, Architecture: cfg.Architecture, Variant: cfg.Variant}).String(),
-		Created:  cfg.Created.Time,
-	}
-	for _, l := range layers {
-		d, err := l.Digest()
-		if err != nil {
-			return nil, err
-		}
-		img.Layers = append(img.Layers, d)
-		n, err := l.Size()
-		if err != nil {
-			return nil, err
-		}
-		img.Sizes = append(img.Sizes, n)
-	}
+// flattening is one image on its way into the store: the state its steps
+// share, held in one place (as go-containerregistry's writers do) so that
+// flatten reads as the algorithm.
+type flattening struct {
+	s      *Store
+	o      *options
+	img    *Image
+	rawCfg []byte // written as the image's config.json, byte for byte
+	layers []v1.Layer
+	tmp    string // the image's directory until it is complete and renamed
+	ext    applier
+	// first is the first layer not already in a base image the store has;
+	// baseSize is that base's size, counted in the image's.
+	first    int
+	baseSize int64
+}
 
+// flatten makes the image whose manifest has digest a directory in the
+// store: described, started from a base image where one matches, its own
+// layers downloaded ahead and applied in order, then renamed into place only
+// when complete, so a killed pull never leaves something taken for the image.
+func (s *Store) flatten(ctx context.Context, v1img v1.Image, digest v1.Hash, o *options) (*Image, error) {
+	f := &flattening{s: s, o: o}
+	if err := f.describe(v1img, digest); err != nil {
+		return nil, err
+	}
 	tmp, err := os.MkdirTemp(filepath.Join(s.dir, "images"), ".tmp-"+digest.Hex+"-")
 	if err != nil {
 		return nil, explainDiskError(err, s.dir)
 	}
+	f.tmp = tmp
 	done := false
 	defer func() {
 		if !done {
 			userns.RemoveAll(ctx, tmp)
 		}
 	}()
-	rootfs := filepath.Join(tmp, "rootfs")
-	if err := os.Mkdir(rootfs, 0o755); err != nil {
-		return nil, explainDiskError(err, s.dir)
-	}
-
-	// Rootless with subordinate ids, the files get their owners in a user
-	// namespace mapped through them (internal/userns).
-	ids := userns.Current()
-	img.Owners = ids.String()
-	ext, err := newApplier(ctx, ids, rootfs, o.maxSize)
-	if err != nil {
+	if err := f.openApplier(ctx); err != nil {
 		return nil, err
 	}
-	defer ext.Close()
-	// An image built FROM one we have starts as a copy of it that shares
-	// its files; only its own layers are fetched and applied.
-	first := 0
-	var baseSize int64
-	if base := s.baseFor(img.DiffIDs, img.Owners, o.anyBase); base != nil {
-		if base.OwnersMode() == "user" {
-			img.Owners = "user" // its base's files are all the user's: so is the image, as said
-		}
-		if err := ext.cloneInto(base.RootFS); err != nil {
-			return nil, explainDiskError(err, s.dir)
-		}
-		first, baseSize = len(base.DiffIDs), base.Size
-		img.Base = base.Digest.String()
-		for i := range first {
-			o.progress(Progress{Layer: img.Layers[i], Index: i, Count: len(layers), Phase: PhaseCached})
-			o.progress(Progress{Layer: img.Layers[i], Index: i, Count: len(layers), Phase: PhaseExtracted})
-		}
+	defer f.ext.Close()
+	if err := f.startFromBase(); err != nil {
+		return nil, err
 	}
 
-	// Downloads run ahead, jobs at a time; extraction follows in order.
+	// Downloads run ahead, jobs at a time; extraction follows in order. On
+	// the way out they are cancelled and waited for, so none outlives the
+	// pull.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ready := make([]chan struct{}, len(layers))
+	ready, fetchErr := f.startFetches(ctx)
+	defer func() { cancel(); <-fetchErr }()
+	if err := f.applyAll(ctx, ready, fetchErr); err != nil {
+		return nil, err
+	}
+	if err := f.commit(digest); err != nil {
+		return nil, err
+	}
+	done = true
+	f.img.RootFS = filepath.Join(s.imageDir(digest), "rootfs")
+	return f.img, nil
+}
+
+// describe reads what the store records of the image from its config and
+// manifest, and refuses an image whose two disagree on its layers.
+func (f *flattening) describe(v1img v1.Image, digest v1.Hash) error {
+	cfgName, err := v1img.ConfigName()
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	f.rawCfg, err = v1img.RawConfigFile()
+	if err != nil {
+		return fmt.Errorf("config: %w", ExplainRegistryError(verifyError("config", cfgName, err)))
+	}
+	cfg, err := v1img.ConfigFile()
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	f.layers, err = v1img.Layers()
+	if err != nil {
+		return fmt.Errorf("layers: %w", err)
+	}
+	if len(cfg.RootFS.DiffIDs) != len(f.layers) {
+		return fmt.Errorf("the config lists %d layers but the manifest %d: the image is broken", len(cfg.RootFS.DiffIDs), len(f.layers))
+	}
+	f.img = &Image{
+		Digest:   digest,
+		Config:   cfgName,
+		DiffIDs:  cfg.RootFS.DiffIDs,
+		Platform: (&v1.Platform{OS: cfg.OS, Architecture: cfg.Architecture, Variant: cfg.Variant}).String(),
+		Created:  cfg.Created.Time,
+	}
+	for _, l := range f.layers {
+		d, err := l.Digest()
+		if err != nil {
+			return err
+		}
+		f.img.Layers = append(f.img.Layers, d)
+		n, err := l.Size()
+		if err != nil {
+			return err
+		}
+		f.img.Sizes = append(f.img.Sizes, n)
+	}
+	return nil
+}
+
+// openApplier makes the rootfs and what writes into it. Rootless with
+// subordinate ids, the files get their owners in a user namespace mapped
+// through them (internal/userns).
+func (f *flattening) openApplier(ctx context.Context) error {
+	rootfs := filepath.Join(f.tmp, "rootfs")
+	if err := os.Mkdir(rootfs, 0o755); err != nil {
+		return explainDiskError(err, f.s.dir)
+	}
+	ids := userns.Current()
+	f.img.Owners = ids.String()
+	ext, err := newApplier(ctx, ids, rootfs, f.o.maxSize)
+	if err != nil {
+		return err
+	}
+	f.ext = ext
+	return nil
+}
+
+// startFromBase starts an image built FROM one we have as a copy of it that
+// shares its files, so that only its own layers are fetched and applied.
+func (f *flattening) startFromBase() error {
+	img := f.img
+	base := f.s.baseFor(img.DiffIDs, img.Owners, f.o.anyBase)
+	if base == nil {
+		return nil
+	}
+	if base.OwnersMode() == "user" {
+		img.Owners = "user" // its base's files are all the user's: so is the image, as said
+	}
+	if err := f.ext.cloneInto(base.RootFS); err != nil {
+		return explainDiskError(err, f.s.dir)
+	}
+	f.first, f.baseSize = len(base.DiffIDs), base.Size
+	img.Base = base.Digest.String()
+	for i := range f.first {
+		f.o.progress(Progress{Layer: img.Layers[i], Index: i, Count: len(f.layers), Phase: PhaseCached})
+		f.o.progress(Progress{Layer: img.Layers[i], Index: i, Count: len(f.layers), Phase: PhaseExtracted})
+	}
+	return nil
+}
+
+// startFetches downloads the layers past the base into the blob cache, jobs
+// at a time, closing ready[i] when layer i is in. fetchErr gets the first
+// error (or nil) once all are done; the caller must cancel ctx and receive
+// from it before returning.
+func (f *flattening) startFetches(ctx context.Context) (ready []chan struct{}, fetchErr chan error) {
+	ready = make([]chan struct{}, len(f.layers))
 	for i := range ready {
 		ready[i] = make(chan struct{})
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(o.jobs)
-	fetchErr := make(chan error, 1)
+	g.SetLimit(f.o.jobs)
+	fetchErr = make(chan error, 1)
 	go func() {
-		for i, l := range layers[first:] {
-			i := first + i
+		for i, l := range f.layers[f.first:] {
+			i := f.first + i
 			g.Go(func() error {
-				if err := s.fetchBlob(gctx, l, img.Layers[i], i, len(layers), o); err != nil {
+				if err := f.s.fetchBlob(gctx, l, f.img.Layers[i], i, len(f.layers), f.o); err != nil {
 					return err
 				}
 				close(ready[i])
@@ -227,40 +294,44 @@ func (s *Store) flatten(ctx context.Context, v1img v1.Image, digest v1.Hash, o *
 		}
 		fetchErr <- g.Wait()
 	}()
-	defer func() { cancel(); <-fetchErr }()
+	return ready, fetchErr
+}
 
-	if err := s.applyLayers(ctx, ext, img, first, ready, fetchErr, o); err != nil {
-		return nil, err
+// applyAll applies the layers as they come in and counts what they made.
+func (f *flattening) applyAll(ctx context.Context, ready []chan struct{}, fetchErr chan error) error {
+	if err := f.s.applyLayers(ctx, f.ext, f.img, f.first, ready, fetchErr, f.o); err != nil {
+		return err
 	}
-	if err := ext.finish(); err != nil {
-		return nil, explainDiskError(err, s.dir)
+	if err := f.ext.finish(); err != nil {
+		return explainDiskError(err, f.s.dir)
 	}
-	if err := ext.Close(); err != nil {
-		return nil, err
+	if err := f.ext.Close(); err != nil {
+		return err
 	}
-	img.Stats = ext.counts()
-	img.Size = baseSize + img.Stats.Bytes
-	img.Pulled = time.Now().UTC()
+	f.img.Stats = f.ext.counts()
+	f.img.Size = f.baseSize + f.img.Stats.Bytes
+	f.img.Pulled = time.Now().UTC()
+	return nil
+}
 
-	meta, err := json.MarshalIndent(img, "", "  ")
+// commit writes the image's config and record beside its rootfs and renames
+// the whole into place: durably, so that after a crash the store has either
+// the complete image or a temporary directory the next pull removes.
+func (f *flattening) commit(digest v1.Hash) error {
+	meta, err := json.MarshalIndent(f.img, "", "  ")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(tmp, "config.json"), rawCfg); err != nil {
-		return nil, explainDiskError(err, s.dir)
+	if err := atomicfile.WriteFile(filepath.Join(f.tmp, "config.json"), f.rawCfg); err != nil {
+		return explainDiskError(err, f.s.dir)
 	}
-	if err := atomicfile.WriteFile(filepath.Join(tmp, "image.json"), meta); err != nil {
-		return nil, explainDiskError(err, s.dir)
+	if err := atomicfile.WriteFile(filepath.Join(f.tmp, "image.json"), meta); err != nil {
+		return explainDiskError(err, f.s.dir)
 	}
-	if err := syncDir(filepath.Join(s.dir, "images")); err != nil {
-		return nil, err
+	if err := syncDir(filepath.Join(f.s.dir, "images")); err != nil {
+		return err
 	}
-	if err := os.Rename(tmp, s.imageDir(digest)); err != nil {
-		return nil, err
-	}
-	done = true
-	img.RootFS = filepath.Join(s.imageDir(digest), "rootfs")
-	return img, nil
+	return os.Rename(f.tmp, f.s.imageDir(digest))
 }
 
 // releaseBlobs deletes the blobs of img: once their content is in a rootfs
