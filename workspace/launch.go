@@ -79,8 +79,6 @@ type Launch struct {
 	Prepare func(cfg *v1.ConfigFile, rootfs string, proc *container.Process, l *Launch) error
 }
 
-// Run starts l and, unless it is detached, waits for it and returns its
-// exit status.
 // madeImage is the stored image a kept layer was made on (l.Made), when
 // l.Ref no longer names it: its name removed (cove rmi while the
 // workspace was stopped, which keeps the image for it), or pulled since
@@ -102,119 +100,220 @@ func (lo *Local) madeImage(store *image.Store, l Launch) *image.Image {
 	return kept
 }
 
+// launching is one Run on its way: the state its steps share, held in one
+// place (as go-containerregistry does) so that Run reads as the algorithm.
+type launching struct {
+	lo     *Local
+	l      Launch // as Prepare and the binds' owners leave it
+	store  *image.Store
+	img    *image.Image
+	states container.StateDir
+	id     string
+	name   string
+	dir    string // the container's own layer, log and /etc files
+	keep   bool   // dir is l.Dir, kept when the container goes
+}
+
+// Run starts l and, unless it is detached, waits for it and returns its
+// exit status.
 func (lo *Local) Run(ctx context.Context, l Launch) (int, error) {
-	store, err := lo.store()
-	if err != nil {
-		return 0, err
-	}
 	if l.Net == "" {
 		l.Net = container.NetPrivate
 	}
-	var img *image.Image
-	if l.Made != "" {
-		img = lo.madeImage(store, l)
+	r := &launching{lo: lo, l: l, states: lo.states()}
+	unpin, err := r.holdImage(ctx)
+	if err != nil {
+		return 0, err
 	}
-	pull := func() error {
-		bars := progress.New(lo.Stderr, l.Ref, false)
-		img, err = image.Pull(ctx, store, l.Ref, image.WithPolicy(l.Policy), image.WithProgress(bars.Update))
-		bars.Wait()
-		return err
+	defer unpin()
+	proc, err := r.process()
+	if err != nil {
+		return 0, err
 	}
-	if img == nil {
-		if err := pull(); err != nil {
+	if err := r.claimName(); err != nil {
+		return 0, err
+	}
+	// Until the container is started and recorded (or has run and gone),
+	// a failure takes back what was claimed for it.
+	claimed := true
+	defer func() {
+		if claimed {
+			r.unclaim(ctx)
+		}
+	}()
+	spec, err := r.makeSpec(ctx, proc)
+	if err != nil {
+		return 0, err
+	}
+
+	stdio, restore := setupStdio(r.l.TTY, r.l.Interactive, lo.Stdout, lo.Stderr)
+	defer restore()
+	if r.l.Detach {
+		log, err := r.detachOutput(stdio)
+		if err != nil {
 			return 0, err
+		}
+		defer log.Close()
+	}
+	sigs := make(chan os.Signal, 8)
+	if !r.l.Detach {
+		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+		defer signal.Stop(sigs)
+	}
+	ctr, err := r.start(ctx, spec, stdio)
+	if err != nil {
+		return 0, err
+	}
+	st, err := r.record(ctr)
+	if err != nil {
+		return 0, err
+	}
+	if r.l.Detach {
+		claimed = false
+		if !r.l.Quiet {
+			fmt.Fprintln(lo.Stdout, r.name)
+		}
+		return 0, ctr.Release()
+	}
+	code, err := r.wait(ctx, ctr, st, stdio, restore, sigs)
+	if err != nil {
+		return 0, err
+	}
+	claimed = false
+	return code, nil
+}
+
+// holdImage finds or pulls the image and holds it for the launch until the
+// function it returns is called.
+func (r *launching) holdImage(ctx context.Context) (unpin func(), err error) {
+	r.store, err = r.lo.store()
+	if err != nil {
+		return nil, err
+	}
+	if r.l.Made != "" {
+		r.img = r.lo.madeImage(r.store, r.l)
+	}
+	if r.img == nil {
+		if err := r.pull(ctx); err != nil {
+			return nil, err
 		}
 	}
 	// The launch uses the image from now on, before the container's state
 	// directory (which holds the use while it exists) is there: a pin of
 	// its own meanwhile, so that no rmi or prune takes the image between
 	// here and the start. One removed since the pull is pulled again.
-	pin, err := lo.pinImage(ctx, store, img)
+	pin, err := r.lo.pinImage(ctx, r.store, r.img)
 	if errors.Is(err, image.ErrNotFound) {
-		if err = pull(); err == nil {
-			pin, err = lo.pinImage(ctx, store, img)
+		if err = r.pull(ctx); err == nil {
+			pin, err = r.lo.pinImage(ctx, r.store, r.img)
 		}
 	}
 	if err != nil {
-		return 0, fmt.Errorf("image %s: %w", l.Ref, err)
+		return nil, fmt.Errorf("image %s: %w", r.l.Ref, err)
 	}
-	defer pin()
-	cfg, err := store.ConfigFile(img)
+	return pin, nil
+}
+
+// pull pulls l.Ref as its policy says, showing progress.
+func (r *launching) pull(ctx context.Context) error {
+	bars := progress.New(r.lo.Stderr, r.l.Ref, false)
+	var err error
+	r.img, err = image.Pull(ctx, r.store, r.l.Ref, image.WithPolicy(r.l.Policy), image.WithProgress(bars.Update))
+	bars.Wait()
+	return err
+}
+
+// process makes the container's process from the image's config and the
+// launch, lets l.Prepare change both, and marks the binds whose owners
+// must be mapped.
+func (r *launching) process() (container.Process, error) {
+	cfg, err := r.store.ConfigFile(r.img)
 	if err != nil {
-		return 0, fmt.Errorf("image config: %w", err)
+		return container.Process{}, fmt.Errorf("image config: %w", err)
 	}
-	proc, err := container.ProcessFromImage(cfg.Config, l.Args, l.Env, l.Workdir, l.User)
+	proc, err := container.ProcessFromImage(cfg.Config, r.l.Args, r.l.Env, r.l.Workdir, r.l.User)
 	if err != nil {
-		return 0, err
+		return container.Process{}, err
 	}
-	proc.Terminal = l.TTY
-	if l.Prepare != nil {
-		if err := l.Prepare(cfg, img.RootFS, &proc, &l); err != nil {
-			return 0, err
+	proc.Terminal = r.l.TTY
+	if r.l.Prepare != nil {
+		if err := r.l.Prepare(cfg, r.img.RootFS, &proc, &r.l); err != nil {
+			return container.Process{}, err
 		}
 	}
-	for i, b := range l.Binds {
-		if l.Dir != "" && strings.HasPrefix(b.Source, l.Dir+"/") {
+	for i, b := range r.l.Binds {
+		if r.l.Dir != "" && strings.HasPrefix(b.Source, r.l.Dir+"/") {
 			continue // the container's own files (a workspace's volumes), with its ids, as its layer
 		}
 		// Root working on a user's files: they stay the user's.
 		if fi, err := os.Stat(b.Source); err == nil && os.Geteuid() == 0 && !b.MapOwner {
 			if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 {
-				l.Binds[i].MapOwner = true
+				r.l.Binds[i].MapOwner = true
 			}
 		}
 	}
-	bin := lo.Binary
+	return proc, nil
+}
 
-	id := randomID()
-	name := l.Name
-	if name == "" {
-		name = "cove-" + id[:8]
+// claimName picks the container's id, name and directory, and creates its
+// state directory: after this, a failure must unclaim.
+func (r *launching) claimName() error {
+	r.id = randomID()
+	r.name = r.l.Name
+	if r.name == "" {
+		r.name = "cove-" + r.id[:8]
 	}
-	states := lo.states()
-	if err := checkPorts(states, l.Net, l.Ports); err != nil {
-		return 0, err
+	if err := checkPorts(r.states, r.l.Net, r.l.Ports); err != nil {
+		return err
 	}
-	if err := states.Create(name); err != nil {
-		return 0, err
+	if err := r.states.Create(r.name); err != nil {
+		return err
 	}
-	dir, keep := l.Dir, l.Dir != ""
-	if !keep {
-		dir = filepath.Join(lo.Layout.Data, "containers", id)
+	r.dir, r.keep = r.l.Dir, r.l.Dir != ""
+	if !r.keep {
+		r.dir = filepath.Join(r.lo.Layout.Data, "containers", r.id)
 	}
-	claimed := true
-	defer func() {
-		if claimed {
-			store.Release(states.Dir(name))
-			states.Delete(name)
-			if !keep {
-				lo.RemoveLayer(ctx, dir)
-			}
-		}
-	}()
+	return nil
+}
+
+// unclaim takes back what claimName and the container's use of the image
+// hold: its state directory and, unless kept, its layer.
+func (r *launching) unclaim(ctx context.Context) error {
+	r.store.Release(r.states.Dir(r.name))
+	r.states.Delete(r.name)
+	if !r.keep {
+		return r.lo.RemoveLayer(ctx, r.dir)
+	}
+	return nil
+}
+
+// makeSpec records the container's use of the image and makes its /etc
+// files and the spec it starts from.
+func (r *launching) makeSpec(ctx context.Context, proc container.Process) (*container.Spec, error) {
+	l, name := &r.l, r.name
 	// The container's use of the image is a reference to it, as its
 	// names are: no rmi or prune deletes the root filesystem under it
 	// while its state directory is there (running or stopped).
-	if err := store.Use(ctx, img.Digest, states.Dir(name)); err != nil {
-		return 0, fmt.Errorf("image %s: %w", l.Ref, err)
+	if err := r.store.Use(ctx, r.img.Digest, r.states.Dir(name)); err != nil {
+		return nil, fmt.Errorf("image %s: %w", l.Ref, err)
 	}
 	hostname := l.Hostname
 	if hostname == "" {
 		hostname = name
 	}
-	resolv, hosts, err := etcFiles(dir, hostname, l.Net, l.ExtraHosts)
+	resolv, hosts, err := etcFiles(r.dir, hostname, l.Net, l.ExtraHosts)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	os.RemoveAll(filepath.Join(dir, "work")) // overlay's scratch space, stale after a crash
+	os.RemoveAll(filepath.Join(r.dir, "work")) // overlay's scratch space, stale after a crash
 	spec := &container.Spec{
-		ID: id, Name: name, Hostname: hostname,
-		Lower: img.RootFS, Upper: filepath.Join(dir, "upper"), Work: filepath.Join(dir, "work"), Merged: filepath.Join(dir, "merged"),
-		Binary: bin, ResolvConf: resolv, Hosts: hosts, HostnameFile: filepath.Join(filepath.Dir(hosts), "hostname"),
+		ID: r.id, Name: name, Hostname: hostname,
+		Lower: r.img.RootFS, Upper: filepath.Join(r.dir, "upper"), Work: filepath.Join(r.dir, "work"), Merged: filepath.Join(r.dir, "merged"),
+		Binary: r.lo.Binary, ResolvConf: resolv, Hosts: hosts, HostnameFile: filepath.Join(filepath.Dir(hosts), "hostname"),
 		Binds: l.Binds, Net: l.Net, Ports: l.Ports, NoSeccomp: l.NoSeccomp, UserNS: os.Geteuid() != 0, Process: proc,
 		CapAdd: l.CapAdd, CapDrop: l.CapDrop, NoNewPrivileges: l.NoNewPrivileges,
-		ShmSize: l.ShmSize, Ulimits: lo.ulimits(l.Ulimits), Devices: l.Devices, Tmpfs: l.Tmpfs,
-		Control: filepath.Join(states.Dir(name), "ctl.sock"),
+		ShmSize: l.ShmSize, Ulimits: r.lo.ulimits(l.Ulimits), Devices: l.Devices, Tmpfs: l.Tmpfs,
+		Control: filepath.Join(r.states.Dir(name), "ctl.sock"),
 	}
 	if spec.UserNS {
 		spec.KeepID = l.KeepID
@@ -222,69 +321,75 @@ func (lo *Local) Run(ctx context.Context, l Launch) (int, error) {
 	if spec.KeepID != nil {
 		// An image whose files kept their owners shows right under
 		// keep-id only from a copy with them moved (made once).
-		if spec.Lower, err = store.KeepIDRootFS(ctx, img, spec.KeepID.UID, spec.KeepID.GID); err != nil {
-			return 0, err
+		if spec.Lower, err = r.store.KeepIDRootFS(ctx, r.img, spec.KeepID.UID, spec.KeepID.GID); err != nil {
+			return nil, err
 		}
 	}
+	return spec, nil
+}
 
-	stdio, restore := setupStdio(l.TTY, l.Interactive, lo.Stdout, lo.Stderr)
-	defer restore()
-	if l.Detach {
-		// Nothing of ours may stay open in a container that outlives us:
-		// its output goes to a log file beside its files.
-		if l.TTY {
-			return 0, fmt.Errorf("-d and -t do not go together: the terminal would have no one to talk to")
-		}
-		// Through a pipe and a helper of ours, never the file itself: a
-		// host file's descriptor in the workload could be reopened
-		// through /proc/PID/fd and changed (see container.StartLogHelper).
-		log, err := container.StartLogHelper(bin, filepath.Join(dir, "log"))
-		if err != nil {
-			return 0, err
-		}
-		defer log.Close()
-		stdio.Stdin, stdio.Stdout, stdio.Stderr = nil, log, log
+// detachOutput sends a detached container's output to a log file beside
+// its files: nothing of ours may stay open in a container that outlives us.
+// The caller closes what it returns once the container has started.
+func (r *launching) detachOutput(stdio *runStdio) (io.Closer, error) {
+	if r.l.TTY {
+		return nil, fmt.Errorf("-d and -t do not go together: the terminal would have no one to talk to")
 	}
-	sigs := make(chan os.Signal, 8)
-	if !l.Detach {
-		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-		defer signal.Stop(sigs)
+	// Through a pipe and a helper of ours, never the file itself: a
+	// host file's descriptor in the workload could be reopened
+	// through /proc/PID/fd and changed (see container.StartLogHelper).
+	log, err := container.StartLogHelper(r.lo.Binary, filepath.Join(r.dir, "log"))
+	if err != nil {
+		return nil, err
 	}
+	stdio.Stdin, stdio.Stdout, stdio.Stderr = nil, log, log
+	return log, nil
+}
+
+// start starts the container, saying why where the host's AppArmor
+// refused it.
+func (r *launching) start(ctx context.Context, spec *container.Spec, stdio *runStdio) (*container.Container, error) {
 	if spec.UserNS {
 		// A login session's cgroup is root's: a scope of the user's
 		// systemd gives the containers' cgroups a place.
-		if _, err := userscope.Enter(ctx, os.Getenv("XDG_RUNTIME_DIR")); err != nil && l.Limits != (container.Limits{}) {
-			fmt.Fprintf(lo.Stderr, "cove: warning: %v\n", err)
+		if _, err := userscope.Enter(ctx, os.Getenv("XDG_RUNTIME_DIR")); err != nil && r.l.Limits != (container.Limits{}) {
+			fmt.Fprintf(r.lo.Stderr, "cove: warning: %v\n", err)
 		}
 	}
-	ctr, err := container.Start(spec, stdio.Stdio, l.Limits, func(msg string) { fmt.Fprintf(lo.Stderr, "cove: warning: %s\n", msg) })
+	ctr, err := container.Start(spec, stdio.Stdio, r.l.Limits, func(msg string) { fmt.Fprintf(r.lo.Stderr, "cove: warning: %s\n", msg) })
 	if err != nil {
 		if spec.UserNS && deniedByAppArmor(err, "/proc") {
 			// A bare "operation not permitted" would not say why.
-			return 0, fmt.Errorf("%w: %s", err, apparmor.Advice(lo.Binary))
+			return nil, fmt.Errorf("%w: %s", err, apparmor.Advice(r.lo.Binary))
 		}
-		return 0, err
+		return nil, err
 	}
+	return ctr, nil
+}
+
+// record saves the started container's state, which ps, stop and rm go
+// by; a container that cannot be recorded is not left running unknown.
+func (r *launching) record(ctr *container.Container) (*container.State, error) {
 	st := &container.State{
-		Name: name, ID: id, Image: l.Ref, Digest: img.Digest.String(), Cgroup: ctr.CgroupPaths(),
-		Dir: dir, Created: time.Now().UTC(), Remove: l.Remove, Keep: keep,
+		Name: r.name, ID: r.id, Image: r.l.Ref, Digest: r.img.Digest.String(), Cgroup: ctr.CgroupPaths(),
+		Dir: r.dir, Created: time.Now().UTC(), Remove: r.l.Remove, Keep: r.keep,
 	}
-	if len(l.Binds) > 0 {
-		st.Workdir = l.Binds[0].Source // what ps --json shows as the container's dir
+	if len(r.l.Binds) > 0 {
+		st.Workdir = r.l.Binds[0].Source // what ps --json shows as the container's dir
 	}
 	st.SetIdentity(ctr)
-	if err := states.Save(st); err != nil {
+	if err := r.states.Save(st); err != nil {
 		ctr.Kill()
 		ctr.Wait() // removes the cgroup
-		return 0, err
+		return nil, err
 	}
-	if l.Detach {
-		claimed = false
-		if !l.Quiet {
-			fmt.Fprintln(lo.Stdout, name)
-		}
-		return 0, ctr.Release()
-	}
+	return st, nil
+}
+
+// wait connects the terminal and signals to the container until it exits,
+// then finishes with it. An error is one of the wait, not the workload's:
+// the container is then left for the caller to unclaim.
+func (r *launching) wait(ctx context.Context, ctr *container.Container, st *container.State, stdio *runStdio, restore func(), sigs chan os.Signal) (int, error) {
 	// Ctrl-C and friends go to the container (init forwards them), not to
 	// us; caught from before the start, so that one pressed as the workload
 	// begins is held until the container is there to take it.
@@ -300,24 +405,25 @@ func (lo *Local) Run(ctx context.Context, l Launch) (int, error) {
 	if err != nil && code == 0 {
 		return 0, err
 	}
+	r.finish(ctx, ctr, st, code, oom)
+	return code, nil
+}
+
+// finish says if the container was killed for memory, then removes it
+// (--rm) or records its exit.
+func (r *launching) finish(ctx context.Context, ctr *container.Container, st *container.State, code int, oom bool) {
 	if oom {
-		fmt.Fprintf(lo.Stderr, "cove: killed: out of memory (limit %s)\n", progress.Bytes(ctr.MemoryLimit()))
+		fmt.Fprintf(r.lo.Stderr, "cove: killed: out of memory (limit %s)\n", progress.Bytes(ctr.MemoryLimit()))
 	}
 	if st.Remove {
-		store.Release(states.Dir(name))
-		states.Delete(name)
-		if !keep {
-			if err := lo.RemoveLayer(ctx, dir); err != nil {
-				fmt.Fprintf(lo.Stderr, "cove: warning: --rm: %v\n", err)
-			}
+		if err := r.unclaim(ctx); err != nil {
+			fmt.Fprintf(r.lo.Stderr, "cove: warning: --rm: %v\n", err)
 		}
 	} else {
 		st.ExitCode = &code
 		st.Pid = 0
-		states.Save(st)
+		r.states.Save(st)
 	}
-	claimed = false
-	return code, nil
 }
 
 // pinImage holds img for this launch (image.Store.Use) until the function
