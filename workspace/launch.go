@@ -40,6 +40,7 @@ type Launch struct {
 	Binds       []container.Bind
 	Limits      container.Limits
 	Net         string
+	JoinPid     int              // Net join: the init whose network it shares (a workspace's, for its Compose services)
 	Ports       []container.Port // forwarded from the host (Net private)
 	NoSeccomp   bool
 	Remove      bool // --rm
@@ -211,7 +212,7 @@ func (lo *Local) Run(ctx context.Context, l Launch) (int, error) {
 		ID: id, Name: name, Hostname: hostname,
 		Lower: img.RootFS, Upper: filepath.Join(dir, "upper"), Work: filepath.Join(dir, "work"), Merged: filepath.Join(dir, "merged"),
 		Binary: bin, ResolvConf: resolv, Hosts: hosts, HostnameFile: filepath.Join(filepath.Dir(hosts), "hostname"),
-		Binds: l.Binds, Net: l.Net, Ports: l.Ports, NoSeccomp: l.NoSeccomp, UserNS: os.Geteuid() != 0, Process: proc,
+		Binds: l.Binds, Net: l.Net, JoinPid: l.JoinPid, Ports: l.Ports, NoSeccomp: l.NoSeccomp, UserNS: os.Geteuid() != 0, Process: proc,
 		CapAdd: l.CapAdd, CapDrop: l.CapDrop, NoNewPrivileges: l.NoNewPrivileges,
 		ShmSize: l.ShmSize, Ulimits: lo.ulimits(l.Ulimits), Devices: l.Devices, Tmpfs: l.Tmpfs,
 		Control: filepath.Join(states.Dir(name), "ctl.sock"),
@@ -420,8 +421,8 @@ func etcFiles(dir, hostname, network string, extra [][2]string) (resolv, hosts s
 		return "", "", err
 	}
 	r, _ := os.ReadFile("/etc/resolv.conf")
-	if network == container.NetPrivate {
-		r = container.ResolvConf(r)
+	if network == container.NetPrivate || network == container.NetJoin {
+		r = container.ResolvConf(r) // the workspace's pasta answers
 	}
 	h, err := os.ReadFile("/etc/hosts")
 	if err != nil {

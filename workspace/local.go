@@ -21,6 +21,7 @@ import (
 	"github.com/cove-sh/cove/image"
 	"github.com/cove-sh/cove/internal/termtext"
 	"github.com/cove-sh/cove/settings"
+	"github.com/cove-sh/cove/workspace/compose"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
@@ -132,6 +133,13 @@ type start struct {
 	imageCfg *v1.ConfigFile
 	chown    []string // rootless: new volumes for the user (see workspaceUser)
 	idMap    string   // rootless: how the user namespace maps (see idMapRecord)
+	keepID   *container.KeepID
+
+	// A Compose workspace (see compose.go): the project, the service
+	// that is the workspace, and the others it runs, in start order.
+	compose  *compose.Project
+	main     *compose.Service
+	services []compose.Service
 }
 
 // reuseRunning is ensure's answer for a workspace already running: what
@@ -187,7 +195,10 @@ func (lo *Local) startWorkspace(ctx context.Context, w *start) (*container.State
 	if err := lo.waitServer(ctx, st, w.layerDir); err != nil {
 		return nil, err
 	}
-	err = lo.chownVolumes(ctx, st, w.chown)
+	err = lo.startServices(ctx, w, st)
+	if err == nil {
+		err = lo.chownVolumes(ctx, st, w.chown)
+	}
 	if err == nil {
 		err = lo.startEntrypoints(ctx, st, w.dc, w.imageCfg)
 	}
@@ -197,6 +208,7 @@ func (lo *Local) startWorkspace(ctx context.Context, w *start) (*container.State
 	if err != nil {
 		// Never a workspace left running by a failed start; its layer
 		// stays, and the commands run again next time.
+		lo.stopServices(st, 10*time.Second)
 		st.Stop(10 * time.Second)
 		return nil, fmt.Errorf("%w; the workspace %s is stopped (its layer is kept: cove up runs the create commands again, --fresh starts from the image)", err, w.name)
 	}
@@ -223,6 +235,9 @@ func (lo *Local) configure(ctx context.Context, w *start) error {
 	if err := runArgsLaunch(lo.Stderr, w.dc, rt, w.abs, &w.shaped); err != nil {
 		return err
 	}
+	if err := lo.loadCompose(ctx, w); err != nil {
+		return err
+	}
 	return initializeCommand(ctx, lo.Stderr, w.dc, w.abs, devcontainerOptions(w.s).Home)
 }
 
@@ -231,7 +246,12 @@ func (lo *Local) configure(ctx context.Context, w *start) error {
 func (lo *Local) resolveImage(ctx context.Context, w *start) error {
 	dc := w.dc
 	w.ref = w.s.Image
-	if w.ref == "" && dc != nil {
+	if w.ref == "" && w.main != nil {
+		var err error
+		if w.ref, w.built, err = lo.composeImage(ctx, w, w.main); err != nil {
+			return err
+		}
+	} else if w.ref == "" && dc != nil {
 		if err := dc.CheckImage(); err != nil {
 			return err
 		}
@@ -322,6 +342,13 @@ func (lo *Local) workspacePorts(w *start) ([]container.Port, error) {
 		}
 		ports = append(ports, p)
 	}
+	if w.main != nil {
+		more, err := lo.composePorts(w, ports)
+		if err != nil {
+			return nil, err
+		}
+		ports = append(ports, more...)
+	}
 	if len(ports) > 0 && w.conf.Net != container.NetPrivate {
 		// The workspace shares the host's network (or has none): its
 		// ports need no forwarding, or cannot have pasta's (-p's go
@@ -368,6 +395,13 @@ func (lo *Local) workspaceBinds(w *start) ([]container.Bind, []container.Tmpfs, 
 			return nil, nil, err
 		}
 	}
+	if w.main != nil {
+		b, t, err := serviceMounts(w, w.main)
+		if err != nil {
+			return nil, nil, err
+		}
+		mounts, tmpfs = append(mounts, b...), append(tmpfs, t...)
+	}
 	return append(binds, mounts...), append(tmpfs, w.shaped.Tmpfs...), nil
 }
 
@@ -386,6 +420,9 @@ func (lo *Local) workspaceLaunch(w *start, ports []container.Port) (Launch, erro
 	}
 	folder := w.dc.Folder()
 	shaped := w.shaped
+	if w.main != nil {
+		shaped.ExtraHosts = append(slices.Clone(shaped.ExtraHosts), composeHosts(w, w.main)...)
+	}
 	return Launch{
 		Ref: w.ref, Policy: image.PullMissing, Name: w.name, Made: made,
 		Args:    serverArgs(folder),
@@ -436,14 +473,18 @@ func (lo *Local) prepareWorkspace(w *start, cfg *v1.ConfigFile, rootfs string, p
 		fmt.Fprintf(lo.Stderr, "cove: note: %s\n", termtext.Visible(n))
 	}
 	w.dc = md
+	if w.main != nil {
+		proc.Env = append(proc.Env, w.main.Env...) // the service's, under containerEnv
+	}
 	proc.Env = workspaceEnv(md, append(proc.Env, w.rt.Env...))
 	w.wsEnv = proc.Env
 	if err := lo.applyRuntime(md, l, w.abs, w.layerDir, mountsBefore); err != nil {
 		return err
 	}
-	w.imageCfg = cfg
+	w.imageCfg = composeCommand(cfg, w.main)
 	note := func(n string) { fmt.Fprintf(lo.Stderr, "cove: note: %s\n", termtext.Visible(n)) }
 	l.KeepID, err = workspaceUser(md, rootfs, filepath.Join(w.layerDir, "upper"), w.sockDir, w.abs, proc, l.Binds, &w.chown, w.name, note)
+	w.keepID = l.KeepID
 	if err == nil && os.Geteuid() != 0 {
 		w.idMap = idMapRecord(l.KeepID)
 		checkIDMap(w.layerDir, w.idMap, w.name, note)
@@ -464,6 +505,27 @@ func (lo *Local) recordLayer(w *start) {
 	if w.built != "" {
 		os.WriteFile(filepath.Join(w.layerDir, "image-built"), []byte(w.built), 0o600)
 	}
+	keep := filepath.Join(w.layerDir, keepRunningFile)
+	if w.dc != nil && w.dc.ShutdownAction == "none" {
+		os.WriteFile(keep, nil, 0o600)
+	} else {
+		os.Remove(keep)
+	}
+}
+
+// keepRunningFile, beside a workspace's layer, says its devcontainer.json's
+// shutdownAction is none: closing its last window leaves it running.
+const keepRunningFile = "shutdown-none"
+
+// KeepsRunning says whether the workspace name stays up when its last
+// window closes (shutdownAction none).
+func (lo *Local) KeepsRunning(name string) bool {
+	st, err := lo.states().Load(name)
+	if err != nil {
+		return false
+	}
+	_, err = os.Stat(filepath.Join(st.Dir, keepRunningFile))
+	return err == nil
 }
 
 // waitServer waits for the workspace's IDE server to answer on its

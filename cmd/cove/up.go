@@ -170,6 +170,10 @@ func upAction(c *cli.Context) error {
 	if c.Bool("detach") {
 		return nil
 	}
+	if k, ok := b.(interface{ KeepsRunning(string) bool }); ok && k.KeepsRunning(name) {
+		fmt.Fprintf(c.App.ErrWriter, "cove: the workspace %s keeps running (its devcontainer.json's shutdownAction is none): cove stop %s stops it and its services\n", name, name)
+		return nil
+	}
 	fmt.Fprintln(c.App.ErrWriter, "cove: stopping the workspace")
 	stopCtx, stopCancel := context.WithTimeout(context.Background(), time.Minute)
 	defer stopCancel()

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cove-sh/cove/internal/testregistry"
+	"github.com/cove-sh/cove/workspace"
+)
+
+// composeProject writes a devcontainer.json over a Compose file in a new
+// project: the workspace's service app, a db (a stand-in server on 5432
+// with a healthcheck and a named volume) it depends on being healthy,
+// and a worker it depends on having started.
+func composeProject(t *testing.T, project, ref string, extra string) {
+	t.Helper()
+	os.MkdirAll(filepath.Join(project, ".devcontainer"), 0o755)
+	files := map[string]string{
+		".devcontainer/devcontainer.json": `{
+			"dockerComposeFile": ["docker-compose.yml"],
+			"service": "app",
+			"workspaceFolder": "/workspaces/proj",
+			"postCreateCommand": "nc db 5432 </dev/null > /workspaces/proj/from-db.txt"` + extra + `
+		}`,
+		".devcontainer/.env": "DBPORT=5432\n",
+		".devcontainer/docker-compose.yml": `
+services:
+  app:
+    image: ` + ref + `
+    command: ["sh", "-c", "echo app-command-ran > /tmp/app.txt; sleep 1000"]
+    environment: {DATABASE_URL: "postgres://db:${DBPORT}/app"}
+    volumes: ["..:/workspaces/proj"]
+    depends_on:
+      db: {condition: service_healthy}
+      worker: {condition: service_started}
+  db:
+    image: ` + ref + `
+    command: ["sh", "-c", "echo started >> /data/boots; sleep 1; touch /tmp/ready; while true; do echo pong-from-db | nc -l -p ${DBPORT}; done"]
+    expose: ["5432"]
+    volumes: [dbdata:/data]
+    healthcheck: {test: ["CMD", "test", "-f", "/tmp/ready"], interval: 1s, retries: 20}
+  worker:
+    image: ` + ref + `
+    command: ["sleep", "1000"]
+volumes:
+  dbdata:
+`,
+	}
+	for p, c := range files {
+		if err := os.WriteFile(filepath.Join(project, p), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestComposeWorkspace: a devcontainer.json over Docker Compose starts
+// its services beside the workspace, in its network (db:5432 answers),
+// the database healthy before the create command runs; cove ps lists the
+// services, cove logs --service shows one's output, cove stop stops them
+// all (the named volume stays, and the next start finds it), and cove rm
+// leaves no process, cgroup or record. As root and rootless.
+func TestComposeWorkspace(t *testing.T) {
+	needRoot(t)
+	addr := testregistry.Addr(t)
+	ref := testregistry.Push(t, addr, layered(t))
+	t.Run("root", func(t *testing.T) {
+		base := t.TempDir()
+		project, root := filepath.Join(base, "project"), filepath.Join(base, "root")
+		composeProject(t, project, ref, "")
+		composeRoundTrip(t, project, root, func(root string, args ...string) result { return runProc(t, root, "", args...) })
+	})
+	t.Run("rootless", func(t *testing.T) {
+		u := needRangedUser(t)
+		base := rootlessBase(t, "cove-rootless-compose-")
+		project, root := filepath.Join(base, "project"), filepath.Join(base, "root")
+		composeProject(t, project, ref, "")
+		chownTree(t, base, u.uid, u.gid)
+		composeRoundTrip(t, project, root, func(root string, args ...string) result { return u.run(t, root, args...) })
+	})
+}
+
+// chownTree gives dir (and what is in it) to uid:gid.
+func chownTree(t *testing.T, dir string, uid, gid int) {
+	t.Helper()
+	filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
+		if err == nil {
+			err = os.Lchown(p, uid, gid)
+		}
+		return err
+	})
+}
+
+func composeRoundTrip(t *testing.T, project, root string, cove func(root string, args ...string) result) {
+	name := workspace.Name(project)
+	t.Cleanup(func() { cove(root, "rm", "-f", name) })
+	for i := range 2 {
+		r := cove(root, "up", "--detach", project)
+		if r.code != 0 {
+			t.Fatalf("up %d: %+v", i, r)
+		}
+		if !strings.Contains(r.stderr, "waiting for service db to be healthy") {
+			t.Errorf("up did not say what it waits for: %s", r.stderr)
+		}
+		if r := cove(root, "exec", name, "sh", "-c", "nc db 5432 </dev/null; echo $DATABASE_URL; cat /tmp/app.txt"); r.stdout != "pong-from-db\npostgres://db:5432/app\napp-command-ran\n" {
+			t.Errorf("in the workspace: %+v", r)
+		}
+		if r := cove(root, "ps", "--json"); !strings.Contains(r.stdout, `"`+name+`.db"`) || !strings.Contains(r.stdout, `"`+name+`.worker"`) {
+			t.Errorf("ps: %s", r.stdout)
+		}
+		if r := cove(root, "logs", name, "--service", "db"); r.code != 0 {
+			t.Errorf("logs --service db: %+v", r)
+		}
+		if r := cove(root, "exec", name+".db", "cat", "/data/boots"); r.stdout != strings.Repeat("started\n", i+1) {
+			t.Errorf("the named volume after %d starts: %q", i+1, r.stdout)
+		}
+		var cgroups []string
+		for _, c := range []string{name, name + ".db", name + ".worker"} {
+			var st struct{ Cgroup []string }
+			b, _ := os.ReadFile(filepath.Join(root, "run", "containers", c, "state.json"))
+			json.Unmarshal(b, &st)
+			cgroups = append(cgroups, st.Cgroup...)
+		}
+		if r := cove(root, "stop", "--time", "2", name); r.code != 0 {
+			t.Fatalf("stop: %+v", r)
+		}
+		if r := cove(root, "ps", "--json"); strings.TrimSpace(r.stdout) != "[]" {
+			t.Errorf("ps after stop: %s", r.stdout)
+		}
+		for _, p := range cgroups {
+			if _, err := os.Stat(p); !os.IsNotExist(err) {
+				t.Errorf("stop left the cgroup %s", p)
+			}
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(project, "from-db.txt")); string(b) != "pong-from-db\n" {
+		t.Errorf("postCreateCommand's db answer %q", b)
+	}
+	if r := cove(root, "rm", name); r.code != 0 {
+		t.Fatalf("rm: %+v", r)
+	}
+	if r := cove(root, "ps", "--all", "--json"); strings.TrimSpace(r.stdout) != "[]" {
+		t.Errorf("ps --all after rm: %s", r.stdout)
+	}
+	if n := countProcs(t, "nc -l -p 5432"); n != 0 {
+		t.Errorf("%d db processes after rm", n)
+	}
+	if _, err := os.Stat(filepath.Join(root, "data", "workspaces", name)); !os.IsNotExist(err) {
+		t.Errorf("rm left the workspace's files: %v", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for countProcs(t, "sleep 1000") != 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := countProcs(t, "sleep 1000"); n != 0 {
+		t.Errorf("%d service processes after rm", n)
+	}
+}
