@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -157,5 +158,92 @@ func composeRoundTrip(t *testing.T, project, root string, cove func(root string,
 	}
 	if n := countProcs(t, "sleep 1000"); n != 0 {
 		t.Errorf("%d service processes after rm", n)
+	}
+}
+
+// TestComposeHostileHeldBack: a project's Compose file that asks for the
+// host (a bind of /, privileged, the host's network and PID namespace,
+// a capability, a device, a build context outside the project) starts
+// nothing, and the one error names each key held back. --trust lets the
+// paths through (the user read the file), never what Cove cannot do; a
+// change to the Compose file after the trust is untrusted again.
+func TestComposeHostileHeldBack(t *testing.T) {
+	needRoot(t)
+	t.Run("root", func(t *testing.T) {
+		base := t.TempDir()
+		hostileCompose(t, base, func(root string, args ...string) result {
+			return runEnv(t, root, []string{"HOME=" + filepath.Join(base, "home")}, args...)
+		}, func(string) {})
+	})
+	t.Run("rootless", func(t *testing.T) {
+		u := needRangedUser(t)
+		base := rootlessBase(t, "cove-rootless-hostile-")
+		hostileCompose(t, base, func(root string, args ...string) result {
+			cmd, out, errb := coveProc(root, args...)
+			asTestUser(cmd, u.u, u.uid, u.gid)
+			cmd.Env = append(cmd.Env, "HOME="+filepath.Join(base, "home")) // the trust's record, not covetest's own
+			err := cmd.Run()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			return result{out.String(), errb.String(), code}
+		}, func(d string) { chownTree(t, d, u.uid, u.gid) })
+	})
+}
+
+func hostileCompose(t *testing.T, base string, cove func(root string, args ...string) result, give func(string)) {
+	project, root, outside := filepath.Join(base, "project"), filepath.Join(base, "root"), filepath.Join(base, "outside")
+	writeFiles(t, outside, map[string]string{"Dockerfile": "FROM scratch\n"})
+	writeFiles(t, project, map[string]string{
+		".devcontainer/devcontainer.json": `{"dockerComposeFile": "docker-compose.yml", "service": "app"}`,
+		".devcontainer/docker-compose.yml": `
+services:
+  app:
+    image: busybox
+    privileged: true
+    network_mode: host
+    pid: host
+    cap_add: [SYS_ADMIN]
+    devices: ["/dev/kvm:/dev/kvm"]
+    volumes: ["/:/host"]
+  builder:
+    build: {context: ` + outside + `}
+`})
+	give(base)
+	name := workspace.Name(project)
+	t.Cleanup(func() { cove(root, "rm", "-f", name) })
+	os.Mkdir(filepath.Join(base, "home"), 0o755)
+	give(base)
+	up := func(extra ...string) result {
+		return cove(root, append(append([]string{"up", "--detach"}, extra...), project)...)
+	}
+	r := up()
+	for _, want := range []string{"service app: privileged", "service app: network_mode", "service app: pid", "service app: cap_add", "service app: devices",
+		"service app: volumes: bind of / is outside the project", "service builder: build.context " + outside + " is outside the project", "nothing was started"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("untrusted: the error does not name %q:\n%s", want, r.stderr)
+		}
+	}
+	if r.code != 1 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+		t.Errorf("untrusted: exit %d, want 1 and one line: %s", r.code, r.stderr)
+	}
+	if r := cove(root, "ps", "--all", "--json"); strings.TrimSpace(r.stdout) != "[]" {
+		t.Errorf("something was made: %s", r.stdout)
+	}
+	// Trusted: the paths are the user's to give; what Cove cannot do is
+	// still refused, by name.
+	r = up("--trust")
+	if r.code != 1 || strings.Contains(r.stderr, "outside the project") || !strings.Contains(r.stderr, "service app: privileged") {
+		t.Errorf("trusted: %+v", r)
+	}
+	// The trust is bound to the Compose file: one the workspace changed
+	// after is untrusted again (its bind of / is held back).
+	f := filepath.Join(project, ".devcontainer/docker-compose.yml")
+	os.WriteFile(f, []byte("services:\n  app:\n    image: busybox\n    volumes: [\"/:/host\"]\n"), 0o644)
+	if r := up(); r.code != 1 || !strings.Contains(r.stderr, "bind of / is outside the project") {
+		t.Errorf("after the Compose file changed: %+v", r)
 	}
 }
