@@ -164,9 +164,13 @@ func (lo *Local) reuseRunning(ctx context.Context, s Spec, st *container.State) 
 // configuration and image first, then the container, then its IDE server
 // and lifecycle commands.
 func (lo *Local) startWorkspace(ctx context.Context, w *start) (*container.State, error) {
+	note := newWaitNote(lo.Stderr, 4*time.Second)
+	defer note.stop()
+	note.step("initializeCommand, on this machine")
 	if err := lo.configure(ctx, w); err != nil {
 		return nil, err
 	}
+	note.step("the workspace's image (its build or pull, its Features)")
 	if err := lo.resolveImage(ctx, w); err != nil {
 		return nil, err
 	}
@@ -181,6 +185,7 @@ func (lo *Local) startWorkspace(ctx context.Context, w *start) (*container.State
 	if err != nil {
 		return nil, err
 	}
+	note.step("the image " + w.ref + " (pull and extraction) and the workspace's container")
 	if _, err := lo.Run(ctx, l); err != nil {
 		if pe := (*image.PullError)(nil); w.dflt && errors.As(err, &pe) && pe.Ref == w.ref {
 			err = fmt.Errorf("%w; %s", err, lo.defaultImageAdvice(w.ref))
@@ -192,16 +197,20 @@ func (lo *Local) startWorkspace(ctx context.Context, w *start) (*container.State
 		return nil, err
 	}
 	lo.recordLayer(w)
+	note.step("the IDE server in the workspace")
 	if err := lo.waitServer(ctx, st, w.layerDir); err != nil {
 		return nil, err
 	}
+	note.step("the Compose services")
 	err = lo.startServices(ctx, w, st)
 	if err == nil {
 		err = lo.chownVolumes(ctx, st, w.chown)
 	}
 	if err == nil {
+		note.step("the entrypoint (and the service's command)")
 		err = lo.startEntrypoints(ctx, st, w.dc, w.imageCfg)
 	}
+	note.step("the lifecycle commands (onCreate, postCreate, postStart)")
 	if err == nil {
 		err = lo.lifecycle(ctx, st, w.dc, w.layerDir, w.wsEnv, true, w.s.Attach)
 	}
