@@ -188,6 +188,11 @@ var volumeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 func serviceMounts(w *start, s *compose.Service) ([]container.Bind, []container.Tmpfs, error) {
 	var binds []container.Bind
 	for _, b := range s.Binds {
+		// Checked again now: the project is the workspace's to write, and
+		// a path in it may have become a symlink out since it was read.
+		if err := stayInProject(w.abs, b.Source); err != nil {
+			return nil, nil, fmt.Errorf("service %s: volumes: %w", s.Name, err)
+		}
 		binds = append(binds, container.Bind{Source: b.Source, Target: b.Target, ReadOnly: b.ReadOnly})
 	}
 	for _, v := range s.Volumes {

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -175,6 +176,10 @@ func convert(o Options, p *types.Project) (*Project, error) {
 	out := &Project{Name: p.Name, Dir: p.WorkingDir}
 	for _, name := range order(p) {
 		s := p.Services[name]
+		if !serviceName.MatchString(name) {
+			refused = append(refused, fmt.Sprintf("service %q: a name of letters, digits, _ . - that starts with a letter or digit (it names a container and a directory)", name))
+			continue
+		}
 		refused = append(refused, refusedKeys(s)...)
 		svc, why := service(o, s)
 		refused = append(refused, why...)
@@ -194,6 +199,8 @@ func convert(o Options, p *types.Project) (*Project, error) {
 	}
 	return out, nil
 }
+
+var serviceName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
 
 // RefusedError names what a Compose file asks for that Cove does not do
 // (or, untrusted, would not let reach the host): nothing started.

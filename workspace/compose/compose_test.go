@@ -141,6 +141,8 @@ services:
     volumes: ["/:/host"]
   builder:
     build: {context: ` + outside + `}
+  "..":
+    image: busybox
   leak:
     image: busybox
     env_file: ` + filepath.Join(outside, "secret.env") + `
@@ -152,7 +154,7 @@ services:
 		t.Fatalf("err %v, want a RefusedError", err)
 	}
 	for _, want := range []string{"service app: privileged", "service app: network_mode", "service app: pid", "service app: cap_add", "service app: devices",
-		"service app: volumes: bind of / is outside the project", "service builder: build.context " + outside, "service leak: env_file " + filepath.Join(outside, "secret.env")} {
+		"service app: volumes: bind of / is outside the project", "service builder: build.context " + outside, "service leak: env_file " + filepath.Join(outside, "secret.env"), `service "..": a name of letters`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not name %q:\n%v", want, err)
 		}
