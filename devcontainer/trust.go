@@ -56,7 +56,10 @@ func Trusted(home, dir, path string, raw []byte) bool {
 // may not appear later either. With no initializeCommand it is the
 // file's sha256 alone, as records made before had it.
 func trustKey(dir, path string, raw []byte) string {
-	named := append(initializeFiles(dir, raw), composeFiles(dir, path, raw)...)
+	scripts := initializeFiles(dir, raw)
+	// The Compose files are bound as files: nothing runs them, so what
+	// lies beside them is not theirs.
+	named := append(slices.Clone(scripts), composeFiles(dir, path, raw)...)
 	if len(named) == 0 {
 		return contentHash(raw)
 	}
@@ -78,7 +81,7 @@ func trustKey(dir, path string, raw []byte) string {
 			fmt.Fprintf(h, "\x00%s\x00%s", rel, kind)
 		}
 	}
-	for _, tree := range pinnedTrees(d, named) {
+	for _, tree := range pinnedTrees(d, scripts) {
 		fmt.Fprintf(h, "\x00tree %s\x00", tree)
 		if err := hashTree(d, tree, h); err != nil {
 			fmt.Fprintf(h, "unreadable: %v", err)
