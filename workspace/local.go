@@ -88,6 +88,9 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (st *container.State, err e
 			w.madeFrom, w.made = st.Image, st.Digest // the image the kept layer was made on
 		}
 		if st.Status() == container.Running { // --fresh
+			if err := lo.stopServices(st, 10*time.Second); err != nil {
+				return nil, err
+			}
 			if err := st.Stop(10 * time.Second); err != nil {
 				return nil, err
 			}
