@@ -140,6 +140,23 @@ func composeRoundTrip(t *testing.T, project, root string, cove func(root string,
 	if b, _ := os.ReadFile(filepath.Join(project, "from-db.txt")); string(b) != "pong-from-db\n" {
 		t.Errorf("postCreateCommand's db answer %q", b)
 	}
+	// --fresh while it runs: its services stop before its layer (and
+	// their volumes) go, and start anew.
+	if r := cove(root, "up", "--detach", project); r.code != 0 {
+		t.Fatalf("up: %+v", r)
+	}
+	if r := cove(root, "up", "--detach", "--fresh", project); r.code != 0 {
+		t.Fatalf("up --fresh: %+v", r)
+	}
+	if r := cove(root, "exec", name+".db", "cat", "/data/boots"); r.stdout != "started\n" {
+		t.Errorf("the named volume after --fresh: %q, want one start", r.stdout)
+	}
+	if n := countProcs(t, "nc -l -p 5432"); n != 1 {
+		t.Errorf("%d db servers after --fresh, want 1", n)
+	}
+	if r := cove(root, "stop", name); r.code != 0 {
+		t.Fatalf("stop: %+v", r)
+	}
 	if r := cove(root, "rm", name); r.code != 0 {
 		t.Fatalf("rm: %+v", r)
 	}
