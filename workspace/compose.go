@@ -366,7 +366,7 @@ func (lo *Local) waitDeps(ctx context.Context, w *start, s *compose.Service) err
 }
 
 // waitHealthy runs s's healthcheck in its container until it passes:
-// often at first (a start should not wait a whole interval for a
+// often at first (50 ms, doubling to a second) (a start should not wait a whole interval for a
 // database that is up in a second), failing only after the start period
 // and Retries intervals more.
 func (lo *Local) waitHealthy(ctx context.Context, st *container.State, s *compose.Service) error {
@@ -378,6 +378,7 @@ func (lo *Local) waitHealthy(ctx context.Context, st *container.State, s *compos
 	limit := time.Duration((h.StartPeriod + float64(h.Retries+1)*(h.Interval+h.Timeout)) * float64(time.Second))
 	deadline := time.Now().Add(limit)
 	every := min(time.Duration(h.Interval*float64(time.Second)), time.Second)
+	wait := min(50*time.Millisecond, every) // doubled up to every: most services are up in well under a second
 	for {
 		cctx, cancel := context.WithTimeout(ctx, time.Duration(h.Timeout*float64(time.Second)))
 		code, err := lo.execPiped(cctx, st, container.ExecRequest{Args: h.Test, Cwd: "/"}, io.Discard)
@@ -394,8 +395,9 @@ func (lo *Local) waitHealthy(ctx context.Context, st *container.State, s *compos
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(every):
+		case <-time.After(wait):
 		}
+		wait = min(2*wait, every)
 	}
 }
 
