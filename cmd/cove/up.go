@@ -170,14 +170,24 @@ func upAction(c *cli.Context) error {
 	if c.Bool("detach") {
 		return nil
 	}
-	if k, ok := b.(interface{ KeepsRunning(string) bool }); ok && k.KeepsRunning(name) {
-		fmt.Fprintf(c.App.ErrWriter, "cove: the workspace %s keeps running (its devcontainer.json's shutdownAction is none): cove stop %s stops it and its services\n", name, name)
+	if keptRunning(c, b, name) {
 		return nil
 	}
 	fmt.Fprintln(c.App.ErrWriter, "cove: stopping the workspace")
 	stopCtx, stopCancel := context.WithTimeout(context.Background(), time.Minute)
 	defer stopCancel()
 	return b.Stop(stopCtx, name, 10*time.Second)
+}
+
+// keptRunning says, for a workspace whose devcontainer.json's
+// shutdownAction is none, that it stays up when its last window closes.
+func keptRunning(c *cli.Context, b workspace.Backend, name string) bool {
+	k, ok := b.(interface{ KeepsRunning(string) bool })
+	if !ok || !k.KeepsRunning(name) {
+		return false
+	}
+	fmt.Fprintf(c.App.ErrWriter, "cove: the workspace %s keeps running (its devcontainer.json's shutdownAction is none): cove stop %s stops it and its services\n", name, name)
+	return true
 }
 
 // trustRunning records --trust for DIR's workspace that runs (served by
