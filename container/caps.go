@@ -147,7 +147,7 @@ func threadPrctl(option int, arg uintptr) error { return unix.Prctl(option, arg,
 // the world and signals each thread, per capability, which on a busy
 // machine cost every start and every cove exec milliseconds.
 func restrictThread(spec *Spec) error {
-	if err := dropBoundingCaps(spec.Net == NetPrivate, spec.CapAdd, spec.CapDrop, threadPrctl); err != nil {
+	if err := dropBoundingCaps(spec.blocksRaw(), spec.CapAdd, spec.CapDrop, threadPrctl); err != nil {
 		return err
 	}
 	if spec.NoNewPrivileges {

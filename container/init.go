@@ -78,6 +78,9 @@ func Init(args []string) {
 	if len(args) > 0 && (args[0] == keeperArg || args[0] == keeperMappedArg) {
 		runKeeper(args[0] == keeperMappedArg)
 	}
+	if len(args) > 0 && args[0] == joinerArg {
+		runJoiner()
+	}
 	stage2 := len(args) > 0 && args[0] == "--stage2"
 	sync := os.NewFile(syncFd, "sync")
 	fail := func(err error) {
@@ -268,7 +271,7 @@ func initStage2(spec *Spec, sync *os.File) (int, error) {
 // refuses; and raises the open files limit. Under NetPrivate it returns
 // the route socket the network helper's later blocks go through.
 func restrictInit(spec *Spec) (*netlink.Handle, error) {
-	if err := dropBoundingCaps(spec.Net == NetPrivate, spec.CapAdd, spec.CapDrop, allThreadsPrctl); err != nil {
+	if err := dropBoundingCaps(spec.blocksRaw(), spec.CapAdd, spec.CapDrop, allThreadsPrctl); err != nil {
 		return nil, err
 	}
 	if spec.NoNewPrivileges {
@@ -291,7 +294,7 @@ func restrictInit(spec *Spec) (*netlink.Handle, error) {
 		routes = h
 	}
 	if !spec.NoSeccomp {
-		caps, err := keptCapNames(spec.Net == NetPrivate, spec.CapAdd, spec.CapDrop)
+		caps, err := keptCapNames(spec.blocksRaw(), spec.CapAdd, spec.CapDrop)
 		if err != nil {
 			return nil, err
 		}

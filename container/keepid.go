@@ -107,22 +107,46 @@ func runKeeper(mapped bool) {
 	if spec.KeepID == nil {
 		fail(fmt.Errorf("keep-id: no ids in the spec"))
 	}
-	code, err := keep(spec, sync)
+	code, err := keep(spec, sync, false)
 	if err != nil {
 		fail(err)
 	}
 	os.Exit(code)
 }
 
-// keep starts init nested in the keeper's namespace and waits for it.
-func keep(spec *Spec, sync *os.File) (int, error) {
-	uids, err := mapSize("/proc/self/uid_map")
-	if err != nil {
-		return 0, fmt.Errorf("keep-id: %w", err)
+// joinerArg runs the joiner: a keeper for a container that joins another's
+// namespaces (NetJoin). nsenter(1) puts it there, as root of the user
+// namespace it joins (a Go program cannot setns into a user namespace:
+// it has threads); it starts init in namespaces of its own for the rest.
+const joinerArg = "--join"
+
+// runJoiner is the joiner. It never returns.
+func runJoiner() {
+	sync := os.NewFile(syncFd, "sync")
+	fail := func(err error) {
+		json.NewEncoder(sync).Encode(syncMsg{Error: err.Error()})
+		os.Exit(125)
 	}
-	gids, err := mapSize("/proc/self/gid_map")
+	// nsenter's namespace files, and whatever else came along, stay out.
+	unix.CloseRange(ctlFd+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	spec, err := readSpec()
 	if err != nil {
-		return 0, fmt.Errorf("keep-id: %w", err)
+		fail(err)
+	}
+	code, err := keep(spec, sync, true)
+	if err != nil {
+		fail(err)
+	}
+	os.Exit(code)
+}
+
+// keep starts init nested in the keeper's namespace and waits for it;
+// joined (the joiner), init stays in the keeper's user and network
+// namespaces.
+func keep(spec *Spec, sync *os.File, joined bool) (int, error) {
+	attr, err := keptInitAttr(spec, joined)
+	if err != nil {
+		return 0, err
 	}
 	b, err := json.Marshal(spec)
 	if err != nil {
@@ -134,35 +158,23 @@ func keep(spec *Spec, sync *os.File) (int, error) {
 	}
 	defer specW.Close()
 	ctl := os.NewFile(ctlFd, "control")
-	flags := unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC
-	if spec.Net == NetNone || spec.Net == NetPrivate {
-		flags |= unix.CLONE_NEWNET
-	}
 	cmd := &exec.Cmd{
-		Path:       "/proc/self/exe",
-		Args:       []string{"cove", InitArg},
-		Env:        []string{},
-		Stdin:      os.Stdin,
-		Stdout:     os.Stdout,
-		Stderr:     os.Stderr,
-		ExtraFiles: []*os.File{specR, sync, ctl},
-		SysProcAttr: &syscall.SysProcAttr{
-			Cloneflags:  uintptr(flags),
-			UidMappings: keepIDMaps(spec.KeepID.UID, uids),
-			GidMappings: keepIDMaps(spec.KeepID.GID, gids),
-			// The workload's supplementary groups need setgroups(2).
-			GidMappingsEnableSetgroups: true,
-			// Root before the exec: init then has its capabilities.
-			Credential: &syscall.Credential{Uid: 0, Gid: 0},
-			Setsid:     true,
-			// The keeper runs on one locked thread (Init locks it).
-			Pdeathsig: unix.SIGKILL,
-		},
+		Path:        "/proc/self/exe",
+		Args:        []string{"cove", InitArg},
+		Env:         []string{},
+		Stdin:       os.Stdin,
+		Stdout:      os.Stdout,
+		Stderr:      os.Stderr,
+		ExtraFiles:  []*os.File{specR, sync, ctl},
+		SysProcAttr: attr,
 	}
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, forwarded...)
 	if err := cmd.Start(); err != nil {
 		specR.Close()
+		if joined {
+			return 0, fmt.Errorf("start init in the joined namespaces: %w", err)
+		}
 		return 0, fmt.Errorf("keep-id: start init in a nested user namespace: %w", err)
 	}
 	specR.Close()
@@ -195,4 +207,38 @@ func keep(spec *Spec, sync *os.File) (int, error) {
 	close(done)
 	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
 	return exitCode(unix.WaitStatus(ws)), nil
+}
+
+// keptInitAttr is how the keeper starts init: in a user namespace nested
+// in its own, mapped for keep-id, with namespaces of its own for the
+// rest; joined, in the keeper's user and network namespaces.
+func keptInitAttr(spec *Spec, joined bool) (*syscall.SysProcAttr, error) {
+	attr := &syscall.SysProcAttr{
+		Cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC,
+		// Root before the exec: init then has its capabilities.
+		Credential: &syscall.Credential{Uid: 0, Gid: 0},
+		Setsid:     true,
+		// The keeper runs on one locked thread (Init locks it).
+		Pdeathsig: unix.SIGKILL,
+	}
+	if joined {
+		return attr, nil
+	}
+	uids, err := mapSize("/proc/self/uid_map")
+	if err != nil {
+		return nil, fmt.Errorf("keep-id: %w", err)
+	}
+	gids, err := mapSize("/proc/self/gid_map")
+	if err != nil {
+		return nil, fmt.Errorf("keep-id: %w", err)
+	}
+	attr.Cloneflags |= unix.CLONE_NEWUSER
+	if spec.Net == NetNone || spec.Net == NetPrivate {
+		attr.Cloneflags |= unix.CLONE_NEWNET
+	}
+	attr.UidMappings = keepIDMaps(spec.KeepID.UID, uids)
+	attr.GidMappings = keepIDMaps(spec.KeepID.GID, gids)
+	// The workload's supplementary groups need setgroups(2).
+	attr.GidMappingsEnableSetgroups = true
+	return attr, nil
 }

@@ -27,7 +27,17 @@ const (
 	NetHost = "host"
 	// NetNone is a network namespace with its loopback only.
 	NetNone = "none"
+	// NetJoin shares the network namespace of a running container (its
+	// init at Spec.JoinPid), and rootless its user namespace too, as the
+	// containers of a pod do: a workspace's Compose services reach one
+	// another on 127.0.0.1, and the outside as that container does
+	// (through its pasta, behind its blocks of the host's addresses).
+	NetJoin = "join"
 )
+
+// blocksRaw says whether the container's network is one of its own or
+// joined, where raw sockets are not given (see keptCapSet).
+func (s *Spec) blocksRaw() bool { return s.Net == NetPrivate || s.Net == NetJoin }
 
 // DNSForward is the address the container's resolv.conf names under
 // NetPrivate: pasta answers there by asking the host's resolver, so a

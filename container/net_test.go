@@ -1,10 +1,12 @@
 package container
 
 import (
+	"bytes"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -190,5 +192,36 @@ func TestHostAddressesBlockCloudMetadata(t *testing.T) {
 		if !slices.Contains(blocked, want) {
 			t.Errorf("%s is not blocked: %v", want, blocked)
 		}
+	}
+}
+
+// TestRunJoinSharesTheNetwork: a container started with NetJoin is in the
+// network namespace of the one it joins (a pod's): it reaches a server
+// there on 127.0.0.1, while its PID and mount namespaces are its own.
+func TestRunJoinSharesTheNetwork(t *testing.T) {
+	needRoot(t)
+	needPasta(t)
+	img, cfg := testImage(t, nil)
+	proc, err := ProcessFromImage(cfg, []string{"sh", "-c", "echo pong | nc -l -p 5432; sleep 30"}, nil, "", "")
+	must(t, err)
+	dir := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(dir, "hosts"), []byte("127.0.0.1 localhost\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "resolv.conf"), []byte("nameserver 127.0.0.1\n"), 0o644))
+	spec := &Spec{
+		ID: fmt.Sprintf("test%d", time.Now().UnixNano()), Name: "pod", Hostname: "pod",
+		Lower: img.RootFS, Upper: filepath.Join(dir, "upper"), Work: filepath.Join(dir, "work"), Merged: filepath.Join(dir, "merged"),
+		Binary: coveBin, ResolvConf: filepath.Join(dir, "resolv.conf"), Hosts: filepath.Join(dir, "hosts"),
+		Net: NetPrivate, Process: proc,
+	}
+	var out bytes.Buffer
+	pod, err := Start(spec, Stdio{Stdout: &out, Stderr: &out}, Limits{}, func(string) {})
+	must(t, err)
+	defer func() { pod.Kill(); pod.Wait() }()
+	r := runIn(t, img, cfg, Limits{}, func(s *Spec) { s.Net = NetJoin; s.JoinPid = pod.Pid },
+		"sh", "-c", "for i in $(seq 50); do nc 127.0.0.1 5432 </dev/null && break; sleep 0.1; done; ps -o args | grep -c '^nc -l'; readlink /proc/self/ns/net").ok(t)
+	lines := strings.Fields(r.stdout)
+	podNet, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pod.Pid))
+	if len(lines) < 3 || lines[0] != "pong" || lines[1] != "0" || lines[len(lines)-1] != podNet {
+		t.Fatalf("joined container said %q; want pong from the pod's 127.0.0.1:5432, no pod process in sight (0), the pod's network namespace %s", r.stdout, podNet)
 	}
 }

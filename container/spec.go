@@ -40,7 +40,11 @@ type Spec struct {
 	// Control is the host path of the socket cove exec talks to init on.
 	Control string `json:"-"`
 	Binds   []Bind `json:"binds,omitempty"`
-	Net     string `json:"net"` // NetPrivate, NetHost or NetNone
+	Net     string `json:"net"` // NetPrivate, NetHost, NetNone or NetJoin
+	// JoinPid, with NetJoin, is the host pid of the init whose network
+	// (and, with UserNS, user) namespace the container joins; the
+	// caller checks it is the container it means (State.Status).
+	JoinPid int `json:"-"`
 	// Ports are forwarded from the host into the container (NetPrivate).
 	Ports []Port `json:"ports,omitempty"`
 	// Blocked are the host's own addresses (NetPrivate), unreachable from

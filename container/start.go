@@ -90,6 +90,7 @@ func Start(spec *Spec, stdio Stdio, limits Limits, warn func(string)) (c *Contai
 	if err != nil {
 		return nil, err
 	}
+	defer closeFiles(cmd.ExtraFiles[3:]) // a joiner's namespaces (see joinThrough)
 	if fd, err := cg.dirFd(); err != nil {
 		return nil, err
 	} else if fd >= 0 {
@@ -199,6 +200,14 @@ func initCommand(spec *Spec, p *initPipes, useRanges bool) (cmd *exec.Cmd, keepe
 	if spec.Net == NetNone || spec.Net == NetPrivate {
 		cmd.SysProcAttr.Cloneflags |= unix.CLONE_NEWNET
 	}
+	if spec.Net == NetJoin {
+		// Init is the joiner's child, as the keeper's is (see keepid.go).
+		if err := joinThrough(cmd, spec); err != nil {
+			closeFiles(cmd.ExtraFiles[3:])
+			return nil, false, err
+		}
+		return cmd, true, nil
+	}
 	keeper = spec.UserNS && spec.KeepID != nil
 	if keeper && !useRanges {
 		return nil, false, errors.New("keep-id needs newuidmap and newgidmap (Debian's uidmap package) and subordinate ids for you in /etc/subuid and /etc/subgid")
@@ -219,6 +228,47 @@ func initCommand(spec *Spec, p *initPipes, useRanges bool) (cmd *exec.Cmd, keepe
 		}
 	}
 	return cmd, keeper, nil
+}
+
+// joinThrough makes cmd start the joiner (see runJoiner) through
+// nsenter, in the network namespace of the init at spec.JoinPid and,
+// with UserNS, its user namespace: opened here, passed as descriptors
+// (nsenter opens /proc/self/fd/N, its own), so that the namespaces are
+// the ones of the process checked now. The caller closes the files (the
+// command's ExtraFiles after the first three).
+func joinThrough(cmd *exec.Cmd, spec *Spec) error {
+	nsenter, err := exec.LookPath("nsenter")
+	if err != nil {
+		return fmt.Errorf("joining a container's network needs nsenter (Debian's util-linux package): %w", err)
+	}
+	if spec.JoinPid <= 0 {
+		return errors.New("no container to join")
+	}
+	args := []string{"nsenter"}
+	kinds := []string{"net"}
+	if spec.UserNS {
+		kinds = append(kinds, "user")
+	}
+	for _, k := range kinds {
+		f, err := os.Open(fmt.Sprintf("/proc/%d/ns/%s", spec.JoinPid, k))
+		if err != nil {
+			return fmt.Errorf("the container to join is gone: %w", err)
+		}
+		fd := 3 + len(cmd.ExtraFiles)
+		cmd.ExtraFiles = append(cmd.ExtraFiles, f)
+		args = append(args, fmt.Sprintf("--%s=/proc/self/fd/%d", k, fd))
+	}
+	cmd.Path = nsenter
+	cmd.Args = append(args, "--", spec.Binary, InitArg, joinerArg)
+	// No namespace of nsenter's own: the joiner makes init's.
+	cmd.SysProcAttr.Cloneflags = 0
+	return nil
+}
+
+func closeFiles(fs []*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
 }
 
 // abort ends an init that has not reported a running workload (one that
@@ -242,7 +292,7 @@ func (c *Container) setUp(p *initPipes, ranged subIDMapping, useRanges, keeper b
 	if err := c.Identity.Track(c.Pid); err != nil {
 		return fmt.Errorf("track init: %w", err)
 	}
-	if spec.UserNS && useRanges {
+	if spec.UserNS && useRanges && spec.Net != NetJoin { // joined: mapped already
 		if err := ranged.apply(c.Pid); err != nil {
 			return fmt.Errorf("map the user namespace: %w", err)
 		}
@@ -313,7 +363,7 @@ func (c *Container) setUp(p *initPipes, ranged subIDMapping, useRanges, keeper b
 func (c *Container) followKeeper(sync *lineReader) error {
 	msg, _, err := readSyncLine(sync)
 	if err != nil {
-		return fmt.Errorf("keep-id: the keeper died during setup: %s", err)
+		return fmt.Errorf("the keeper (keep-id, or a joined network's) died during setup: %s", err)
 	}
 	if msg.Error != "" {
 		return errors.New(msg.Error)

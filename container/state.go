@@ -75,6 +75,10 @@ func (d StateDir) Create(name string) error {
 	return err
 }
 
+// ValidName says whether name can be a container's (letters, digits, _
+// . -, not first).
+func ValidName(name string) error { return validName(name) }
+
 func validName(name string) error {
 	if name == "" || len(name) > 128 || strings.Trim(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") != "" || name[0] == '.' || name[0] == '-' {
 		return fmt.Errorf("container name %q: use letters, digits, _ . - (not first)", name)

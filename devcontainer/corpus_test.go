@@ -44,8 +44,8 @@ var corpusWant = map[string]string{
 	"build-options-and-cachefrom.json":                               "starts",
 	"build-without-dockerfile.json":                                  "refused: build", // a build section with no dockerfile
 	"capadd-and-securityopt.json":                                    "starts",
-	"compose-several-files-run-services.json":                        "refused: dockerComposeFile,service", // Docker Compose: cove runs one container
-	"compose-single-file.json":                                       "refused: dockerComposeFile,service", // Docker Compose: cove runs one container
+	"compose-several-files-run-services.json":                        "starts", // Docker Compose: the services beside the workspace (workspace/compose)
+	"compose-single-file.json":                                       "starts",
 	"customizations-cove-kube-true.json":                             "starts",
 	"customizations-cove-kube.json":                                  "starts",
 	"customizations-cove-not-object.json":                            "refused: customizations", // customizations.cove is not an object
@@ -146,13 +146,17 @@ func corpusLayout(name string) string {
 // the test's own list, not the parser's: a key the parser lets through
 // without applying it is found here.
 var handledKeys = map[string]func(c *Config, v any) bool{
-	"name":          func(*Config, any) bool { return true }, // descriptive
-	"$schema":       func(*Config, any) bool { return true },
-	"image":         func(c *Config, v any) bool { return c.Image == v },
-	"containerEnv":  func(c *Config, v any) bool { return len(c.ContainerEnv) == len(v.(map[string]any)) },
-	"remoteEnv":     func(c *Config, v any) bool { return len(c.RemoteEnv) == len(v.(map[string]any)) },
-	"containerUser": func(c *Config, v any) bool { return c.ContainerUser == v },
-	"remoteUser":    func(c *Config, v any) bool { return c.RemoteUser == v },
+	"name":              func(*Config, any) bool { return true }, // descriptive
+	"$schema":           func(*Config, any) bool { return true },
+	"image":             func(c *Config, v any) bool { return c.Image == v },
+	"dockerComposeFile": func(c *Config, v any) bool { return len(c.ComposeFiles()) == len(stringList(v)) },
+	"service":           func(c *Config, v any) bool { return c.Service == v },
+	"runServices":       func(c *Config, v any) bool { return len(c.RunServices) == len(v.([]any)) },
+	"shutdownAction":    func(c *Config, v any) bool { return c.ShutdownAction == v },
+	"containerEnv":      func(c *Config, v any) bool { return len(c.ContainerEnv) == len(v.(map[string]any)) },
+	"remoteEnv":         func(c *Config, v any) bool { return len(c.RemoteEnv) == len(v.(map[string]any)) },
+	"containerUser":     func(c *Config, v any) bool { return c.ContainerUser == v },
+	"remoteUser":        func(c *Config, v any) bool { return c.RemoteUser == v },
 	"workspaceFolder": func(c *Config, v any) bool {
 		return c.WorkspaceFolder != "" && !strings.Contains(c.WorkspaceFolder, "${")
 	},

@@ -38,11 +38,20 @@ type Config struct {
 	// Trusted says the user trusted Raw on the host (Trust).
 	Trusted bool `json:"-"`
 
-	Image         string `json:"image"`
-	ContainerEnv  EnvMap `json:"containerEnv"`
-	RemoteEnv     EnvMap `json:"remoteEnv"`
-	ContainerUser string `json:"containerUser"`
-	RemoteUser    string `json:"remoteUser"`
+	Image string `json:"image"`
+	// DockerComposeFile names the Compose files (a string or a list,
+	// relative to the file): the workspace is the Compose Service, with
+	// RunServices (default: all) beside it (see ComposeFiles).
+	DockerComposeFile any      `json:"dockerComposeFile"`
+	Service           string   `json:"service"`
+	RunServices       []string `json:"runServices"`
+	// ShutdownAction "none" keeps the workspace running when its last
+	// window closes; stopContainer and stopCompose stop it (cove's way).
+	ShutdownAction string `json:"shutdownAction"`
+	ContainerEnv   EnvMap `json:"containerEnv"`
+	RemoteEnv      EnvMap `json:"remoteEnv"`
+	ContainerUser  string `json:"containerUser"`
+	RemoteUser     string `json:"remoteUser"`
 	// UpdateRemoteUserUID is nil when the file does not say.
 	UpdateRemoteUserUID *bool `json:"updateRemoteUserUID"`
 
@@ -217,6 +226,7 @@ var supported = map[string]bool{
 	"image": true, "containerEnv": true, "remoteEnv": true, "containerUser": true, "remoteUser": true,
 	"updateRemoteUserUID": true, "workspaceFolder": true, "workspaceMount": true, "mounts": true,
 	"build": true, "dockerFile": true, "context": true, "features": true, "overrideFeatureInstallOrder": true, "runArgs": true, "capAdd": true, "securityOpt": true, "init": true, "privileged": true,
+	"dockerComposeFile": true, "service": true, "runServices": true, "shutdownAction": true,
 	"overrideCommand": true, "initializeCommand": true, "onCreateCommand": true,
 	"updateContentCommand": true, "postCreateCommand": true, "postStartCommand": true,
 	"postAttachCommand": true,
@@ -230,7 +240,6 @@ var supported = map[string]bool{
 
 // ignoredWhy says, for keys cove knows and does not apply, why.
 var ignoredWhy = map[string]string{
-	"shutdownAction":   "cove stops the workspace when its last window closes (or with cove stop)",
 	"waitFor":          "cove runs every create command before it opens the workspace",
 	"userEnvProbe":     "cove takes the environment from the image and the file, not from a login shell",
 	"hostRequirements": "cove does not check the host's resources",
@@ -395,18 +404,29 @@ func typeWords(t reflect.Type) string {
 	return t.String()
 }
 
+// ComposeFiles are the Compose files the config names, absolute (nil
+// without dockerComposeFile).
+func (c *Config) ComposeFiles() []string {
+	if c == nil {
+		return nil
+	}
+	var out []string
+	for _, f := range stringList(c.DockerComposeFile) {
+		if !filepath.IsAbs(f) {
+			f = filepath.Join(filepath.Dir(c.Path), f)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
 // refuse is the error for a config cove cannot run as written.
 func refuse(path string, tree map[string]any) error {
 	if compose, ok := tree["dockerComposeFile"]; ok {
-		files := strings.Join(stringList(compose), ", ")
-		service, _ := tree["service"].(string)
-		services := stringList(tree["runServices"])
-		what := "service " + quoteOr(service, "(none named)")
-		if len(services) > 0 {
-			what += ", with " + strings.Join(services, ", ")
+		if service, _ := tree["service"].(string); service == "" {
+			return fmt.Errorf("%s: dockerComposeFile (%s) without \"service\": name the Compose service the workspace is (the one you work in)",
+				path, strings.Join(stringList(compose), ", "))
 		}
-		return fmt.Errorf("%s: dockerComposeFile (%s): cove does not run Docker Compose (%s); start those services yourself, and give the workspace an \"image\" (the image of %s) in a devcontainer.json without dockerComposeFile, or use cove --image REF",
-			path, files, what, quoteOr(service, "the service you work in"))
 	}
 	if p, _ := tree["privileged"].(bool); p {
 		return fmt.Errorf("%s: privileged: cove does not run privileged workspaces (every capability and device of the host, and no filter: the workspace would be the host's); remove it, and name what the tools need in capAdd", path)
@@ -440,13 +460,6 @@ func stringList(v any) []string {
 		return out
 	}
 	return nil
-}
-
-func quoteOr(s, or string) string {
-	if s == "" {
-		return or
-	}
-	return fmt.Sprintf("%q", s)
 }
 
 // CheckImage says why the start must stop when the file's image was held

@@ -100,12 +100,11 @@ func TestImageBuild(t *testing.T) {
 }
 
 // TestRefusals: a config cove cannot run as written is an error naming
-// the key and what to do (it used to start debian:bookworm for compose).
+// the key and what to do (it used to start debian:bookworm for compose;
+// Compose without a service names none to work in).
 func TestRefusals(t *testing.T) {
 	for _, tc := range []struct{ body, want string }{
-		{`{"dockerComposeFile": ["../docker-compose.yml"], "service": "app", "runServices": ["app", "db"], "workspaceFolder": "/workspaces/x"}`,
-			`dockerComposeFile (../docker-compose.yml): cove does not run Docker Compose (service "app", with app, db)`},
-		{`{"dockerComposeFile": "compose.yml"}`, "give the workspace an \"image\""},
+		{`{"dockerComposeFile": "compose.yml"}`, `dockerComposeFile (compose.yml) without "service": name the Compose service`},
 		{`{"image": "x", "privileged": true}`, "privileged: cove does not run privileged workspaces"},
 		{`{"build": {"context": ".."}}`, "build: no dockerfile named"},
 	} {

@@ -44,7 +44,7 @@ func Trusted(home, dir, path string, raw []byte) bool {
 	if raw == nil || checkInitialize(dir, raw) != nil {
 		return false
 	}
-	return trustFile(home).Get(path) == trustKey(dir, raw)
+	return trustFile(home).Get(path) == trustKey(dir, path, raw)
 }
 
 // trustKey is what a trust record binds: the file's bytes and, for each
@@ -55,8 +55,11 @@ func Trusted(home, dir, path string, raw []byte) bool {
 // let the workspace choose what runs, and a script absent at the trust
 // may not appear later either. With no initializeCommand it is the
 // file's sha256 alone, as records made before had it.
-func trustKey(dir string, raw []byte) string {
-	named := initializeFiles(dir, raw)
+func trustKey(dir, path string, raw []byte) string {
+	scripts := initializeFiles(dir, raw)
+	// The Compose files are bound as files: nothing runs them, so what
+	// lies beside them is not theirs.
+	named := append(slices.Clone(scripts), composeFiles(dir, path, raw)...)
 	if len(named) == 0 {
 		return contentHash(raw)
 	}
@@ -78,7 +81,7 @@ func trustKey(dir string, raw []byte) string {
 			fmt.Fprintf(h, "\x00%s\x00%s", rel, kind)
 		}
 	}
-	for _, tree := range pinnedTrees(d, named) {
+	for _, tree := range pinnedTrees(d, scripts) {
 		fmt.Fprintf(h, "\x00tree %s\x00", tree)
 		if err := hashTree(d, tree, h); err != nil {
 			fmt.Fprintf(h, "unreadable: %v", err)
@@ -417,6 +420,35 @@ func initializeFiles(dir string, raw []byte) []string {
 	return out
 }
 
+// composeFiles are the project's Compose files a devcontainer.json at
+// path names (dockerComposeFile) and the .env beside the first, relative
+// to dir: trusting the file trusts them as they are (the workspace can
+// write them too, and trusted they may bind the host's paths).
+func composeFiles(dir, path string, raw []byte) []string {
+	std, err := hujson.Standardize(append([]byte(nil), raw...))
+	if err != nil {
+		return nil
+	}
+	var tree map[string]any
+	if json.Unmarshal(std, &tree) != nil {
+		return nil
+	}
+	files := stringList(tree["dockerComposeFile"])
+	if len(files) > 0 {
+		files = append(files, filepath.Join(filepath.Dir(files[0]), ".env"))
+	}
+	var out []string
+	for _, f := range files {
+		if !filepath.IsAbs(f) {
+			f = filepath.Join(filepath.Dir(path), f)
+		}
+		if r, err := filepath.Rel(dir, f); err == nil && filepath.IsLocal(r) && !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // Trust records that the user trusts the project's devcontainer.json (the
 // one opts chooses) as it is now, and returns its path and what trusting
 // it lets take effect (what an untrusted read holds back: the command run
@@ -436,7 +468,7 @@ func Trust(dir string, opts Options) (path string, grants []string, err error) {
 	if err := checkInitialize(dir, c.Raw); err != nil {
 		return "", nil, fmt.Errorf("%s: not trusted: %w", c.Path, err)
 	}
-	if err := trustFile(opts.Home).Set(c.Path, trustKey(dir, c.Raw)); err != nil {
+	if err := trustFile(opts.Home).Set(c.Path, trustKey(dir, c.Path, c.Raw)); err != nil {
 		return "", nil, err
 	}
 	// Read again as the start will read it, trusted: what holdBack would

@@ -102,7 +102,7 @@ func TestTrustPinsWhatInitializeCommandRuns(t *testing.T) {
 				}
 				// Nor does a record made before (by an older cove) count.
 				raw, _ := os.ReadFile(filepath.Join(dir, ".devcontainer/devcontainer.json"))
-				rec, _ := json.Marshal(map[string]string{filepath.Join(dir, ".devcontainer/devcontainer.json"): trustKey(dir, raw)})
+				rec, _ := json.Marshal(map[string]string{filepath.Join(dir, ".devcontainer/devcontainer.json"): trustKey(dir, filepath.Join(dir, ".devcontainer/devcontainer.json"), raw)})
 				os.MkdirAll(filepath.Dir(TrustPath(home)), 0o700)
 				os.WriteFile(TrustPath(home), rec, 0o600)
 				if Trusted(home, dir, filepath.Join(dir, ".devcontainer/devcontainer.json"), raw) {

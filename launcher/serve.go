@@ -100,6 +100,10 @@ func (s *Serving) End(b workspace.Backend, detached bool, stopGrace time.Duratio
 	if detached {
 		return nil
 	}
+	if name := s.Workspace.Name(); b.KeepsRunning(name) {
+		fmt.Fprintf(s.Stderr, "cove: the workspace %s keeps running (its devcontainer.json's shutdownAction is none): cove stop %s stops it and its services\n", name, name)
+		return nil
+	}
 	fmt.Fprintln(s.Stderr, "cove: stopping the workspace")
 	stopCtx, stopCancel := context.WithTimeout(context.Background(), time.Minute)
 	defer stopCancel()

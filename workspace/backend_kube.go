@@ -69,6 +69,10 @@ func (b *Kube) Key(name string) string {
 // Copies is true: the Pod works on a copy of the project kept in step.
 func (b *Kube) Copies() bool { return true }
 
+// KeepsRunning is Backend.KeepsRunning: a Pod stops with its launcher
+// (shutdownAction is not read for a cluster's workspace).
+func (b *Kube) KeepsRunning(string) bool { return false }
+
 func (b *Kube) where(k *kube.Cluster) string { return k.Namespace + " on " + k.Server() }
 
 // Ensure runs s.Dir's workspace as a Pod (started if need be), cove

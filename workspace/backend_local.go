@@ -161,10 +161,13 @@ func (lo *Local) Stop(ctx context.Context, name string, grace time.Duration) err
 	if err != nil {
 		return err
 	}
+	// Its Compose services first: what they serve goes before the
+	// workspace that uses it.
+	serr := lo.stopServices(st, grace)
 	if err := st.Stop(grace); err != nil {
 		return fmt.Errorf("stop %s: %w", name, err)
 	}
-	return nil
+	return serr
 }
 
 // Remove deletes the named container, its layer and the images its
@@ -178,9 +181,17 @@ func (lo *Local) Remove(ctx context.Context, name string, force bool) error {
 		if !force {
 			return fmt.Errorf("container %s is running: cove stop %s first, or cove rm -f", name, name)
 		}
+		if err := lo.stopServices(st, 10*time.Second); err != nil {
+			return err
+		}
 		if err := st.Stop(10 * time.Second); err != nil {
 			return err
 		}
+	}
+	// Its Compose services' containers go first; their layers are under
+	// its own.
+	if err := lo.removeServices(st); err != nil {
+		return err
 	}
 	if err := st.Stop(0); err != nil { // also removes what is left of its cgroup
 		return err

@@ -852,6 +852,14 @@ func (lo *Local) forgetImages(ctx context.Context, name string) {
 			store.Remove(ctx, ref)
 		}
 	}
+	// Its Compose services' builds (see composeImage).
+	if all, err := store.List(); err == nil {
+		for _, e := range all {
+			if strings.HasPrefix(e.Ref, "cove-devcontainer/"+name+":build-") {
+				store.Remove(ctx, e.Ref)
+			}
+		}
+	}
 }
 
 // commandOutput is where the output of what the project runs goes (its

@@ -40,6 +40,7 @@ type Launch struct {
 	Binds       []container.Bind
 	Limits      container.Limits
 	Net         string
+	JoinPid     int              // Net join: the init whose network it shares (a workspace's, for its Compose services)
 	Ports       []container.Port // forwarded from the host (Net private)
 	NoSeccomp   bool
 	Remove      bool // --rm
@@ -310,7 +311,7 @@ func (r *launching) makeSpec(ctx context.Context, proc container.Process) (*cont
 		ID: r.id, Name: name, Hostname: hostname,
 		Lower: r.img.RootFS, Upper: filepath.Join(r.dir, "upper"), Work: filepath.Join(r.dir, "work"), Merged: filepath.Join(r.dir, "merged"),
 		Binary: r.lo.Binary, ResolvConf: resolv, Hosts: hosts, HostnameFile: filepath.Join(filepath.Dir(hosts), "hostname"),
-		Binds: l.Binds, Net: l.Net, Ports: l.Ports, NoSeccomp: l.NoSeccomp, UserNS: os.Geteuid() != 0, Process: proc,
+		Binds: l.Binds, Net: l.Net, JoinPid: l.JoinPid, Ports: l.Ports, NoSeccomp: l.NoSeccomp, UserNS: os.Geteuid() != 0, Process: proc,
 		CapAdd: l.CapAdd, CapDrop: l.CapDrop, NoNewPrivileges: l.NoNewPrivileges,
 		ShmSize: l.ShmSize, Ulimits: r.lo.ulimits(l.Ulimits), Devices: l.Devices, Tmpfs: l.Tmpfs,
 		Control: filepath.Join(r.states.Dir(name), "ctl.sock"),
@@ -526,8 +527,8 @@ func etcFiles(dir, hostname, network string, extra [][2]string) (resolv, hosts s
 		return "", "", err
 	}
 	r, _ := os.ReadFile("/etc/resolv.conf")
-	if network == container.NetPrivate {
-		r = container.ResolvConf(r)
+	if network == container.NetPrivate || network == container.NetJoin {
+		r = container.ResolvConf(r) // the workspace's pasta answers
 	}
 	h, err := os.ReadFile("/etc/hosts")
 	if err != nil {

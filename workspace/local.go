@@ -16,10 +16,12 @@ import (
 
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/devcontainer"
+	"github.com/cove-sh/cove/devcontainer/devimage"
 	"github.com/cove-sh/cove/ide"
 	"github.com/cove-sh/cove/image"
 	"github.com/cove-sh/cove/internal/termtext"
 	"github.com/cove-sh/cove/settings"
+	"github.com/cove-sh/cove/workspace/compose"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
@@ -49,15 +51,14 @@ func Name(dir string) string {
 
 // ensure returns the state of s.Dir's running workspace, starting it if
 // it is not running: the project bound at /workspace, its own layer kept
-// across starts until cove rm.
+// across starts until cove rm. The start goes in named steps (see start).
 func (lo *Local) ensure(ctx context.Context, s Spec) (st *container.State, err error) {
-	dir := s.Dir
-	abs, err := filepath.Abs(dir)
+	abs, err := filepath.Abs(s.Dir)
 	if err != nil {
 		return nil, err
 	}
 	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("%s: no such directory", dir)
+		return nil, fmt.Errorf("%s: no such directory", s.Dir)
 	}
 	name := Name(abs)
 	// One start at a time: a cove shell or agent while cove up starts the
@@ -73,19 +74,7 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (st *container.State, err e
 	states := lo.states()
 	st, loadErr := states.Load(name)
 	if loadErr == nil && st.Status() == container.Running && !s.Fresh {
-		if s.Trust {
-			if err := TrustRunning(lo.Stderr, s, name); err != nil {
-				return nil, err
-			}
-		}
-		if img := s.Image; img != "" && img != st.Image {
-			fmt.Fprintf(lo.Stderr, "cove: note: the workspace %s runs %s; --image %s takes effect with --fresh (what was installed in it goes)\n",
-				st.Name, st.Image, img)
-		}
-		if s.Attach {
-			lo.attachRunning(ctx, st)
-		}
-		return st, nil
+		return lo.reuseRunning(ctx, s, st)
 	}
 	// Read before anything stops or starts: a config cove refuses leaves
 	// the workspace as it is.
@@ -93,12 +82,15 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (st *container.State, err e
 	if err != nil {
 		return nil, err
 	}
-	var madeFrom, made string // the image the kept layer was made on
-	if loadErr == nil && !s.Fresh {
-		madeFrom, made = st.Image, st.Digest
-	}
+	w := &start{s: s, dc: dc, abs: abs, name: name, layerDir: filepath.Join(lo.Layout.Data, "workspaces", name)}
 	if loadErr == nil {
+		if !s.Fresh {
+			w.madeFrom, w.made = st.Image, st.Digest // the image the kept layer was made on
+		}
 		if st.Status() == container.Running { // --fresh
+			if err := lo.stopServices(st, 10*time.Second); err != nil {
+				return nil, err
+			}
 			if err := st.Stop(10 * time.Second); err != nil {
 				return nil, err
 			}
@@ -115,79 +107,224 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (st *container.State, err e
 		}()
 	}
 	if s.Fresh {
-		if err := lo.RemoveLayer(ctx, filepath.Join(lo.Layout.Data, "workspaces", name)); err != nil {
+		if err := lo.RemoveLayer(ctx, w.layerDir); err != nil {
 			return nil, fmt.Errorf("--fresh: %w", err)
 		}
 	}
-	limits, conf := s.Limits, s.Confinement
-	// runArgs' limits and network, where the command line says nothing.
-	rt, err := fileRuntime(dc, &limits, &conf)
+	return lo.startWorkspace(ctx, w)
+}
+
+// start is one start of a workspace, as its steps fill it in.
+type start struct {
+	s              Spec
+	dc             *devcontainer.Config
+	abs, name      string
+	layerDir       string
+	madeFrom, made string // the image the kept layer was made on, and its digest
+
+	limits  container.Limits
+	conf    Confinement
+	rt      *devcontainer.Runtime
+	shaped  Launch // runArgs' --shm-size, --ulimit, --add-host, --device, --tmpfs
+	ref     string
+	built   string // the digest of the image cove built or put Features on, if it did
+	dflt    bool   // ref is the default image: nothing named one
+	feats   *devimage.FeatureResult
+	sockDir string
+
+	wsEnv    []string // the workspace's environment, for the lifecycle commands' ${containerEnv:…}
+	imageCfg *v1.ConfigFile
+	chown    []string // rootless: new volumes for the user (see workspaceUser)
+	idMap    string   // rootless: how the user namespace maps (see idMapRecord)
+	keepID   *container.KeepID
+
+	// A Compose workspace (see compose.go): the project, the service
+	// that is the workspace, and the others it runs, in start order.
+	compose  *compose.Project
+	main     *compose.Service
+	services []compose.Service
+}
+
+// reuseRunning is ensure's answer for a workspace already running: what
+// the command line asks that it cannot change now is said.
+func (lo *Local) reuseRunning(ctx context.Context, s Spec, st *container.State) (*container.State, error) {
+	if s.Trust {
+		if err := TrustRunning(lo.Stderr, s, st.Name); err != nil {
+			return nil, err
+		}
+	}
+	if img := s.Image; img != "" && img != st.Image {
+		fmt.Fprintf(lo.Stderr, "cove: note: the workspace %s runs %s; --image %s takes effect with --fresh (what was installed in it goes)\n",
+			st.Name, st.Image, img)
+	}
+	if s.Attach {
+		lo.attachRunning(ctx, st)
+	}
+	return st, nil
+}
+
+// startWorkspace starts w's workspace, stopped or never started: its
+// configuration and image first, then the container, then its IDE server
+// and lifecycle commands.
+func (lo *Local) startWorkspace(ctx context.Context, w *start) (*container.State, error) {
+	note := newWaitNote(lo.Stderr, 4*time.Second)
+	defer note.stop()
+	note.step("initializeCommand, on this machine")
+	if err := lo.configure(ctx, w); err != nil {
+		return nil, err
+	}
+	note.step("the workspace's image (its build or pull, its Features)")
+	if err := lo.resolveImage(ctx, w); err != nil {
+		return nil, err
+	}
+	if err := lo.checkLayerImage(w); err != nil {
+		return nil, err
+	}
+	ports, err := lo.workspacePorts(w)
 	if err != nil {
 		return nil, err
 	}
-	if conf.Net == "" {
-		conf.Net = container.NetPrivate
-	}
-	// runArgs' --shm-size, --ulimit, --add-host, --device, --tmpfs and --env-file, read now:
-	// a bad one stops the start before anything runs.
-	shaped := Launch{Net: conf.Net}
-	if err := runArgsLaunch(lo.Stderr, dc, rt, abs, &shaped); err != nil {
+	l, err := lo.workspaceLaunch(w, ports)
+	if err != nil {
 		return nil, err
 	}
-	// initializeCommand comes first, as the spec has it: before the image
-	// is pulled or built.
-	if err := initializeCommand(ctx, lo.Stderr, dc, abs, devcontainerOptions(s).Home); err != nil {
-		return nil, err
-	}
-	ref := s.Image
-	built := ""
-	if ref == "" && dc != nil {
-		if err := dc.CheckImage(); err != nil {
-			return nil, err
+	note.step("the image " + w.ref + " (pull and extraction) and the workspace's container")
+	if _, err := lo.Run(ctx, l); err != nil {
+		if pe := (*image.PullError)(nil); w.dflt && errors.As(err, &pe) && pe.Ref == w.ref {
+			err = fmt.Errorf("%w; %s", err, lo.defaultImageAdvice(w.ref))
 		}
-		ref = dc.Image
-		if ref, built, err = lo.buildImage(ctx, dc, abs, name, ref); err != nil {
-			return nil, err
+		return nil, fmt.Errorf("start the workspace of %s: %w", w.abs, err)
+	}
+	st, err := lo.states().Load(w.name)
+	if err != nil {
+		return nil, err
+	}
+	lo.recordLayer(w)
+	note.step("the IDE server in the workspace")
+	if err := lo.waitServer(ctx, st, w.layerDir); err != nil {
+		return nil, err
+	}
+	note.step("the Compose services")
+	err = lo.startServices(ctx, w, st)
+	if err == nil {
+		err = lo.chownVolumes(ctx, st, w.chown)
+	}
+	if err == nil {
+		note.step("the entrypoint (and the service's command)")
+		err = lo.startEntrypoints(ctx, st, w.dc, w.imageCfg)
+	}
+	note.step("the lifecycle commands (onCreate, postCreate, postStart)")
+	if err == nil {
+		err = lo.lifecycle(ctx, st, w.dc, w.layerDir, w.wsEnv, true, w.s.Attach)
+	}
+	if err != nil {
+		// Never a workspace left running by a failed start; its layer
+		// stays, and the commands run again next time.
+		lo.stopServices(st, 10*time.Second)
+		st.Stop(10 * time.Second)
+		return nil, fmt.Errorf("%w; the workspace %s is stopped (its layer is kept: cove up runs the create commands again, --fresh starts from the image)", err, w.name)
+	}
+	return st, nil
+}
+
+// configure reads what shapes the container from the command line and
+// runArgs (limits, network, runArgs' --shm-size, --ulimit, --add-host,
+// --device, --tmpfs and --env-file): a bad one stops the start before
+// anything runs. Then initializeCommand runs, as the spec has it: before
+// the image is pulled or built.
+func (lo *Local) configure(ctx context.Context, w *start) error {
+	w.limits, w.conf = w.s.Limits, w.s.Confinement
+	// runArgs' limits and network, where the command line says nothing.
+	rt, err := fileRuntime(w.dc, &w.limits, &w.conf)
+	if err != nil {
+		return err
+	}
+	w.rt = rt
+	if w.conf.Net == "" {
+		w.conf.Net = container.NetPrivate
+	}
+	w.shaped = Launch{Net: w.conf.Net}
+	if err := runArgsLaunch(lo.Stderr, w.dc, rt, w.abs, &w.shaped); err != nil {
+		return err
+	}
+	if err := lo.loadCompose(ctx, w); err != nil {
+		return err
+	}
+	return initializeCommand(ctx, lo.Stderr, w.dc, w.abs, devcontainerOptions(w.s).Home)
+}
+
+// resolveImage settles the image the workspace starts on: --image, the
+// devcontainer.json's image or build, the default; with its Features.
+func (lo *Local) resolveImage(ctx context.Context, w *start) error {
+	dc := w.dc
+	w.ref = w.s.Image
+	if w.ref == "" && w.main != nil {
+		var err error
+		if w.ref, w.built, err = lo.composeImage(ctx, w, w.main); err != nil {
+			return err
+		}
+	} else if w.ref == "" && dc != nil {
+		if err := dc.CheckImage(); err != nil {
+			return err
+		}
+		var err error
+		if w.ref, w.built, err = lo.buildImage(ctx, dc, w.abs, w.name, dc.Image); err != nil {
+			return err
 		}
 	}
 	// The default image, cove's or the user's setting: when it cannot be
 	// pulled, the error says how to choose another.
-	defaulted := ref == ""
-	if defaulted {
-		ref = cmp.Or(lo.Settings.Image, DefaultImage)
+	w.dflt = w.ref == ""
+	if w.dflt {
+		w.ref = cmp.Or(lo.Settings.Image, DefaultImage)
 	}
-	feats, err := lo.installFeatures(ctx, dc, ref, name, s.Fresh)
+	feats, err := lo.installFeatures(ctx, dc, w.ref, w.name, w.s.Fresh)
 	if err != nil {
-		return nil, err
+		return err
 	}
+	w.feats = feats
 	if feats != nil && feats.Digest != "" {
-		ref, built = feats.Ref, feats.Digest
+		w.ref, w.built = feats.Ref, feats.Digest
 	}
-	// The kept layer was made on an image: put on another, what it holds
-	// (installed packages, their files) would be mixed with the new one.
-	layerDir := filepath.Join(lo.Layout.Data, "workspaces", name)
-	if prev, err := os.ReadFile(filepath.Join(layerDir, "image-ref")); err == nil && string(prev) != ref && defaulted && built == "" {
+	return nil
+}
+
+// checkLayerImage compares the image with the one the kept layer was
+// made on: put on another, what it holds (installed packages, their
+// files) would be mixed with the new one.
+func (lo *Local) checkLayerImage(w *start) error {
+	name, ref, dc := w.name, w.ref, w.dc
+	prev, err := os.ReadFile(filepath.Join(w.layerDir, "image-ref"))
+	if err == nil && string(prev) != ref && w.dflt && w.built == "" {
 		// Nothing names an image, and the layer was made on another: the
 		// default then (cove's, or the settings' before they changed), or
 		// --image before cove remembered it. It starts as it was made.
 		fmt.Fprintf(lo.Stderr, "cove: note: the workspace %s was made from %s and starts on it, not on the default image %s (cove up --fresh starts it anew from that; what was installed in it goes)\n",
 			name, prev, ref)
-		ref, defaulted = string(prev), false
-	} else if err == nil && string(prev) != ref && built != "" {
+		w.ref, w.dflt = string(prev), false
+	} else if err == nil && string(prev) != ref && w.built != "" {
 		// Built or given Features since: the names are cove's own.
-		return nil, fmt.Errorf("the workspace %s was made from %s, before %s's build or Features: cove up --fresh starts it anew with them (what was installed in it goes)",
+		return fmt.Errorf("the workspace %s was made from %s, before %s's build or Features: cove up --fresh starts it anew with them (what was installed in it goes)",
 			name, prev, dc.Path)
-	} else if err == nil && string(prev) != ref && s.Image != "" {
-		return nil, fmt.Errorf("the workspace %s was made from %s, not %s: cove up --fresh --image %s starts it anew from that image (what was installed in it goes); cove up without --image starts it as it was",
+	} else if err == nil && string(prev) != ref && w.s.Image != "" {
+		return fmt.Errorf("the workspace %s was made from %s, not %s: cove up --fresh --image %s starts it anew from that image (what was installed in it goes); cove up without --image starts it as it was",
 			name, prev, ref, ref)
 	} else if err == nil && string(prev) != ref {
-		return nil, fmt.Errorf("the workspace %s was made from %s, not %s: cove up --fresh starts it anew from %s (what was installed in it goes), or leave the image as it was",
+		return fmt.Errorf("the workspace %s was made from %s, not %s: cove up --fresh starts it anew from %s (what was installed in it goes), or leave the image as it was",
 			name, prev, ref, ref)
 	}
-	if prev, err := os.ReadFile(filepath.Join(layerDir, "image-built")); err == nil && built != "" && string(prev) != built {
-		return nil, fmt.Errorf("the workspace %s was made from an earlier build of its image (%s changed since): cove up --fresh starts it anew from the new one (what was installed in it goes), or undo the change",
+	if prev, err := os.ReadFile(filepath.Join(w.layerDir, "image-built")); err == nil && w.built != "" && string(prev) != w.built {
+		return fmt.Errorf("the workspace %s was made from an earlier build of its image (%s changed since): cove up --fresh starts it anew from the new one (what was installed in it goes), or undo the change",
 			name, dc.Path+"'s build or Features")
 	}
+	return nil
+}
+
+// workspacePorts are the ports forwarded into the workspace: the command
+// line's -p first (a host port it names is not the project's to take
+// too), then forwardPorts, on 127.0.0.1 only.
+func (lo *Local) workspacePorts(w *start) ([]container.Port, error) {
+	dc := w.dc
 	specs, notes, err := dc.PortSpecs()
 	if err != nil {
 		return nil, err
@@ -195,10 +332,8 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (st *container.State, err e
 	for _, n := range notes {
 		fmt.Fprintf(lo.Stderr, "cove: note: %s\n", termtext.Visible(n))
 	}
-	// The command line's -p first: a host port it names is not the
-	// project's to take too.
 	var ports []container.Port
-	for _, p := range s.Ports {
+	for _, p := range w.s.Ports {
 		p.Source = "-p"
 		ports = append(ports, p)
 	}
@@ -219,26 +354,40 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (st *container.State, err e
 		}
 		ports = append(ports, p)
 	}
-	if len(ports) > 0 && conf.Net != container.NetPrivate {
+	if w.main != nil {
+		more, err := lo.composePorts(w, ports)
+		if err != nil {
+			return nil, err
+		}
+		ports = append(ports, more...)
+	}
+	if len(ports) > 0 && w.conf.Net != container.NetPrivate {
 		// The workspace shares the host's network (or has none): its
 		// ports need no forwarding, or cannot have pasta's (-p's go
 		// through the launcher's tunnel, see Spec.Ports).
 		ports = nil
 	}
-	sockDir := lo.socketDir(name)
-	// A fresh directory each start: nothing the last workspace left there
-	// (it could write it all) is kept.
-	if err := os.RemoveAll(sockDir); err != nil {
-		return nil, err
+	return ports, nil
+}
+
+// workspaceBinds are what the workspace sees of the host: the project
+// (at /workspace, the workspaceFolder, the spec's default place), the
+// socket directory (made afresh: nothing the last workspace left there,
+// which it could write, is kept), and the devcontainer.json's mounts.
+func (lo *Local) workspaceBinds(w *start) ([]container.Bind, []container.Tmpfs, error) {
+	dc, abs := w.dc, w.abs
+	w.sockDir = lo.socketDir(w.name)
+	if err := os.RemoveAll(w.sockDir); err != nil {
+		return nil, nil, err
 	}
-	if err := os.MkdirAll(sockDir, 0o700); err != nil {
-		return nil, err
+	if err := os.MkdirAll(w.sockDir, 0o700); err != nil {
+		return nil, nil, err
 	}
 	folder := dc.Folder()
-	binds := []container.Bind{{Source: abs, Target: "/workspace"}, {Source: sockDir, Target: "/.cove/run"}}
-	wsMount, err := workspaceMountBind(dc, abs, layerDir)
+	binds := []container.Bind{{Source: abs, Target: "/workspace"}, {Source: w.sockDir, Target: "/.cove/run"}}
+	wsMount, err := workspaceMountBind(dc, abs, w.layerDir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if wsMount != nil {
 		binds = append(binds, *wsMount)
@@ -254,105 +403,157 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (st *container.State, err e
 	var mounts []container.Bind
 	var tmpfs []container.Tmpfs
 	if dc != nil {
-		if mounts, tmpfs, err = workspaceMounts(append(slices.Clone(dc.Mounts), rt.Mounts...), dc.Trusted, abs, layerDir); err != nil {
-			return nil, err
+		if mounts, tmpfs, err = workspaceMounts(append(slices.Clone(dc.Mounts), w.rt.Mounts...), dc.Trusted, abs, w.layerDir); err != nil {
+			return nil, nil, err
 		}
 	}
-	binds = append(binds, mounts...)
-	tmpfs = append(tmpfs, shaped.Tmpfs...)
-	if madeFrom != ref {
+	if w.main != nil {
+		b, t, err := serviceMounts(w, w.main)
+		if err != nil {
+			return nil, nil, err
+		}
+		mounts, tmpfs = append(mounts, b...), append(tmpfs, t...)
+	}
+	return append(binds, mounts...), append(tmpfs, w.shaped.Tmpfs...), nil
+}
+
+// workspaceLaunch is the workspace's container: the IDE server as its
+// workload, on a socket in a directory bound from the host's runtime dir
+// that holds nothing else (the launcher's record, log and token stay out
+// of the workspace's sight): the only way in, through the proxy.
+func (lo *Local) workspaceLaunch(w *start, ports []container.Port) (Launch, error) {
+	binds, tmpfs, err := lo.workspaceBinds(w)
+	if err != nil {
+		return Launch{}, err
+	}
+	made := w.made
+	if w.madeFrom != w.ref {
 		made = "" // made from another image: not this one's to stand in for
 	}
-	var wsEnv []string // the workspace's environment, for the lifecycle commands' ${containerEnv:…}
-	var imageCfg *v1.ConfigFile
-	var chown []string // rootless: new volumes for the user (see workspaceUser)
-	var idMap string   // rootless: how the user namespace maps (see idMapRecord)
-	l := Launch{
-		Ref: ref, Policy: image.PullMissing, Name: name, Made: made,
-		// The workload is the IDE server, on a socket in a directory bound
-		// from the host's runtime dir that holds nothing else (the
-		// launcher's record, log and token stay out of the workspace's
-		// sight): the only way in, through the proxy.
-		Args:    []string{"/.cove/cove", "ide", "serve", "--socket", "/.cove/run/ide.sock", "--dir", folder},
+	folder := w.dc.Folder()
+	shaped := w.shaped
+	if w.main != nil {
+		shaped.ExtraHosts = append(slices.Clone(shaped.ExtraHosts), composeHosts(w, w.main)...)
+	}
+	return Launch{
+		Ref: w.ref, Policy: image.PullMissing, Name: w.name, Made: made,
+		Args:    serverArgs(folder),
 		Workdir: folder,
 		Binds:   binds,
-		Limits:  limits, Net: conf.Net, Ports: ports, NoSeccomp: conf.NoSeccomp, Detach: true, Quiet: true,
-		Dir:      layerDir,
-		Hostname: rt.Hostname,
+		Limits:  w.limits, Net: w.conf.Net, Ports: ports, NoSeccomp: w.conf.NoSeccomp, Detach: true, Quiet: true,
+		Dir:      w.layerDir,
+		Hostname: w.rt.Hostname,
 		ShmSize:  shaped.ShmSize, Ulimits: shaped.Ulimits, ExtraHosts: shaped.ExtraHosts, Devices: shaped.Devices, Tmpfs: tmpfs,
 		Prepare: func(cfg *v1.ConfigFile, rootfs string, proc *container.Process, l *Launch) error {
-			// The server is the workload: the image's ENTRYPOINT is not
-			// put in front of it (devcontainer.json's overrideCommand,
-			// true for an image).
-			proc.Args = []string{"/.cove/cove", "ide", "serve", "--socket", "/.cove/run/ide.sock", "--dir", folder}
-			said := 0
-			if dc != nil {
-				said = len(dc.Notes)
-			}
-			label := cfg.Config.Labels[devcontainer.MetadataLabel]
-			if feats != nil {
-				// The Features' part, after the image's, as the spec merges it.
-				label = devcontainer.AppendMetadata(label, feats.Metadata...)
-			}
-			mountsBefore := 0
-			if dc != nil {
-				mountsBefore = len(dc.Mounts)
-			}
-			md, err := dc.MergeMetadata(label)
-			if err != nil {
-				return err
-			}
-			for _, n := range md.Notes[said:] {
-				fmt.Fprintf(lo.Stderr, "cove: note: %s\n", termtext.Visible(n))
-			}
-			dc = md
-			proc.Env = workspaceEnv(dc, append(proc.Env, rt.Env...))
-			wsEnv = proc.Env
-			if err := lo.applyRuntime(dc, l, abs, layerDir, mountsBefore); err != nil {
-				return err
-			}
-			imageCfg = cfg
-			note := func(n string) { fmt.Fprintf(lo.Stderr, "cove: note: %s\n", termtext.Visible(n)) }
-			l.KeepID, err = workspaceUser(dc, rootfs, filepath.Join(layerDir, "upper"), sockDir, abs, proc, l.Binds, &chown, name, note)
-			if err == nil && os.Geteuid() != 0 {
-				idMap = idMapRecord(l.KeepID)
-				checkIDMap(layerDir, idMap, name, note)
-			}
-			return err
+			return lo.prepareWorkspace(w, cfg, rootfs, proc, l)
 		},
+	}, nil
+}
+
+// serverArgs run the IDE server, the workspace's workload.
+func serverArgs(folder string) []string {
+	return []string{"/.cove/cove", "ide", "serve", "--socket", "/.cove/run/ide.sock", "--dir", folder}
+}
+
+// prepareWorkspace is the workspace launch's Prepare: the image's
+// metadata merged into the devcontainer.json, then its environment,
+// runtime settings and user.
+func (lo *Local) prepareWorkspace(w *start, cfg *v1.ConfigFile, rootfs string, proc *container.Process, l *Launch) error {
+	dc := w.dc
+	// The server is the workload: the image's ENTRYPOINT is not put in
+	// front of it (devcontainer.json's overrideCommand, true for an
+	// image).
+	proc.Args = serverArgs(dc.Folder())
+	said := 0
+	if dc != nil {
+		said = len(dc.Notes)
 	}
-	if _, err := lo.Run(ctx, l); err != nil {
-		if pe := (*image.PullError)(nil); defaulted && errors.As(err, &pe) && pe.Ref == ref {
-			err = fmt.Errorf("%w; %s", err, lo.defaultImageAdvice(ref))
-		}
-		return nil, fmt.Errorf("start the workspace of %s: %w", abs, err)
+	label := cfg.Config.Labels[devcontainer.MetadataLabel]
+	if w.feats != nil {
+		// The Features' part, after the image's, as the spec merges it.
+		label = devcontainer.AppendMetadata(label, w.feats.Metadata...)
 	}
-	st, err = states.Load(name)
+	mountsBefore := 0
+	if dc != nil {
+		mountsBefore = len(dc.Mounts)
+	}
+	md, err := dc.MergeMetadata(label)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	os.WriteFile(filepath.Join(layerDir, "image-ref"), []byte(ref), 0o600)
-	if err := s.Made.write(layerDir); err != nil {
+	for _, n := range md.Notes[said:] {
+		fmt.Fprintf(lo.Stderr, "cove: note: %s\n", termtext.Visible(n))
+	}
+	w.dc = md
+	if w.main != nil {
+		proc.Env = append(proc.Env, w.main.Env...) // the service's, under containerEnv
+	}
+	proc.Env = workspaceEnv(md, append(proc.Env, w.rt.Env...))
+	w.wsEnv = proc.Env
+	if err := lo.applyRuntime(md, l, w.abs, w.layerDir, mountsBefore); err != nil {
+		return err
+	}
+	w.imageCfg = composeCommand(cfg, w.main)
+	note := func(n string) { fmt.Fprintf(lo.Stderr, "cove: note: %s\n", termtext.Visible(n)) }
+	l.KeepID, err = workspaceUser(md, rootfs, filepath.Join(w.layerDir, "upper"), w.sockDir, w.abs, proc, l.Binds, &w.chown, w.name, note)
+	w.keepID = l.KeepID
+	if err == nil && os.Geteuid() != 0 {
+		w.idMap = idMapRecord(l.KeepID)
+		checkIDMap(w.layerDir, w.idMap, w.name, note)
+	}
+	return err
+}
+
+// recordLayer writes, beside the kept layer, what it was made from and
+// how: the next start checks them (checkLayerImage, checkIDMap).
+func (lo *Local) recordLayer(w *start) {
+	os.WriteFile(filepath.Join(w.layerDir, "image-ref"), []byte(w.ref), 0o600)
+	if err := w.s.Made.write(w.layerDir); err != nil {
 		fmt.Fprintf(lo.Stderr, "cove: warning: %v (a plain cove up may not start it as it was started now)\n", err)
 	}
-	if idMap != "" {
-		os.WriteFile(filepath.Join(layerDir, "id-map"), []byte(idMap), 0o600)
+	if w.idMap != "" {
+		os.WriteFile(filepath.Join(w.layerDir, "id-map"), []byte(w.idMap), 0o600)
 	}
-	if built != "" {
-		os.WriteFile(filepath.Join(layerDir, "image-built"), []byte(built), 0o600)
+	if w.built != "" {
+		os.WriteFile(filepath.Join(w.layerDir, "image-built"), []byte(w.built), 0o600)
 	}
-	// The server is usually up within tens of milliseconds: ask often at
-	// first (the wait is most of a warm start), then less.
-	sock := lo.socket(name)
+	keep := filepath.Join(w.layerDir, keepRunningFile)
+	if w.dc != nil && w.dc.ShutdownAction == "none" {
+		os.WriteFile(keep, nil, 0o600)
+	} else {
+		os.Remove(keep)
+	}
+}
+
+// keepRunningFile, beside a workspace's layer, says its devcontainer.json's
+// shutdownAction is none: closing its last window leaves it running.
+const keepRunningFile = "shutdown-none"
+
+// KeepsRunning says whether the workspace name stays up when its last
+// window closes (shutdownAction none).
+func (lo *Local) KeepsRunning(name string) bool {
+	st, err := lo.states().Load(name)
+	if err != nil {
+		return false
+	}
+	_, err = os.Stat(filepath.Join(st.Dir, keepRunningFile))
+	return err == nil
+}
+
+// waitServer waits for the workspace's IDE server to answer on its
+// socket. It is usually up within tens of milliseconds: ask often at
+// first (the wait is most of a warm start), then less.
+func (lo *Local) waitServer(ctx context.Context, st *container.State, layerDir string) error {
+	sock := lo.socket(st.Name)
 	for start := time.Now(); ; {
 		if conn, err := ide.DialSocket(ctx, sock); err == nil {
 			conn.Close()
-			break
+			return nil
 		}
 		waited := time.Since(start)
 		if waited > 10*time.Second || st.Status() != container.Running {
-			log, _ := os.ReadFile(filepath.Join(l.Dir, "log"))
-			return nil, fmt.Errorf("the workspace's IDE server did not start: %s", strings.TrimSpace(string(log)))
+			log, _ := os.ReadFile(filepath.Join(layerDir, "log"))
+			return fmt.Errorf("the workspace's IDE server did not start: %s", strings.TrimSpace(string(log)))
 		}
 		if waited < 500*time.Millisecond {
 			time.Sleep(2 * time.Millisecond)
@@ -360,20 +561,6 @@ func (lo *Local) ensure(ctx context.Context, s Spec) (st *container.State, err e
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	err = lo.chownVolumes(ctx, st, chown)
-	if err == nil {
-		err = lo.startEntrypoints(ctx, st, dc, imageCfg)
-	}
-	if err == nil {
-		err = lo.lifecycle(ctx, st, dc, layerDir, wsEnv, true, s.Attach)
-	}
-	if err != nil {
-		// Never a workspace left running by a failed start; its layer
-		// stays, and the commands run again next time.
-		st.Stop(10 * time.Second)
-		return nil, fmt.Errorf("%w; the workspace %s is stopped (its layer is kept: cove up runs the create commands again, --fresh starts from the image)", err, name)
-	}
-	return st, nil
 }
 
 // restoreState puts back the record of a stopped workspace that a failed

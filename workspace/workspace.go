@@ -50,6 +50,9 @@ type Backend interface {
 	// Copies says whether its workspaces work on a copy of the project
 	// kept in step (a cluster's), which a launcher's last sync brings home.
 	Copies() bool
+	// KeepsRunning says whether the named workspace stays up when its
+	// last window closes (devcontainer.json's shutdownAction none).
+	KeepsRunning(name string) bool
 }
 
 // A Workspace is one project's workspace, running.

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/cove-sh/cove/container"
@@ -21,16 +22,29 @@ func logsCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "go on printing what it writes, until it stops (or Ctrl-C)"},
 			&cli.IntFlag{Name: "tail", Aliases: []string{"n"}, Value: -1, Usage: "only the last `N` lines"},
+			&cli.StringFlag{Name: "service", Usage: "the workspace NAME's Compose service `SERVICE` (its container NAME.SERVICE)"},
 		},
 		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
+			args, svc := c.Args().Slice(), c.String("service")
+			// cove logs NAME --service db, as the flag reads best: after
+			// the name, where the flag parser no longer looks.
+			if len(args) == 3 && args[1] == "--service" {
+				args, svc = args[:1], args[2]
+			} else if len(args) == 2 && strings.HasPrefix(args[1], "--service=") {
+				args, svc = args[:1], strings.TrimPrefix(args[1], "--service=")
+			}
+			if len(args) != 1 {
 				return fmt.Errorf("logs takes one container name (see cove ps --all)")
 			}
 			e, err := globalEnv(c)
 			if err != nil {
 				return err
 			}
-			st, err := e.states().Load(c.Args().First())
+			name := args[0]
+			if svc != "" {
+				name += "." + svc
+			}
+			st, err := e.states().Load(name)
 			if err != nil {
 				return err
 			}

@@ -12,7 +12,7 @@ const module = "github.com/cove-sh/cove/"
 // packages of a lower layer. A new package gets a line here.
 var layer = map[string]int{
 	// 0: leaves (internal/*, the web bundle, scripts' tools) — see leaf.
-	"container": 1, "image": 1, "agent": 1, "workspace/filesync": 1,
+	"container": 1, "image": 1, "agent": 1, "workspace/filesync": 1, "workspace/compose": 1,
 	"build": 2, "image/progress": 2, "settings": 2, "agent/mcpclient": 2, "agent/setup": 2,
 	"devcontainer": 2, "workspace/kube": 2, "ide": 2,
 	"agent/terminal": 3, "devcontainer/devimage": 3,
