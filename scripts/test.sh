@@ -157,6 +157,12 @@ log "go test"
 # skip not on scripts/expected-skips fails the run: a test that quietly
 # stopped running (a missing tool, an image that did not build) is seen.
 go build -o "${TMPDIR:-/tmp}/cove-testreport" ./scripts/testreport
+# The Compose web app's end-to-end test (PostgreSQL, Redis, an app, all
+# built with cove build from Debian's packages) keeps its three images in
+# a cache across runs: built once (most of 10 minutes), pushed each run.
+export COVE_TEST_COMPOSE_DEBIAN=${COVE_TEST_COMPOSE_DEBIAN:-1}
+export COVE_TEST_COMPOSE_CACHE=${COVE_TEST_COMPOSE_CACHE:-/var/cache/cove-test/compose-images}
+mkdir -p "$COVE_TEST_COMPOSE_CACHE"
 strict=()
 [ -n "${CI:-}" ] && strict=(-strict)
 go test -json -count=1 -timeout 25m ./... |

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"crypto/sha256"
+	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +13,7 @@ import (
 
 	"github.com/cove-sh/cove/internal/testregistry"
 	"github.com/cove-sh/cove/workspace"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 )
 
 // debianComposeFiles are a web app's Compose devcontainer with a real
@@ -102,10 +106,18 @@ func TestComposeDebianWebApp(t *testing.T) {
 	addr := testregistry.Addr(t)
 	base := debianRef(t, addr)
 	if base == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("no Debian tree (scripts/test.sh debootstraps /var/cache/cove-test/debian-bookworm)")
+		}
 		t.Skip("no Debian tree (debootstrap --variant=minbase bookworm /var/cache/cove-test/debian-bookworm)")
+	}
+	files := debianComposeFiles(base)
+	if cache := os.Getenv("COVE_TEST_COMPOSE_CACHE"); cache != "" {
+		files = withCachedImages(t, files, cache, addr)
 	}
 	t.Run("root", func(t *testing.T) {
 		dir := t.TempDir()
+		writeFiles(t, filepath.Join(dir, "webapp"), files)
 		debianWebApp(t, base, filepath.Join(dir, "webapp"), filepath.Join(dir, "root"), func(root string, args ...string) result {
 			// No two-minute limit (runProc's): the cold start builds with apt.
 			cmd, out, errb := coveProc(root, args...)
@@ -123,7 +135,7 @@ func TestComposeDebianWebApp(t *testing.T) {
 		u := needRangedUser(t)
 		dir := rootlessBase(t, "cove-rootless-webapp-")
 		project, root := filepath.Join(dir, "webapp"), filepath.Join(dir, "root")
-		writeFiles(t, project, debianComposeFiles(base))
+		writeFiles(t, project, files)
 		chownTree(t, dir, u.uid, u.gid)
 		debianWebApp(t, base, project, root, func(root string, args ...string) result { return u.run(t, root, args...) })
 	})
@@ -151,7 +163,7 @@ func debianWebApp(t *testing.T, base, project, root string, cove func(root strin
 	if r.code != 0 {
 		t.Fatalf("up: %+v", r)
 	}
-	t.Logf("cove up, cold (three images built with apt): %v", time.Since(start))
+	t.Logf("cove up, cold (a fresh store: the images pulled or built with apt): %v", time.Since(start))
 	if r := cove(root, "exec", "-w", "/workspaces/webapp", name, "python3", "test_app.py", "-v"); r.code != 0 || !strings.Contains(r.stderr, "OK") {
 		t.Fatalf("the app's tests in the workspace: %+v", r)
 	}
@@ -191,4 +203,72 @@ func countProcsPrefix(s string) int {
 		}
 	}
 	return n
+}
+
+// withCachedImages is files with the three images built once per change
+// of their Dockerfile or of the Debian tree (by cove build, into OCI
+// layouts under cache: CI keeps them across runs, where three apt builds
+// take most of 10 minutes) and pushed to the test registry, named by the
+// Compose file in place of its build sections.
+func withCachedImages(t *testing.T, files map[string]string, cache, addr string) map[string]string {
+	t.Helper()
+	df := files[".devcontainer/Dockerfile"]
+	h := sha256.New()
+	h.Write([]byte(df[strings.Index(df, "\n"):])) // without the FROM line, which names this run's registry
+	tree := os.Getenv("COVE_TEST_DEBIAN")
+	if tree == "" {
+		tree = "/var/cache/cove-test/debian-bookworm"
+	}
+	if fi, err := os.Stat(filepath.Join(tree, "var/lib/dpkg/status")); err == nil {
+		fmt.Fprintf(h, "%d %d", fi.Size(), fi.ModTime().UnixNano())
+	}
+	dir := filepath.Join(cache, fmt.Sprintf("%x", h.Sum(nil))[:16])
+	targets := []string{"db", "redis", "app"}
+	if _, err := os.Stat(filepath.Join(dir, "done")); err != nil {
+		ctx, root := t.TempDir(), t.TempDir()
+		writeFiles(t, ctx, files)
+		os.RemoveAll(dir)
+		for _, target := range targets {
+			start := time.Now()
+			cmd, _, errb := coveProc(root, "build", "-q", "--target", target, "-o", "type=oci,dest="+filepath.Join(dir, target), filepath.Join(ctx, ".devcontainer"))
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("cove build --target %s: %v\n%s", target, err, errb)
+			}
+			t.Logf("built %s with apt in %v (cached in %s)", target, time.Since(start).Round(time.Second), dir)
+		}
+		os.WriteFile(filepath.Join(dir, "done"), nil, 0o644)
+	}
+	compose := files[".devcontainer/docker-compose.yml"]
+	for _, target := range targets {
+		idx, err := layout.ImageIndexFromPath(filepath.Join(dir, target))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := idx.IndexManifest()
+		if err != nil || len(m.Manifests) == 0 {
+			t.Fatalf("the cached %s image: %v", target, err)
+		}
+		img, err := idx.Image(m.Manifests[0].Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := testregistry.Push(t, addr, img)
+		b := strings.Index(compose, "build: {context: ., ")
+		for b >= 0 && !strings.Contains(compose[b:strings.Index(compose[b:], "}")+b], "target: "+target) {
+			n := strings.Index(compose[b+1:], "build: {context: ., ")
+			if n < 0 {
+				b = -1
+				break
+			}
+			b += 1 + n
+		}
+		if b < 0 {
+			t.Fatalf("no build section for %s in the Compose file", target)
+		}
+		e := b + strings.Index(compose[b:], "}") + 1
+		compose = compose[:b] + "image: " + ref + compose[e:]
+	}
+	out := maps.Clone(files)
+	out[".devcontainer/docker-compose.yml"] = compose
+	return out
 }
