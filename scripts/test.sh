@@ -33,6 +33,7 @@ install_deps() {
 	fi
 	install_mcp_servers
 	install_gopls
+	install_typescript_ls
 	install_debian_tree
 	command -v crane >/dev/null || { log "go install crane"; go install github.com/google/go-containerregistry/cmd/crane@v0.22.1; }
 	command -v staticcheck >/dev/null || { log "go install staticcheck"; go install honnef.co/go/tools/cmd/staticcheck@v0.8.2; }
@@ -68,6 +69,24 @@ install_gopls() {
 		mkdir -p "$GOPLS_DIR"
 		CGO_ENABLED=0 GOBIN="$GOPLS_DIR" go install "golang.org/x/tools/gopls@$GOPLS_VERSION"
 		echo "$GOPLS_VERSION" >"$GOPLS_DIR/.installed"
+	fi
+}
+
+# typescript-language-server and typescript for the language server's
+# browser test (TestBrowserLanguageServerTypeScript), from npm, pinned,
+# cached across runs; the test's image carries them with this machine's
+# node. typescript-language-server 5.x runs on node 20 (6.x needs 22),
+# typescript 7's package has no tsserver.
+TYPESCRIPT_LS="typescript-language-server@5.3.0 typescript@6.0.3"
+TYPESCRIPT_LS_DIR=/var/cache/cove-test/typescript-language-server
+install_typescript_ls() {
+	if [ "$(cat "$TYPESCRIPT_LS_DIR/.installed" 2>/dev/null)" != "$TYPESCRIPT_LS" ]; then
+		log "npm install $TYPESCRIPT_LS"
+		mkdir -p "$TYPESCRIPT_LS_DIR"
+		[ -f "$TYPESCRIPT_LS_DIR/package.json" ] || echo '{"private": true}' >"$TYPESCRIPT_LS_DIR/package.json"
+		# shellcheck disable=SC2086 # one word per package
+		(cd "$TYPESCRIPT_LS_DIR" && npm install --no-audit --no-fund --loglevel=error --save-exact $TYPESCRIPT_LS)
+		echo "$TYPESCRIPT_LS" >"$TYPESCRIPT_LS_DIR/.installed"
 	fi
 }
 

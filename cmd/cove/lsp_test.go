@@ -184,6 +184,84 @@ func TestBrowserLanguageServerGo(t *testing.T) {
 	}
 }
 
+// tslsPath is the directory whose node_modules hold
+// typescript-language-server and typescript, installed from npm by
+// scripts/test.sh (COVE_TEST_TYPESCRIPT_LS overrides it).
+func tslsPath(t *testing.T) string {
+	t.Helper()
+	p := os.Getenv("COVE_TEST_TYPESCRIPT_LS")
+	if p == "" {
+		p = "/var/cache/cove-test/typescript-language-server"
+	}
+	_, err1 := os.Stat(filepath.Join(p, "node_modules/typescript-language-server/lib/cli.mjs"))
+	_, err2 := os.Stat(filepath.Join(p, "node_modules/typescript/lib/tsserver.js"))
+	if err1 != nil || err2 != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("no typescript-language-server or typescript under %s: scripts/test.sh installs them", p)
+		}
+		t.Skipf("no typescript-language-server or typescript under %s (scripts/test.sh installs them from npm)", p)
+	}
+	return p
+}
+
+// nodeModulesEntries are the files under dir/node_modules as
+// opt/tsls/node_modules (no .bin: its links are the packages' own files),
+// and /usr/bin/typescript-language-server running it with node.
+func nodeModulesEntries(t *testing.T, dir string) []testimage.Entry {
+	t.Helper()
+	es := []testimage.Entry{testimage.Dir("opt", 0o755), testimage.Dir("opt/tsls", 0o755),
+		testimage.File("usr/bin/typescript-language-server", "#!/bin/sh\nexec node /opt/tsls/node_modules/typescript-language-server/lib/cli.mjs \"$@\"\n", 0o755)}
+	err := filepath.WalkDir(filepath.Join(dir, "node_modules"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.Name() == ".bin" || d.Type()&fs.ModeSymlink != 0 {
+			if err == nil && d.IsDir() {
+				return filepath.SkipDir
+			}
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if d.IsDir() {
+			es = append(es, testimage.Dir("opt/tsls/"+rel, 0o755))
+			return nil
+		}
+		body, err := os.ReadFile(p)
+		es = append(es, testimage.Entry{Name: "opt/tsls/" + rel, Type: tar.TypeReg, Body: body, Mode: 0o644})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return es
+}
+
+// TestBrowserLanguageServerTypeScript: real Chromium, the real launcher,
+// a workspace image with this machine's node and typescript-language-server
+// and typescript from npm, and a TypeScript project
+// (ide/web/test/tslsp.mjs): a type error typed in the editor shows as a
+// diagnostic, in the editor and the Problems panel, within 2 s, and goes
+// when fixed; completion after "p." offers the interface's fields.
+func TestBrowserLanguageServerTypeScript(t *testing.T) {
+	needRoot(t)
+	tsls := tslsPath(t)
+	addr := testregistry.Addr(t)
+	node := browserTestTools(t)
+	ref := testregistry.Push(t, addr, hostToolImage(t, node, nodeModulesEntries(t, tsls)...))
+	project := t.TempDir()
+	for name, body := range map[string]string{
+		"tsconfig.json": `{"compilerOptions": {"strict": true, "target": "es2022", "module": "esnext", "moduleResolution": "bundler", "noEmit": true, "lib": ["es2022"], "types": [], "skipLibCheck": true}}` + "\n",
+		"types.ts":      "// A place on the plane.\nexport interface Point {\n  x: number;\n  y: number;\n}\n\n// Where the axes cross.\nexport function origin(): Point {\n  return { x: 0, y: 0 };\n}\n",
+		"main.ts":       "import { origin, type Point } from \"./types\";\n\nconst p: Point = origin();\nexport const sum = p.x + p.y;\n",
+	} {
+		os.WriteFile(filepath.Join(project, name), []byte(body), 0o644)
+	}
+	root := t.TempDir()
+	_, url := startUp(t, root, ref, project)
+	out, err := exec.Command(node, "../../ide/web/test/tslsp.mjs", url).CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "ok") {
+		t.Fatalf("tslsp.mjs: %v\nlauncher: %s", err, upErr(t))
+	}
+}
+
 // hostGitImage is busybox with this machine's git and the libraries it
 // loads, at the same paths: a workspace image with git, made without a
 // network.
@@ -193,11 +271,19 @@ func hostGitImage(t *testing.T) v1.Image {
 	if err != nil {
 		t.Skip("no git on this machine to put in the image")
 	}
-	out, err := exec.Command("ldd", git).Output()
+	return hostToolImage(t, git)
+}
+
+// hostToolImage is busybox with this machine's program bin and the
+// libraries it loads, at the same paths, and then extra (its own
+// directories, none of those): a workspace image made without a network.
+func hostToolImage(t *testing.T, bin string, extra ...testimage.Entry) v1.Image {
+	t.Helper()
+	out, err := exec.Command("ldd", bin).Output()
 	if err != nil {
-		t.Fatalf("ldd %s: %v", git, err)
+		t.Fatalf("ldd %s: %v", bin, err)
 	}
-	files := []string{git}
+	files := []string{bin}
 	for _, f := range strings.Fields(string(out)) {
 		if strings.HasPrefix(f, "/") {
 			files = append(files, f)
@@ -221,7 +307,7 @@ func hostGitImage(t *testing.T) v1.Image {
 		}
 		names = append(names, testimage.Entry{Name: name, Type: tar.TypeReg, Body: body, Mode: 0o755})
 	}
-	l, err := testimage.Layer(append(dirs, names...)...)
+	l, err := testimage.Layer(append(append(dirs, names...), extra...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

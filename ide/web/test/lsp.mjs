@@ -3,6 +3,7 @@
 // completion, go to definition in another file, rename across files.
 // Usage: node lsp.mjs URL. Prints the measured times, then "ok".
 import { chromium } from "playwright-core";
+import { shot } from "./shot.mjs";
 
 const [url] = process.argv.slice(2);
 const browser = await chromium.launch({
@@ -64,6 +65,8 @@ try {
   null, async () => `no diagnostic for the type error in 2 s: ${await statusText()} / ${await page.textContent("#problems")} / line 9: ${(await docText("main.go")).split("\n")[8]}`, 2000);
   const shown = Date.now() - typed;
   await page.click("#problems-tab");
+  // The README's: the error underlined, the Problems panel below.
+  await shot(page, "ide-diagnostic.png", ["#main", "#bottom"]);
   console.log(`diagnostic shown ${shown} ms after the last keystroke`);
   // Fixed: the line taken out again.
   await page.evaluate(() => {

@@ -3,6 +3,7 @@
 // terminal shows, with its diff; stage, unstage, discard, commit, branch.
 // Usage: node scm.mjs URL. Prints "ok" when every check passed.
 import { chromium } from "playwright-core";
+import { shot } from "./shot.mjs";
 
 const [url] = process.argv.slice(2);
 const browser = await chromium.launch({
@@ -56,6 +57,7 @@ try {
   await wait(() => document.querySelector("#scm-diff .cm-mergeView"), null, "no merge view");
   const sides = await page.evaluate(() => [...document.querySelectorAll("#scm-diff .cm-mergeViewEditor")].map((e) => e.textContent));
   if (sides.length !== 2 || sides[0].includes("changed-in-terminal") || !sides[1].includes("changed-in-terminal")) await fail(`the merge view's sides: ${JSON.stringify(sides)}`);
+  await shot(page, "ide-source-control.png", ["#side", "#main"]);
   await page.click("#scm-diff .scm-diff-head button");
 
   // Stage, unstage; discard after asking.
