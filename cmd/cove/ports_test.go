@@ -150,7 +150,10 @@ func TestUpDetachPublish(t *testing.T) {
 func runPortsPage(t *testing.T, node, url, published, declared string, upLog fmt.Stringer) {
 	t.Helper()
 	const body = "served from the workspace"
-	cmd := exec.Command(node, "../../ide/web/test/ports.mjs", url, "8000", body, published, declared)
+	// The server's port is one free here: its forward takes the same
+	// number, and after Stop no other test's forward may take it (a
+	// fixed 8000 was taken by a parallel test's, so it "answered").
+	cmd := exec.Command(node, "../../ide/web/test/ports.mjs", url, fmt.Sprint(freeTCPPort(t)), body, published, declared)
 	stdin, err := cmd.StdinPipe()
 	must(t, err)
 	out, err := cmd.StdoutPipe()
