@@ -40,10 +40,12 @@ services:
       worker: {condition: service_started}
   db:
     image: ` + ref + `
-    command: ["sh", "-c", "echo started >> /data/boots; sleep 1; touch /tmp/ready; while true; do echo pong-from-db | nc -l -p ${DBPORT}; done"]
+    command: ["sh", "-c", "echo started >> /data/boots; sleep 1; while true; do echo pong-from-db | nc -l -p ${DBPORT}; done"]
     expose: ["5432"]
     volumes: [dbdata:/data]
-    healthcheck: {test: ["CMD", "test", "-f", "/tmp/ready"], interval: 1s, retries: 20}
+    # Healthy once the port listens (0x1538 = 5432, state 0A): a ready
+    # file touched before nc ran let the create command in first.
+    healthcheck: {test: ["CMD-SHELL", "cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | grep -q ':1538 0*:0* 0A '"], interval: 1s, retries: 20}
   worker:
     image: ` + ref + `
     command: ["sleep", "1000"]
