@@ -161,20 +161,48 @@ func (m *Manager) Create(ctx context.Context, main workspace.Workspace, name, pr
 	return r, nil
 }
 
-// Populate makes the task's tree a clone of the project's HEAD on the
-// task's branch, in the task's workspace tw: the project's workspace
-// writes a bundle, carried as bytes into tw, which clones from it.
+// Populate makes the task's tree a checkout of the project's HEAD on the
+// task's branch, in the task's workspace tw. The project's objects are
+// carried as they are (a tar of .git/objects from the project's
+// workspace, as bytes through a pipe here, unread): no pack is written or
+// indexed again, which for a real project's history is most of the time.
+// A project whose objects are not all in its .git (a worktree, alternates,
+// a partial clone) gets a bundle of its HEAD instead.
 func (m *Manager) Populate(ctx context.Context, main, tw workspace.Workspace, r Record) error {
+	init := "git init -q"
+	if len(r.Base) == 64 {
+		init += " --object-format=sha256"
+	}
+	checkout := `git checkout -q -f -B "$2" "$1"`
+	err := carry(ctx, main, []string{"sh", "-c", copyObjects}, tw,
+		[]string{"sh", "-c", "set -e; cd /workspace; " + init + "; tar -xo -C .git -f -; " + checkout, "sh", r.Base, r.Branch()})
+	if err == nil {
+		return nil
+	}
+	if _, err := run(ctx, tw, nil, 4<<10, "rm", "-rf", "/workspace/.git"); err != nil {
+		return fmt.Errorf("task %s: its tree: %w", r.Name, err)
+	}
 	const bundle = "/tmp/cove-origin.bundle"
-	if err := carry(ctx, main, []string{"git", "-c", "safe.directory=*", "bundle", "create", "-", "HEAD"}, tw, bundle); err != nil {
+	if err := carry(ctx, main, []string{"git", "-c", "safe.directory=*", "bundle", "create", "-", "HEAD"}, tw, writeTo(bundle)); err != nil {
 		return fmt.Errorf("task %s: the project's history: %w", r.Name, err)
 	}
-	script := `set -e; cd /workspace; git init -q; git fetch -q "$1" HEAD; git checkout -q -f -B "$2" FETCH_HEAD; rm -f "$1"`
-	if _, err := run(ctx, tw, nil, 64<<10, "sh", "-c", script, "sh", bundle, r.Branch()); err != nil {
+	script := `set -e; cd /workspace; ` + init + `; git fetch -q "$3" "$1"; rm -f "$3"; ` + checkout
+	if _, err := run(ctx, tw, nil, 64<<10, "sh", "-c", script, "sh", r.Base, r.Branch(), bundle); err != nil {
 		return fmt.Errorf("task %s: its tree: %w", r.Name, err)
 	}
 	return nil
 }
+
+// copyObjects writes a tar of the project's object store (and its shallow
+// list) when every object is in its own .git: not a worktree, no
+// alternates, no partial clone; else it fails and the bundle is used.
+const copyObjects = `set -e; cd /workspace; g() { git -c safe.directory='*' "$@"; }
+[ "$(g rev-parse --git-dir)" = .git ]; [ -z "$(g config extensions.partialClone || true)" ]
+cd .git; [ ! -s objects/info/alternates ]; set -- objects; [ ! -f shallow ] || set -- "$@" shallow
+exec tar -c -f - "$@"`
+
+// writeTo is the command that writes its standard input to path.
+func writeTo(path string) []string { return []string{"sh", "-c", `cat > "$1"`, "sh", path} }
 
 // Commit commits everything the task changed in its tree on its branch,
 // and says whether there was anything.
@@ -225,7 +253,7 @@ var ErrConflict = errors.New("the merge has conflicts")
 // (a fast-forward when it can be). Its output is git's.
 func (m *Manager) Merge(ctx context.Context, main, tw workspace.Workspace, r Record) ([]byte, error) {
 	bundle := "/tmp/cove-task-" + r.Name + ".bundle"
-	if err := carry(ctx, tw, []string{"git", "-c", "safe.directory=*", "bundle", "create", "-", r.Base + ".." + r.Branch()}, main, bundle); err != nil {
+	if err := carry(ctx, tw, []string{"git", "-c", "safe.directory=*", "bundle", "create", "-", r.Base + ".." + r.Branch()}, main, writeTo(bundle)); err != nil {
 		return nil, fmt.Errorf("task %s: its branch (no commit since the base?): %w", r.Name, err)
 	}
 	if _, err := git(ctx, main, nil, "fetch", "-q", bundle, "+"+r.Branch()+":refs/heads/"+r.Branch()); err != nil {
@@ -333,16 +361,16 @@ func run(ctx context.Context, ws workspace.Workspace, stdin *os.File, max int64,
 	return out, nil
 }
 
-// carry runs argv in from and writes its standard output to path in to,
-// through a pipe here: the bytes pass, unread.
-func carry(ctx context.Context, from workspace.Workspace, argv []string, to workspace.Workspace, path string) error {
+// carry runs argv in from with its standard output the standard input of
+// toArgv in to, through a pipe here: the bytes pass, unread.
+func carry(ctx context.Context, from workspace.Workspace, argv []string, to workspace.Workspace, toArgv []string) error {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return err
 	}
 	errc := make(chan error, 1)
 	go func() {
-		_, err := run(ctx, to, r, 64<<10, "sh", "-c", `cat > "$1"`, "sh", path)
+		_, err := run(ctx, to, r, 64<<10, toArgv...)
 		r.Close()
 		errc <- err
 	}()
