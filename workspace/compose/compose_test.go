@@ -211,3 +211,31 @@ func TestSamePortTwiceRefused(t *testing.T) {
 		t.Errorf("err %v", err)
 	}
 }
+
+// TestSchemaChecked: a Compose file against the Compose specification's
+// schema is refused as docker compose refuses it, naming the key: the
+// schema is compiled on first use now (third_party/jsonschema), and still
+// applied, whichever goroutine loads first.
+func TestSchemaChecked(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write(t, dir, map[string]string{
+		"bad.yml":  "services:\n  app:\n    image: x\n    restrat: always\n",
+		"good.yml": "services:\n  app:\n    image: x\n",
+	})
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			_, err := Load(context.Background(), Options{Files: []string{filepath.Join(dir, "bad.yml")}, Project: dir})
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err == nil || !strings.Contains(err.Error(), "validating") || !strings.Contains(err.Error(), "services.app.restrat") {
+			t.Errorf("a misspelt key: %v, want the schema's refusal naming restrat", err)
+		}
+	}
+	if _, err := Load(context.Background(), Options{Files: []string{filepath.Join(dir, "good.yml")}, Project: dir}); err != nil {
+		t.Errorf("a valid file: %v", err)
+	}
+}
