@@ -66,6 +66,11 @@ func (lo *Local) loadCompose(ctx context.Context, w *start) error {
 		if s.Name != main.Name && slices.Contains(run, s.Name) {
 			w.services = append(w.services, s)
 		}
+		if s.Name == main.Name || slices.Contains(run, s.Name) {
+			for _, n := range s.Notes {
+				fmt.Fprintf(lo.Stderr, "cove: note: %s\n", termtext.Visible(n))
+			}
+		}
 		if s.Restart != "" && s.Restart != "no" && slices.Contains(run, s.Name) {
 			fmt.Fprintf(lo.Stderr, "cove: note: service %s: restart %s is not done: a service that exits stays exited (cove ps --all shows it; cove up again starts it)\n", s.Name, s.Restart)
 		}

@@ -24,8 +24,8 @@ func composeProject(t *testing.T, project, ref string, extra string) {
 		".devcontainer/devcontainer.json": `{
 			"dockerComposeFile": ["docker-compose.yml"],
 			"service": "app",
-			"workspaceFolder": "/workspaces/proj",
-			"postCreateCommand": "nc db 5432 </dev/null > /workspaces/proj/from-db.txt"` + extra + `
+			"workspaceFolder": "/workspaces/${localWorkspaceFolderBasename}",
+			"postCreateCommand": "nc localhost 5432 </dev/null > from-db.txt"` + extra + `
 		}`,
 		".devcontainer/.env": "DBPORT=5432\n",
 		".devcontainer/docker-compose.yml": `
@@ -34,7 +34,10 @@ services:
     image: ` + ref + `
     command: ["sh", "-c", "echo app-command-ran > /tmp/app.txt; sleep 1000"]
     environment: {DATABASE_URL: "postgres://db:${DBPORT}/app"}
-    volumes: ["..:/workspaces/proj"]
+    # As the devcontainer templates write it: the project's parent, and
+    # the database's network (localhost:5432).
+    volumes: ["../..:/workspaces"]
+    network_mode: service:db
     depends_on:
       db: {condition: service_healthy}
       worker: {condition: service_started}
@@ -108,8 +111,11 @@ func composeRoundTrip(t *testing.T, project, root string, cove func(root string,
 		if !strings.Contains(r.stderr, "waiting for service db to be healthy") {
 			t.Errorf("up did not say what it waits for: %s", r.stderr)
 		}
-		if r := cove(root, "exec", name, "sh", "-c", "nc db 5432 </dev/null; echo $DATABASE_URL; cat /tmp/app.txt"); r.stdout != "pong-from-db\npostgres://db:5432/app\napp-command-ran\n" {
-			t.Errorf("in the workspace: %+v", r)
+		if !strings.Contains(r.stderr, "only the project is bound, at /workspaces/project") {
+			t.Errorf("up did not say the project's parent was not bound: %s", r.stderr)
+		}
+		if r := cove(root, "exec", name, "sh", "-c", "nc db 5432 </dev/null; echo $DATABASE_URL; cat /tmp/app.txt; ls /workspaces; pwd"); r.stdout != "pong-from-db\npostgres://db:5432/app\napp-command-ran\nproject\n/workspaces/project\n" {
+			t.Errorf("in the workspace (the project alone in /workspaces, and the working directory): %+v", r)
 		}
 		if r := cove(root, "ps", "--json"); !strings.Contains(r.stdout, `"`+name+`.db"`) || !strings.Contains(r.stdout, `"`+name+`.worker"`) {
 			t.Errorf("ps: %s", r.stdout)

@@ -11,7 +11,9 @@ import (
 	"github.com/cove-sh/cove/build"
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/image"
+	"github.com/cove-sh/cove/internal/termtext"
 	"github.com/cove-sh/cove/internal/userns"
+	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 )
 
@@ -30,10 +32,21 @@ func main() {
 	// container) would hold them open, and the caller's reader would never
 	// see its end. What cove passes on, it passes on by name (ExtraFiles).
 	closeInherited()
+	// compose-go warns through logrus's global logger (an obsolete
+	// version key, …), with what a project's Compose file says: shown as
+	// cove's notes, control characters made visible.
+	logrus.SetFormatter(noteFormatter{})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// noteFormatter writes a logrus entry as one of cove's notes.
+type noteFormatter struct{}
+
+func (noteFormatter) Format(e *logrus.Entry) ([]byte, error) {
+	return []byte("cove: note: " + termtext.Visible(e.Message) + "\n"), nil
 }
 
 // closeInherited marks every descriptor from 3 up close-on-exec: this

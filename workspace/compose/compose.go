@@ -80,6 +80,8 @@ type Service struct {
 	CapDrop             []string
 	// StopGrace is stop_grace_period in seconds (0: Cove's default).
 	StopGrace int
+	// Notes say what Cove ran differently from the file, and why.
+	Notes []string
 }
 
 // Build is a service's build: through cove build.

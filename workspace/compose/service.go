@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -29,12 +30,12 @@ var serviceKeys = map[string]bool{
 	// (cove exec -t gives one).
 	"init": true, "tty": true, "stdin_open": true,
 	"pull_policy": true, "scale": true,
+	"network_mode": true, // service:NAME only (service below)
 }
 
 // why says, for keys refused, what Cove would have had to do.
 var why = map[string]string{
 	"privileged":     "a privileged container has the host's devices and capabilities",
-	"network_mode":   "a service shares the workspace's network only",
 	"pid":            "a service has a PID namespace of its own",
 	"ipc":            "a service has an IPC namespace of its own",
 	"uts":            "a service has a UTS namespace of its own",
@@ -144,6 +145,7 @@ func service(o Options, s types.ServiceConfig) (Service, []string) {
 			say("restart %s", s.Restart)
 		}
 	}
+	networkMode(s, say)
 	build(o, s, &out, say)
 	env(o, s, &out, say)
 	mounts(o, s, &out, say)
@@ -170,6 +172,16 @@ func service(o Options, s types.ServiceConfig) (Service, []string) {
 		out.Health = health(hc)
 	}
 	return out, refused
+}
+
+// networkMode takes network_mode: service:NAME, which the devcontainer
+// templates give the workspace's service to reach the database on
+// localhost: a workspace's services share one network namespace already.
+// Any other mode (host, none, container:…) is refused.
+func networkMode(s types.ServiceConfig, say func(string, ...any)) {
+	if m := s.NetworkMode; m != "" && !strings.HasPrefix(m, types.ServicePrefix) {
+		say("network_mode %s (a service shares the workspace's network only; service:NAME is what it has)", m)
+	}
 }
 
 // build checks and records s's build: its context and Dockerfile in the
@@ -280,6 +292,14 @@ func mounts(o Options, s types.ServiceConfig, out *Service, say func(string, ...
 				src = filepath.Join(filepath.Dir(o.Files[0]), src)
 			}
 			if err := inside(o, src, "volumes: bind of"); err != nil {
+				if rel, ok := above(o.Project, src); ok {
+					// The templates' ../..:/workspaces, untrusted: the
+					// project where it would be, none of its siblings.
+					t := path.Join(v.Target, filepath.ToSlash(rel))
+					out.Binds = append(out.Binds, Bind{Source: o.Project, Target: t, ReadOnly: v.ReadOnly})
+					out.Notes = append(out.Notes, fmt.Sprintf("service %s: volumes %s:%s binds the project's parent: only the project is bound, at %s (cove up --trust binds the parent as written)", s.Name, v.Source, v.Target, t))
+					continue
+				}
 				say("%v", err)
 				continue
 			}
@@ -306,6 +326,29 @@ func mounts(o Options, s types.ServiceConfig, out *Service, say func(string, ...
 	for _, t := range s.Tmpfs {
 		out.Tmpfs = append(out.Tmpfs, strings.SplitN(t, ":", 2)[0])
 	}
+}
+
+// above says whether src is the parent of dir (the project), and the
+// project's name in it, symlinks resolved.
+func above(dir, src string) (string, bool) {
+	if !within(src, dir) {
+		return "", false
+	}
+	d, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", false
+	}
+	sr, err := filepath.EvalSymlinks(src)
+	if err != nil {
+		return "", false
+	}
+	// Only the project's own parent: what the templates bind; a bind of
+	// / or of a home is not narrowed but refused.
+	rel, err := filepath.Rel(sr, d)
+	if err != nil || rel == "." || rel == ".." || strings.Contains(rel, "/") {
+		return "", false
+	}
+	return rel, true
 }
 
 // ports records s's ports (as -p's, forwarded from the host's loopback)
