@@ -158,11 +158,19 @@ type stage struct {
 	cfg     v1.ConfigFile
 	layers  []layerFile
 	args    map[string]string
-	global  map[string]string // the ARGs before the first FROM, as given: a stage's ARG without a value takes its
+	// argOrder are the ARGs the stage declared (and its base stage did),
+	// in order, each once; unset are those of them without a value (no
+	// default, build arg or global one): in no RUN's environment.
+	argOrder []string
+	unset    map[string]bool
+	global   map[string]string // the ARGs before the first FROM, as given: a stage's ARG without a value takes its
 	ownCmd  bool              // this stage set CMD itself (ENTRYPOINT resets an inherited one)
 	key     string
 	created time.Time
 	history []v1.History // this build's entries, one per instruction
+	// createdBy is the history's words for the instruction being
+	// applied, set by the ones that make a layer or declare ARGs.
+	createdBy string
 }
 
 func newBuilder(store *image.Store, o Options) (*builder, error) {
@@ -350,16 +358,19 @@ func (b *builder) parse() ([]instructions.Stage, []instructions.ArgCommand, *she
 	return stages, metaArgs, shell.NewLex(ast.EscapeToken), nil
 }
 
-// globalArgs are the values of the ARGs before the first FROM: a
-// --build-arg, else a predefined platform one (for an ARG without a
-// default), else the default, expanded with the ones before it.
+// globalArgs are the values of the ARGs in the global scope: the
+// platform ones BuildKit predefines there (FROM --platform=$BUILDPLATFORM
+// needs no ARG line), and those before the first FROM, each a
+// --build-arg, else its default expanded with the ones before it, else
+// (for a platform one) the predefined value.
 func (b *builder) globalArgs(lex *shell.Lex, metaArgs []instructions.ArgCommand) (map[string]string, error) {
 	global := map[string]string{}
+	for k, v := range platformArgs {
+		global[k] = v
+	}
 	for _, a := range metaArgs {
 		for _, kv := range a.Args {
 			if v, ok := b.opts.BuildArgs[kv.Key]; ok {
-				global[kv.Key] = v
-			} else if v, ok := platformArgs[kv.Key]; ok && kv.Value == nil {
 				global[kv.Key] = v
 			} else if kv.Value != nil {
 				v, _, err := lex.ProcessWord(*kv.Value, envGetter(nil, global))
@@ -367,8 +378,6 @@ func (b *builder) globalArgs(lex *shell.Lex, metaArgs []instructions.ArgCommand)
 					return nil, lineError(&a, err)
 				}
 				global[kv.Key] = v
-			} else {
-				global[kv.Key] = ""
 			}
 		}
 	}
@@ -442,7 +451,7 @@ func (b *builder) runStage(ctx context.Context, lex *shell.Lex, s *instructions.
 			return nil, fmt.Errorf("line %d: FROM --platform=%s: %w", line, s.Platform, err)
 		}
 	}
-	st := &stage{name: s.Name, args: map[string]string{}, global: global}
+	st := &stage{name: s.Name, args: map[string]string{}, unset: map[string]bool{}, global: global}
 	b.step++
 	b.logf("STEP %d/%d: FROM %s", b.step, b.steps, from)
 	if prev := b.stageNamed(from); prev != nil {
@@ -451,6 +460,15 @@ func (b *builder) runStage(ctx context.Context, lex *shell.Lex, s *instructions.
 		st.cfg = *prev.cfg.DeepCopy()
 		st.key = prev.key
 		st.history = append([]v1.History{}, prev.history...)
+		// The reference: "An ARG variable declared within a build stage
+		// is automatically inherited by other stages based on that stage."
+		for k, v := range prev.args {
+			st.args[k] = v
+		}
+		for k := range prev.unset {
+			st.unset[k] = true
+		}
+		st.argOrder = append([]string{}, prev.argOrder...)
 	} else if strings.EqualFold(from, "scratch") {
 		st.cfg = v1.ConfigFile{OS: "linux", Architecture: runtime.GOARCH}
 		st.key = digestOf(cacheFormat, "scratch")
@@ -605,13 +623,18 @@ func (b *builder) dispatch(ctx context.Context, lex *shell.Lex, st *stage, c ins
 	b.step++
 	b.logf("STEP %d/%d: %s", b.step, b.steps, text)
 	layers := len(st.layers)
-	defer func() {
-		st.history = append(st.history, v1.History{Created: v1.Time{Time: st.created}, CreatedBy: text,
-			Comment: "cove build", EmptyLayer: len(st.layers) == layers})
-	}()
 	st.key = digestOf(st.key, text)
+	st.createdBy = ""
 	if err := b.apply(ctx, lex, st, text, c); err != nil {
 		return lineError(c.(located), err)
+	}
+	createdBy, ok := st.createdBy, st.createdBy != ""
+	if !ok {
+		createdBy, ok = configCreatedBy(st, c)
+	}
+	if ok {
+		st.history = append(st.history, v1.History{Created: v1.Time{Time: st.created}, CreatedBy: createdBy,
+			Comment: historyComment, EmptyLayer: len(st.layers) == layers})
 	}
 	return nil
 }
@@ -640,6 +663,7 @@ func (b *builder) configure(lex *shell.Lex, st *stage, c instructions.Command) e
 	switch c := c.(type) {
 	case *instructions.ArgCommand:
 		b.declareArgs(st, c.Args)
+		st.createdBy = argCreatedBy(st, c.Args)
 	case *instructions.EnvCommand:
 		for _, kv := range c.Env {
 			cfg.Env = setEnv(cfg.Env, kv.Key, kv.Value)
@@ -695,14 +719,21 @@ func (b *builder) configure(lex *shell.Lex, st *stage, c instructions.Command) e
 func (b *builder) declareArgs(st *stage, args []instructions.KeyValuePairOptional) {
 	for _, kv := range args {
 		// --build-arg, else the ARG's own default, else (redeclared
-		// without one) the global ARG's value, else a predefined one.
+		// without one) the global ARG's value (the platform ones are
+		// global), else none: declared, but in no RUN's environment.
 		v, ok := b.opts.BuildArgs[kv.Key]
 		if !ok && kv.Value != nil {
-			v = *kv.Value
-		} else if gv, isGlobal := st.global[kv.Key]; !ok && isGlobal {
-			v = gv
+			v, ok = *kv.Value, true
 		} else if !ok {
-			v = platformArgs[kv.Key]
+			v, ok = st.global[kv.Key]
+		}
+		if ok {
+			delete(st.unset, kv.Key)
+		} else {
+			st.unset[kv.Key] = true
+		}
+		if _, seen := st.args[kv.Key]; !seen {
+			st.argOrder = append(st.argOrder, kv.Key)
 		}
 		st.args[kv.Key] = v
 		st.key = digestOf(st.key, kv.Key+"="+v)
@@ -710,23 +741,64 @@ func (b *builder) declareArgs(st *stage, args []instructions.KeyValuePairOptiona
 }
 
 // expose records EXPOSE's ports, expanded (the instruction's own
-// expansion leaves them), TCP unless a protocol is given.
+// expansion leaves them) and split into words, as BuildKit reads them: a
+// range is each of its ports, the protocol TCP unless one is given (tcp,
+// udp or sctp, lower-cased).
 func expose(lex *shell.Lex, st *stage, ports []string) error {
 	cfg := &st.cfg.Config
 	if cfg.ExposedPorts == nil {
 		cfg.ExposedPorts = map[string]struct{}{}
 	}
+	var all []string
 	for _, p := range ports {
-		p, _, err := lex.ProcessWord(p, envGetter(cfg.Env, st.args))
+		words, err := lex.ProcessWords(p, envGetter(cfg.Env, st.args))
 		if err != nil {
 			return err
 		}
-		if !strings.Contains(p, "/") {
-			p += "/tcp"
+		for _, w := range words {
+			specs, err := parsePort(w)
+			if err != nil {
+				return err
+			}
+			all = append(all, specs...)
 		}
+	}
+	for _, p := range all {
 		cfg.ExposedPorts[p] = struct{}{}
 	}
+	st.createdBy = fmt.Sprintf("EXPOSE %v", all)
 	return nil
+}
+
+// parsePort reads one EXPOSE word, PORT[-END][/PROTO] (a host part
+// before a colon, which the reference does not have, is dropped, as
+// BuildKit drops it), into PORT/PROTO specs.
+func parsePort(w string) ([]string, error) {
+	if i := strings.LastIndex(w, ":"); i >= 0 {
+		w = w[i+1:]
+	}
+	port, proto, _ := strings.Cut(w, "/")
+	switch proto = strings.ToLower(proto); proto {
+	case "":
+		proto = "tcp"
+	case "tcp", "udp", "sctp":
+	default:
+		return nil, fmt.Errorf("EXPOSE %s: the protocol %q is not tcp, udp or sctp", w, proto)
+	}
+	first, last, isRange := strings.Cut(port, "-")
+	start, err := strconv.ParseUint(first, 10, 16)
+	end := start
+	if err == nil && isRange {
+		end, err = strconv.ParseUint(last, 10, 16)
+	}
+	if err != nil || end < start {
+		return nil, fmt.Errorf("EXPOSE %s: give a port (0-65535) or a range of them (8000-8010)", w)
+	}
+	var out []string
+	for p := start; p <= end; p++ {
+		out = append(out, fmt.Sprintf("%d/%s", p, proto))
+	}
+	return out, nil
 }
 
 // workdir sets the working directory (relative to the current one) and,
@@ -792,16 +864,14 @@ func (b *builder) run(ctx context.Context, st *stage, text string, c *instructio
 		cmd.Files = nil
 	}
 	args := b.cmdLine(st, cmd)
+	st.createdBy = runCreatedBy(st, args)
 	return b.runInstruction(ctx, st, text, args, heredocs, mounts, network)
 }
 
-// add refuses what ADD can name but cove build does not fetch (heredocs,
-// git sources), then copies as COPY does, fetching URLs and unpacking
-// archives.
+// add refuses what ADD can name but cove build does not fetch (git
+// sources), then copies as COPY does, fetching URLs, unpacking archives
+// and writing heredocs.
 func (b *builder) add(ctx context.Context, st *stage, text string, c *instructions.AddCommand) error {
-	if len(c.SourceContents) > 0 {
-		return errors.New("ADD with a heredoc is not supported yet: use COPY <<EOF")
-	}
 	for _, p := range c.SourcePaths {
 		if isGitSource(p) {
 			return fmt.Errorf("%s: ADD of a git repository is not supported: clone it in a RUN (RUN --mount=type=secret gives it a token)", p)
@@ -810,7 +880,7 @@ func (b *builder) add(ctx context.Context, st *stage, text string, c *instructio
 	if c.KeepGitDir != nil {
 		return errors.New("--keep-git-dir is only for git sources, which cove build does not ADD")
 	}
-	return b.copyInstruction(ctx, st, text, copyArgs{srcs: c.SourcePaths, dest: c.DestPath, chown: c.Chown, chmod: c.Chmod,
+	return b.copyInstruction(ctx, st, text, copyArgs{srcs: c.SourcePaths, docs: c.SourceContents, dest: c.DestPath, chown: c.Chown, chmod: c.Chmod,
 		add: true, link: c.Link, exclude: c.ExcludePatterns, checksum: c.Checksum, unpack: c.Unpack})
 }
 
@@ -990,10 +1060,9 @@ func heredocCmdLine(c instructions.ShellDependantCmdLine) (instructions.ShellDep
 			data = parser.ChompHeredocContent(data)
 		}
 		if strings.HasPrefix(data, "#!") {
-			// As BuildKit: the script is a file the RUN executes, by
-			// its #! line, from /dev/pipes (the container's own /dev,
+			// As BuildKit: the script is a file the RUN's shell executes,
+			// by its #! line, from /dev/pipes (the container's own /dev,
 			// so in no layer). The file is left in out.Files.
-			out.PrependShell = false
 			out.CmdLine = []string{scriptDir + "/" + c.Files[0].Name}
 			out.Files = []instructions.ShellInlineFile{{Name: c.Files[0].Name, Data: data}}
 			return out, all.String(), nil
@@ -1026,6 +1095,15 @@ func (b *builder) runInstruction(ctx context.Context, st *stage, text string, ar
 		return err
 	}
 	for _, kv := range argEnv {
+		k, _, _ := strings.Cut(kv, "=")
+		if !hasKey(proc.Env, k) && !st.unset[k] {
+			proc.Env = append(proc.Env, kv)
+		}
+	}
+	// The predefined proxy args, given as --build-arg, are in every
+	// RUN's environment but, unless an ARG declares them, in no cache
+	// key and no history (a proxy's password stays out of the image).
+	for _, kv := range proxyEnv(b.opts.BuildArgs) {
 		k, _, _ := strings.Cut(kv, "=")
 		if !hasKey(proc.Env, k) {
 			proc.Env = append(proc.Env, kv)
@@ -1109,6 +1187,7 @@ type copyOp struct {
 // whether that becomes a new layer.
 func (b *builder) copyInstruction(ctx context.Context, st *stage, text string, a copyArgs) error {
 	op := &copyOp{b: b, st: st, text: text, a: a, src: b.ctxSrc, srcs: a.srcs}
+	st.createdBy = copyCreatedBy(a)
 	if err := op.resolveSpec(); err != nil {
 		return err
 	}

@@ -63,11 +63,11 @@ func shellCmd(cmd []string, docs [][2]string) instructions.ShellDependantCmdLine
 	return c
 }
 
-// TestHeredocScript: a lone heredoc with #! is run as a file, not by the
-// shell.
+// TestHeredocScript: a lone heredoc with #! is a file the shell runs
+// (by its #! line), as BuildKit runs it: /bin/sh -c /dev/pipes/EOF.
 func TestHeredocScript(t *testing.T) {
 	got, all, err := heredocCmdLine(shellCmd([]string{"<<EOF"}, [][2]string{{"EOF", "#!/usr/bin/env python3\nprint(1)\n"}}))
-	if err != nil || got.PrependShell || len(got.CmdLine) != 1 || got.CmdLine[0] != "/dev/pipes/EOF" ||
+	if err != nil || !got.PrependShell || len(got.CmdLine) != 1 || got.CmdLine[0] != "/dev/pipes/EOF" ||
 		len(got.Files) != 1 || got.Files[0].Data != "#!/usr/bin/env python3\nprint(1)\n" || all == "" {
 		t.Errorf("got %+v (%v)", got, err)
 	}

@@ -176,19 +176,6 @@ func TestConfigSemantics(t *testing.T) {
 	}
 }
 
-func envMap(env []string) map[string]string {
-	m := map[string]string{}
-	for _, kv := range env {
-		for i := 0; i < len(kv); i++ {
-			if kv[i] == '=' {
-				m[kv[:i]] = kv[i+1:]
-				break
-			}
-		}
-	}
-	return m
-}
-
 // TestCopyDestinationsExpand: COPY's destination takes ARG and ENV values
 // in every substitution form, and lands relative to WORKDIR.
 func TestCopyDestinationsExpand(t *testing.T) {
