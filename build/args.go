@@ -1,7 +1,11 @@
 package build
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // proxyArgs are the predefined proxy args of the Dockerfile reference,
@@ -24,4 +28,36 @@ func proxyEnv(buildArgs map[string]string) []string {
 		}
 	}
 	return env
+}
+
+// checkSignal accepts what STOPSIGNAL may name, as BuildKit checks it: a
+// signal number, a name with or without SIG (SIGTERM, term), or a
+// real-time one (SIGRTMIN+3, RTMAX-1).
+func checkSignal(sig string) error {
+	if n, err := strconv.Atoi(sig); err == nil {
+		if n <= 0 {
+			return fmt.Errorf("%s: not a signal number", sig)
+		}
+		return nil
+	}
+	name := strings.TrimPrefix(strings.ToUpper(sig), "SIG")
+	if rest, ok := strings.CutPrefix(name, "RTMIN"); ok && rtOffset(rest, '+') {
+		return nil
+	}
+	if rest, ok := strings.CutPrefix(name, "RTMAX"); ok && rtOffset(rest, '-') {
+		return nil
+	}
+	if unix.SignalNum("SIG"+name) == 0 {
+		return fmt.Errorf("%s: not a signal (give a name such as SIGTERM, or a number)", sig)
+	}
+	return nil
+}
+
+// rtOffset says whether s is "" or sign and a number, as after RTMIN.
+func rtOffset(s string, sign byte) bool {
+	if s == "" {
+		return true
+	}
+	n, err := strconv.Atoi(s[1:])
+	return s[0] == sign && err == nil && n >= 0 && n <= 30
 }

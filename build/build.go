@@ -95,6 +95,12 @@ type Options struct {
 	// Secrets are what RUN --mount=type=secret,id=ID reads, by ID (cove
 	// build --secret). They are in no layer and no cache key.
 	Secrets map[string][]byte
+	// Labels are set on the final image, over the Dockerfile's (docker
+	// build --label); they leave no history entry, as in BuildKit.
+	Labels map[string]string
+	// Contexts are the named contexts (--build-context NAME=VALUE), by
+	// name: a directory, or docker-image://REF (ParseBuildContexts).
+	Contexts map[string]string
 }
 
 // Result is a finished build.
@@ -141,6 +147,8 @@ type builder struct {
 	// epoch is SOURCE_DATE_EPOCH (a build arg), if given: the image's
 	// and its history's times, and no file in a layer newer.
 	epoch *time.Time
+	// contexts are the named contexts, open, by contextKey.
+	contexts map[string]*namedContext
 	// cacheScope is what a confined build's cache mounts are its own by:
 	// the context directory as resolved, not as named (devimage names
 	// every project's context /proc/self/fd/N, alike for all of them).
@@ -164,10 +172,10 @@ type stage struct {
 	argOrder []string
 	unset    map[string]bool
 	global   map[string]string // the ARGs before the first FROM, as given: a stage's ARG without a value takes its
-	ownCmd  bool              // this stage set CMD itself (ENTRYPOINT resets an inherited one)
-	key     string
-	created time.Time
-	history []v1.History // this build's entries, one per instruction
+	ownCmd   bool              // this stage set CMD itself (ENTRYPOINT resets an inherited one)
+	key      string
+	created  time.Time
+	history  []v1.History // this build's entries, one per instruction
 	// createdBy is the history's words for the instruction being
 	// applied, set by the ones that make a layer or declare ARGs.
 	createdBy string
@@ -307,7 +315,12 @@ func (b *builder) build(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	defer b.ctxSrc.root.Close()
-	needed := neededStages(stages, last, func(w string) string {
+	if err := b.openContexts(); err != nil {
+		return nil, err
+	}
+	defer b.closeContexts()
+	replaced := func(name string) bool { return b.namedCtx(name) != nil }
+	needed := neededStages(stages, last, replaced, func(w string) string {
 		v, _, err := lex.ProcessWord(w, envGetter(nil, global))
 		if err != nil {
 			return w
@@ -316,7 +329,10 @@ func (b *builder) build(ctx context.Context) (*Result, error) {
 	})
 	for i := 0; i <= last; i++ {
 		if needed[i] {
-			b.steps += 1 + len(stages[i].Commands)
+			b.steps++
+			if !replaced(stages[i].Name) {
+				b.steps += len(stages[i].Commands)
+			}
 		}
 	}
 	for i := 0; i <= last; i++ {
@@ -324,7 +340,7 @@ func (b *builder) build(ctx context.Context) (*Result, error) {
 			b.stages = append(b.stages, nil) // as BuildKit: a stage the target does not use is not built
 			continue
 		}
-		st, err := b.runStage(ctx, lex, &stages[i], global, i, last)
+		st, err := b.runStage(ctx, lex, &stages[i], global)
 		if err != nil {
 			return nil, err
 		}
@@ -340,11 +356,24 @@ func (b *builder) parse() ([]instructions.Stage, []instructions.ArgCommand, *she
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if err := checkSyntax(df, b.opts.BuildArgs); err != nil {
+		return nil, nil, nil, err
+	}
+	lint, err := b.newLinter(df)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	ast, err := parser.Parse(bytes.NewReader(df))
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("parse the Dockerfile: %w", err)
 	}
-	stages, metaArgs, err := instructions.Parse(ast.AST, nil)
+	for _, w := range ast.Warnings {
+		b.logf("WARN: %s", w.Short)
+	}
+	stages, metaArgs, err := instructions.Parse(ast.AST, lint)
+	if err == nil {
+		err = lint.Error() // # check=error=true, and a check failed
+	}
 	if err != nil {
 		var ue *instructions.UnknownInstructionError
 		if errors.As(err, &ue) {
@@ -387,6 +416,15 @@ func (b *builder) globalArgs(lex *shell.Lex, metaArgs []instructions.ArgCommand)
 // finish assembles the final stage's image, stores it under the tag, and
 // writes the exports.
 func (b *builder) finish(ctx context.Context, final *stage) (*Result, error) {
+	if len(b.opts.Labels) > 0 {
+		cfg := &final.cfg.Config
+		if cfg.Labels == nil {
+			cfg.Labels = map[string]string{}
+		}
+		for k, v := range b.opts.Labels {
+			cfg.Labels[k] = v
+		}
+	}
 	img, err := b.assemble(final, nil)
 	if err != nil {
 		return nil, err
@@ -433,10 +471,14 @@ func envGetter(env []string, args map[string]string) shell.EnvGetter {
 	return shell.EnvsFromSlice(append(all, env...))
 }
 
-func (b *builder) runStage(ctx context.Context, lex *shell.Lex, s *instructions.Stage, global map[string]string, index, last int) (*stage, error) {
+func (b *builder) runStage(ctx context.Context, lex *shell.Lex, s *instructions.Stage, global map[string]string) (*stage, error) {
+	line := 0
+	if len(s.Location) > 0 {
+		line = s.Location[0].Start.Line
+	}
 	from, _, err := lex.ProcessWord(s.BaseName, envGetter(nil, global))
 	if err != nil {
-		return nil, fmt.Errorf("FROM %s: %w", s.BaseName, err)
+		return nil, fmt.Errorf("line %d: FROM %s: %w", line, s.BaseName, err)
 	}
 	if s.Platform != "" {
 		p, _, err := lex.ProcessWord(s.Platform, envGetter(nil, global))
@@ -444,16 +486,39 @@ func (b *builder) runStage(ctx context.Context, lex *shell.Lex, s *instructions.
 			err = checkPlatform(p)
 		}
 		if err != nil {
-			line := 0
-			if len(s.Location) > 0 {
-				line = s.Location[0].Start.Line
-			}
 			return nil, fmt.Errorf("line %d: FROM --platform=%s: %w", line, s.Platform, err)
 		}
 	}
 	st := &stage{name: s.Name, args: map[string]string{}, unset: map[string]bool{}, global: global}
 	b.step++
+	if nc := b.namedCtx(s.Name); nc != nil {
+		// As BuildKit: a named context of the stage's name is the stage.
+		b.logf("STEP %d/%d: FROM %s (--build-context %s)", b.step, b.steps, from, nc.name)
+		if err := b.contextStage(ctx, st, nc); err != nil {
+			return nil, fmt.Errorf("line %d: FROM %s AS %s: %w", line, from, s.Name, err)
+		}
+		return st, nil
+	}
 	b.logf("STEP %d/%d: FROM %s", b.step, b.steps, from)
+	if err := b.stageBase(ctx, st, from); err != nil {
+		return nil, fmt.Errorf("line %d: FROM %s: %w", line, from, err)
+	}
+	triggers, err := onbuildTriggers(st, s)
+	if err != nil {
+		return nil, err
+	}
+	b.steps += len(triggers)
+	for _, c := range append(triggers, s.Commands...) {
+		if err := b.dispatch(ctx, lex, st, c); err != nil {
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+// stageBase starts the stage from what FROM names: an earlier stage (its
+// ARGs too), a named context, scratch, or an image.
+func (b *builder) stageBase(ctx context.Context, st *stage, from string) error {
 	if prev := b.stageNamed(from); prev != nil {
 		st.base, st.baseCfg, st.layers, st.created = prev.base, prev.baseCfg, append([]layerFile{}, prev.layers...), prev.created
 		st.baseRef = prev.baseRef
@@ -469,40 +534,43 @@ func (b *builder) runStage(ctx context.Context, lex *shell.Lex, s *instructions.
 			st.unset[k] = true
 		}
 		st.argOrder = append([]string{}, prev.argOrder...)
-	} else if strings.EqualFold(from, "scratch") {
+		return nil
+	}
+	if nc := b.namedCtx(from); nc != nil {
+		return b.contextStage(ctx, st, nc)
+	}
+	if strings.EqualFold(from, "scratch") {
 		st.cfg = v1.ConfigFile{OS: "linux", Architecture: runtime.GOARCH}
-		st.key = digestOf(cacheFormat, "scratch")
-	} else {
-		img, err := b.pull(ctx, from)
-		if err != nil {
-			line := 0
-			if len(s.Location) > 0 {
-				line = s.Location[0].Start.Line
-			}
-			return nil, fmt.Errorf("line %d: FROM %s: %w", line, from, err)
-		}
-		cfg, err := b.store.ConfigFile(img)
-		if err != nil {
-			return nil, fmt.Errorf("FROM %s: config: %w", from, err)
-		}
-		st.base, st.baseCfg, st.cfg, st.created = img, cfg, *cfg.DeepCopy(), cfg.Created.Time
-		st.baseRef = from
-		st.key = digestOf(cacheFormat, img.Digest.String())
+		st.key = b.baseKey("scratch")
+		return nil
 	}
-	if b.epoch != nil {
-		st.key = digestOf(st.key, fmt.Sprintf("source-date-epoch=%d", b.epoch.Unix()))
-	}
-	triggers, err := onbuildTriggers(st, s)
+	return b.imageBase(ctx, st, from)
+}
+
+// imageBase starts the stage from the image ref names, pulled.
+func (b *builder) imageBase(ctx context.Context, st *stage, ref string) error {
+	img, err := b.pull(ctx, ref)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	b.steps += len(triggers)
-	for _, c := range append(triggers, s.Commands...) {
-		if err := b.dispatch(ctx, lex, st, c); err != nil {
-			return nil, err
-		}
+	cfg, err := b.store.ConfigFile(img)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
 	}
-	return st, nil
+	st.base, st.baseCfg, st.cfg, st.created = img, cfg, *cfg.DeepCopy(), cfg.Created.Time
+	st.baseRef = ref
+	st.key = b.baseKey(img.Digest.String())
+	return nil
+}
+
+// baseKey starts a stage's cache key from its base (with
+// SOURCE_DATE_EPOCH, which every layer's times follow).
+func (b *builder) baseKey(base string) string {
+	key := digestOf(cacheFormat, base)
+	if b.epoch != nil {
+		key = digestOf(key, fmt.Sprintf("source-date-epoch=%d", b.epoch.Unix()))
+	}
+	return key
 }
 
 // onbuildTriggers are the ONBUILD instructions the stage's base left (an
@@ -538,7 +606,7 @@ func onbuildTriggers(st *stage, s *instructions.Stage) ([]instructions.Command, 
 
 // neededStages marks the stages the target stage uses: its base stage and
 // those it COPYs --from, and theirs.
-func neededStages(stages []instructions.Stage, target int, expand func(string) string) map[int]bool {
+func neededStages(stages []instructions.Stage, target int, replaced func(string) bool, expand func(string) string) map[int]bool {
 	needed := map[int]bool{}
 	index := func(name string, before int) (int, bool) {
 		for i := 0; i < before; i++ {
@@ -554,6 +622,9 @@ func neededStages(stages []instructions.Stage, target int, expand func(string) s
 			return
 		}
 		needed[i] = true
+		if replaced(stages[i].Name) {
+			return // a named context is the stage: it needs nothing
+		}
 		if j, ok := index(expand(stages[i].BaseName), i); ok {
 			mark(j)
 		}
@@ -687,8 +758,14 @@ func (b *builder) configure(lex *shell.Lex, st *stage, c instructions.Command) e
 			cfg.Volumes[v] = struct{}{} // recorded; cove run does not make volumes of them
 		}
 	case *instructions.StopSignalCommand:
+		if err := checkSignal(c.Signal); err != nil {
+			return err
+		}
 		cfg.StopSignal = c.Signal
 	case *instructions.HealthCheckCommand:
+		if c.Health.StartInterval != 0 {
+			return errors.New("--start-interval is not supported: the image config cove build writes has no field for it; leave it out (the container engine's default applies)")
+		}
 		cfg.Healthcheck = &v1.HealthConfig{Test: c.Health.Test, Interval: c.Health.Interval,
 			Timeout: c.Health.Timeout, StartPeriod: c.Health.StartPeriod, Retries: c.Health.Retries} // recorded, not run
 	case *instructions.MaintainerCommand:
@@ -1191,7 +1268,9 @@ func (b *builder) copyInstruction(ctx context.Context, st *stage, text string, a
 	if err := op.resolveSpec(); err != nil {
 		return err
 	}
-	if a.from != "" {
+	if nc := b.namedCtx(a.from); nc != nil && nc.src != nil && b.stageNamed(a.from) == nil {
+		op.src = nc.src // a named context's directory, read as the main context is
+	} else if a.from != "" {
 		done, err := op.openFrom(ctx)
 		if err != nil {
 			return err
@@ -1449,7 +1528,7 @@ func (b *builder) fromLowers(ctx context.Context, from string) ([]string, error)
 	if prev := b.stageNamed(from); prev != nil {
 		return prev.lowers(), nil
 	}
-	img, err := b.pull(ctx, from)
+	img, err := b.pull(ctx, b.imageRef(from))
 	if err != nil {
 		return nil, fmt.Errorf("--from=%s: %w", from, err)
 	}
@@ -1462,7 +1541,7 @@ func (b *builder) fromSource(ctx context.Context, from string) ([]string, string
 	if prev := b.stageNamed(from); prev != nil {
 		return prev.lowers(), prev.key, nil
 	}
-	img, err := b.pull(ctx, from)
+	img, err := b.pull(ctx, b.imageRef(from))
 	if err != nil {
 		return nil, "", fmt.Errorf("from=%s: %w", from, err)
 	}

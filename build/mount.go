@@ -110,6 +110,9 @@ func (mp *mountPlan) add(ctx context.Context, m *instructions.Mount, target, dir
 		}
 		// An empty directory of the build's scratch space, removed with
 		// it: what the RUN writes there is in no layer.
+		if m.SizeLimit != 0 {
+			return "", errors.New("--mount=type=tmpfs,size= is not supported: the mount is a directory of the build's scratch space, not a tmpfs, and has no limit to set; leave size out")
+		}
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			return "", err
 		}
@@ -236,12 +239,20 @@ func (b *builder) stageBind(ctx context.Context, m *instructions.Mount, dir stri
 	if source == "" {
 		source = "."
 	}
-	if m.From == "" {
+	src := b.ctxSrc
+	if nc := b.namedCtx(m.From); nc != nil && nc.src != nil && b.stageNamed(m.From) == nil {
+		src = nc.src // a named context's directory, read as the main context is
+	}
+	if m.From == "" || src != b.ctxSrc {
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			return "", err
 		}
-		fmt.Fprintf(h, "bind-context\x00%s\x00", source)
-		if err := copyInto(b.ctxSrc, []string{source}, copySpec{dest: "/m"}, dir, h); err != nil {
+		if m.From == "" {
+			fmt.Fprintf(h, "bind-context\x00%s\x00", source)
+		} else {
+			fmt.Fprintf(h, "bind-named-context\x00%s\x00%s\x00", contextKey(m.From), source)
+		}
+		if err := copyInto(src, []string{source}, copySpec{dest: "/m"}, dir, h); err != nil {
 			return "", err
 		}
 		return filepath.Join(dir, "m"), nil
@@ -399,8 +410,18 @@ func dropStubs(upper string, stubs []string) {
 // with confined a network of its own.
 func runFlags(c *instructions.RunCommand, confined bool) (network string, err error) {
 	for _, f := range c.FlagsUsed {
-		if f != "mount" && f != "network" {
-			return "", fmt.Errorf("RUN --%s is not supported", f)
+		switch f {
+		case "mount", "network":
+		case "security":
+			// sandbox is the default; insecure asks for every
+			// capability, which cove build gives no step.
+			if s := instructions.GetSecurity(c); s != instructions.SecuritySandbox {
+				return "", fmt.Errorf("RUN --security=%s is not supported: cove build runs every step sandboxed, with no extra privileges (docker buildx needs --allow security.insecure for it too); do what needs them outside the build", s)
+			}
+		case "device":
+			return "", errors.New("RUN --device is not supported: cove build gives a step no device of the host's (CDI); do what needs one outside the build")
+		default:
+			return "", fmt.Errorf("RUN --%s is not supported by cove build: remove the flag", f)
 		}
 	}
 	switch n := instructions.GetNetwork(c); n {

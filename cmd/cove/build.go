@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,6 +37,9 @@ times the epoch and its digest reproducible.`,
 			&cli.StringSliceFlag{Name: "output", Aliases: []string{"o"}, Usage: "also write the image to `type=oci,dest=DIR` (or oci-archive, docker: a file; registry,name=REF)"},
 			&cli.BoolFlag{Name: "push", Usage: "also push the image to the registry its -t names"},
 			&cli.StringSliceFlag{Name: "secret", Usage: "give RUN --mount=type=secret the secret `id=ID,src=FILE` (or id=ID,env=VAR); it is in no layer"},
+			&cli.StringFlag{Name: "iidfile", Usage: "write the image's ID (its digest, sha256:…, as printed) to `FILE`"},
+			&cli.StringSliceFlag{Name: "label", Usage: "set the label `K=V` on the image"},
+			&cli.StringSliceFlag{Name: "build-context", Usage: "name a context `NAME=DIR` (or NAME=docker-image://REF) for FROM NAME, COPY --from=NAME and RUN --mount from=NAME"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
@@ -52,38 +57,20 @@ times the epoch and its digest reproducible.`,
 			if err != nil {
 				return err
 			}
-			bin, err := coveBinary()
+			o, err := buildOptions(c)
 			if err != nil {
 				return err
 			}
-			args, err := buildArgs(c.StringSlice("build-arg"), os.Getenv)
+			o.CacheDir = filepath.Join(e.layout.Data, "build")
+			res, err := build.Build(c.Context, store, o)
 			if err != nil {
 				return err
 			}
-			secrets, err := build.ParseSecrets(c.StringSlice("secret"), os.Getenv)
-			if err != nil {
-				return err
-			}
-			exports, err := buildExports(c.StringSlice("output"), c.Bool("push"), c.String("tag"))
-			if err != nil {
-				return err
-			}
-			var pull []image.Option
-			if c.Bool("pull") {
-				pull = append(pull, image.WithPolicy(image.PullAlways))
-			}
-			progress := c.App.ErrWriter
-			if c.Bool("quiet") {
-				progress = nil
-			}
-			res, err := build.Build(c.Context, store, build.Options{
-				Context: c.Args().First(), Dockerfile: c.String("file"), Tag: c.String("tag"),
-				BuildArgs: args, Target: c.String("target"), NoCache: c.Bool("no-cache"),
-				Binary: bin, CacheDir: filepath.Join(e.layout.Data, "build"), Output: progress, Pull: pull,
-				Secrets: secrets, Platform: c.String("platform"), Exports: exports, Confined: c.Bool("confined"),
-			})
-			if err != nil {
-				return err
+			if f := c.String("iidfile"); f != "" {
+				// As docker and buildah write it: the ID alone, no newline.
+				if err := os.WriteFile(f, []byte(res.Image.Digest.String()), 0o644); err != nil {
+					return fmt.Errorf("--iidfile: %w", err)
+				}
 			}
 			if !c.Bool("quiet") {
 				fmt.Fprintf(c.App.ErrWriter, "stored %s (%d of %d layer steps cached)\n", res.Ref, res.Hits, res.Steps)
@@ -92,6 +79,52 @@ times the epoch and its digest reproducible.`,
 			return nil
 		},
 	}
+}
+
+// buildOptions are cove build's flags as build.Options (all but the
+// cache directory). With --iidfile it removes the file: as docker buildx,
+// a failed build leaves no ID of an earlier one behind.
+func buildOptions(c *cli.Context) (build.Options, error) {
+	bin, err := coveBinary()
+	if err != nil {
+		return build.Options{}, err
+	}
+	args, err := buildArgs(c.StringSlice("build-arg"), os.Getenv)
+	if err != nil {
+		return build.Options{}, err
+	}
+	secrets, err := build.ParseSecrets(c.StringSlice("secret"), os.Getenv)
+	if err != nil {
+		return build.Options{}, err
+	}
+	contexts, err := build.ParseBuildContexts(c.StringSlice("build-context"))
+	if err != nil {
+		return build.Options{}, err
+	}
+	exports, err := buildExports(c.StringSlice("output"), c.Bool("push"), c.String("tag"))
+	if err != nil {
+		return build.Options{}, err
+	}
+	if f := c.String("iidfile"); f != "" {
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return build.Options{}, fmt.Errorf("--iidfile: %w", err)
+		}
+	}
+	var pull []image.Option
+	if c.Bool("pull") {
+		pull = append(pull, image.WithPolicy(image.PullAlways))
+	}
+	progress := c.App.ErrWriter
+	if c.Bool("quiet") {
+		progress = nil
+	}
+	return build.Options{
+		Context: c.Args().First(), Dockerfile: c.String("file"), Tag: c.String("tag"),
+		BuildArgs: args, Target: c.String("target"), NoCache: c.Bool("no-cache"),
+		Binary: bin, Output: progress, Pull: pull,
+		Secrets: secrets, Platform: c.String("platform"), Exports: exports, Confined: c.Bool("confined"),
+		Labels: buildLabels(c.StringSlice("label")), Contexts: contexts,
+	}, nil
 }
 
 // buildArgs are cove build's --build-arg K=V; as docker buildx,
@@ -112,6 +145,17 @@ func buildArgs(kvs []string, getenv func(string) string) (map[string]string, err
 		}
 	}
 	return args, nil
+}
+
+// buildLabels are cove build's --label K=V, as docker build reads them
+// (K alone is K with an empty value).
+func buildLabels(kvs []string) map[string]string {
+	labels := map[string]string{}
+	for _, kv := range kvs {
+		k, v, _ := strings.Cut(kv, "=")
+		labels[k] = v
+	}
+	return labels
 }
 
 // buildExports are where cove build writes the image besides the store:
