@@ -1,0 +1,46 @@
+package build
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestRefusedNotIgnored: what of the Dockerfile reference cove build does
+// not do fails the build with an error naming it and what to do, never
+// ignored; what it does (or, as the directive for this frontend, needs
+// nothing for) builds.
+func TestRefusedNotIgnored(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ dockerfile, want string }{
+		{"FROM scratch\nRUN --security=insecure true\n", "RUN --security=insecure is not supported"},
+		{"FROM scratch\nRUN --device=/dev/fuse true\n", "RUN --device is not supported"},
+		{"FROM scratch\nRUN --mount=type=tmpfs,target=/t,size=10m true\n", "size= is not supported"},
+		{"FROM scratch\nRUN --mount=type=ssh true\n", "type=ssh is not supported"},
+		{"FROM scratch\nHEALTHCHECK --start-interval=1s CMD true\n", "--start-interval is not supported"},
+		{"FROM scratch\nSTOPSIGNAL SIGNOPE\n", "not a signal"},
+		{"FROM scratch\nEXPOSE 80/quic\n", "not tcp, udp or sctp"},
+		{"FROM scratch\nADD https://github.com/moby/buildkit.git /src\n", "ADD of a git repository is not supported"},
+		{"# syntax=example.com/my/frontend:1\nFROM scratch\n", "runs no other frontend image"},
+		{"# check=error=true\nFROM scratch as base\n", "FromAsCasing"},
+		{"# check=nonsense\nFROM scratch\n", "# check=nonsense"},
+	} {
+		_, err := testBuild{dockerfile: tc.dockerfile}.run(t)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want an error with %q", tc.dockerfile, err, tc.want)
+		}
+	}
+	for _, df := range []string{
+		"# syntax=docker/dockerfile:1\nFROM scratch\n",
+		"# syntax=docker.io/docker/dockerfile:1.7-labs\nFROM scratch\n",
+		"# escape=`\nFROM scratch\nENV A=1 `\n  B=2\n",
+		"# check=skip=all;error=true\nFROM scratch as base\n",
+		"# check=error=true\nFROM scratch AS base\nSTOPSIGNAL 15\nSTOPSIGNAL sigrtmin+3\n",
+	} {
+		if _, err := (testBuild{dockerfile: df}).run(t); err != nil {
+			t.Errorf("%q: %v", df, err)
+		}
+	}
+	if _, err := (testBuild{dockerfile: "FROM scratch\n", opts: Options{BuildArgs: map[string]string{"BUILDKIT_SYNTAX": "x/y"}}}).run(t); err == nil {
+		t.Error("BUILDKIT_SYNTAX=x/y built with the Dockerfile frontend")
+	}
+}
