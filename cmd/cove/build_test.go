@@ -1236,3 +1236,61 @@ func TestBuildRunOutputIsShownNotObeyed(t *testing.T) {
 		t.Errorf("the RUN was handed cove's own stderr: %q", out)
 	}
 }
+
+// TestBuildIIDFileAndContext: cove build --iidfile writes the image's ID
+// as printed (sha256:…, no newline), --label sets a label, and
+// --build-context NAME=DIR is what FROM NAME, COPY --from=NAME and RUN
+// --mount from=NAME read, as root and rootless alike; a context that is a
+// URL is refused before anything is built.
+func TestBuildIIDFileAndContext(t *testing.T) {
+	t.Parallel()
+	ru := needRangedUser(t)
+	bb := busyboxRef(t)
+	base := rootlessBase(t, "cove-build-iid-")
+	ctx, shared := filepath.Join(base, "ctx"), filepath.Join(base, "shared")
+	for dir, files := range map[string]map[string]string{
+		ctx: {"Dockerfile": "FROM shared AS files\nFROM " + bb + "\nCOPY --from=shared f /copied\nCOPY --from=files /f /staged\n" +
+			"RUN --mount=type=bind,from=shared,target=/m cat /m/f > /mounted\n"},
+		shared: {"f": "shared\n"},
+	} {
+		os.Mkdir(dir, 0o755)
+		for name, body := range files {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	userRoot := filepath.Join(base, "user-root")
+	os.Mkdir(userRoot, 0o700)
+	os.Chown(userRoot, ru.uid, ru.gid)
+	rootRoot := t.TempDir()
+	for who, run := range map[string]func(args ...string) result{
+		"root":     func(args ...string) result { return runProc(t, rootRoot, "", args...) },
+		"rootless": func(args ...string) result { return ru.run(t, userRoot, args...) },
+	} {
+		t.Run(who, func(t *testing.T) {
+			iid := filepath.Join(base, "iid-"+who)
+			r := run("build", "-q", "-t", "ctx/"+who+":test", "--iidfile", iid, "--label", "org.example=yes",
+				"--build-context", "shared="+shared, ctx)
+			if r.code != 0 {
+				t.Fatalf("build: %+v", r)
+			}
+			if got, err := os.ReadFile(iid); err != nil || string(got) != strings.TrimSpace(r.stdout) || !strings.HasPrefix(string(got), "sha256:") {
+				t.Errorf("--iidfile: %q (%v), stdout %q", got, err, r.stdout)
+			}
+			r = run("run", "--rm", "ctx/"+who+":test", "cat", "/copied", "/staged", "/mounted")
+			if r.stdout != "shared\nshared\nshared\n" {
+				t.Errorf("the context's file in the image: %+v", r)
+			}
+			if who == "root" {
+				if l := imageConfig(t, rootRoot, "ctx/root:test").Config.Labels["org.example"]; l != "yes" {
+					t.Errorf("--label: org.example=%q", l)
+				}
+			}
+		})
+	}
+	r := runProc(t, t.TempDir(), "", "build", "-q", "--build-context", "shared=https://example.com/x.tar", ctx)
+	if r.code == 0 || !strings.Contains(r.stderr, "fetches no URL") {
+		t.Errorf("a URL context: %+v", r)
+	}
+}
