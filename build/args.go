@@ -1,6 +1,7 @@
 package build
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -60,4 +61,29 @@ func rtOffset(s string, sign byte) bool {
 	}
 	n, err := strconv.Atoi(s[1:])
 	return s[0] == sign && err == nil && n >= 0 && n <= 30
+}
+
+// checkBuiltinArgs refuses the BuildKit built-in build args that ask for
+// what cove build does not make. The others: BUILDKIT_SYNTAX
+// (checkSyntax), BUILDKIT_DOCKERFILE_CHECK (newLinter),
+// BUILDKIT_SANDBOX_HOSTNAME (RUN's hostname), BUILDKIT_CACHE_MOUNT_NS
+// (cache mounts' ids) and SOURCE_DATE_EPOCH are done as BuildKit does
+// them; BUILDKIT_CONTEXT_KEEP_GIT_DIR and BUILDKIT_GIT_ADVICE concern a
+// git context, which cove build does not take, and BUILDKIT_BUILD_NAME
+// names the build in buildx's history, which cove keeps none of.
+func checkBuiltinArgs(args map[string]string) error {
+	if v, ok := args["BUILDKIT_INLINE_CACHE"]; ok && isTrue(v) {
+		return errors.New("--build-arg BUILDKIT_INLINE_CACHE: cove build writes no cache metadata into an image (its step cache stays on this machine); drop the build arg")
+	}
+	if v, ok := args["BUILDKIT_MULTI_PLATFORM"]; ok && isTrue(v) {
+		return errors.New("--build-arg BUILDKIT_MULTI_PLATFORM: cove build makes one platform's image, never an index of several; drop the build arg")
+	}
+	return nil
+}
+
+// isTrue reads a boolean build arg as BuildKit does (strconv.ParseBool);
+// what does not parse is false.
+func isTrue(v string) bool {
+	b, err := strconv.ParseBool(v)
+	return err == nil && b
 }

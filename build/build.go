@@ -356,6 +356,9 @@ func (b *builder) parse() ([]instructions.Stage, []instructions.ArgCommand, *she
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if err := checkBuiltinArgs(b.opts.BuildArgs); err != nil {
+		return nil, nil, nil, err
+	}
 	if err := checkSyntax(df, b.opts.BuildArgs); err != nil {
 		return nil, nil, nil, err
 	}
@@ -1198,7 +1201,11 @@ func (b *builder) runInstruction(ctx context.Context, st *stage, text string, ar
 			missing = append(missing, m)
 		}
 	}
-	return b.layerStep(ctx, st, text, strings.Join(argEnv, "\x00")+"\x00"+heredocs+"\x00"+mounts.key+"\x00"+network, func(diff string) error {
+	inputs := strings.Join(argEnv, "\x00") + "\x00" + heredocs + "\x00" + mounts.key + "\x00" + network
+	if h := b.opts.BuildArgs["BUILDKIT_SANDBOX_HOSTNAME"]; h != "" {
+		inputs += "\x00hostname=" + h
+	}
+	return b.layerStep(ctx, st, text, inputs, func(diff string) error {
 		release, err := b.lockCaches(ctx, mounts)
 		if err != nil {
 			return err

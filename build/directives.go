@@ -53,14 +53,19 @@ func isDockerfileFrontend(ref string) bool {
 // the Dockerfile, not while parsing it, are not run.
 func (b *builder) newLinter(df []byte) (*linter.Linter, error) {
 	cfg := &linter.Config{}
-	if v, _, loc, ok := parser.ParseDirective("check", df); ok {
+	v, _, loc, ok := parser.ParseDirective("check", df)
+	what := "# check=" + v
+	if arg, set := b.opts.BuildArgs["BUILDKIT_DOCKERFILE_CHECK"]; set {
+		v, ok, what, loc = arg, true, "--build-arg BUILDKIT_DOCKERFILE_CHECK="+arg, nil // the build arg wins, as in BuildKit
+	}
+	if ok {
 		var err error
 		if cfg, err = linter.ParseLintOptions(v); err != nil {
 			line := 0
 			if len(loc) > 0 {
 				line = loc[0].Start.Line
 			}
-			return nil, fmt.Errorf("line %d: # check=%s: %w (see the Dockerfile reference's check directive)", line, v, err)
+			return nil, fmt.Errorf("line %d: %s: %w (see the Dockerfile reference's check directive)", line, what, err)
 		}
 	}
 	cfg.Warn = func(rule, _, url, msg string, loc []parser.Range) {

@@ -172,3 +172,26 @@ func TestLabelOption(t *testing.T) {
 		t.Errorf("history %+v, want the LABEL line's entry only", b.cf.History)
 	}
 }
+
+// TestBuiltinArgs: BuildKit's built-in build args that change a RUN do
+// here too: BUILDKIT_SANDBOX_HOSTNAME is RUN's hostname (and in its cache
+// key), BUILDKIT_CACHE_MOUNT_NS gives cache mounts a namespace of their
+// own.
+func TestBuiltinArgs(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	df := "FROM busybox:test\nRUN hostname > /h\nRUN --mount=type=cache,id=c,target=/c ls /c > /seen; touch /c/mark\n"
+	build := func(host, ns string, noCache bool) *built {
+		args := map[string]string{"BUILDKIT_SANDBOX_HOSTNAME": host, "BUILDKIT_CACHE_MOUNT_NS": ns}
+		return testBuild{dir: dir, busybox: true, dockerfile: df, opts: Options{BuildArgs: args, NoCache: noCache}}.mustRun(t)
+	}
+	if b := build("box", "a", false); b.file(t, "h") != "box\n" || b.file(t, "seen") != "" {
+		t.Errorf("hostname %q, a new cache held %q", b.file(t, "h"), b.file(t, "seen"))
+	}
+	if b := build("other", "b", false); b.file(t, "h") != "other\n" || b.file(t, "seen") != "" {
+		t.Errorf("another hostname: %q (cached?); namespace b's cache held %q", b.file(t, "h"), b.file(t, "seen"))
+	}
+	if b := build("box", "a", true); b.file(t, "seen") != "mark\n" {
+		t.Errorf("namespace a's cache again held %q, want mark", b.file(t, "seen"))
+	}
+}

@@ -203,6 +203,9 @@ func (mp *mountPlan) cache(m *instructions.Mount, target string) {
 	if id == "" {
 		id = target // BuildKit's default: one cache per target
 	}
+	if ns := mp.b.opts.BuildArgs["BUILDKIT_CACHE_MOUNT_NS"]; ns != "" {
+		id = ns + "/" + id // the built-in build arg: caches of one namespace
+	}
 	scope := ""
 	if mp.b.opts.Confined {
 		// An untrusted Dockerfile could fill a cache that another

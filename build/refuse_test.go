@@ -40,7 +40,17 @@ func TestRefusedNotIgnored(t *testing.T) {
 			t.Errorf("%q: %v", df, err)
 		}
 	}
-	if _, err := (testBuild{dockerfile: "FROM scratch\n", opts: Options{BuildArgs: map[string]string{"BUILDKIT_SYNTAX": "x/y"}}}).run(t); err == nil {
-		t.Error("BUILDKIT_SYNTAX=x/y built with the Dockerfile frontend")
+	for arg, want := range map[string]string{
+		"BUILDKIT_SYNTAX=x/y":                   "runs no other frontend image",
+		"BUILDKIT_INLINE_CACHE=1":               "writes no cache metadata",
+		"BUILDKIT_MULTI_PLATFORM=true":          "one platform's image",
+		"BUILDKIT_DOCKERFILE_CHECK=error=true":  "FromAsCasing",
+		"BUILDKIT_DOCKERFILE_CHECK=skip=bogus;": "BUILDKIT_DOCKERFILE_CHECK",
+	} {
+		k, v, _ := strings.Cut(arg, "=")
+		_, err := testBuild{dockerfile: "FROM scratch as base\n", opts: Options{BuildArgs: map[string]string{k: v}}}.run(t)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("--build-arg %s: %v, want an error with %q", arg, err, want)
+		}
 	}
 }

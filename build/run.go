@@ -65,8 +65,12 @@ func (b *builder) runStep(ctx context.Context, lowers []string, proc container.P
 		defer os.RemoveAll(ctlDir)
 		control = filepath.Join(ctlDir, "ctl.sock")
 	}
+	hostname := "cove-build"
+	if h := b.opts.BuildArgs["BUILDKIT_SANDBOX_HOSTNAME"]; h != "" {
+		hostname = h // the built-in build arg (in the step's key: runInstruction)
+	}
 	spec := &container.Spec{
-		ID: id, Name: "cove-build-" + id[:8], Hostname: "cove-build", Control: control,
+		ID: id, Name: "cove-build-" + id[:8], Hostname: hostname, Control: control,
 		Lower: strings.Join(rel, ":"), LowerBase: steps, Upper: upper, Work: filepath.Join(dir, "work"), Merged: filepath.Join(dir, "merged"),
 		Binary: b.opts.Binary, ResolvConf: resolv, Hosts: hosts,
 		Binds: binds, Net: network, UserNS: os.Geteuid() != 0, Process: proc, KeepTmp: true,
