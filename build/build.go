@@ -310,7 +310,11 @@ func (b *builder) build(ctx context.Context) (*Result, error) {
 		}
 		last = i
 	}
-	b.ctxSrc, err = openContext(b.opts.Context)
+	ignore, err := openDockerfileIgnore(b.opts.Context, b.opts.Dockerfile)
+	if err != nil {
+		return nil, err
+	}
+	b.ctxSrc, err = openContext(b.opts.Context, ignore)
 	if err != nil {
 		return nil, err
 	}

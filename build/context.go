@@ -60,31 +60,54 @@ func checkRegular(f *os.File, limit int64) error {
 // context's root when it is in the context dir, so that a symlink there
 // leads nowhere outside it; one named elsewhere (-f) as it is.
 func readDockerfile(dir, path string) ([]byte, error) {
-	var f *os.File
-	rel, err := filepath.Rel(dir, path)
-	if err == nil && filepath.IsLocal(rel) {
-		root, rerr := os.OpenRoot(dir)
-		if rerr != nil {
-			return nil, fmt.Errorf("build context: %w", rerr)
-		}
-		defer root.Close()
-		f, err = openRegular(root, rel, maxDockerfile)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, errNotRegular) {
-			if fi, lerr := root.Lstat(rel); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
-				return nil, fmt.Errorf("the Dockerfile %s is a symlink that leads out of the build context: the context may be a workspace's to write, so a Dockerfile in it is read only from it; copy the file into the context, or name one outside it with -f", rel)
-			}
-		}
-	} else {
-		f, err = os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-		if err == nil {
-			if err = checkRegular(f, maxDockerfile); err != nil {
-				f.Close()
-			}
-		}
-	}
+	f, err := openBesideContext(dir, path, maxDockerfile, "the Dockerfile")
 	if err != nil {
 		return nil, fmt.Errorf("read the Dockerfile %s: %w (give one with -f)", path, err)
 	}
 	defer f.Close()
 	return io.ReadAll(io.LimitReader(f, maxDockerfile))
+}
+
+// openDockerfileIgnore opens the Dockerfile's own ignore file, as
+// BuildKit reads it: <Dockerfile>.dockerignore beside it, which the build
+// uses instead of the context's .dockerignore. It is nil if there is none.
+func openDockerfileIgnore(dir, dockerfile string) (*os.File, error) {
+	p := dockerfile + ".dockerignore"
+	f, err := openBesideContext(dir, p, maxDockerignore, "the Dockerfile's ignore file")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	return f, nil
+}
+
+// openBesideContext opens the regular file at path (absolute, what names
+// it): through the context's root when it is in the context dir, so that
+// a symlink there leads nowhere outside it; one elsewhere as it is.
+func openBesideContext(dir, path string, limit int64, what string) (*os.File, error) {
+	rel, err := filepath.Rel(dir, path)
+	if err != nil || !filepath.IsLocal(rel) {
+		f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		if err == nil {
+			if err = checkRegular(f, limit); err != nil {
+				f.Close()
+				return nil, err
+			}
+		}
+		return f, err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("build context: %w", err)
+	}
+	defer root.Close()
+	f, err := openRegular(root, rel, limit)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, errNotRegular) {
+		if fi, lerr := root.Lstat(rel); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return nil, fmt.Errorf("%s %s is a symlink that leads out of the build context: the context may be a workspace's to write, so a file in it is read only from it; copy the file into the context, or name a Dockerfile outside it with -f", what, rel)
+		}
+	}
+	return f, err
 }

@@ -132,7 +132,7 @@ func (b *builder) openContextDir(dir string) (*source, error) {
 		return nil, err
 	}
 	if !b.opts.Confined || strings.HasPrefix(abs, "/proc/self/fd/") {
-		return openContext(abs)
+		return openContext(abs, nil)
 	}
 	fd, err := unix.Openat2(unix.AT_FDCWD, abs, &unix.OpenHow{
 		Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS})
@@ -143,7 +143,7 @@ func (b *builder) openContextDir(dir string) (*source, error) {
 		return nil, fmt.Errorf("open %s: %w", abs, err)
 	}
 	defer unix.Close(fd)
-	return openContext(fmt.Sprintf("/proc/self/fd/%d", fd))
+	return openContext(fmt.Sprintf("/proc/self/fd/%d", fd), nil)
 }
 
 // closeContexts closes the named contexts' directories.

@@ -108,3 +108,22 @@ func TestContextKey(t *testing.T) {
 		}
 	}
 }
+
+// TestDockerfileIgnoreFile: <Dockerfile>.dockerignore beside the
+// Dockerfile is the build's ignore file instead of the context's
+// .dockerignore, as BuildKit reads it; read from the context only (a
+// symlink there out of it is refused, not followed).
+func TestDockerfileIgnoreFile(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{"a": "a", "b": "b", ".dockerignore": "a\n", "Dockerfile.dockerignore": "b\n"}
+	b := testBuild{dockerfile: "FROM scratch\nCOPY . /c/\n", files: files}.mustRun(t)
+	if b.file(t, "c/a") != "a" || b.file(t, "c/b") != "" {
+		t.Errorf("with Dockerfile.dockerignore: /c/a %q /c/b %q, want a and none", b.file(t, "c/a"), b.file(t, "c/b"))
+	}
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"outside": "b\n"})
+	files = map[string]string{"b": "b", "Dockerfile.dockerignore@": filepath.Join(dir, "outside")}
+	if _, err := (testBuild{dockerfile: "FROM scratch\nCOPY . /c/\n", files: files}).run(t); err == nil || !strings.Contains(err.Error(), "leads out of the build context") {
+		t.Errorf("an ignore file that is a symlink out of the context: %v", err)
+	}
+}

@@ -34,13 +34,21 @@ type source struct {
 	ignore *patternmatcher.PatternMatcher // nil: nothing ignored
 }
 
-func openContext(dir string) (*source, error) {
+// openContext opens the context directory dir with its .dockerignore, or
+// (ignore not nil) the ignore file ignore instead, which it closes.
+func openContext(dir string, ignore *os.File) (*source, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
+		if ignore != nil {
+			ignore.Close()
+		}
 		return nil, fmt.Errorf("build context: %w", err)
 	}
 	src := &source{name: "the build context", root: root}
-	f, err := openRegular(root, ".dockerignore", maxDockerignore)
+	f := ignore
+	if f == nil {
+		f, err = openRegular(root, ".dockerignore", maxDockerignore)
+	}
 	if errors.Is(err, os.ErrNotExist) {
 		return src, nil
 	}
