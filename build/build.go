@@ -2,20 +2,25 @@
 // daemon: each RUN runs in a container of the stage so far (Cove's own
 // runtime, overlayfs over the stored base image), and its upper directory
 // becomes the step's layer. Dockerfiles are read with BuildKit's parser
-// and instructions packages.
+// and instructions packages, and the image's config and history are
+// written as BuildKit writes them.
 //
-// Supported: FROM (an image, or an earlier stage with AS), ARG (with the
-// platform ones predefined), ENV, WORKDIR, RUN (shell and exec form,
-// SHELL, heredocs and #! heredoc scripts; --mount of type cache, bind,
-// tmpfs and secret; --network), USER, COPY (--from, --chown, --chmod,
+// Supported: FROM (an image, an earlier stage with AS, or a named context,
+// Options.Contexts), ARG (the platform ones predefined in the global
+// scope, the proxy ones in RUN's environment), ENV, WORKDIR, RUN (shell and
+// exec form, SHELL, heredocs and #! heredoc scripts; --mount of type cache,
+// bind, tmpfs and secret; --network), USER, COPY (--from, --chown, --chmod,
 // --link, --parents, --exclude, globs, .dockerignore, heredocs), ADD of
-// local files, tar archives and http(s) URLs (--checksum), LABEL, EXPOSE,
-// ENTRYPOINT, CMD; VOLUME, STOPSIGNAL, HEALTHCHECK, MAINTAINER and ONBUILD
-// are recorded in the config. Anything else (RUN --mount=type=ssh, ADD of
-// a git source) fails with its line number. SOURCE_DATE_EPOCH, as a build
-// arg, makes builds reproducible. Besides the store, a build can write an
-// OCI layout or archive, a docker archive, or push (Options.Exports);
-// Push sends a stored image later, and PruneCache trims the step cache.
+// local files, tar archives, http(s) URLs (--checksum) and heredocs,
+// LABEL, EXPOSE, ENTRYPOINT, CMD; VOLUME, STOPSIGNAL, HEALTHCHECK,
+// MAINTAINER and ONBUILD are recorded in the config; the syntax, escape
+// and check directives. What else the reference has (RUN --mount=type=ssh,
+// --security=insecure, ADD of a git source…) fails with its line number
+// and what to do; docs/dockerfile.md lists each. SOURCE_DATE_EPOCH, as a
+// build arg, makes builds reproducible. Besides the store, a build can
+// write an OCI layout or archive, a docker archive, or push
+// (Options.Exports); Push sends a stored image later, and PruneCache
+// trims the step cache.
 package build
 
 import (

@@ -1,6 +1,9 @@
 package build
 
 import (
+	"bufio"
+	"bytes"
+	"compress/bzip2"
 	"context"
 	"errors"
 	"fmt"
@@ -214,11 +217,16 @@ func addArchive(ctx context.Context, src *source, p string, spec copySpec, layer
 		return false, nil
 	}
 	defer f.Close()
-	if !image.IsArchive(f) {
-		return false, nil
+	bz, err := archiveKind(f, p)
+	if err != nil || bz == "" {
+		return false, err
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return false, err
+	}
+	var r io.Reader = io.TeeReader(f, h)
+	if bz == "bzip2" {
+		r = bzip2.NewReader(r) // image.Unpack reads the plain tar inside
 	}
 	dst, err := os.OpenRoot(layer)
 	if err != nil {
@@ -230,10 +238,38 @@ func addArchive(ctx context.Context, src *source, p string, spec copySpec, layer
 		return false, fmt.Errorf("%s: %w", spec.dest, err)
 	}
 	fmt.Fprintf(h, "add-archive\x00%s\x00%s\x00", rel, spec.dest)
-	if _, err := image.UnpackOwned(ctx, io.TeeReader(f, h), filepath.Join(layer, target), 0); err != nil {
+	if _, err := image.UnpackOwned(ctx, r, filepath.Join(layer, target), 0); err != nil {
 		return false, fmt.Errorf("%s: %w", p, err)
 	}
 	return true, nil
+}
+
+// xzMagic starts an xz stream.
+var xzMagic = []byte{0xfd, '7', 'z', 'X', 'Z', 0}
+
+// archiveKind says how ADD unpacks the local file f (named p): "tar" for
+// a tar archive, plain, gzip or zstd (image.Unpack reads those), "bzip2"
+// for a bzip2-compressed tar, "" for a file to copy as it is, as BuildKit
+// copies what is no archive. An xz archive, which the reference unpacks
+// too and cove cannot, is refused when its name says it is a tar.
+func archiveKind(f *os.File, p string) (string, error) {
+	br := bufio.NewReaderSize(f, 1024)
+	magic, _ := br.Peek(len(xzMagic))
+	switch {
+	case bytes.HasPrefix(magic, xzMagic):
+		if name := strings.ToLower(p); strings.HasSuffix(name, ".tar.xz") || strings.HasSuffix(name, ".txz") {
+			return "", fmt.Errorf("%s: ADD of an xz-compressed archive is not supported (cove build unpacks tar, gzip, bzip2 and zstd ones): compress it with gzip, or COPY it and unpack it in a RUN", p)
+		}
+		return "", nil
+	case bytes.HasPrefix(magic, []byte("BZh")):
+		if image.IsArchive(bzip2.NewReader(br)) {
+			return "bzip2", nil
+		}
+		return "", nil
+	case image.IsArchive(br):
+		return "tar", nil
+	}
+	return "", nil
 }
 
 // writeHeredocs writes COPY's heredoc sources (COPY <<EOF /path) as files:

@@ -1,6 +1,7 @@
 package build
 
 import (
+	"encoding/base64"
 	"strings"
 	"testing"
 )
@@ -52,5 +53,28 @@ func TestRefusedNotIgnored(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("--build-arg %s: %v, want an error with %q", arg, err, want)
 		}
+	}
+}
+
+// TestAddCompressedArchives: ADD unpacks a bzip2-compressed tar as the
+// reference says (gzip and zstd: add_test.go); an xz one, which cove
+// cannot unpack, is refused by name rather than copied packed, and an xz
+// file that is no tar archive by its name is copied as it is.
+func TestAddCompressedArchives(t *testing.T) {
+	t.Parallel()
+	// tar of d/f ("bz\n"), bzip2 -9.
+	bz, err := base64.StdEncoding.DecodeString("QlpoOTFBWSZTWT4qyCEAAI57hMmQAEJAAO+AAAN1AJ4QAACACCAAdQlER6QAND1AAVKkPTUaaHqAGh6mi/rfnaikgyrEkccbVyM7YKKlmCQ1B7BInZA6I2MIibuyBeLQE2d68oyVZKEz7hfFj6fFWi7YXfl8Uh/F3JFOFCQPirIIQA==")
+	if err != nil {
+		t.Fatal(err)
+	}
+	xz := "\xfd7zXZ\x00rest"
+	b := testBuild{dockerfile: "FROM scratch\nADD a.tar.bz2 /bz/\nADD data.xz /data.xz\n",
+		files: map[string]string{"a.tar.bz2": string(bz), "data.xz": xz}}.mustRun(t)
+	if b.file(t, "bz/d/f") != "bz\n" || b.file(t, "data.xz") != xz {
+		t.Errorf("/bz/d/f %q, /data.xz %q", b.file(t, "bz/d/f"), b.file(t, "data.xz"))
+	}
+	_, err = testBuild{dockerfile: "FROM scratch\nADD a.tar.xz /x/\n", files: map[string]string{"a.tar.xz": xz}}.run(t)
+	if err == nil || !strings.Contains(err.Error(), "xz-compressed archive is not supported") {
+		t.Errorf("ADD of a .tar.xz: %v", err)
 	}
 }
