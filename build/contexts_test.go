@@ -71,6 +71,13 @@ func TestConfinedBuildContext(t *testing.T) {
 	if b := (testBuild{dockerfile: df, opts: Options{Contexts: via}}).mustRun(t); b.file(t, "key") != "private" {
 		t.Errorf("unconfined, a context through a symlink: /key %q", b.file(t, "key"))
 	}
+	// Nor does a context make a confined build take an image from a file
+	// of this machine's.
+	local := map[string]string{"base": "docker-image://oci:" + filepath.Join(dir, "layout") + ":v1"}
+	_, err = testBuild{dockerfile: "FROM base\n", opts: Options{Confined: true, Contexts: local}}.run(t)
+	if err == nil || !strings.Contains(err.Error(), "registries only") {
+		t.Errorf("confined, docker-image://oci:DIR: %v", err)
+	}
 }
 
 // TestParseBuildContexts: what cove build takes as --build-context, and
