@@ -1269,7 +1269,10 @@ func TestBuildIIDFileAndContext(t *testing.T) {
 		"rootless": func(args ...string) result { return ru.run(t, userRoot, args...) },
 	} {
 		t.Run(who, func(t *testing.T) {
-			iid := filepath.Join(base, "iid-"+who)
+			iid := filepath.Join(base, "iid-root")
+			if who == "rootless" {
+				iid = filepath.Join(userRoot, "iid") // a directory the user may write
+			}
 			r := run("build", "-q", "-t", "ctx/"+who+":test", "--iidfile", iid, "--label", "org.example=yes",
 				"--build-context", "shared="+shared, ctx)
 			if r.code != 0 {
