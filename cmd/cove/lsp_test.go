@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bufio"
 	"compress/gzip"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -325,10 +326,12 @@ func hostToolImage(t *testing.T, bin string, extra ...testimage.Entry) v1.Image 
 // TestBrowserSourceControl: real Chromium, the real launcher, git in the
 // workspace (ide/web/test/scm.mjs): a change made in the IDE's terminal
 // shows in the Source Control view, its diff in the merge view; a file is
-// staged and unstaged, another's change discarded after a confirmation,
-// one committed with a message; a new branch is made and switched to.
-// Then git inside the workspace shows that commit, with its change, on
-// the branch, and the discarded file as it was. Along the way: the
+// staged and unstaged, another's change discarded after a confirmation;
+// of a file with two changed hunks, both are staged one by one from the
+// merge view and the first unstaged again; a commit with a message; a new
+// branch is made and switched to. Then git inside the workspace shows
+// that commit, with the file's change and only the second hunk, the first
+// still in git diff, on the branch, and the discarded file as it was. Along the way: the
 // user's editor settings (font size, tab size) apply, and a change to
 // the file applies to the open editor without a reload.
 func TestBrowserSourceControl(t *testing.T) {
@@ -339,6 +342,11 @@ func TestBrowserSourceControl(t *testing.T) {
 	project := t.TempDir()
 	os.WriteFile(filepath.Join(project, "hello.txt"), []byte("hello\n"), 0o644)
 	os.WriteFile(filepath.Join(project, "other.txt"), []byte("other\n"), 0o644)
+	var long strings.Builder
+	for i := 1; i <= 30; i++ {
+		fmt.Fprintf(&long, "line %d\n", i)
+	}
+	os.WriteFile(filepath.Join(project, "long.txt"), []byte(long.String()), 0o644)
 	// The fixture's repository (the test's own doing, before the
 	// workspace starts).
 	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"config", "user.name", "Cove Test"}, {"config", "user.email", "test@cove.invalid"},
@@ -376,8 +384,11 @@ func TestBrowserSourceControl(t *testing.T) {
 	name := workspace.Name(project)
 	log := runProc(t, root, "", "exec", name, "git", "-C", "/workspace", "log", "-p", "-1")
 	if log.code != 0 || !strings.Contains(log.stdout, "Change hello from the IDE") || !strings.Contains(log.stdout, "+changed-in-terminal") ||
-		strings.Contains(log.stdout, "new.txt") {
+		strings.Contains(log.stdout, "new.txt") || !strings.Contains(log.stdout, "+SECOND CHANGE") || strings.Contains(log.stdout, "FIRST CHANGE") {
 		t.Errorf("git log -p in the workspace: %+v", log)
+	}
+	if d := runProc(t, root, "", "exec", name, "git", "-C", "/workspace", "diff"); !strings.Contains(d.stdout, "+FIRST CHANGE") || strings.Contains(d.stdout, "SECOND") {
+		t.Errorf("git diff in the workspace, the hunk not staged: %+v", d)
 	}
 	if b := runProc(t, root, "", "exec", name, "git", "-C", "/workspace", "branch", "--show-current"); strings.TrimSpace(b.stdout) != "feature-x" {
 		t.Errorf("the branch in the workspace: %+v", b)
