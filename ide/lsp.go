@@ -96,9 +96,28 @@ func (l *languages) servers() []languageServer {
 }
 
 // configured reads customizations.cove.languageServers from the
-// project's devcontainer.json (comments and trailing commas allowed);
-// none when there is no such file or it says nothing of them.
+// project's devcontainer.json; none when it says nothing of them.
 func (l *languages) configured() []languageServer {
+	var out []languageServer
+	for name, s := range l.projectConfig().LanguageServers {
+		s.Name = name
+		out = append(out, s)
+	}
+	return out
+}
+
+// coveCustomizations are what devcontainer.json's customizations.cove
+// say of the editor: the language servers, and whether to format a file
+// as it is saved (the user's own setting, if any, wins in the page).
+type coveCustomizations struct {
+	LanguageServers map[string]languageServer `json:"languageServers"`
+	FormatOnSave    *bool                     `json:"formatOnSave"`
+}
+
+// projectConfig reads customizations.cove from the project's
+// devcontainer.json (comments and trailing commas allowed); nothing when
+// there is no such file or it cannot be read.
+func (l *languages) projectConfig() coveCustomizations {
 	var b []byte
 	for _, p := range []string{".devcontainer/devcontainer.json", ".devcontainer.json"} {
 		if fi, err := l.dir.Stat(p); err == nil && fi.Size() < 1<<20 {
@@ -109,32 +128,26 @@ func (l *languages) configured() []languageServer {
 	}
 	std, err := hujson.Standardize(b)
 	if len(b) == 0 || err != nil {
-		return nil
+		return coveCustomizations{}
 	}
 	var cfg struct {
 		Customizations struct {
-			Cove struct {
-				LanguageServers map[string]languageServer `json:"languageServers"`
-			} `json:"cove"`
+			Cove coveCustomizations `json:"cove"`
 		} `json:"customizations"`
 	}
 	if json.Unmarshal(std, &cfg) != nil {
-		return nil
+		return coveCustomizations{}
 	}
-	var out []languageServer
-	for name, s := range cfg.Customizations.Cove.LanguageServers {
-		s.Name = name
-		out = append(out, s)
-	}
-	return out
+	return cfg.Customizations.Cove
 }
 
 // info serves GET /api/lsp: the project's root as the servers see it (a
-// file URI) and the servers there are.
+// file URI), the servers there are, and whether the project asks for
+// formatting on save (null: it does not say).
 func (l *languages) info(w http.ResponseWriter, r *http.Request) {
 	root := (&url.URL{Scheme: "file", Path: l.dir.Root}).String()
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]any{"root": root, "servers": l.servers()})
+	json.NewEncoder(w).Encode(map[string]any{"root": root, "servers": l.servers(), "formatOnSave": l.projectConfig().FormatOnSave})
 }
 
 // serve serves GET /api/lsp/{name}: the WebSocket to that server.

@@ -69,7 +69,7 @@ func lspProject(t *testing.T, mode string) string {
 	project := t.TempDir()
 	cfg, _ := json.Marshal(map[string]any{"customizations": map[string]any{"cove": map[string]any{"languageServers": map[string]any{
 		"fake": map[string]any{"command": []string{os.Args[0], "-test.run=^TestHelperLanguageServer$", "--", mode}, "languages": []string{"go"}},
-	}}}})
+	}, "formatOnSave": true}}})
 	os.WriteFile(filepath.Join(project, ".devcontainer.json"), append([]byte("// the project's\n"), cfg...), 0o644)
 	return project
 }
@@ -116,19 +116,20 @@ func waitGone(t *testing.T, pid int) {
 
 // TestLSPRelayThroughProxy: the page's messages reach the language server
 // the project names, through the launcher's proxy, and its answers come
-// back, one WebSocket message each; GET /api/lsp lists it with the root;
-// the server ends when the page goes.
+// back, one WebSocket message each; GET /api/lsp lists it with the root
+// and the project's formatOnSave; the server ends when the page goes.
 func TestLSPRelayThroughProxy(t *testing.T) {
 	t.Parallel()
 	project := lspProject(t, "echo")
 	p, base := stack(t, project)
 	_, body := get(t, http.DefaultClient, base+"/api/lsp", map[string]string{tokenHeader: p.Token})
 	var info struct {
-		Root    string
-		Servers []languageServer
+		Root         string
+		Servers      []languageServer
+		FormatOnSave *bool
 	}
 	json.Unmarshal([]byte(body), &info)
-	if info.Root != "file://"+project || len(info.Servers) == 0 || info.Servers[0].Name != "fake" {
+	if info.Root != "file://"+project || len(info.Servers) == 0 || info.Servers[0].Name != "fake" || info.FormatOnSave == nil || !*info.FormatOnSave {
 		t.Fatalf("GET /api/lsp: %s", body)
 	}
 	c := dialLSP(t, p, base, "fake")

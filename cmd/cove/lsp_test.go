@@ -5,6 +5,7 @@ import (
 	"bufio"
 	"compress/gzip"
 	"fmt"
+	"go/format"
 	"io"
 	"io/fs"
 	"os"
@@ -398,5 +399,46 @@ func TestBrowserSourceControl(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(project, "new.txt")); err != nil {
 		t.Errorf("new.txt, unstaged, is gone: %v", err)
+	}
+}
+
+// TestBrowserFormatAndOutline: real Chromium, the real launcher, gopls in
+// a real workspace image (ide/web/test/format.mjs): the Outline lists a
+// file's symbols from gopls, the struct's fields under it, and a click on
+// one puts the cursor on its name; with "formatOnSave" in the user's
+// settings, badly formatted Go saved with Ctrl+S is on disk as gofmt
+// makes it.
+func TestBrowserFormatAndOutline(t *testing.T) {
+	needRoot(t)
+	gopls := goplsPath(t)
+	addr := testregistry.Addr(t)
+	node := browserTestTools(t)
+	ref := testregistry.Push(t, addr, goImage(t, gopls))
+	project := t.TempDir()
+	for name, body := range map[string]string{
+		"go.mod":   "module example.com/shapes\n\ngo 1.22\n",
+		"types.go": "package main\n\n// A place on the plane.\ntype Point struct {\n\tX, Y int\n}\n\n// Origin is where the axes cross.\nfunc Origin() Point { return Point{} }\n",
+		"main.go":  "package main\n\nfunc main() {}\n",
+	} {
+		os.WriteFile(filepath.Join(project, name), []byte(body), 0o644)
+	}
+	config := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", config)
+	os.MkdirAll(filepath.Join(config, "cove"), 0o700)
+	os.WriteFile(filepath.Join(config, "cove", "settings.json"), []byte(`{"editor": {"formatOnSave": true}}`), 0o600)
+	bad := "package main\nimport \"fmt\"\nfunc main(){\np:=Origin()\n      var q Point=p\nfmt.Println( p.X,q.Y )}\n"
+	want, err := format.Source([]byte(bad))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	_, url := startUp(t, root, ref, project)
+	out, err := exec.Command(node, "../../ide/web/test/format.mjs", url, bad).CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "ok") {
+		t.Fatalf("format.mjs: %v\nlauncher: %s", err, upErr(t))
+	}
+	if got, _ := os.ReadFile(filepath.Join(project, "main.go")); string(got) != string(want) {
+		t.Errorf("main.go on disk:\n%s\nwant gofmt's:\n%s", got, want)
 	}
 }

@@ -14,6 +14,7 @@ import { startNotes } from "./notes.js";
 import { startPorts } from "./ports.js";
 import { startLanguages } from "./languages.js";
 import { startSCM } from "./scm.js";
+import { startOutline } from "./outline.js";
 import { startSettings } from "./settings.js";
 import { $, el } from "./dom.js";
 
@@ -212,7 +213,9 @@ async function openFile(path, line, focus = true, at = {}) {
     onDirty: (dirty) => tab.classList.toggle("dirty", dirty),
     onStatus: status,
     onCursor: (d) => d.path === activeDoc && statusBar.doc(d),
+    beforeSave: (d) => languages.beforeSave(d),
   });
+  doc.changed.add(() => doc.path === activeDoc && outline.changed());
   docs.set(path, { doc, tab, pane });
   languages.attach(doc);
   $("#welcome").hidden = true;
@@ -237,6 +240,7 @@ function showDoc(path, focus = true, restored = false) {
   $("#md-preview").hidden = !isMarkdown(path);
   $("#md-preview").textContent = d.preview ? "Edit" : "Preview";
   saveDocs();
+  outline.refresh();
 }
 
 // ---- Markdown preview -------------------------------------------------------
@@ -311,6 +315,7 @@ function closeDoc(path) {
     $("#md-preview").hidden = true;
     activeDoc = null;
     statusBar.doc(null);
+    outline.refresh();
   }
   saveDocs();
 }
@@ -521,6 +526,11 @@ const commands = new Commands()
     scm.refresh();
     scm.focus();
   }, { key: "Ctrl+Shift+G" })
+  .add("outline", "View: Outline (the symbols of the file in front)", () => {
+    if (!layout.shown("side")) layout.toggle("side", true);
+    $("#outline").classList.remove("folded");
+    outline.refresh().then(() => $("#outline-box .outline-item")?.focus());
+  }, { key: "Ctrl+Shift+O" })
   .add("branch", "Git: Show the branch again (read .git/HEAD)", () => statusBar.refreshBranch());
 document.addEventListener("keydown", (ev) => commands.handle(ev));
 const statusBar = startStatusBar();
@@ -571,11 +581,17 @@ const lifeline = startLifeline({
 });
 const notesLog = startNotes({ pane: $("#log"), badge: $("#st-notes"), show: showLog, stopped: () => lifeline.stopped() });
 const portsView = startPorts({ pane: $("#ports"), tab: $("#ports-tab"), shown: () => !$("#ports").hidden && layout.shown("bottom"), stopped: () => lifeline.stopped() });
-const languages = startLanguages({ openFile, docs, status, problems: { pane: $("#problems"), tab: $("#problems-tab") } });
+const languages = startLanguages({
+  openFile, docs, status, problems: { pane: $("#problems"), tab: $("#problems-tab") },
+  settings: () => userSettings.get(),
+  attached: (doc) => doc.path === activeDoc && outline.refresh(),
+});
+const outline = startOutline({ section: $("#outline"), box: $("#outline-box"), languages, current: () => docs.get(activeDoc) });
+$("#outline-head").addEventListener("click", () => $("#outline").classList.toggle("folded"));
 const userSettings = startSettings({ status, apply: (prefs) => docs.forEach(({ doc }) => doc.setPrefs(prefs)) });
 const scm = startSCM({ box: $("#scm-box"), status, openFile, dark: () => darkQuery.matches });
 $("#scm-head").addEventListener("click", () => $("#scm").classList.toggle("folded"));
-window.cove = { shells, docs, layout, commands, languages, scm, settings: userSettings };
+window.cove = { shells, docs, layout, commands, languages, scm, outline, settings: userSettings };
 renderDir(".", $("#tree")).catch((e) => status(`files: ${e.message}`));
 restoreDocs().catch((e) => status(`files: ${e.message}`));
 // Unsaved edits live only in this page: the browser asks before it goes.

@@ -1,0 +1,73 @@
+// A Go project with gopls in its workspace, in Debian's Chromium (driven
+// by TestBrowserFormatAndOutline in cmd/cove): the Outline lists a
+// file's symbols, nested, and a click puts the cursor on one; with
+// formatOnSave in the user's settings, badly formatted Go saved with
+// Ctrl+S is written formatted (the Go test compares the file on disk
+// with gofmt's).
+// Usage: node format.mjs URL BADLY-FORMATTED-TEXT. Prints "ok" when every check passed.
+import { chromium } from "playwright-core";
+import { shot } from "./shot.mjs";
+
+const [url, bad] = process.argv.slice(2);
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
+});
+let page;
+const fail = async (msg) => {
+  console.error("format e2e: " + msg);
+  if (process.env.COVE_FAIL_SHOT && page) await page.screenshot({ path: process.env.COVE_FAIL_SHOT }).catch(() => {});
+  await browser.close();
+  process.exit(1);
+};
+const wait = (fn, arg, msg, timeout = 20000) =>
+  page.waitForFunction(fn, arg, { timeout }).catch(async () => fail(typeof msg === "function" ? await msg() : msg));
+const statusText = () => page.textContent("#status");
+const outline = () => page.evaluate(() => [...document.querySelectorAll("#outline:not([hidden]) .outline-item")].map((b) => `${b.dataset.depth}:${b.textContent.slice(1)}`).join(" "));
+
+try {
+  page = await browser.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  page.on("console", (m) => { if (/Content Security Policy|Refused to/.test(m.text())) errors.push(m.text()); });
+  await page.goto(url);
+  await page.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 15000 });
+
+  // The Outline of types.go, from gopls: the struct with its fields
+  // under it, the function.
+  await page.click('.entry[data-path="types.go"]');
+  await wait(() => window.cove.docs.get("types.go")?.doc.lspClient?.client.serverCapabilities, null, async () => `gopls never initialized: ${await statusText()}`, 30000);
+  const t0 = Date.now();
+  await wait(() => document.querySelectorAll("#outline:not([hidden]) .outline-item").length >= 4, null, async () => `no outline: ${await outline()} / ${await page.textContent("#outline")}`, 60000);
+  console.log(`outline shown ${Date.now() - t0} ms after gopls initialized`);
+  const items = await outline();
+  if (items !== "0:Point 1:X 1:Y 0:Origin") await fail(`the outline: ${items}`);
+  await shot(page, "ide-outline.png", ["#side", "#main"]);
+  await page.click('#outline-box .outline-item[data-line="9"]');
+  const cur = await page.evaluate(() => {
+    const { doc } = window.cove.docs.get("types.go");
+    const { from, to } = doc.view.state.selection.main;
+    return { ...doc.cursor(), picked: doc.view.state.sliceDoc(from, to), focus: doc.view.hasFocus };
+  });
+  if (cur.line !== 9 || cur.picked !== "Origin" || !cur.focus) await fail(`after a click on Origin in the outline: ${JSON.stringify(cur)}`);
+
+  // Format on save: the text as the user left it, saved with Ctrl+S.
+  await page.click('.entry[data-path="main.go"]');
+  await wait(() => window.cove.docs.get("main.go")?.doc.lspClient && document.querySelector("#outline-box")?.dataset.path === "main.go" &&
+    /main/.test(document.querySelector("#outline-box").textContent), null, async () => `main.go's outline: ${await outline()}`);
+  await page.evaluate((bad) => {
+    const { view } = window.cove.docs.get("main.go").doc;
+    view.dispatch({ changes: { from: 0, to: view.state.doc.length, insert: bad } });
+    view.focus();
+  }, bad);
+  await page.keyboard.press("Control+s");
+  await wait(() => document.querySelector("#status").textContent === "saved main.go" && !window.cove.docs.get("main.go").doc.dirty(), null,
+    async () => `not saved: ${await statusText()}`);
+  const shown = await page.evaluate(() => window.cove.docs.get("main.go").doc.text());
+  if (shown === bad) await fail("saved as it was: not formatted");
+  if (errors.length) await fail("page errors: " + errors.join("; "));
+  console.log("ok");
+} catch (e) {
+  await fail(e.stack || String(e));
+}
+await browser.close();
