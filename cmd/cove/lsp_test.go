@@ -402,13 +402,15 @@ func TestBrowserSourceControl(t *testing.T) {
 	}
 }
 
-// TestBrowserFormatAndOutline: real Chromium, the real launcher, gopls in
-// a real workspace image (ide/web/test/format.mjs): the Outline lists a
-// file's symbols from gopls, the struct's fields under it, and a click on
-// one puts the cursor on its name; with "formatOnSave" in the user's
+// TestBrowserFormatOutlineSplit: real Chromium, the real launcher, gopls
+// in a real workspace image (ide/web/test/format.mjs): the Outline lists
+// a file's symbols from gopls, the struct's fields under it, and a click
+// on one puts the cursor on its name; with "formatOnSave" in the user's
 // settings, badly formatted Go saved with Ctrl+S is on disk as gofmt
-// makes it.
-func TestBrowserFormatAndOutline(t *testing.T) {
+// makes it; Ctrl+\ shows two editor groups side by side, Ctrl+1 and
+// Ctrl+2 move between them (the Outline following), and the second
+// goes with its last file.
+func TestBrowserFormatOutlineSplit(t *testing.T) {
 	needRoot(t)
 	gopls := goplsPath(t)
 	addr := testregistry.Addr(t)

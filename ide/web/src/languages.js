@@ -60,7 +60,7 @@ export function sanitizeHTML(html) {
 // openFile(path, line, focus, at) opens a file in the editor; docs are
 // the open files (path → {doc}); status says a word in the status bar;
 // problems is the Problems panel's pane and tab.
-export function startLanguages({ openFile, docs, status, problems, settings = () => ({}), attached = () => {} }) {
+export function startLanguages({ openFile, docs, status, problems, settings = () => ({}), attached = () => {}, front }) {
   let info = null; // {root, servers} of GET /api/lsp
   const clients = new Map(); // server name → {client, ready}
   const diagnostics = new Map(); // path → [{line, col, severity, message}]
@@ -454,7 +454,7 @@ export function startLanguages({ openFile, docs, status, problems, settings = ()
       }
     },
     run(command) {
-      const d = [...docs.values()].find((d) => !d.pane.hidden);
+      const d = front();
       const e = d?.doc.lspClient;
       if (!e) return status("no language server for this file");
       if (command === "rename") return renameAt(d.doc.view);

@@ -3,7 +3,8 @@
 // file's symbols, nested, and a click puts the cursor on one; with
 // formatOnSave in the user's settings, badly formatted Go saved with
 // Ctrl+S is written formatted (the Go test compares the file on disk
-// with gofmt's).
+// with gofmt's); Ctrl+\ splits the editors, Ctrl+1 and Ctrl+2 go from
+// one group to the other.
 // Usage: node format.mjs URL BADLY-FORMATTED-TEXT. Prints "ok" when every check passed.
 import { chromium } from "playwright-core";
 import { shot } from "./shot.mjs";
@@ -65,6 +66,29 @@ try {
     async () => `not saved: ${await statusText()}`);
   const shown = await page.evaluate(() => window.cove.docs.get("main.go").doc.text());
   if (shown === bad) await fail("saved as it was: not formatted");
+
+  // Split: Ctrl+\ puts main.go in a second group beside types.go; Ctrl+1
+  // and Ctrl+2 go from one to the other, the Outline following; closing
+  // main.go closes its group.
+  const where = () => page.evaluate(() => ["types.go", "main.go"].map((p) => {
+    const d = window.cove.docs.get(p);
+    const r = d.pane.getBoundingClientRect();
+    return { group: d.group, shown: !d.pane.hidden, left: Math.round(r.left), right: Math.round(r.right), focus: d.doc.view.hasFocus };
+  }));
+  await page.keyboard.press("Control+Backslash");
+  await wait(() => window.cove.docs.get("main.go").group === 1 && document.querySelector("#editors-2")?.contains(window.cove.docs.get("main.go").pane) &&
+    !window.cove.docs.get("types.go").pane.hidden, null, async () => `after Ctrl+\\: ${JSON.stringify(await where())}`);
+  const [t, m] = await where();
+  if (!t.shown || !m.shown || t.right > m.left + 1 || t.right - t.left < 200 || m.right - m.left < 200 || !m.focus) await fail(`side by side: ${JSON.stringify([t, m])}`);
+  await shot(page, "ide-split.png", ["#side", "#main"]);
+  await page.keyboard.press("Control+1");
+  await wait(() => window.cove.docs.get("types.go").doc.view.hasFocus && document.querySelector("#outline-box").dataset.path === "types.go", null,
+    async () => `after Ctrl+1: ${JSON.stringify(await where())}, outline of ${await page.getAttribute("#outline-box", "data-path")}`);
+  await page.keyboard.press("Control+2");
+  await wait(() => window.cove.docs.get("main.go").doc.view.hasFocus && document.querySelector("#outline-box").dataset.path === "main.go", null,
+    async () => `after Ctrl+2: ${JSON.stringify(await where())}`);
+  await page.click("#editor-tabs-2 .tab .close");
+  await wait(() => !document.querySelector("#group-1") && !document.querySelector("#groups.split") && !window.cove.docs.get("types.go").pane.hidden, null, "the second group stayed after its last file closed");
   if (errors.length) await fail("page errors: " + errors.join("; "));
   console.log("ok");
 } catch (e) {
