@@ -2,6 +2,7 @@ package ide
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -66,8 +67,12 @@ type languages struct {
 	dir *projectfs.Dir
 	// keepalive is how often a server's WebSocket is pinged (keepalive.go).
 	keepalive time.Duration
-	mu        sync.Mutex
-	running   map[string]*lspProcess // by name: the one each name has
+	// silence is how long a server may leave a request unanswered, saying
+	// nothing and using no CPU, before it is taken as hung (lspwatch.go);
+	// zero is lspSilence.
+	silence time.Duration
+	mu      sync.Mutex
+	running map[string]*lspProcess // by name: the one each name has
 }
 
 // servers are the language servers this workspace has: those the
@@ -180,7 +185,7 @@ func (l *languages) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	defer l.stop(name, p)
 	go keepalive(ctx, c, l.keepalive)
-	code, why := relayLSP(ctx, c, p)
+	code, why := relayLSP(ctx, c, p, cmp.Or(l.silence, lspSilence))
 	c.Close(code, closeReason(why))
 }
 
@@ -261,10 +266,12 @@ func (p *lspProcess) endOnce() {
 
 // relayLSP passes messages between the page's WebSocket c and the server
 // p until either ends, and says how it ended (a close code and reason).
-func relayLSP(ctx context.Context, c *websocket.Conn, p *lspProcess) (websocket.StatusCode, string) {
+func relayLSP(ctx context.Context, c *websocket.Conn, p *lspProcess, silence time.Duration) (websocket.StatusCode, string) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	done := make(chan lspEnd, 2)
+	done := make(chan lspEnd, 3)
+	watch := newLSPWatch(p.cmd.Process.Pid)
+	go watch.run(ctx, silence, done)
 	go func() {
 		for {
 			_, msg, err := c.Read(ctx)
@@ -272,6 +279,7 @@ func relayLSP(ctx context.Context, c *websocket.Conn, p *lspProcess) (websocket.
 				done <- lspEnd{websocket.StatusNormalClosure, "the page went"}
 				return
 			}
+			watch.sent(msg)
 			if _, err := fmt.Fprintf(p.stdin, "Content-Length: %d\r\n\r\n%s", len(msg), msg); err != nil {
 				return // the server went: its end is told below
 			}
@@ -280,6 +288,7 @@ func relayLSP(ctx context.Context, c *websocket.Conn, p *lspProcess) (websocket.
 	go func() {
 		code, why := websocket.StatusCode(closeServerEnded), ""
 		err := readLSP(p.stdout, func(msg []byte) error {
+			watch.heard(msg)
 			if !utf8.Valid(msg) {
 				msg = []byte(strings.ToValidUTF8(string(msg), "\uFFFD"))
 			}
