@@ -409,7 +409,8 @@ func TestBrowserSourceControl(t *testing.T) {
 // settings, badly formatted Go saved with Ctrl+S is on disk as gofmt
 // makes it; Ctrl+\ shows two editor groups side by side, Ctrl+1 and
 // Ctrl+2 move between them (the Outline following), and the second
-// goes with its last file.
+// goes with its last file; a file renamed in the tree is known to gopls
+// by its new URI (a type error in it is listed under its new name).
 func TestBrowserFormatOutlineSplit(t *testing.T) {
 	needRoot(t)
 	gopls := goplsPath(t)

@@ -184,6 +184,13 @@ export class Doc {
     this.view.focus();
   }
 
+  // rename follows the file to its new path, its highlighting to its
+  // new kind.
+  rename(path) {
+    this.path = path;
+    language(path).then((ext) => this.path === path && this.view.dispatch({ effects: this.lang.reconfigure(ext) }));
+  }
+
   // setPrefs applies the user's editor settings (settings.js).
   setPrefs(prefs) {
     this.view.dispatch({ effects: this.prefs.reconfigure(extensionOf(prefs)) });

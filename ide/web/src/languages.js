@@ -433,6 +433,17 @@ export function startLanguages({ openFile, docs, status, problems, settings = ()
       doc.lspClient = entry;
       attached(doc);
     },
+    // renamed tells the servers that doc, open, is now at its new path
+    // (it was at from): its old URI is closed, its diagnostics dropped,
+    // and it is opened again as the new one.
+    async renamed(doc, from) {
+      if (doc.lspClient) {
+        doc.view.dispatch({ effects: doc.lsp.reconfigure([]) }); // the plugin goes: didClose of the old URI
+        doc.lspClient = null;
+      }
+      if (diagnostics.delete(from)) drawProblems();
+      await this.attach(doc);
+    },
     // beforeSave formats doc as it is saved, when the user's settings
     // (editor.formatOnSave), else the project's devcontainer.json
     // (customizations.cove.formatOnSave), ask for it. A server that

@@ -145,10 +145,13 @@ async function renameEntry(path) {
     const np = to + p.slice(path.length);
     docs.delete(p);
     docs.set(np, d);
-    d.doc.path = np;
+    d.doc.rename(np);
     d.tab.title = np;
     d.tab.firstChild.textContent = np.split("/").pop();
     if (activeDoc === p) activeDoc = np;
+    // Its language server knew it by the old name: closed there, and
+    // opened under the new one (maybe another server's, by its kind).
+    languages.renamed(d.doc, p);
   }
   saveDocs();
   await refreshDir(parentOf(path));

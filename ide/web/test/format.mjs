@@ -4,7 +4,8 @@
 // formatOnSave in the user's settings, badly formatted Go saved with
 // Ctrl+S is written formatted (the Go test compares the file on disk
 // with gofmt's); Ctrl+\ splits the editors, Ctrl+1 and Ctrl+2 go from
-// one group to the other.
+// one group to the other; a file renamed is known to the language server
+// by its new name.
 // Usage: node format.mjs URL BADLY-FORMATTED-TEXT. Prints "ok" when every check passed.
 import { chromium } from "playwright-core";
 import { shot } from "./shot.mjs";
@@ -89,6 +90,26 @@ try {
     async () => `after Ctrl+2: ${JSON.stringify(await where())}`);
   await page.click("#editor-tabs-2 .tab .close");
   await wait(() => !document.querySelector("#group-1") && !document.querySelector("#groups.split") && !window.cove.docs.get("types.go").pane.hidden, null, "the second group stayed after its last file closed");
+
+  // types.go renamed in the tree (F2): its language server knows it by
+  // the new name, and what it finds in it is shown under that name.
+  page.once("dialog", (d) => d.accept("shapes.go"));
+  await page.click('.entry[data-path="types.go"]');
+  await page.keyboard.press("F2");
+  const uri = () => page.evaluate(() => {
+    const d = window.cove.docs.get("shapes.go")?.doc;
+    return d?.lspClient?.lsp.LSPPlugin.get(d.view)?.uri || null;
+  });
+  await wait(() => {
+    const d = window.cove.docs.get("shapes.go")?.doc;
+    return d?.lspClient?.lsp.LSPPlugin.get(d.view)?.uri.endsWith("/shapes.go");
+  }, null, async () => `after the rename, the server's URI: ${await uri()}; status: ${await statusText()}`);
+  await page.evaluate(() => {
+    const { view } = window.cove.docs.get("shapes.go").doc;
+    view.dispatch({ changes: { from: view.state.doc.length, insert: "\nvar bad int = \"x\"\n" } });
+  });
+  await wait(() => document.querySelector('#problems .problem[data-path="shapes.go"]') && !document.querySelector('#problems .problem[data-path="types.go"]'), null,
+    async () => `the type error in the renamed file: ${await page.textContent("#problems")}`);
   if (errors.length) await fail("page errors: " + errors.join("; "));
   console.log("ok");
 } catch (e) {
