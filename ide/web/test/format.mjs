@@ -44,7 +44,6 @@ try {
   console.log(`outline shown ${Date.now() - t0} ms after gopls initialized`);
   const items = await outline();
   if (items !== "0:Point 1:X 1:Y 0:Origin") await fail(`the outline: ${items}`);
-  await shot(page, "ide-outline.png", ["#side", "#main"]);
   await page.click('#outline-box .outline-item[data-line="9"]');
   const cur = await page.evaluate(() => {
     const { doc } = window.cove.docs.get("types.go");
