@@ -216,5 +216,7 @@ func newHandler(dir *projectfs.Dir, shell []string, every time.Duration) http.Ha
 	mux.HandleFunc("GET /api/git/diff", g.diff)
 	mux.HandleFunc("GET /api/git/branches", g.branches)
 	mux.HandleFunc("POST /api/git/{op}", g.change)
+	mux.HandleFunc("POST /api/git/stage-hunk", g.hunk)
+	mux.HandleFunc("POST /api/git/unstage-hunk", g.hunk)
 	return mux
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -28,6 +29,7 @@ import (
 //	POST /api/git/discard?path=P     throw away the working tree's change
 //	POST /api/git/commit             commit the index, the body the message
 //	POST /api/git/switch?branch=B&create=1  switch branch (a new one with create)
+//	POST /api/git/stage-hunk, unstage-hunk  one hunk (githunks.go)
 //
 // Paths are the project's, checked as every file path is; git's output
 // is bounded.
@@ -51,7 +53,9 @@ func (g gitAPI) run(ctx context.Context, stdin []byte, args ...string) ([]byte, 
 	cmd.Dir = g.dir.Root
 	// No pager, no editor, no prompt for a password: nobody is there to
 	// answer it.
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "GIT_EDITOR=true", "LC_ALL=C")
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "GIT_EDITOR=true", "LC_ALL=C",
+		// A path is a file's name, never pathspec magic (":(top)", "*").
+		"GIT_LITERAL_PATHSPECS=1")
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
@@ -138,6 +142,11 @@ func (g gitAPI) path(r *http.Request) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// One file or folder of the project: not the project itself, nothing
+	// above it, no option.
+	if !filepath.IsLocal(rel) || rel == "." {
+		return "", fmt.Errorf("%s is not a path in the project", p)
+	}
 	return rel, nil
 }
 
@@ -150,8 +159,9 @@ func (g gitAPI) diff(w http.ResponseWriter, r *http.Request) {
 	// Each side as git has it; a side that does not exist (a new file,
 	// a deleted one) is empty.
 	var res struct {
-		Original string `json:"original"`
-		Modified string `json:"modified"`
+		Original string    `json:"original"`
+		Modified string    `json:"modified"`
+		Hunks    []gitHunk `json:"hunks"` // git's, to stage or unstage one by one
 	}
 	if r.URL.Query().Get("staged") == "1" {
 		o, _ := g.run(r.Context(), nil, "show", "HEAD:"+p)
@@ -168,6 +178,10 @@ func (g gitAPI) diff(w http.ResponseWriter, r *http.Request) {
 		}
 		res.Original = string(o)
 	}
+	// None when git cannot say (an untracked file, a binary one): the
+	// page shows the sides without a hunk's buttons.
+	d, _ := g.fileDiff(r.Context(), p, r.URL.Query().Get("staged") == "1")
+	res.Hunks = append([]gitHunk{}, d.hunks...)
 	writeJSON(w, res)
 }
 

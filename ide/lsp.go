@@ -2,6 +2,7 @@ package ide
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -66,8 +67,12 @@ type languages struct {
 	dir *projectfs.Dir
 	// keepalive is how often a server's WebSocket is pinged (keepalive.go).
 	keepalive time.Duration
-	mu        sync.Mutex
-	running   map[string]*lspProcess // by name: the one each name has
+	// silence is how long a server may leave a request unanswered, saying
+	// nothing and using no CPU, before it is taken as hung (lspwatch.go);
+	// zero is lspSilence.
+	silence time.Duration
+	mu      sync.Mutex
+	running map[string]*lspProcess // by name: the one each name has
 }
 
 // servers are the language servers this workspace has: those the
@@ -96,9 +101,28 @@ func (l *languages) servers() []languageServer {
 }
 
 // configured reads customizations.cove.languageServers from the
-// project's devcontainer.json (comments and trailing commas allowed);
-// none when there is no such file or it says nothing of them.
+// project's devcontainer.json; none when it says nothing of them.
 func (l *languages) configured() []languageServer {
+	var out []languageServer
+	for name, s := range l.projectConfig().LanguageServers {
+		s.Name = name
+		out = append(out, s)
+	}
+	return out
+}
+
+// coveCustomizations are what devcontainer.json's customizations.cove
+// say of the editor: the language servers, and whether to format a file
+// as it is saved (the user's own setting, if any, wins in the page).
+type coveCustomizations struct {
+	LanguageServers map[string]languageServer `json:"languageServers"`
+	FormatOnSave    *bool                     `json:"formatOnSave"`
+}
+
+// projectConfig reads customizations.cove from the project's
+// devcontainer.json (comments and trailing commas allowed); nothing when
+// there is no such file or it cannot be read.
+func (l *languages) projectConfig() coveCustomizations {
 	var b []byte
 	for _, p := range []string{".devcontainer/devcontainer.json", ".devcontainer.json"} {
 		if fi, err := l.dir.Stat(p); err == nil && fi.Size() < 1<<20 {
@@ -109,32 +133,26 @@ func (l *languages) configured() []languageServer {
 	}
 	std, err := hujson.Standardize(b)
 	if len(b) == 0 || err != nil {
-		return nil
+		return coveCustomizations{}
 	}
 	var cfg struct {
 		Customizations struct {
-			Cove struct {
-				LanguageServers map[string]languageServer `json:"languageServers"`
-			} `json:"cove"`
+			Cove coveCustomizations `json:"cove"`
 		} `json:"customizations"`
 	}
 	if json.Unmarshal(std, &cfg) != nil {
-		return nil
+		return coveCustomizations{}
 	}
-	var out []languageServer
-	for name, s := range cfg.Customizations.Cove.LanguageServers {
-		s.Name = name
-		out = append(out, s)
-	}
-	return out
+	return cfg.Customizations.Cove
 }
 
 // info serves GET /api/lsp: the project's root as the servers see it (a
-// file URI) and the servers there are.
+// file URI), the servers there are, and whether the project asks for
+// formatting on save (null: it does not say).
 func (l *languages) info(w http.ResponseWriter, r *http.Request) {
 	root := (&url.URL{Scheme: "file", Path: l.dir.Root}).String()
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]any{"root": root, "servers": l.servers()})
+	json.NewEncoder(w).Encode(map[string]any{"root": root, "servers": l.servers(), "formatOnSave": l.projectConfig().FormatOnSave})
 }
 
 // serve serves GET /api/lsp/{name}: the WebSocket to that server.
@@ -167,7 +185,7 @@ func (l *languages) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	defer l.stop(name, p)
 	go keepalive(ctx, c, l.keepalive)
-	code, why := relayLSP(ctx, c, p)
+	code, why := relayLSP(ctx, c, p, cmp.Or(l.silence, lspSilence))
 	c.Close(code, closeReason(why))
 }
 
@@ -248,10 +266,12 @@ func (p *lspProcess) endOnce() {
 
 // relayLSP passes messages between the page's WebSocket c and the server
 // p until either ends, and says how it ended (a close code and reason).
-func relayLSP(ctx context.Context, c *websocket.Conn, p *lspProcess) (websocket.StatusCode, string) {
+func relayLSP(ctx context.Context, c *websocket.Conn, p *lspProcess, silence time.Duration) (websocket.StatusCode, string) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	done := make(chan lspEnd, 2)
+	done := make(chan lspEnd, 3)
+	watch := newLSPWatch(p.cmd.Process.Pid)
+	go watch.run(ctx, silence, done)
 	go func() {
 		for {
 			_, msg, err := c.Read(ctx)
@@ -259,6 +279,7 @@ func relayLSP(ctx context.Context, c *websocket.Conn, p *lspProcess) (websocket.
 				done <- lspEnd{websocket.StatusNormalClosure, "the page went"}
 				return
 			}
+			watch.sent(msg)
 			if _, err := fmt.Fprintf(p.stdin, "Content-Length: %d\r\n\r\n%s", len(msg), msg); err != nil {
 				return // the server went: its end is told below
 			}
@@ -267,6 +288,7 @@ func relayLSP(ctx context.Context, c *websocket.Conn, p *lspProcess) (websocket.
 	go func() {
 		code, why := websocket.StatusCode(closeServerEnded), ""
 		err := readLSP(p.stdout, func(msg []byte) error {
+			watch.heard(msg)
 			if !utf8.Valid(msg) {
 				msg = []byte(strings.ToValidUTF8(string(msg), "\uFFFD"))
 			}

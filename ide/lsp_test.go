@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/cove-sh/cove/internal/projectfs"
 )
 
 // TestHelperLanguageServer is not a test: it is the fake language server
@@ -28,6 +29,7 @@ import (
 //	die    exits on its first message, saying why on stderr
 //	huge   says a message of a terabyte follows, and sends bytes
 //	hostile  see hostileServer
+//	mute   reads every message and answers none
 func TestHelperLanguageServer(t *testing.T) {
 	i := slices.Index(os.Args, "--")
 	if i < 0 || i+1 >= len(os.Args) {
@@ -49,6 +51,10 @@ func TestHelperLanguageServer(t *testing.T) {
 		hostileServer()
 		return
 	}
+	if mode == "mute" {
+		readLSP(os.Stdin, func([]byte) error { return nil })
+		os.Exit(0)
+	}
 	err := readLSP(os.Stdin, func(msg []byte) error {
 		if mode == "die" {
 			fmt.Fprintln(os.Stderr, "fake server: giving up\x1b[31m red")
@@ -69,7 +75,7 @@ func lspProject(t *testing.T, mode string) string {
 	project := t.TempDir()
 	cfg, _ := json.Marshal(map[string]any{"customizations": map[string]any{"cove": map[string]any{"languageServers": map[string]any{
 		"fake": map[string]any{"command": []string{os.Args[0], "-test.run=^TestHelperLanguageServer$", "--", mode}, "languages": []string{"go"}},
-	}}}})
+	}, "formatOnSave": true}}})
 	os.WriteFile(filepath.Join(project, ".devcontainer.json"), append([]byte("// the project's\n"), cfg...), 0o644)
 	return project
 }
@@ -116,19 +122,20 @@ func waitGone(t *testing.T, pid int) {
 
 // TestLSPRelayThroughProxy: the page's messages reach the language server
 // the project names, through the launcher's proxy, and its answers come
-// back, one WebSocket message each; GET /api/lsp lists it with the root;
-// the server ends when the page goes.
+// back, one WebSocket message each; GET /api/lsp lists it with the root
+// and the project's formatOnSave; the server ends when the page goes.
 func TestLSPRelayThroughProxy(t *testing.T) {
 	t.Parallel()
 	project := lspProject(t, "echo")
 	p, base := stack(t, project)
 	_, body := get(t, http.DefaultClient, base+"/api/lsp", map[string]string{tokenHeader: p.Token})
 	var info struct {
-		Root    string
-		Servers []languageServer
+		Root         string
+		Servers      []languageServer
+		FormatOnSave *bool
 	}
 	json.Unmarshal([]byte(body), &info)
-	if info.Root != "file://"+project || len(info.Servers) == 0 || info.Servers[0].Name != "fake" {
+	if info.Root != "file://"+project || len(info.Servers) == 0 || info.Servers[0].Name != "fake" || info.FormatOnSave == nil || !*info.FormatOnSave {
 		t.Fatalf("GET /api/lsp: %s", body)
 	}
 	c := dialLSP(t, p, base, "fake")
@@ -369,4 +376,46 @@ func hostileServer() {
 		}
 		return nil
 	})
+}
+
+// TestLSPSilentServerRestarted: a language server that says nothing and
+// uses no CPU is left alone while nothing is asked of it; once it leaves
+// a request unanswered past the limit, it is stopped and the page's
+// WebSocket closed with the code that has the page start it again.
+func TestLSPSilentServerRestarted(t *testing.T) {
+	t.Parallel()
+	project := lspProject(t, "mute")
+	dir, err := projectfs.Open(project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dir.Close() })
+	l := &languages{dir: dir, keepalive: time.Second, silence: 300 * time.Millisecond, running: map[string]*lspProcess{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/lsp/{name}", l.serve)
+	p, base := behindProxy(t, mux)
+	c := dialLSP(t, p, base, "fake")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Write(ctx, websocket.MessageText, []byte(`{"jsonrpc":"2.0","method":"initialized","params":{}}`)); err != nil {
+		t.Fatal(err)
+	}
+	pid := readPid(t, project)
+	time.Sleep(time.Second) // past the limit, with only a notification sent
+	if err := syscall.Kill(pid, 0); err != nil {
+		t.Fatalf("a silent server with nothing asked of it was stopped: %v", err)
+	}
+	asked := time.Now()
+	if err := c.Write(ctx, websocket.MessageText, []byte(`{"jsonrpc":"2.0","id":7,"method":"textDocument/hover","params":{}}`)); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = c.Read(ctx)
+	var ce websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != closeServerEnded || !strings.Contains(ce.Reason, "unanswered") {
+		t.Fatalf("after an unanswered request: %v", err)
+	}
+	if d := time.Since(asked); d < 300*time.Millisecond || d > 5*time.Second {
+		t.Errorf("stopped %v after the request, the limit being 300ms", d)
+	}
+	waitGone(t, pid)
 }

@@ -47,6 +47,9 @@ type Editor struct {
 	FontSize int  `json:"fontSize,omitempty"` // in CSS pixels, 8 to 40
 	TabSize  int  `json:"tabSize,omitempty"`  // columns a tab shows as, 1 to 16
 	WordWrap bool `json:"wordWrap,omitempty"` // long lines wrap
+	// FormatOnSave has the file's language server format it before it is
+	// written (nil: as the project's devcontainer.json says, else no).
+	FormatOnSave *bool `json:"formatOnSave,omitempty"`
 }
 
 // check says what is out of range.
@@ -81,7 +84,7 @@ func Load(path string) (Settings, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
-		return s, fmt.Errorf("settings %s: %w (it holds {\"image\": REF, \"registryMirrors\": {REGISTRY: [HOST[:PORT]…]}, \"editor\": {\"fontSize\": N, \"tabSize\": N, \"wordWrap\": BOOL}}; fix it or move it away)", path, err)
+		return s, fmt.Errorf("settings %s: %w (it holds {\"image\": REF, \"registryMirrors\": {REGISTRY: [HOST[:PORT]…]}, \"editor\": {\"fontSize\": N, \"tabSize\": N, \"wordWrap\": BOOL, \"formatOnSave\": BOOL}}; fix it or move it away)", path, err)
 	}
 	if s.Image != "" {
 		if _, err := image.ParseReference(s.Image); err != nil {

@@ -23,8 +23,8 @@ func TestLoad(t *testing.T) {
 	if err != nil || s.Image != "ghcr.io/me/dev:1" || strings.Join(s.RegistryMirrors["docker.io"], ",") != "127.0.0.1:5000,m.example/hub" {
 		t.Errorf("read: %+v %v", s, err)
 	}
-	os.WriteFile(path, []byte(`{"editor": {"fontSize": 16, "tabSize": 2, "wordWrap": true}}`), 0o644)
-	if s, err := Load(path); err != nil || s.Editor != (Editor{FontSize: 16, TabSize: 2, WordWrap: true}) {
+	os.WriteFile(path, []byte(`{"editor": {"fontSize": 16, "tabSize": 2, "wordWrap": true, "formatOnSave": false}}`), 0o644)
+	if s, err := Load(path); err != nil || s.Editor.FontSize != 16 || s.Editor.TabSize != 2 || !s.Editor.WordWrap || s.Editor.FormatOnSave == nil || *s.Editor.FormatOnSave {
 		t.Errorf("the editor's settings: %+v %v", s.Editor, err)
 	}
 	for _, bad := range []string{`{"img": "x"}`, `{"image": "Not A Ref"}`, `{"registryMirrors": {"docker.io": ["https://m.example"]}}`, `{`,

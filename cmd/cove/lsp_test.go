@@ -4,6 +4,8 @@ import (
 	"archive/tar"
 	"bufio"
 	"compress/gzip"
+	"fmt"
+	"go/format"
 	"io"
 	"io/fs"
 	"os"
@@ -325,10 +327,12 @@ func hostToolImage(t *testing.T, bin string, extra ...testimage.Entry) v1.Image 
 // TestBrowserSourceControl: real Chromium, the real launcher, git in the
 // workspace (ide/web/test/scm.mjs): a change made in the IDE's terminal
 // shows in the Source Control view, its diff in the merge view; a file is
-// staged and unstaged, another's change discarded after a confirmation,
-// one committed with a message; a new branch is made and switched to.
-// Then git inside the workspace shows that commit, with its change, on
-// the branch, and the discarded file as it was. Along the way: the
+// staged and unstaged, another's change discarded after a confirmation;
+// of a file with two changed hunks, both are staged one by one from the
+// merge view and the first unstaged again; a commit with a message; a new
+// branch is made and switched to. Then git inside the workspace shows
+// that commit, with the file's change and only the second hunk, the first
+// still in git diff, on the branch, and the discarded file as it was. Along the way: the
 // user's editor settings (font size, tab size) apply, and a change to
 // the file applies to the open editor without a reload.
 func TestBrowserSourceControl(t *testing.T) {
@@ -339,6 +343,11 @@ func TestBrowserSourceControl(t *testing.T) {
 	project := t.TempDir()
 	os.WriteFile(filepath.Join(project, "hello.txt"), []byte("hello\n"), 0o644)
 	os.WriteFile(filepath.Join(project, "other.txt"), []byte("other\n"), 0o644)
+	var long strings.Builder
+	for i := 1; i <= 30; i++ {
+		fmt.Fprintf(&long, "line %d\n", i)
+	}
+	os.WriteFile(filepath.Join(project, "long.txt"), []byte(long.String()), 0o644)
 	// The fixture's repository (the test's own doing, before the
 	// workspace starts).
 	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"config", "user.name", "Cove Test"}, {"config", "user.email", "test@cove.invalid"},
@@ -376,8 +385,11 @@ func TestBrowserSourceControl(t *testing.T) {
 	name := workspace.Name(project)
 	log := runProc(t, root, "", "exec", name, "git", "-C", "/workspace", "log", "-p", "-1")
 	if log.code != 0 || !strings.Contains(log.stdout, "Change hello from the IDE") || !strings.Contains(log.stdout, "+changed-in-terminal") ||
-		strings.Contains(log.stdout, "new.txt") {
+		strings.Contains(log.stdout, "new.txt") || !strings.Contains(log.stdout, "+SECOND CHANGE") || strings.Contains(log.stdout, "FIRST CHANGE") {
 		t.Errorf("git log -p in the workspace: %+v", log)
+	}
+	if d := runProc(t, root, "", "exec", name, "git", "-C", "/workspace", "diff"); !strings.Contains(d.stdout, "+FIRST CHANGE") || strings.Contains(d.stdout, "SECOND") {
+		t.Errorf("git diff in the workspace, the hunk not staged: %+v", d)
 	}
 	if b := runProc(t, root, "", "exec", name, "git", "-C", "/workspace", "branch", "--show-current"); strings.TrimSpace(b.stdout) != "feature-x" {
 		t.Errorf("the branch in the workspace: %+v", b)
@@ -387,5 +399,49 @@ func TestBrowserSourceControl(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(project, "new.txt")); err != nil {
 		t.Errorf("new.txt, unstaged, is gone: %v", err)
+	}
+}
+
+// TestBrowserFormatOutlineSplit: real Chromium, the real launcher, gopls
+// in a real workspace image (ide/web/test/format.mjs): the Outline lists
+// a file's symbols from gopls, the struct's fields under it, and a click
+// on one puts the cursor on its name; with "formatOnSave" in the user's
+// settings, badly formatted Go saved with Ctrl+S is on disk as gofmt
+// makes it; Ctrl+\ shows two editor groups side by side, Ctrl+1 and
+// Ctrl+2 move between them (the Outline following), and the second
+// goes with its last file; a file renamed in the tree is known to gopls
+// by its new URI (a type error in it is listed under its new name).
+func TestBrowserFormatOutlineSplit(t *testing.T) {
+	needRoot(t)
+	gopls := goplsPath(t)
+	addr := testregistry.Addr(t)
+	node := browserTestTools(t)
+	ref := testregistry.Push(t, addr, goImage(t, gopls))
+	project := t.TempDir()
+	for name, body := range map[string]string{
+		"go.mod":   "module example.com/shapes\n\ngo 1.22\n",
+		"types.go": "package main\n\n// A place on the plane.\ntype Point struct {\n\tX, Y int\n}\n\n// Origin is where the axes cross.\nfunc Origin() Point { return Point{} }\n",
+		"main.go":  "package main\n\nfunc main() {}\n",
+	} {
+		os.WriteFile(filepath.Join(project, name), []byte(body), 0o644)
+	}
+	config := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", config)
+	os.MkdirAll(filepath.Join(config, "cove"), 0o700)
+	os.WriteFile(filepath.Join(config, "cove", "settings.json"), []byte(`{"editor": {"formatOnSave": true}}`), 0o600)
+	bad := "package main\nimport \"fmt\"\nfunc main(){\np:=Origin()\n      var q Point=p\nfmt.Println( p.X,q.Y )}\n"
+	want, err := format.Source([]byte(bad))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	_, url := startUp(t, root, ref, project)
+	out, err := exec.Command(node, "../../ide/web/test/format.mjs", url, bad).CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "ok") {
+		t.Fatalf("format.mjs: %v\nlauncher: %s", err, upErr(t))
+	}
+	if got, _ := os.ReadFile(filepath.Join(project, "main.go")); string(got) != string(want) {
+		t.Errorf("main.go on disk:\n%s\nwant gofmt's:\n%s", got, want)
 	}
 }

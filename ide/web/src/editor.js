@@ -97,8 +97,9 @@ function fenced(info) {
 // Doc is one open file: its editor, whether it has unsaved changes, and
 // saving with Ctrl-S (an atomic write on the other side, mode kept).
 export class Doc {
-  constructor(host, path, text, { dark, onDirty, onStatus, onCursor, etag, prefs }) {
+  constructor(host, path, text, { dark, onDirty, onStatus, onCursor, etag, prefs, beforeSave }) {
     this.path = path;
+    this.beforeSave = beforeSave; // formats the text, if the user asks for it on save (languages.js)
     this.changed = new Set(); // called after each change to the text (the preview)
     this.saved = text;
     this.etag = etag; // of what is on disk as far as this editor knows
@@ -183,6 +184,13 @@ export class Doc {
     this.view.focus();
   }
 
+  // rename follows the file to its new path, its highlighting to its
+  // new kind.
+  rename(path) {
+    this.path = path;
+    language(path).then((ext) => this.path === path && this.view.dispatch({ effects: this.lang.reconfigure(ext) }));
+  }
+
   // setPrefs applies the user's editor settings (settings.js).
   setPrefs(prefs) {
     this.view.dispatch({ effects: this.prefs.reconfigure(extensionOf(prefs)) });
@@ -196,6 +204,9 @@ export class Doc {
   // wrote; if something else changed it since, it asks before
   // overwriting.
   async save(force = false) {
+    // Formatted first (never again on the overwrite's second try): what
+    // is written is what the editor shows.
+    if (!force && this.beforeSave) await this.beforeSave(this);
     const text = this.view.state.doc.toString();
     const headers = this.etag && !force ? { "If-Match": this.etag } : {};
     const r = await fetch(`/api/file?path=${encodeURIComponent(this.path)}`, { method: "PUT", body: text, headers });

@@ -4,7 +4,9 @@
 // (@codemirror/lsp-client, loaded when a file needs it) shows what they
 // say: diagnostics in the editor and the Problems panel, hover,
 // completion, signature help, go to definition and references (opening
-// other files), rename across files and format.
+// other files), rename across files, format (on save too, where the
+// user's settings or the project's devcontainer.json ask for it) and the
+// file's symbols for the Outline.
 //
 // What a server says is the workspace's, and may be hostile: a file URI
 // outside the project opens and changes nothing (every file goes through
@@ -58,7 +60,7 @@ export function sanitizeHTML(html) {
 // openFile(path, line, focus, at) opens a file in the editor; docs are
 // the open files (path → {doc}); status says a word in the status bar;
 // problems is the Problems panel's pane and tab.
-export function startLanguages({ openFile, docs, status, problems }) {
+export function startLanguages({ openFile, docs, status, problems, settings = () => ({}), attached = () => {}, front }) {
   let info = null; // {root, servers} of GET /api/lsp
   const clients = new Map(); // server name → {client, ready}
   const diagnostics = new Map(); // path → [{line, col, severity, message}]
@@ -216,7 +218,10 @@ export function startLanguages({ openFile, docs, status, problems }) {
         "window/showMessage": (_c, params) => (status(`${server.name}: ${clean(params?.message, 300)}`), true),
         "window/logMessage": () => true,
       },
-      extensions: [lsp.serverDiagnostics(), lsp.serverCompletion(), lsp.hoverTooltips(), lsp.signatureHelp(),
+      extensions: [
+        // The Outline's symbols as a tree, not a flat list.
+        { clientCapabilities: { textDocument: { documentSymbol: { hierarchicalDocumentSymbolSupport: true } } } },
+        lsp.serverDiagnostics(), lsp.serverCompletion(), lsp.hoverTooltips(), lsp.signatureHelp(),
         // Ctrl+click goes to the definition, as in VS Code.
         EditorView.domEventHandlers({
           mousedown(ev, view) {
@@ -350,6 +355,65 @@ export function startLanguages({ openFile, docs, status, problems }) {
     return byPath.size;
   }
 
+  // formatNow asks view's language server to format it, within ms, and
+  // applies its edits unless the text they touch changed meanwhile; it
+  // says whether it did.
+  async function formatNow(entry, view, ms) {
+    const plugin = entry.lsp.LSPPlugin.get(view);
+    if (!plugin || !entry.client.connected || !entry.client.serverCapabilities?.documentFormattingProvider) return false;
+    const { getIndentUnit, indentUnit } = await import("@codemirror/language");
+    plugin.client.sync();
+    let timer;
+    const late = new Promise((_, no) => (timer = setTimeout(() => no(new Error(`no answer in ${ms / 1000} s`)), ms)));
+    const options = { tabSize: getIndentUnit(view.state), insertSpaces: view.state.facet(indentUnit).indexOf("\t") < 0 };
+    return plugin.client.withMapping((mapping) => Promise.race([plugin.client.request("textDocument/formatting", { textDocument: { uri: plugin.uri }, options }), late])
+      .then((edits) => {
+        if (!Array.isArray(edits)) return false;
+        const touched = mapping.getMapping(plugin.uri);
+        const changes = [];
+        for (const e of edits) {
+          let from = mapping.mapPosition(plugin.uri, e.range.start);
+          let to = mapping.mapPosition(plugin.uri, e.range.end);
+          if (touched) {
+            if (touched.touchesRange(from, to)) return false; // typed over since: the user's text wins
+            from = touched.mapPos(from, 1);
+            to = touched.mapPos(to, -1);
+          }
+          changes.push({ from, to, insert: String(e.newText ?? "") });
+        }
+        view.dispatch({ changes, userEvent: "format" });
+        return true;
+      })
+      .finally(() => clearTimeout(timer)));
+  }
+
+  // symbolsOf is the outline of doc from its language server: each
+  // symbol with its depth, kind and where its name is, in the order of
+  // the file; null when the server gives none. A server's list is cut
+  // at 5000 symbols, 20 deep.
+  async function symbolsOf(doc) {
+    const entry = doc.lspClient;
+    const plugin = entry?.lsp.LSPPlugin.get(doc.view);
+    if (!plugin) return null;
+    if (!entry.client.connected) throw new Error(`the ${entry.server.name} language server is starting`);
+    plugin.client.sync();
+    const res = await plugin.client.request("textDocument/documentSymbol", { textDocument: { uri: plugin.uri } });
+    if (!Array.isArray(res)) return null;
+    const out = [];
+    const walk = (list, depth) => {
+      for (const s of list) {
+        if (out.length >= 5000 || !s || typeof s !== "object") return;
+        // DocumentSymbol (a tree), or SymbolInformation (flat, by location).
+        const at = s.selectionRange?.start || s.location?.range?.start;
+        if (!at) continue;
+        out.push({ name: clean(s.name, 200), detail: clean(s.detail || "", 200), kind: s.kind | 0, depth, line: (at.line | 0) + 1, col: at.character | 0 });
+        if (Array.isArray(s.children) && depth < 20) walk(s.children, depth + 1);
+      }
+    };
+    walk(res, 0);
+    return out;
+  }
+
   // posIn is an LSP position's offset in doc (UTF-16 columns, as
   // JavaScript strings count).
   function posIn(doc, pos) {
@@ -367,7 +431,29 @@ export function startLanguages({ openFile, docs, status, problems }) {
       if (!entry || !docs.has(doc.path)) return;
       doc.view.dispatch({ effects: doc.lsp.reconfigure(entry.client.plugin(uriOf(entry.root, doc.path), id)) });
       doc.lspClient = entry;
+      attached(doc);
     },
+    // renamed tells the servers that doc, open, is now at its new path
+    // (it was at from): its old URI is closed, its diagnostics dropped,
+    // and it is opened again as the new one.
+    async renamed(doc, from) {
+      if (doc.lspClient) {
+        doc.view.dispatch({ effects: doc.lsp.reconfigure([]) }); // the plugin goes: didClose of the old URI
+        doc.lspClient = null;
+      }
+      if (diagnostics.delete(from)) drawProblems();
+      await this.attach(doc);
+    },
+    // beforeSave formats doc as it is saved, when the user's settings
+    // (editor.formatOnSave), else the project's devcontainer.json
+    // (customizations.cove.formatOnSave), ask for it. A server that
+    // fails or is slow leaves the text as it is: the save goes on.
+    async beforeSave(doc) {
+      const on = settings().formatOnSave ?? (await getInfo()).formatOnSave;
+      if (!on || !doc.lspClient) return;
+      await formatNow(doc.lspClient, doc.view, 3000).catch((e) => status(`${doc.path}: not formatted (${clean(e.message ?? e, 200)}); saved as it was`));
+    },
+    symbols: symbolsOf,
     // changed tells the servers of a file changed on disk (a terminal, a
     // rename written to a file not open).
     changed(path, op) {
@@ -379,7 +465,7 @@ export function startLanguages({ openFile, docs, status, problems }) {
       }
     },
     run(command) {
-      const d = [...docs.values()].find((d) => !d.pane.hidden);
+      const d = front();
       const e = d?.doc.lspClient;
       if (!e) return status("no language server for this file");
       if (command === "rename") return renameAt(d.doc.view);

@@ -14,6 +14,7 @@ import { startNotes } from "./notes.js";
 import { startPorts } from "./ports.js";
 import { startLanguages } from "./languages.js";
 import { startSCM } from "./scm.js";
+import { startOutline } from "./outline.js";
 import { startSettings } from "./settings.js";
 import { $, el } from "./dom.js";
 
@@ -88,7 +89,7 @@ function entryKey(row, ev) {
   const i = rows.indexOf(row);
   const to = { ArrowDown: rows[i + 1], ArrowUp: rows[i - 1] }[ev.key];
   if (to) return ev.preventDefault(), select(to);
-  if (ev.key === "Enter") return row.classList.contains("dir") ? row.click() : openFile(row.dataset.path);
+  if (ev.key === "Enter") return row.classList.contains("dir") ? row.click() : openFile(row.dataset.path, 0, true, { side: ev.ctrlKey || ev.metaKey });
   if (ev.key === "ArrowRight" && row.classList.contains("dir") && !row.classList.contains("open")) return row.toggle();
   if (ev.key === "ArrowLeft" && row.classList.contains("open")) return row.toggle();
   if (ev.key === "F2") return ev.preventDefault(), renameEntry(row.dataset.path);
@@ -101,6 +102,7 @@ function entryMenu(row, x, y) {
   const isDir = row.classList.contains("dir");
   const item = (label, key, run) => el("button", { onclick: () => (closeMenu(), run()) }, label, el("kbd", {}, key));
   const menu = el("div", { id: "menu", style: `left:${x}px;top:${y}px` },
+    ...(isDir ? [] : [item("Open to the side", "Ctrl+Enter", () => openFile(path, 0, true, { side: true }))]),
     item("New file…", "", () => newEntry(false, isDir ? path : parentOf(path))),
     item("New folder…", "", () => newEntry(true, isDir ? path : parentOf(path))),
     item("Rename…", "F2", () => renameEntry(path)),
@@ -143,10 +145,13 @@ async function renameEntry(path) {
     const np = to + p.slice(path.length);
     docs.delete(p);
     docs.set(np, d);
-    d.doc.path = np;
+    d.doc.rename(np);
     d.tab.title = np;
     d.tab.firstChild.textContent = np.split("/").pop();
     if (activeDoc === p) activeDoc = np;
+    // Its language server knew it by the old name: closed there, and
+    // opened under the new one (maybe another server's, by its kind).
+    languages.renamed(d.doc, p);
   }
   saveDocs();
   await refreshDir(parentOf(path));
@@ -179,17 +184,87 @@ async function dimIgnored(path, into) {
 
 // ---- editor tabs ----------------------------------------------------------
 
-const docs = new Map(); // path → {doc, tab, pane}
+const docs = new Map(); // path → {doc, tab, pane, group}
 // userChose is set once the user shows a file: what a reload brings back
 // (its files open in a popup too, which copies the session) comes in
 // behind it.
 let userChose = false;
 
+// ---- editor groups ------------------------------------------------------------
+
+// The editors stand in one group or two side by side, each with its own
+// tabs; a file is open in one of them. Files open in the group in front;
+// "to the side" (Ctrl+\, Ctrl+Enter in quick open, the tree's menu)
+// puts one in the other. A second group with no file left goes; the
+// first, when its last file is closed, takes the second's.
+const groups = [{ box: $("#group-0"), tabs: $("#editor-tabs"), editors: $("#editors") }];
+let frontGroup = 0;
+groups[0].editors.addEventListener("mousedown", () => (frontGroup = 0));
+function group(i) {
+  if (i === 1 && !groups[1]) {
+    const tabs = el("div", { class: "tabs", id: "editor-tabs-2" });
+    const editors = el("div", { class: "editors", id: "editors-2" });
+    const box = el("div", { class: "group", id: "group-1" }, tabs, editors);
+    $("#groups").append(box);
+    editors.addEventListener("mousedown", () => (frontGroup = 1));
+    groups[1] = { box, tabs, editors };
+  }
+  return groups[i];
+}
+const inGroup = (i) => [...docs.keys()].filter((p) => docs.get(p).group === i);
+
+// place puts an open file's tab and editor in group i.
+function place(d, i) {
+  const g = group(i);
+  d.group = i;
+  g.editors.append(d.pane);
+  g.tabs.insertBefore(d.tab, i === 0 ? $("#md-preview") : null);
+  d.doc.view.requestMeasure();
+}
+
+// tidyGroups drops an empty second group; with collapse, an empty first
+// group takes the second's files (its last file was closed).
+function tidyGroups(collapse) {
+  if (groups[1] && collapse && !inGroup(0).length) for (const p of inGroup(1)) place(docs.get(p), 0);
+  if (groups[1] && !inGroup(1).length) {
+    groups[1].box.remove();
+    groups.length = 1;
+    frontGroup = 0;
+  }
+  $("#welcome").hidden = inGroup(0).length > 0;
+  $("#groups").classList.toggle("split", groups.length > 1);
+}
+
+// toSide moves an open file to the other group (made if need be), and
+// shows the one behind it in the group it leaves.
+function toSide(path) {
+  const d = docs.get(path);
+  if (!d) return;
+  const from = d.group;
+  place(d, from === 0 ? 1 : 0);
+  const behind = frontOf(from);
+  if (behind) showDoc(behind, false);
+  tidyGroups(false);
+  showDoc(path);
+}
+
+// frontOf is the file in front in group i (its active tab), else its last.
+const frontOf = (i) => inGroup(i).find((p) => docs.get(p).tab.classList.contains("active")) || inGroup(i).pop();
+
+// showGroup gives the keys to group i's file in front.
+function showGroup(i) {
+  const p = frontOf(i);
+  if (p) showDoc(p);
+  else if (groups[i]) frontGroup = i;
+}
+
 // openFile shows path in the editor (opening it if needed), at line if
 // given (with at: {col, len}, that part of it selected); focus false
 // leaves the keyboard where it is (a click in the tree, as in VS Code, so
-// that F2 or Delete act on the file next).
+// that F2 or Delete act on the file next). at.side opens it in the other
+// group, or moves it there; at.group in that one.
 async function openFile(path, line, focus = true, at = {}) {
+  if (docs.has(path) && at.side) toSide(path);
   if (docs.has(path)) {
     if (!(at.behind && userChose)) showDoc(path, focus, at.behind);
     if (line) docs.get(path).doc.goto(line, at.col, at.len);
@@ -204,7 +279,6 @@ async function openFile(path, line, focus = true, at = {}) {
   const tab = el("button", { class: "tab", title: path, onclick: () => showDoc(tab.title) }, path.split("/").pop());
   const close = el("span", { class: "close", title: "Close", onclick: (ev) => (ev.stopPropagation(), closeDoc(tab.title)) }, "×");
   tab.append(close);
-  $("#editor-tabs").insertBefore(tab, $("#md-preview"));
   const doc = new Doc(pane, path, text, {
     dark: darkQuery.matches,
     prefs: userSettings.get(),
@@ -212,10 +286,14 @@ async function openFile(path, line, focus = true, at = {}) {
     onDirty: (dirty) => tab.classList.toggle("dirty", dirty),
     onStatus: status,
     onCursor: (d) => d.path === activeDoc && statusBar.doc(d),
+    beforeSave: (d) => languages.beforeSave(d),
   });
-  docs.set(path, { doc, tab, pane });
+  doc.changed.add(() => doc.path === activeDoc && outline.changed());
+  const entry = { doc, tab, pane, group: 0 };
+  docs.set(path, entry);
+  place(entry, at.group ?? (at.side ? 1 - frontGroup : frontGroup));
+  tidyGroups(false);
   languages.attach(doc);
-  $("#welcome").hidden = true;
   // A file brought back by a reload stays behind one the user opened
   // meanwhile.
   if (at.behind && userChose) pane.hidden = true;
@@ -226,17 +304,21 @@ async function openFile(path, line, focus = true, at = {}) {
 
 function showDoc(path, focus = true, restored = false) {
   if (!restored) userChose = true;
-  for (const [p, d] of docs) {
-    d.pane.hidden = p !== path;
-    d.tab.classList.toggle("active", p === path);
-  }
   const d = docs.get(path);
+  for (const [p, o] of docs) {
+    if (o.group !== d.group) continue;
+    o.pane.hidden = p !== path;
+    o.tab.classList.toggle("active", p === path);
+  }
+  frontGroup = d.group;
+  for (const [i, g] of groups.entries()) g.box.classList.toggle("front", i === d.group);
   if (focus) (d.preview || d.doc.view).focus();
   activeDoc = path;
   statusBar.doc(d.doc);
   $("#md-preview").hidden = !isMarkdown(path);
   $("#md-preview").textContent = d.preview ? "Edit" : "Preview";
   saveDocs();
+  outline.refresh();
 }
 
 // ---- Markdown preview -------------------------------------------------------
@@ -277,11 +359,11 @@ async function togglePreview(path = activeDoc) {
 // The open files come back after a reload, the one shown last in front.
 let activeDoc = null;
 function saveDocs() {
-  sessionStorage.setItem("cove-docs", JSON.stringify({ paths: [...docs.keys()], active: activeDoc }));
+  sessionStorage.setItem("cove-docs", JSON.stringify({ paths: [...docs.keys()], active: activeDoc, side: inGroup(1) }));
 }
 async function restoreDocs() {
-  const { paths = [], active = null } = JSON.parse(sessionStorage.getItem("cove-docs") || "{}");
-  for (const p of paths) await openFile(p, 0, false, { behind: true });
+  const { paths = [], active = null, side = [] } = JSON.parse(sessionStorage.getItem("cove-docs") || "{}");
+  for (const p of paths) await openFile(p, 0, false, { behind: true, group: side.includes(p) ? 1 : 0 });
   if (active && docs.has(active) && !userChose) showDoc(active, false, true);
   // Unsaved changes stashed by a reconnect come back, unsaved.
   const stashed = JSON.parse(sessionStorage.getItem("cove-unsaved") || "{}");
@@ -304,13 +386,14 @@ function closeDoc(path) {
   d.pane.remove();
   d.tab.remove();
   docs.delete(path);
-  const next = [...docs.keys()].pop();
+  tidyGroups(true);
+  const next = frontOf(groups[d.group] ? d.group : 0) || [...docs.keys()].pop();
   if (next) showDoc(next);
   else {
-    $("#welcome").hidden = false;
     $("#md-preview").hidden = true;
     activeDoc = null;
     statusBar.doc(null);
+    outline.refresh();
   }
   saveDocs();
 }
@@ -475,6 +558,9 @@ const commands = new Commands()
   .add("newFile", "File: New file…", () => newEntry(false), { key: "Alt+N", inTerminal: false })
   .add("newFolder", "File: New folder…", () => newEntry(true))
   .add("closeEditor", "File: Close the file in front", () => activeDoc && closeDoc(activeDoc))
+  .add("split", "View: Split: the file in front to the other editor group", () => activeDoc ? toSide(activeDoc) : status("no file to split: open one first"), { key: "Ctrl+\\" })
+  .add("group1", "View: Go to the first editor group", () => showGroup(0), { key: "Ctrl+1", inTerminal: false })
+  .add("group2", "View: Go to the second editor group", () => showGroup(1), { key: "Ctrl+2", inTerminal: false })
   .add("preview", "Markdown: Preview (again: back to the editor)", () => togglePreview(), { key: "Ctrl+Shift+V" })
   .add("gotoLine", "Go to line…", () => docs.get(activeDoc) && gotoLine(docs.get(activeDoc).doc.view), { key: "Ctrl+Alt+G" })
   .add("files", "View: Files", () => {
@@ -521,6 +607,11 @@ const commands = new Commands()
     scm.refresh();
     scm.focus();
   }, { key: "Ctrl+Shift+G" })
+  .add("outline", "View: Outline (the symbols of the file in front)", () => {
+    if (!layout.shown("side")) layout.toggle("side", true);
+    $("#outline").classList.remove("folded");
+    outline.refresh().then(() => $("#outline-box .outline-item")?.focus());
+  }, { key: "Ctrl+Shift+O" })
   .add("branch", "Git: Show the branch again (read .git/HEAD)", () => statusBar.refreshBranch());
 document.addEventListener("keydown", (ev) => commands.handle(ev));
 const statusBar = startStatusBar();
@@ -571,11 +662,17 @@ const lifeline = startLifeline({
 });
 const notesLog = startNotes({ pane: $("#log"), badge: $("#st-notes"), show: showLog, stopped: () => lifeline.stopped() });
 const portsView = startPorts({ pane: $("#ports"), tab: $("#ports-tab"), shown: () => !$("#ports").hidden && layout.shown("bottom"), stopped: () => lifeline.stopped() });
-const languages = startLanguages({ openFile, docs, status, problems: { pane: $("#problems"), tab: $("#problems-tab") } });
+const languages = startLanguages({
+  openFile, docs, status, problems: { pane: $("#problems"), tab: $("#problems-tab") }, front: () => docs.get(activeDoc),
+  settings: () => userSettings.get(),
+  attached: (doc) => doc.path === activeDoc && outline.refresh(),
+});
+const outline = startOutline({ section: $("#outline"), box: $("#outline-box"), languages, current: () => docs.get(activeDoc) });
+$("#outline-head").addEventListener("click", () => $("#outline").classList.toggle("folded"));
 const userSettings = startSettings({ status, apply: (prefs) => docs.forEach(({ doc }) => doc.setPrefs(prefs)) });
 const scm = startSCM({ box: $("#scm-box"), status, openFile, dark: () => darkQuery.matches });
 $("#scm-head").addEventListener("click", () => $("#scm").classList.toggle("folded"));
-window.cove = { shells, docs, layout, commands, languages, scm, settings: userSettings };
+window.cove = { shells, docs, groups, layout, commands, languages, scm, outline, settings: userSettings };
 renderDir(".", $("#tree")).catch((e) => status(`files: ${e.message}`));
 restoreDocs().catch((e) => status(`files: ${e.message}`));
 // Unsaved edits live only in this page: the browser asks before it goes.

@@ -51,14 +51,15 @@ export function quickPick({ placeholder, label, className = "", initial = "", it
     quick.remove();
     if (refocus && back && back.isConnected) back.focus();
   };
-  const choose = (it) => (close(true), pick(it));
+  // Ctrl+Enter (a file: opened to the side) is told to pick.
+  const choose = (it, ev) => (close(true), pick(it, { side: !!(ev?.ctrlKey || ev?.metaKey) }));
   const draw = () => {
     shown = items(box.value);
     sel = Math.min(sel, Math.max(0, shown.length - 1));
     list.replaceChildren(...shown.map((it, i) => {
       const [attrs, ...children] = row(it);
       return el("div", { ...attrs, class: `quick-item${i === sel ? " selected" : ""}`, role: "option",
-        onmousedown: (ev) => (ev.preventDefault(), choose(it)) }, ...children);
+        onmousedown: (ev) => (ev.preventDefault(), choose(it, ev)) }, ...children);
     }));
     list.querySelector(".selected")?.scrollIntoView({ block: "nearest" });
   };
@@ -74,7 +75,7 @@ export function quickPick({ placeholder, label, className = "", initial = "", it
       draw();
     } else if (ev.key === "Enter") {
       ev.preventDefault();
-      if (shown[sel]) choose(shown[sel]);
+      if (shown[sel]) choose(shown[sel], ev);
     } else if (ev.key === "Escape") {
       ev.stopPropagation();
       close(true);

@@ -1,6 +1,6 @@
 // The Source Control view: git runs in the workspace (ide/git.go), never
 // on the host; this lists what changed, shows a file's diff in the merge
-// view, stages and unstages, discards (after asking), commits, and
+// view, stages and unstages files and hunks, discards (after asking), commits, and
 // switches or makes branches. The agent's checkpoints are its own, kept
 // apart from git: nothing here touches them.
 import { $, el } from "./dom.js";
@@ -90,25 +90,56 @@ export function startSCM({ box, status, openFile, dark }) {
   }
 
   // showDiff shows a file's change in the merge view, over the editors:
-  // the index against the working tree, or HEAD against the index.
+  // the index against the working tree, or HEAD against the index
+  // (staged); above each of git's hunks, a button stages or unstages it.
   async function showDiff(path, staged) {
     const r = await fetch(`/api/git/diff?path=${enc(path)}${staged ? "&staged=1" : ""}`);
     if (!r.ok) return status(`diff ${path}: ${await r.text()}`);
-    const { original, modified } = await r.json();
-    const [{ MergeView }, { EditorView, basicSetup }, { EditorState }, lang, theme] = await Promise.all([
+    const { original, modified, hunks = [] } = await r.json();
+    const [{ MergeView }, { EditorView, basicSetup }, { EditorState }, lang, theme, buttons] = await Promise.all([
       import("@codemirror/merge"), import("codemirror"), import("@codemirror/state"), language(path),
-      dark() ? import("@codemirror/theme-one-dark").then((m) => m.oneDark) : [],
+      dark() ? import("@codemirror/theme-one-dark").then((m) => m.oneDark) : [], hunkButtons(path, staged, hunks),
     ]);
     $("#scm-diff")?.remove();
     const host = el("div", { class: "merge-host" });
     const close = () => (view.destroy(), pane.remove());
-    const pane = el("div", { id: "scm-diff", "data-path": path, role: "dialog", "aria-label": `Changes in ${path}` },
+    const pane = el("div", { id: "scm-diff", "data-path": path, "data-staged": staged ? "1" : "0", role: "dialog", "aria-label": `Changes in ${path}` },
       el("div", { class: "scm-diff-head" }, el("span", {}, `${path} — ${staged ? "HEAD ↔ staged" : "staged ↔ working tree"}`), el("button", { onclick: () => close() }, "Close")), host);
     const ro = [basicSetup, lang, theme, EditorState.readOnly.of(true), EditorView.editable.of(false)];
     $("#main").append(pane);
-    const view = new MergeView({ a: { doc: original, extensions: ro }, b: { doc: modified, extensions: ro }, parent: host, collapseUnchanged: { margin: 3, minSize: 6 } });
+    const view = new MergeView({ a: { doc: original, extensions: ro }, b: { doc: modified, extensions: [...ro, buttons] }, parent: host, collapseUnchanged: { margin: 3, minSize: 6 } });
     pane.addEventListener("keydown", (ev) => ev.key === "Escape" && close());
     pane.querySelector("button").focus();
+  }
+
+  // hunkButtons puts a Stage (or Unstage) button above the first changed
+  // line of each of git's hunks in the diff's right side. The hunk is
+  // named by its index and git's ID of it: the workspace builds the patch
+  // from its own diff, and refuses when the hunk is no longer that one.
+  async function hunkButtons(path, staged, hunks) {
+    const [{ EditorView, Decoration, WidgetType }, { RangeSet, StateField }] = await Promise.all([import("@codemirror/view"), import("@codemirror/state")]);
+    const op = staged ? "unstage-hunk" : "stage-hunk";
+    class HunkButton extends WidgetType {
+      constructor(h) {
+        super();
+        this.h = h;
+      }
+      eq(o) {
+        return o.h.id === this.h.id;
+      }
+      toDOM() {
+        const { index, id, oldStart, oldLines, newStart, newLines } = this.h;
+        const run = () => act(`${staged ? "unstage" : "stage"} a hunk of ${path}`, () => post(op, `?path=${enc(path)}&hunk=${index | 0}&id=${enc(id)}`)
+          .then(() => (status(`${staged ? "unstaged" : "staged"} lines ${newStart}–${newStart + Math.max(newLines, 1) - 1} of ${path}`), showDiff(path, staged))));
+        return el("div", { class: "scm-hunk" },
+          el("button", { class: `scm-${op}`, "data-hunk": String(index | 0), title: `@@ -${oldStart},${oldLines} +${newStart},${newLines} @@`, onclick: run }, staged ? "− Unstage hunk" : "+ Stage hunk"));
+      }
+    }
+    // A field, not a function of the view: block widgets change the
+    // editor's layout, which only decorations given directly may.
+    const build = (doc) => RangeSet.of(hunks.slice(0, 5000).map((h) => Decoration.widget({ widget: new HunkButton(h), block: true, side: -1 })
+      .range(doc.line(Math.min(Math.max(1, h.first | 0), doc.lines)).from)), true);
+    return StateField.define({ create: (state) => build(state.doc), update: (v) => v, provide: (f) => EditorView.decorations.from(f) });
   }
 
   // Another tool changes the repository too (a terminal's git): look

@@ -94,7 +94,7 @@ export function startSearch({ openFile, status, docs, palette }) {
         const name = f.slice(f.lastIndexOf("/") + 1);
         return [{ "data-path": f }, el("span", { class: "name" }, name), el("span", { class: "dir" }, f.slice(0, f.length - name.length))];
       },
-      pick: (f) => openFile(f),
+      pick: (f, { side }) => openFile(f, 0, true, { side }),
       onInput: (text) => text.startsWith(">") && palette ? (setTimeout(() => palette(text)), true) : false,
     });
     const r = await fetch("/api/files").catch(() => null);

@@ -47,10 +47,33 @@ try {
 
   // Changes made in the terminal.
   await page.click("#terms .term-pane:not([hidden])");
-  await page.keyboard.type("echo changed-in-terminal >> hello.txt; echo changed >> other.txt; echo new > new.txt\n");
+  await page.keyboard.type("echo changed-in-terminal >> hello.txt; echo changed >> other.txt; echo new > new.txt; sed -i 's/^line 3$/FIRST CHANGE/; s/^line 27$/SECOND CHANGE/' long.txt\n");
   await has("hello.txt", "changes");
   await has("other.txt", "changes");
   await has("new.txt", "changes");
+  await has("long.txt", "changes");
+
+  // long.txt's two hunks, one at a time: the second staged, then the
+  // first; then, from the staged side, the first unstaged again.
+  const hunkButtons = (op) => page.evaluate((op) => [...document.querySelectorAll(`#scm-diff .scm-${op}`)].map((b) => b.dataset.hunk), op);
+  const clickHunk = async (op, n, left) => {
+    await page.click(`#scm-diff .scm-${op}[data-hunk="${n}"]`);
+    await wait(([op, left]) => document.querySelectorAll(`#scm-diff .scm-${op}`).length === left, [op, left],
+      async () => `after ${op} ${n}: buttons ${JSON.stringify(await hunkButtons(op))}; status: ${await page.textContent("#status")}`);
+  };
+  await page.click(`${row("long.txt", "changes")} .scm-name`);
+  await wait(() => document.querySelectorAll("#scm-diff .scm-stage-hunk").length === 2, null, async () => `long.txt's stage buttons: ${JSON.stringify(await hunkButtons("stage-hunk"))}`);
+  await clickHunk("stage-hunk", 1, 1);
+  await has("long.txt", "staged");
+  await has("long.txt", "changes");
+  await clickHunk("stage-hunk", 0, 0);
+  await gone("long.txt", "changes");
+  await page.click(`${row("long.txt", "staged")} .scm-name`);
+  await wait(() => document.querySelector("#scm-diff")?.dataset.staged === "1" && document.querySelectorAll("#scm-diff .scm-unstage-hunk").length === 2, null,
+    async () => `long.txt's unstage buttons: ${JSON.stringify(await hunkButtons("unstage-hunk"))}`);
+  await clickHunk("unstage-hunk", 0, 1);
+  await has("long.txt", "changes");
+  await page.click("#scm-diff .scm-diff-head button");
 
   // hello.txt's diff in the merge view.
   await page.click(`${row("hello.txt", "changes")} .scm-name`);
