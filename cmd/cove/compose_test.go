@@ -32,7 +32,7 @@ func composeProject(t *testing.T, project, ref string, extra string) {
 services:
   app:
     image: ` + ref + `
-    command: ["sh", "-c", "echo app-command-ran > /tmp/app.txt; sleep 1000"]
+    command: ["sh", "-c", "echo app-command-ran > /tmp/app.txt; sleep 31415"]
     environment: {DATABASE_URL: "postgres://db:${DBPORT}/app"}
     # As the devcontainer templates write it: the project's parent, and
     # the database's network (localhost:5432).
@@ -43,7 +43,7 @@ services:
       worker: {condition: service_started}
   db:
     image: ` + ref + `
-    command: ["sh", "-c", "echo started >> /data/boots; sleep 1; while true; do echo pong-from-db | nc -l -p ${DBPORT}; done"]
+    command: ["sh", "-c", "` + strings.Replace(dbLoop, "5432", "${DBPORT}", 1) + `"]
     expose: ["5432"]
     volumes: [dbdata:/data]
     # Healthy once the port listens (0x1538 = 5432, state 0A): a ready
@@ -51,7 +51,7 @@ services:
     healthcheck: {test: ["CMD-SHELL", "cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | grep -q ':1538 0*:0* 0A '"], interval: 1s, retries: 20}
   worker:
     image: ` + ref + `
-    command: ["sleep", "1000"]
+    command: ["sleep", "31415"]
 volumes:
   dbdata:
 `,
@@ -88,6 +88,10 @@ func TestComposeWorkspace(t *testing.T) {
 		composeRoundTrip(t, project, root, func(root string, args ...string) result { return u.run(t, root, args...) })
 	})
 }
+
+// dbLoop is the db service's server; counted on the host by its command
+// line (sleep 31415 the others'), which nothing else on the machine has.
+const dbLoop = "echo started >> /data/boots; sleep 1; while true; do echo pong-from-db | nc -l -p 5432; done"
 
 // chownTree gives dir (and what is in it) to uid:gid.
 func chownTree(t *testing.T, dir string, uid, gid int) {
@@ -159,7 +163,7 @@ func composeRoundTrip(t *testing.T, project, root string, cove func(root string,
 	if r := cove(root, "exec", name+".db", "cat", "/data/boots"); r.stdout != "started\n" {
 		t.Errorf("the named volume after --fresh: %q, want one start", r.stdout)
 	}
-	if n := countProcs(t, "nc -l -p 5432"); n != 1 {
+	if n := countProcs(t, "sh -c "+dbLoop); n != 1 {
 		t.Errorf("%d db servers after --fresh, want 1", n)
 	}
 	if r := cove(root, "stop", name); r.code != 0 {
@@ -171,17 +175,17 @@ func composeRoundTrip(t *testing.T, project, root string, cove func(root string,
 	if r := cove(root, "ps", "--all", "--json"); strings.TrimSpace(r.stdout) != "[]" {
 		t.Errorf("ps --all after rm: %s", r.stdout)
 	}
-	if n := countProcs(t, "nc -l -p 5432"); n != 0 {
+	if n := countProcs(t, "sh -c "+dbLoop); n != 0 {
 		t.Errorf("%d db processes after rm", n)
 	}
 	if _, err := os.Stat(filepath.Join(root, "data", "workspaces", name)); !os.IsNotExist(err) {
 		t.Errorf("rm left the workspace's files: %v", err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for countProcs(t, "sleep 1000") != 0 && time.Now().Before(deadline) {
+	for countProcs(t, "sleep 31415") != 0 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
-	if n := countProcs(t, "sleep 1000"); n != 0 {
+	if n := countProcs(t, "sleep 31415"); n != 0 {
 		t.Errorf("%d service processes after rm", n)
 	}
 }
