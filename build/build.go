@@ -466,6 +466,10 @@ func (b *builder) finish(ctx context.Context, final *stage) (*Result, error) {
 	return &b.res, nil
 }
 
+// defaultPath is the PATH a stage FROM scratch starts with (BuildKit's
+// and buildah's, for Linux).
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
 // platformArgs are the build args BuildKit predefines for the platform,
 // given to an ARG that names one without a value. Cove builds for the
 // machine it runs on.
@@ -552,8 +556,10 @@ func (b *builder) stageBase(ctx context.Context, st *stage, from string) error {
 		return b.contextStage(ctx, st, nc)
 	}
 	if strings.EqualFold(from, "scratch") {
-		st.cfg = v1.ConfigFile{OS: "linux", Architecture: runtime.GOARCH}
-		st.key = b.baseKey("scratch")
+		// As BuildKit's empty image: PATH set, for a RUN or a container
+		// of the stage to find its commands.
+		st.cfg = v1.ConfigFile{OS: "linux", Architecture: runtime.GOARCH, Config: v1.Config{Env: []string{"PATH=" + defaultPath}}}
+		st.key = b.baseKey("scratch\x00PATH=" + defaultPath)
 		return nil
 	}
 	return b.imageBase(ctx, st, from)
@@ -696,6 +702,20 @@ func (b *builder) dispatch(ctx context.Context, lex *shell.Lex, st *stage, c ins
 		getter := envGetter(st.cfg.Config.Env, st.args)
 		err := e.Expand(func(word string) (string, error) {
 			v, _, err := lex.ProcessWord(word, getter)
+			return v, err
+		})
+		if err != nil {
+			return lineError(c.(located), err)
+		}
+	}
+	if e, ok := c.(instructions.SupportsSingleWordExpansionRaw); ok {
+		// A heredoc's text (COPY <<EOF, not <<"EOF") is expanded as
+		// BuildKit expands it: variables only, its quotes kept.
+		raw := shell.NewLex('\\')
+		raw.SkipProcessQuotes = true
+		getter := envGetter(st.cfg.Config.Env, st.args)
+		err := e.ExpandRaw(func(word string) (string, error) {
+			v, _, err := raw.ProcessWord(word, getter)
 			return v, err
 		})
 		if err != nil {
@@ -894,12 +914,15 @@ func parsePort(w string) ([]string, error) {
 // where the stage lacks it, makes it in a layer of its own.
 func (b *builder) workdir(ctx context.Context, st *stage, text, dir string) error {
 	cfg := &st.cfg.Config
+	// As BuildKit (NormalizeWorkdir): a relative path is joined to the
+	// current one, an absolute one kept as written (a trailing slash too).
 	wd := dir
 	if !path.IsAbs(wd) {
 		wd = path.Join("/", cfg.WorkingDir, wd)
 	}
-	cfg.WorkingDir = path.Clean(wd)
-	if b.exists(st, cfg.WorkingDir) {
+	cfg.WorkingDir = wd
+	wd = path.Clean(wd)
+	if b.exists(st, wd) {
 		return nil
 	}
 	// As BuildKit does, the directories WORKDIR makes are the current
@@ -909,11 +932,11 @@ func (b *builder) workdir(ctx context.Context, st *stage, text, dir string) erro
 		return fmt.Errorf("WORKDIR as USER %s: %w", cfg.User, err)
 	}
 	var made []string
-	for d := cfg.WorkingDir; d != "/" && !b.exists(st, d); d = path.Dir(d) {
+	for d := wd; d != "/" && !b.exists(st, d); d = path.Dir(d) {
 		made = append(made, strings.TrimPrefix(d, "/"))
 	}
 	return b.layerStep(ctx, st, text, fmt.Sprintf("owner=%d:%d", uid, gid), func(dir string) error {
-		if err := os.MkdirAll(filepath.Join(dir, cfg.WorkingDir), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(dir, wd), 0o755); err != nil {
 			return err
 		}
 		root, err := os.OpenRoot(dir)
@@ -1474,26 +1497,34 @@ func (op *copyOp) fetchAndUnpack(ctx context.Context, staged string, h hash.Hash
 	return plain, nil
 }
 
-// keepParents gives the directories above dest that the stage already has
-// their owner and mode there: the layer's entries for them must not change
-// /tmp's sticky bit or a user's home. The ones the COPY creates belong to
-// its --chown owner, as in BuildKit and buildah.
+// keepParents gives the directories at and above dest that the stage
+// already has their owner and mode there: the layer's entries for them
+// must not change /tmp's sticky bit or a user's home, nor (as BuildKit's
+// copy leaves it) the directory a COPY copies into. The ones the COPY
+// creates are made as BuildKit makes them: its --chown owner, its --chmod
+// mode or 0755 (not the mode of a directory source, whose contents alone
+// are copied).
 func (b *builder) keepParents(st *stage, staged, dest string, spec copySpec) error {
-	for d := path.Dir(dest); ; d = path.Dir(d) {
-		out := filepath.Join(staged, d)
-		if ofi, err := os.Lstat(out); err == nil && ofi.IsDir() {
+	root, err := os.OpenRoot(staged)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	mode := spec.mode
+	if mode == 0 {
+		mode = 0o755
+	}
+	for d := dest; ; d = path.Dir(d) {
+		if ofi, err := root.Lstat(inRoot(d)); err == nil && ofi.IsDir() {
 			if p, fi := b.lookup(st, d); fi != nil && fi.IsDir() {
-				if err := copyMeta(p, out, fi); err != nil {
+				if err := copyMeta(p, filepath.Join(staged, d), fi); err != nil {
 					return err
 				}
 			} else if d != "/" {
-				root, err := os.OpenRoot(staged)
-				if err != nil {
+				if err := lchown(root, inRoot(d), spec); err != nil {
 					return err
 				}
-				err = lchown(root, inRoot(d), spec)
-				root.Close()
-				if err != nil {
+				if err := root.Chmod(inRoot(d), mode); err != nil { // after chown, which clears setgid
 					return err
 				}
 			}

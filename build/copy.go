@@ -130,12 +130,11 @@ func copyInto(src *source, patterns []string, spec copySpec, layer string, h has
 	type match struct{ rel, pivot string }
 	var matches []match
 	for _, p := range patterns {
+		// As the reference says, a leading slash and ../ are removed: the
+		// path is the context's (or the stage's) own, cleaned from its root.
 		clean := path.Clean("/" + p)[1:]
 		if clean == "" {
 			clean = "."
-		}
-		if rel := strings.TrimLeft(p, "/"); rel != "" && !filepath.IsLocal(rel) {
-			return fmt.Errorf("%s: %w (copy it into the context first)", p, ErrOutsideContext)
 		}
 		// --parents keeps the path below a /./ in the pattern, else all.
 		pivot := "."
@@ -143,7 +142,7 @@ func copyInto(src *source, patterns []string, spec copySpec, layer string, h has
 			pivot = inRoot(before)
 		}
 		if strings.ContainsAny(clean, "*?[") {
-			found, err := fs.Glob(src.root.FS(), clean)
+			found, err := glob(src, clean, spec.parents)
 			if err != nil {
 				return fmt.Errorf("%s: %w", p, err)
 			}
@@ -201,6 +200,33 @@ func copyInto(src *source, patterns []string, spec copySpec, layer string, h has
 	return nil
 }
 
+// glob finds what a source pattern names in src: as filepath.Match, or
+// with --parents as BuildKit matches there (its include patterns), where
+// ** matches any number of directories, none too.
+func glob(src *source, pattern string, parents bool) ([]string, error) {
+	if !parents || !strings.Contains(pattern, "**") {
+		return fs.Glob(src.root.FS(), pattern)
+	}
+	pm, err := patternmatcher.New([]string{pattern})
+	if err != nil {
+		return nil, err
+	}
+	var found []string
+	err = fs.WalkDir(src.root.FS(), treePrefix(pattern), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // what cannot be read matches nothing, as with fs.Glob
+		}
+		if m, _ := pm.MatchesOrParentMatches(p); m && p != "." {
+			found = append(found, p)
+			if d.IsDir() {
+				return fs.SkipDir // copied whole
+			}
+		}
+		return nil
+	})
+	return found, err
+}
+
 // addArchive unpacks the source p into dest in the layer if it is a local
 // tar archive (by its content) and says whether it was one. The archive's
 // bytes go into the cache key.
@@ -208,9 +234,6 @@ func addArchive(ctx context.Context, src *source, p string, spec copySpec, layer
 	rel := inRoot(p)
 	if strings.ContainsAny(rel, "*?[") || src.ignored(rel) {
 		return false, nil
-	}
-	if r := strings.TrimLeft(p, "/"); r != "" && !filepath.IsLocal(r) {
-		return false, nil // copyInto says why not
 	}
 	f, err := openRegular(src.root, rel, -1)
 	if err != nil {
@@ -326,7 +349,7 @@ func inRoot(p string) string {
 // in dst. Entries below a named source are not followed: symlinks are
 // copied as written.
 func copyEntry(src *source, rel, target string, fi fs.FileInfo, top bool, spec copySpec, dst *os.Root, h hash.Hash) error {
-	if !top && (src.ignored(rel) || spec.excluded(rel)) {
+	if !top && (src.ignored(rel) || spec.excluded(rel)) && (!fi.IsDir() || !keptBelow(src, rel, spec)) {
 		return nil
 	}
 	out := inRoot(target)
@@ -342,79 +365,19 @@ func copyEntry(src *source, rel, target string, fi fs.FileInfo, top bool, spec c
 		perm = spec.mode
 	}
 	fmt.Fprintf(h, "%s\x00%v\x00%o\x00%d:%d\x00", target, mode.Type(), perm, spec.uid, spec.gid)
+	var err error
 	switch {
 	case mode.IsDir():
-		if !dry {
-			if cur, err := dst.Lstat(out); err == nil && !cur.IsDir() {
-				if err := dst.Remove(out); err != nil {
-					return err
-				}
-			}
-			if err := dst.MkdirAll(out, 0o755); err != nil {
-				return fmt.Errorf("%s: %w", target, err)
-			}
-		}
-		names, err := sortedNames(src.root.Open(rel))
-		if err != nil {
-			return err
-		}
-		for _, n := range names {
-			crel := path.Join(rel, n)
-			cfi, err := src.root.Lstat(crel)
-			if err != nil {
-				return err
-			}
-			if err := copyEntry(src, crel, path.Join(target, n), cfi, false, spec, dst, h); err != nil {
-				return err
-			}
-		}
+		err = copyDir(src, rel, target, top, spec, dst, h)
 	case mode&os.ModeSymlink != 0:
-		link, err := src.root.Readlink(rel)
-		if err != nil {
-			return err
-		}
-		io.WriteString(h, link)
-		if dry {
-			return nil
-		}
-		if err := removeNonDir(dst, out); err != nil {
-			return err
-		}
-		if err := dst.Symlink(link, out); err != nil {
-			return fmt.Errorf("%s: %w", target, err)
-		}
-		return lchown(dst, out, spec)
+		return copySymlink(src, rel, target, spec, dst, h)
 	case mode.IsRegular():
-		in, err := openRegular(src.root, rel, -1)
-		if err != nil {
-			return fmt.Errorf("%s: %w", rel, err)
-		}
-		defer in.Close()
-		if dry {
-			if _, err := io.Copy(h, in); err != nil {
-				return fmt.Errorf("%s: %w", rel, err)
-			}
-			return nil
-		}
-		if err := removeNonDir(dst, out); err != nil {
-			return err
-		}
-		f, err := dst.OpenFile(out, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-		if err != nil {
-			return fmt.Errorf("%s: %w", target, err)
-		}
-		_, err = io.Copy(io.MultiWriter(f, h), in)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", rel, err)
-		}
+		err = copyRegular(src, rel, target, dst, h)
 	default:
 		return nil // sockets, devices, pipes: not copied
 	}
-	if dry {
-		return nil
+	if err != nil || dry {
+		return err
 	}
 	if err := lchown(dst, out, spec); err != nil {
 		return err
@@ -423,6 +386,121 @@ func copyEntry(src *source, rel, target string, fi fs.FileInfo, top bool, spec c
 		return err
 	}
 	return dst.Chtimes(out, fi.ModTime(), fi.ModTime())
+}
+
+// copyDir makes the directory target (dst nil: hashes only) with the
+// source's xattrs, and copies what the source directory rel holds into it.
+func copyDir(src *source, rel, target string, top bool, spec copySpec, dst *os.Root, h hash.Hash) error {
+	out := inRoot(target)
+	if dst != nil {
+		if cur, err := dst.Lstat(out); err == nil && !cur.IsDir() {
+			if err := dst.Remove(out); err != nil {
+				return err
+			}
+		}
+		if err := dst.MkdirAll(out, 0o755); err != nil {
+			return fmt.Errorf("%s: %w", target, err)
+		}
+	}
+	// A directory source's contents are copied, not the directory: its
+	// target (dest) keeps what the stage has, or is made anew
+	// (keepParents), without the source's xattrs.
+	if !top {
+		if err := copyDirXattrs(src.root, rel, dst, out, h); err != nil {
+			return fmt.Errorf("%s: %w", rel, err)
+		}
+	}
+	names, err := sortedNames(src.root.Open(rel))
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		crel := path.Join(rel, n)
+		cfi, err := src.root.Lstat(crel)
+		if err != nil {
+			return err
+		}
+		if err := copyEntry(src, crel, path.Join(target, n), cfi, false, spec, dst, h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copySymlink copies the symlink rel as written (dst nil: hashes only).
+func copySymlink(src *source, rel, target string, spec copySpec, dst *os.Root, h hash.Hash) error {
+	link, err := src.root.Readlink(rel)
+	if err != nil {
+		return err
+	}
+	io.WriteString(h, link)
+	if dst == nil {
+		return nil
+	}
+	out := inRoot(target)
+	if err := removeNonDir(dst, out); err != nil {
+		return err
+	}
+	if err := dst.Symlink(link, out); err != nil {
+		return fmt.Errorf("%s: %w", target, err)
+	}
+	return lchown(dst, out, spec)
+}
+
+// copyRegular copies the regular file rel, its content and xattrs, to
+// target (dst nil: hashes them only).
+func copyRegular(src *source, rel, target string, dst *os.Root, h hash.Hash) error {
+	in, err := openRegular(src.root, rel, -1)
+	if err != nil {
+		return fmt.Errorf("%s: %w", rel, err)
+	}
+	defer in.Close()
+	if dst == nil {
+		if err := copyXattrs(in, nil, h); err != nil {
+			return err
+		}
+		if _, err := io.Copy(h, in); err != nil {
+			return fmt.Errorf("%s: %w", rel, err)
+		}
+		return nil
+	}
+	out := inRoot(target)
+	if err := removeNonDir(dst, out); err != nil {
+		return err
+	}
+	f, err := dst.OpenFile(out, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("%s: %w", target, err)
+	}
+	if err = copyXattrs(in, f, h); err == nil {
+		_, err = io.Copy(io.MultiWriter(f, h), in)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", rel, err)
+	}
+	return nil
+}
+
+// keptBelow says whether the directory rel, which .dockerignore or
+// --exclude leaves out, holds something an exception (a !pattern) brings
+// back: BuildKit walks into such a directory, and makes it for what it
+// copies from below.
+func keptBelow(src *source, rel string, spec copySpec) bool {
+	if (src.ignore == nil || !src.ignore.Exclusions()) && (spec.exclude == nil || !spec.exclude.Exclusions()) {
+		return false
+	}
+	found := false
+	fs.WalkDir(src.root.FS(), rel, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && p != rel && !src.ignored(p) && !spec.excluded(p) {
+			found = true
+			return fs.SkipAll
+		}
+		return nil
+	})
+	return found
 }
 
 // removeNonDir clears the way for a file or symlink: what an earlier
@@ -747,6 +825,9 @@ func mergeEntry(lr, dst *os.Root, rel string, keepOwners bool) error {
 		if err := dst.MkdirAll(rel, 0o755); err != nil {
 			return err
 		}
+		if err := copyDirXattrs(lr, rel, dst, rel, nil); err != nil {
+			return err
+		}
 		names, err := sortedNames(lr.Open(rel))
 		if err != nil {
 			return err
@@ -778,7 +859,9 @@ func mergeEntry(lr, dst *os.Root, rel string, keepOwners bool) error {
 		if err != nil {
 			return err
 		}
-		_, err = io.Copy(out, in)
+		if err = copyXattrs(in, out, nil); err == nil {
+			_, err = io.Copy(out, in)
+		}
 		if cerr := out.Close(); err == nil {
 			err = cerr
 		}

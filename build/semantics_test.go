@@ -159,11 +159,23 @@ func TestConfigSemantics(t *testing.T) {
 			},
 		},
 		{
+			// A relative WORKDIR is joined to the current one; an absolute
+			// one is kept as written, as BuildKit's NormalizeWorkdir (and
+			// buildah) keep it.
 			name:       "workdir relative and expanded",
-			dockerfile: "FROM scratch\nENV D=/a\nWORKDIR $D\nWORKDIR b\nWORKDIR ${D}/c/../d\n",
+			dockerfile: "FROM scratch\nENV D=/a\nWORKDIR $D\nWORKDIR b/../c/\nWORKDIR ${D}/d/\n",
 			check: func(t *testing.T, c *v1.Config) {
-				if c.WorkingDir != "/a/d" {
-					t.Errorf("workdir %q, want /a/d", c.WorkingDir)
+				if c.WorkingDir != "/a/d/" {
+					t.Errorf("workdir %q, want /a/d/", c.WorkingDir)
+				}
+			},
+		},
+		{
+			name:       "workdir relative joined",
+			dockerfile: "FROM scratch\nWORKDIR /a\nWORKDIR b/../c/\n",
+			check: func(t *testing.T, c *v1.Config) {
+				if c.WorkingDir != "/a/c" {
+					t.Errorf("workdir %q, want /a/c", c.WorkingDir)
 				}
 			},
 		},
