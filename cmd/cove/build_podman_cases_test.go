@@ -355,7 +355,7 @@ var podmanDepartures = []departure{
 			"mydir/homework.go": fileLine(0o644, 0, 0, "g\n"), "mydir/b.go": fileLine(0o644, 0, 0, "b\n"), "mydir/a.txt": "",
 			"mydir2/homer.md": "", "mydir2/homework.go": fileLine(0o644, 0, 0, "g\n"), "mydir2/b.go": fileLine(0o644, 0, 0, "b\n")}},
 	{name: "EXPOSE both protocols", cases: "expose", what: "config.ExposedPorts",
-		ref:  `"To expose on both TCP and UDP, include two lines: EXPOSE 80/tcp, EXPOSE 80/udp" (podman's image has no 80/udp)`,
+		ref:  `"To expose on both TCP and UDP, include two lines: EXPOSE 80/tcp, EXPOSE 80/udp" (podman keeps a port's first protocol only: no 80/udp)`,
 		want: `{"443/tcp":{},"80/tcp":{},"80/udp":{},"8080/tcp":{}}`},
 	{name: "SHELL and a shell-form CMD", cases: "shell", what: "config.Cmd",
 		ref: `"The following instructions can be affected by the SHELL instruction when the shell form of them is used ` +
