@@ -16,7 +16,7 @@
 // MAINTAINER and ONBUILD are recorded in the config; the syntax, escape
 // and check directives. What else the reference has (RUN --mount=type=ssh,
 // --security=insecure, ADD of a git source…) fails with its line number
-// and what to do; docs/dockerfile.md lists each. SOURCE_DATE_EPOCH, as a
+// and what to do; the README lists each. SOURCE_DATE_EPOCH, as a
 // build arg, makes builds reproducible. Besides the store, a build can
 // write an OCI layout or archive, a docker archive, or push
 // (Options.Exports); Push sends a stored image later, and PruneCache
