@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,9 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"text/tabwriter"
 
 	"github.com/cove-sh/cove/agent"
+	"github.com/cove-sh/cove/ide"
 	"github.com/cove-sh/cove/internal/termtext"
 	"github.com/cove-sh/cove/task"
 	"github.com/cove-sh/cove/workspace"
@@ -84,31 +87,7 @@ func tasksCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			b := dirBackend(c, e, dir)
-			type row struct {
-				Name    string `json:"name"`
-				Branch  string `json:"branch"`
-				Base    string `json:"base"`
-				Status  string `json:"status"`
-				Commits int    `json:"commits"`
-				Diff    string `json:"diff"`
-				Prompt  string `json:"prompt"`
-				Created string `json:"created"`
-			}
-			rows := []row{}
-			for _, r := range rs {
-				w := row{Name: r.Name, Branch: r.Branch(), Base: r.Base, Status: "stopped", Prompt: r.Prompt, Created: r.Created.Format("2006-01-02T15:04:05Z")}
-				// A stopped task's work is read when it runs again; listing
-				// starts nothing.
-				if tw, err := b.Open(c.Context, workspace.Name(m.Tree(r.Name))); err == nil {
-					w.Status = "running"
-					if s, err := m.Stat(c.Context, tw, r); err == nil {
-						w.Commits, w.Diff = s.Commits, s.Diff
-					}
-					tw.Close()
-				}
-				rows = append(rows, w)
-			}
+			rows := taskRows(c.Context, m, rs, dirBackend(c, e, dir))
 			if c.Bool("json") {
 				return json.NewEncoder(c.App.Writer).Encode(rows)
 			}
@@ -124,6 +103,25 @@ func tasksCommand() *cli.Command {
 			return tw.Flush()
 		},
 	}
+}
+
+// taskRows are the tasks rs of m as cove tasks and the IDE's Tasks view
+// list them: each running task's work as its workspace says (a stopped
+// one's is read when it runs again; listing starts nothing).
+func taskRows(ctx context.Context, m *task.Manager, rs []task.Record, b workspace.Backend) []ide.TaskRow {
+	rows := []ide.TaskRow{}
+	for _, r := range rs {
+		w := ide.TaskRow{Name: r.Name, Branch: r.Branch(), Base: r.Base, Status: "stopped", Prompt: r.Prompt, Created: r.Created.Format("2006-01-02T15:04:05Z")}
+		if tw, err := b.Open(ctx, workspace.Name(m.Tree(r.Name))); err == nil {
+			w.Status = "running"
+			if s, err := m.Stat(ctx, tw, r); err == nil {
+				w.Commits, w.Diff = s.Commits, s.Diff
+			}
+			tw.Close()
+		}
+		rows = append(rows, w)
+	}
+	return rows
 }
 
 func taskCommand() *cli.Command {
@@ -193,8 +191,7 @@ func taskCommand() *cli.Command {
 			{
 				Name: "discard", Usage: "remove the task: its workspace, its tree, its branch", ArgsUsage: "NAME [DIR]",
 				Action: each(func(c *cli.Context, m *task.Manager, b workspace.Backend, main, tw workspace.Workspace, r task.Record) error {
-					tw.Close()
-					if err := m.Discard(c.Context, b, main, tw, r); err != nil {
+					if err := discardTask(c.Context, m, b, main, tw, r); err != nil {
 						return err
 					}
 					fmt.Fprintf(c.App.ErrWriter, "cove: task %s discarded\n", r.Name)
@@ -203,6 +200,85 @@ func taskCommand() *cli.Command {
 			},
 		},
 	}
+}
+
+// discardTask is cove task discard and the IDE's Discard: the task's
+// workspace handle closed (its removal stops it), then all of it removed.
+func discardTask(ctx context.Context, m *task.Manager, b workspace.Backend, main, tw workspace.Workspace, r task.Record) error {
+	if tw != nil {
+		tw.Close()
+	}
+	return m.Discard(ctx, b, main, tw, r)
+}
+
+// taskPanel is the IDE's Tasks view on the launcher (ide.TaskBackend):
+// the project's tasks, through the same calls as cove tasks and cove
+// task, with the project's workspace the launcher serves. A task's
+// workspace is opened when it runs; a stopped one is not started from
+// here (that is cove task merge's, with the flags the user gives it).
+type taskPanel struct {
+	m    *task.Manager
+	b    workspace.Backend
+	main workspace.Workspace // the launcher's: not closed here
+
+	mu sync.Mutex // one merge or discard at a time: git in main is one tree
+}
+
+func (p *taskPanel) Tasks(ctx context.Context) ([]ide.TaskRow, error) {
+	rs, err := p.m.List()
+	if err != nil {
+		return nil, err
+	}
+	return taskRows(ctx, p.m, rs, p.b), nil
+}
+
+// open returns the task's record and its running workspace (nil when it
+// is stopped, with the error saying what to do).
+func (p *taskPanel) open(ctx context.Context, name, verb string) (task.Record, workspace.Workspace, error) {
+	r, err := p.m.Get(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return r, nil, fmt.Errorf("no task %s (cove tasks lists them)", name)
+	}
+	if err != nil {
+		return r, nil, err
+	}
+	tw, err := p.b.Open(ctx, workspace.Name(p.m.Tree(name)))
+	if err != nil {
+		return r, nil, fmt.Errorf("task %s: its workspace is not running (cove task %s %s %s starts it): %w", name, verb, name, p.m.Project, err)
+	}
+	return r, tw, nil
+}
+
+func (p *taskPanel) TaskDiff(ctx context.Context, name string) ([]byte, error) {
+	r, tw, err := p.open(ctx, name, "diff")
+	if err != nil {
+		return nil, err
+	}
+	defer tw.Close()
+	return p.m.Diff(ctx, tw, r)
+}
+
+func (p *taskPanel) TaskMerge(ctx context.Context, name string) ([]byte, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r, tw, err := p.open(ctx, name, "merge")
+	if err != nil {
+		return nil, err
+	}
+	defer tw.Close()
+	return p.m.Merge(ctx, p.main, tw, r)
+}
+
+// TaskDiscard removes a stopped task too: nothing of it needs to run for
+// that.
+func (p *taskPanel) TaskDiscard(ctx context.Context, name string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r, tw, err := p.open(ctx, name, "discard")
+	if r.Name == "" {
+		return err
+	}
+	return discardTask(ctx, p.m, p.b, p.main, tw, r)
 }
 
 // absDir is dir made absolute, if it is a directory.

@@ -18,6 +18,7 @@ import (
 	"github.com/cove-sh/cove/internal/projectwalk"
 	"github.com/cove-sh/cove/launcher"
 	"github.com/cove-sh/cove/settings"
+	"github.com/cove-sh/cove/task"
 	"github.com/cove-sh/cove/workspace"
 	"github.com/urfave/cli/v2"
 )
@@ -110,7 +111,8 @@ func serveUp(c *cli.Context, e *env, b workspace.Backend, dir, recPath string, n
 	}
 	panel := &agentPanel{root: c.String("root"), layout: e.layout, target: ws, dir: dir, ctx: c.Context}
 	defer panel.Close()
-	proxy, srv, err := serveLauncher(c, ws.DialIDE, dir, panel)
+	tasks := &taskPanel{m: &task.Manager{Project: dir, Data: e.layout.Data}, b: b, main: ws}
+	proxy, srv, err := serveLauncher(c, ws.DialIDE, dir, panel, tasks)
 	if err != nil {
 		ws.Close()
 		return err
@@ -166,8 +168,8 @@ func attachRunning(c *cli.Context, b workspace.Backend, dir string) {
 
 // serveLauncher serves the launcher's side of a workspace on
 // 127.0.0.1:--port: the proxy to the IDE server dial reaches, with the
-// host-side routes and the agent panel.
-func serveLauncher(c *cli.Context, dial func(context.Context) (net.Conn, error), dir string, panel *agentPanel) (*ide.Proxy, *http.Server, error) {
+// host-side routes, the agent panel and the Tasks view.
+func serveLauncher(c *cli.Context, dial func(context.Context) (net.Conn, error), dir string, panel *agentPanel, tasks ide.TaskBackend) (*ide.Proxy, *http.Server, error) {
 	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", c.Int("port")))
 	if err != nil {
 		return nil, nil, fmt.Errorf("listen on 127.0.0.1:%d: %w (choose another --port)", c.Int("port"), err)
@@ -181,6 +183,7 @@ func serveLauncher(c *cli.Context, dial func(context.Context) (net.Conn, error),
 	proxy.Handle("/api/files", routes.Files())
 	proxy.Handle("/api/replace", routes.Replace())
 	proxy.Handle("/api/settings", http.HandlerFunc(serveEditorSettings))
+	ide.Tasks{Backend: tasks}.Handle(proxy)
 	srv := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
 	go srv.Serve(l)
 	return proxy, srv, nil

@@ -1,0 +1,130 @@
+package ide
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/cove-sh/cove/internal/termtext"
+)
+
+// TaskRow is one of the project's tasks as the Tasks view lists it (the
+// fields of cove tasks --json). Commits and Diff are what the task's
+// workspace says, when it runs: untrusted text, bounded and made visible
+// here before the page gets it.
+type TaskRow struct {
+	Name    string `json:"name"`
+	Branch  string `json:"branch"`
+	Base    string `json:"base"`
+	Status  string `json:"status"`
+	Commits int    `json:"commits"`
+	Diff    string `json:"diff"`
+	Prompt  string `json:"prompt"`
+	Created string `json:"created"`
+}
+
+// TaskBackend is the launcher's side of the project's tasks (package
+// task, reached through cmd/cove, as cove tasks and cove task do): git
+// runs in the workspaces, never on the host.
+type TaskBackend interface {
+	Tasks(ctx context.Context) ([]TaskRow, error)
+	// TaskDiff is the task's diff against its base, from its workspace.
+	TaskDiff(ctx context.Context, name string) ([]byte, error)
+	// TaskMerge merges the task's branch into the project, in the
+	// project's workspace, and returns git's output.
+	TaskMerge(ctx context.Context, name string) ([]byte, error)
+	// TaskDiscard removes the task: its workspace, tree, branch, record.
+	TaskDiscard(ctx context.Context, name string) error
+}
+
+// Tasks serves the IDE's Tasks view on the launcher's side of the proxy:
+//
+//	GET  /api/tasks                  the tasks, [TaskRow…]
+//	GET  /api/tasks/diff?name=N      the task's diff against its base (text)
+//	POST /api/tasks/merge?name=N     merge it into the project (git's output)
+//	POST /api/tasks/discard?name=N   remove it and everything it made
+//
+// A POST comes only from the page's own origin (the proxy checks it).
+type Tasks struct{ Backend TaskBackend }
+
+// maxTaskDiff bounds a task's diff the page is given: a merge view of
+// more is no review.
+const maxTaskDiff = 4 << 20
+
+// Handle puts the Tasks view's routes on the proxy.
+func (t Tasks) Handle(p *Proxy) {
+	p.Handle("/api/tasks", http.HandlerFunc(t.list))
+	p.Handle("/api/tasks/diff", t.method(http.MethodGet, t.diff))
+	p.Handle("/api/tasks/merge", t.method(http.MethodPost, t.merge))
+	p.Handle("/api/tasks/discard", t.method(http.MethodPost, t.discard))
+}
+
+func (t Tasks) method(m string, h func(w http.ResponseWriter, r *http.Request, name string)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != m {
+			http.Error(w, "cove: "+m+" only", http.StatusMethodNotAllowed)
+			return
+		}
+		h(w, r, r.URL.Query().Get("name"))
+	})
+}
+
+func (t Tasks) list(w http.ResponseWriter, r *http.Request) {
+	rows, err := t.Backend.Tasks(r.Context())
+	if err != nil {
+		http.Error(w, termtext.Visible(err.Error()), http.StatusInternalServerError)
+		return
+	}
+	if rows == nil {
+		rows = []TaskRow{}
+	}
+	for i := range rows {
+		rows[i].Diff = visibleText(rows[i].Diff, 300) // one line
+	}
+	writeJSON(w, rows)
+}
+
+func (t Tasks) diff(w http.ResponseWriter, r *http.Request, name string) {
+	out, err := t.Backend.TaskDiff(r.Context(), name)
+	if err != nil {
+		http.Error(w, workspaceText(err.Error(), 4096), http.StatusConflict)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Write([]byte(workspaceText(string(out), maxTaskDiff)))
+}
+
+func (t Tasks) merge(w http.ResponseWriter, r *http.Request, name string) {
+	out, err := t.Backend.TaskMerge(r.Context(), name)
+	if err != nil {
+		msg := err.Error()
+		if len(out) > 0 {
+			msg += "\n" + string(out)
+		}
+		http.Error(w, workspaceText(msg, 8192), http.StatusConflict)
+		return
+	}
+	w.Write([]byte(workspaceText(string(out), 8192)))
+}
+
+func (t Tasks) discard(w http.ResponseWriter, r *http.Request, name string) {
+	if err := t.Backend.TaskDiscard(r.Context(), name); err != nil {
+		http.Error(w, workspaceText(err.Error(), 4096), http.StatusConflict)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// visibleText is what a workspace printed, at most max bytes (cut on a
+// character), with its control characters shown, never obeyed.
+func workspaceText(s string, max int) string {
+	if len(s) > max {
+		cut := max
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "\n… (cut at " + strconv.Itoa(max>>10) + " KiB)"
+	}
+	return termtext.Visible(s)
+}
