@@ -14,6 +14,7 @@ import { startNotes } from "./notes.js";
 import { startPorts } from "./ports.js";
 import { startLanguages } from "./languages.js";
 import { startSCM } from "./scm.js";
+import { startTasks } from "./tasks.js";
 import { startOutline } from "./outline.js";
 import { startSettings } from "./settings.js";
 import { $, el } from "./dom.js";
@@ -672,7 +673,9 @@ $("#outline-head").addEventListener("click", () => $("#outline").classList.toggl
 const userSettings = startSettings({ status, apply: (prefs) => docs.forEach(({ doc }) => doc.setPrefs(prefs)) });
 const scm = startSCM({ box: $("#scm-box"), status, openFile, dark: () => darkQuery.matches });
 $("#scm-head").addEventListener("click", () => $("#scm").classList.toggle("folded"));
-window.cove = { shells, docs, groups, layout, commands, languages, scm, outline, settings: userSettings };
+const tasks = startTasks({ section: $("#tasks"), box: $("#tasks-box"), status, dark: () => darkQuery.matches, merged: () => scm.refresh() });
+$("#tasks-head").addEventListener("click", () => $("#tasks").classList.toggle("folded"));
+window.cove = { shells, docs, groups, layout, commands, languages, scm, tasks, outline, settings: userSettings };
 renderDir(".", $("#tree")).catch((e) => status(`files: ${e.message}`));
 restoreDocs().catch((e) => status(`files: ${e.message}`));
 // Unsaved edits live only in this page: the browser asks before it goes.
