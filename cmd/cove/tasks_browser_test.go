@@ -1,0 +1,89 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/cove-sh/cove/internal/llmtest"
+	"github.com/cove-sh/cove/internal/testregistry"
+	"github.com/cove-sh/cove/task"
+)
+
+// TestBrowserTasks: real Chromium, the real launcher, two tasks made by
+// cove agent --task with scripted models (ide/web/test/tasks.mjs): the
+// IDE's Tasks view lists both, running, with their commits; a click on
+// one shows its diff against its base in the merge view (the base's line
+// on the left, the task's on the right); the two tasks' diffs compare
+// side by side; Merge, confirmed, puts the task's change in the
+// project's file on disk; Discard, confirmed, leaves no tree or record of
+// the other.
+func TestBrowserTasks(t *testing.T) {
+	t.Parallel()
+	needRoot(t)
+	node := browserTestTools(t)
+	ref := testregistry.Push(t, testregistry.Addr(t), hostGitImage(t))
+	project := t.TempDir()
+	os.WriteFile(filepath.Join(project, "values.sh"), []byte("# the values\nvalue=wrong\n"), 0o644)
+	hostGit(t, project, "init", "-q", "-b", "main")
+	hostGit(t, project, "add", "-A")
+	hostGit(t, project, "commit", "-q", "-m", "a wrong value")
+	root := t.TempDir()
+	_, url := startUp(t, root, ref, project)
+
+	fixes := map[string]string{"t1": "value=right", "t2": "value=other"}
+	var wg sync.WaitGroup
+	for name, fix := range fixes {
+		srv := llmtest.New(t)
+		b, _ := json.Marshal(map[string]any{"path": "values.sh", "edits": []any{map[string]any{"old": "value=wrong", "new": fix}}})
+		srv.Push(
+			llmtest.Response{Events: llmtest.OpenAIChunks("tool_calls", map[string]any{"tool_calls": []any{map[string]any{
+				"index": 0, "id": "e", "type": "function", "function": map[string]any{"name": "edit", "arguments": string(b)}}}})},
+			llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "Done."})},
+		)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd, out, errb := coveProc(root, "agent", "--yes", "--image", ref, "--task", name, "-p", "make the value "+fix, project)
+			cmd.Env = append(cmd.Env, "COVE_BASE_URL="+srv.URL(), "COVE_MODEL=test-model", "COVE_API_KEY=sk-test")
+			cmd.Stdin = strings.NewReader("")
+			if err := cmd.Run(); err != nil {
+				t.Errorf("task %s: %v %s\n%s", name, err, out, errb)
+			}
+		}()
+	}
+	wg.Wait()
+	m := &task.Manager{Project: project, Data: filepath.Join(root, "data")}
+	t.Cleanup(func() {
+		for name := range fixes {
+			runProc(t, root, "", "task", "discard", name, project)
+		}
+	})
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	cmd := exec.Command(node, "../../ide/web/test/tasks.mjs", url)
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	out, err := cmd.Output()
+	if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); err != nil || lines[len(lines)-1] != "ok" {
+		t.Fatalf("tasks.mjs: %v\n%s\n%s\nlauncher: %s", err, out, errb.String(), upErr(t))
+	}
+	if got, _ := os.ReadFile(filepath.Join(project, "values.sh")); string(got) != "# the values\nvalue=right\n" {
+		t.Errorf("the project's values.sh after merging t1 in the IDE: %q", got)
+	}
+	if _, err := os.Stat(m.Tree("t2")); err == nil {
+		t.Errorf("task t2's tree is left after its discard in the IDE")
+	}
+	if _, err := m.Get("t2"); err == nil {
+		t.Errorf("task t2's record is left after its discard in the IDE")
+	}
+	if _, err := m.Get("t1"); err != nil {
+		t.Errorf("task t1, merged, not discarded: %v", err)
+	}
+}

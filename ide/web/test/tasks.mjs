@@ -1,0 +1,71 @@
+// The Tasks view in Debian's Chromium (driven by TestBrowserTasks in
+// cmd/cove): two tasks t1 (value=right) and t2 (value=other) are listed;
+// t1's diff shows in the merge view; t1 and t2 compare side by side; t1
+// is merged and t2 discarded, each after a confirmation.
+// Usage: node tasks.mjs URL. Prints "ok" when every check passed.
+import { chromium } from "playwright-core";
+
+const [url] = process.argv.slice(2);
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
+});
+let page;
+const fail = async (msg) => {
+  console.error("tasks e2e: " + msg);
+  if (process.env.COVE_FAIL_SHOT && page) await page.screenshot({ path: process.env.COVE_FAIL_SHOT }).catch(() => {});
+  await browser.close();
+  process.exit(1);
+};
+const wait = (fn, arg, msg, timeout = 20000) =>
+  page.waitForFunction(fn, arg, { timeout }).catch(async () => fail(typeof msg === "function" ? await msg() : msg));
+const boxText = () => page.textContent("#tasks-box");
+const statusText = () => page.textContent("#status");
+const asked = [];
+
+try {
+  page = await browser.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  page.on("dialog", (d) => (asked.push(d.message()), d.accept()));
+  await page.goto(url);
+
+  // Both tasks, running, each with its one commit.
+  for (const name of ["t1", "t2"]) {
+    await wait((n) => {
+      const row = document.querySelector(`#tasks-box .task[data-name="${n}"]`);
+      return row && row.dataset.status === "running" && /^1 commit · 1 file changed/.test(row.querySelector(".task-info").textContent);
+    }, name, async () => `task ${name} is not listed, running with one commit: ${await boxText()}`);
+  }
+  if (!(await boxText()).includes("make the value value=right")) await fail(`t1's prompt is not shown: ${await boxText()}`);
+
+  // t1's diff in the merge view: the base's line left, the task's right.
+  await page.click('#tasks-box .task[data-name="t1"] .task-name');
+  await wait(() => document.querySelectorAll("#task-diff .cm-editor").length === 2, null, async () => `no merge view for t1: ${await statusText()}`);
+  const sides = () => page.evaluate(() => [...document.querySelectorAll("#task-diff .cm-editor")].map((e) => e.cmView?.view?.state.doc.toString() ?? e.querySelector(".cm-content").textContent));
+  let [a, b] = await sides();
+  if (!a.includes("value=wrong") || a.includes("value=right") || !b.includes("value=right") || b.includes("value=wrong") || !b.includes("diff --git a/values.sh")) {
+    await fail(`t1's merge view: left ${JSON.stringify(a)}, right ${JSON.stringify(b)}`);
+  }
+  await page.click("#task-diff .task-close");
+
+  // The two tasks' diffs side by side.
+  await page.click('#tasks-box .task[data-name="t1"] .task-compare');
+  await wait(() => document.querySelector("#task-diff")?.dataset.name === "t1-t2", null, async () => `no comparison: ${await statusText()}`);
+  await page.waitForTimeout(300);
+  [a, b] = await sides();
+  if (!a.includes("+value=right") || !b.includes("+value=other")) await fail(`the comparison: left ${JSON.stringify(a)}, right ${JSON.stringify(b)}`);
+  await page.click("#task-diff .task-close");
+
+  // Merge t1, discard t2, each after its question.
+  await page.click('#tasks-box .task[data-name="t1"] .task-merge');
+  await wait(() => /^merged t1/.test(document.querySelector("#status").textContent), null, async () => `t1 is not merged: ${await statusText()}`, 60000);
+  await page.click('#tasks-box .task[data-name="t2"] .task-discard');
+  await wait(() => !document.querySelector('#tasks-box .task[data-name="t2"]'), null, async () => `t2 is still listed: ${await statusText()}; ${await boxText()}`, 60000);
+  if (asked.length !== 2 || !/^Merge task t1/.test(asked[0]) || !/^Discard task t2/.test(asked[1])) await fail(`the questions asked: ${JSON.stringify(asked)}`);
+  if (errors.length) await fail(`page errors: ${errors.join("; ")}`);
+  console.log("ok");
+} catch (e) {
+  await fail(e.stack || String(e));
+}
+await browser.close();
