@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"text/tabwriter"
+	"time"
 
 	"github.com/cove-sh/cove/agent"
 	"github.com/cove-sh/cove/ide"
@@ -224,7 +225,19 @@ type taskPanel struct {
 	mu sync.Mutex // one merge or discard at a time: git in main is one tree
 }
 
+// How long the Tasks view waits on the workspaces: a task's workspace
+// that does not answer (it is the agent's, and may be busy or hostile)
+// leaves the list without its stat, and a diff or merge with an error,
+// not a request that hangs.
+const (
+	taskListWait  = 15 * time.Second
+	taskDiffWait  = time.Minute
+	taskMergeWait = 5 * time.Minute
+)
+
 func (p *taskPanel) Tasks(ctx context.Context) ([]ide.TaskRow, error) {
+	ctx, cancel := context.WithTimeout(ctx, taskListWait)
+	defer cancel()
 	rs, err := p.m.List()
 	if err != nil {
 		return nil, err
@@ -250,6 +263,8 @@ func (p *taskPanel) open(ctx context.Context, name, verb string) (task.Record, w
 }
 
 func (p *taskPanel) TaskDiff(ctx context.Context, name string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, taskDiffWait)
+	defer cancel()
 	r, tw, err := p.open(ctx, name, "diff")
 	if err != nil {
 		return nil, err
@@ -259,6 +274,8 @@ func (p *taskPanel) TaskDiff(ctx context.Context, name string) ([]byte, error) {
 }
 
 func (p *taskPanel) TaskMerge(ctx context.Context, name string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, taskMergeWait)
+	defer cancel()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r, tw, err := p.open(ctx, name, "merge")
@@ -272,6 +289,8 @@ func (p *taskPanel) TaskMerge(ctx context.Context, name string) ([]byte, error) 
 // TaskDiscard removes a stopped task too: nothing of it needs to run for
 // that.
 func (p *taskPanel) TaskDiscard(ctx context.Context, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, taskMergeWait)
+	defer cancel()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r, tw, err := p.open(ctx, name, "discard")

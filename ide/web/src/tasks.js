@@ -130,7 +130,7 @@ export function startTasks({ section, box, status, dark, merged }) {
   }
 
   addEventListener("focus", () => refresh());
-  setInterval(() => document.visibilityState === "visible" && !document.body.classList.contains("stopped") && !section.classList.contains("folded") && refresh(), 5000);
+  setInterval(() => document.visibilityState === "visible" && !document.body.classList.contains("stopped") && !section.classList.contains("folded") && refresh(), 10000);
   refresh();
   return { refresh };
 }
@@ -141,7 +141,7 @@ export function startTasks({ section, box, status, dark, merged }) {
 export function sides(patch) {
   const a = [], b = [];
   let header = false;
-  for (const line of patch.split("\n")) {
+  for (const line of patch.replace(/\n$/, "").split("\n")) {
     if (line.startsWith("diff --git ")) header = true;
     else if (line.startsWith("@@")) header = false;
     if (header || line.startsWith("@@")) {

@@ -4,6 +4,7 @@
 // is merged and t2 discarded, each after a confirmation.
 // Usage: node tasks.mjs URL. Prints "ok" when every check passed.
 import { chromium } from "playwright-core";
+import { shot } from "./shot.mjs";
 
 const [url] = process.argv.slice(2);
 const browser = await chromium.launch({
@@ -47,6 +48,7 @@ try {
   if (!a.includes("value=wrong") || a.includes("value=right") || !b.includes("value=right") || b.includes("value=wrong") || !b.includes("diff --git a/values.sh")) {
     await fail(`t1's merge view: left ${JSON.stringify(a)}, right ${JSON.stringify(b)}`);
   }
+  await shot(page, "tasks.png", ["#side", "#task-diff"]);
   await page.click("#task-diff .task-close");
 
   // The two tasks' diffs side by side.
