@@ -67,6 +67,16 @@ func TestBrowserTasks(t *testing.T) {
 		t.FailNow()
 	}
 
+	// cove tasks lists them as the IDE does (the rows are one function's).
+	var listed []struct {
+		Name, Status string
+		Commits      int
+	}
+	r := runProc(t, root, "", "tasks", "--json", project)
+	if json.Unmarshal([]byte(r.stdout), &listed); len(listed) != 2 || listed[0].Status != "running" || listed[1].Commits != 1 {
+		t.Errorf("cove tasks --json: %+v\n%s", listed, r.stderr)
+	}
+
 	cmd := exec.Command(node, "../../ide/web/test/tasks.mjs", url)
 	var errb strings.Builder
 	cmd.Stderr = &errb
