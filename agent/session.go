@@ -110,6 +110,43 @@ func ResumeSession(dir, id string) (*Session, []Message, error) {
 	if err := checkSessionID(id); err != nil {
 		return nil, nil, err
 	}
+	msgs, turns, err := readSession(dir, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := openSession(dir, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.Turns = turns
+	for _, m := range unanswered(msgs) {
+		msgs = append(msgs, m)
+		s.Append(LoopEvent{Type: "message", Message: &m})
+	}
+	return s, msgs, nil
+}
+
+// ReadSession returns the conversation of session id in dir (the latest
+// one when id is empty) as the model last saw it (after a compaction,
+// its summary), writing nothing: for showing
+// a session that may still be going on (a task's, in the IDE).
+func ReadSession(dir, id string) ([]Message, error) {
+	if id == "" {
+		logs := sessionLogs(dir)
+		if len(logs) == 0 {
+			return nil, errors.New("no session yet")
+		}
+		id = strings.TrimSuffix(filepath.Base(logs[0]), ".jsonl")
+	}
+	if err := checkSessionID(id); err != nil {
+		return nil, err
+	}
+	msgs, _, err := readSession(dir, id)
+	return msgs, err
+}
+
+// readSession reads the messages and the turns of session id's log.
+func readSession(dir, id string) ([]Message, []Turn, error) {
 	f, err := openState(filepath.Join(dir, id+".jsonl"), os.O_RDONLY)
 	if err != nil {
 		return nil, nil, fmt.Errorf("session %s: %w", id, err)
@@ -141,16 +178,7 @@ func ResumeSession(dir, id string) (*Session, []Message, error) {
 		}
 	}
 	f.Close()
-	s, err := openSession(dir, id)
-	if err != nil {
-		return nil, nil, err
-	}
-	s.Turns = turns
-	for _, m := range unanswered(msgs) {
-		msgs = append(msgs, m)
-		s.Append(LoopEvent{Type: "message", Message: &m})
-	}
-	return s, msgs, nil
+	return msgs, turns, nil
 }
 
 // unanswered returns results for the tool calls of the last assistant

@@ -34,6 +34,8 @@ type TaskBackend interface {
 	// TaskMerge merges the task's branch into the project, in the
 	// project's workspace, and returns git's output.
 	TaskMerge(ctx context.Context, name string) ([]byte, error)
+	// TaskTranscript is the task's agent's conversation, as text.
+	TaskTranscript(ctx context.Context, name string) ([]byte, error)
 	// TaskDiscard removes the task: its workspace, tree, branch, record.
 	TaskDiscard(ctx context.Context, name string) error
 }
@@ -42,6 +44,7 @@ type TaskBackend interface {
 //
 //	GET  /api/tasks                  the tasks, [TaskRow…]
 //	GET  /api/tasks/diff?name=N      the task's diff against its base (text)
+//	GET  /api/tasks/transcript?name=N  its agent's conversation (text)
 //	POST /api/tasks/merge?name=N     merge it into the project (git's output)
 //	POST /api/tasks/discard?name=N   remove it and everything it made
 //
@@ -56,6 +59,7 @@ const maxTaskDiff = 4 << 20
 func (t Tasks) Handle(p *Proxy) {
 	p.Handle("/api/tasks", http.HandlerFunc(t.list))
 	p.Handle("/api/tasks/diff", t.method(http.MethodGet, t.diff))
+	p.Handle("/api/tasks/transcript", t.method(http.MethodGet, t.transcript))
 	p.Handle("/api/tasks/merge", t.method(http.MethodPost, t.merge))
 	p.Handle("/api/tasks/discard", t.method(http.MethodPost, t.discard))
 }
@@ -87,6 +91,16 @@ func (t Tasks) list(w http.ResponseWriter, r *http.Request) {
 
 func (t Tasks) diff(w http.ResponseWriter, r *http.Request, name string) {
 	out, err := t.Backend.TaskDiff(r.Context(), name)
+	if err != nil {
+		http.Error(w, workspaceText(err.Error(), 4096), http.StatusConflict)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Write([]byte(workspaceText(string(out), maxTaskDiff)))
+}
+
+func (t Tasks) transcript(w http.ResponseWriter, r *http.Request, name string) {
+	out, err := t.Backend.TaskTranscript(r.Context(), name)
 	if err != nil {
 		http.Error(w, workspaceText(err.Error(), 4096), http.StatusConflict)
 		return

@@ -26,6 +26,9 @@ func (h *hostileTasks) TaskMerge(_ context.Context, name string) ([]byte, error)
 	h.merged = append(h.merged, name)
 	return []byte("Fast-forward\n" + osc52), nil
 }
+func (h *hostileTasks) TaskTranscript(context.Context, string) ([]byte, error) {
+	return []byte("tool output " + osc52), nil
+}
 func (h *hostileTasks) TaskDiscard(context.Context, string) error { return nil }
 
 // TestTasksAPIShowsWorkspaceTextBounded: what a task's workspace prints
@@ -65,6 +68,7 @@ func TestTasksAPIShowsWorkspaceTextBounded(t *testing.T) {
 		t.Errorf("the diff was cut inside a character")
 	}
 
+	noControl("the transcript", call("GET", "/api/tasks/transcript?name=t1").Body.String())
 	if rec = call("GET", "/api/tasks/merge?name=t1"); rec.Code != http.StatusMethodNotAllowed || len(h.merged) != 0 {
 		t.Errorf("a GET merged: %d %v", rec.Code, h.merged)
 	}

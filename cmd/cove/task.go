@@ -15,6 +15,7 @@ import (
 
 	"github.com/cove-sh/cove/agent"
 	"github.com/cove-sh/cove/ide"
+	"github.com/cove-sh/cove/internal/dirs"
 	"github.com/cove-sh/cove/internal/termtext"
 	"github.com/cove-sh/cove/task"
 	"github.com/cove-sh/cove/workspace"
@@ -218,9 +219,10 @@ func discardTask(ctx context.Context, m *task.Manager, b workspace.Backend, main
 // workspace is opened when it runs; a stopped one is not started from
 // here (that is cove task merge's, with the flags the user gives it).
 type taskPanel struct {
-	m    *task.Manager
-	b    workspace.Backend
-	main workspace.Workspace // the launcher's: not closed here
+	m      *task.Manager
+	b      workspace.Backend
+	main   workspace.Workspace // the launcher's: not closed here
+	layout dirs.Layout         // where the tasks' agents keep their sessions
 
 	mu sync.Mutex // one merge or discard at a time: git in main is one tree
 }
@@ -284,6 +286,49 @@ func (p *taskPanel) TaskMerge(ctx context.Context, name string) ([]byte, error) 
 	}
 	defer tw.Close()
 	return p.m.Merge(ctx, p.main, tw, r)
+}
+
+// TaskTranscript is the task's agent's latest session (its state is the
+// task tree's, as cove agent --task keeps it), as text: each message,
+// tool calls and results cut short.
+func (p *taskPanel) TaskTranscript(ctx context.Context, name string) ([]byte, error) {
+	if _, err := p.m.Get(name); err != nil {
+		return nil, fmt.Errorf("no task %s (cove tasks lists them)", name)
+	}
+	state, err := agent.OpenState(p.layout, workspace.Name(p.m.Tree(name)))
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := agent.ReadSession(state.Sessions, "")
+	if err != nil {
+		return nil, fmt.Errorf("task %s: its agent's session: %w", name, err)
+	}
+	var b strings.Builder
+	cut := func(s string, n int) string {
+		if len(s) > n {
+			return strings.ToValidUTF8(s[:n], "") + "…"
+		}
+		return s
+	}
+	for _, m := range msgs {
+		switch m.Role {
+		case "user":
+			fmt.Fprintf(&b, "▶ you\n%s\n\n", m.Content)
+		case "assistant":
+			fmt.Fprintf(&b, "◀ agent\n%s\n", m.Content)
+			for _, c := range m.ToolCalls {
+				fmt.Fprintf(&b, "  → %s %s\n", c.Name, cut(string(c.Args), 500))
+			}
+			b.WriteString("\n")
+		case "tool":
+			what := "result"
+			if m.IsError {
+				what = "failed"
+			}
+			fmt.Fprintf(&b, "  ← %s\n%s\n\n", what, cut(m.Content, 2000))
+		}
+	}
+	return []byte(b.String()), nil
 }
 
 // TaskDiscard removes a stopped task too: nothing of it needs to run for

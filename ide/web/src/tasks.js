@@ -1,7 +1,7 @@
 // The Tasks view: the project's tasks (cove agent --task NAME: a branch
 // and a workspace each), as the launcher lists them (ide/tasks.go); a
-// task's diff against its base in the merge view, read-only; two tasks'
-// diffs side by side; Merge into the project and Discard, after asking.
+// task's diff against its base in the merge view, read-only; its agent's
+// conversation; two tasks' diffs side by side; Merge into the project and Discard, after asking.
 // git runs in the workspaces; what they print is text here, never markup.
 import { $, el } from "./dom.js";
 
@@ -33,6 +33,7 @@ export function startTasks({ section, box, status, dark, merged }) {
     el("div", { class: "task-line" },
       el("button", { class: "task-name", title: `Show ${t.branch}'s changes against ${t.base.slice(0, 12)}`, onclick: () => show(t.name) }, t.name),
       el("span", { class: `task-status s-${t.status === "running" ? "running" : "stopped"}` }, t.status),
+      el("button", { class: "task-transcript", title: "Its agent's conversation", onclick: () => transcript(t.name) }, "☰"),
       el("button", { class: "task-compare", title: "Compare with another task's changes, side by side", onclick: () => compare(t.name) }, "⇄"),
       el("button", { class: "task-merge", title: `Merge ${t.branch} into the project`, onclick: () => merge(t.name) }, "Merge"),
       el("button", { class: "task-discard", title: "Remove the task: its workspace, tree and branch", onclick: () => discard(t.name) }, "Discard")),
@@ -55,6 +56,21 @@ export function startTasks({ section, box, status, dark, merged }) {
     } catch (e) {
       status(`task ${name}: ${e.message}`);
     }
+  }
+
+  // transcript shows the task's agent's conversation, as text.
+  async function transcript(name) {
+    const r = await fetch(`/api/tasks/transcript?name=${enc(name)}`);
+    const text = await r.text();
+    if (!r.ok) return status(`task ${name}: ${text.trim().slice(0, 300)}`);
+    $("#task-diff")?.remove();
+    const close = () => pane.remove();
+    const pane = el("div", { id: "task-diff", class: "diff-pane transcript", "data-name": name, role: "dialog", "aria-label": `${name}'s conversation` },
+      el("div", { class: "scm-diff-head" }, el("span", {}, `${name} — its agent's conversation`), el("button", { class: "task-close", onclick: () => close() }, "Close")),
+      el("pre", { class: "task-transcript-text" }, text));
+    $("#main").append(pane);
+    pane.addEventListener("keydown", (ev) => ev.key === "Escape" && close());
+    pane.querySelector(".task-close").focus();
   }
 
   async function compare(name) {

@@ -1,7 +1,8 @@
 // The Tasks view in Debian's Chromium (driven by TestBrowserTasks in
 // cmd/cove): two tasks t1 (value=right) and t2 (value=other) are listed;
-// t1's diff shows in the merge view; t1 and t2 compare side by side; t1
-// is merged and t2 discarded, each after a confirmation.
+// t1's diff shows in the merge view, and its agent's conversation; t1 and
+// t2 compare side by side; t1 is merged and t2 discarded, each after a
+// confirmation.
 // Usage: node tasks.mjs URL. Prints "ok" when every check passed.
 import { chromium } from "playwright-core";
 import { shot } from "./shot.mjs";
@@ -49,6 +50,12 @@ try {
     await fail(`t1's merge view: left ${JSON.stringify(a)}, right ${JSON.stringify(b)}`);
   }
   await shot(page, "tasks.png", ["#side", "#task-diff"]);
+  await page.click("#task-diff .task-close");
+
+  // t1's agent's conversation: the prompt, the edit it called.
+  await page.click('#tasks-box .task[data-name="t1"] .task-transcript');
+  await wait(() => /make the value value=right[\s\S]*→ edit/.test(document.querySelector("#task-diff .task-transcript-text")?.textContent), null,
+    async () => `no transcript of t1: ${await statusText()}; ${await page.evaluate(() => document.querySelector("#task-diff")?.textContent)}`);
   await page.click("#task-diff .task-close");
 
   // The two tasks' diffs side by side.
