@@ -36,6 +36,10 @@ type TaskBackend interface {
 	TaskMerge(ctx context.Context, name string) ([]byte, error)
 	// TaskTranscript is the task's agent's conversation, as text.
 	TaskTranscript(ctx context.Context, name string) ([]byte, error)
+	// TaskOpen serves the task's workspace in a launcher of its own (cove
+	// up --detach on its tree) and returns that IDE's URL: its terminal,
+	// its files.
+	TaskOpen(ctx context.Context, name string) (string, error)
 	// TaskDiscard removes the task: its workspace, tree, branch, record.
 	TaskDiscard(ctx context.Context, name string) error
 }
@@ -45,6 +49,7 @@ type TaskBackend interface {
 //	GET  /api/tasks                  the tasks, [TaskRow…]
 //	GET  /api/tasks/diff?name=N      the task's diff against its base (text)
 //	GET  /api/tasks/transcript?name=N  its agent's conversation (text)
+//	POST /api/tasks/open?name=N      its own IDE, {"url": …}
 //	POST /api/tasks/merge?name=N     merge it into the project (git's output)
 //	POST /api/tasks/discard?name=N   remove it and everything it made
 //
@@ -60,6 +65,7 @@ func (t Tasks) Handle(p *Proxy) {
 	p.Handle("/api/tasks", http.HandlerFunc(t.list))
 	p.Handle("/api/tasks/diff", t.method(http.MethodGet, t.diff))
 	p.Handle("/api/tasks/transcript", t.method(http.MethodGet, t.transcript))
+	p.Handle("/api/tasks/open", t.method(http.MethodPost, t.open))
 	p.Handle("/api/tasks/merge", t.method(http.MethodPost, t.merge))
 	p.Handle("/api/tasks/discard", t.method(http.MethodPost, t.discard))
 }
@@ -107,6 +113,15 @@ func (t Tasks) transcript(w http.ResponseWriter, r *http.Request, name string) {
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Write([]byte(workspaceText(string(out), maxTaskDiff)))
+}
+
+func (t Tasks) open(w http.ResponseWriter, r *http.Request, name string) {
+	url, err := t.Backend.TaskOpen(r.Context(), name)
+	if err != nil {
+		http.Error(w, workspaceText(err.Error(), 4096), http.StatusConflict)
+		return
+	}
+	writeJSON(w, map[string]string{"url": url})
 }
 
 func (t Tasks) merge(w http.ResponseWriter, r *http.Request, name string) {

@@ -29,7 +29,8 @@ func (h *hostileTasks) TaskMerge(_ context.Context, name string) ([]byte, error)
 func (h *hostileTasks) TaskTranscript(context.Context, string) ([]byte, error) {
 	return []byte("tool output " + osc52), nil
 }
-func (h *hostileTasks) TaskDiscard(context.Context, string) error { return nil }
+func (h *hostileTasks) TaskOpen(context.Context, string) (string, error) { return "", nil }
+func (h *hostileTasks) TaskDiscard(context.Context, string) error        { return nil }
 
 // TestTasksAPIShowsWorkspaceTextBounded: what a task's workspace prints
 // reaches the page with no control character (its escape sequences

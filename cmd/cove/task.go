@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -223,6 +225,7 @@ type taskPanel struct {
 	b      workspace.Backend
 	main   workspace.Workspace // the launcher's: not closed here
 	layout dirs.Layout         // where the tasks' agents keep their sessions
+	root   string              // --root, for the cove up of a task's own IDE
 
 	mu sync.Mutex // one merge or discard at a time: git in main is one tree
 }
@@ -329,6 +332,60 @@ func (p *taskPanel) TaskTranscript(ctx context.Context, name string) ([]byte, er
 		}
 	}
 	return []byte(b.String()), nil
+}
+
+// TaskOpen is cove up --detach on the task's tree: a launcher of its
+// own (or the one that serves it already), which starts the task's
+// workspace as it was made if it stopped; its URL is this binary's
+// output, checked for its shape all the same.
+func (p *taskPanel) TaskOpen(ctx context.Context, name string) (string, error) {
+	if _, err := p.m.Get(name); err != nil {
+		return "", fmt.Errorf("no task %s (cove tasks lists them)", name)
+	}
+	bin, err := coveBinary()
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, taskMergeWait)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "up", "--detach", "--no-browser", p.m.Tree(name))
+	cmd.Env = os.Environ()
+	if p.root != "" {
+		cmd.Env = append(cmd.Env, "COVE_ROOT="+p.root)
+	}
+	// What it says on stderr holds the workspace's lifecycle commands'
+	// output: only its end is kept, for the error.
+	errb := &tailWriter{max: 4 << 10}
+	cmd.Stderr = errb
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("task %s: cove up %s: %w: %s", name, p.m.Tree(name), err, lastLine(string(errb.b)))
+	}
+	url := strings.TrimSpace(lastLine(string(out)))
+	if !regexp.MustCompile(`^http://127\.0\.0\.1:[0-9]+/\?token=[0-9a-f]+$`).MatchString(url) {
+		return "", fmt.Errorf("task %s: cove up printed %q, not a URL", name, url)
+	}
+	return url, nil
+}
+
+// tailWriter keeps the last max bytes written to it.
+type tailWriter struct {
+	b   []byte
+	max int
+}
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	if len(w.b) > w.max {
+		w.b = w.b[len(w.b)-w.max:]
+	}
+	return len(p), nil
+}
+
+// lastLine is s's last line that is not empty.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }
 
 // TaskDiscard removes a stopped task too: nothing of it needs to run for

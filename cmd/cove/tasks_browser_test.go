@@ -19,7 +19,8 @@ import (
 // IDE's Tasks view lists both, running, with their commits; a click on
 // one shows its diff against its base in the merge view (the base's line
 // on the left, the task's on the right), and its agent's conversation
-// (the prompt, the edit it called); the two tasks' diffs compare
+// (the prompt, the edit it called); its own IDE opens in a new window,
+// its terminal in its workspace; the two tasks' diffs compare
 // side by side; Merge, confirmed, puts the task's change in the
 // project's file on disk; Discard, confirmed, leaves no tree or record of
 // the other.

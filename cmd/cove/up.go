@@ -111,7 +111,7 @@ func serveUp(c *cli.Context, e *env, b workspace.Backend, dir, recPath string, n
 	}
 	panel := &agentPanel{root: c.String("root"), layout: e.layout, target: ws, dir: dir, ctx: c.Context}
 	defer panel.Close()
-	tasks := &taskPanel{m: &task.Manager{Project: dir, Data: e.layout.Data}, b: b, main: ws, layout: e.layout}
+	tasks := &taskPanel{m: &task.Manager{Project: dir, Data: e.layout.Data}, b: b, main: ws, layout: e.layout, root: c.String("root")}
 	proxy, srv, err := serveLauncher(c, ws.DialIDE, dir, panel, tasks)
 	if err != nil {
 		ws.Close()

@@ -1,7 +1,8 @@
 // The Tasks view: the project's tasks (cove agent --task NAME: a branch
 // and a workspace each), as the launcher lists them (ide/tasks.go); a
 // task's diff against its base in the merge view, read-only; its agent's
-// conversation; two tasks' diffs side by side; Merge into the project and Discard, after asking.
+// conversation; its own IDE (terminal, files) in a new window; two tasks'
+// diffs side by side; Merge into the project and Discard, after asking.
 // git runs in the workspaces; what they print is text here, never markup.
 import { $, el } from "./dom.js";
 
@@ -33,6 +34,7 @@ export function startTasks({ section, box, status, dark, merged }) {
     el("div", { class: "task-line" },
       el("button", { class: "task-name", title: `Show ${t.branch}'s changes against ${t.base.slice(0, 12)}`, onclick: () => show(t.name) }, t.name),
       el("span", { class: `task-status s-${t.status === "running" ? "running" : "stopped"}` }, t.status),
+      el("button", { class: "task-open", title: "Open the task's workspace in an IDE window of its own: its terminal, its files", onclick: () => openIDE(t.name) }, "⧉"),
       el("button", { class: "task-transcript", title: "Its agent's conversation", onclick: () => transcript(t.name) }, "☰"),
       el("button", { class: "task-compare", title: "Compare with another task's changes, side by side", onclick: () => compare(t.name) }, "⇄"),
       el("button", { class: "task-merge", title: `Merge ${t.branch} into the project`, onclick: () => merge(t.name) }, "Merge"),
@@ -55,6 +57,25 @@ export function startTasks({ section, box, status, dark, merged }) {
       await open(name, `${name} — its base ↔ its branch`, a, b, true);
     } catch (e) {
       status(`task ${name}: ${e.message}`);
+    }
+  }
+
+  // openIDE opens the task's own IDE (cove up on its tree) in a new
+  // window: asked for at once, while the click still allows a window,
+  // and sent to the task's IDE once its launcher answers.
+  async function openIDE(name) {
+    const w = window.open("about:blank", "_blank");
+    status(`opening ${name}'s workspace…`);
+    try {
+      const r = await fetch(`/api/tasks/open?name=${enc(name)}`, { method: "POST" });
+      if (!r.ok) throw new Error((await r.text()).trim());
+      const { url } = await r.json();
+      if (!/^http:\/\/127\.0\.0\.1:\d+\/\?token=[0-9a-f]+$/.test(url)) throw new Error(`not a URL: ${url}`);
+      if (w) w.location.href = url;
+      status(`${name}'s workspace is open in its own window`);
+    } catch (e) {
+      w?.close();
+      status(`open ${name}: ${e.message.slice(0, 300)}`);
     }
   }
 

@@ -1,7 +1,7 @@
 // The Tasks view in Debian's Chromium (driven by TestBrowserTasks in
 // cmd/cove): two tasks t1 (value=right) and t2 (value=other) are listed;
-// t1's diff shows in the merge view, and its agent's conversation; t1 and
-// t2 compare side by side; t1 is merged and t2 discarded, each after a
+// t1's diff shows in the merge view, and its agent's conversation; its
+// own IDE opens, its terminal in its workspace; t1 and t2 compare side by side; t1 is merged and t2 discarded, each after a
 // confirmation.
 // Usage: node tasks.mjs URL. Prints "ok" when every check passed.
 import { chromium } from "playwright-core";
@@ -57,6 +57,26 @@ try {
   await wait(() => /make the value value=right[\s\S]*→ edit/.test(document.querySelector("#task-diff .task-transcript-text")?.textContent), null,
     async () => `no transcript of t1: ${await statusText()}; ${await page.evaluate(() => document.querySelector("#task-diff")?.textContent)}`);
   await page.click("#task-diff .task-close");
+
+  // t1's own IDE in a new window: its terminal runs in t1's workspace,
+  // where values.sh has t1's change.
+  const [popup] = await Promise.all([page.context().waitForEvent("page"), page.click('#tasks-box .task[data-name="t1"] .task-open')]);
+  await popup.waitForURL(/^http:\/\/127\.0\.0\.1:\d+\/\?token=/, { timeout: 60000 }).catch(async () => fail(`t1's IDE did not open: ${popup.url()}; ${await statusText()}`));
+  await popup.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 30000 }).catch(() => fail("no terminal in t1's IDE"));
+  await popup.click("#terms .term-pane:not([hidden])");
+  await popup.keyboard.type("cat values.sh | tr = :\n");
+  const screen = () => {
+    const b = window.cove.shells[0].shell.term.buffer.active;
+    const lines = [];
+    for (let i = 0; i < b.length; i++) lines.push(b.getLine(i).translateToString(true));
+    return lines.join("\n");
+  };
+  await popup.waitForFunction(() => {
+    const b = window.cove.shells[0].shell.term.buffer.active;
+    for (let i = 0; i < b.length; i++) if (b.getLine(i).translateToString(true) === "value:right") return true;
+    return false;
+  }, null, { timeout: 15000 }).catch(async () => fail(`t1's terminal does not show its change: ${await popup.evaluate(screen)}`));
+  await popup.close();
 
   // The two tasks' diffs side by side.
   await page.click('#tasks-box .task[data-name="t1"] .task-compare');
