@@ -262,7 +262,7 @@ func (p *taskPanel) open(ctx context.Context, name, verb string) (task.Record, w
 	}
 	tw, err := p.b.Open(ctx, workspace.Name(p.m.Tree(name)))
 	if err != nil {
-		return r, nil, fmt.Errorf("task %s: its workspace is not running (cove task %s %s %s starts it): %w", name, verb, name, p.m.Project, err)
+		return r, nil, fmt.Errorf("task %s: its workspace is not running (⧉ in the Tasks view, or cove task %s %s %s, starts it): %w", name, verb, name, p.m.Project, err)
 	}
 	return r, tw, nil
 }
