@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"github.com/cove-sh/cove/internal/llmtest"
 	"github.com/cove-sh/cove/internal/testregistry"
 	"github.com/cove-sh/cove/task"
+	"github.com/cove-sh/cove/workspace"
 )
 
 // TestBrowserTasks: real Chromium, the real launcher, two tasks made by
@@ -22,8 +24,8 @@ import (
 // (the prompt, the edit it called); its own IDE opens in a new window,
 // its terminal in its workspace; the two tasks' diffs compare
 // side by side; Merge, confirmed, puts the task's change in the
-// project's file on disk; Discard, confirmed, leaves no tree or record of
-// the other.
+// project's file on disk; the other, its workspace stopped, is listed
+// so, and Discard, confirmed, leaves no tree or record of it.
 func TestBrowserTasks(t *testing.T) {
 	t.Parallel()
 	needRoot(t)
@@ -82,9 +84,21 @@ func TestBrowserTasks(t *testing.T) {
 	cmd := exec.Command(node, "../../ide/web/test/tasks.mjs", url)
 	var errb strings.Builder
 	cmd.Stderr = &errb
-	out, err := cmd.Output()
-	if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); err != nil || lines[len(lines)-1] != "ok" {
-		t.Fatalf("tasks.mjs: %v\n%s\n%s\nlauncher: %s", err, out, errb.String(), upErr(t))
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for sc := bufio.NewScanner(stdout); sc.Scan(); {
+		lines = append(lines, sc.Text())
+		if sc.Text() == "cove-test: stop t2" {
+			if r := runProc(t, root, "", "stop", workspace.Name(m.Tree("t2"))); r.code != 0 {
+				t.Errorf("cove stop t2's workspace: %+v", r)
+			}
+		}
+	}
+	if err := cmd.Wait(); err != nil || len(lines) == 0 || lines[len(lines)-1] != "ok" {
+		t.Fatalf("tasks.mjs: %v\n%s\n%s\nlauncher: %s", err, strings.Join(lines, "\n"), errb.String(), upErr(t))
 	}
 	if got, _ := os.ReadFile(filepath.Join(project, "values.sh")); string(got) != "# the values\nvalue=right\n" {
 		t.Errorf("the project's values.sh after merging t1 in the IDE: %q", got)

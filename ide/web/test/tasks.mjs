@@ -1,8 +1,8 @@
 // The Tasks view in Debian's Chromium (driven by TestBrowserTasks in
 // cmd/cove): two tasks t1 (value=right) and t2 (value=other) are listed;
 // t1's diff shows in the merge view, and its agent's conversation; its
-// own IDE opens, its terminal in its workspace; t1 and t2 compare side by side; t1 is merged and t2 discarded, each after a
-// confirmation.
+// own IDE opens, its terminal in its workspace; t1 and t2 compare side by
+// side; t1 is merged, and t2, stopped, discarded, each after a confirmation.
 // Usage: node tasks.mjs URL. Prints "ok" when every check passed.
 import { chromium } from "playwright-core";
 import { shot } from "./shot.mjs";
@@ -85,6 +85,12 @@ try {
   [a, b] = await sides();
   if (!a.includes("+value=right") || !b.includes("+value=other")) await fail(`the comparison: left ${JSON.stringify(a)}, right ${JSON.stringify(b)}`);
   await page.click("#task-diff .task-close");
+
+  // t2 stopped (the test stops its workspace on this line): listed so,
+  // and discarded as it is.
+  console.log("cove-test: stop t2");
+  await wait(() => (window.cove.tasks.refresh(), document.querySelector('#tasks-box .task[data-name="t2"]')?.dataset.status === "stopped"), null,
+    async () => `t2 is not listed as stopped: ${await boxText()}`, 60000);
 
   // Merge t1, discard t2, each after its question.
   await page.click('#tasks-box .task[data-name="t1"] .task-merge');
