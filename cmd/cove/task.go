@@ -195,7 +195,11 @@ func taskCommand() *cli.Command {
 			{
 				Name: "discard", Usage: "remove the task: its workspace, its tree, its branch", ArgsUsage: "NAME [DIR]",
 				Action: each(func(c *cli.Context, m *task.Manager, b workspace.Backend, main, tw workspace.Workspace, r task.Record) error {
-					if err := discardTask(c.Context, m, b, main, tw, r); err != nil {
+					e, err := globalEnv(c)
+					if err != nil {
+						return err
+					}
+					if err := discardTask(c.Context, m, b, main, tw, r, e.layout.State); err != nil {
 						return err
 					}
 					fmt.Fprintf(c.App.ErrWriter, "cove: task %s discarded\n", r.Name)
@@ -207,12 +211,23 @@ func taskCommand() *cli.Command {
 }
 
 // discardTask is cove task discard and the IDE's Discard: the task's
-// workspace handle closed (its removal stops it), then all of it removed.
-func discardTask(ctx context.Context, m *task.Manager, b workspace.Backend, main, tw workspace.Workspace, r task.Record) error {
+// workspace handle closed (its removal stops it), then all of it removed,
+// its agent's sessions and checkpoints in the state directory too:
+// nothing of a discarded task is left.
+func discardTask(ctx context.Context, m *task.Manager, b workspace.Backend, main, tw workspace.Workspace, r task.Record, state string) error {
 	if tw != nil {
 		tw.Close()
 	}
-	return m.Discard(ctx, b, main, tw, r)
+	if err := m.Discard(ctx, b, main, tw, r); err != nil {
+		return err
+	}
+	if state == "" {
+		return nil
+	}
+	if err := os.RemoveAll(filepath.Join(state, "projects", workspace.Name(m.Tree(r.Name)))); err != nil {
+		return fmt.Errorf("task %s: its agent's sessions: %w", r.Name, err)
+	}
+	return nil
 }
 
 // taskPanel is the IDE's Tasks view on the launcher (ide.TaskBackend):
@@ -399,7 +414,7 @@ func (p *taskPanel) TaskDiscard(ctx context.Context, name string) error {
 	if r.Name == "" {
 		return err
 	}
-	return discardTask(ctx, p.m, p.b, p.main, tw, r)
+	return discardTask(ctx, p.m, p.b, p.main, tw, r, p.layout.State)
 }
 
 // absDir is dir made absolute, if it is a directory.

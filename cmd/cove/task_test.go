@@ -258,6 +258,9 @@ func tasksScenario(t *testing.T, root, project string, cove func(args ...string)
 		if _, err := m.Get(n); err == nil {
 			t.Errorf("task %s's record is left", n)
 		}
+		if _, err := os.Stat(filepath.Join(root, "state", "projects", workspace.Name(m.Tree(n)))); !os.IsNotExist(err) {
+			t.Errorf("task %s's agent sessions are left: %v", n, err)
+		}
 	}
 	for _, n := range []string{"t1", "t3"} {
 		run("task", "discard", n, project)
