@@ -264,6 +264,13 @@ func composeCommand(cfg *v1.ConfigFile, s *compose.Service) *v1.ConfigFile {
 	return c
 }
 
+// serviceArgv is what service s runs: Compose's entrypoint and command
+// over the image's, an empty one resetting it (composeCommand).
+func serviceArgv(cfg *v1.ConfigFile, s *compose.Service) []string {
+	c := composeCommand(cfg, s).Config
+	return append(slices.Clone(c.Entrypoint), c.Cmd...)
+}
+
 // serviceContainer is the name of service svc's container in workspace
 // ws.
 func serviceContainer(ws, svc string) string { return ws + "." + svc }
@@ -319,13 +326,18 @@ func (lo *Local) startService(ctx context.Context, w *start, st *container.State
 		Dir: filepath.Join(w.layerDir, "services", s.Name), ExtraHosts: composeHosts(w, s),
 		CapDrop: s.CapDrop, KeepID: w.keepID,
 		Prepare: func(cfg *v1.ConfigFile, rootfs string, proc *container.Process, l *Launch) error {
-			if s.Entrypoint != nil {
-				proc.Args = append(slices.Clone(s.Entrypoint), s.Command...)
+			if s.Entrypoint == nil && s.Command == nil {
+				return nil // the image's, as ProcessFromImage made it
 			}
+			argv := serviceArgv(cfg, s)
+			if len(argv) == 0 {
+				return fmt.Errorf("entrypoint and command are both empty (entrypoint: [] resets the image's; give the service a command)")
+			}
+			proc.Args = argv
 			return nil
 		},
 	}
-	if len(l.Args) == 0 && s.Entrypoint != nil {
+	if s.Entrypoint != nil || s.Command != nil {
 		l.Args = []string{"-"} // a placeholder for the image's command check: Prepare sets the command
 	}
 	if st.Status() != container.Running {
