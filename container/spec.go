@@ -114,6 +114,13 @@ type Bind struct {
 	// with MapOwner: root (0) by default, or a workspace's remoteUser.
 	OwnerUID int `json:"owner_uid,omitempty"`
 	OwnerGID int `json:"owner_gid,omitempty"`
+	// Volume says the source is a volume of cove's (a Compose named
+	// volume): its files have the container's ids, never mapped. With
+	// CopyUp, a new one, if empty, first gets what the image has at
+	// Target (owners, modes, xattrs and times kept), as Docker fills a
+	// new named volume.
+	Volume bool `json:"volume,omitempty"`
+	CopyUp bool `json:"copy_up,omitempty"`
 }
 
 // Process is the workload.

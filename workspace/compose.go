@@ -211,10 +211,15 @@ func serviceMounts(w *start, s *compose.Service) ([]container.Bind, []container.
 			return nil, nil, fmt.Errorf("service %s: volume name %q: use letters, digits, _ . - ", s.Name, v.Name)
 		}
 		dir := filepath.Join(w.layerDir, "volumes", "compose-"+name)
+		_, err := os.Lstat(dir)
+		fresh := errors.Is(err, os.ErrNotExist)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, nil, fmt.Errorf("service %s: volume %s: %w", s.Name, v.Name, err)
 		}
-		binds = append(binds, container.Bind{Source: dir, Target: v.Target, ReadOnly: v.ReadOnly})
+		// A new volume starts with the image's files there (the
+		// container's init copies them, if it is still empty), unless
+		// nocopy.
+		binds = append(binds, container.Bind{Source: dir, Target: v.Target, ReadOnly: v.ReadOnly, Volume: true, CopyUp: fresh && !v.NoCopy})
 	}
 	var tmpfs []container.Tmpfs
 	for _, t := range s.Tmpfs {
@@ -324,7 +329,7 @@ func (lo *Local) startService(ctx context.Context, w *start, st *container.State
 		Args: s.Command, Env: s.Env, Workdir: s.WorkingDir, User: s.User,
 		Binds: binds, Tmpfs: tmpfs, Net: container.NetJoin, JoinPid: st.Pid, Detach: true, Quiet: true,
 		Dir: filepath.Join(w.layerDir, "services", s.Name), ExtraHosts: composeHosts(w, s),
-		CapDrop: s.CapDrop, KeepID: w.keepID,
+		CapDrop: s.CapDrop, KeepID: w.keepID, Warn: w.warnOnce(lo),
 		Prepare: func(cfg *v1.ConfigFile, rootfs string, proc *container.Process, l *Launch) error {
 			if s.Entrypoint == nil && s.Command == nil {
 				return nil // the image's, as ProcessFromImage made it

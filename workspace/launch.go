@@ -78,6 +78,9 @@ type Launch struct {
 	// capabilities: a workspace's devcontainer.json with the image's
 	// metadata) before anything starts; its error stops the launch.
 	Prepare func(cfg *v1.ConfigFile, rootfs string, proc *container.Process, l *Launch) error
+	// Warn, if set, says what the start warns of (nil: on Stderr): a
+	// Compose workspace's containers say a host's warning once.
+	Warn func(msg string)
 }
 
 // madeImage is the stored image a kept layer was made on (l.Made), when
@@ -243,7 +246,7 @@ func (r *launching) process() (container.Process, error) {
 		}
 	}
 	for i, b := range r.l.Binds {
-		if r.l.Dir != "" && strings.HasPrefix(b.Source, r.l.Dir+"/") {
+		if b.Volume || r.l.Dir != "" && strings.HasPrefix(b.Source, r.l.Dir+"/") {
 			continue // the container's own files (a workspace's volumes), with its ids, as its layer
 		}
 		// Root working on a user's files: they stay the user's.
@@ -357,7 +360,11 @@ func (r *launching) start(ctx context.Context, spec *container.Spec, stdio *runS
 			fmt.Fprintf(r.lo.Stderr, "cove: warning: %v\n", err)
 		}
 	}
-	ctr, err := container.Start(spec, stdio.Stdio, r.l.Limits, func(msg string) { fmt.Fprintf(r.lo.Stderr, "cove: warning: %s\n", msg) })
+	warn := r.l.Warn
+	if warn == nil {
+		warn = func(msg string) { fmt.Fprintf(r.lo.Stderr, "cove: warning: %s\n", msg) }
+	}
+	ctr, err := container.Start(spec, stdio.Stdio, r.l.Limits, warn)
 	if err != nil {
 		if spec.UserNS && deniedByAppArmor(err, "/proc") {
 			// A bare "operation not permitted" would not say why.

@@ -315,13 +315,13 @@ func mounts(o Options, s types.ServiceConfig, out *Service, say func(string, ...
 		case types.VolumeTypeVolume:
 			if v.Source == "" {
 				// An anonymous volume: one of the service's own.
-				out.Volumes = append(out.Volumes, Volume{Name: "anon-" + s.Name + strings.ReplaceAll(v.Target, "/", "-"), Target: v.Target, ReadOnly: v.ReadOnly})
+				out.Volumes = append(out.Volumes, Volume{Name: "anon-" + s.Name + strings.ReplaceAll(v.Target, "/", "-"), Target: v.Target, ReadOnly: v.ReadOnly, NoCopy: v.Volume != nil && v.Volume.NoCopy})
 				continue
 			}
 			if v.Volume != nil && v.Volume.Subpath != "" {
 				say("volumes %s: subpath", v.Target)
 			}
-			out.Volumes = append(out.Volumes, Volume{Name: v.Source, Target: v.Target, ReadOnly: v.ReadOnly})
+			out.Volumes = append(out.Volumes, Volume{Name: v.Source, Target: v.Target, ReadOnly: v.ReadOnly, NoCopy: v.Volume != nil && v.Volume.NoCopy})
 		case types.VolumeTypeTmpfs:
 			out.Tmpfs = append(out.Tmpfs, v.Target)
 		default:
