@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -71,8 +72,8 @@ func (lo *Local) loadCompose(ctx context.Context, w *start) error {
 				fmt.Fprintf(lo.Stderr, "cove: note: %s\n", termtext.Visible(n))
 			}
 		}
-		if s.Restart != "" && s.Restart != "no" && slices.Contains(run, s.Name) {
-			fmt.Fprintf(lo.Stderr, "cove: note: service %s: restart %s is not done: a service that exits stays exited (cove ps --all shows it; cove up again starts it)\n", s.Name, s.Restart)
+		if s.Name == main.Name && restartOf(s.Restart) != (container.Restart{}) {
+			fmt.Fprintf(lo.Stderr, "cove: note: service %s: restart %s is not done for the workspace's own service (it serves the IDE; cove up starts it again)\n", s.Name, s.Restart)
 		}
 	}
 	if dc.ContainerUser == "" {
@@ -329,7 +330,7 @@ func (lo *Local) startService(ctx context.Context, w *start, st *container.State
 		Args: s.Command, Env: s.Env, Workdir: s.WorkingDir, User: s.User,
 		Binds: binds, Tmpfs: tmpfs, Net: container.NetJoin, JoinPid: st.Pid, Detach: true, Quiet: true,
 		Dir: filepath.Join(w.layerDir, "services", s.Name), ExtraHosts: composeHosts(w, s),
-		CapDrop: s.CapDrop, KeepID: w.keepID, Warn: w.warnOnce(lo),
+		CapDrop: s.CapDrop, KeepID: w.keepID, Warn: w.warnOnce(lo), Restart: restartOf(s.Restart),
 		Prepare: func(cfg *v1.ConfigFile, rootfs string, proc *container.Process, l *Launch) error {
 			if s.Entrypoint == nil && s.Command == nil {
 				return nil // the image's, as ProcessFromImage made it
@@ -350,6 +351,23 @@ func (lo *Local) startService(ctx context.Context, w *start, st *container.State
 	}
 	_, err = lo.Run(ctx, l)
 	return err
+}
+
+// restartOf is Compose's restart (compose.Load refused any other) as
+// the service container's init keeps it: without a daemon, always and
+// unless-stopped are one (no daemon restart tells them apart), and a
+// restart is of the workload in the container it ran in, as Docker's.
+func restartOf(r string) container.Restart {
+	switch {
+	case r == "always" || r == "unless-stopped":
+		return container.Restart{Always: true}
+	case r == "on-failure":
+		return container.Restart{OnFailure: true}
+	case strings.HasPrefix(r, "on-failure:"):
+		n, _ := strconv.Atoi(strings.TrimPrefix(r, "on-failure:"))
+		return container.Restart{OnFailure: true, Max: max(n, 0)}
+	}
+	return container.Restart{}
 }
 
 func cmpOr(a, b string) string {

@@ -81,6 +81,9 @@ type Launch struct {
 	// Warn, if set, says what the start warns of (nil: on Stderr): a
 	// Compose workspace's containers say a host's warning once.
 	Warn func(msg string)
+	// Restart says whether the container's init starts the workload
+	// again when it exits (a Compose service's restart policy).
+	Restart container.Restart
 }
 
 // madeImage is the stored image a kept layer was made on (l.Made), when
@@ -314,7 +317,7 @@ func (r *launching) makeSpec(ctx context.Context, proc container.Process) (*cont
 		ID: r.id, Name: name, Hostname: hostname,
 		Lower: r.img.RootFS, Upper: filepath.Join(r.dir, "upper"), Work: filepath.Join(r.dir, "work"), Merged: filepath.Join(r.dir, "merged"),
 		Binary: r.lo.Binary, ResolvConf: resolv, Hosts: hosts, HostnameFile: filepath.Join(filepath.Dir(hosts), "hostname"),
-		Binds: l.Binds, Net: l.Net, JoinPid: l.JoinPid, Ports: l.Ports, NoSeccomp: l.NoSeccomp, UserNS: os.Geteuid() != 0, Process: proc,
+		Binds: l.Binds, Net: l.Net, JoinPid: l.JoinPid, Ports: l.Ports, NoSeccomp: l.NoSeccomp, UserNS: os.Geteuid() != 0, Process: proc, Restart: l.Restart,
 		CapAdd: l.CapAdd, CapDrop: l.CapDrop, NoNewPrivileges: l.NoNewPrivileges,
 		ShmSize: l.ShmSize, Ulimits: r.lo.ulimits(l.Ulimits), Devices: l.Devices, Tmpfs: l.Tmpfs,
 		Control: filepath.Join(r.states.Dir(name), "ctl.sock"),
