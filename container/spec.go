@@ -43,7 +43,7 @@ type Spec struct {
 	Binds   []Bind `json:"binds,omitempty"`
 	// Restart says whether init starts the workload again when it exits.
 	Restart Restart `json:"restart,omitempty"`
-	Net     string `json:"net"` // NetPrivate, NetHost, NetNone or NetJoin
+	Net     string  `json:"net"` // NetPrivate, NetHost, NetNone or NetJoin
 	// JoinPid, with NetJoin, is the host pid of the init whose network
 	// (and, with UserNS, user) namespace the container joins; the
 	// caller checks it is the container it means (State.Status).
