@@ -27,7 +27,7 @@ func TestComposeServiceRestarts(t *testing.T) {
 services:
   app:
     image: ` + ref + `
-    command: ["sleep", "1000"]
+    command: ["sleep", "1005"]
   flaky:
     image: ` + ref + `
     restart: on-failure

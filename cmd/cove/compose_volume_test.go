@@ -42,11 +42,11 @@ func TestComposeVolumeStartsWithImageFiles(t *testing.T) {
 services:
   app:
     image: ` + ref + `
-    command: ["sleep", "1000"]
+    command: ["sleep", "1006"]
     depends_on: [db]
   db:
     image: ` + ref + `
-    command: ["sleep", "1000"]
+    command: ["sleep", "1006"]
     volumes:
       - seeded:/srv/seed
       - {type: volume, source: bare, target: /srv/seed/conf, volume: {nocopy: true}}

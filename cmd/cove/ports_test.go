@@ -297,7 +297,7 @@ func TestBrowserPortsCompose(t *testing.T) {
 services:
   app:
     image: %s
-    command: ["sleep", "1000"]
+    command: ["sleep", "1007"]
     depends_on: [db]
   db:
     image: %s
