@@ -256,12 +256,54 @@ func initStage2(spec *Spec, sync *os.File) (int, error) {
 		}
 		ctl.Close()
 	}
+	return in.supervise(proc, sigs, workloadDone)
+}
+
+// supervise forwards signals to the workload until it exits, and starts
+// it again as spec.Restart says, unless a SIGTERM or SIGINT (cove stop)
+// came first. It returns the exit status init ends with.
+func (in *initProc) supervise(proc *os.Process, sigs chan os.Signal, done chan int) (int, error) {
+	stopping := false
+	restarts, fast := 0, 0
+	started := time.Now()
 	for {
 		select {
 		case sig := <-sigs:
+			stopping = stopping || sig == unix.SIGTERM || sig == unix.SIGINT
 			unix.Kill(proc.Pid, sig.(syscall.Signal))
-		case code := <-workloadDone:
-			return code, nil
+			continue
+		case code := <-done:
+			r := in.spec.Restart
+			if stopping || !r.Again(code, restarts) {
+				return code, nil
+			}
+			if time.Since(started) >= 10*time.Second {
+				fast = 0
+			}
+			delay := r.Delay(fast)
+			fmt.Fprintf(os.Stderr, "cove: the workload exited (status %d); its restart policy starts it again in %v (restart %d)\n", code, delay, restarts+1)
+			select {
+			case sig := <-sigs:
+				if sig == unix.SIGTERM || sig == unix.SIGINT {
+					return code, nil
+				}
+			case <-time.After(delay):
+			}
+			restarts, fast, started = restarts+1, fast+1, time.Now()
+			stdin, _ := os.Open(os.DevNull) // the first one's was closed once it started
+			in.mu.Lock()
+			p, _, err := spawn(in.spec, in.spec.Process, []*os.File{stdin, os.Stdout, os.Stderr})
+			if stdin != nil {
+				stdin.Close()
+			}
+			if err != nil {
+				in.mu.Unlock()
+				fmt.Fprintf(os.Stderr, "cove: restart: %v\n", err)
+				return code, nil
+			}
+			in.waiters[p.Pid] = done
+			in.mu.Unlock()
+			proc = p
 		}
 	}
 }

@@ -420,6 +420,11 @@ func (r *rootfs) mountBinds() error {
 		if err != nil {
 			return fmt.Errorf("bind %s: %w", b.Source, err)
 		}
+		if b.CopyUp && st.IsDir() {
+			if err := r.copyUp(b); err != nil {
+				return err
+			}
+		}
 		if b.MapOwner {
 			if err := r.mountIDMapped(b, st); err != nil {
 				return err

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
@@ -40,7 +41,9 @@ type Spec struct {
 	// Control is the host path of the socket cove exec talks to init on.
 	Control string `json:"-"`
 	Binds   []Bind `json:"binds,omitempty"`
-	Net     string `json:"net"` // NetPrivate, NetHost, NetNone or NetJoin
+	// Restart says whether init starts the workload again when it exits.
+	Restart Restart `json:"restart,omitempty"`
+	Net     string  `json:"net"` // NetPrivate, NetHost, NetNone or NetJoin
 	// JoinPid, with NetJoin, is the host pid of the init whose network
 	// (and, with UserNS, user) namespace the container joins; the
 	// caller checks it is the container it means (State.Status).
@@ -114,6 +117,46 @@ type Bind struct {
 	// with MapOwner: root (0) by default, or a workspace's remoteUser.
 	OwnerUID int `json:"owner_uid,omitempty"`
 	OwnerGID int `json:"owner_gid,omitempty"`
+	// Volume says the source is a volume of cove's (a Compose named
+	// volume): its files have the container's ids, never mapped. With
+	// CopyUp, a new one, if empty, first gets what the image has at
+	// Target (owners, modes, xattrs and times kept), as Docker fills a
+	// new named volume.
+	Volume bool `json:"volume,omitempty"`
+	CopyUp bool `json:"copy_up,omitempty"`
+}
+
+// Restart is what init does when the workload exits (a Compose
+// service's restart policy): start it again, in the same container,
+// after a backoff (100 ms doubling to 30 s, back to 100 ms after a run
+// of 10 s), unless the container is being stopped (init got SIGTERM or
+// SIGINT). The zero value: the container ends with its workload.
+type Restart struct {
+	Always    bool `json:"always,omitempty"`     // always, unless-stopped
+	OnFailure bool `json:"on_failure,omitempty"` // on a non-zero exit
+	Max       int  `json:"max,omitempty"`        // with OnFailure, at most this many restarts (0: no limit)
+}
+
+// Again says whether a workload that exited with code, restarted n
+// times before, starts again.
+func (r Restart) Again(code, n int) bool {
+	switch {
+	case r.Always:
+		return true
+	case r.OnFailure:
+		return code != 0 && (r.Max == 0 || n < r.Max)
+	}
+	return false
+}
+
+// Delay is the wait before a restart, fast the quick exits in a row
+// before it.
+func (r Restart) Delay(fast int) time.Duration {
+	d := 100 * time.Millisecond
+	for range min(fast, 9) {
+		d *= 2
+	}
+	return min(d, 30*time.Second)
 }
 
 // Process is the workload.

@@ -12,7 +12,7 @@ PATH="$PATH:$(go env GOPATH)/bin"
 log() { printf '\n== %s\n' "$*" >&2; }
 
 install_deps() {
-	local pkgs=(docker-registry apache2-utils busybox-static curl python3 tar shellcheck dash chromium uidmap passt podman runc debootstrap)
+	local pkgs=(docker-registry apache2-utils busybox-static curl python3 tar shellcheck dash chromium uidmap passt podman podman-compose runc debootstrap)
 	local missing=()
 	for p in "${pkgs[@]}"; do
 		dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -71,8 +72,8 @@ func (lo *Local) loadCompose(ctx context.Context, w *start) error {
 				fmt.Fprintf(lo.Stderr, "cove: note: %s\n", termtext.Visible(n))
 			}
 		}
-		if s.Restart != "" && s.Restart != "no" && slices.Contains(run, s.Name) {
-			fmt.Fprintf(lo.Stderr, "cove: note: service %s: restart %s is not done: a service that exits stays exited (cove ps --all shows it; cove up again starts it)\n", s.Name, s.Restart)
+		if s.Name == main.Name && restartOf(s.Restart) != (container.Restart{}) {
+			fmt.Fprintf(lo.Stderr, "cove: note: service %s: restart %s is not done for the workspace's own service (it serves the IDE; cove up starts it again)\n", s.Name, s.Restart)
 		}
 	}
 	if dc.ContainerUser == "" {
@@ -211,10 +212,15 @@ func serviceMounts(w *start, s *compose.Service) ([]container.Bind, []container.
 			return nil, nil, fmt.Errorf("service %s: volume name %q: use letters, digits, _ . - ", s.Name, v.Name)
 		}
 		dir := filepath.Join(w.layerDir, "volumes", "compose-"+name)
+		_, err := os.Lstat(dir)
+		fresh := errors.Is(err, os.ErrNotExist)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, nil, fmt.Errorf("service %s: volume %s: %w", s.Name, v.Name, err)
 		}
-		binds = append(binds, container.Bind{Source: dir, Target: v.Target, ReadOnly: v.ReadOnly})
+		// A new volume starts with the image's files there (the
+		// container's init copies them, if it is still empty), unless
+		// nocopy.
+		binds = append(binds, container.Bind{Source: dir, Target: v.Target, ReadOnly: v.ReadOnly, Volume: true, CopyUp: fresh && !v.NoCopy})
 	}
 	var tmpfs []container.Tmpfs
 	for _, t := range s.Tmpfs {
@@ -262,6 +268,13 @@ func composeCommand(cfg *v1.ConfigFile, s *compose.Service) *v1.ConfigFile {
 		c.Config.Cmd = s.Command
 	}
 	return c
+}
+
+// serviceArgv is what service s runs: Compose's entrypoint and command
+// over the image's, an empty one resetting it (composeCommand).
+func serviceArgv(cfg *v1.ConfigFile, s *compose.Service) []string {
+	c := composeCommand(cfg, s).Config
+	return append(slices.Clone(c.Entrypoint), c.Cmd...)
 }
 
 // serviceContainer is the name of service svc's container in workspace
@@ -317,15 +330,20 @@ func (lo *Local) startService(ctx context.Context, w *start, st *container.State
 		Args: s.Command, Env: s.Env, Workdir: s.WorkingDir, User: s.User,
 		Binds: binds, Tmpfs: tmpfs, Net: container.NetJoin, JoinPid: st.Pid, Detach: true, Quiet: true,
 		Dir: filepath.Join(w.layerDir, "services", s.Name), ExtraHosts: composeHosts(w, s),
-		CapDrop: s.CapDrop, KeepID: w.keepID,
+		CapDrop: s.CapDrop, KeepID: w.keepID, Warn: w.warnOnce(lo), Restart: restartOf(s.Restart),
 		Prepare: func(cfg *v1.ConfigFile, rootfs string, proc *container.Process, l *Launch) error {
-			if s.Entrypoint != nil {
-				proc.Args = append(slices.Clone(s.Entrypoint), s.Command...)
+			if s.Entrypoint == nil && s.Command == nil {
+				return nil // the image's, as ProcessFromImage made it
 			}
+			argv := serviceArgv(cfg, s)
+			if len(argv) == 0 {
+				return fmt.Errorf("entrypoint and command are both empty (entrypoint: [] resets the image's; give the service a command)")
+			}
+			proc.Args = argv
 			return nil
 		},
 	}
-	if len(l.Args) == 0 && s.Entrypoint != nil {
+	if s.Entrypoint != nil || s.Command != nil {
 		l.Args = []string{"-"} // a placeholder for the image's command check: Prepare sets the command
 	}
 	if st.Status() != container.Running {
@@ -333,6 +351,23 @@ func (lo *Local) startService(ctx context.Context, w *start, st *container.State
 	}
 	_, err = lo.Run(ctx, l)
 	return err
+}
+
+// restartOf is Compose's restart (compose.Load refused any other) as
+// the service container's init keeps it: without a daemon, always and
+// unless-stopped are one (no daemon restart tells them apart), and a
+// restart is of the workload in the container it ran in, as Docker's.
+func restartOf(r string) container.Restart {
+	switch {
+	case r == "always" || r == "unless-stopped":
+		return container.Restart{Always: true}
+	case r == "on-failure":
+		return container.Restart{OnFailure: true}
+	case strings.HasPrefix(r, "on-failure:"):
+		n, _ := strconv.Atoi(strings.TrimPrefix(r, "on-failure:"))
+		return container.Restart{OnFailure: true, Max: max(n, 0)}
+	}
+	return container.Restart{}
 }
 
 func cmpOr(a, b string) string {

@@ -78,6 +78,12 @@ type Launch struct {
 	// capabilities: a workspace's devcontainer.json with the image's
 	// metadata) before anything starts; its error stops the launch.
 	Prepare func(cfg *v1.ConfigFile, rootfs string, proc *container.Process, l *Launch) error
+	// Warn, if set, says what the start warns of (nil: on Stderr): a
+	// Compose workspace's containers say a host's warning once.
+	Warn func(msg string)
+	// Restart says whether the container's init starts the workload
+	// again when it exits (a Compose service's restart policy).
+	Restart container.Restart
 }
 
 // madeImage is the stored image a kept layer was made on (l.Made), when
@@ -243,7 +249,7 @@ func (r *launching) process() (container.Process, error) {
 		}
 	}
 	for i, b := range r.l.Binds {
-		if r.l.Dir != "" && strings.HasPrefix(b.Source, r.l.Dir+"/") {
+		if b.Volume || r.l.Dir != "" && strings.HasPrefix(b.Source, r.l.Dir+"/") {
 			continue // the container's own files (a workspace's volumes), with its ids, as its layer
 		}
 		// Root working on a user's files: they stay the user's.
@@ -311,7 +317,7 @@ func (r *launching) makeSpec(ctx context.Context, proc container.Process) (*cont
 		ID: r.id, Name: name, Hostname: hostname,
 		Lower: r.img.RootFS, Upper: filepath.Join(r.dir, "upper"), Work: filepath.Join(r.dir, "work"), Merged: filepath.Join(r.dir, "merged"),
 		Binary: r.lo.Binary, ResolvConf: resolv, Hosts: hosts, HostnameFile: filepath.Join(filepath.Dir(hosts), "hostname"),
-		Binds: l.Binds, Net: l.Net, JoinPid: l.JoinPid, Ports: l.Ports, NoSeccomp: l.NoSeccomp, UserNS: os.Geteuid() != 0, Process: proc,
+		Binds: l.Binds, Net: l.Net, JoinPid: l.JoinPid, Ports: l.Ports, NoSeccomp: l.NoSeccomp, UserNS: os.Geteuid() != 0, Process: proc, Restart: l.Restart,
 		CapAdd: l.CapAdd, CapDrop: l.CapDrop, NoNewPrivileges: l.NoNewPrivileges,
 		ShmSize: l.ShmSize, Ulimits: r.lo.ulimits(l.Ulimits), Devices: l.Devices, Tmpfs: l.Tmpfs,
 		Control: filepath.Join(r.states.Dir(name), "ctl.sock"),
@@ -357,7 +363,11 @@ func (r *launching) start(ctx context.Context, spec *container.Spec, stdio *runS
 			fmt.Fprintf(r.lo.Stderr, "cove: warning: %v\n", err)
 		}
 	}
-	ctr, err := container.Start(spec, stdio.Stdio, r.l.Limits, func(msg string) { fmt.Fprintf(r.lo.Stderr, "cove: warning: %s\n", msg) })
+	warn := r.l.Warn
+	if warn == nil {
+		warn = func(msg string) { fmt.Fprintf(r.lo.Stderr, "cove: warning: %s\n", msg) }
+	}
+	ctr, err := container.Start(spec, stdio.Stdio, r.l.Limits, warn)
 	if err != nil {
 		if spec.UserNS && deniedByAppArmor(err, "/proc") {
 			// A bare "operation not permitted" would not say why.

@@ -143,6 +143,22 @@ type start struct {
 	compose  *compose.Project
 	main     *compose.Service
 	services []compose.Service
+	// warned are the warnings said in this start: its containers share
+	// a host, so its warnings once.
+	warned map[string]bool
+}
+
+// warnOnce says msg on lo's stderr unless this start already has.
+func (w *start) warnOnce(lo *Local) func(msg string) {
+	return func(msg string) {
+		if !w.warned[msg] {
+			if w.warned == nil {
+				w.warned = map[string]bool{}
+			}
+			w.warned[msg] = true
+			fmt.Fprintf(lo.Stderr, "cove: warning: %s\n", msg)
+		}
+	}
 }
 
 // reuseRunning is ensure's answer for a workspace already running: what
@@ -447,6 +463,7 @@ func (lo *Local) workspaceLaunch(w *start, ports []container.Port) (Launch, erro
 		Prepare: func(cfg *v1.ConfigFile, rootfs string, proc *container.Process, l *Launch) error {
 			return lo.prepareWorkspace(w, cfg, rootfs, proc, l)
 		},
+		Warn: w.warnOnce(lo),
 	}, nil
 }
 

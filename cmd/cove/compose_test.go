@@ -115,6 +115,15 @@ func composeRoundTrip(t *testing.T, project, root string, cove func(root string,
 		if !strings.Contains(r.stderr, "waiting for service db to be healthy") {
 			t.Errorf("up did not say what it waits for: %s", r.stderr)
 		}
+		// A host's warning (rootless here: cgroup v1) once an up, not
+		// once a service.
+		said := map[string]bool{}
+		for _, l := range strings.Split(r.stderr, "\n") {
+			if strings.HasPrefix(l, "cove: warning: ") && said[l] {
+				t.Errorf("up said %q more than once:\n%s", l, r.stderr)
+			}
+			said[l] = true
+		}
 		if !strings.Contains(r.stderr, "only the project is bound, at /workspaces/project") {
 			t.Errorf("up did not say the project's parent was not bound: %s", r.stderr)
 		}

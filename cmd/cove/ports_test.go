@@ -263,3 +263,73 @@ func fetchEventually(t *testing.T, url string) string {
 	t.Fatalf("%s did not answer: %v", url, last)
 	return ""
 }
+
+// TestBrowserPortsCompose: in a Compose workspace, a server of another
+// service (db: busybox httpd in its own container, in the workspace's
+// network) is listed in the IDE's Ports view, though no process of the
+// workspace's own listens on it; Forward puts it on 127.0.0.1 here, and
+// it answers with the db's page. As root and rootless.
+func TestBrowserPortsCompose(t *testing.T) {
+	t.Parallel()
+	needRoot(t)
+	node := browserTestTools(t)
+	addr := testregistry.Addr(t)
+	ref := testregistry.Push(t, addr, layered(t))
+	for _, rootless := range []bool{false, true} {
+		mode := "root"
+		if rootless {
+			mode = "rootless"
+		}
+		t.Run(mode, func(t *testing.T) {
+			u := netUser{rootless: rootless, root: t.TempDir(), home: t.TempDir()}
+			base := t.TempDir()
+			if rootless {
+				tu, _, _ := testUser(t)
+				u.home = tu.HomeDir
+				base = rootlessBase(t, "cove-ports-compose-")
+				u.root = filepath.Join(base, "root")
+			}
+			project := filepath.Join(base, "project")
+			port := freeTCPPort(t)
+			writeFiles(t, project, map[string]string{
+				".devcontainer/devcontainer.json": `{"dockerComposeFile": "docker-compose.yml", "service": "app", "workspaceFolder": "/workspaces/proj"}`,
+				".devcontainer/docker-compose.yml": fmt.Sprintf(`
+services:
+  app:
+    image: %s
+    command: ["sleep", "1007"]
+    depends_on: [db]
+  db:
+    image: %s
+    command: ["sh", "-c", "mkdir -p /www && echo db-page > /www/index.html && exec httpd -f -p %d -h /www"]
+`, ref, ref, port)})
+			if rootless {
+				_, uid, gid := testUser(t)
+				chownTree(t, base, uid, gid)
+			}
+			url, upLog := upAs(t, u, project)
+			cmd := exec.Command(node, "../../ide/web/test/composeports.mjs", url, fmt.Sprint(port))
+			stdin, err := cmd.StdinPipe()
+			must(t, err)
+			out, err := cmd.StdoutPipe()
+			must(t, err)
+			var errb strings.Builder
+			cmd.Stderr = &errb
+			must(t, cmd.Start())
+			var lines []string
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				lines = append(lines, sc.Text())
+				if fwd, ok := strings.CutPrefix(sc.Text(), "cove-test: fetch "); ok {
+					if got := fetchEventually(t, fwd); got != "db-page\n" {
+						t.Errorf("the forwarded db port %s answered %q", fwd, got)
+					}
+					io.WriteString(stdin, "fetched\n")
+				}
+			}
+			if err := cmd.Wait(); err != nil || len(lines) == 0 || lines[len(lines)-1] != "ok" {
+				t.Fatalf("composeports.mjs: %v\n%s\n%s\nlauncher: %s", err, strings.Join(lines, "\n"), errb.String(), upLog)
+			}
+		})
+	}
+}

@@ -35,6 +35,8 @@ type Entry struct {
 	// Major and Minor are a device node's numbers (tar.TypeChar,
 	// tar.TypeBlock).
 	Major, Minor int64
+	// Xattrs are the entry's extended attributes (PAX SCHILY.xattr.).
+	Xattrs map[string]string
 }
 
 // Layer builds a gzip-compressed layer holding entries, in that order.
@@ -56,6 +58,12 @@ func layer(opts []tarball.LayerOption, entries []Entry) (v1.Layer, error) {
 			Uid: e.UID, Gid: e.GID, ModTime: mtime, Format: tar.FormatPAX, Devmajor: e.Major, Devminor: e.Minor}
 		if e.Type == tar.TypeReg {
 			hdr.Size = int64(len(e.Body))
+		}
+		for k, v := range e.Xattrs {
+			if hdr.PAXRecords == nil {
+				hdr.PAXRecords = map[string]string{}
+			}
+			hdr.PAXRecords["SCHILY.xattr."+k] = v
 		}
 		if err := tw.WriteHeader(hdr); err != nil {
 			return nil, err

@@ -102,6 +102,9 @@ type Bind struct {
 type Volume struct {
 	Name, Target string
 	ReadOnly     bool
+	// NoCopy is volume: {nocopy: true}: a new volume starts empty, not
+	// with the image's files at Target.
+	NoCopy bool
 }
 
 // Dependency is one depends_on entry.

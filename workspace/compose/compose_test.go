@@ -239,3 +239,52 @@ func TestSchemaChecked(t *testing.T) {
 		t.Errorf("a valid file: %v", err)
 	}
 }
+
+// TestEmptyEntrypointResets: entrypoint: [] and command: [] (or "")
+// reset the image's to nothing, as Compose does; an unset one keeps the
+// image's (nil). A second file's [] resets the first's too.
+func TestEmptyEntrypointResets(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write(t, dir, map[string]string{
+		"docker-compose.yml": `
+services:
+  reset:
+    image: busybox
+    entrypoint: []
+    command: []
+  emptystring:
+    image: busybox
+    entrypoint: ""
+    command: ["sh", "-c", "true"]
+  unset:
+    image: busybox
+  overridden:
+    image: busybox
+    entrypoint: ["/bin/tini", "--"]
+    command: ["serve"]
+`,
+		"override.yml": "services:\n  overridden:\n    entrypoint: []\n",
+	})
+	p, err := Load(context.Background(), Options{Files: []string{filepath.Join(dir, "docker-compose.yml"), filepath.Join(dir, "override.yml")}, Project: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name                string
+		entrypoint, command []string
+	}{
+		{"reset", []string{}, []string{}},
+		{"emptystring", []string{}, []string{"sh", "-c", "true"}},
+		{"unset", nil, nil},
+		{"overridden", []string{}, []string{"serve"}},
+	} {
+		s, _ := p.Service(c.name)
+		if (s.Entrypoint == nil) != (c.entrypoint == nil) || !slices.Equal(s.Entrypoint, c.entrypoint) {
+			t.Errorf("%s: entrypoint %#v, want %#v", c.name, s.Entrypoint, c.entrypoint)
+		}
+		if (s.Command == nil) != (c.command == nil) || !slices.Equal(s.Command, c.command) {
+			t.Errorf("%s: command %#v, want %#v", c.name, s.Command, c.command)
+		}
+	}
+}

@@ -119,14 +119,10 @@ func service(o Options, s types.ServiceConfig) (Service, []string) {
 		Name: s.Name, Image: s.Image, User: s.User, WorkingDir: s.WorkingDir, Hostname: s.Hostname,
 		Restart: s.Restart, CapDrop: s.CapDrop,
 	}
-	// The loader gives an empty list for an unset one: an empty one
-	// (Compose's entrypoint: [], which clears the image's) reads as unset.
-	if len(s.Entrypoint) > 0 {
-		out.Entrypoint = []string(s.Entrypoint)
-	}
-	if len(s.Command) > 0 {
-		out.Command = []string(s.Command)
-	}
+	// types.ShellCommand is nil when unset (the image's stays) and empty,
+	// not nil, for [] or "" (Compose resets the image's to nothing).
+	out.Entrypoint = shellCommand(s.Entrypoint)
+	out.Command = shellCommand(s.Command)
 	if s.StopGracePeriod != nil {
 		out.StopGrace = int(time.Duration(*s.StopGracePeriod).Seconds())
 	}
@@ -182,6 +178,15 @@ func networkMode(s types.ServiceConfig, say func(string, ...any)) {
 	if m := s.NetworkMode; m != "" && !strings.HasPrefix(m, types.ServicePrefix) {
 		say("network_mode %s (a service shares the workspace's network only; service:NAME is what it has)", m)
 	}
+}
+
+// shellCommand is c as Service has it: nil for unset, empty for an
+// explicit [] or "".
+func shellCommand(c types.ShellCommand) []string {
+	if c == nil {
+		return nil
+	}
+	return append([]string{}, c...)
 }
 
 // build checks and records s's build: its context and Dockerfile in the
@@ -310,13 +315,13 @@ func mounts(o Options, s types.ServiceConfig, out *Service, say func(string, ...
 		case types.VolumeTypeVolume:
 			if v.Source == "" {
 				// An anonymous volume: one of the service's own.
-				out.Volumes = append(out.Volumes, Volume{Name: "anon-" + s.Name + strings.ReplaceAll(v.Target, "/", "-"), Target: v.Target, ReadOnly: v.ReadOnly})
+				out.Volumes = append(out.Volumes, Volume{Name: "anon-" + s.Name + strings.ReplaceAll(v.Target, "/", "-"), Target: v.Target, ReadOnly: v.ReadOnly, NoCopy: v.Volume != nil && v.Volume.NoCopy})
 				continue
 			}
 			if v.Volume != nil && v.Volume.Subpath != "" {
 				say("volumes %s: subpath", v.Target)
 			}
-			out.Volumes = append(out.Volumes, Volume{Name: v.Source, Target: v.Target, ReadOnly: v.ReadOnly})
+			out.Volumes = append(out.Volumes, Volume{Name: v.Source, Target: v.Target, ReadOnly: v.ReadOnly, NoCopy: v.Volume != nil && v.Volume.NoCopy})
 		case types.VolumeTypeTmpfs:
 			out.Tmpfs = append(out.Tmpfs, v.Target)
 		default:
