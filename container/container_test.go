@@ -353,6 +353,36 @@ func TestRunSymlinkedMountTargets(t *testing.T) {
 	}
 }
 
+// TestBindBeneathFollowsNoSymlink: a bind opened beneath a directory the
+// workspace writes (Bind.Beneath) binds what is there, and refuses, without
+// starting, a source that is a symlink or has one on its way, even to a
+// path inside the directory: the host path behind it is never seen.
+func TestBindBeneathFollowsNoSymlink(t *testing.T) {
+	needRoot(t)
+	img, cfg := testImage(t, nil)
+	project, secret := t.TempDir(), t.TempDir()
+	must(t, os.WriteFile(filepath.Join(secret, "key"), []byte("host secret\n"), 0o600))
+	must(t, os.MkdirAll(filepath.Join(project, ".git", "objects", "ab"), 0o755))
+	must(t, os.WriteFile(filepath.Join(project, ".git", "objects", "ab", "cd"), []byte("object\n"), 0o444))
+	bind := func(rel string) func(*Spec) {
+		return func(s *Spec) {
+			s.Binds = []Bind{{Beneath: project, Source: rel, Target: "/.cove/origin", ReadOnly: true}}
+		}
+	}
+	r := runIn(t, img, cfg, Limits{}, bind(".git/objects"), "sh", "-c", `cat /.cove/origin/ab/cd; (echo x > /.cove/origin/new) 2>/dev/null || echo read-only`).ok(t)
+	if r.stdout != "object\nread-only\n" {
+		t.Errorf("the bind: %q (stderr %q)", r.stdout, r.stderr)
+	}
+	must(t, os.Symlink(secret, filepath.Join(project, "out")))
+	must(t, os.Symlink(".git", filepath.Join(project, "in")))
+	for _, rel := range []string{"out", "in/objects", "../" + filepath.Base(secret), secret} {
+		r := runIn(t, img, cfg, Limits{}, bind(rel), "cat", "/.cove/origin/key")
+		if r.err == nil || !strings.Contains(r.err.Error(), "without following a symlink") || strings.Contains(r.stdout, "secret") {
+			t.Errorf("a bind of %s beneath the project: %+v", rel, r)
+		}
+	}
+}
+
 func TestRunMemoryLimit(t *testing.T) {
 	needRoot(t)
 	img, cfg := testImage(t, nil)

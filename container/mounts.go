@@ -416,6 +416,14 @@ func (r *rootfs) mountEtc() error {
 
 func (r *rootfs) mountBinds() error {
 	for _, b := range r.spec.Binds {
+		if b.Beneath != "" {
+			src, err := openBeneath(b.Beneath, b.Source)
+			if err != nil {
+				return err
+			}
+			defer src.Close()
+			b.Source = fdPath(src)
+		}
 		st, err := os.Stat(b.Source)
 		if err != nil {
 			return fmt.Errorf("bind %s: %w", b.Source, err)
@@ -444,6 +452,23 @@ func (r *rootfs) mountBinds() error {
 		}
 	}
 	return nil
+}
+
+// openBeneath opens rel inside dir as an O_PATH handle, following no
+// symlink on the way (nor a magic link) and never leaving dir: a bind's
+// source in a directory a workspace writes (see Bind.Beneath).
+func openBeneath(dir, rel string) (*os.File, error) {
+	d, err := os.OpenFile(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("bind %s: %w", dir, err)
+	}
+	defer d.Close()
+	how := &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+	fd, err := unix.Openat2(int(d.Fd()), rel, how)
+	if err != nil {
+		return nil, fmt.Errorf("bind %s in %s (opened without following a symlink, inside it): %w", rel, dir, err)
+	}
+	return os.NewFile(uintptr(fd), path.Join(dir, rel)), nil
 }
 
 // pivot makes root the root directory and detaches the old one: runc's

@@ -124,6 +124,13 @@ type Bind struct {
 	// new named volume.
 	Volume bool `json:"volume,omitempty"`
 	CopyUp bool `json:"copy_up,omitempty"`
+	// Beneath, when set, is a directory a workspace can write (a
+	// project) and Source a path relative to it: Source is opened
+	// beneath it following no symlink (openat2 RESOLVE_BENEATH and
+	// RESOLVE_NO_SYMLINKS) and the bind made from that handle, so that
+	// no symlink the workspace put on the way, now or in a race with
+	// the start, gives the container a host path outside it.
+	Beneath string `json:"beneath,omitempty"`
 }
 
 // Restart is what init does when the workload exits (a Compose

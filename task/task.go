@@ -162,18 +162,38 @@ func (m *Manager) Create(ctx context.Context, main workspace.Workspace, name, pr
 }
 
 // Populate makes the task's tree a checkout of the project's HEAD on the
-// task's branch, in the task's workspace tw. The project's objects are
-// carried as they are (a tar of .git/objects from the project's
-// workspace, as bytes through a pipe here, unread): no pack is written or
-// indexed again, which for a real project's history is most of the time.
-// A project whose objects are not all in its .git (a worktree, alternates,
-// a partial clone) gets a bundle of its HEAD instead.
+// task's branch, in the task's workspace tw. Where tw shares the project's
+// object store (workspace.Spec.Origin: a workspace on this machine), the
+// task's repository reads the project's history there (alternates): none
+// of it is copied, and a ref in the project (refs/cove/tasks/NAME) keeps
+// the base from its gc until the task is discarded. Else the project's
+// objects are carried as they are (a tar of .git/objects from the
+// project's workspace, as bytes through a pipe here, unread): no pack is
+// written or indexed again. A project whose objects are not all in its
+// .git (a worktree, alternates, a partial clone) gets a bundle of its HEAD.
 func (m *Manager) Populate(ctx context.Context, main, tw workspace.Workspace, r Record) error {
 	init := "git init -q"
 	if len(r.Base) == 64 {
 		init += " --object-format=sha256"
 	}
 	checkout := `git checkout -q -f -B "$2" "$1"`
+	if shallow, err := run(ctx, main, nil, 16<<20, "sh", "-c", ownObjects+`; [ ! -f shallow ] || cat shallow`); err == nil {
+		script := `set -e; cd /workspace; [ -d "$3" ]; ` + init + `; echo "$3" > .git/objects/info/alternates; cat > .git/shallow; [ -s .git/shallow ] || rm .git/shallow; ` + checkout
+		in := bytesFile(shallow)
+		_, err = run(ctx, tw, in, 64<<10, "sh", "-c", script, "sh", r.Base, r.Branch(), workspace.OriginObjects)
+		if in != nil {
+			in.Close()
+		}
+		if err == nil {
+			_, err = git(ctx, main, nil, "update-ref", "refs/cove/tasks/"+r.Name, r.Base)
+		}
+		if err == nil {
+			return nil
+		}
+		if _, err := run(ctx, tw, nil, 4<<10, "rm", "-rf", "/workspace/.git"); err != nil {
+			return fmt.Errorf("task %s: its tree: %w", r.Name, err)
+		}
+	}
 	err := carry(ctx, main, []string{"sh", "-c", copyObjects}, tw,
 		[]string{"sh", "-c", "set -e; cd /workspace; " + init + "; tar -xo -C .git -f -; " + checkout, "sh", r.Base, r.Branch()})
 	if err == nil {
@@ -193,12 +213,30 @@ func (m *Manager) Populate(ctx context.Context, main, tw workspace.Workspace, r 
 	return nil
 }
 
+// ownObjects succeeds, in the project's .git, when every object is in its
+// own .git: not a worktree, no alternates, no partial clone; else the
+// objects are not all where a task can share or copy them.
+const ownObjects = `set -e; cd /workspace; g() { git -c safe.directory='*' "$@"; }
+[ "$(g rev-parse --git-dir)" = .git ]; [ -z "$(g config extensions.partialClone || true)" ]
+cd .git; [ ! -s objects/info/alternates ]`
+
+// bytesFile is b as a file to read from: a pipe written by a goroutine.
+func bytesFile(b []byte) *os.File {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil
+	}
+	go func() {
+		w.Write(b)
+		w.Close()
+	}()
+	return r
+}
+
 // copyObjects writes a tar of the project's object store (and its shallow
 // list) when every object is in its own .git: not a worktree, no
 // alternates, no partial clone; else it fails and the bundle is used.
-const copyObjects = `set -e; cd /workspace; g() { git -c safe.directory='*' "$@"; }
-[ "$(g rev-parse --git-dir)" = .git ]; [ -z "$(g config extensions.partialClone || true)" ]
-cd .git; [ ! -s objects/info/alternates ]; set -- objects; [ ! -f shallow ] || set -- "$@" shallow
+const copyObjects = ownObjects + `; set -- objects; [ ! -f shallow ] || set -- "$@" shallow
 exec tar -c -f - "$@"`
 
 // writeTo is the command that writes its standard input to path.
@@ -290,6 +328,7 @@ func (m *Manager) Discard(ctx context.Context, b workspace.Backend, main, tw wor
 	}
 	if main != nil {
 		git(ctx, main, nil, "branch", "-q", "-D", r.Branch())
+		git(ctx, main, nil, "update-ref", "-d", "refs/cove/tasks/"+r.Name)
 	}
 	if err := os.Remove(m.recordPath(r.Name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err

@@ -131,6 +131,7 @@ type start struct {
 	dflt    bool   // ref is the default image: nothing named one
 	feats   *devimage.FeatureResult
 	sockDir string
+	origin  string // the project whose git objects it shares (Spec.Origin)
 
 	wsEnv    []string // the workspace's environment, for the lifecycle commands' ${containerEnv:…}
 	imageCfg *v1.ConfigFile
@@ -408,6 +409,9 @@ func (lo *Local) workspaceBinds(w *start) ([]container.Bind, []container.Tmpfs, 
 	if wsMount != nil {
 		binds = append(binds, *wsMount)
 	}
+	if b := lo.originBind(w); b != nil {
+		binds = append(binds, *b)
+	}
 	if folder != "/workspace" && (wsMount == nil || wsMount.Target != folder) {
 		binds = append(binds, container.Bind{Source: abs, Target: folder})
 	}
@@ -431,6 +435,34 @@ func (lo *Local) workspaceBinds(w *start) ([]container.Bind, []container.Tmpfs, 
 		mounts, tmpfs = append(mounts, b...), append(tmpfs, t...)
 	}
 	return append(binds, mounts...), append(tmpfs, w.shaped.Tmpfs...), nil
+}
+
+// originFile, beside a task's workspace's layer, names the project whose
+// git objects it shares (Spec.Origin), for its later starts.
+const originFile = "origin"
+
+// originBind shares the git objects of the project a task's workspace was
+// made from (Spec.Origin, else as its last start had it) read-only. The
+// project is the other workspace's to write: the objects directory is
+// opened beneath it following no symlink (container.Bind.Beneath). A
+// project that has no objects directory now (its .git gone, or made a
+// worktree's file) is said, and the workspace starts without it: the
+// task's git then names the missing history.
+func (lo *Local) originBind(w *start) *container.Bind {
+	w.origin = w.s.Origin
+	if w.origin == "" {
+		b, _ := os.ReadFile(filepath.Join(w.layerDir, originFile))
+		w.origin = string(b)
+	}
+	if w.origin == "" || !filepath.IsAbs(w.origin) {
+		w.origin = ""
+		return nil
+	}
+	if fi, err := os.Lstat(filepath.Join(w.origin, ".git", "objects")); err != nil || !fi.IsDir() {
+		fmt.Fprintf(lo.Stderr, "cove: warning: the task's project %s has no .git/objects directory now: its history is not shared with the workspace %s\n", w.origin, w.name)
+		return nil
+	}
+	return &container.Bind{Beneath: w.origin, Source: ".git/objects", Target: OriginObjects, ReadOnly: true}
 }
 
 // workspaceLaunch is the workspace's container: the IDE server as its
@@ -530,6 +562,9 @@ func (lo *Local) recordLayer(w *start) {
 	}
 	if w.idMap != "" {
 		os.WriteFile(filepath.Join(w.layerDir, "id-map"), []byte(w.idMap), 0o600)
+	}
+	if w.origin != "" {
+		os.WriteFile(filepath.Join(w.layerDir, originFile), []byte(w.origin), 0o600)
 	}
 	if w.built != "" {
 		os.WriteFile(filepath.Join(w.layerDir, "image-built"), []byte(w.built), 0o600)

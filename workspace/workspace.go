@@ -107,7 +107,18 @@ type Spec struct {
 	// Ports are cove up's -p: published from this machine as cove run's
 	// are (a backend that cannot leaves them to the launcher's tunnel).
 	Ports []container.Port
+	// Origin is the project a task's workspace was made from (package
+	// task): its git object store is shared with the workspace read-only
+	// at OriginObjects, where the task's repository finds the project's
+	// history (alternates) instead of a copy of it. A backend that cannot
+	// share it (a cluster's) leaves it out: the task copies the history.
+	// Kept with the workspace: a later start shares it again.
+	Origin string
 }
+
+// OriginObjects is where a task's workspace sees its project's git
+// objects (Spec.Origin), read-only.
+const OriginObjects = "/.cove/origin/objects"
 
 // Info is one workspace as cove ps shows it.
 type Info struct {

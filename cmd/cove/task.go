@@ -47,7 +47,7 @@ func agentTask(c *cli.Context, e *env, dir, name string, cfg agent.Config) error
 		return err
 	}
 	tree := m.Tree(name)
-	tw, twStarted, err := ensure(c, b, tree)
+	tw, twStarted, err := ensureOrigin(c, b, tree, dir)
 	if err != nil {
 		return fmt.Errorf("task %s: its workspace: %w", name, err)
 	}

@@ -89,32 +89,18 @@ func TestTasksWorkApartAndMerge(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git here to make the test's project")
 	}
-	t.Run("root", func(t *testing.T) {
-		root := t.TempDir()
-		tasksScenario(t, root, t.TempDir(), func(args ...string) *exec.Cmd {
-			cmd, _, _ := coveProc(root, args...)
-			return cmd
-		})
-	})
-	t.Run("rootless", func(t *testing.T) {
-		ru := needRangedUser(t)
-		base := rootlessBase(t, "cove-tasks-")
-		root, project := filepath.Join(base, "root"), filepath.Join(base, "project")
-		for _, d := range []string{root, project} {
-			os.Mkdir(d, 0o700)
-			os.Chown(d, ru.uid, ru.gid)
-		}
-		tasksScenario(t, root, project, func(args ...string) *exec.Cmd {
-			cmd, _, _ := coveProc(root, args...)
-			asTestUser(cmd, ru.u, ru.uid, ru.gid)
-			return cmd
-		})
-	})
+	bothWays(t, tasksScenario)
 }
 
-// tasksScenario is TestTasksWorkApartAndMerge with cove run by cove.
-func tasksScenario(t *testing.T, root, project string, cove func(args ...string) *exec.Cmd) {
-	run := func(args ...string) result {
+// failingTest is test i of the tasks' project: it passes once values.sh
+// says value<i>=right.
+func failingTest(i int) string {
+	return fmt.Sprintf(". ./values.sh\n[ \"$value%d\" = right ] || { echo \"test %d: value%d is $value%d\"; exit 1; }\necho ok %d\n", i, i, i, i, i)
+}
+
+// runner runs cove commands made by cove to their end (8 minutes at most).
+func runner(t *testing.T, cove func(args ...string) *exec.Cmd) func(args ...string) result {
+	return func(args ...string) result {
 		t.Helper()
 		cmd := cove(args...)
 		var out, errb strings.Builder
@@ -130,41 +116,81 @@ func tasksScenario(t *testing.T, root, project string, cove func(args ...string)
 		}
 		return result{out.String(), errb.String(), code}
 	}
-	img := gitImage(t)
-	values := "# one value per test, apart so that two fixes merge\n"
-	for i := 1; i <= 4; i++ {
-		values += fmt.Sprintf("value%d=wrong\n#\n#\n", i)
-		os.WriteFile(filepath.Join(project, fmt.Sprintf("test%d.sh", i)),
-			[]byte(fmt.Sprintf(". ./values.sh\n[ \"$value%d\" = right ] || { echo \"test %d: value%d is $value%d\"; exit 1; }\necho ok %d\n", i, i, i, i, i)), 0o644)
+}
+
+// bothWays runs scenario as root and rootless (covetest, with
+// subordinate ids), each with its own cove root and project.
+func bothWays(t *testing.T, scenario func(t *testing.T, root, project string, cove func(args ...string) *exec.Cmd)) {
+	t.Run("root", func(t *testing.T) {
+		root := t.TempDir()
+		scenario(t, root, t.TempDir(), func(args ...string) *exec.Cmd {
+			cmd, _, _ := coveProc(root, args...)
+			return cmd
+		})
+	})
+	t.Run("rootless", func(t *testing.T) {
+		ru := needRangedUser(t)
+		base := rootlessBase(t, "cove-tasks-")
+		root, project := filepath.Join(base, "root"), filepath.Join(base, "project")
+		for _, d := range []string{root, project} {
+			os.Mkdir(d, 0o700)
+			os.Chown(d, ru.uid, ru.gid)
+		}
+		scenario(t, root, project, func(args ...string) *exec.Cmd {
+			cmd, _, _ := coveProc(root, args...)
+			asTestUser(cmd, ru.u, ru.uid, ru.gid)
+			return cmd
+		})
+	})
+}
+
+// gitProject makes project a git repository of files (names to
+// contents) in one commit, owned as project is, and returns the commit.
+func gitProject(t *testing.T, project string, files map[string]string) string {
+	for name, content := range files {
+		os.WriteFile(filepath.Join(project, name), []byte(content), 0o644)
 	}
-	os.WriteFile(filepath.Join(project, "values.sh"), []byte(values), 0o644)
 	hostGit(t, project, "init", "-q", "-b", "main")
 	hostGit(t, project, "add", "-A")
-	hostGit(t, project, "commit", "-q", "-m", "four failing tests")
-	base := strings.TrimSpace(hostGit(t, project, "rev-parse", "HEAD"))
-
-	// The project is the user's (covetest's, rootless), as its directory is.
+	hostGit(t, project, "commit", "-q", "-m", "failing tests")
 	if fi, err := os.Stat(project); err == nil {
 		st := fi.Sys().(*syscall.Stat_t)
 		filepath.WalkDir(project, func(p string, _ fs.DirEntry, _ error) error { return os.Lchown(p, int(st.Uid), int(st.Gid)) })
 	}
+	return strings.TrimSpace(hostGit(t, project, "rev-parse", "HEAD"))
+}
+
+// toolCall is a scripted model's answer calling the tool name with args.
+func toolCall(id, name string, args any) llmtest.Response {
+	b, _ := json.Marshal(args)
+	return llmtest.Response{Events: llmtest.OpenAIChunks("tool_calls", map[string]any{"tool_calls": []any{map[string]any{
+		"index": 0, "id": id, "type": "function", "function": map[string]any{"name": name, "arguments": string(b)}}}})}
+}
+
+// tasksScenario is TestTasksWorkApartAndMerge with cove run by cove.
+func tasksScenario(t *testing.T, root, project string, cove func(args ...string) *exec.Cmd) {
+	run := runner(t, cove)
+	img := gitImage(t)
+	values := "# one value per test, apart so that two fixes merge\n"
+	files := map[string]string{}
+	for i := 1; i <= 4; i++ {
+		values += fmt.Sprintf("value%d=wrong\n#\n#\n", i)
+		files[fmt.Sprintf("test%d.sh", i)] = failingTest(i)
+	}
+	files["values.sh"] = values
+	base := gitProject(t, project, files)
 	if r := run("up", "--detach", "--no-browser", "--image", img, project); r.code != 0 {
 		t.Fatalf("cove up: %d\n%s", r.code, r.stderr)
 	}
 	t.Cleanup(func() { run("rm", "-f", project) })
 
-	call := func(id, name string, args any) llmtest.Response {
-		b, _ := json.Marshal(args)
-		return llmtest.Response{Events: llmtest.OpenAIChunks("tool_calls", map[string]any{"tool_calls": []any{map[string]any{
-			"index": 0, "id": id, "type": "function", "function": map[string]any{"name": name, "arguments": string(b)}}}})}
-	}
 	var wg sync.WaitGroup
 	took := make([]time.Duration, 5)
 	for i := 1; i <= 4; i++ {
 		srv := llmtest.New(t)
 		srv.Push(
-			call("e", "edit", map[string]any{"path": "values.sh", "edits": []any{map[string]any{"old": fmt.Sprintf("value%d=wrong", i), "new": fmt.Sprintf("value%d=right", i)}}}),
-			call("b", "bash", map[string]any{"command": fmt.Sprintf("sh test%d.sh", i)}),
+			toolCall("e", "edit", map[string]any{"path": "values.sh", "edits": []any{map[string]any{"old": fmt.Sprintf("value%d=wrong", i), "new": fmt.Sprintf("value%d=right", i)}}}),
+			toolCall("b", "bash", map[string]any{"command": fmt.Sprintf("sh test%d.sh", i)}),
 			llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": fmt.Sprintf("Fixed test %d.", i)})},
 		)
 		wg.Add(1)
@@ -207,18 +233,43 @@ func tasksScenario(t *testing.T, root, project string, cove func(args ...string)
 			t.Logf("task t%d's tree: %s KiB", i, strings.Fields(string(du))[0])
 		}
 	}
+	// The tasks share the project's history, not a copy of it: their
+	// repositories read the project's objects (alternates), and a ref in
+	// the project keeps each task's base from its gc. The project's
+	// objects repacked (gc) under them, the tasks still read them.
+	for i := 1; i <= 4; i++ {
+		n := fmt.Sprintf("t%d", i)
+		gitDir := filepath.Join(m.Tree(n), ".git")
+		if b, err := os.ReadFile(filepath.Join(gitDir, "objects", "info", "alternates")); err != nil || string(b) != workspace.OriginObjects+"\n" {
+			t.Errorf("task %s's objects/info/alternates: %q, %v", n, b, err)
+		}
+		if packs, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "*.pack")); len(packs) > 0 {
+			t.Errorf("task %s has a copy of the project's history: %v", n, packs)
+		}
+		if ref := strings.TrimSpace(hostGit(t, project, "rev-parse", "refs/cove/tasks/"+n)); ref != base {
+			t.Errorf("the project's refs/cove/tasks/%s: %s, want the base %s", n, ref, base)
+		}
+	}
+	if r := run("exec", workspace.Name(project), "sh", "-c", "cd /workspace && git -c safe.directory='*' gc -q --prune=now"); r.code != 0 {
+		t.Fatalf("git gc in the project's workspace: %d %s%s", r.code, r.stdout, r.stderr)
+	}
 	// The project is untouched until a merge.
 	if st := hostGit(t, project, "status", "--porcelain"); st != "" {
 		t.Errorf("the project's tree changed before any merge: %s", st)
 	}
 	var listed []struct {
-		Name, Status string
-		Commits      int
+		Name, Status, Diff string
+		Commits            int
 	}
 	r := run("tasks", "--json", project)
 	json.Unmarshal([]byte(r.stdout), &listed)
-	if len(listed) != 4 || listed[0].Status != "running" || listed[0].Commits != 1 {
+	if len(listed) != 4 {
 		t.Errorf("cove tasks: %+v\n%s", listed, r.stderr)
+	}
+	for _, l := range listed {
+		if l.Status != "running" || l.Commits != 1 || !strings.Contains(l.Diff, "1 file changed") {
+			t.Errorf("cove tasks, after the project's gc: %+v\n%s", l, r.stderr)
+		}
 	}
 
 	// Keep two, discard two.
@@ -243,6 +294,9 @@ func tasksScenario(t *testing.T, root, project string, cove func(args ...string)
 	if b := hostGit(t, project, "branch", "--list", "cove/task/t2", "cove/task/t4"); b != "" {
 		t.Errorf("a discarded task's branch is in the project: %s", b)
 	}
+	if refs := hostGit(t, project, "for-each-ref", "refs/cove/tasks/"); strings.Contains(refs, "t2") || strings.Contains(refs, "t4") || !strings.Contains(refs, "refs/cove/tasks/t1") {
+		t.Errorf("the project's task refs after discarding t2 and t4: %s", refs)
+	}
 	var ps []struct{ Dir string }
 	r = run("ps", "--all", "--json")
 	json.Unmarshal([]byte(r.stdout), &ps)
@@ -265,4 +319,88 @@ func tasksScenario(t *testing.T, root, project string, cove func(args ...string)
 	for _, n := range []string{"t1", "t3"} {
 		run("task", "discard", n, project)
 	}
+}
+
+// TestTaskSurvivesItsAgentKilled: the cove agent running a task is killed
+// (SIGKILL, its whole process group) in the middle of the agent's work,
+// after its first edit: the task is still listed, its tree keeps the
+// edit, and cove agent --task again goes on in the same tree and
+// workspace, commits both runs' work on the task's branch, and the merge
+// brings it into the project. As root and rootless.
+func TestTaskSurvivesItsAgentKilled(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git here to make the test's project")
+	}
+	bothWays(t, func(t *testing.T, root, project string, cove func(args ...string) *exec.Cmd) {
+		run := runner(t, cove)
+		img := gitImage(t)
+		gitProject(t, project, map[string]string{"values.sh": "value1=wrong\n", "test1.sh": failingTest(1)})
+		if r := run("up", "--detach", "--no-browser", "--image", img, project); r.code != 0 {
+			t.Fatalf("cove up: %d\n%s", r.code, r.stderr)
+		}
+		t.Cleanup(func() { run("task", "discard", "t1", project); run("rm", "-f", project) })
+
+		srv := llmtest.New(t)
+		srv.Push(
+			toolCall("e", "edit", map[string]any{"path": "values.sh", "edits": []any{map[string]any{"old": "value1=wrong", "new": "value1=right"}}}),
+			llmtest.Response{Hang: true},
+		)
+		agent := func(prompt, url string) *exec.Cmd {
+			cmd := cove("agent", "--yes", "--image", img, "--task", "t1", "-p", prompt, project)
+			cmd.Env = append(cmd.Env, "COVE_BASE_URL="+url, "COVE_MODEL=test-model", "COVE_API_KEY=sk-test")
+			cmd.Stdin = strings.NewReader("")
+			return cmd
+		}
+		first := agent("fix test 1", srv.URL())
+		if first.SysProcAttr == nil {
+			first.SysProcAttr = &syscall.SysProcAttr{}
+		}
+		first.SysProcAttr.Setpgid = true
+		var errb strings.Builder
+		first.Stderr = &errb
+		if err := first.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(6 * time.Minute); len(srv.Requests()) < 2; time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				syscall.Kill(-first.Process.Pid, syscall.SIGKILL)
+				first.Wait()
+				t.Fatalf("the task's agent never made its edit:\n%s", errb.String())
+			}
+		}
+		syscall.Kill(-first.Process.Pid, syscall.SIGKILL)
+		first.Wait()
+
+		m := &task.Manager{Project: project, Data: filepath.Join(root, "data")}
+		if b, _ := os.ReadFile(filepath.Join(m.Tree("t1"), "values.sh")); string(b) != "value1=right\n" {
+			t.Errorf("the task's tree after its agent was killed: values.sh %q", b)
+		}
+		var listed []struct{ Name string }
+		r := run("tasks", "--json", project)
+		if json.Unmarshal([]byte(r.stdout), &listed); len(listed) != 1 || listed[0].Name != "t1" {
+			t.Errorf("cove tasks after the agent was killed: %q %s", r.stdout, r.stderr)
+		}
+
+		again := llmtest.New(t)
+		again.Push(
+			toolCall("b", "bash", map[string]any{"command": "sh test1.sh"}),
+			llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "Test 1 passes."})},
+		)
+		second := agent("go on", again.URL())
+		var out, errb2 strings.Builder
+		second.Stdout, second.Stderr = &out, &errb2
+		if err := second.Run(); err != nil || out.String() != "Test 1 passes.\n" {
+			t.Fatalf("cove agent --task t1 again: %v %q\n%s", err, out.String(), errb2.String())
+		}
+		if rs := again.Requests(); len(rs) != 2 || !strings.Contains(strings.Join(rs[1].ToolResults(t), "\n"), "ok 1") {
+			t.Errorf("the task's test did not pass when its agent went on: %d requests", len(rs))
+		}
+		if r := run("task", "merge", "t1", project); r.code != 0 {
+			t.Fatalf("cove task merge t1: %d\n%s", r.code, r.stderr)
+		}
+		if b, _ := os.ReadFile(filepath.Join(project, "values.sh")); string(b) != "value1=right\n" {
+			t.Errorf("the project after the merge: values.sh %q", b)
+		}
+	})
 }

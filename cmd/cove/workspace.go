@@ -162,6 +162,12 @@ func workspaceSpec(c *cli.Context, dir string) (workspace.Spec, error) {
 // running; started says it was not (on a cluster: always, the Pod's sync
 // was not running).
 func ensure(c *cli.Context, b workspace.Backend, dir string) (ws workspace.Workspace, started bool, err error) {
+	return ensureOrigin(c, b, dir, "")
+}
+
+// ensureOrigin is ensure for a task's tree: its workspace shares the git
+// objects of the project origin (workspace.Spec.Origin).
+func ensureOrigin(c *cli.Context, b workspace.Backend, dir, origin string) (ws workspace.Workspace, started bool, err error) {
 	made, err := remember(c, b, dir)
 	if err != nil {
 		return nil, false, err
@@ -170,7 +176,7 @@ func ensure(c *cli.Context, b workspace.Backend, dir string) (ws workspace.Works
 	if err != nil {
 		return nil, false, err
 	}
-	s.Made = made
+	s.Made, s.Origin = made, origin
 	started = !b.Running(dir)
 	ws, err = b.Ensure(c.Context, s)
 	return ws, started, err
