@@ -56,6 +56,13 @@ type Checkpoints struct {
 	NewIgnore func() func(rel string, isDir bool) bool
 	// MaxFile is the largest file stored, in bytes; 0 means 64 MiB.
 	MaxFile int64
+	// Share are other stores of this user's (a project's tasks' own:
+	// the same files at their start) whose copy of a content is linked
+	// (a hard link) instead of written again: a task's first checkpoint
+	// costs no disk for what its siblings hold. Each store keeps its own
+	// links, so removing one leaves the others whole; a linked copy is
+	// checked against its hash when read, as every copy is.
+	Share []string
 
 	mu   sync.Mutex
 	last *manifest // the latest checkpoint, for its stat cache
@@ -378,6 +385,11 @@ func (cp *Checkpoints) putBlob(hash string, data []byte, made map[string]bool) e
 			return err
 		}
 		made[dir] = true
+	}
+	for _, other := range cp.Share {
+		if os.Link(filepath.Join(other, "blobs", hash[:2], hash[2:]), p) == nil {
+			return nil
+		}
 	}
 	return cp.writeNew(p, data)
 }

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/user"
@@ -471,5 +472,52 @@ func TestCheckpointsHonourGitignore(t *testing.T) {
 		if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(b) != "kept" {
 			t.Errorf("the rewind touched the ignored %s: %q %v", name, b, err)
 		}
+	}
+}
+
+// TestCheckpointsShareSiblingsCopies: a store given another's (Share)
+// links the copies that one holds instead of writing them again; each
+// keeps its links, so the first store removed, the second still rewinds
+// its project to the bytes saved; a copy it did not hold is written.
+func TestCheckpointsShareSiblingsCopies(t *testing.T) {
+	ctx := context.Background()
+	first, second := project(t), project(t)
+	a := openCheckpoints(t, first)
+	if _, err := a.Save(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(second, "only-here.txt"), []byte("new in the second\n"), 0o644)
+	b := openCheckpoints(t, second)
+	b.Share = []string{"/nonexistent", a.Store}
+	id, err := b.Save(ctx, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	linked, written := 0, 0
+	filepath.WalkDir(filepath.Join(b.Store, "blobs"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		fi, _ := d.Info()
+		if fi.Sys().(*syscall.Stat_t).Nlink == 2 {
+			linked++
+		} else {
+			written++
+		}
+		return nil
+	})
+	if linked == 0 || written != 1 {
+		t.Errorf("the second store: %d copies linked from the first, %d written (want all but only-here.txt linked)", linked, written)
+	}
+	want, _ := os.ReadFile(filepath.Join(second, "notes", "a.txt"))
+	if err := os.RemoveAll(a.Store); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(second, "notes", "a.txt"), []byte("changed\n"), 0o644)
+	if err := b.Rewind(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(second, "notes", "a.txt")); string(got) != string(want) || len(want) == 0 {
+		t.Errorf("rewound after the first store went: %q, want %q", got, want)
 	}
 }

@@ -245,6 +245,13 @@ func writeTo(path string) []string { return []string{"sh", "-c", `cat > "$1"`, "
 // Commit commits everything the task changed in its tree on its branch,
 // and says whether there was anything.
 func (m *Manager) Commit(ctx context.Context, tw workspace.Workspace, r Record, message string) (bool, error) {
+	// The refresh first: git add takes an entry written in the index's
+	// second ("racily clean") for changed and hashes it again, and
+	// writing an object that is only in the project's store, which it
+	// cannot touch there (read-only), copies it here: hundreds of the
+	// checkout's files right after it. The refresh compares them
+	// without writing.
+	git(ctx, tw, nil, "update-index", "-q", "--refresh")
 	if _, err := git(ctx, tw, nil, "add", "-A"); err != nil {
 		return false, err
 	}

@@ -210,7 +210,10 @@ type agentExtras struct {
 	mcpNotes []string           // project servers left out, and why
 }
 
-func runAgent(c *cli.Context, e *env, target workspace.Workspace, dir string, cfg agent.Config) error {
+// runAgent runs the agent on dir in its workspace target; share are other
+// checkpoint stores whose copies its checkpoints may link (agent.
+// Checkpoints.Share: a task's siblings').
+func runAgent(c *cli.Context, e *env, target workspace.Workspace, dir string, cfg agent.Config, share ...string) error {
 	state, err := agent.OpenState(e.layout, workspace.Name(dir))
 	if err != nil {
 		return err
@@ -224,6 +227,9 @@ func runAgent(c *cli.Context, e *env, target workspace.Workspace, dir string, cf
 		return err
 	}
 	defer closeAgent()
+	if a.Checkpoints != nil {
+		a.Checkpoints.Share = share
+	}
 	sessions := state.Sessions
 	var history []agent.Message
 	switch {

@@ -58,7 +58,7 @@ func agentTask(c *cli.Context, e *env, dir, name string, cfg agent.Config) error
 		}
 		fmt.Fprintf(c.App.ErrWriter, "cove: task %s: branch %s from %s, in the workspace %s\n", name, r.Branch(), r.Base[:12], tw.Name())
 	}
-	runErr := runAgent(c, e, tw, tree, cfg)
+	runErr := runAgent(c, e, tw, tree, cfg, siblingStores(m, e.layout, name)...)
 	msg := "cove task " + name
 	if p := strings.TrimSpace(c.String("prompt")); p != "" {
 		msg += ": " + strings.SplitN(p, "\n", 2)[0]
@@ -69,6 +69,20 @@ func agentTask(c *cli.Context, e *env, dir, name string, cfg agent.Config) error
 		fmt.Fprintf(c.App.ErrWriter, "cove: task %s: committed on %s (cove task diff %s; cove task merge %s)\n", name, r.Branch(), name, name)
 	}
 	return runErr
+}
+
+// siblingStores are the checkpoint stores of the project's other tasks
+// (each starts with the same files): a task's checkpoints link their
+// copies rather than write them again.
+func siblingStores(m *task.Manager, layout dirs.Layout, name string) []string {
+	rs, _ := m.List()
+	var out []string
+	for _, r := range rs {
+		if r.Name != name {
+			out = append(out, filepath.Join(layout.State, "projects", workspace.Name(m.Tree(r.Name)), "checkpoints"))
+		}
+	}
+	return out
 }
 
 func tasksCommand() *cli.Command {
