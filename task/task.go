@@ -177,15 +177,13 @@ func (m *Manager) Populate(ctx context.Context, main, tw workspace.Workspace, r 
 		init += " --object-format=sha256"
 	}
 	checkout := `git checkout -q -f -B "$2" "$1"`
-	if shallow, err := run(ctx, main, nil, 16<<20, "sh", "-c", ownObjects+`; [ ! -f shallow ] || cat shallow`); err == nil {
+	keep := ownObjects + `; g update-ref "refs/cove/tasks/$1" "$2"; [ ! -f shallow ] || cat shallow`
+	if shallow, err := run(ctx, main, nil, 16<<20, "sh", "-c", keep, "sh", r.Name, r.Base); err == nil {
 		script := `set -e; cd /workspace; [ -d "$3" ]; ` + init + `; echo "$3" > .git/objects/info/alternates; cat > .git/shallow; [ -s .git/shallow ] || rm .git/shallow; ` + checkout
 		in := bytesFile(shallow)
 		_, err = run(ctx, tw, in, 64<<10, "sh", "-c", script, "sh", r.Base, r.Branch(), workspace.OriginObjects)
 		if in != nil {
 			in.Close()
-		}
-		if err == nil {
-			_, err = git(ctx, main, nil, "update-ref", "refs/cove/tasks/"+r.Name, r.Base)
 		}
 		if err == nil {
 			return nil
@@ -243,22 +241,23 @@ exec tar -c -f - "$@"`
 func writeTo(path string) []string { return []string{"sh", "-c", `cat > "$1"`, "sh", path} }
 
 // Commit commits everything the task changed in its tree on its branch,
-// and says whether there was anything.
+// and says whether there was anything. One script, one exec: the refresh
+// first (git add takes an entry written in the index's second, "racily
+// clean", for changed and hashes it again, and writing an object that is
+// only in the project's store, read-only there, copies it here: hundreds
+// of the checkout's files right after it; the refresh compares them
+// without writing); an author when the workspace's git has none.
 func (m *Manager) Commit(ctx context.Context, tw workspace.Workspace, r Record, message string) (bool, error) {
-	// The refresh first: git add takes an entry written in the index's
-	// second ("racily clean") for changed and hashes it again, and
-	// writing an object that is only in the project's store, which it
-	// cannot touch there (read-only), copies it here: hundreds of the
-	// checkout's files right after it. The refresh compares them
-	// without writing.
-	git(ctx, tw, nil, "update-index", "-q", "--refresh")
-	if _, err := git(ctx, tw, nil, "add", "-A"); err != nil {
-		return false, err
-	}
-	if _, err := git(ctx, tw, nil, "diff", "--cached", "--quiet"); err == nil {
+	const script = `g() { git -c safe.directory='*' "$@"; }
+g update-index -q --refresh; g add -A || exit 1; g diff --cached --quiet && exit 3
+[ -n "$(g config user.email)" ] || set -- -c user.name=cove -c user.email=cove@localhost "$@"
+g "$@" commit -q --no-verify -m "$0"`
+	_, err := run(ctx, tw, nil, 64<<10, "sh", "-c", script, message)
+	var ee *exitError
+	if errors.As(err, &ee) && ee.code == 3 {
 		return false, nil
 	}
-	if _, err := git(ctx, tw, identity(ctx, tw), "commit", "-q", "--no-verify", "-m", message); err != nil {
+	if err != nil {
 		return false, fmt.Errorf("task %s: commit: %w", r.Name, err)
 	}
 	return true, nil

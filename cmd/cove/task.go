@@ -32,6 +32,11 @@ func agentTask(c *cli.Context, e *env, dir, name string, cfg agent.Config) error
 		return err
 	}
 	b := dirBackend(c, e, dir)
+	if b.Copies() {
+		// A cluster's workspace works on a copy the sync keeps, and the
+		// sync never carries .git: there is no history there to branch.
+		return fmt.Errorf("task %s: tasks run on this machine's workspaces only: a cluster's workspace has no .git (the sync never carries it), so it has no history to make a task's branch from; run cove agent --task without --kube", name)
+	}
 	main, mainStarted, err := ensure(c, b, dir)
 	if err != nil {
 		return err
