@@ -171,7 +171,7 @@ func splitCommand(s string) (segs [][]string, ops []string) {
 var (
 	assignment = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
 	// testScript is a project's own test script: test.sh, run-tests.sh…
-	testScript = regexp.MustCompile(`^(run[-_]?)?(unit[-_]?)?tests?(\.sh)?$`)
+	testScript = regexp.MustCompile(`^(run[-_]?)?(unit[-_]?)?tests?([-_][a-z0-9]+|[0-9]+)*(\.sh)?$`)
 	python     = regexp.MustCompile(`^python[0-9.]*$`)
 )
 
@@ -231,6 +231,13 @@ done:
 		return has("test", "verify", "check", "integrationTest", "connectedCheck")
 	case "dotnet", "swift", "deno", "mix", "stack", "cabal", "dune", "lein", "sbt", "flutter", "dart", "zig", "elixir":
 		return has("test")
+	}
+	if cmd == "sh" || cmd == "bash" || cmd == "dash" || cmd == "zsh" {
+		// sh test.sh, bash -e scripts/run-tests.sh: a test script.
+		for len(args) > 0 && strings.HasPrefix(args[0], "-") && args[0] != "-c" {
+			args = args[1:]
+		}
+		return len(args) > 0 && testScript.MatchString(path.Base(args[0])) && path.Base(args[0]) != "test"
 	}
 	if python.MatchString(cmd) {
 		for i, a := range args {
