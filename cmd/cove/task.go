@@ -77,7 +77,7 @@ func agentTask(c *cli.Context, e *env, dir, name string, cfg agent.Config) error
 func tasksCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "tasks",
-		Usage:     "list DIR's tasks (cove agent --task NAME makes one)",
+		Usage:     "list DIR's tasks (cove agent --task NAME, or the IDE's New task, makes one)",
 		ArgsUsage: "[DIR]",
 		Description: `STATUS is the task's workspace's (running or stopped); COMMITS and DIFF are its
 branch's since the commit it started from, as its running workspace says; TESTS is the
@@ -571,8 +571,9 @@ func (p *taskPanel) TaskDiscard(ctx context.Context, name string) error {
 	defer p.mu.Unlock()
 	p.amu.Lock()
 	a := p.agents[name]
+	working := a != nil && !a.done
 	p.amu.Unlock()
-	if a != nil && !a.done {
+	if working {
 		return fmt.Errorf("task %s: its agent is still working (its workspace stops with cove stop %s)", name, workspace.Name(p.m.Tree(name)))
 	}
 	r, tw, err := p.open(ctx, name, "discard")
