@@ -68,6 +68,11 @@ func TestRunsTests(t *testing.T) {
 		{"# go test\nls", false, false},
 		{"cat <<EOF\nEOF", false, false},
 		{"", false, false},
+		{"go test ./... \\\n  -run TestX", true, true},
+		{"go vet ./... &&\n  go test ./...", true, true},
+		{"go test 'unterminated", true, true},
+		{"echo \"unterminated; go test", false, false},
+		{"true \\", false, false},
 	} {
 		runs, decisive := RunsTests(c.command)
 		if runs != c.runs || decisive != c.decisive {
@@ -121,4 +126,13 @@ func TestTestStatus(t *testing.T) {
 			t.Errorf("%s: TestStatus = %q, want %q", c.name, got, c.want)
 		}
 	}
+}
+
+// FuzzRunsTests: any command, however cut, is read without a panic (an
+// agent's commands are the model's, and the model reads the workspace).
+func FuzzRunsTests(f *testing.F) {
+	for _, s := range []string{"go test ./... | tail", "a 'b", "\"", "\\", "x &", "&&", "|& go test", "2>&1 go test"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) { RunsTests(s) })
 }
