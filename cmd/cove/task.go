@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -311,14 +312,23 @@ func (p *taskPanel) Tasks(ctx context.Context) ([]ide.TaskRow, error) {
 			rows[i].Agent = a.state()
 		}
 	}
+	var unlisted []string
 	for name, a := range p.agents {
-		if !listed[name] {
-			status := "starting"
-			if a.done {
-				status = "failed"
-			}
-			rows = append(rows, ide.TaskRow{Name: name, Branch: task.Record{Name: name}.Branch(), Status: status, Tests: task.TestsUnknown, Prompt: a.prompt, Agent: a.state()})
+		switch {
+		case listed[name]:
+		case a.done && a.failed == "":
+			delete(p.agents, name) // its task was discarded since (cove task discard)
+		default:
+			unlisted = append(unlisted, name)
 		}
+	}
+	slices.Sort(unlisted)
+	for _, name := range unlisted {
+		a, status := p.agents[name], "starting"
+		if a.done {
+			status = "failed" // before it made its task: Discard forgets it
+		}
+		rows = append(rows, ide.TaskRow{Name: name, Branch: task.Record{Name: name}.Branch(), Status: status, Tests: task.TestsUnknown, Prompt: a.prompt, Agent: a.state()})
 	}
 	return rows, nil
 }

@@ -324,3 +324,40 @@ func TestTaskNewRefuses(t *testing.T) {
 		t.Errorf("a refused New task left %d files, %d agents", len(ents), len(p.agents))
 	}
 }
+
+// TestTaskPanelListsNewTasksAgents: the Tasks view lists a task New task
+// is making (its agent working, no record yet) as starting, one whose
+// agent failed before it made its task as failed with why, and forgets
+// one whose agent was done and whose task is gone (discarded elsewhere);
+// Discard forgets the failed one.
+func TestTaskPanelListsNewTasksAgents(t *testing.T) {
+	t.Parallel()
+	m := &task.Manager{Project: t.TempDir(), Data: t.TempDir()}
+	p := &taskPanel{m: m, agents: map[string]*taskAgent{
+		"b-making": {prompt: "make it"},
+		"a-failed": {prompt: "fail", done: true, failed: "cove: no model"},
+		"gone":     {prompt: "done", done: true},
+	}}
+	rows, err := p.Tasks(t.Context())
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("Tasks: %+v %v", rows, err)
+	}
+	if w := rows[0]; w.Name != "a-failed" || w.Status != "failed" || w.Agent != "failed: cove: no model" || w.Prompt != "fail" {
+		t.Errorf("the failed one: %+v", w)
+	}
+	if w := rows[1]; w.Name != "b-making" || w.Status != "starting" || w.Agent != "working" || w.Tests != "-" || w.Branch != "cove/task/b-making" {
+		t.Errorf("the one being made: %+v", w)
+	}
+	if _, ok := p.agents["gone"]; ok {
+		t.Errorf("an agent whose task is gone is kept")
+	}
+	if err := p.TaskDiscard(t.Context(), "b-making"); err == nil || !strings.Contains(err.Error(), "still working") {
+		t.Errorf("Discard of a task whose agent works: %v", err)
+	}
+	if err := p.TaskDiscard(t.Context(), "a-failed"); err != nil {
+		t.Errorf("Discard of a failed New task: %v", err)
+	}
+	if rows, _ := p.Tasks(t.Context()); len(rows) != 1 {
+		t.Errorf("after its Discard: %+v", rows)
+	}
+}
