@@ -147,6 +147,9 @@ func browserTasks(t *testing.T, node, ref string, u netUser, project string) {
 	var lines []string
 	for sc := bufio.NewScanner(stdout); sc.Scan(); {
 		lines = append(lines, sc.Text())
+		if strings.HasPrefix(sc.Text(), "cove-test: t3") {
+			t.Log(sc.Text())
+		}
 		if sc.Text() == "cove-test: stop t2" {
 			if r := u.cove(t, "", "stop", workspace.Name(m.Tree("t2"))); r.code != 0 {
 				t.Errorf("cove stop t2's workspace: %+v", r)

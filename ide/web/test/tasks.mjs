@@ -99,6 +99,7 @@ try {
   };
   await newTask("t1", "again");
   await wait(() => /^new task t1: .*task t1 exists/.test(document.querySelector("#status").textContent), null, async () => `New task t1 is not refused as taken: ${await statusText()}`);
+  const t0 = Date.now();
   await newTask("t3", newPrompt);
   await wait(() => /^task t3: its agent is starting/.test(document.querySelector("#status").textContent) && document.querySelector('#tasks-box .task[data-name="t3"]'), null,
     async () => `t3 is not listed once made: ${await statusText()}; ${await boxText()}`);
@@ -111,6 +112,7 @@ try {
     const row = document.querySelector('#tasks-box .task[data-name="t3"]');
     return row ? JSON.stringify(row.dataset) + " " + row.textContent : "no row";
   })}; ${await statusText()}`, 120000);
+  console.log(`cove-test: t3, made from the page, listed done with its commit after ${Date.now() - t0} ms`);
   const t1Tests = await page.getAttribute('#tasks-box .task[data-name="t1"]', "data-tests");
   if (t1Tests !== "-") await fail(`t1's agent ran no tests, but its row says ${t1Tests}`);
   await page.click('#tasks-box .task[data-name="t3"] .task-name');
