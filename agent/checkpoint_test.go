@@ -291,7 +291,7 @@ func TestNothingThroughACoveSymlink(t *testing.T) {
 	defer w.Close()
 	bash := &BashTool{W: w, Out: filepath.Join(state, "out")}
 	defer bash.Close()
-	out, err := bash.run(ctx, "head -c 40000 /dev/zero | tr '\\0' x", time.Minute, nil)
+	out, _, err := bash.run(ctx, "head -c 40000 /dev/zero | tr '\\0' x", time.Minute, nil)
 	if err != nil || !strings.Contains(out, "read cove-out:") {
 		t.Fatalf("long output: %.200q %v", out, err)
 	}
@@ -329,7 +329,7 @@ func TestSavedOutputReadable(t *testing.T) {
 	bash := &BashTool{W: w, Out: out}
 	defer bash.Close()
 	ctx := context.Background()
-	res, err := bash.run(ctx, "seq 1 20000", time.Minute, nil)
+	res, _, err := bash.run(ctx, "seq 1 20000", time.Minute, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -190,8 +190,11 @@ func (a *Agent) Run(ctx context.Context, history []Message, prompt string) ([]Me
 				}
 				return msgs, err
 			}
-			out, images, isErr := a.call(ctx, tools, call)
-			res := Message{Role: "tool", ToolCallID: call.ID, Content: out, IsError: isErr, Images: images}
+			out, act, isErr := a.call(ctx, tools, call)
+			res := Message{Role: "tool", ToolCallID: call.ID, Content: out, IsError: isErr}
+			if act != nil {
+				res.Images, res.Exit = act.Images, act.Exit
+			}
 			msgs = append(msgs, res)
 			a.record(LoopEvent{Type: "message", Message: &msgs[len(msgs)-1]})
 			a.emit(LoopEvent{Type: "tool_result", Call: &call, Text: out, IsError: isErr})
@@ -221,14 +224,15 @@ func (a *Agent) toolSet() (map[string]Tool, []ToolSpec) {
 }
 
 // call plans, approves and runs one tool call; what goes back to the
-// model is the output (and images) or the error.
-func (a *Agent) call(ctx context.Context, tools map[string]Tool, call ToolCall) (string, []Image, bool) {
+// model is the output or the error, and the action when it ran (its
+// images, its command's exit status).
+func (a *Agent) call(ctx context.Context, tools map[string]Tool, call ToolCall) (string, *Action, bool) {
 	var act *Action
 	out, isErr := a.callTool(ctx, tools, call, &act)
 	if act == nil || isErr {
 		return out, nil, isErr
 	}
-	return out, act.Images, false
+	return out, act, false
 }
 
 // callTool is call's work; it sets *planned to the action once planned.

@@ -26,6 +26,10 @@ type Message struct {
 	// For role "tool": which call this answers, and whether it failed.
 	ToolCallID string `json:"tool_call_id,omitempty"`
 	IsError    bool   `json:"is_error,omitempty"`
+	// Exit is the exit status of the command a tool ran, as the shell
+	// reported it (-1: killed when it timed out); nil for other tools.
+	// It is kept for the record (a task's tests' status), never sent.
+	Exit *int `json:"exit,omitempty"`
 	// Images a tool's result holds (an MCP server's screenshot), for the
 	// providers that take them in a tool result.
 	Images []Image `json:"images,omitempty"`

@@ -93,7 +93,10 @@ func (t *BashTool) Plan(ctx context.Context, raw json.RawMessage) (*Action, erro
 				return "", fmt.Errorf("bring the project's files to the workspace: %w", err)
 			}
 		}
-		out, err := t.run(ctx, a.Command, timeout, act.Output)
+		out, status, err := t.run(ctx, a.Command, timeout, act.Output)
+		if err == nil {
+			act.Exit = &status
+		}
 		if t.Sync != nil {
 			if serr := t.Sync(ctx); serr != nil && err == nil {
 				err = fmt.Errorf("bring the workspace's files here: %w", serr)
@@ -146,12 +149,15 @@ func (t *BashTool) Close() {
 	t.kill()
 }
 
-func (t *BashTool) run(ctx context.Context, command string, timeout time.Duration, output func(string)) (string, error) {
+// run runs command in the shell and returns its output, clipped, and its
+// exit status as the shell reported it (-1 when it timed out and was
+// killed).
+func (t *BashTool) run(ctx context.Context, command string, timeout time.Duration, output func(string)) (string, int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.sh == nil {
 		if err := t.start(); err != nil {
-			return "", err
+			return "", -1, err
 		}
 	}
 	b := make([]byte, 8)
@@ -162,7 +168,7 @@ func (t *BashTool) run(ctx context.Context, command string, timeout time.Duratio
 	script := fmt.Sprintf("{\n%s\n} </dev/null 2>&1\nprintf '\\n%s %%s %%s\\n' \"$?\" \"$PWD\"\n", command, marker)
 	if _, err := io.WriteString(t.stdin, script); err != nil {
 		t.kill()
-		return "", fmt.Errorf("the shell died; it starts again on the next command: %w", err)
+		return "", -1, fmt.Errorf("the shell died; it starts again on the next command: %w", err)
 	}
 	type result struct {
 		out    string
@@ -223,21 +229,21 @@ func (t *BashTool) run(ctx context.Context, command string, timeout time.Duratio
 	case <-timer.C:
 		t.kill()
 		r = <-done
-		return t.clip(r.out) + fmt.Sprintf("\n[timed out after %s: the command and all it started were killed; the shell starts again in %s]", timeout, t.cwd), nil
+		return t.clip(r.out) + fmt.Sprintf("\n[timed out after %s: the command and all it started were killed; the shell starts again in %s]", timeout, t.cwd), -1, nil
 	case <-ctx.Done():
 		t.kill()
 		<-done
-		return "", ctx.Err()
+		return "", -1, ctx.Err()
 	}
 	if r.err != nil {
 		t.kill()
-		return t.clip(r.out), r.err
+		return t.clip(r.out), -1, r.err
 	}
 	out := t.clip(r.out)
 	if r.status != 0 {
 		out += fmt.Sprintf("\n[exit status %d]", r.status)
 	}
-	return out, nil
+	return out, r.status, nil
 }
 
 // maxKeptOutput is the most of one command's output the launcher keeps

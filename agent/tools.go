@@ -20,6 +20,9 @@ type Action struct {
 	Do                  func(ctx context.Context) (string, error)
 	// Images, if Do sets them, go back to the model with the output.
 	Images []Image
+	// Exit, if Do sets it, is the exit status of the command it ran (-1:
+	// killed when it timed out), kept with its result in the session.
+	Exit *int
 	// Always lists what the user may allow for the rest of the session
 	// in one answer, narrowest first (an MCP tool's: "mcp:SERVER/TOOL",
 	// then "mcp:SERVER"); empty when the action must be asked each time.

@@ -2,6 +2,8 @@ package ide
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"unicode/utf8"
@@ -20,8 +22,13 @@ type TaskRow struct {
 	Status  string `json:"status"`
 	Commits int    `json:"commits"`
 	Diff    string `json:"diff"`
+	Tests   string `json:"tests"` // the last test run of its agent: passed, failed or -
 	Prompt  string `json:"prompt"`
 	Created string `json:"created"`
+	// Agent is, in the IDE, the agent its launcher started on the task
+	// (New task): "working" while it runs, "failed: WHY" when it failed;
+	// "" for any other.
+	Agent string `json:"agent,omitempty"`
 }
 
 // TaskBackend is the launcher's side of the project's tasks (package
@@ -42,7 +49,17 @@ type TaskBackend interface {
 	TaskOpen(ctx context.Context, name string) (string, error)
 	// TaskDiscard removes the task: its workspace, tree, branch, record.
 	TaskDiscard(ctx context.Context, name string) error
+	// TaskNew makes the task name and starts its agent on prompt, as
+	// cove agent --task NAME -p PROMPT does, in the background: it
+	// returns once the agent started, with an error for a name that is
+	// not a task's or is taken, a prompt empty or over MaxTaskPrompt, or
+	// no model set up.
+	TaskNew(ctx context.Context, name, prompt string) error
 }
+
+// MaxTaskPrompt bounds a new task's prompt (it is a command-line
+// argument of the task's agent: Linux takes 128 KiB in one).
+const MaxTaskPrompt = 64 << 10
 
 // Tasks serves the IDE's Tasks view on the launcher's side of the proxy:
 //
@@ -52,6 +69,7 @@ type TaskBackend interface {
 //	POST /api/tasks/open?name=N      its own IDE, {"url": …}
 //	POST /api/tasks/merge?name=N     merge it into the project (git's output)
 //	POST /api/tasks/discard?name=N   remove it and everything it made
+//	POST /api/tasks/new              {"name": N, "prompt": P}: make a task, start its agent
 //
 // A POST comes only from the page's own origin (the proxy checks it).
 type Tasks struct{ Backend TaskBackend }
@@ -68,6 +86,7 @@ func (t Tasks) Handle(p *Proxy) {
 	p.Handle("/api/tasks/open", t.method(http.MethodPost, t.open))
 	p.Handle("/api/tasks/merge", t.method(http.MethodPost, t.merge))
 	p.Handle("/api/tasks/discard", t.method(http.MethodPost, t.discard))
+	p.Handle("/api/tasks/new", t.method(http.MethodPost, t.create))
 }
 
 func (t Tasks) method(m string, h func(w http.ResponseWriter, r *http.Request, name string)) http.Handler {
@@ -90,7 +109,8 @@ func (t Tasks) list(w http.ResponseWriter, r *http.Request) {
 		rows = []TaskRow{}
 	}
 	for i := range rows {
-		rows[i].Diff = visibleText(rows[i].Diff, 300) // one line
+		rows[i].Diff = visibleText(rows[i].Diff, 300)   // one line
+		rows[i].Agent = visibleText(rows[i].Agent, 300) // its end may be the workspace's
 	}
 	writeJSON(w, rows)
 }
@@ -143,6 +163,26 @@ func (t Tasks) discard(w http.ResponseWriter, r *http.Request, name string) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// create is New task: the name and prompt, JSON in a body read only so
+// far, handed to the backend as they are (never to a shell).
+func (t Tasks) create(w http.ResponseWriter, r *http.Request, _ string) {
+	var req struct{ Name, Prompt string }
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxTaskPrompt*2+1024)) // JSON escapes
+	if err := dec.Decode(&req); err != nil {
+		http.Error(w, "cove: a new task is {\"name\", \"prompt\"}: "+termtext.Visible(err.Error()), http.StatusBadRequest)
+		return
+	}
+	if len(req.Prompt) > MaxTaskPrompt {
+		http.Error(w, fmt.Sprintf("cove: the prompt is %d KiB: at most %d KiB", len(req.Prompt)>>10, MaxTaskPrompt>>10), http.StatusRequestEntityTooLarge)
+		return
+	}
+	if err := t.Backend.TaskNew(r.Context(), req.Name, req.Prompt); err != nil {
+		http.Error(w, workspaceText(err.Error(), 4096), http.StatusConflict)
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
 }
 
 // visibleText is what a workspace printed, at most max bytes (cut on a

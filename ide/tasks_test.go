@@ -3,6 +3,7 @@ package ide
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,7 +13,10 @@ import (
 // hostileTasks is a task workspace's answers at their worst: escape
 // sequences (OSC 52 sets the clipboard, bidi overrides reorder what is
 // read) and more than any review needs.
-type hostileTasks struct{ merged []string }
+type hostileTasks struct {
+	merged []string
+	made   [][2]string // New task's name and prompt, as the backend got them
+}
 
 const osc52 = "\x1b]52;c;ZWNobyBwd25lZA==\x07"
 
@@ -31,6 +35,13 @@ func (h *hostileTasks) TaskTranscript(context.Context, string) ([]byte, error) {
 }
 func (h *hostileTasks) TaskOpen(context.Context, string) (string, error) { return "", nil }
 func (h *hostileTasks) TaskDiscard(context.Context, string) error        { return nil }
+func (h *hostileTasks) TaskNew(_ context.Context, name, prompt string) error {
+	h.made = append(h.made, [2]string{name, prompt})
+	if name == "taken" {
+		return errors.New("task taken exists" + osc52)
+	}
+	return nil
+}
 
 // TestTasksAPIShowsWorkspaceTextBounded: what a task's workspace prints
 // reaches the page with no control character (its escape sequences
@@ -77,5 +88,42 @@ func TestTasksAPIShowsWorkspaceTextBounded(t *testing.T) {
 	noControl("the merge's output", rec.Body.String())
 	if rec.Code != 200 || len(h.merged) != 1 || h.merged[0] != "t1" {
 		t.Errorf("the merge: %d %v", rec.Code, h.merged)
+	}
+}
+
+// TestTasksAPINewTask: New task takes {"name", "prompt"} by POST alone,
+// hands them to the backend byte for byte (a prompt that would mean
+// something to a shell is only text), refuses a body that is not that or
+// a prompt over MaxTaskPrompt before the backend sees it, and shows the
+// backend's refusal as text.
+func TestTasksAPINewTask(t *testing.T) {
+	t.Parallel()
+	h := &hostileTasks{}
+	p := NewProxyDial(nil, 1)
+	Tasks{Backend: h}.Handle(p)
+	call := func(method, body string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		p.local["/api/tasks/new"].ServeHTTP(rec, httptest.NewRequest(method, "/api/tasks/new", strings.NewReader(body)))
+		return rec
+	}
+	hostile := "$(touch /tmp/pwned); `id` ; --yes\n-p x' \" \u0000"
+	b, _ := json.Marshal(map[string]string{"name": "t3", "prompt": hostile})
+	if rec := call("POST", string(b)); rec.Code != http.StatusAccepted || len(h.made) != 1 || h.made[0] != [2]string{"t3", hostile} {
+		t.Errorf("New task: %d %q; the backend got %q", rec.Code, rec.Body, h.made)
+	}
+	if rec := call("GET", string(b)); rec.Code != http.StatusMethodNotAllowed {
+		t.Errorf("a GET: %d", rec.Code)
+	}
+	for _, body := range []string{"", "[1]", `{"name": 3}`, `{"name":"t","prompt":"` + strings.Repeat("x", MaxTaskPrompt+1) + `"}`, strings.Repeat(" ", 3*MaxTaskPrompt) + "{}"} {
+		if rec := call("POST", body); rec.Code < 400 || rec.Code >= 500 {
+			t.Errorf("a body of %d bytes (%.20q): %d", len(body), body, rec.Code)
+		}
+	}
+	if len(h.made) != 1 {
+		t.Errorf("the backend got refused bodies: %q", h.made[1:])
+	}
+	rec := call("POST", `{"name":"taken","prompt":"p"}`)
+	if rec.Code != http.StatusConflict || !strings.Contains(rec.Body.String(), "task taken exists") || strings.ContainsAny(rec.Body.String(), "\x1b\x07") {
+		t.Errorf("a taken name: %d %q", rec.Code, rec.Body)
 	}
 }

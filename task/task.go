@@ -28,6 +28,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cove-sh/cove/container"
@@ -75,6 +76,23 @@ func (m *Manager) dir() string {
 func (m *Manager) Tree(name string) string { return filepath.Join(m.dir(), name) }
 
 func (m *Manager) recordPath(name string) string { return filepath.Join(m.dir(), name+".json") }
+
+// Log is where an agent started for the task in the background (the
+// IDE's New task) writes what it says: beside its record, where no
+// workspace writes; Discard removes it.
+func (m *Manager) Log(name string) string { return filepath.Join(m.dir(), name+".log") }
+
+// OpenLog makes the task's Log anew (its directory too, for a task not
+// yet created) and opens it to write.
+func (m *Manager) OpenLog(name string) (*os.File, error) {
+	if err := CheckName(name); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(m.dir(), 0o700); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(m.Log(name), os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+}
 
 // Get returns the task's record; fs.ErrNotExist when there is none.
 func (m *Manager) Get(name string) (Record, error) {
@@ -316,7 +334,7 @@ func (m *Manager) Merge(ctx context.Context, main, tw workspace.Workspace, r Rec
 }
 
 // Discard removes the task: its workspace (tw, nil if it has none), its
-// tree and its record; its branch in the project too, when a merge
+// tree, its record and its Log; its branch in the project too, when a merge
 // brought it there. Nothing of it is left.
 func (m *Manager) Discard(ctx context.Context, b workspace.Backend, main, tw workspace.Workspace, r Record) error {
 	tree := m.Tree(r.Name)
@@ -335,6 +353,9 @@ func (m *Manager) Discard(ctx context.Context, b workspace.Backend, main, tw wor
 	if main != nil {
 		git(ctx, main, nil, "branch", "-q", "-D", r.Branch())
 		git(ctx, main, nil, "update-ref", "-d", "refs/cove/tasks/"+r.Name)
+	}
+	if err := os.Remove(m.Log(r.Name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
 	}
 	if err := os.Remove(m.recordPath(r.Name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err

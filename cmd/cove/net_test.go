@@ -229,6 +229,7 @@ type netUser struct {
 	rootless bool
 	root     string // COVE_ROOT
 	home     string
+	env      []string // added to the environment
 }
 
 // netModes runs f with a root launcher and with covetest's rootless one,
@@ -274,7 +275,7 @@ func (u netUser) command(ns string, args ...string) *exec.Cmd {
 		argv = append([]string{"ip", "netns", "exec", ns}, argv...)
 	}
 	cmd := exec.Command(argv[0], append(argv[1:], args...)...)
-	cmd.Env = append(os.Environ(), "COVE_ROOT="+u.root, "HOME="+u.home)
+	cmd.Env = append(append(os.Environ(), "COVE_ROOT="+u.root, "HOME="+u.home), u.env...)
 	// A container left running holds the output pipes: Wait returns anyway.
 	cmd.WaitDelay = 10 * time.Second
 	return cmd

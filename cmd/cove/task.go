@@ -5,15 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cove-sh/cove/agent"
 	"github.com/cove-sh/cove/ide"
@@ -93,9 +97,14 @@ func siblingStores(m *task.Manager, layout dirs.Layout, name string) []string {
 func tasksCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "tasks",
-		Usage:     "list DIR's tasks (cove agent --task NAME makes one)",
+		Usage:     "list DIR's tasks (cove agent --task NAME, or the IDE's New task, makes one)",
 		ArgsUsage: "[DIR]",
-		Flags:     []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print one JSON array of {name, branch, base, status, commits, diff, prompt, created}"}},
+		Description: `STATUS is the task's workspace's (running or stopped); COMMITS and DIFF are its
+branch's since the commit it started from, as its running workspace says; TESTS is the
+status of the last test suite its agent ran (go test, pytest, npm test, cargo test, make
+test…): passed or failed by that command's exit status as the agent recorded it, - when it
+ran none or its status was not the tests' (piped on, or followed by ; or ||).`,
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print one JSON array of {name, branch, base, status, commits, diff, tests, prompt, created}"}},
 		Action: func(c *cli.Context) error {
 			e, err := globalEnv(c)
 			if err != nil {
@@ -110,18 +119,18 @@ func tasksCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			rows := taskRows(c.Context, m, rs, dirBackend(c, e, dir))
+			rows := taskRows(c.Context, m, rs, dirBackend(c, e, dir), e.layout.State)
 			if c.Bool("json") {
 				return json.NewEncoder(c.App.Writer).Encode(rows)
 			}
 			tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "TASK\tSTATUS\tCOMMITS\tDIFF\tPROMPT")
+			fmt.Fprintln(tw, "TASK\tSTATUS\tCOMMITS\tDIFF\tTESTS\tPROMPT")
 			for _, w := range rows {
 				p := w.Prompt
 				if len(p) > 40 {
 					p = p[:40] + "…"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", w.Name, w.Status, w.Commits, termtext.Visible(w.Diff), termtext.Visible(p))
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", w.Name, w.Status, w.Commits, termtext.Visible(w.Diff), w.Tests, termtext.Visible(p))
 			}
 			return tw.Flush()
 		},
@@ -130,11 +139,13 @@ func tasksCommand() *cli.Command {
 
 // taskRows are the tasks rs of m as cove tasks and the IDE's Tasks view
 // list them: each running task's work as its workspace says (a stopped
-// one's is read when it runs again; listing starts nothing).
-func taskRows(ctx context.Context, m *task.Manager, rs []task.Record, b workspace.Backend) []ide.TaskRow {
+// one's is read when it runs again; listing starts nothing), and its
+// tests' status as its agent's latest session in state has it.
+func taskRows(ctx context.Context, m *task.Manager, rs []task.Record, b workspace.Backend, state string) []ide.TaskRow {
 	rows := []ide.TaskRow{}
 	for _, r := range rs {
-		w := ide.TaskRow{Name: r.Name, Branch: r.Branch(), Base: r.Base, Status: "stopped", Prompt: r.Prompt, Created: r.Created.Format("2006-01-02T15:04:05Z")}
+		w := ide.TaskRow{Name: r.Name, Branch: r.Branch(), Base: r.Base, Status: "stopped", Prompt: r.Prompt, Created: r.Created.Format("2006-01-02T15:04:05Z"),
+			Tests: taskTests(state, m.Tree(r.Name))}
 		if tw, err := b.Open(ctx, workspace.Name(m.Tree(r.Name))); err == nil {
 			w.Status = "running"
 			if s, err := m.Stat(ctx, tw, r); err == nil {
@@ -145,6 +156,20 @@ func taskRows(ctx context.Context, m *task.Manager, rs []task.Record, b workspac
 		rows = append(rows, w)
 	}
 	return rows
+}
+
+// taskTests is the tests' status (task.TestStatus) of the task whose
+// tree is tree, from its agent's latest session: the state directory is
+// the host's, where no workspace writes; it is read, never made here.
+func taskTests(state, tree string) string {
+	if state == "" {
+		return task.TestsUnknown
+	}
+	msgs, err := agent.ReadSession(filepath.Join(state, "projects", workspace.Name(tree), "sessions"), "")
+	if err != nil {
+		return task.TestsUnknown
+	}
+	return task.TestStatus(msgs)
 }
 
 func taskCommand() *cli.Command {
@@ -260,8 +285,21 @@ type taskPanel struct {
 	main   workspace.Workspace // the launcher's: not closed here
 	layout dirs.Layout         // where the tasks' agents keep their sessions
 	root   string              // --root, for the cove up of a task's own IDE
+	// shape is the launcher's flags that shape a workspace (--image…),
+	// for the tasks' workspaces its New task makes.
+	shape []string
 
 	mu sync.Mutex // one merge or discard at a time: git in main is one tree
+
+	amu    sync.Mutex
+	agents map[string]*taskAgent // the agents New task started, by task
+}
+
+// taskAgent is an agent the launcher started on a task (New task).
+type taskAgent struct {
+	prompt string
+	done   bool
+	failed string // why, when it ended so
 }
 
 // How long the Tasks view waits on the workspaces: a task's workspace
@@ -281,7 +319,138 @@ func (p *taskPanel) Tasks(ctx context.Context) ([]ide.TaskRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	return taskRows(ctx, p.m, rs, p.b), nil
+	rows := taskRows(ctx, p.m, rs, p.b, p.layout.State)
+	// The agents New task started: how they are, and the tasks they
+	// have not recorded yet (their workspace is being made).
+	p.amu.Lock()
+	defer p.amu.Unlock()
+	listed := map[string]bool{}
+	for i, w := range rows {
+		listed[w.Name] = true
+		if a := p.agents[w.Name]; a != nil {
+			rows[i].Agent = a.state()
+		}
+	}
+	var unlisted []string
+	for name, a := range p.agents {
+		switch {
+		case listed[name]:
+		case a.done && a.failed == "":
+			delete(p.agents, name) // its task was discarded since (cove task discard)
+		default:
+			unlisted = append(unlisted, name)
+		}
+	}
+	slices.Sort(unlisted)
+	for _, name := range unlisted {
+		a, status := p.agents[name], "starting"
+		if a.done {
+			status = "failed" // before it made its task: Discard forgets it
+		}
+		rows = append(rows, ide.TaskRow{Name: name, Branch: task.Record{Name: name}.Branch(), Status: status, Tests: task.TestsUnknown, Prompt: a.prompt, Agent: a.state()})
+	}
+	return rows, nil
+}
+
+func (a *taskAgent) state() string {
+	switch {
+	case !a.done:
+		return "working"
+	case a.failed != "":
+		return "failed: " + a.failed
+	}
+	return ""
+}
+
+// TaskNew is the Tasks view's New task: cove agent --yes --task NAME
+// --prompt PROMPT DIR, run by this launcher in the background with its
+// own environment (the agent panel's model, as the user's config and
+// COVE_* give it) and workspace flags; the agent's command runs on the
+// host, never a shell, with the name checked and the prompt one
+// argument. It outlives the window and the launcher (a session of its
+// own, its output in the task's Log); there is no terminal to approve
+// its commands, and its tree and workspace are the task's own: --yes.
+func (p *taskPanel) TaskNew(ctx context.Context, name, prompt string) error {
+	if err := task.CheckName(name); err != nil {
+		return err
+	}
+	switch {
+	case strings.TrimSpace(prompt) == "":
+		return fmt.Errorf("task %s: say what it is to do (the prompt is empty)", name)
+	case len(prompt) > ide.MaxTaskPrompt:
+		return fmt.Errorf("task %s: the prompt is %d KiB, at most %d KiB", name, len(prompt)>>10, ide.MaxTaskPrompt>>10)
+	case !utf8.ValidString(prompt) || strings.ContainsRune(prompt, 0):
+		return fmt.Errorf("task %s: the prompt is not text", name)
+	}
+	p.amu.Lock()
+	defer p.amu.Unlock()
+	if a := p.agents[name]; a != nil && !a.done {
+		return fmt.Errorf("task %s is starting: choose another name", name)
+	}
+	if _, err := p.m.Get(name); err == nil {
+		return fmt.Errorf("task %s exists: choose another name (or discard it first)", name)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	home, _ := os.UserHomeDir()
+	cfg, err := agent.LoadConfig(home, p.m.Project, os.Getenv, agent.Config{})
+	if err == nil {
+		_, err = cfg.NewProvider()
+	}
+	if err != nil {
+		return fmt.Errorf("task %s: no model for its agent (the agent panel sets one up): %w", name, err)
+	}
+	bin, err := coveBinary()
+	if err != nil {
+		return err
+	}
+	log, err := p.m.OpenLog(name)
+	if err != nil {
+		return fmt.Errorf("task %s: %w", name, err)
+	}
+	defer log.Close()
+	args := append(append([]string{"agent", "--yes", "--task", name, "--prompt=" + prompt}, p.shape...), "--", p.m.Project)
+	cmd := exec.Command(bin, args...)
+	cmd.Env = os.Environ()
+	if p.root != "" {
+		cmd.Env = append(cmd.Env, "COVE_ROOT="+p.root)
+	}
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("task %s: start its agent: %w", name, err)
+	}
+	a := &taskAgent{prompt: prompt}
+	if p.agents == nil {
+		p.agents = map[string]*taskAgent{}
+	}
+	p.agents[name] = a
+	go func() {
+		err := cmd.Wait()
+		p.amu.Lock()
+		defer p.amu.Unlock()
+		a.done = true
+		if err != nil {
+			a.failed = err.Error()
+			if b, rerr := readTail(p.m.Log(name), 4<<10); rerr == nil && strings.TrimSpace(string(b)) != "" {
+				a.failed = lastLine(string(b))
+			}
+		}
+	}()
+	return nil
+}
+
+// readTail is the last max bytes of the file at path.
+func readTail(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > max {
+		f.Seek(fi.Size()-max, io.SeekStart)
+	}
+	return io.ReadAll(io.LimitReader(f, max))
 }
 
 // open returns the task's record and its running workspace (nil when it
@@ -429,11 +598,31 @@ func (p *taskPanel) TaskDiscard(ctx context.Context, name string) error {
 	defer cancel()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.amu.Lock()
+	a := p.agents[name]
+	working := a != nil && !a.done
+	p.amu.Unlock()
+	if working {
+		return fmt.Errorf("task %s: its agent is still working (its workspace stops with cove stop %s)", name, workspace.Name(p.m.Tree(name)))
+	}
 	r, tw, err := p.open(ctx, name, "discard")
 	if r.Name == "" {
+		if a != nil { // an agent that failed before it made its task
+			p.amu.Lock()
+			delete(p.agents, name)
+			p.amu.Unlock()
+			os.Remove(p.m.Log(name))
+			return nil
+		}
 		return err
 	}
-	return discardTask(ctx, p.m, p.b, p.main, tw, r, p.layout.State)
+	if err := discardTask(ctx, p.m, p.b, p.main, tw, r, p.layout.State); err != nil {
+		return err
+	}
+	p.amu.Lock()
+	delete(p.agents, name)
+	p.amu.Unlock()
+	return nil
 }
 
 // absDir is dir made absolute, if it is a directory.

@@ -7,12 +7,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/cove-sh/cove/ide"
 	"github.com/cove-sh/cove/internal/llmtest"
 	"github.com/cove-sh/cove/internal/testregistry"
 	"github.com/cove-sh/cove/task"
@@ -188,11 +191,16 @@ func tasksScenario(t *testing.T, root, project string, cove func(args ...string)
 	took := make([]time.Duration, 5)
 	for i := 1; i <= 4; i++ {
 		srv := llmtest.New(t)
-		srv.Push(
+		script := []llmtest.Response{
 			toolCall("e", "edit", map[string]any{"path": "values.sh", "edits": []any{map[string]any{"old": fmt.Sprintf("value%d=wrong", i), "new": fmt.Sprintf("value%d=right", i)}}}),
 			toolCall("b", "bash", map[string]any{"command": fmt.Sprintf("sh test%d.sh", i)}),
-			llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": fmt.Sprintf("Fixed test %d.", i)})},
-		)
+		}
+		if i == 4 {
+			// t4's agent runs another test last, which fails in its
+			// tree: cove tasks says its tests failed.
+			script = append(script, toolCall("c", "bash", map[string]any{"command": "sh test1.sh"}))
+		}
+		srv.Push(append(script, llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": fmt.Sprintf("Fixed test %d.", i)})})...)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -207,7 +215,7 @@ func tasksScenario(t *testing.T, root, project string, cove func(args ...string)
 				return
 			}
 			took[i] = time.Since(start)
-			if rs := srv.Requests(); len(rs) != 3 || !strings.Contains(strings.Join(rs[2].ToolResults(t), "\n"), fmt.Sprintf("ok %d", i)) {
+			if rs := srv.Requests(); len(rs) != len(script)+1 || !strings.Contains(strings.Join(rs[2].ToolResults(t), "\n"), fmt.Sprintf("ok %d", i)) {
 				t.Errorf("task t%d: its test did not pass in its workspace: %d requests\n%s", i, len(rs), errb.String())
 			}
 		}()
@@ -258,8 +266,8 @@ func tasksScenario(t *testing.T, root, project string, cove func(args ...string)
 		t.Errorf("the project's tree changed before any merge: %s", st)
 	}
 	var listed []struct {
-		Name, Status, Diff string
-		Commits            int
+		Name, Status, Diff, Tests string
+		Commits                   int
 	}
 	r := run("tasks", "--json", project)
 	json.Unmarshal([]byte(r.stdout), &listed)
@@ -270,6 +278,16 @@ func tasksScenario(t *testing.T, root, project string, cove func(args ...string)
 		if l.Status != "running" || l.Commits != 1 || !strings.Contains(l.Diff, "1 file changed") {
 			t.Errorf("cove tasks, after the project's gc: %+v\n%s", l, r.stderr)
 		}
+	}
+	// The tests' status, from each agent's last test run: t4's ran
+	// test1.sh last, which fails in its tree.
+	for _, w := range listed {
+		if want := map[bool]string{true: "failed", false: "passed"}[w.Name == "t4"]; w.Tests != want {
+			t.Errorf("cove tasks --json: task %s's tests are %q, want %q", w.Name, w.Tests, want)
+		}
+	}
+	if r := run("tasks", project); !regexp.MustCompile(`(?m)^TASK +STATUS +COMMITS +DIFF +TESTS +PROMPT\n(t[1-3] .* passed +fix test [1-3]\n){3}t4 .* failed +fix test 4\n$`).MatchString(sortedTail(r.stdout)) {
+		t.Errorf("cove tasks:\n%s", r.stdout)
 	}
 
 	// Keep two, discard two.
@@ -418,5 +436,82 @@ func TestTaskOnAClusterRefused(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(filepath.Join(root, "data", "tasks")); len(ents) != 0 {
 		t.Errorf("a refused task left %d entries in the tasks' directory", len(ents))
+	}
+}
+
+// sortedTail is a table with its rows after the header sorted.
+func sortedTail(table string) string {
+	lines := strings.Split(strings.TrimSuffix(table, "\n"), "\n")
+	slices.Sort(lines[1:])
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// TestTaskNewRefuses: the IDE's New task refuses, before anything runs
+// or is written, a name that is not a task's (as the page or anyone with
+// the token may send), a taken one with a message that says so, and a
+// prompt that is empty, over ide.MaxTaskPrompt or not text.
+func TestTaskNewRefuses(t *testing.T) {
+	t.Parallel()
+	m := &task.Manager{Project: t.TempDir(), Data: t.TempDir()}
+	dir := filepath.Join(m.Data, "tasks", workspace.Name(m.Project))
+	must(t, os.MkdirAll(dir, 0o700))
+	must(t, os.WriteFile(filepath.Join(dir, "taken.json"), []byte(`{"name":"taken","created":"2026-01-01T00:00:00Z"}`), 0o600))
+	p := &taskPanel{m: m}
+	for _, c := range []struct{ name, prompt, want string }{
+		{"", "p", "a task's name is"},
+		{"Big", "p", "a task's name is"},
+		{"../x", "p", "a task's name is"},
+		{"-p", "p", "a task's name is"},
+		{"a;touch x", "p", "a task's name is"},
+		{"a b", "p", "a task's name is"},
+		{"taken", "p", "task taken exists"},
+		{"t", " \n", "the prompt is empty"},
+		{"t", strings.Repeat("x", ide.MaxTaskPrompt+1), "at most 64 KiB"},
+		{"t", "a\x00b", "not text"},
+		{"t", "a\xffb", "not text"},
+	} {
+		if err := p.TaskNew(t.Context(), c.name, c.prompt); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("TaskNew(%.20q, %.20q) = %v, want %q", c.name, c.prompt, err, c.want)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 || len(p.agents) != 0 {
+		t.Errorf("a refused New task left %d files, %d agents", len(ents), len(p.agents))
+	}
+}
+
+// TestTaskPanelListsNewTasksAgents: the Tasks view lists a task New task
+// is making (its agent working, no record yet) as starting, one whose
+// agent failed before it made its task as failed with why, and forgets
+// one whose agent was done and whose task is gone (discarded elsewhere);
+// Discard forgets the failed one.
+func TestTaskPanelListsNewTasksAgents(t *testing.T) {
+	t.Parallel()
+	m := &task.Manager{Project: t.TempDir(), Data: t.TempDir()}
+	p := &taskPanel{m: m, agents: map[string]*taskAgent{
+		"b-making": {prompt: "make it"},
+		"a-failed": {prompt: "fail", done: true, failed: "cove: no model"},
+		"gone":     {prompt: "done", done: true},
+	}}
+	rows, err := p.Tasks(t.Context())
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("Tasks: %+v %v", rows, err)
+	}
+	if w := rows[0]; w.Name != "a-failed" || w.Status != "failed" || w.Agent != "failed: cove: no model" || w.Prompt != "fail" {
+		t.Errorf("the failed one: %+v", w)
+	}
+	if w := rows[1]; w.Name != "b-making" || w.Status != "starting" || w.Agent != "working" || w.Tests != "-" || w.Branch != "cove/task/b-making" {
+		t.Errorf("the one being made: %+v", w)
+	}
+	if _, ok := p.agents["gone"]; ok {
+		t.Errorf("an agent whose task is gone is kept")
+	}
+	if err := p.TaskDiscard(t.Context(), "b-making"); err == nil || !strings.Contains(err.Error(), "still working") {
+		t.Errorf("Discard of a task whose agent works: %v", err)
+	}
+	if err := p.TaskDiscard(t.Context(), "a-failed"); err != nil {
+		t.Errorf("Discard of a failed New task: %v", err)
+	}
+	if rows, _ := p.Tasks(t.Context()); len(rows) != 1 {
+		t.Errorf("after its Discard: %+v", rows)
 	}
 }

@@ -3,11 +3,14 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/cove-sh/cove/internal/llmtest"
@@ -23,48 +26,97 @@ import (
 // on the left, the task's on the right), and its agent's conversation
 // (the prompt, the edit it called); its own IDE opens in a new window,
 // its terminal in its workspace; the two tasks' diffs compare
-// side by side; Merge, confirmed, puts the task's change in the
-// project's file on disk; the other, its workspace stopped, is listed
-// so, and Discard, confirmed, leaves no tree or record of it.
+// side by side; New task refuses a taken name, then makes a third task
+// from the page, whose prompt (shell syntax, never run as such) its
+// agent gets as it is: the row shows it running, its commit and its
+// tests passed, and its diff; Merge, confirmed, puts the first task's
+// change in the project's file on disk; the second, its workspace
+// stopped, is listed so, and Discard, confirmed, leaves no tree or
+// record of it. As root, and rootless (covetest, with subordinate ids).
 func TestBrowserTasks(t *testing.T) {
 	t.Parallel()
 	needRoot(t)
 	node := browserTestTools(t)
 	ref := testregistry.Push(t, testregistry.Addr(t), hostGitImage(t))
-	project := t.TempDir()
+	for _, rootless := range []bool{false, true} {
+		mode := "root"
+		if rootless {
+			mode = "rootless"
+		}
+		t.Run(mode, func(t *testing.T) {
+			u := netUser{rootless: rootless, root: t.TempDir(), home: t.TempDir()}
+			project := t.TempDir()
+			if rootless {
+				ru := needRangedUser(t)
+				u.home = ru.u.HomeDir
+				base := rootlessBase(t, "cove-tasks-browser-")
+				u.root, project = filepath.Join(base, "root"), filepath.Join(base, "project")
+				for _, d := range []string{u.root, project} {
+					must(t, os.Mkdir(d, 0o700))
+					must(t, os.Chown(d, ru.uid, ru.gid))
+				}
+			}
+			browserTasks(t, node, ref, u, project)
+		})
+	}
+}
+
+// browserTasks is TestBrowserTasks with cove run by u.
+func browserTasks(t *testing.T, node, ref string, u netUser, project string) {
 	os.WriteFile(filepath.Join(project, "values.sh"), []byte("# the values\nvalue=wrong\n"), 0o644)
+	os.WriteFile(filepath.Join(project, "test.sh"), []byte(". ./values.sh\n[ \"$value\" != wrong ] || { echo \"value is wrong\"; exit 1; }\n"), 0o644)
 	hostGit(t, project, "init", "-q", "-b", "main")
 	hostGit(t, project, "add", "-A")
 	hostGit(t, project, "commit", "-q", "-m", "a wrong value")
-	root := t.TempDir()
-	_, url := startUp(t, root, ref, project)
+	// The project is the user's (covetest's, rootless), as its directory is.
+	if fi, err := os.Stat(project); err == nil {
+		st := fi.Sys().(*syscall.Stat_t)
+		filepath.WalkDir(project, func(p string, _ fs.DirEntry, _ error) error { return os.Lchown(p, int(st.Uid), int(st.Gid)) })
+	}
+
+	edit := func(fix string) llmtest.Response {
+		b, _ := json.Marshal(map[string]any{"path": "values.sh", "edits": []any{map[string]any{"old": "value=wrong", "new": fix}}})
+		return llmtest.Response{Events: llmtest.OpenAIChunks("tool_calls", map[string]any{"tool_calls": []any{map[string]any{
+			"index": 0, "id": "e", "type": "function", "function": map[string]any{"name": "edit", "arguments": string(b)}}}})}
+	}
+	done := llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "Done."})}
+	model := func(srv *llmtest.Server) []string {
+		return []string{"COVE_BASE_URL=" + srv.URL(), "COVE_MODEL=test-model", "COVE_API_KEY=sk-test"}
+	}
+
+	// The launcher's model is the one New task's agent calls: it edits,
+	// runs the project's tests (they pass), and is done.
+	third := llmtest.New(t)
+	b, _ := json.Marshal(map[string]any{"command": "sh test.sh"})
+	third.Push(edit("value=third"),
+		llmtest.Response{Events: llmtest.OpenAIChunks("tool_calls", map[string]any{"tool_calls": []any{map[string]any{
+			"index": 0, "id": "b", "type": "function", "function": map[string]any{"name": "bash", "arguments": string(b)}}}})},
+		done)
+	launcher := u
+	launcher.env = model(third)
+	url, upLog := upAs(t, launcher, "--image", ref, project)
 
 	fixes := map[string]string{"t1": "value=right", "t2": "value=other"}
 	var wg sync.WaitGroup
 	for name, fix := range fixes {
 		srv := llmtest.New(t)
-		b, _ := json.Marshal(map[string]any{"path": "values.sh", "edits": []any{map[string]any{"old": "value=wrong", "new": fix}}})
-		srv.Push(
-			llmtest.Response{Events: llmtest.OpenAIChunks("tool_calls", map[string]any{"tool_calls": []any{map[string]any{
-				"index": 0, "id": "e", "type": "function", "function": map[string]any{"name": "edit", "arguments": string(b)}}}})},
-			llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "Done."})},
-		)
+		srv.Push(edit(fix), done)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cmd, out, errb := coveProc(root, "agent", "--yes", "--image", ref, "--task", name, "-p", "make the value "+fix, project)
-			cmd.Env = append(cmd.Env, "COVE_BASE_URL="+srv.URL(), "COVE_MODEL=test-model", "COVE_API_KEY=sk-test")
+			cmd := u.command("", "agent", "--yes", "--image", ref, "--task", name, "-p", "make the value "+fix, project)
+			cmd.Env = append(cmd.Env, model(srv)...)
 			cmd.Stdin = strings.NewReader("")
-			if err := cmd.Run(); err != nil {
-				t.Errorf("task %s: %v %s\n%s", name, err, out, errb)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Errorf("task %s: %v\n%s", name, err, out)
 			}
 		}()
 	}
 	wg.Wait()
-	m := &task.Manager{Project: project, Data: filepath.Join(root, "data")}
+	m := &task.Manager{Project: project, Data: filepath.Join(u.root, "data")}
 	t.Cleanup(func() {
-		for name := range fixes {
-			runProc(t, root, "", "task", "discard", name, project)
+		for _, name := range []string{"t1", "t2", "t3"} {
+			u.cove(t, "", "task", "discard", name, project)
 		}
 	})
 	if t.Failed() {
@@ -73,15 +125,19 @@ func TestBrowserTasks(t *testing.T) {
 
 	// cove tasks lists them as the IDE does (the rows are one function's).
 	var listed []struct {
-		Name, Status string
-		Commits      int
+		Name, Status, Tests string
+		Commits             int
 	}
-	r := runProc(t, root, "", "tasks", "--json", project)
-	if json.Unmarshal([]byte(r.stdout), &listed); len(listed) != 2 || listed[0].Status != "running" || listed[1].Commits != 1 {
+	r := u.cove(t, "", "tasks", "--json", project)
+	if json.Unmarshal([]byte(r.stdout), &listed); len(listed) != 2 || listed[0].Status != "running" || listed[1].Commits != 1 || listed[0].Tests != "-" {
 		t.Errorf("cove tasks --json: %+v\n%s", listed, r.stderr)
 	}
 
-	cmd := exec.Command(node, "../../ide/web/test/tasks.mjs", url)
+	// New task's prompt is shell syntax that, run by a shell on this
+	// machine, would make pwned: it is the agent's prompt, as it is.
+	pwned := filepath.Join(u.root, "pwned")
+	prompt := fmt.Sprintf("make the value value=third; $(touch %s) `touch %s` ' \" -p --yes", pwned, pwned)
+	cmd := exec.Command(node, "../../ide/web/test/tasks.mjs", url, prompt)
 	var errb strings.Builder
 	cmd.Stderr = &errb
 	stdout, _ := cmd.StdoutPipe()
@@ -91,14 +147,18 @@ func TestBrowserTasks(t *testing.T) {
 	var lines []string
 	for sc := bufio.NewScanner(stdout); sc.Scan(); {
 		lines = append(lines, sc.Text())
+		if strings.HasPrefix(sc.Text(), "cove-test: t3") {
+			t.Log(sc.Text())
+		}
 		if sc.Text() == "cove-test: stop t2" {
-			if r := runProc(t, root, "", "stop", workspace.Name(m.Tree("t2"))); r.code != 0 {
+			if r := u.cove(t, "", "stop", workspace.Name(m.Tree("t2"))); r.code != 0 {
 				t.Errorf("cove stop t2's workspace: %+v", r)
 			}
 		}
 	}
 	if err := cmd.Wait(); err != nil || len(lines) == 0 || lines[len(lines)-1] != "ok" {
-		t.Fatalf("tasks.mjs: %v\n%s\n%s\nlauncher: %s", err, strings.Join(lines, "\n"), errb.String(), upErr(t))
+		log, _ := os.ReadFile(m.Log("t3"))
+		t.Fatalf("tasks.mjs: %v\n%s\n%s\nlauncher: %s\nt3's agent: %s", err, strings.Join(lines, "\n"), errb.String(), upLog, log)
 	}
 	if got, _ := os.ReadFile(filepath.Join(project, "values.sh")); string(got) != "# the values\nvalue=right\n" {
 		t.Errorf("the project's values.sh after merging t1 in the IDE: %q", got)
@@ -111,5 +171,20 @@ func TestBrowserTasks(t *testing.T) {
 	}
 	if _, err := m.Get("t1"); err != nil {
 		t.Errorf("task t1, merged, not discarded: %v", err)
+	}
+	// t3, made in the IDE: its record has the prompt byte for byte, its
+	// agent got it so, and nothing ran it.
+	if r, err := m.Get("t3"); err != nil || r.Prompt != prompt {
+		t.Errorf("task t3 made in the IDE: %+v %v; want the prompt %q", r, err, prompt)
+	}
+	if rs := third.Requests(); len(rs) != 3 || !strings.Contains(string(rs[0].Body), "touch "+pwned) {
+		t.Errorf("t3's agent asked its model %d times", len(rs))
+	}
+	if _, err := os.Lstat(pwned); err == nil {
+		t.Errorf("New task's prompt was run by a shell: %s exists", pwned)
+	}
+	r = u.cove(t, "", "tasks", "--json", project)
+	if json.Unmarshal([]byte(r.stdout), &listed); len(listed) != 2 || listed[1].Name != "t3" || listed[1].Tests != "passed" || listed[1].Commits != 1 {
+		t.Errorf("cove tasks --json after the IDE's New task: %+v\n%s", listed, r.stderr)
 	}
 }

@@ -111,7 +111,7 @@ func serveUp(c *cli.Context, e *env, b workspace.Backend, dir, recPath string, n
 	}
 	panel := &agentPanel{root: c.String("root"), layout: e.layout, target: ws, dir: dir, ctx: c.Context}
 	defer panel.Close()
-	tasks := &taskPanel{m: &task.Manager{Project: dir, Data: e.layout.Data}, b: b, main: ws, layout: e.layout, root: c.String("root")}
+	tasks := &taskPanel{m: &task.Manager{Project: dir, Data: e.layout.Data}, b: b, main: ws, layout: e.layout, root: c.String("root"), shape: shapeArgs(c)}
 	proxy, srv, err := serveLauncher(c, ws.DialIDE, dir, panel, tasks)
 	if err != nil {
 		ws.Close()
@@ -250,7 +250,18 @@ func detachUp(c *cli.Context, b workspace.Backend, dir, recPath string, notes *i
 // serveArgs are the background server's arguments: cove up --serve with
 // the flags that shape the workspace and how it is served.
 func serveArgs(c *cli.Context, dir string) []string {
-	args := []string{"up", "--serve", "--detach", "--port", fmt.Sprint(c.Int("port"))}
+	args := append([]string{"up", "--serve", "--detach", "--port", fmt.Sprint(c.Int("port"))}, shapeArgs(c)...)
+	for _, p := range c.StringSlice("publish") {
+		args = append(args, "--publish", p)
+	}
+	return append(args, dir)
+}
+
+// shapeArgs are the command's flags that shape a workspace (its image,
+// config, limits, cluster), for another cove that makes one as this
+// would: the background server, a task's agent.
+func shapeArgs(c *cli.Context) []string {
+	var args []string
 	if img := c.String("image"); img != "" {
 		args = append(args, "--image", img)
 	}
@@ -265,13 +276,10 @@ func serveArgs(c *cli.Context, dir string) []string {
 	for _, opt := range c.StringSlice("security-opt") {
 		args = append(args, "--security-opt", opt)
 	}
-	for _, p := range c.StringSlice("publish") {
-		args = append(args, "--publish", p)
-	}
 	if c.Bool("kube") {
 		args = append(args, "--kube")
 	}
-	return append(args, dir)
+	return args
 }
 
 // detachedNote names, on stderr, the workspace cove up --detach leaves

@@ -2,44 +2,92 @@
 // and a workspace each), as the launcher lists them (ide/tasks.go); a
 // task's diff against its base in the merge view, read-only; its agent's
 // conversation; its own IDE (terminal, files) in a new window; two tasks'
-// diffs side by side; Merge into the project and Discard, after asking.
-// git runs in the workspaces; what they print is text here, never markup.
+// diffs side by side; Merge into the project and Discard, after asking;
+// New task: a name and a prompt, made and started by the launcher as
+// cove agent --task does. git runs in the workspaces; what they print is
+// text here, never markup.
 import { $, el } from "./dom.js";
 
 const enc = encodeURIComponent;
 
+// A task's name, as the launcher checks it (task.CheckName).
+const taskName = "[a-z0-9][a-z0-9\\-]{0,39}";
+// The most of a prompt the launcher takes (ide.MaxTaskPrompt), in bytes.
+const maxPrompt = 64 << 10;
+
 export function startTasks({ section, box, status, dark, merged }) {
   const list = el("div", { class: "tasks-list" });
-  box.append(list);
+  const form = newTaskForm();
+  box.append(el("div", { class: "tasks-actions" }, el("button", { class: "task-new", title: "Make a task: a branch and a workspace of its own, its agent working on your prompt", onclick: () => form.toggle() }, "+ New task")), form.el, list);
   let last = "";
   let names = [];
+  let busy = false; // an agent New task started is at work: look more often
 
   async function refresh() {
     const r = await fetch("/api/tasks").catch(() => null);
     if (!r || !r.ok) return;
     const tasks = await r.json();
     const key = JSON.stringify(tasks);
+    busy = tasks.some((t) => t.status === "starting" || t.agent === "working");
     if (key === last) return;
     last = key;
     names = tasks.map((t) => t.name);
     section.dataset.count = String(tasks.length);
     if (!tasks.length) {
-      list.replaceChildren(el("p", { class: "empty", title: "Each task is a branch and a workspace of its own" }, "No tasks. cove agent --task NAME -p PROMPT starts one."));
+      list.replaceChildren(el("p", { class: "empty", title: "Each task is a branch and a workspace of its own" }, "No tasks. + New task (or cove agent --task NAME -p PROMPT) starts one."));
       return;
     }
     list.replaceChildren(...tasks.map(row));
   }
 
-  const row = (t) => el("div", { class: "task", "data-name": t.name, "data-status": t.status, title: t.prompt || t.name },
+  // newTaskForm is New task's name and prompt, sent to the launcher as
+  // they are; it says why it refuses one.
+  function newTaskForm() {
+    const name = el("input", { class: "task-new-name", placeholder: "name: fix-login", pattern: taskName, maxlength: "40", required: "", spellcheck: "false", "aria-label": "The task's name" });
+    const text = el("textarea", { class: "task-new-prompt", placeholder: "What its agent is to do", rows: "4", required: "", "aria-label": "The task's prompt" });
+    const start = el("button", { type: "submit", class: "task-new-start" }, "Start");
+    const f = el("form", { class: "task-new-form", hidden: "" }, name, text,
+      el("div", { class: "task-new-buttons" }, start, el("button", { type: "button", onclick: () => (f.hidden = true) }, "Cancel")),
+      el("div", { class: "task-new-note" }, "Its agent runs with --yes in the task's own workspace, with the agent panel's model."));
+    f.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      const n = name.value.trim(), p = text.value;
+      if (new TextEncoder().encode(p).length > maxPrompt) return status(`the prompt is over ${maxPrompt >> 10} KiB`);
+      start.disabled = true;
+      try {
+        const r = await fetch("/api/tasks/new", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ name: n, prompt: p }) });
+        if (!r.ok) throw new Error((await r.text()).trim());
+        f.hidden = true;
+        name.value = text.value = "";
+        status(`task ${n}: its agent is starting`);
+        refresh();
+      } catch (e) {
+        status(`new task ${n}: ${e.message.slice(0, 300)}`);
+      } finally {
+        start.disabled = false;
+      }
+    });
+    f.addEventListener("keydown", (ev) => ev.key === "Escape" && (f.hidden = true));
+    return { el: f, toggle: () => ((f.hidden = !f.hidden), f.hidden || name.focus()) };
+  }
+
+  const badges = (t) => [
+    t.tests && t.tests !== "-" ? el("span", { class: `task-tests t-${t.tests}`, title: "The last test run of its agent" }, `tests ${t.tests}`) : "",
+    t.agent ? el("span", { class: `task-agent ${t.agent === "working" ? "a-working" : "a-failed"}`, title: t.agent }, t.agent === "working" ? "agent working…" : "agent failed") : "",
+  ];
+
+  const row = (t) => el("div", { class: "task", "data-name": t.name, "data-status": t.status, "data-tests": t.tests || "-", "data-agent": t.agent || "", title: t.prompt || t.name },
     el("div", { class: "task-line" },
-      el("button", { class: "task-name", title: `Show ${t.branch}'s changes against ${t.base.slice(0, 12)}`, onclick: () => show(t.name) }, t.name),
+      el("button", { class: "task-name", title: `Show ${t.branch}'s changes against ${(t.base || "").slice(0, 12)}`, onclick: () => show(t.name) }, t.name),
       el("span", { class: `task-status s-${t.status === "running" ? "running" : "stopped"}` }, t.status),
+      ...badges(t),
       el("button", { class: "task-open", title: "Open the task's workspace in an IDE window of its own: its terminal, its files", onclick: () => openIDE(t.name) }, "⧉"),
       el("button", { class: "task-transcript", title: "Its agent's conversation", onclick: () => transcript(t.name) }, "☰"),
       el("button", { class: "task-compare", title: "Compare with another task's changes, side by side", onclick: () => compare(t.name) }, "⇄"),
       el("button", { class: "task-merge", title: `Merge ${t.branch} into the project`, onclick: () => merge(t.name) }, "Merge"),
       el("button", { class: "task-discard", title: "Remove the task: its workspace, tree and branch", onclick: () => discard(t.name) }, "Discard")),
     el("div", { class: "task-info" }, `${t.commits} commit${t.commits === 1 ? "" : "s"}${t.diff ? ` · ${t.diff}` : ""}`),
+    t.agent && t.agent !== "working" ? el("div", { class: "task-agent-why" }, t.agent.slice(0, 300)) : "",
     t.prompt ? el("div", { class: "task-prompt" }, t.prompt.split("\n")[0].slice(0, 200)) : "");
 
   async function diffOf(name) {
@@ -167,7 +215,8 @@ export function startTasks({ section, box, status, dark, merged }) {
   }
 
   addEventListener("focus", () => refresh());
-  setInterval(() => document.visibilityState === "visible" && !document.body.classList.contains("stopped") && !section.classList.contains("folded") && refresh(), 10000);
+  let tick = 0;
+  setInterval(() => (busy || ++tick % 5 === 0) && document.visibilityState === "visible" && !document.body.classList.contains("stopped") && !section.classList.contains("folded") && refresh(), 2000);
   refresh();
   return { refresh };
 }

@@ -2,12 +2,15 @@
 // cmd/cove): two tasks t1 (value=right) and t2 (value=other) are listed;
 // t1's diff shows in the merge view, and its agent's conversation; its
 // own IDE opens, its terminal in its workspace; t1 and t2 compare side by
-// side; t1 is merged, and t2, stopped, discarded, each after a confirmation.
-// Usage: node tasks.mjs URL. Prints "ok" when every check passed.
+// side; New task refuses the name t1 (taken), then makes t3 with PROMPT:
+// its row shows it running, its agent at work and then its commit and its
+// tests passed, and its diff has its change; t1 is merged, and t2,
+// stopped, discarded, each after a confirmation.
+// Usage: node tasks.mjs URL PROMPT. Prints "ok" when every check passed.
 import { chromium } from "playwright-core";
 import { shot } from "./shot.mjs";
 
-const [url] = process.argv.slice(2);
+const [url, newPrompt] = process.argv.slice(2);
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
   args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
@@ -84,6 +87,38 @@ try {
   await page.waitForTimeout(300);
   [a, b] = await sides();
   if (!a.includes("+value=right") || !b.includes("+value=other")) await fail(`the comparison: left ${JSON.stringify(a)}, right ${JSON.stringify(b)}`);
+  await page.click("#task-diff .task-close");
+
+  // New task: a taken name is refused, saying so; t3 is made and its
+  // agent (the launcher's scripted model) edits, runs the tests, commits.
+  const newTask = async (name, prompt) => {
+    if (await page.isHidden("#tasks-box .task-new-form")) await page.click("#tasks-box .task-new");
+    await page.fill("#tasks-box .task-new-name", name);
+    await page.fill("#tasks-box .task-new-prompt", prompt);
+    await page.click("#tasks-box .task-new-start");
+  };
+  await newTask("t1", "again");
+  await wait(() => /^new task t1: .*task t1 exists/.test(document.querySelector("#status").textContent), null, async () => `New task t1 is not refused as taken: ${await statusText()}`);
+  const t0 = Date.now();
+  await newTask("t3", newPrompt);
+  await wait(() => /^task t3: its agent is starting/.test(document.querySelector("#status").textContent) && document.querySelector('#tasks-box .task[data-name="t3"]'), null,
+    async () => `t3 is not listed once made: ${await statusText()}; ${await boxText()}`);
+  if (!(await page.isHidden("#tasks-box .task-new-form"))) await fail("the New task form is still open after t3 started");
+  await wait(() => {
+    const row = document.querySelector('#tasks-box .task[data-name="t3"]');
+    return row && row.dataset.status === "running" && row.dataset.agent === "" && row.dataset.tests === "passed" &&
+      /^1 commit · 1 file changed/.test(row.querySelector(".task-info").textContent) && /tests passed/.test(row.textContent);
+  }, null, async () => `t3 is not listed running, done, with its commit and its tests passed: ${await page.evaluate(() => {
+    const row = document.querySelector('#tasks-box .task[data-name="t3"]');
+    return row ? JSON.stringify(row.dataset) + " " + row.textContent : "no row";
+  })}; ${await statusText()}`, 120000);
+  console.log(`cove-test: t3, made from the page, listed done with its commit after ${Date.now() - t0} ms`);
+  const t1Tests = await page.getAttribute('#tasks-box .task[data-name="t1"]', "data-tests");
+  if (t1Tests !== "-") await fail(`t1's agent ran no tests, but its row says ${t1Tests}`);
+  await page.click('#tasks-box .task[data-name="t3"] .task-name');
+  await wait(() => document.querySelector("#task-diff")?.dataset.name === "t3" && document.querySelectorAll("#task-diff .cm-editor").length === 2, null, async () => `no merge view for t3: ${await statusText()}`);
+  [a, b] = await sides();
+  if (!a.includes("value=wrong") || !b.includes("value=third")) await fail(`t3's merge view: left ${JSON.stringify(a)}, right ${JSON.stringify(b)}`);
   await page.click("#task-diff .task-close");
 
   // t2 stopped (the test stops its workspace on this line): listed so,
