@@ -259,15 +259,21 @@ exec tar -c -f - "$@"`
 func writeTo(path string) []string { return []string{"sh", "-c", `cat > "$1"`, "sh", path} }
 
 // Commit commits everything the task changed in its tree on its branch,
-// and says whether there was anything. One script, one exec: the refresh
-// first (git add takes an entry written in the index's second, "racily
-// clean", for changed and hashes it again, and writing an object that is
-// only in the project's store, read-only there, copies it here: hundreds
-// of the checkout's files right after it; the refresh compares them
-// without writing); an author when the workspace's git has none.
+// and says whether there was anything. One script, one exec. Only what
+// changed is added: git add -A takes an entry written in the index's
+// second ("racily clean") for changed and hashes it again, and writing an
+// object that is only in the project's store, read-only there, copies it
+// into the task's: hundreds of the checkout's files, when the agent was
+// quick. diff-files compares such an entry's content without writing.
+// Paths are literal (a file named ":(glob)*" is that file). An author
+// when the workspace's git has none.
 func (m *Manager) Commit(ctx context.Context, tw workspace.Workspace, r Record, message string) (bool, error) {
-	const script = `g() { git -c safe.directory='*' "$@"; }
-g update-index -q --refresh; g add -A || exit 1; g diff --cached --quiet && exit 3
+	const script = `export GIT_LITERAL_PATHSPECS=1; g() { git -c safe.directory='*' "$@"; }
+g update-index -q --refresh
+if command -v xargs >/dev/null; then
+	{ g diff-files -z --name-only && g ls-files -z -o --exclude-standard; } | xargs -0 -r git -c safe.directory='*' add -A -- || exit 1
+else g add -A || exit 1; fi
+g diff --cached --quiet && exit 3
 [ -n "$(g config user.email)" ] || set -- -c user.name=cove -c user.email=cove@localhost "$@"
 g "$@" commit -q --no-verify -m "$0"`
 	_, err := run(ctx, tw, nil, 64<<10, "sh", "-c", script, message)

@@ -254,6 +254,11 @@ func tasksScenario(t *testing.T, root, project string, cove func(args ...string)
 		if packs, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "*.pack")); len(packs) > 0 {
 			t.Errorf("task %s has a copy of the project's history: %v", n, packs)
 		}
+		// Its own objects are its commit's: the commit, its tree and
+		// values.sh as changed; no copy of a file it left alone.
+		if loose, _ := filepath.Glob(filepath.Join(gitDir, "objects", "??", "*")); len(loose) != 3 {
+			t.Errorf("task %s's own objects: %d, want its commit, tree and values.sh: %v", n, len(loose), loose)
+		}
 		if ref := strings.TrimSpace(hostGit(t, project, "rev-parse", "refs/cove/tasks/"+n)); ref != base {
 			t.Errorf("the project's refs/cove/tasks/%s: %s, want the base %s", n, ref, base)
 		}
