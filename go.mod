@@ -98,3 +98,5 @@ require (
 )
 
 replace github.com/santhosh-tekuri/jsonschema/v6 => ./third_party/jsonschema
+
+replace github.com/distribution/reference => ./third_party/reference

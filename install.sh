@@ -50,7 +50,7 @@ EOF
 	case $(uname -m) in
 	x86_64 | amd64) arch=amd64 ;;
 	aarch64 | arm64) arch=arm64 ;;
-	*) die "no cove build for $(uname -m): there are linux/amd64 and linux/arm64 builds (or build from source: CGO_ENABLED=0 go install ./cmd/cove)" ;;
+	*) die "no cove build for $(uname -m): there are linux/amd64 and linux/arm64 builds (or build from source: CGO_ENABLED=0 go install -tags urfave_cli_no_docs ./cmd/cove)" ;;
 	esac
 
 	if command -v curl >/dev/null 2>&1; then

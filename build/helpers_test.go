@@ -47,7 +47,7 @@ func binary(t *testing.T) string {
 		}
 		os.Chmod(coveBin.dir, 0o755)
 		coveBin.path = filepath.Join(coveBin.dir, "cove")
-		cmd := exec.Command("go", "build", "-o", coveBin.path, "../cmd/cove")
+		cmd := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", coveBin.path, "../cmd/cove")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			coveBin.err = fmt.Errorf("go build: %v\n%s", err, out)

@@ -216,6 +216,16 @@ var forwarded = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT
 func initStage2(spec *Spec, sync *os.File) (int, error) {
 	unix.CloseOnExec(syncFd)
 	unix.CloseOnExec(ctlFd)
+	// The bounding set goes first, while the launcher joins init to its
+	// cgroups and pasta sets the network up: on every thread, one
+	// stop-the-world per capability, it is init's costliest step, and
+	// it limits only what an exec may gain. This process execs no cove
+	// again (stage 2 is its last image), so nothing of its own needs the
+	// capabilities dropped here; init keeps its effective ones for its
+	// mounts below.
+	if err := dropBoundingCaps(spec.blocksRaw(), spec.CapAdd, spec.CapDrop, allThreadsPrctl); err != nil {
+		return 0, err
+	}
 	// The launcher says when init is in its cgroups (see Start): the
 	// workload starts inside them or not at all, and the cgroup namespace
 	// is rooted there.
@@ -309,13 +319,11 @@ func (in *initProc) supervise(proc *os.Process, sigs chan os.Signal, done chan i
 }
 
 // restrictInit takes from init what neither it nor anything it starts may
-// have: bounding capabilities, new privileges, the system calls seccomp
-// refuses; and raises the open files limit. Under NetPrivate it returns
-// the route socket the network helper's later blocks go through.
+// have (the bounding capabilities are gone already, see initStage2): new
+// privileges, the system calls seccomp refuses; and raises the open files
+// limit. Under NetPrivate it returns the route socket the network helper's
+// later blocks go through.
 func restrictInit(spec *Spec) (*netlink.Handle, error) {
-	if err := dropBoundingCaps(spec.blocksRaw(), spec.CapAdd, spec.CapDrop, allThreadsPrctl); err != nil {
-		return nil, err
-	}
 	if spec.NoNewPrivileges {
 		// Inherited by everything init starts: no setuid binary (sudo)
 		// or file capability gives more than the process had.

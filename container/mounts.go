@@ -41,7 +41,7 @@ func setupRootfs(spec *Spec) error {
 		if spec.UserNS {
 			opts += ",userxattr"
 		}
-		if err := unix.Mount("overlay", spec.Merged, "overlay", unix.MS_NODEV, opts); err != nil {
+		if err := mountOverlay(spec.Merged, opts, spec.Volatile); err != nil {
 			return fmt.Errorf("mount overlay root: %w", err)
 		}
 	}
@@ -590,4 +590,17 @@ func mountCgroupView(hierarchies []string) error {
 		return fmt.Errorf("remount %s read-only: %w", dir, err)
 	}
 	return nil
+}
+
+// mountOverlay mounts the container's root, volatile if asked: a kernel
+// before 5.10 does not know the option (EINVAL), and gets the mount
+// without it.
+func mountOverlay(target, opts string, volatile bool) error {
+	if volatile {
+		err := unix.Mount("overlay", target, "overlay", unix.MS_NODEV, opts+",volatile")
+		if !errors.Is(err, unix.EINVAL) {
+			return err
+		}
+	}
+	return unix.Mount("overlay", target, "overlay", unix.MS_NODEV, opts)
 }

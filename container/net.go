@@ -8,10 +8,12 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/cpu"
 	"golang.org/x/sys/unix"
 )
 
@@ -129,6 +131,29 @@ func PastaPath() (string, error) {
 		return "", errors.New("pasta is missing: a container's own network needs it (apt install passt, or dnf install passt); or choose --net host (shares your network) or --net none")
 	}
 	return p, nil
+}
+
+// pastaExecutable is the binary the network helper runs for pasta (at
+// path, as PastaPath found it). Debian's and Fedora's pasta is a
+// baseline build that, on a CPU with AVX2, re-executes its .avx2 twin
+// beside it (passt's arch_avx2_exec: the resolved binary's path plus
+// ".avx2"): the helper runs that twin itself, one dynamic load and exec
+// fewer on the private network's start. Without the twin, or AVX2, it is
+// path, as before. The helper gives either "pasta" as argv[0], which is
+// what makes passt run as pasta.
+func pastaExecutable(path string) string {
+	if !cpu.X86.HasAVX2 {
+		return path
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return path
+	}
+	twin := real + ".avx2"
+	if fi, err := os.Stat(twin); err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
+		return path
+	}
+	return twin
 }
 
 // metadataAddresses are the clouds' instance metadata services (AWS, GCP,

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/cpu"
 	"golang.org/x/sys/unix"
 )
 
@@ -223,5 +224,40 @@ func TestRunJoinSharesTheNetwork(t *testing.T) {
 	podNet, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pod.Pid))
 	if len(lines) < 3 || lines[0] != "pong" || lines[1] != "0" || lines[len(lines)-1] != podNet {
 		t.Fatalf("joined container said %q; want pong from the pod's 127.0.0.1:5432, no pod process in sight (0), the pod's network namespace %s", r.stdout, podNet)
+	}
+}
+
+// TestPastaExecutable checks that the helper runs pasta's .avx2 twin
+// (what Debian's pasta would re-execute) only where the CPU has AVX2 and
+// the twin is an executable file, and pasta itself otherwise.
+func TestPastaExecutable(t *testing.T) {
+	dir := t.TempDir()
+	passt := filepath.Join(dir, "passt")
+	pasta := filepath.Join(dir, "pasta")
+	if err := os.WriteFile(passt, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("passt", pasta); err != nil {
+		t.Fatal(err)
+	}
+	if got := pastaExecutable(pasta); got != pasta {
+		t.Errorf("no twin: got %s, want %s", got, pasta)
+	}
+	twin := passt + ".avx2"
+	if err := os.WriteFile(twin, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := pastaExecutable(pasta); got != pasta {
+		t.Errorf("twin not executable: got %s, want %s", got, pasta)
+	}
+	if err := os.Chmod(twin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	want := pasta
+	if cpu.X86.HasAVX2 {
+		want = twin
+	}
+	if got := pastaExecutable(pasta); got != want {
+		t.Errorf("twin (AVX2 %v): got %s, want %s", cpu.X86.HasAVX2, got, want)
 	}
 }

@@ -64,7 +64,7 @@ func startNetHelper(spec *Spec, pid int) (*netHelperStart, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := json.Marshal(netHelperConfig{Pasta: pasta, Args: pastaArgs(spec.Ports, spec.UserNS, os.Geteuid() == 0), Control: spec.Control})
+	cfg, err := json.Marshal(netHelperConfig{Pasta: pastaExecutable(pasta), Args: pastaArgs(spec.Ports, spec.UserNS, os.Geteuid() == 0), Control: spec.Control})
 	if err != nil {
 		return nil, err
 	}
@@ -173,6 +173,7 @@ func runNetHelper() {
 	}
 	var stderr bytes.Buffer
 	cmd := exec.Command(cfg.Pasta, cfg.Args...)
+	cmd.Args[0] = "pasta" // passt's mode, whichever binary runs it (see pastaExecutable)
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
 	cmd.Stderr = &limitedBuffer{buf: &stderr, max: 4096}
 	cmd.ExtraFiles = []*os.File{os.NewFile(6, "netns"), os.NewFile(7, "userns"), readyW}

@@ -30,6 +30,12 @@ type Spec struct {
 	// Copy is set where overlayfs is missing (Start sets it, or a caller
 	// to force it): Merged is then a private copy of Lower, bound as root.
 	Copy bool `json:"copy,omitempty"`
+	// Volatile says the upper layer is thrown away with the container
+	// (--rm): overlayfs's volatile option, so that the unmount when init
+	// exits does not sync the host's whole file system under Upper
+	// (ovl_sync_fs), which a loaded host pays for in hundreds of
+	// milliseconds on every run --rm. Never for a container that is kept.
+	Volatile bool `json:"volatile,omitempty"`
 
 	Binary     string `json:"binary"`      // host path of the static cove binary, bound read-only at /.cove/cove
 	ResolvConf string `json:"resolv_conf"` // host path of the container's resolv.conf

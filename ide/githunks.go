@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Hunks: the Source Control view stages and unstages one of git's hunks
@@ -46,7 +47,9 @@ type gitFileDiff struct {
 }
 
 // hunkHead is a hunk's first line: @@ -a[,b] +c[,d] @@ context.
-var hunkHead = regexp.MustCompile(`^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*)$`)
+var hunkHead = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*)$`)
+})
 
 // fileDiff is git's diff of the file at path, the index against the
 // working tree, or HEAD against the index (staged).
@@ -81,7 +84,7 @@ func parseFileDiff(out string) (gitFileDiff, error) {
 			}
 			head.WriteString(line)
 		case strings.HasPrefix(line, "@@"):
-			m := hunkHead.FindStringSubmatch(strings.TrimRight(line, "\n"))
+			m := hunkHead().FindStringSubmatch(strings.TrimRight(line, "\n"))
 			if m == nil {
 				return d, &gitError{"git printed a hunk header cove cannot read"}
 			}

@@ -25,7 +25,7 @@ for arch in amd64 arm64; do
 	work=$(mktemp -d)
 	name=cove-$version-linux-$arch
 	mkdir "$work/$name"
-	CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath -buildvcs=false \
+	CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath -buildvcs=false -tags urfave_cli_no_docs \
 		-ldflags "-s -w -buildid= -X main.version=$version -X main.commit=$commit" \
 		-o "$work/$name/cove" ./cmd/cove
 	cp README.md "$work/$name/"

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cove-sh/cove/container"
@@ -186,7 +187,7 @@ func composeHosts(w *start, s *compose.Service) [][2]string {
 	return append(out, s.ExtraHosts...)
 }
 
-var volumeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+var volumeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`) })
 
 // serviceMounts are s's binds and named volumes (directories of the
 // workspace's own, beside its layer: kept by cove stop, removed by cove
@@ -208,7 +209,7 @@ func serviceMounts(w *start, s *compose.Service) ([]container.Bind, []container.
 			}
 			return r
 		}, v.Name)
-		if !volumeName.MatchString(name) {
+		if !volumeName().MatchString(name) {
 			return nil, nil, fmt.Errorf("service %s: volume name %q: use letters, digits, _ . - ", s.Name, v.Name)
 		}
 		dir := filepath.Join(w.layerDir, "volumes", "compose-"+name)

@@ -321,6 +321,8 @@ func (r *launching) makeSpec(ctx context.Context, proc container.Process) (*cont
 		CapAdd: l.CapAdd, CapDrop: l.CapDrop, NoNewPrivileges: l.NoNewPrivileges,
 		ShmSize: l.ShmSize, Ulimits: r.lo.ulimits(l.Ulimits), Devices: l.Devices, Tmpfs: l.Tmpfs,
 		Control: filepath.Join(r.states.Dir(name), "ctl.sock"),
+		// A --rm container's layer is removed with it: nothing to sync.
+		Volatile: l.Remove && !r.keep,
 	}
 	if spec.UserNS {
 		spec.KeepID = l.KeepID

@@ -51,7 +51,7 @@ func TestMain(m *testing.M) {
 	}
 	os.Chmod(dir, 0o755) // TestRootlessPull runs it as another user
 	coveBin = filepath.Join(dir, "cove")
-	build := exec.Command("go", "build", "-o", coveBin, ".")
+	build := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", coveBin, ".")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0") // containers need a static init
 	out, err := build.CombinedOutput()
 	if err != nil {

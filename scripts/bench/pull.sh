@@ -58,7 +58,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 log "building cove"
-(cd "$repo" && go build -o "$tmp/cove" ./cmd/cove) || die "go build ./cmd/cove failed"
+(cd "$repo" && go build -tags urfave_cli_no_docs -o "$tmp/cove" ./cmd/cove) || die "go build ./cmd/cove failed"
 cove=$tmp/cove
 cove_rev=$(cd "$repo" && git rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [ -n "$(cd "$repo" && git status --porcelain --untracked-files=no -- . ':!scripts' 2>/dev/null)" ]; then

@@ -19,6 +19,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/loader"
@@ -181,7 +182,7 @@ func convert(o Options, p *types.Project) (*Project, error) {
 	out := &Project{Name: p.Name, Dir: p.WorkingDir}
 	for _, name := range order(p) {
 		s := p.Services[name]
-		if !serviceName.MatchString(name) {
+		if !serviceName().MatchString(name) {
 			refused = append(refused, fmt.Sprintf("service %q: a name of letters, digits, _ . - that starts with a letter or digit (it names a container and a directory)", name))
 			continue
 		}
@@ -205,7 +206,7 @@ func convert(o Options, p *types.Project) (*Project, error) {
 	return out, nil
 }
 
-var serviceName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
+var serviceName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`) })
 
 // RefusedError names what a Compose file asks for that Cove does not do
 // (or, untrusted, would not let reach the host): nothing started.

@@ -58,7 +58,7 @@ func reconnectCluster(t *testing.T) (through, direct *Cluster, cut *netcut.Relay
 func buildCove(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "cove")
-	build := exec.Command("go", "build", "-o", bin, "../../cmd/cove")
+	build := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", bin, "../../cmd/cove")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
