@@ -80,12 +80,14 @@ func agentTask(c *cli.Context, e *env, dir, name string, cfg agent.Config) error
 	return runErr
 }
 
-// siblingStores are the checkpoint stores of the project's other tasks
-// (each starts with the same files): a task's checkpoints link their
-// copies rather than write them again.
+// siblingStores are the checkpoint stores of the project's own agent and
+// of its other tasks (each starts with the same files): a task's
+// checkpoints link their copies rather than write them again.
 func siblingStores(m *task.Manager, layout dirs.Layout, name string) []string {
 	rs, _ := m.List()
-	var out []string
+	// The project's own agent's store first: what it saved of the
+	// project is what the task starts with.
+	out := []string{filepath.Join(layout.State, "projects", workspace.Name(m.Project), "checkpoints")}
 	for _, r := range rs {
 		if r.Name != name {
 			out = append(out, filepath.Join(layout.State, "projects", workspace.Name(m.Tree(r.Name)), "checkpoints"))
