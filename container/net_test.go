@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -124,24 +124,77 @@ func TestRunPrivateNetNoRawPackets(t *testing.T) {
 }
 
 // TestRunPrivateNetHelperGoes: pasta and its helper end with the
-// container, and a helper killed takes pasta with it.
+// container. Only this process's own are watched (pasta descends from it,
+// through the helper): other tests' and the machine's come and go.
 func TestRunPrivateNetHelperGoes(t *testing.T) {
 	needRoot(t)
 	needPasta(t)
 	img, cfg := testImage(t, nil)
-	before := pastaPids(t)
-	runIn(t, img, cfg, Limits{}, func(s *Spec) { s.Net = NetPrivate }, "true").ok(t)
-	if after := pastaPids(t); after != before {
-		t.Fatalf("pasta processes before %q, after the container ended %q", before, after)
+	seen := map[int]bool{}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			for _, pid := range ownPastas() {
+				seen[pid] = true
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	runIn(t, img, cfg, Limits{}, func(s *Spec) { s.Net = NetPrivate }, "sleep", "1").ok(t)
+	close(stop)
+	<-done
+	if len(seen) == 0 {
+		t.Fatal("no pasta of the container's was seen while it ran")
+	}
+	time.Sleep(50 * time.Millisecond)
+	for _, pid := range ownPastas() {
+		t.Errorf("pasta %d is left after the container ended", pid)
 	}
 }
 
-// pastaPids lists the pids of running pasta processes.
-func pastaPids(t *testing.T) string {
-	t.Helper()
-	time.Sleep(50 * time.Millisecond)
-	out, _ := exec.Command("pgrep", "-f", "^pasta ").Output()
-	return strings.TrimSpace(string(out))
+// ownPastas are the pids of running pasta processes that descend from
+// this one.
+func ownPastas() []int {
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		argv, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if !bytes.HasPrefix(argv, []byte("pasta\x00")) {
+			continue
+		}
+		for p := parentPid(pid); p > 1; p = parentPid(p) {
+			if p == os.Getpid() {
+				out = append(out, pid)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// parentPid is pid's parent, 0 when it is gone.
+func parentPid(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command, which is in parentheses and may
+	// hold anything: state, ppid, …
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
 }
 
 func TestParsePort(t *testing.T) {
