@@ -20,8 +20,9 @@ import (
 // the sibling fetches only its own layer and has the files and owners a
 // pull into an empty store gives it; a workspace on it that edits and
 // removes files the two share changes nothing of the first image;
-// removing the first leaves the sibling whole, and removing both leaves
-// nothing of either (snapshots included), also for the user.
+// removing the first leaves the sibling whole, and removing both (or
+// system reset) leaves nothing of either, snapshots included, also for the
+// user.
 func TestSiblingPull(t *testing.T) {
 	t.Parallel()
 	addr := testregistry.Addr(t)
@@ -128,6 +129,16 @@ func siblingPull(t *testing.T, root, refA, refB string, as func(*exec.Cmd), host
 		if len(left) != 0 {
 			t.Errorf("images/%s holds %d entries with no image left", d, len(left))
 		}
+	}
+	// And system reset takes everything, snapshots (of files with
+	// subordinate owners, rootless) included.
+	run("pull", "-q", p.Ref(refA))
+	if left, _ := os.ReadDir(filepath.Join(root, "images", "chains")); len(left) != 2 {
+		t.Fatalf("after a's pull, %d snapshots, want 2", len(left))
+	}
+	run("system", "reset")
+	if _, err := os.Lstat(filepath.Join(root, "images")); !os.IsNotExist(err) {
+		t.Errorf("the store after system reset: %v", err)
 	}
 }
 
