@@ -11,41 +11,50 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// baseFor returns the stored image whose layers (by DiffID) are the longest
-// prefix of diffIDs, so that a new image built FROM it needs only its own
-// layers fetched and applied. A copy shares its files, so an image whose
-// files got their owners the same way (owners, an Image.OwnersMode) is
-// wanted; with anyOwners (an image cove built, whose base layers are no
-// longer stored anywhere else) another will do.
-func (s *Store) baseFor(diffIDs []v1.Hash, owners string, anyOwners bool) *Image {
-	dirs, err := os.ReadDir(filepath.Join(s.dir, "images"))
-	if err != nil {
-		return nil
-	}
-	var best, other *Image
+// base is a stored tree a new image can start from as a copy: an image's
+// rootfs or a snapshot's (snapshot.go).
+type base struct {
+	rootfs  string
+	diffIDs []v1.Hash
+	owners  string // as Image.OwnersMode
+	size    int64
+	image   v1.Hash // the image's manifest digest; zero for a snapshot
+	chain   v1.Hash // the snapshot's chain ID; zero for an image
+}
+
+// baseFor returns the stored image or snapshot whose layers (by DiffID)
+// are the longest prefix of diffIDs, so that a new image built FROM it, or
+// sharing its first layers, needs only the layers past it fetched and
+// applied. A copy shares its files, so a tree whose files got their owners
+// the same way (owners, an Image.OwnersMode) is wanted; with anyOwners (an
+// image cove built, whose base layers are no longer stored anywhere else)
+// another will do.
+func (s *Store) baseFor(diffIDs []v1.Hash, owners string, anyOwners bool) *base {
+	var cands []*base
+	dirs, _ := os.ReadDir(filepath.Join(s.dir, "images"))
 	for _, d := range dirs {
 		img, err := s.byDigest(v1.Hash{Algorithm: "sha256", Hex: d.Name()})
-		if err != nil || len(img.DiffIDs) == 0 || len(img.DiffIDs) > len(diffIDs) {
+		if err != nil {
 			continue
 		}
-		prefix := true
-		for i, h := range img.DiffIDs {
-			if h != diffIDs[i] {
-				prefix = false
-				break
+		cands = append(cands, &base{rootfs: img.RootFS, diffIDs: img.DiffIDs, owners: img.OwnersMode(), size: img.Size, image: img.Digest})
+	}
+	for name, sn := range s.snapshots() {
+		cands = append(cands, &base{rootfs: filepath.Join(s.chainDir(name), "rootfs"), diffIDs: sn.DiffIDs, owners: sn.Owners, size: sn.Size, chain: sn.ChainID})
+	}
+	var best, other *base
+	for _, c := range cands {
+		if len(c.diffIDs) == 0 || !isPrefix(c.diffIDs, diffIDs) {
+			continue
+		}
+		if c.owners != owners {
+			if other == nil || len(c.diffIDs) > len(other.diffIDs) {
+				other = c
 			}
-		}
-		if !prefix {
 			continue
 		}
-		if img.OwnersMode() != owners {
-			if other == nil || len(img.DiffIDs) > len(other.DiffIDs) {
-				other = img
-			}
-			continue
-		}
-		if best == nil || len(img.DiffIDs) > len(best.DiffIDs) {
-			best = img
+		if best == nil || len(c.diffIDs) > len(best.diffIDs) {
+			best = c
 		}
 	}
 	if best == nil && anyOwners {
@@ -188,4 +197,96 @@ func splitNull(b []byte) []string {
 		}
 	}
 	return out
+}
+
+// snapshot makes dst (a new directory) a copy of the extractor's root as
+// it stands between two layers, sharing its files as cloneInto does:
+// directories are made anew, everything else is hardlinked. The copy gets
+// the directory modes and times the layers so far gave (the root's own are
+// still the writable ones finish has not put back yet). Sharing is safe for
+// the reason cloneInto gives: the extractor replaces files, never writes
+// into them, so the layers it applies after this never reach the copy.
+func (e *extractor) snapshot(dst string) error {
+	if err := os.Mkdir(dst, 0o755); err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	sfd, err := unix.Openat(e.rootFd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(sfd)
+	dfd, err := unix.Open(dst, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	defer unix.Close(dfd)
+	if err := e.snapshotDir(sfd, dfd, ""); err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	return nil
+}
+
+func (e *extractor) snapshotDir(sfd, dfd int, rel string) error {
+	names, err := readDirNames(sfd)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		var st unix.Stat_t
+		if err := unix.Fstatat(sfd, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return err
+		}
+		crel := path.Join(rel, n)
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			if err := unix.Linkat(sfd, n, dfd, n, 0); err != nil {
+				return fmt.Errorf("link %s: %w", crel, err)
+			}
+			continue
+		}
+		if err := unix.Mkdirat(dfd, n, 0o700); err != nil {
+			return fmt.Errorf("mkdir %s: %w", crel, err)
+		}
+		if err := e.snapshotSubdir(sfd, dfd, n, crel, &st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// snapshotSubdir copies one directory, its children first: its final mode
+// (perhaps 0555) and times go on last, once nothing more is written in it.
+func (e *extractor) snapshotSubdir(sfd, dfd int, n, crel string, st *unix.Stat_t) error {
+	csfd, err := unix.Openat(sfd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(csfd)
+	cdfd, err := unix.Openat(dfd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(cdfd)
+	if e.euid == 0 {
+		if err := unix.Fchown(cdfd, int(st.Uid), int(st.Gid)); err != nil && !errors.Is(err, unix.EINVAL) {
+			return err
+		}
+	}
+	if err := copyXattrs(csfd, cdfd); err != nil {
+		return fmt.Errorf("xattrs of %s: %w", crel, err)
+	}
+	if err := e.snapshotDir(csfd, cdfd, crel); err != nil {
+		return err
+	}
+	m, ok := e.dirMeta[crel]
+	if !ok { // made as a parent of an entry, with no entry of its own
+		m = dirMeta{mode: st.Mode & 0o7777, atime: timespecTime(st.Atim), mtime: timespecTime(st.Mtim)}
+	}
+	if err := unix.Fchmod(cdfd, m.mode); err != nil {
+		return fmt.Errorf("chmod %s: %w", crel, err)
+	}
+	ts := []unix.Timespec{toTimespec(m.atime), toTimespec(m.mtime)}
+	if err := unix.UtimesNanoAt(cdfd, "", ts, unix.AT_EMPTY_PATH); err != nil {
+		return fmt.Errorf("set times %s: %w", crel, err)
+	}
+	return nil
 }

@@ -23,6 +23,7 @@ import (
 // container's are: uid N of the image is the range's N on the host.
 type applier interface {
 	cloneInto(src string) error
+	snapshot(dst string) error
 	apply(ls *layerStream, diffID v1.Hash) error
 	finish() error
 	counts() Stats
@@ -53,8 +54,8 @@ const ExtractTask = "extract"
 // helper answers each with a reply line. Only the parent reads blobs and
 // checks digests; the helper sees only the tar stream.
 type extractRequest struct {
-	Op  string `json:"op"` // clone, layer, finish
-	Src string `json:"src,omitempty"`
+	Op  string `json:"op"`            // clone, snapshot, layer, finish
+	Src string `json:"src,omitempty"` // clone: the tree to copy; snapshot: the new directory
 }
 
 type extractReply struct {
@@ -127,6 +128,10 @@ func (x *nsExtractor) call(req extractRequest, body func(w io.Writer) error) err
 
 func (x *nsExtractor) cloneInto(src string) error {
 	return x.call(extractRequest{Op: "clone", Src: src}, nil)
+}
+
+func (x *nsExtractor) snapshot(dst string) error {
+	return x.call(extractRequest{Op: "snapshot", Src: dst}, nil)
 }
 
 func (x *nsExtractor) apply(ls *layerStream, diffID v1.Hash) error {
@@ -241,6 +246,8 @@ func Extract(args []string, in io.Reader, out io.Writer) error {
 		switch req.Op {
 		case "clone":
 			err = ext.cloneInto(req.Src)
+		case "snapshot":
+			err = ext.snapshot(req.Src)
 		case "layer":
 			fr := &frameReader{r: r}
 			err = ext.applyLayer(fr)

@@ -39,6 +39,9 @@ type options struct {
 	tmpDir    string
 	mirrors   Mirrors
 	anyBase   bool // Import: any stored base will do (see Store.baseFor)
+	// snapshotMin is the least compressed size of layers a snapshot is
+	// kept for (planSnapshots).
+	snapshotMin int64
 }
 
 // Option configures Pull.
@@ -46,12 +49,13 @@ type Option func(*options) error
 
 func makeOptions(opts []Option) (*options, error) {
 	o := &options{
-		platform: v1.Platform{OS: "linux", Architecture: runtime.GOARCH},
-		jobs:     4,
-		policy:   PullMissing,
-		maxSize:  DefaultMaxSize,
-		keychain: authn.DefaultKeychain,
-		progress: func(Progress) {},
+		platform:    v1.Platform{OS: "linux", Architecture: runtime.GOARCH},
+		jobs:        4,
+		policy:      PullMissing,
+		maxSize:     DefaultMaxSize,
+		keychain:    authn.DefaultKeychain,
+		progress:    func(Progress) {},
+		snapshotMin: defaultSnapshotMin,
 	}
 	if runtime.GOARCH == "arm64" {
 		o.platform.Variant = "v8"

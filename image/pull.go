@@ -132,10 +132,14 @@ type flattening struct {
 	layers []v1.Layer
 	tmp    string // the image's directory until it is complete and renamed
 	ext    applier
-	// first is the first layer not already in a base image the store has;
-	// baseSize is that base's size, counted in the image's.
+	// first is the first layer not already in a base image (or snapshot)
+	// the store has; baseSize is that base's size, counted in the image's.
 	first    int
 	baseSize int64
+	// snapAt[i] says whether to keep a snapshot after layer i; snaps are
+	// those made, kept on commit (snapshot.go).
+	snapAt []bool
+	snaps  []takenSnapshot
 }
 
 // flatten makes the image whose manifest has digest a directory in the
@@ -165,6 +169,7 @@ func (s *Store) flatten(ctx context.Context, v1img v1.Image, digest v1.Hash, o *
 	if err := f.startFromBase(); err != nil {
 		return nil, err
 	}
+	f.snapAt = planSnapshots(f.img.Sizes, f.first, f.o.snapshotMin)
 
 	// Downloads run ahead, jobs at a time; extraction follows in order. On
 	// the way out they are cancelled and waited for, so none outlives the
@@ -176,7 +181,7 @@ func (s *Store) flatten(ctx context.Context, v1img v1.Image, digest v1.Hash, o *
 	if err := f.applyAll(ctx, ready, fetchErr); err != nil {
 		return nil, err
 	}
-	if err := f.commit(digest); err != nil {
+	if err := f.commit(ctx, digest); err != nil {
 		return nil, err
 	}
 	done = true
@@ -254,14 +259,18 @@ func (f *flattening) startFromBase() error {
 	if base == nil {
 		return nil
 	}
-	if base.OwnersMode() == "user" {
+	if base.owners == "user" {
 		img.Owners = "user" // its base's files are all the user's: so is the image, as said
 	}
-	if err := f.ext.cloneInto(base.RootFS); err != nil {
+	if err := f.ext.cloneInto(base.rootfs); err != nil {
 		return explainDiskError(err, f.s.dir)
 	}
-	f.first, f.baseSize = len(base.DiffIDs), base.Size
-	img.Base = base.Digest.String()
+	f.first, f.baseSize = len(base.diffIDs), base.size
+	if base.image.Hex != "" {
+		img.Base = base.image.String()
+	} else {
+		img.BaseChain = base.chain.String()
+	}
 	for i := range f.first {
 		f.o.progress(Progress{Layer: img.Layers[i], Index: i, Count: len(f.layers), Phase: PhaseCached})
 		f.o.progress(Progress{Layer: img.Layers[i], Index: i, Count: len(f.layers), Phase: PhaseExtracted})
@@ -299,7 +308,7 @@ func (f *flattening) startFetches(ctx context.Context) (ready []chan struct{}, f
 
 // applyAll applies the layers as they come in and counts what they made.
 func (f *flattening) applyAll(ctx context.Context, ready []chan struct{}, fetchErr chan error) error {
-	if err := f.s.applyLayers(ctx, f.ext, f.img, f.first, ready, fetchErr, f.o); err != nil {
+	if err := f.s.applyLayers(ctx, f.ext, f.img, f.first, ready, fetchErr, f.o, f.afterLayer); err != nil {
 		return err
 	}
 	if err := f.ext.finish(); err != nil {
@@ -317,7 +326,7 @@ func (f *flattening) applyAll(ctx context.Context, ready []chan struct{}, fetchE
 // commit writes the image's config and record beside its rootfs and renames
 // the whole into place: durably, so that after a crash the store has either
 // the complete image or a temporary directory the next pull removes.
-func (f *flattening) commit(digest v1.Hash) error {
+func (f *flattening) commit(ctx context.Context, digest v1.Hash) error {
 	meta, err := json.MarshalIndent(f.img, "", "  ")
 	if err != nil {
 		return err
@@ -327,6 +336,9 @@ func (f *flattening) commit(digest v1.Hash) error {
 	}
 	if err := atomicfile.WriteFile(filepath.Join(f.tmp, "image.json"), meta); err != nil {
 		return explainDiskError(err, f.s.dir)
+	}
+	if err := f.keepSnapshots(ctx); err != nil {
+		return err
 	}
 	if err := syncDir(filepath.Join(f.s.dir, "images")); err != nil {
 		return err
@@ -354,8 +366,9 @@ const lookAhead = 32 << 20
 
 // applyLayers applies the layers in order, each once its blob is in. The
 // next layer is opened as soon as its blob is there, so that it inflates on
-// the second core while the current one is written.
-func (s *Store) applyLayers(ctx context.Context, ext applier, img *Image, first int, ready []chan struct{}, fetchErr chan error, o *options) error {
+// the second core while the current one is written. after runs once each
+// layer is in.
+func (s *Store) applyLayers(ctx context.Context, ext applier, img *Image, first int, ready []chan struct{}, fetchErr chan error, o *options, after func(i int) error) error {
 	if first == len(img.Layers) {
 		return nil
 	}
@@ -429,6 +442,9 @@ func (s *Store) applyLayers(ctx context.Context, ext applier, img *Image, first 
 			return fmt.Errorf("layer %s: %w", img.Layers[i], explainDiskError(err, s.dir))
 		}
 		o.progress(Progress{Layer: img.Layers[i], Index: i, Count: len(img.Layers), Phase: PhaseExtracted})
+		if err := after(i); err != nil {
+			return err
+		}
 		if next != nil {
 			cur = <-next
 			next = nil

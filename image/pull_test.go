@@ -66,7 +66,7 @@ func newProxy(t *testing.T, upstream string) *proxy { return testregistry.NewPro
 func leftovers(t *testing.T, s *Store) []string {
 	t.Helper()
 	var out []string
-	for _, d := range []string{"images", "blobs/sha256", "blobs/tmp"} {
+	for _, d := range []string{"images", "chains", "blobs/sha256", "blobs/tmp"} {
 		es, err := os.ReadDir(filepath.Join(s.dir, d))
 		must(t, err)
 		for _, e := range es {

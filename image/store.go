@@ -29,6 +29,7 @@ import (
 //	DIR/images/HEX/image.json    what we know of it (Image)
 //	DIR/images/HEX/config.json   the image's config blob
 //	DIR/images/.tmp-HEX-*        flattening in progress (removed if abandoned)
+//	DIR/chains/NAME/             the rootfs after some of an image's layers (snapshot.go)
 //	DIR/refs.json                name → manifest digest
 //	DIR/uses/                    what containers use which image (Use)
 //	DIR/locks/                   flock files
@@ -56,7 +57,10 @@ type Image struct {
 	Pulled   time.Time `json:"pulled"`
 	Size     int64     `json:"size"`           // bytes of file data in the rootfs
 	Base     string    `json:"base,omitempty"` // digest of the stored image it was copied from, sharing its files
-	Stats    Stats     `json:"stats"`
+	// BaseChain is the chain ID of the snapshot it was copied from instead
+	// (an image sharing only its first layers with a stored one).
+	BaseChain string `json:"base_chain,omitempty"`
+	Stats     Stats  `json:"stats"`
 	// Owners says how the files got their owners (userns.IDMap.String):
 	// "root" as the image says, "subids …" mapped through that user's
 	// subordinate ids, "user" all the user's; "" in images stored before
@@ -78,7 +82,7 @@ func Open(dir string) (*Store, error) {
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("image store %s: %w", dir, err)
 	}
-	for _, sub := range []string{"blobs/sha256", "blobs/tmp", "images", "locks", "uses"} {
+	for _, sub := range []string{"blobs/sha256", "blobs/tmp", "images", "chains", "locks", "uses"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
 			return nil, fmt.Errorf("image store %s: %w", dir, err)
 		}
@@ -345,7 +349,12 @@ func (s *Store) collect(ctx context.Context, h v1.Hash) (bool, error) {
 		return false, err
 	}
 	defer pulls.Unlock()
-	return s.collectLocked(ctx, h)
+	removed, err := s.collectLocked(ctx, h)
+	if err == nil && removed {
+		// Snapshots only it had below its layers go with it.
+		_, err = s.dropSnapshots(ctx)
+	}
+	return removed, err
 }
 
 func (s *Store) collectLocked(ctx context.Context, h v1.Hash) (bool, error) {
@@ -521,9 +530,11 @@ func (s *Store) removeImageLocked(ctx context.Context, h v1.Hash) error {
 
 // PruneReport says what Prune removed.
 type PruneReport struct {
-	Images int   // flattened images no name pointed at and nothing used
-	Blobs  int   // blobs no image used
-	Bytes  int64 // bytes of blobs and temporary files freed
+	Images int // flattened images no name pointed at and nothing used
+	// Snapshots are snapshots of layers no stored image has (snapshot.go).
+	Snapshots int
+	Blobs     int   // blobs no image used
+	Bytes     int64 // bytes of blobs and temporary files freed
 }
 
 // Prune removes images no name points at and no container uses, and the blobs and temporary
@@ -573,6 +584,11 @@ func (s *Store) Prune(ctx context.Context) (PruneReport, error) {
 				rep.Images++
 			}
 		}
+	}
+	n, err := s.dropSnapshots(ctx)
+	rep.Snapshots = n
+	if err != nil {
+		return rep, err
 	}
 	// A stored image needs no blobs: its layers are in its rootfs. The
 	// blobs left are from pulls that failed or overlapped with others.

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"strings"
@@ -183,4 +184,48 @@ func Layered() (v1.Image, error) {
 		return nil, err
 	}
 	return Image("amd64", base, l2, l3)
+}
+
+// Siblings are two images sharing their first two layers (busybox, then
+// 2 MiB of incompressible data and a few files, so that each weighs
+// enough for cove to keep a snapshot of it) and differing in their third:
+// a's edits and removes files of the second layer, b's edits others,
+// empties a directory (opaque) and removes a file from a 0555 one.
+func Siblings() (a, b v1.Image, err error) {
+	base, err := BusyboxLayer()
+	if err != nil {
+		return nil, nil, err
+	}
+	noise := make([]byte, 2<<20)
+	rand.NewChaCha8([32]byte{7}).Read(noise)
+	owned := File("srv/owned", "owned by 1000:1000\n", 0o640)
+	owned.UID, owned.GID = 1000, 1000
+	shared, err := Layer(
+		Dir("srv", 0o755), Dir("srv/ro", 0o555), File("srv/ro/keep", "keep\n", 0o644),
+		File("srv/noise", string(noise), 0o644), File("srv/edit", "v1\n", 0o644),
+		Hardlink("srv/edit-link", "srv/edit"), File("srv/gone", "x\n", 0o644), owned,
+		Dir("srv/opq", 0o755), File("srv/opq/old", "old\n", 0o644),
+	)
+	if err != nil {
+		return nil, nil, err
+	}
+	la, err := Layer(
+		File("srv/edit", "a\n", 0o600), File("srv/.wh.gone", "", 0o644), File("srv/a-only", "a\n", 0o644),
+	)
+	if err != nil {
+		return nil, nil, err
+	}
+	lb, err := Layer(
+		File("srv/edit", "b\n", 0o644), File("srv/ro/.wh.keep", "", 0o644),
+		Dir("srv/opq", 0o755), File("srv/opq/.wh..wh..opq", "", 0o644), File("srv/opq/new", "new\n", 0o644),
+		File("srv/b-only", "b\n", 0o644),
+	)
+	if err != nil {
+		return nil, nil, err
+	}
+	if a, err = Image("amd64", base, shared, la); err != nil {
+		return nil, nil, err
+	}
+	b, err = Image("amd64", base, shared, lb)
+	return a, b, err
 }

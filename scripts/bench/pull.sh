@@ -279,7 +279,7 @@ declare -A label=(
 	[podman]="podman pull ($podman_driver)"
 )
 declare -A secs=() rss=() rootfs_bytes=() cache_b=() cache_kb=() second=() cache2_b=() failed=() med=()
-declare -A second_failed=() shared=() blobs_left=()
+declare -A second_failed=() shared=() blobs_left=() snaps=()
 notes=()
 
 # cache_bytes: du -sb of the paths in CACHE together (a file hardlinked
@@ -315,25 +315,26 @@ second_pull() {
 	if [ "$r" = 0 ]; then
 		compare_tree "$t" "$rootfs_v" "$v" || true
 	fi
-	if [ "$v" = c ]; then
-		# c is built FROM a: a must be unchanged, whatever c shares with it.
+	if [ "$v" = b ] || [ "$v" = c ]; then
+		# c is built FROM a and b shares its first layers: a must be
+		# unchanged, whatever they share with it.
 		local rootfs_a=$ROOTFS_A
 		if [ "$t" = podman ]; then
 			rootfs_a=$(podman_ "$d" image mount "$image_a") || { second_fail "$t" "$v" "podman image mount $image_a failed"; rootfs_a=; }
 		fi
 		if [ -n "$rootfs_a" ]; then
 			if ! why=$(check_rootfs "$rootfs_a" a); then
-				second_fail "$t" "$v" "image a changed by the pull of c: $why"
+				second_fail "$t" "$v" "image a changed by the pull of $v: $why"
 			elif [ "$r" = 0 ]; then
-				compare_tree "$t" "$rootfs_a" a "after the pull of c" ||
-					second_fail "$t" "$v" "image a's rootfs changed by the pull of c (see above)"
+				compare_tree "$t" "$rootfs_a" a "after the pull of $v" ||
+					second_fail "$t" "$v" "image a's rootfs changed by the pull of $v (see above)"
 			fi
 			if [ "$r" = 0 ]; then
-				# Regular files of c that are the same inode as one of a's.
+				# Regular files of b or c that are the same inode as one of a's.
 				find "$rootfs_a" -xdev -type f -printf '%i\n' | sort -u >"$tmp/inodes-a"
-				find "$rootfs_v" -xdev -type f -printf '%i\n' | sort -u >"$tmp/inodes-c"
-				shared[$t]="$(sort "$tmp/inodes-a" "$tmp/inodes-c" | uniq -d | wc -l) of the $(wc -l <"$tmp/inodes-c")"
-				log "  $t: ${shared[$t]} regular files (inodes) of c are a's"
+				find "$rootfs_v" -xdev -type f -printf '%i\n' | sort -u >"$tmp/inodes-$v"
+				shared[$t,$v]="$(sort "$tmp/inodes-a" "$tmp/inodes-$v" | uniq -d | wc -l) of the $(wc -l <"$tmp/inodes-$v")"
+				log "  $t: ${shared[$t,$v]} regular files (inodes) of $v are a's"
 			fi
 		fi
 	fi
@@ -341,6 +342,7 @@ second_pull() {
 	cache2_b[$t,$v]=$(cache_bytes)
 	if [ "$t" = cove ]; then
 		blobs_left[$t,$v]=$(find "$d/root" -path '*/blobs/*' -type f | wc -l)
+		snaps[$t,$v]=$(find "$d/root/images/chains" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
 	fi
 }
 
@@ -487,9 +489,20 @@ report() {
 		echo "| ${label[$t]} | $(mb "${cache_b[$t]}") | $(second_cells "$t" b) | $(second_cells "$t" c) |"
 	done
 	echo
+	local ratio_b ratio_c
+	if [ -n "${second[cove,b]:-}" ] && [ -n "${second[podman,b]:-}" ]; then
+		# shellcheck disable=SC2086
+		ratio_b=$(awk -v a="$(median ${second[cove,b]})" -v b="$(median ${second[podman,b]})" 'BEGIN { if (b > 0) printf "%.2f×", a / b }')
+		echo "- sibling b: cove's median / podman's = **$ratio_b**"
+	fi
+	if [ -n "${second[cove,c]:-}" ] && [ -n "${second[podman,c]:-}" ]; then
+		# shellcheck disable=SC2086
+		ratio_c=$(awk -v a="$(median ${second[cove,c]})" -v b="$(median ${second[podman,c]})" 'BEGIN { if (b > 0) printf "%.2f×", a / b }')
+		echo "- derived c: cove's median / podman's = **$ratio_c**"
+	fi
 	for t in cove podman; do
-		[ -n "${shared[$t]:-}" ] || continue
-		echo "- ${label[$t]}: ${shared[$t]} regular files (distinct inodes) of c's rootfs are a file of a's rootfs${blobs_left[$t,c]:+; blobs left in the cache after a + b: ${blobs_left[$t,b]:-?}, after a + c: ${blobs_left[$t,c]}}"
+		[ -n "${shared[$t,b]:-}${shared[$t,c]:-}" ] || continue
+		echo "- ${label[$t]}: ${shared[$t,b]:-?} regular files (distinct inodes) of b's rootfs, and ${shared[$t,c]:-?} of c's, are a file of a's rootfs${blobs_left[$t,c]:+; blobs left in the cache after a + b: ${blobs_left[$t,b]:-?}, after a + c: ${blobs_left[$t,c]}}${snaps[$t,b]:+; layer snapshots kept after a + b: ${snaps[$t,b]}, after a + c: ${snaps[$t,c]:-?}}"
 	done
 	echo
 	echo "Per round (seconds; peak RSS MB):"
@@ -524,8 +537,8 @@ report() {
 	echo "- vs fastest peer: the tool's median / the fastest non-cove median"
 	echo "- cache after pull: \`du -sb\` (and \`du -sk\`, on disk) of cove's whole COVE_ROOT; crane's extracted tree; skopeo's OCI layout + umoci's rootfs; podman's --root (not --runroot)"
 	echo "- second pull: with image a already pulled into the same cache, pull image b (shares layers 1–2), or image c (built FROM a); cove and podman only; in every round a is pulled, then b; then the cache is deleted, a pulled again (not in the first table) and then c; \"cache after a + b/c\" is \`du -sb\` of the same paths after it (files hardlinked between images count once)"
-	echo "- every rootfs is spot-checked (usr/bin/gcc, git, whiteouts applied, no .wh. files left; for c also layer 4's whiteouts, mode change, edited file, hardlink), and in round 1 compared entry by entry (type, mode, owner, size, link count within the tree, symlink target, md5 of contents) with the tree the image was built from; after each pull of c, a's rootfs is spot-checked again (what layer 4 changes must be as in a) and in round 1 compared entry by entry with a's tree once more"
-	echo "- files shared: regular files in c's rootfs with the inode number of a regular file in a's (cove: its hardlinked copy of a; podman: overlay lower layers), round 1"
+	echo "- every rootfs is spot-checked (usr/bin/gcc, git, whiteouts applied, no .wh. files left; for c also layer 4's whiteouts, mode change, edited file, hardlink), and in round 1 compared entry by entry (type, mode, owner, size, link count within the tree, symlink target, md5 of contents) with the tree the image was built from; after each pull of b and of c, a's rootfs is spot-checked again (what layer 4 changes must be as in a) and in round 1 compared entry by entry with a's tree once more"
+	echo "- files shared: regular files in b's or c's rootfs with the inode number of a regular file in a's (cove: its hardlinked copy of a, or of the snapshot of a's layers 1–2 its pull kept; podman: overlay lower layers), round 1"
 	echo "- rerun: \`scripts/bench/pull.sh\` (ROUNDS=$rounds); the image is built and cached by \`scripts/bench/mkimage.sh\`"
 	if [ ${#notes[@]} -gt 0 ] || [ ${#failed[@]} -gt 0 ]; then
 		echo
