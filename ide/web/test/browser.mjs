@@ -23,7 +23,9 @@ export async function open(name, { args = [], viewport, timeout = 15000, onFail 
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
     args: [...flags, ...args],
   });
-  const page = await browser.newPage(viewport ? { viewport } : {});
+  // A context of its own, not browser.newPage's: a script may open more
+  // pages in it (page.context().newPage()).
+  const page = await (await browser.newContext(viewport ? { viewport } : {})).newPage();
   const fail = async (msg) => {
     console.error(`${name}: ${msg}`);
     if (process.env.COVE_FAIL_SHOT) await page.screenshot({ path: process.env.COVE_FAIL_SHOT }).catch(() => {});
