@@ -6,26 +6,13 @@
 // Usage: node composeports.mjs URL PORT. Prints "cove-test: fetch URL"
 // and waits for a line on stdin (the Go test fetching it); prints "ok"
 // last when every check passed.
-import { chromium } from "playwright-core";
+import { open } from "./browser.mjs";
 import { createInterface } from "node:readline";
 
 const [url, port] = process.argv.slice(2);
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run"],
-});
 const rl = createInterface({ input: process.stdin });
 const lines = rl[Symbol.asyncIterator]();
-const fail = async (msg) => {
-  console.error(`composeports: ${msg}`);
-  await browser.close();
-  rl.close();
-  process.exit(1);
-};
-const page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
-const wait = (fn, arg, msg, timeout = 15000) =>
-  page.waitForFunction(fn, arg, { timeout }).catch(async () => fail(typeof msg === "function" ? await msg() : msg));
+const { browser, page, fail, wait } = await open("composeports", { viewport: { width: 1280, height: 800 }, onFail: () => rl.close() });
 const view = () => page.$eval("#ports", (p) => p.innerText).catch(() => "");
 
 await page.goto(url);

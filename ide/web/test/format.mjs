@@ -7,28 +7,15 @@
 // one group to the other; a file renamed is known to the language server
 // by its new name.
 // Usage: node format.mjs URL BADLY-FORMATTED-TEXT. Prints "ok" when every check passed.
-import { chromium } from "playwright-core";
+import { open } from "./browser.mjs";
 import { shot } from "./shot.mjs";
 
 const [url, bad] = process.argv.slice(2);
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
-});
-let page;
-const fail = async (msg) => {
-  console.error("format e2e: " + msg);
-  if (process.env.COVE_FAIL_SHOT && page) await page.screenshot({ path: process.env.COVE_FAIL_SHOT }).catch(() => {});
-  await browser.close();
-  process.exit(1);
-};
-const wait = (fn, arg, msg, timeout = 20000) =>
-  page.waitForFunction(fn, arg, { timeout }).catch(async () => fail(typeof msg === "function" ? await msg() : msg));
+const { browser, page, fail, wait } = await open("format e2e", { timeout: 20000 });
 const statusText = () => page.textContent("#status");
 const outline = () => page.evaluate(() => [...document.querySelectorAll("#outline:not([hidden]) .outline-item")].map((b) => `${b.dataset.depth}:${b.textContent.slice(1)}`).join(" "));
 
 try {
-  page = await browser.newPage();
   const errors = [];
   page.on("pageerror", (e) => errors.push(e.message));
   page.on("console", (m) => { if (/Content Security Policy|Refused to/.test(m.text())) errors.push(m.text()); });

@@ -3,23 +3,12 @@
 // says outside the project is neither shown nor opened nor written, its
 // HTML runs nothing, its flood is bounded, its huge message is refused.
 // Usage: node hostile.mjs URL. Prints "ok" when every check passed.
-import { chromium } from "playwright-core";
+import { open } from "./browser.mjs";
 
 const [url] = process.argv.slice(2);
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
-});
-let page;
-const fail = async (msg) => {
-  console.error("hostile lsp: " + msg);
-  await browser.close();
-  process.exit(1);
-};
+const { browser, page, fail, wait } = await open("hostile lsp");
 const start = Date.now();
 const step = (what) => console.log(`${Date.now() - start} ms: ${what}`);
-const wait = (fn, arg, msg, timeout = 15000) =>
-  page.waitForFunction(fn, arg, { timeout }).catch(async () => fail(typeof msg === "function" ? await msg() : msg));
 const statusText = () => page.textContent("#status");
 const at = (path, line, col) => page.evaluate(([path, line, col]) => {
   const { view } = window.cove.docs.get(path).doc;
@@ -28,7 +17,6 @@ const at = (path, line, col) => page.evaluate(([path, line, col]) => {
 }, [path, line, col]);
 
 try {
-  page = await browser.newPage();
   const errors = [];
   page.on("pageerror", (e) => errors.push(e.message));
   const opened = [];

@@ -2,23 +2,11 @@
 // by TestBrowserLanguageServerGo in cmd/cove): diagnostics as one types,
 // completion, go to definition in another file, rename across files.
 // Usage: node lsp.mjs URL. Prints the measured times, then "ok".
-import { chromium } from "playwright-core";
+import { open } from "./browser.mjs";
 import { shot } from "./shot.mjs";
 
 const [url] = process.argv.slice(2);
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
-});
-let page;
-const fail = async (msg) => {
-  console.error("lsp e2e: " + msg);
-  if (process.env.COVE_FAIL_SHOT && page) await page.screenshot({ path: process.env.COVE_FAIL_SHOT }).catch(() => {});
-  await browser.close();
-  process.exit(1);
-};
-const wait = (fn, arg, msg, timeout = 20000) =>
-  page.waitForFunction(fn, arg, { timeout }).catch(async () => fail(typeof msg === "function" ? await msg() : msg));
+const { browser, page, fail, wait } = await open("lsp e2e", { timeout: 20000 });
 const statusText = () => page.textContent("#status");
 // at puts the cursor in path's editor at line (from 1), after the first
 // occurrence of text on it (or at its end), and gives it the keys.
@@ -37,7 +25,6 @@ const active = () => page.evaluate(() => {
 });
 
 try {
-  page = await browser.newPage();
   const errors = [];
   page.on("pageerror", (e) => errors.push(e.message));
   page.on("console", (m) => { if (/Content Security Policy|Refused to/.test(m.text())) errors.push(m.text()); });

@@ -3,20 +3,11 @@
 // with its error); an MCP call's approval card offers "Always allow this
 // server", and once that is clicked the server's next call runs without a
 // card. Usage: node mcp.mjs URL SCREENSHOT
-import { chromium } from "playwright-core";
+import { open } from "./browser.mjs";
 
 const [url, shot] = process.argv.slice(2);
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
-});
-const fail = async (msg) => {
-  console.error("mcp e2e: " + msg);
-  await browser.close();
-  process.exit(1);
-};
+const { browser, page, fail } = await open("mcp e2e", { viewport: { width: 1280, height: 800 } });
 try {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   const errors = [];
   page.on("pageerror", (e) => errors.push(e.message));
   page.on("console", (m) => { if (/Content Security Policy|Refused to/.test(m.text())) errors.push(m.text()); });

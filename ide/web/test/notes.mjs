@@ -8,20 +8,10 @@
 // line the postCreateCommand printed, as it should read). Prints "ok"
 // last when every check passed. COVE_SCREENSHOTS=DIR saves the IDE with
 // its log open there (ide-workspace-log.png).
-import { chromium } from "playwright-core";
+import { open } from "./browser.mjs";
 
 const [url, note, output] = process.argv.slice(2);
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run"],
-});
-const fail = async (msg) => {
-  console.error(`notes: ${msg}`);
-  await browser.close();
-  process.exit(1);
-};
-const page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
+const { browser, page, fail } = await open("notes", { viewport: { width: 1280, height: 800 } });
 const errors = [];
 page.on("pageerror", (e) => errors.push(e.message));
 page.on("console", (m) => { if (/Content Security Policy|Refused to/.test(m.text())) errors.push(m.text()); });

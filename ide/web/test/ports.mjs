@@ -11,31 +11,18 @@
 // DECLARED: a port of devcontainer.json's forwardPorts, "-" for none).
 // Prints "cove-test: fetch URL" and waits for a line on stdin (the Go
 // test fetching it); prints "ok" last when every check passed.
-import { chromium } from "playwright-core";
+import { open } from "./browser.mjs";
 import { createInterface } from "node:readline";
 
 const [url, port, body, published, declared] = process.argv.slice(2);
 const [pubCtr, pubHost] = published.split("=");
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run"],
-});
-const fail = async (msg) => {
-  console.error(`ports: ${msg}`);
-  await browser.close();
-  rl.close();
-  process.exit(1);
-};
 const rl = createInterface({ input: process.stdin });
 const lines = rl[Symbol.asyncIterator]();
-const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-const page = await ctx.newPage();
+const { browser, page, fail, wait } = await open("ports", { viewport: { width: 1280, height: 800 }, onFail: () => rl.close() });
+const ctx = page.context();
 const errors = [];
 page.on("pageerror", (e) => errors.push(e.message));
 page.on("console", (m) => { if (/Content Security Policy|Refused to/.test(m.text())) errors.push(m.text()); });
-const wait = (fn, arg, msg, timeout = 15000) =>
-  page.waitForFunction(fn, arg, { timeout }).catch(async () => fail(typeof msg === "function" ? await msg() : msg));
 const view = () => page.$eval("#ports", (p) => p.innerText).catch(() => "");
 
 await page.goto(url);

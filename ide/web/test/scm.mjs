@@ -2,23 +2,11 @@
 // (driven by TestBrowserSourceControl in cmd/cove): a change made in the
 // terminal shows, with its diff; stage, unstage, discard, commit, branch.
 // Usage: node scm.mjs URL. Prints "ok" when every check passed.
-import { chromium } from "playwright-core";
+import { open } from "./browser.mjs";
 import { shot } from "./shot.mjs";
 
 const [url] = process.argv.slice(2);
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
-});
-let page;
-const fail = async (msg) => {
-  console.error("scm e2e: " + msg);
-  if (process.env.COVE_FAIL_SHOT && page) await page.screenshot({ path: process.env.COVE_FAIL_SHOT }).catch(() => {});
-  await browser.close();
-  process.exit(1);
-};
-const wait = (fn, arg, msg, timeout = 15000) =>
-  page.waitForFunction(fn, arg, { timeout }).catch(async () => fail(typeof msg === "function" ? await msg() : msg));
+const { browser, page, fail, wait } = await open("scm e2e");
 const scmText = () => page.textContent("#scm-box");
 const row = (path, side) => `#scm-box .scm-file[data-path="${path}"][data-side="${side}"]`;
 const has = (path, side) => wait((sel) => document.querySelector(sel), row(path, side), async () => `${path} is not under ${side}: ${await scmText()}; status: ${await page.textContent("#status")}`);
@@ -32,7 +20,6 @@ const answers = [];
 const asked = [];
 
 try {
-  page = await browser.newPage();
   const errors = [];
   page.on("pageerror", (e) => errors.push(e.message));
   page.on("console", (m) => { if (/Content Security Policy|Refused to/.test(m.text())) errors.push(m.text()); });

@@ -2,20 +2,11 @@
 // is configured, so the panel shows a form; the test points it at the
 // scripted server, lists its models, picks one, checks and saves it, and
 // asks the agent something. Usage: node setup.mjs URL SERVER_URL
-import { chromium } from "playwright-core";
+import { open } from "./browser.mjs";
 
 const [url, server] = process.argv.slice(2);
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
-});
-const fail = async (msg) => {
-  console.error("setup e2e: " + msg);
-  await browser.close();
-  process.exit(1);
-};
+const { browser, page, fail } = await open("setup e2e");
 try {
-  const page = await browser.newPage();
   const errors = [];
   page.on("pageerror", (e) => errors.push(e.message));
   // The page runs under the launcher's Content-Security-Policy: anything

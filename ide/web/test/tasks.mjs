@@ -7,29 +7,16 @@
 // tests passed, and its diff has its change; t1 is merged, and t2,
 // stopped, discarded, each after a confirmation.
 // Usage: node tasks.mjs URL PROMPT. Prints "ok" when every check passed.
-import { chromium } from "playwright-core";
+import { open } from "./browser.mjs";
 import { shot } from "./shot.mjs";
 
 const [url, newPrompt] = process.argv.slice(2);
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
-});
-let page;
-const fail = async (msg) => {
-  console.error("tasks e2e: " + msg);
-  if (process.env.COVE_FAIL_SHOT && page) await page.screenshot({ path: process.env.COVE_FAIL_SHOT }).catch(() => {});
-  await browser.close();
-  process.exit(1);
-};
-const wait = (fn, arg, msg, timeout = 20000) =>
-  page.waitForFunction(fn, arg, { timeout }).catch(async () => fail(typeof msg === "function" ? await msg() : msg));
+const { browser, page, fail, wait } = await open("tasks e2e", { timeout: 20000 });
 const boxText = () => page.textContent("#tasks-box");
 const statusText = () => page.textContent("#status");
 const asked = [];
 
 try {
-  page = await browser.newPage();
   const errors = [];
   page.on("pageerror", (e) => errors.push(e.message));
   page.on("dialog", (d) => (asked.push(d.message()), d.accept()));

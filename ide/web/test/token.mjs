@@ -6,21 +6,12 @@
 // node token.mjs URL OTHER, where OTHER is a server on another port of
 // 127.0.0.1 (the test's, recording what it is sent, as a workspace's
 // forwarded dev server could).
-import { chromium } from "playwright-core";
+import { open } from "./browser.mjs";
 
 const [url, other] = process.argv.slice(2);
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
-});
-const fail = async (msg) => {
-  console.error("token e2e: " + msg);
-  await browser.close();
-  process.exit(1);
-};
+const { browser, page, fail } = await open("token e2e");
 try {
-  const ctx = await browser.newContext();
-  const page = await ctx.newPage();
+  const ctx = page.context();
   await page.goto(url);
   await page.waitForSelector("#tree .entry", { timeout: 15000 }).catch(() => fail("the IDE did not load its files"));
   if (page.url().includes("token")) await fail("the token stayed in the address bar: " + page.url());

@@ -3,22 +3,10 @@
 // cmd/cove): a type error shows as one types it and goes when fixed;
 // completion offers an interface's fields.
 // Usage: node tslsp.mjs URL. Prints the measured times, then "ok".
-import { chromium } from "playwright-core";
+import { open } from "./browser.mjs";
 
 const [url] = process.argv.slice(2);
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
-});
-let page;
-const fail = async (msg) => {
-  console.error("tslsp e2e: " + msg);
-  if (process.env.COVE_FAIL_SHOT && page) await page.screenshot({ path: process.env.COVE_FAIL_SHOT }).catch(() => {});
-  await browser.close();
-  process.exit(1);
-};
-const wait = (fn, arg, msg, timeout = 20000) =>
-  page.waitForFunction(fn, arg, { timeout }).catch(async () => fail(typeof msg === "function" ? await msg() : msg));
+const { browser, page, fail, wait } = await open("tslsp e2e", { timeout: 20000 });
 const statusText = () => page.textContent("#status");
 // endOf puts the cursor at the end of line (from 1) of main.ts.
 const endOf = (line) => page.evaluate((line) => {
@@ -34,7 +22,6 @@ const dropLine = (line) => page.evaluate((line) => {
 }, line);
 
 try {
-  page = await browser.newPage();
   const errors = [];
   page.on("pageerror", (e) => errors.push(e.message));
   page.on("console", (m) => { if (/Content Security Policy|Refused to/.test(m.text())) errors.push(m.text()); });
