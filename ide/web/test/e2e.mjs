@@ -1,11 +1,21 @@
 // Drives the IDE in Debian's Chromium (playwright-core, no browser
 // download): a terminal runs a command in the workspace, and a file is
 // opened, edited and saved. Usage: node e2e.mjs URL [SCREENSHOT.png]
-import { open } from "./browser.mjs";
+import { chromium } from "playwright-core";
 
 const [url, shot] = process.argv.slice(2);
-const { browser, page, fail } = await open("e2e", { viewport: { width: 1280, height: 800 } });
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run"],
+});
+const fail = async (msg) => {
+  console.error("e2e: " + msg);
+  await browser.close();
+  process.exit(1);
+};
 try {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   const errors = [];
   page.on("pageerror", (e) => errors.push(e.message));
   // The page runs under the launcher's Content-Security-Policy: anything
