@@ -1,21 +1,11 @@
 // Drives the IDE in Debian's Chromium (playwright-core, no browser
 // download): a terminal runs a command in the workspace, and a file is
 // opened, edited and saved. Usage: node e2e.mjs URL [SCREENSHOT.png]
-import { chromium } from "playwright-core";
+import { open } from "./browser.mjs";
 
 const [url, shot] = process.argv.slice(2);
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run"],
-});
-const fail = async (msg) => {
-  console.error("e2e: " + msg);
-  await browser.close();
-  process.exit(1);
-};
+const { browser, page, fail } = await open("e2e", { viewport: { width: 1280, height: 800 } });
 try {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   const errors = [];
   page.on("pageerror", (e) => errors.push(e.message));
   // The page runs under the launcher's Content-Security-Policy: anything
@@ -239,8 +229,12 @@ try {
   await page.click(".note.checkpoint .rewind");
   await page.waitForFunction(() => document.querySelector(".cm-content").textContent.includes("rewritten by the shell"), null, { timeout: 10000 })
     .catch(async () => fail("the editor did not follow the rewind: " + (await page.textContent("#agent-log"))));
-  if ((await page.inputValue("#agent-input")) !== "make hello.txt friendlier") await fail("the prompt did not come back: " + (await page.inputValue("#agent-input")));
-  if ((await page.textContent("#agent-log")).includes("Made it friendlier.")) await fail("the rewound turn is still shown");
+  // The prompt and the cut conversation come with the server's rewound
+  // message, which may reach the page after the file reached the editor.
+  await page.waitForFunction(() => document.querySelector("#agent-input").value === "make hello.txt friendlier", null, { timeout: 10000 })
+    .catch(async () => fail("the prompt did not come back: " + (await page.inputValue("#agent-input"))));
+  await page.waitForFunction(() => !document.querySelector("#agent-log").textContent.includes("Made it friendlier."), null, { timeout: 10000 })
+    .catch(async () => fail("the rewound turn is still shown"));
 
   // Stop: a turn whose answer never ends is stopped from the panel, and
   // the panel takes the next prompt.
