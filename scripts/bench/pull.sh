@@ -10,6 +10,10 @@
 #   BENCH_FS_SIZE=8G    size of the sparse ext4 image the outputs go to
 #   PODMAN_DRIVER       overlay (default; vfs if overlay does not work)
 #   BENCH_OUT           results file (default scripts/bench/results/pull-latest.md)
+#   BUSY=0              busy loops (one CPU each) the benchmark itself runs
+#                       through every round: the same load for every tool,
+#                       for "busy" numbers that do not depend on what else
+#                       the machine does
 #   COVE_BENCH_CACHE, COVE_BENCH_REGISTRY_STATE, DEBIAN_MIRROR, CRANE:
 #                       passed on to mkimage.sh
 #
@@ -30,6 +34,8 @@ log() { printf 'pull.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 case $rounds in '' | *[!0-9]* | 0) die "ROUNDS must be a positive integer, not '$rounds'" ;; esac
+busy=${BUSY:-0}
+case $busy in '' | *[!0-9]*) die "BUSY must be a number of busy loops, not '$busy'" ;; esac
 [ "$(id -u)" = 0 ] || die "must run as root (loop mount; podman and umoci as root)"
 
 # ------------------------------------------------------------ tools
@@ -50,7 +56,9 @@ need md5sum coreutils
 tmp=$(mktemp -d /tmp/cove-bench-pull.XXXXXX)
 mnt=$tmp/mnt
 
+busy_pids=()
 cleanup() {
+	[ ${#busy_pids[@]} -eq 0 ] || kill "${busy_pids[@]}" 2>/dev/null || true
 	unmount_under "$mnt"
 	rm -rf "$tmp"
 }
@@ -348,7 +356,11 @@ second_pull() {
 
 # ------------------------------------------------------------ rounds
 
-log "rounds: $rounds; output fs: $fs_size ext4 on loop at $mnt"
+log "rounds: $rounds; output fs: $fs_size ext4 on loop at $mnt; busy loops: $busy"
+for ((i = 0; i < busy; i++)); do
+	sh -c 'while :; do :; done' &
+	busy_pids+=($!)
+done
 for ((r = 0; r < rounds; r++)); do
 	order=()
 	for ((i = 0; i < ${#tools[@]}; i++)); do
@@ -454,6 +466,7 @@ report() {
 	echo
 	echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC'); rounds: $rounds, each tool cold in every round (fresh output directory), order rotated per round"
 	echo "- Host: $(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)), $(awk '/MemTotal/ { printf "%.0f GB", $2 / 1048576 }' /proc/meminfo) RAM, Linux $(uname -r); other jobs may have been running"
+	[ "$busy" = 0 ] || echo "- Load made by the benchmark: $busy busy loop(s) (\`while :; do :; done\`, one CPU each) through every round, for every tool alike"
 	echo "- Image: \`${image_a#*/}\` from a local registry on loopback (plain HTTP, Debian docker-registry): 3 gzip layers of $layer_sizes MB (minbase bookworm / gcc libc6-dev make / git curl + 132 .wh. whiteouts), $(mb "$ref_bytes") MB and $ref_files files extracted"
 	echo "- Second image: \`${image_b#*/}\`, same layers 1–2, different small layer 3 (less vim-tiny, an opaque dir, one whiteout)"
 	echo "- Third image: \`${image_c#*/}\`, built FROM a: its layers 1–3 (same DiffIDs) and a layer 4 of $layer4_size MB, $layer4_entries entries (+ jq; $layer4_wh whiteouts; one file's mode and another's contents changed; a hardlink and a symlink added)"
