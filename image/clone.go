@@ -80,13 +80,23 @@ func (e *extractor) cloneInto(src string) error {
 		return err
 	}
 	defer unix.Close(dfd)
-	if err := e.cloneDir(sfd, dfd, ""); err != nil {
+	if err := e.linkTree(sfd, dfd, "", true, e.cloneStep); err != nil {
 		return fmt.Errorf("copy base image: %w", err)
 	}
 	return nil
 }
 
-func (e *extractor) cloneDir(sfd, dfd int, rel string) error {
+// dirStep finishes a directory a linked copy made (csfd the source's,
+// cdfd the copy's, already owned and with their xattrs): it goes on
+// into its children, through linkTree, and sets what the copy needs.
+type dirStep func(csfd, cdfd int, crel string, st *unix.Stat_t) error
+
+// linkTree copies the tree under sfd into dfd: directories made anew
+// (owner and xattrs copied, then step), everything else hardlinked. With
+// writable, a directory gets its mode, kept writable (|0700) for the
+// layers to come, before its xattrs (an ACL among them then has the last
+// word, as when it was extracted).
+func (e *extractor) linkTree(sfd, dfd int, rel string, writable bool, step dirStep) error {
 	names, err := readDirNames(sfd)
 	if err != nil {
 		return err
@@ -106,14 +116,14 @@ func (e *extractor) cloneDir(sfd, dfd int, rel string) error {
 		if err := unix.Mkdirat(dfd, n, 0o700); err != nil {
 			return fmt.Errorf("mkdir %s: %w", crel, err)
 		}
-		if err := e.cloneSubdir(sfd, dfd, n, crel, &st); err != nil {
+		if err := e.linkSubdir(sfd, dfd, n, crel, &st, writable, step); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (e *extractor) cloneSubdir(sfd, dfd int, n, crel string, st *unix.Stat_t) error {
+func (e *extractor) linkSubdir(sfd, dfd int, n, crel string, st *unix.Stat_t, writable bool, step dirStep) error {
 	csfd, err := unix.Openat(sfd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
@@ -129,18 +139,26 @@ func (e *extractor) cloneSubdir(sfd, dfd int, n, crel string, st *unix.Stat_t) e
 			return err
 		}
 	}
-	if err := unix.Fchmod(cdfd, st.Mode&0o7777|0o700); err != nil {
-		return err
+	if writable {
+		if err := unix.Fchmod(cdfd, st.Mode&0o7777|0o700); err != nil {
+			return err
+		}
 	}
 	if err := copyXattrs(csfd, cdfd); err != nil {
 		return fmt.Errorf("xattrs of %s: %w", crel, err)
 	}
+	return step(csfd, cdfd, crel, st)
+}
+
+// cloneStep records a cloned directory's own metadata, which finish puts
+// back once the layers to come are in.
+func (e *extractor) cloneStep(csfd, cdfd int, crel string, st *unix.Stat_t) error {
 	e.dirMeta[crel] = dirMeta{
 		mode:  st.Mode & 0o7777,
 		atime: timespecTime(st.Atim),
 		mtime: timespecTime(st.Mtim),
 	}
-	return e.cloneDir(csfd, cdfd, crel)
+	return e.linkTree(csfd, cdfd, crel, true, e.cloneStep)
 }
 
 // readDirNames lists the directory fd without taking it over: an *os.File
@@ -220,61 +238,16 @@ func (e *extractor) snapshot(dst string) error {
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	defer unix.Close(dfd)
-	if err := e.snapshotDir(sfd, dfd, ""); err != nil {
+	if err := e.linkTree(sfd, dfd, "", false, e.snapshotStep); err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	return nil
 }
 
-func (e *extractor) snapshotDir(sfd, dfd int, rel string) error {
-	names, err := readDirNames(sfd)
-	if err != nil {
-		return err
-	}
-	for _, n := range names {
-		var st unix.Stat_t
-		if err := unix.Fstatat(sfd, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			return err
-		}
-		crel := path.Join(rel, n)
-		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-			if err := unix.Linkat(sfd, n, dfd, n, 0); err != nil {
-				return fmt.Errorf("link %s: %w", crel, err)
-			}
-			continue
-		}
-		if err := unix.Mkdirat(dfd, n, 0o700); err != nil {
-			return fmt.Errorf("mkdir %s: %w", crel, err)
-		}
-		if err := e.snapshotSubdir(sfd, dfd, n, crel, &st); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// snapshotSubdir copies one directory, its children first: its final mode
+// snapshotStep copies one directory's children first: its final mode
 // (perhaps 0555) and times go on last, once nothing more is written in it.
-func (e *extractor) snapshotSubdir(sfd, dfd int, n, crel string, st *unix.Stat_t) error {
-	csfd, err := unix.Openat(sfd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(csfd)
-	cdfd, err := unix.Openat(dfd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(cdfd)
-	if e.euid == 0 {
-		if err := unix.Fchown(cdfd, int(st.Uid), int(st.Gid)); err != nil && !errors.Is(err, unix.EINVAL) {
-			return err
-		}
-	}
-	if err := copyXattrs(csfd, cdfd); err != nil {
-		return fmt.Errorf("xattrs of %s: %w", crel, err)
-	}
-	if err := e.snapshotDir(csfd, cdfd, crel); err != nil {
+func (e *extractor) snapshotStep(csfd, cdfd int, crel string, st *unix.Stat_t) error {
+	if err := e.linkTree(csfd, cdfd, crel, false, e.snapshotStep); err != nil {
 		return err
 	}
 	m, ok := e.dirMeta[crel]
