@@ -42,6 +42,10 @@ type Record struct {
 	Base    string    `json:"base"`    // the project's HEAD when the task was made
 	Prompt  string    `json:"prompt,omitempty"`
 	Created time.Time `json:"created"`
+	// Last is the task's work as its workspace said when its agent was
+	// last done: what cove tasks shows while the workspace is stopped (a
+	// cluster's Pod stops with its cove).
+	Last *Stat `json:"last,omitempty"`
 }
 
 // Branch is the task's branch, in its tree and, once merged, the project.
@@ -154,29 +158,13 @@ func (m *Manager) Create(ctx context.Context, main workspace.Workspace, name, pr
 	if !regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`).MatchString(base) {
 		return Record{}, fmt.Errorf("task %s: the workspace gave %q as HEAD", name, truncate(base))
 	}
-	if err := os.MkdirAll(m.dir(), 0o700); err != nil {
-		return Record{}, err
-	}
-	tree := m.Tree(name)
-	if err := os.Mkdir(tree, 0o755); err != nil {
-		return Record{}, fmt.Errorf("task %s: %w", name, err)
-	}
 	config, err := run(ctx, main, nil, 16<<20, "sh", "-c",
 		`set -- $(git -c safe.directory='*' ls-tree --name-only HEAD .devcontainer .devcontainer.json); [ $# -eq 0 ] || exec git -c safe.directory='*' archive --format=tar HEAD -- "$@"`)
-	if err == nil {
-		err = extractConfig(tree, config)
-	}
 	if err != nil {
-		os.RemoveAll(tree)
 		return Record{}, fmt.Errorf("task %s: the project's .devcontainer: %w", name, err)
 	}
 	r := Record{Name: name, Project: m.Project, Base: base, Prompt: prompt, Created: time.Now().UTC()}
-	b, _ := json.MarshalIndent(r, "", "  ")
-	if err := os.WriteFile(m.recordPath(name), b, 0o600); err != nil {
-		os.RemoveAll(tree)
-		return Record{}, err
-	}
-	return r, nil
+	return r, m.make(r, config)
 }
 
 // Populate makes the task's tree a checkout of the project's HEAD on the
@@ -290,8 +278,8 @@ g "$@" commit -q --no-verify -m "$0"`
 // Stat is a task's work: commits on its branch since the base, and the
 // diff's summary (git diff --shortstat), as its workspace says.
 type Stat struct {
-	Commits int
-	Diff    string
+	Commits int    `json:"commits"`
+	Diff    string `json:"diff"`
 }
 
 // Stat reads the task's work from its workspace.
@@ -305,6 +293,17 @@ func (m *Manager) Stat(ctx context.Context, tw workspace.Workspace, r Record) (S
 	out, err = git(ctx, tw, nil, "diff", "--shortstat", r.Base, "HEAD")
 	s.Diff = truncate(strings.TrimSpace(string(out)))
 	return s, err
+}
+
+// Remember keeps the task's work as its workspace says it now in its
+// record (Record.Last).
+func (m *Manager) Remember(ctx context.Context, tw workspace.Workspace, r Record) error {
+	s, err := m.Stat(ctx, tw, r)
+	if err != nil {
+		return err
+	}
+	r.Last = &s
+	return m.save(r)
 }
 
 // Diff is the task's diff against its base, as its workspace says.

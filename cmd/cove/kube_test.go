@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -11,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,10 +21,13 @@ import (
 	"github.com/coder/websocket"
 	"github.com/cove-sh/cove/internal/llmtest"
 	"github.com/cove-sh/cove/internal/testregistry"
+	"github.com/cove-sh/cove/task"
 	"github.com/cove-sh/cove/workspace"
 	"github.com/cove-sh/cove/workspace/kube"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // testKubeconfig is the test cluster's (scripts/kube/cluster.sh), which
@@ -501,5 +507,161 @@ func TestKubeImageMetadata(t *testing.T) {
 	r := runProc(t, t.TempDir(), "echo \"label=$FROM_LABEL\"; cat label.txt\n", "shell", "--kube", "--kubeconfig", kc, "--image", ref, project)
 	if r.code != 0 || r.stdout != "label=yes\nlabel-created\n" || !strings.Contains(r.stderr, "names a user (nobody)") {
 		t.Fatalf("the image's metadata on a Pod: %+v", r)
+	}
+}
+
+// TestTasksOnACluster: cove agent --kube --task makes each task a Pod of
+// its own, with the project's history carried from its .git (which no
+// Pod has) but nothing its .git leads to outside, nor a FIFO that would
+// hang the carry: two agents (scripted models) work at once, each fixing
+// a different failing test in the one file both change, each test
+// passing in its own Pod while the project is untouched. Their Pods
+// stopped, cove tasks still says their work; a diff starts the
+// task's Pod again from its volume (history and all); the merge applies
+// the task's diff to the project's files (home through the sync, for the
+// user to commit); a discard leaves no Pod, volume, tree or record.
+func TestTasksOnACluster(t *testing.T) {
+	needRoot(t)
+	testKubeconfig(t)
+	bothWays(t, tasksOnAClusterScenario)
+}
+
+func tasksOnAClusterScenario(t *testing.T, root, project string, cove func(args ...string) *exec.Cmd) {
+	img := gitImage(t)
+	k, err := kube.Connect(kube.Config{Kubeconfig: testKubeconfig(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The user's own kubeconfig, as they would have it: the test
+	// cluster's, its keys in it (kubectl config view --flatten).
+	cfg, err := clientcmd.LoadFromFile(testKubeconfig(t))
+	must(t, err)
+	must(t, clientcmdapi.FlattenConfig(cfg))
+	kc := filepath.Join(root, "kubeconfig")
+	must(t, clientcmd.WriteToFile(*cfg, kc))
+	if fi, err := os.Stat(root); err == nil {
+		st := fi.Sys().(*syscall.Stat_t)
+		os.Chown(kc, int(st.Uid), int(st.Gid))
+	}
+	kflags := []string{"--kube", "--kubeconfig", kc}
+	run := runner(t, cove)
+	values := "value1=wrong\n#\n#\n#\nvalue2=wrong\n"
+	os.Mkdir(filepath.Join(project, ".devcontainer"), 0o755)
+	base := gitProject(t, project, map[string]string{
+		"values.sh": values, "test1.sh": failingTest(1), "test2.sh": failingTest(2),
+		".devcontainer/devcontainer.json": `{"image": "` + img + `"}`,
+	})
+	// What the project's .git leads to outside it is not carried; a FIFO
+	// there does not stop the carry.
+	secret := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(secret, []byte("host secret\n"), 0o600)
+	must(t, os.Symlink(secret, filepath.Join(project, ".git", "refs", "heads", "evil")))
+	must(t, os.Symlink(filepath.Dir(secret), filepath.Join(project, ".git", "objects", "evil")))
+	must(t, syscall.Mkfifo(filepath.Join(project, ".git", "objects", "fifo"), 0o644))
+	m := &task.Manager{Project: project, Data: filepath.Join(root, "data")}
+	t.Cleanup(func() {
+		for _, d := range []string{project, m.Tree("t1"), m.Tree("t2")} {
+			k.Remove(context.Background(), workspace.Name(d))
+		}
+	})
+
+	var wg sync.WaitGroup
+	for i := 1; i <= 2; i++ {
+		srv := llmtest.New(t)
+		srv.Push(
+			toolCall("e", "edit", map[string]any{"path": "values.sh", "edits": []any{map[string]any{"old": fmt.Sprintf("value%d=wrong", i), "new": fmt.Sprintf("value%d=right", i)}}}),
+			toolCall("b", "bash", map[string]any{"command": fmt.Sprintf("sh test%d.sh; sh test%d.sh; ls .git/objects/evil .git/refs/heads/evil 2>&1 | wc -l", i, 3-i)}),
+			llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": fmt.Sprintf("Fixed test %d.", i)})},
+		)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := cove(append(append([]string{"agent", "--yes"}, kflags...), "--task", fmt.Sprintf("t%d", i), "-p", fmt.Sprintf("fix test %d", i), project)...)
+			var out, errb strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			cmd.Env = append(cmd.Env, "COVE_BASE_URL="+srv.URL(), "COVE_MODEL=test-model", "COVE_API_KEY=sk-test")
+			cmd.Stdin = strings.NewReader("")
+			timer := time.AfterFunc(8*time.Minute, func() { cmd.Process.Kill() })
+			defer timer.Stop()
+			if err := cmd.Run(); err != nil || out.String() != fmt.Sprintf("Fixed test %d.\n", i) {
+				t.Errorf("task t%d: %v, %q\n%s", i, err, out.String(), errb.String())
+				return
+			}
+			// Its own test passes in its Pod, the other's still fails
+			// there; neither of the .git's links arrived.
+			want := fmt.Sprintf("edited values.sh\nok %d\ntest %d: value%d is wrong\n2", i, 3-i, 3-i)
+			if rs := srv.Requests(); len(rs) != 3 || strings.Join(rs[2].ToolResults(t), "\n") != want {
+				t.Errorf("task t%d: in its Pod: %q, want %q\n%s", i, strings.Join(rs[len(rs)-1].ToolResults(t), "\n"), want, errb.String())
+			}
+			if !strings.Contains(errb.String(), fmt.Sprintf("task t%d: branch cove/task/t%d from %s", i, i, base[:12])) {
+				t.Errorf("task t%d: %s", i, errb.String())
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	if st := hostGit(t, project, "status", "--porcelain"); st != "" {
+		t.Errorf("the project's tree changed before any merge: %s", st)
+	}
+	// Stopped (their Pods gone, their volumes kept), as after a restart.
+	for i := 1; i <= 2; i++ {
+		if r := run(append(append([]string{"stop"}, kflags...), workspace.Name(m.Tree(fmt.Sprintf("t%d", i))))...); r.code != 0 {
+			t.Fatalf("cove stop --kube t%d's workspace: %d\n%s", i, r.code, r.stderr)
+		}
+	}
+	var listed []struct {
+		Name, Status, Diff, Tests string
+		Commits                   int
+	}
+	r := run(append(append([]string{"tasks", "--json"}, kflags...), project)...)
+	json.Unmarshal([]byte(r.stdout), &listed)
+	if len(listed) != 2 {
+		t.Fatalf("cove tasks --kube: %+v\n%s", listed, r.stderr)
+	}
+	for _, l := range listed {
+		if l.Status != "stopped" || l.Commits != 1 || !strings.Contains(l.Diff, "1 file changed, 1 insertion(+), 1 deletion(-)") || l.Tests != "-" {
+			t.Errorf("cove tasks --kube: %+v", l)
+		}
+	}
+
+	// The task's Pod again, from its volume: its history is there.
+	r = run(append(append([]string{"task", "diff"}, kflags...), "t1", project)...)
+	if r.code != 0 || !strings.Contains(r.stdout, "\n-value1=wrong\n+value1=right\n") || strings.Contains(r.stdout, "value2=right") {
+		t.Fatalf("cove task diff --kube t1: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	r = run(append(append([]string{"task", "merge"}, kflags...), "t1", project)...)
+	if r.code != 0 {
+		t.Fatalf("cove task merge --kube t1: %d\n%s", r.code, r.stderr)
+	}
+	want := strings.Replace(values, "value1=wrong", "value1=right", 1)
+	if got, _ := os.ReadFile(filepath.Join(project, "values.sh")); string(got) != want {
+		t.Errorf("the project after merging t1 on the cluster:\n%s\nwant\n%s", got, want)
+	}
+	if st := hostGit(t, project, "status", "--porcelain"); st != " M values.sh\n" {
+		t.Errorf("the project's status after the merge: %q", st)
+	}
+	// t2's change, on the same file, applies too: its hunk is apart.
+	if r := run(append(append([]string{"task", "merge"}, kflags...), "t2", project)...); r.code != 0 {
+		t.Fatalf("cove task merge --kube t2: %d\n%s", r.code, r.stderr)
+	}
+	if got, _ := os.ReadFile(filepath.Join(project, "values.sh")); string(got) != strings.ReplaceAll(values, "wrong", "right") {
+		t.Errorf("the project after merging t1 and t2:\n%s", got)
+	}
+	for _, n := range []string{"t1", "t2"} {
+		if r := run(append(append([]string{"task", "discard"}, kflags...), n, project)...); r.code != 0 {
+			t.Fatalf("cove task discard --kube %s: %d\n%s", n, r.code, r.stderr)
+		}
+		name := workspace.Name(m.Tree(n))
+		if list, _ := k.List(t.Context()); slices.ContainsFunc(list, func(w kube.Workspace) bool { return w.Name == name }) {
+			t.Errorf("a discarded task's Pod or volume is left: %s", name)
+		}
+		if _, err := os.Lstat(m.Tree(n)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("a discarded task's tree is left: %v", err)
+		}
+		if _, err := m.Get(n); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("a discarded task's record is left: %v", err)
+		}
 	}
 }

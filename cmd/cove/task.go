@@ -36,37 +36,21 @@ func agentTask(c *cli.Context, e *env, dir, name string, cfg agent.Config) error
 		return err
 	}
 	b := dirBackend(c, e, dir)
+	m := &task.Manager{Project: dir, Data: e.layout.Data}
+	open := taskHere
 	if b.Copies() {
-		// A cluster's workspace works on a copy the sync keeps, and the
-		// sync never carries .git: there is no history there to branch.
-		return fmt.Errorf("task %s: tasks run on this machine's workspaces only: a cluster's workspace has no .git (the sync never carries it), so it has no history to make a task's branch from; run cove agent --task without --kube", name)
+		open = taskOnCopy
 	}
-	main, mainStarted, err := ensure(c, b, dir)
+	tw, twStarted, err := open(c, m, b, name)
 	if err != nil {
 		return err
 	}
-	defer keptRunningNote(c, main, mainStarted)
-	m := &task.Manager{Project: dir, Data: e.layout.Data}
+	defer keptRunningNote(c, tw, twStarted)
 	r, err := m.Get(name)
-	created := errors.Is(err, fs.ErrNotExist)
-	if created {
-		r, err = m.Create(c.Context, main, name, c.String("prompt"))
-	}
 	if err != nil {
 		return err
 	}
 	tree := m.Tree(name)
-	tw, twStarted, err := ensureOrigin(c, b, tree, dir)
-	if err != nil {
-		return fmt.Errorf("task %s: its workspace: %w", name, err)
-	}
-	defer keptRunningNote(c, tw, twStarted)
-	if created {
-		if err := m.Populate(c.Context, main, tw, r); err != nil {
-			return err
-		}
-		fmt.Fprintf(c.App.ErrWriter, "cove: task %s: branch %s from %s, in the workspace %s\n", name, r.Branch(), r.Base[:12], tw.Name())
-	}
 	runErr := runAgent(c, e, tw, tree, cfg, siblingStores(m, e.layout, name)...)
 	msg := "cove task " + name
 	if p := strings.TrimSpace(c.String("prompt")); p != "" {
@@ -77,7 +61,66 @@ func agentTask(c *cli.Context, e *env, dir, name string, cfg agent.Config) error
 	} else if ok {
 		fmt.Fprintf(c.App.ErrWriter, "cove: task %s: committed on %s (cove task diff %s; cove task merge %s)\n", name, r.Branch(), name, name)
 	}
+	m.Remember(c.Context, tw, r)
 	return runErr
+}
+
+// taskHere makes or reopens the task name on this machine: its tree
+// shares the project's history (Populate), made in the project's
+// workspace, which runs while the task is made.
+func taskHere(c *cli.Context, m *task.Manager, b workspace.Backend, name string) (tw workspace.Workspace, started bool, err error) {
+	main, mainStarted, err := ensure(c, b, m.Project)
+	if err != nil {
+		return nil, false, err
+	}
+	defer keptRunningNote(c, main, mainStarted)
+	r, err := m.Get(name)
+	created := errors.Is(err, fs.ErrNotExist)
+	if created {
+		r, err = m.Create(c.Context, main, name, c.String("prompt"))
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	tw, started, err = ensureOrigin(c, b, m.Tree(name), m.Project)
+	if err != nil {
+		return nil, false, fmt.Errorf("task %s: its workspace: %w", name, err)
+	}
+	if created {
+		if err := m.Populate(c.Context, main, tw, r); err != nil {
+			keptRunningNote(c, tw, started)
+			return nil, false, err
+		}
+		fmt.Fprintf(c.App.ErrWriter, "cove: task %s: branch %s from %s, in the workspace %s\n", name, r.Branch(), r.Base[:12], tw.Name())
+	}
+	return tw, started, nil
+}
+
+// taskOnCopy makes or reopens the task name for a backend whose
+// workspaces work on a copy (a cluster's): no workspace of the project
+// is needed; the task's gets the project's history from its .git
+// (CarryHistory) the first time it runs. A task whose history did not
+// arrive (an earlier cove stopped on the way) gets it now.
+func taskOnCopy(c *cli.Context, m *task.Manager, b workspace.Backend, name string) (tw workspace.Workspace, started bool, err error) {
+	r, err := m.Get(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		r, err = m.CreateForCopy(name, c.String("prompt"))
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	tw, started, err = ensure(c, b, m.Tree(name))
+	if err != nil {
+		return nil, false, fmt.Errorf("task %s: its workspace: %w", name, err)
+	}
+	if r.Base == "" {
+		if r, err = m.CarryHistory(c.Context, tw, r); err != nil {
+			keptRunningNote(c, tw, started)
+			return nil, false, err
+		}
+		fmt.Fprintf(c.App.ErrWriter, "cove: task %s: branch %s from %s, in the workspace %s\n", name, r.Branch(), r.Base[:12], tw.Name())
+	}
+	return tw, started, nil
 }
 
 // siblingStores are the checkpoint stores of the project's own agent and
@@ -102,11 +145,12 @@ func tasksCommand() *cli.Command {
 		Usage:     "list DIR's tasks (cove agent --task NAME, or the IDE's New task, makes one)",
 		ArgsUsage: "[DIR]",
 		Description: `STATUS is the task's workspace's (running or stopped); COMMITS and DIFF are its
-branch's since the commit it started from, as its running workspace says; TESTS is the
+branch's since the commit it started from, as its running workspace says (a stopped
+one's as it said when its agent was last done; a cluster's Pod stops with its cove); TESTS is the
 status of the last test suite its agent ran (go test, pytest, npm test, cargo test, make
 test…): passed or failed by that command's exit status as the agent recorded it, - when it
 ran none or its status was not the tests' (piped on, or followed by ; or ||).`,
-		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print one JSON array of {name, branch, base, status, commits, diff, tests, prompt, created}"}},
+		Flags: append([]cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print one JSON array of {name, branch, base, status, commits, diff, tests, prompt, created}"}}, kubeFlags()...),
 		Action: func(c *cli.Context) error {
 			e, err := globalEnv(c)
 			if err != nil {
@@ -148,6 +192,9 @@ func taskRows(ctx context.Context, m *task.Manager, rs []task.Record, b workspac
 	for _, r := range rs {
 		w := ide.TaskRow{Name: r.Name, Branch: r.Branch(), Base: r.Base, Status: "stopped", Prompt: r.Prompt, Created: r.Created.Format("2006-01-02T15:04:05Z"),
 			Tests: taskTests(state, m.Tree(r.Name))}
+		if r.Last != nil {
+			w.Commits, w.Diff = r.Last.Commits, r.Last.Diff
+		}
 		if tw, err := b.Open(ctx, workspace.Name(m.Tree(r.Name))); err == nil {
 			w.Status = "running"
 			if s, err := m.Stat(ctx, tw, r); err == nil {
@@ -203,11 +250,16 @@ func taskCommand() *cli.Command {
 				return err
 			}
 			b := dirBackend(c, e, dir)
-			main, mainStarted, err := ensure(c, b, dir)
-			if err != nil {
-				return err
+			// The project's workspace, where a merge goes (and where a
+			// discarded task's branch is deleted, on this machine).
+			var main workspace.Workspace
+			if c.Command.Name == "merge" || c.Command.Name == "discard" && !b.Copies() {
+				var mainStarted bool
+				if main, mainStarted, err = ensure(c, b, dir); err != nil {
+					return err
+				}
+				defer keptRunningNote(c, main, mainStarted)
 			}
-			defer keptRunningNote(c, main, mainStarted)
 			tw, twStarted, err := ensure(c, b, m.Tree(name))
 			if err != nil {
 				return fmt.Errorf("task %s: its workspace: %w", name, err)
@@ -223,7 +275,7 @@ func taskCommand() *cli.Command {
 		Usage: "review, merge or discard a task (cove agent --task NAME makes one)",
 		Subcommands: []*cli.Command{
 			{
-				Name: "diff", Usage: "the task's changes against the commit it started from", ArgsUsage: "NAME [DIR]",
+				Name: "diff", Flags: kubeFlags(), Usage: "the task's changes against the commit it started from", ArgsUsage: "NAME [DIR]",
 				Action: each(func(c *cli.Context, m *task.Manager, _ workspace.Backend, _, tw workspace.Workspace, r task.Record) error {
 					out, err := m.Diff(c.Context, tw, r)
 					c.App.Writer.Write([]byte(termtext.Visible(string(out))))
@@ -231,15 +283,15 @@ func taskCommand() *cli.Command {
 				}),
 			},
 			{
-				Name: "merge", Usage: "merge the task's branch into the project's current branch, in its workspace", ArgsUsage: "NAME [DIR]",
-				Action: each(func(c *cli.Context, m *task.Manager, _ workspace.Backend, main, tw workspace.Workspace, r task.Record) error {
-					out, err := m.Merge(c.Context, main, tw, r)
+				Name: "merge", Flags: kubeFlags(), Usage: "merge the task's branch into the project's current branch, in its workspace (a cluster's: its diff applied to the project's files)", ArgsUsage: "NAME [DIR]",
+				Action: each(func(c *cli.Context, m *task.Manager, b workspace.Backend, main, tw workspace.Workspace, r task.Record) error {
+					out, err := mergeTask(c.Context, m, b, main, tw, r)
 					c.App.ErrWriter.Write([]byte(termtext.Visible(string(out))))
 					return err
 				}),
 			},
 			{
-				Name: "discard", Usage: "remove the task: its workspace, its tree, its branch", ArgsUsage: "NAME [DIR]",
+				Name: "discard", Flags: kubeFlags(), Usage: "remove the task: its workspace, its tree, its branch", ArgsUsage: "NAME [DIR]",
 				Action: each(func(c *cli.Context, m *task.Manager, b workspace.Backend, main, tw workspace.Workspace, r task.Record) error {
 					e, err := globalEnv(c)
 					if err != nil {
@@ -254,6 +306,17 @@ func taskCommand() *cli.Command {
 			},
 		},
 	}
+}
+
+// mergeTask is cove task merge and the IDE's Merge: the task's branch
+// merged in the project's workspace main; where that works on a copy (a
+// cluster's Pod, no .git there), the task's diff applied to its files,
+// which the sync brings home for the user to commit.
+func mergeTask(ctx context.Context, m *task.Manager, b workspace.Backend, main, tw workspace.Workspace, r task.Record) ([]byte, error) {
+	if b.Copies() {
+		return m.Apply(ctx, main, tw, r)
+	}
+	return m.Merge(ctx, main, tw, r)
 }
 
 // discardTask is cove task discard and the IDE's Discard: the task's
@@ -493,7 +556,7 @@ func (p *taskPanel) TaskMerge(ctx context.Context, name string) ([]byte, error) 
 		return nil, err
 	}
 	defer tw.Close()
-	return p.m.Merge(ctx, p.main, tw, r)
+	return mergeTask(ctx, p.m, p.b, p.main, tw, r)
 }
 
 // TaskTranscript is the task's agent's latest session (its state is the

@@ -428,22 +428,6 @@ func TestTaskSurvivesItsAgentKilled(t *testing.T) {
 	})
 }
 
-// TestTaskOnAClusterRefused: a cluster's workspace has no .git (the sync
-// never carries it), so cove agent --kube --task says so before it
-// starts anything, not that the project has no repository.
-func TestTaskOnAClusterRefused(t *testing.T) {
-	t.Parallel()
-	root, project := t.TempDir(), t.TempDir()
-	cmd, out, errb := coveProc(root, "agent", "--kube", "--task", "t1", "-p", "hi", project)
-	cmd.Env = append(cmd.Env, "KUBECONFIG="+filepath.Join(root, "none"), "COVE_MODEL=m", "COVE_BASE_URL=http://127.0.0.1:1", "COVE_API_KEY=k")
-	if err := cmd.Run(); err == nil || !strings.Contains(errb.String(), "a cluster's workspace has no .git") {
-		t.Errorf("cove agent --kube --task: %v %q %q", err, out, errb)
-	}
-	if ents, _ := os.ReadDir(filepath.Join(root, "data", "tasks")); len(ents) != 0 {
-		t.Errorf("a refused task left %d entries in the tasks' directory", len(ents))
-	}
-}
-
 // sortedTail is a table with its rows after the header sorted.
 func sortedTail(table string) string {
 	lines := strings.Split(strings.TrimSuffix(table, "\n"), "\n")

@@ -92,35 +92,46 @@ func (w *Dir) ReadFile(p string) ([]byte, error) { return w.ReadFileLimit(p, Max
 // over limit bytes with ErrTooLarge and anything else (a FIFO, a device)
 // with ErrNotRegular, without ever blocking on it.
 func (w *Dir) ReadFileLimit(p string, limit int64) ([]byte, error) {
-	r, err := w.Rel(p)
+	f, fi, err := w.OpenRegular(p)
 	if err != nil {
 		return nil, err
 	}
-	var b []byte
+	defer f.Close()
+	if fi.Size() > limit {
+		return nil, &fs.PathError{Op: "read", Path: p, Err: fmt.Errorf("%w (%d bytes, the limit is %d)", ErrTooLarge, fi.Size(), limit)}
+	}
+	// The file may grow while it is read: the limit holds anyway.
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err == nil && int64(len(b)) > limit {
+		return nil, &fs.PathError{Op: "read", Path: p, Err: ErrTooLarge}
+	}
+	return b, err
+}
+
+// OpenRegular opens a regular file inside the directory to read, as its
+// owner, refusing anything else (a FIFO, a device, a directory) with
+// ErrNotRegular without ever blocking on it; fi is what was opened. For
+// a reader of any size (ReadFileLimit holds a file whole).
+func (w *Dir) OpenRegular(p string) (f *os.File, fi fs.FileInfo, err error) {
+	r, err := w.Rel(p)
+	if err != nil {
+		return nil, nil, err
+	}
 	err = w.asOwner(func() error {
-		f, err := w.root.OpenFile(r, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		fi, err := f.Stat()
-		if err != nil {
-			return err
-		}
-		if !fi.Mode().IsRegular() {
-			return &fs.PathError{Op: "read", Path: p, Err: ErrNotRegular}
-		}
-		if fi.Size() > limit {
-			return &fs.PathError{Op: "read", Path: p, Err: fmt.Errorf("%w (%d bytes, the limit is %d)", ErrTooLarge, fi.Size(), limit)}
-		}
-		// The file may grow while it is read: the limit holds anyway.
-		b, err = io.ReadAll(io.LimitReader(f, limit+1))
-		if err == nil && int64(len(b)) > limit {
-			return &fs.PathError{Op: "read", Path: p, Err: ErrTooLarge}
-		}
+		f, err = w.root.OpenFile(r, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 		return err
 	})
-	return b, err
+	if err != nil {
+		return nil, nil, err
+	}
+	if fi, err = f.Stat(); err == nil && !fi.Mode().IsRegular() {
+		err = &fs.PathError{Op: "read", Path: p, Err: ErrNotRegular}
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
 }
 
 // WriteFile replaces a file inside the workspace atomically, keeping its
