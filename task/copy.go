@@ -174,6 +174,7 @@ git apply --reject --whitespace=nowarn "$0"; s=$?; rm -f "$0"; exit $s`
 	if errors.As(err, &ee) {
 		rejects := regexp.MustCompile(`(?m)^Rejected hunk #\d+\.$|^error: .*$`).FindAllString(string(ee.out), -1)
 		if len(rejects) > 0 {
+			main.Sync(ctx) // what applied, and the .rej files, home
 			err = fmt.Errorf("task %s: %w: the hunks that did not apply are beside their files as FILE.rej (%s); resolve them, then commit", r.Name, ErrConflict, truncate(strings.Join(rejects, "; ")))
 		}
 		return ee.out, err

@@ -519,7 +519,9 @@ func TestKubeImageMetadata(t *testing.T) {
 // stopped, cove tasks still says their work; a diff starts the
 // task's Pod again from its volume (history and all); the merge applies
 // the task's diff to the project's files (home through the sync, for the
-// user to commit); a discard leaves no Pod, volume, tree or record.
+// user to commit), or says its conflict and leaves the hunk beside the
+// file; a discard leaves no Pod, volume, tree or record. As root, and as
+// a user (covetest) with their own kubeconfig.
 func TestTasksOnACluster(t *testing.T) {
 	needRoot(t)
 	testKubeconfig(t)
@@ -642,12 +644,19 @@ func tasksOnAClusterScenario(t *testing.T, root, project string, cove func(args 
 	if st := hostGit(t, project, "status", "--porcelain"); st != " M values.sh\n" {
 		t.Errorf("the project's status after the merge: %q", st)
 	}
-	// t2's change, on the same file, applies too: its hunk is apart.
-	if r := run(append(append([]string{"task", "merge"}, kflags...), "t2", project)...); r.code != 0 {
-		t.Fatalf("cove task merge --kube t2: %d\n%s", r.code, r.stderr)
+	// t2's change, where the user changed the line meanwhile: the
+	// conflict is said, its hunk left beside the file, the rest kept.
+	changed := strings.Replace(want, "value2=wrong", "value2=mine", 1)
+	must(t, os.WriteFile(filepath.Join(project, "values.sh"), []byte(changed), 0o644))
+	r = run(append(append([]string{"task", "merge"}, kflags...), "t2", project)...)
+	if r.code == 0 || !strings.Contains(r.stderr, "the merge has conflicts") || !strings.Contains(r.stderr, "FILE.rej") {
+		t.Errorf("cove task merge --kube t2 on a changed line: %d\n%s", r.code, r.stderr)
 	}
-	if got, _ := os.ReadFile(filepath.Join(project, "values.sh")); string(got) != strings.ReplaceAll(values, "wrong", "right") {
-		t.Errorf("the project after merging t1 and t2:\n%s", got)
+	if got, _ := os.ReadFile(filepath.Join(project, "values.sh")); string(got) != changed {
+		t.Errorf("the project's values.sh after a conflict:\n%s", got)
+	}
+	if rej, _ := os.ReadFile(filepath.Join(project, "values.sh.rej")); !strings.Contains(string(rej), "+value2=right") {
+		t.Errorf("the rejected hunk at home: %q", rej)
 	}
 	for _, n := range []string{"t1", "t2"} {
 		if r := run(append(append([]string{"task", "discard"}, kflags...), n, project)...); r.code != 0 {
