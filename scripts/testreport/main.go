@@ -5,7 +5,8 @@
 // a list of expected ones (-expect FILE: lines "PACKAGE TEST REASON", TEST a
 // regular expression matched against the whole name): with -strict (CI),
 // a skip not on the list fails the run, so a test that quietly stopped
-// running is seen, as bubblewrap's visible skips are.
+// running is seen, as bubblewrap's visible skips are. The slowest tests
+// (top-level, passed or failed) close it: where a run's time goes.
 package main
 
 import (
@@ -80,7 +81,17 @@ func readExpected(file string) ([]expectation, error) {
 type result struct {
 	events, passed, failed, skipped, pkgFailed int
 	unexpected                                 []string
+	slowest                                    []timing
 }
+
+// timing is a top-level test's time.
+type timing struct {
+	name    string // PACKAGE TEST, the package without the module's path
+	elapsed float64
+}
+
+// slowestShown is how many of the slowest tests the report names.
+const slowestShown = 12
 
 func report(in io.Reader, out io.Writer, expected []expectation) result {
 	var r result
@@ -127,6 +138,9 @@ func report(in io.Reader, out io.Writer, expected []expectation) result {
 				text = b.String()
 			}
 			delete(outputs, key)
+			if e.Action != "skip" && !strings.Contains(e.Test, "/") {
+				r.slowest = append(r.slowest, timing{e.Package[strings.LastIndex(e.Package, "/")+1:] + " " + e.Test, e.Elapsed})
+			}
 			switch e.Action {
 			case "pass":
 				r.passed++
@@ -161,6 +175,15 @@ func report(in io.Reader, out io.Writer, expected []expectation) result {
 	}
 	if r.events == 0 {
 		fmt.Fprintln(out, "testreport: no test events: did go test run?")
+	}
+	sort.SliceStable(r.slowest, func(i, j int) bool { return r.slowest[i].elapsed > r.slowest[j].elapsed })
+	r.slowest = r.slowest[:min(len(r.slowest), slowestShown)]
+	if len(r.slowest) > 0 {
+		fmt.Fprintf(out, "\nslowest tests:")
+		for _, s := range r.slowest {
+			fmt.Fprintf(out, " %s %.0fs;", s.name, s.elapsed)
+		}
+		fmt.Fprintln(out)
 	}
 	fmt.Fprintf(out, "\n%d passed, %d failed, %d skipped\n", r.passed, r.failed, r.skipped)
 	return r
