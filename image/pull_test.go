@@ -21,6 +21,7 @@ import (
 
 	"github.com/cove-sh/cove/internal/testimage"
 	"github.com/cove-sh/cove/internal/testregistry"
+	"github.com/cove-sh/cove/internal/userns"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -53,7 +54,11 @@ func layered(t *testing.T) v1.Image {
 
 func openStore(t *testing.T) *Store {
 	t.Helper()
-	s, err := Open(filepath.Join(t.TempDir(), "store"))
+	dir := filepath.Join(t.TempDir(), "store")
+	// Rootless, what a pull made as the user's subordinate ids only the
+	// user namespace helper removes; before the TempDir's own cleanup.
+	t.Cleanup(func() { userns.RemoveAll(context.Background(), dir) })
+	s, err := Open(dir)
 	must(t, err)
 	return s
 }
