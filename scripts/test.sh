@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/go/bin"
 PATH="$PATH:$(go env GOPATH)/bin"
 
-log() { printf '\n== %s\n' "$*" >&2; }
+log() { printf '\n== [%ds] %s\n' "$SECONDS" "$*" >&2; }
 
 install_deps() {
 	local pkgs=(docker-registry apache2-utils busybox-static curl python3 tar shellcheck dash chromium uidmap passt podman podman-compose runc debootstrap)

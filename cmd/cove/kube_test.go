@@ -523,6 +523,7 @@ func TestKubeImageMetadata(t *testing.T) {
 // file; a discard leaves no Pod, volume, tree or record. As root, and as
 // a user (covetest) with their own kubeconfig.
 func TestTasksOnACluster(t *testing.T) {
+	t.Parallel() // its own workspaces' names: it waits on Pods beside the other tests
 	needRoot(t)
 	testKubeconfig(t)
 	bothWays(t, tasksOnAClusterScenario)

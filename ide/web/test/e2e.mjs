@@ -278,7 +278,7 @@ try {
   // restarted) gets a new one instead of waiting for it forever.
   await page.evaluate(() => sessionStorage.setItem("cove-shells", JSON.stringify(["0123456789ab"])));
   await page.reload();
-  await page.waitForFunction(() => window.cove.shells[0]?.shell.id && window.cove.shells[0].shell.id !== "0123456789ab", null, { timeout: 15000 })
+  await page.waitForFunction(() => window.cove.shells[0]?.shell.id && window.cove.shells[0].shell.id !== "0123456789ab", null, { timeout: 60000 })
     .catch(async () => fail("no new shell for a gone one:\n" + (await screen())));
   await page.click(".term-pane");
   await page.keyboard.type("echo again-$((2*21))\n");

@@ -20,7 +20,7 @@ try {
   page.on("pageerror", (e) => errors.push(e.message));
   page.on("console", (m) => { if (/Content Security Policy|Refused to/.test(m.text())) errors.push(m.text()); });
   await page.goto(url);
-  await page.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 15000 });
+  await page.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 60000 });
 
   // The Outline of types.go, from gopls: the struct with its fields
   // under it, the function.

@@ -22,7 +22,7 @@ try {
   const opened = [];
   page.on("request", (r) => opened.push(r.url()));
   await page.goto(url);
-  await page.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 15000 });
+  await page.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 60000 });
   await page.click('.entry[data-path="a.go"]');
   await wait(() => window.cove.docs.get("a.go")?.doc.lspClient?.client.serverCapabilities, null, async () => `no server: ${await statusText()}`);
 

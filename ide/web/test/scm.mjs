@@ -29,7 +29,7 @@ try {
     return a === undefined ? d.dismiss() : d.accept(typeof a === "string" ? a : undefined);
   });
   await page.goto(url);
-  await page.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 15000 });
+  await page.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 60000 });
   await wait(() => document.querySelector("#scm-box")?.dataset.state === "repo", null, async () => `no repository: ${await scmText()}`);
 
   // Changes made in the terminal.

@@ -26,7 +26,7 @@ try {
   page.on("pageerror", (e) => errors.push(e.message));
   page.on("console", (m) => { if (/Content Security Policy|Refused to/.test(m.text())) errors.push(m.text()); });
   await page.goto(url);
-  await page.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 15000 });
+  await page.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 60000 });
   await page.click('.entry[data-path="main.ts"]');
   await wait(() => window.cove.docs.get("main.ts")?.doc.lspClient?.client.serverCapabilities, null,
     async () => `typescript-language-server never initialized: ${await statusText()}`, 30000);

@@ -44,7 +44,7 @@ async function open(size) {
   // The launcher's Content-Security-Policy: anything it blocks is broken.
   page.on("console", (m) => { if (/Content Security Policy|Refused to/.test(m.text())) page.errors.push(m.text()); });
   await page.goto(url);
-  await page.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 15000 });
+  await page.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 60000 });
   return page;
 }
 
@@ -161,7 +161,7 @@ async function workbench(page, size) {
   if (Math.abs(side1 - side0 - 30) > 2) await fail(`dragged 30px, the side bar went from ${side0} to ${side1}`);
   if (Math.abs(bottom1 - bottom0 - 50) > 2) await fail(`dragged 50px, the terminals went from ${bottom0} to ${bottom1}`);
   await page.reload();
-  await page.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 15000 });
+  await page.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 60000 });
   const side2 = (await box(page, "#side")).w;
   const bottom2 = (await box(page, "#bottom")).h;
   if (Math.abs(side2 - side1) > 1 || Math.abs(bottom2 - bottom1) > 1) await fail(`after a reload the side bar is ${side2} (was ${side1}), the terminals ${bottom2} (were ${bottom1})`);
@@ -324,7 +324,7 @@ try {
     // script.
     const popup = (page) => Promise.all([page.context().waitForEvent("page"), page.evaluate(() => window.open("/?window=app", "_blank", "popup"))]).then(([p]) => p);
     const app = await popup(wide);
-    await app.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 15000 });
+    await app.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 60000 });
     if (new URL(app.url()).search !== "") await fail("the app window's address keeps its mark: " + app.url());
     const appClosed = new Promise((res) => app.once("close", () => res(true)));
     await edit(narrow, "hello.txt");
@@ -338,7 +338,7 @@ try {
     if (!(await narrow.textContent("#stopped")).includes("its launcher is gone")) await fail("offline: " + (await narrow.textContent("#stopped")));
     await narrow.context().setOffline(false);
     await narrow.click("#stopped .reconnect");
-    await narrow.waitForFunction(() => !document.querySelector("#stopped") && window.cove?.shells[0]?.shell.id, null, { timeout: 15000 })
+    await narrow.waitForFunction(() => !document.querySelector("#stopped") && window.cove?.shells[0]?.shell.id, null, { timeout: 60000 })
       .catch(() => fail("Reconnect did not reload the page"));
     await wait(narrow, () => document.querySelector('.tab.dirty[title="hello.txt"]') && window.cove.docs.get("hello.txt").doc.text().endsWith("unsaved line"), null,
       "the unsaved change did not come back after the reconnect");
@@ -347,7 +347,7 @@ try {
     where = "after Ctrl-C";
     const dirtyApp = await popup(narrow);
     dirtyApp.errors = [];
-    await dirtyApp.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 15000 });
+    await dirtyApp.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 60000 });
     await edit(dirtyApp, "notes.md");
     console.log("cove-test: interrupt");
     if (!(await Promise.race([appClosed, new Promise((res) => setTimeout(() => res(false), 15000))]))) await fail("the app window did not close");
@@ -365,7 +365,7 @@ try {
     where = "after cove stop";
     const app = await Promise.all([pages[1].context().waitForEvent("page"), pages[1].evaluate(() => window.open("/?window=app", "_blank", "popup"))]).then(([p]) => p);
     app.errors = [];
-    await app.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 15000 });
+    await app.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 60000 });
     console.log("cove-test: stop");
     for (const page of [...pages, app]) await stopped(page, "the workspace was stopped", null);
     await app.waitForTimeout(1000);
