@@ -188,6 +188,7 @@ func TestUpKube(t *testing.T) {
 // TestRmKube: cove rm --kube refuses a running workspace without -f, and
 // leaves nothing of it in the cluster.
 func TestRmKube(t *testing.T) {
+	t.Parallel()
 	kc, ref, k := kubeTest(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -218,6 +219,7 @@ func TestRmKube(t *testing.T) {
 // (ide/web/test/kube.mjs): the tree is the Pod's copy, a terminal runs in
 // the Pod, and a file saved in the editor reaches the laptop's disk.
 func TestBrowserKube(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	kc := testKubeconfig(t)
 	node := browserTestTools(t)
@@ -251,6 +253,7 @@ func TestBrowserKube(t *testing.T) {
 // the Pod before the next command, and what a command writes in the Pod
 // is on the laptop's disk when the agent is done.
 func TestAgentKube(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	kc := testKubeconfig(t)
 	ref := testregistry.Push(t, testregistry.Addr(t), layered(t))
@@ -299,6 +302,7 @@ func TestAgentKube(t *testing.T) {
 // TestShellKube: echo CMDS | cove shell --kube runs them in the Pod, in
 // the project, and what they write is on the laptop when it returns.
 func TestShellKube(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	kc := testKubeconfig(t)
 	ref := testregistry.Push(t, testregistry.Addr(t), layered(t))
@@ -325,6 +329,7 @@ func TestShellKube(t *testing.T) {
 // what a Pod cannot take is said; a build is refused before anything
 // starts; a failing create command stops the Pod and says which failed.
 func TestDevcontainerKube(t *testing.T) {
+	t.Parallel()
 	kc, ref, k := kubeTest(t)
 	project := t.TempDir()
 	os.MkdirAll(filepath.Join(project, ".devcontainer"), 0o755)
@@ -404,6 +409,7 @@ func TestDevcontainerKube(t *testing.T) {
 // takes effect only once the user trusts it; until then the workspace
 // runs here, and that is said.
 func TestKubeChosenByDevcontainer(t *testing.T) {
+	t.Parallel()
 	kc, ref, k := kubeTest(t)
 	project := t.TempDir()
 	os.WriteFile(filepath.Join(project, ".devcontainer.json"), []byte(`{"image": "`+ref+`", "customizations": {"cove": {"kube": {"namespace": "default"}}}}`), 0o644)
@@ -438,6 +444,7 @@ func TestKubeChosenByDevcontainer(t *testing.T) {
 // one sync); cove stop --kube deletes the Pod and that launcher sees it
 // and leaves.
 func TestUpKubeDetach(t *testing.T) {
+	t.Parallel()
 	kc, ref, k := kubeTest(t)
 	project := t.TempDir()
 	os.WriteFile(filepath.Join(project, "a.txt"), []byte("a\n"), 0o644)
@@ -494,6 +501,7 @@ func TestUpKubeDetach(t *testing.T) {
 // env and its create command, with no devcontainer.json in the project;
 // the user it names is said not to apply.
 func TestKubeImageMetadata(t *testing.T) {
+	t.Parallel()
 	kc, _, k := kubeTest(t)
 	img, err := mutate.Config(layered(t), v1.Config{Cmd: []string{"sh"}, Env: []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"},
 		Labels: map[string]string{"devcontainer.metadata": `[{"remoteUser": "nobody", "containerEnv": {"FROM_LABEL": "yes"},
