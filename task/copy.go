@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cove-sh/cove/internal/atomicfile"
 	"github.com/cove-sh/cove/internal/projectfs"
 	"github.com/cove-sh/cove/workspace"
 )
@@ -84,13 +85,10 @@ func (m *Manager) make(r Record, config []byte) error {
 	return nil
 }
 
+// save writes the task's record, whole or not at all.
 func (m *Manager) save(r Record) error {
 	b, _ := json.MarshalIndent(r, "", "  ")
-	tmp := m.recordPath(r.Name) + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, m.recordPath(r.Name))
+	return atomicfile.WriteFile(m.recordPath(r.Name), b)
 }
 
 // CarryHistory makes the task's tree, in its workspace tw (one that works

@@ -339,7 +339,7 @@ func (m *Manager) Merge(ctx context.Context, main, tw workspace.Workspace, r Rec
 }
 
 // Discard removes the task: its workspace (tw, nil if it has none), its
-// tree, its record and its Log; its branch in the project too, when a merge
+// tree, its record, its Log and its agent's run; its branch in the project too, when a merge
 // brought it there. Nothing of it is left.
 func (m *Manager) Discard(ctx context.Context, b workspace.Backend, main, tw workspace.Workspace, r Record) error {
 	tree := m.Tree(r.Name)
@@ -360,6 +360,9 @@ func (m *Manager) Discard(ctx context.Context, b workspace.Backend, main, tw wor
 		git(ctx, main, nil, "update-ref", "-d", "refs/cove/tasks/"+r.Name)
 	}
 	if err := os.Remove(m.Log(r.Name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := m.removeAgent(r.Name); err != nil {
 		return err
 	}
 	if err := os.Remove(m.recordPath(r.Name)); err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -51,6 +51,9 @@ func agentTask(c *cli.Context, e *env, dir, name string, cfg agent.Config) error
 		return err
 	}
 	tree := m.Tree(name)
+	if err := m.AgentStarted(name); err != nil {
+		fmt.Fprintf(c.App.ErrWriter, "cove: task %s: %v\n", name, err)
+	}
 	runErr := runAgent(c, e, tw, tree, cfg, siblingStores(m, e.layout, name)...)
 	msg := "cove task " + name
 	if p := strings.TrimSpace(c.String("prompt")); p != "" {
@@ -62,6 +65,7 @@ func agentTask(c *cli.Context, e *env, dir, name string, cfg agent.Config) error
 		fmt.Fprintf(c.App.ErrWriter, "cove: task %s: committed on %s (cove task diff %s; cove task merge %s)\n", name, r.Branch(), name, name)
 	}
 	m.Remember(c.Context, tw, r)
+	m.AgentEnded(name, runErr)
 	return runErr
 }
 
@@ -149,8 +153,10 @@ branch's since the commit it started from, as its running workspace says (a stop
 one's as it said when its agent was last done; a cluster's Pod stops with its cove); TESTS is the
 status of the last test suite its agent ran (go test, pytest, npm test, cargo test, make
 test…): passed or failed by that command's exit status as the agent recorded it, - when it
-ran none or its status was not the tests' (piped on, or followed by ; or ||).`,
-		Flags: append([]cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print one JSON array of {name, branch, base, status, commits, diff, tests, prompt, created}"}}, kubeFlags()...),
+ran none or its status was not the tests' (piped on, or followed by ; or ||). AGENT is its
+agent's (cove agent --task's, the IDE's New task's): working, done, failed, gone (its cove
+ended without a word: killed; cove agent --task NAME goes on), - when none ran.`,
+		Flags: append([]cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print one JSON array of {name, branch, base, status, commits, diff, tests, agent (working or failed: WHY; none when done), prompt, created}"}}, kubeFlags()...),
 		Action: func(c *cli.Context) error {
 			e, err := globalEnv(c)
 			if err != nil {
@@ -170,13 +176,14 @@ ran none or its status was not the tests' (piped on, or followed by ; or ||).`,
 				return json.NewEncoder(c.App.Writer).Encode(rows)
 			}
 			tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "TASK\tSTATUS\tCOMMITS\tDIFF\tTESTS\tPROMPT")
+			fmt.Fprintln(tw, "TASK\tSTATUS\tCOMMITS\tDIFF\tTESTS\tAGENT\tPROMPT")
 			for _, w := range rows {
 				p := w.Prompt
 				if len(p) > 40 {
 					p = p[:40] + "…"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", w.Name, w.Status, w.Commits, termtext.Visible(w.Diff), w.Tests, termtext.Visible(p))
+				agent, _, _ := strings.Cut(m.AgentState(w.Name), ":")
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", w.Name, w.Status, w.Commits, termtext.Visible(w.Diff), w.Tests, agent, termtext.Visible(p))
 			}
 			return tw.Flush()
 		},
@@ -191,7 +198,7 @@ func taskRows(ctx context.Context, m *task.Manager, rs []task.Record, b workspac
 	rows := []ide.TaskRow{}
 	for _, r := range rs {
 		w := ide.TaskRow{Name: r.Name, Branch: r.Branch(), Base: r.Base, Status: "stopped", Prompt: r.Prompt, Created: r.Created.Format("2006-01-02T15:04:05Z"),
-			Tests: taskTests(state, m.Tree(r.Name))}
+			Tests: taskTests(state, m.Tree(r.Name)), Agent: agentNote(m.AgentState(r.Name), r.Name)}
 		if r.Last != nil {
 			w.Commits, w.Diff = r.Last.Commits, r.Last.Diff
 		}
@@ -205,6 +212,20 @@ func taskRows(ctx context.Context, m *task.Manager, rs []task.Record, b workspac
 		rows = append(rows, w)
 	}
 	return rows
+}
+
+// agentNote is a task's agent's state (task.AgentState) as the IDE's
+// rows have it: "working", "failed: WHY", "" when done or none ran.
+func agentNote(state, name string) string {
+	switch state {
+	case task.AgentWorking:
+		return "working"
+	case task.AgentGone:
+		return "failed: its cove ended before the agent was done (killed?); cove agent --task " + name + " goes on"
+	case task.AgentDone, task.AgentNone:
+		return ""
+	}
+	return state
 }
 
 // taskTests is the tests' status (task.TestStatus) of the task whose

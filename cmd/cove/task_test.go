@@ -291,7 +291,7 @@ func tasksScenario(t *testing.T, root, project string, cove func(args ...string)
 			t.Errorf("cove tasks --json: task %s's tests are %q, want %q", w.Name, w.Tests, want)
 		}
 	}
-	if r := run("tasks", project); !regexp.MustCompile(`(?m)^TASK +STATUS +COMMITS +DIFF +TESTS +PROMPT\n(t[1-3] .* passed +fix test [1-3]\n){3}t4 .* failed +fix test 4\n$`).MatchString(sortedTail(r.stdout)) {
+	if r := run("tasks", project); !regexp.MustCompile(`(?m)^TASK +STATUS +COMMITS +DIFF +TESTS +AGENT +PROMPT\n(t[1-3] .* passed +done +fix test [1-3]\n){3}t4 .* failed +done +fix test 4\n$`).MatchString(sortedTail(r.stdout)) {
 		t.Errorf("cove tasks:\n%s", r.stdout)
 	}
 
@@ -392,17 +392,31 @@ func TestTaskSurvivesItsAgentKilled(t *testing.T) {
 				t.Fatalf("the task's agent never made its edit:\n%s", errb.String())
 			}
 		}
+		type agentRow struct{ Name, Agent string }
+		agentOf := func() (string, string) {
+			var listed []agentRow
+			r := run("tasks", "--json", project)
+			json.Unmarshal([]byte(r.stdout), &listed)
+			table := run("tasks", project).stdout
+			if len(listed) != 1 || listed[0].Name != "t1" {
+				t.Errorf("cove tasks: %q %s", r.stdout, r.stderr)
+				return "", table
+			}
+			return listed[0].Agent, table
+		}
+		// Any cove says the agent works, and then that it is gone.
+		if a, table := agentOf(); a != "working" || !regexp.MustCompile(`\nt1 +running +0 +- +working +fix test 1\n`).MatchString(table) {
+			t.Errorf("cove tasks while its agent works: %q\n%s", a, table)
+		}
 		syscall.Kill(-first.Process.Pid, syscall.SIGKILL)
 		first.Wait()
+		if a, table := agentOf(); !strings.HasPrefix(a, "failed: its cove ended before the agent was done") || !strings.Contains(table, " gone ") {
+			t.Errorf("cove tasks after its agent was killed: %q\n%s", a, table)
+		}
 
 		m := &task.Manager{Project: project, Data: filepath.Join(root, "data")}
 		if b, _ := os.ReadFile(filepath.Join(m.Tree("t1"), "values.sh")); string(b) != "value1=right\n" {
 			t.Errorf("the task's tree after its agent was killed: values.sh %q", b)
-		}
-		var listed []struct{ Name string }
-		r := run("tasks", "--json", project)
-		if json.Unmarshal([]byte(r.stdout), &listed); len(listed) != 1 || listed[0].Name != "t1" {
-			t.Errorf("cove tasks after the agent was killed: %q %s", r.stdout, r.stderr)
 		}
 
 		again := llmtest.New(t)
@@ -418,6 +432,9 @@ func TestTaskSurvivesItsAgentKilled(t *testing.T) {
 		}
 		if rs := again.Requests(); len(rs) != 2 || !strings.Contains(strings.Join(rs[1].ToolResults(t), "\n"), "ok 1") {
 			t.Errorf("the task's test did not pass when its agent went on: %d requests", len(rs))
+		}
+		if a, table := agentOf(); a != "" || !strings.Contains(table, " done ") {
+			t.Errorf("cove tasks once its agent was done: %q\n%s", a, table)
 		}
 		if r := run("task", "merge", "t1", project); r.code != 0 {
 			t.Fatalf("cove task merge t1: %d\n%s", r.code, r.stderr)
