@@ -25,6 +25,24 @@ const (
 // tests' (piped on, or followed by ; or ||). A call that did not run
 // (refused, or its shell gone) does not count.
 func TestStatus(msgs []agent.Message) string {
+	status, _ := lastTestRun(msgs)
+	return status
+}
+
+// TestStatusOf is TestStatus over several sessions of the agent, the
+// latest first: the status of the last test suite any of them ran (a
+// later session that ran none, a question asked, leaves it as it was).
+func TestStatusOf(sessions ...[]agent.Message) string {
+	for _, msgs := range sessions {
+		if status, ran := lastTestRun(msgs); ran {
+			return status
+		}
+	}
+	return TestsUnknown
+}
+
+// lastTestRun is TestStatus, and whether any command in msgs ran tests.
+func lastTestRun(msgs []agent.Message) (status string, ran bool) {
 	exits := map[string]*int{}
 	for _, m := range msgs {
 		if m.Role == "tool" && !m.IsError && m.Exit != nil {
@@ -48,15 +66,15 @@ func TestStatus(msgs []agent.Message) string {
 			case !runs:
 				continue
 			case !decisive:
-				return TestsUnknown
+				return TestsUnknown, true
 			case *exit == 0:
-				return TestsPassed
+				return TestsPassed, true
 			default:
-				return TestsFailed
+				return TestsFailed, true
 			}
 		}
 	}
-	return TestsUnknown
+	return TestsUnknown, false
 }
 
 // RunsTests says whether the shell command runs a test suite, and if so

@@ -126,6 +126,28 @@ func TestTestStatus(t *testing.T) {
 			t.Errorf("%s: TestStatus = %q, want %q", c.name, got, c.want)
 		}
 	}
+
+	// Over sessions, the latest first: one that ran no tests leaves the
+	// status of the one before; one whose run was not decisive says so.
+	passed := []agent.Message{call("1", "bash", "go test ./..."), result("1", exit(0), false)}
+	failed := []agent.Message{call("1", "bash", "make test"), result("1", exit(2), false)}
+	asked := []agent.Message{call("1", "bash", "git log"), result("1", exit(0), false)}
+	piped := []agent.Message{call("1", "bash", "go test ./... | tail"), result("1", exit(0), false)}
+	for _, c := range []struct {
+		name     string
+		sessions [][]agent.Message
+		want     string
+	}{
+		{"none", nil, "-"},
+		{"a later session ran none", [][]agent.Message{asked, nil, failed, passed}, "failed"},
+		{"the latest run counts", [][]agent.Message{passed, failed}, "passed"},
+		{"the latest run was piped", [][]agent.Message{piped, passed}, "-"},
+		{"none ran tests", [][]agent.Message{asked, asked}, "-"},
+	} {
+		if got := TestStatusOf(c.sessions...); got != c.want {
+			t.Errorf("%s: TestStatusOf = %q, want %q", c.name, got, c.want)
+		}
+	}
 }
 
 // FuzzRunsTests: any command, however cut, is read without a panic (an

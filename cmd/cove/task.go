@@ -228,19 +228,27 @@ func agentNote(state, name string) string {
 	return state
 }
 
-// taskTests is the tests' status (task.TestStatus) of the task whose
-// tree is tree, from its agent's latest session: the state directory is
+// taskTests is the tests' status (task.TestStatusOf) of the task whose
+// tree is tree, from its agent's latest sessions: the state directory is
 // the host's, where no workspace writes; it is read, never made here.
 func taskTests(state, tree string) string {
 	if state == "" {
 		return task.TestsUnknown
 	}
-	msgs, err := agent.ReadSession(filepath.Join(state, "projects", workspace.Name(tree), "sessions"), "")
-	if err != nil {
-		return task.TestsUnknown
+	dir := filepath.Join(state, "projects", workspace.Name(tree), "sessions")
+	infos, _ := agent.ListSessions(dir, maxTestSessions)
+	var sessions [][]agent.Message
+	for _, info := range infos {
+		if msgs, err := agent.ReadSession(dir, info.ID); err == nil {
+			sessions = append(sessions, msgs)
+		}
 	}
-	return task.TestStatus(msgs)
+	return task.TestStatusOf(sessions...)
 }
+
+// maxTestSessions is how many of a task's agent's sessions, the latest
+// first, are looked through for its last test run.
+const maxTestSessions = 5
 
 func taskCommand() *cli.Command {
 	// each opens the task NAME of [DIR] with the project's workspace and

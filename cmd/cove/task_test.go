@@ -433,8 +433,18 @@ func TestTaskSurvivesItsAgentKilled(t *testing.T) {
 		if rs := again.Requests(); len(rs) != 2 || !strings.Contains(strings.Join(rs[1].ToolResults(t), "\n"), "ok 1") {
 			t.Errorf("the task's test did not pass when its agent went on: %d requests", len(rs))
 		}
-		if a, table := agentOf(); a != "" || !strings.Contains(table, " done ") {
+		if a, table := agentOf(); a != "" || !regexp.MustCompile(` passed +done `).MatchString(table) {
 			t.Errorf("cove tasks once its agent was done: %q\n%s", a, table)
+		}
+		// A later session that runs no tests (a question) leaves the
+		// tests' status as the one before had it.
+		third := llmtest.New(t)
+		third.Push(llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "It sets value1."})})
+		if err := agent("what did you change?", third.URL()).Run(); err != nil {
+			t.Fatalf("cove agent --task t1, a question: %v", err)
+		}
+		if _, table := agentOf(); !regexp.MustCompile(` passed +done `).MatchString(table) {
+			t.Errorf("cove tasks after a session that ran no tests:\n%s", table)
 		}
 		if r := run("task", "merge", "t1", project); r.code != 0 {
 			t.Fatalf("cove task merge t1: %d\n%s", r.code, r.stderr)
