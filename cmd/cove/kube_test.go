@@ -667,9 +667,17 @@ func tasksOnAClusterScenario(t *testing.T, root, project string, cove func(args 
 	if rej, _ := os.ReadFile(filepath.Join(project, "values.sh.rej")); !strings.Contains(string(rej), "+value2=right") {
 		t.Errorf("the rejected hunk at home: %q", rej)
 	}
+	// t2 stopped first: its discard starts no Pod to remove it.
+	if r := run(append(append([]string{"stop"}, kflags...), workspace.Name(m.Tree("t2")))...); r.code != 0 {
+		t.Fatalf("cove stop --kube t2's workspace: %d\n%s", r.code, r.stderr)
+	}
 	for _, n := range []string{"t1", "t2"} {
-		if r := run(append(append([]string{"task", "discard"}, kflags...), n, project)...); r.code != 0 {
+		r := run(append(append([]string{"task", "discard"}, kflags...), n, project)...)
+		if r.code != 0 {
 			t.Fatalf("cove task discard --kube %s: %d\n%s", n, r.code, r.stderr)
+		}
+		if n == "t2" && strings.Contains(r.stderr, "starting") {
+			t.Errorf("cove task discard --kube of a stopped task started its Pod:\n%s", r.stderr)
 		}
 		name := workspace.Name(m.Tree(n))
 		if list, _ := k.List(t.Context()); slices.ContainsFunc(list, func(w kube.Workspace) bool { return w.Name == name }) {

@@ -289,6 +289,15 @@ func taskCommand() *cli.Command {
 				}
 				defer keptRunningNote(c, main, mainStarted)
 			}
+			if c.Command.Name == "discard" && b.Copies() {
+				// A cluster's task goes with its Pod and volume: no Pod
+				// is started to be removed.
+				tw, err := b.Open(c.Context, workspace.Name(m.Tree(name)))
+				if err != nil {
+					tw = nil
+				}
+				return fn(c, m, b, main, tw, r)
+			}
 			tw, twStarted, err := ensure(c, b, m.Tree(name))
 			if err != nil {
 				return fmt.Errorf("task %s: its workspace: %w", name, err)
