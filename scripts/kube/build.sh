@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Kubernetes binaries the cluster tests run (kube-apiserver,
-# kube-controller-manager, kube-scheduler, kubelet, kubectl) from
+# kube-controller-manager, kube-scheduler, kubelet; not kubectl: cluster.sh
+# asks the API server with curl) from
 # k8s.io/kubernetes through the Go module proxy, and installs what they
 # need from Debian. The binaries are cached by version under
 # $COVE_KUBE_CACHE (default /var/cache/cove-test/kube): a cold build takes
@@ -15,11 +16,11 @@ set -euo pipefail
 version=${COVE_KUBE_VERSION:-v1.34.4}
 cache=${COVE_KUBE_CACHE:-/var/cache/cove-test/kube}
 bin=$cache/$version/bin
-cmds=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl)
+cmds=(kube-apiserver kube-controller-manager kube-scheduler kubelet)
 
 if [ "$(id -u)" = 0 ]; then
 	need=()
-	for p in containerd runc containernetworking-plugins etcd-server conntrack socat ebtables ethtool openssl iptables; do
+	for p in containerd runc containernetworking-plugins etcd-server conntrack socat ebtables ethtool openssl iptables curl; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || need+=("$p")
 	done
 	if [ ${#need[@]} -gt 0 ]; then

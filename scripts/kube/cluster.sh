@@ -55,6 +55,22 @@ wait_for() {
 	return 1
 }
 
+# api is a request to the API server as the cluster's admin (no kubectl:
+# building it would add minutes to a cold run for these few calls):
+# api PATH [curl options]; fails on an HTTP error.
+api() {
+	local path=$1
+	shift
+	curl -sf --cacert "$state/pki/ca.crt" --cert "$state/pki/admin.crt" --key "$state/pki/admin.key" \
+		"$@" "https://127.0.0.1:$api_port$path"
+}
+
+# node_ready succeeds once the node says it is Ready.
+node_ready() {
+	# The API server indents its JSON for curl.
+	api "/api/v1/nodes/$node" | tr -d ' \n' | grep -q '"type":"Ready","status":"True"'
+}
+
 kubeconfig() { # NAME CN ORG
 	local name=$1 cn=$2 org=$3
 	cert "$name" "$cn" "$org" client
@@ -215,7 +231,7 @@ up() {
 	bin=$("$here/build.sh")
 	export PATH=$bin:$PATH
 	if [ -f "$state/pid/kubelet" ] && [ "$(cat "/proc/$(cat "$state/pid/kubelet")/comm" 2>/dev/null)" = kubelet ] &&
-		kubectl --kubeconfig "$state/admin.kubeconfig" get --raw /readyz >/dev/null 2>&1; then
+		api /readyz >/dev/null 2>&1; then
 		echo "KUBECONFIG=$state/admin.kubeconfig"
 		return
 	fi
@@ -245,7 +261,7 @@ up() {
 		--service-account-issuer https://kubernetes.default.svc \
 		--service-account-key-file "$state/pki/sa.pub" --service-account-signing-key-file "$state/pki/sa.key" \
 		--authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction
-	wait_for kube-apiserver 60 kubectl --kubeconfig "$state/admin.kubeconfig" get --raw /readyz
+	wait_for kube-apiserver 60 api /readyz
 	start kube-controller-manager kube-controller-manager --kubeconfig "$state/controller-manager.kubeconfig" \
 		--authentication-kubeconfig "$state/controller-manager.kubeconfig" --authorization-kubeconfig "$state/controller-manager.kubeconfig" \
 		--service-account-private-key-file "$state/pki/sa.key" --root-ca-file "$state/pki/ca.crt" \
@@ -258,23 +274,17 @@ up() {
 	wait_for containerd 30 ctr --address "$state/containerd.sock" version
 	start kubelet kubelet --config "$state/kubelet.yaml" --kubeconfig "$state/kubelet.kubeconfig" \
 		--root-dir "$state/kubelet" --hostname-override "$node" --node-ip "$node_ip"
-	local k=(kubectl --kubeconfig "$state/admin.kubeconfig")
-	wait_for "the node" 90 "${k[@]}" wait --for=condition=Ready "node/$node" --timeout=1s
+	wait_for "the node" 90 node_ready
 	# Pods need the namespace's default ServiceAccount (even with its token
 	# off) and the kube-root-ca.crt ConfigMap the controllers make.
-	wait_for "the default ServiceAccount" 60 "${k[@]}" get serviceaccount default
-	wait_for "kube-root-ca.crt" 60 "${k[@]}" get configmap kube-root-ca.crt
+	wait_for "the default ServiceAccount" 60 api /api/v1/namespaces/default/serviceaccounts/default
+	wait_for "kube-root-ca.crt" 60 api /api/v1/namespaces/default/configmaps/kube-root-ca.crt
 	# Volume claims get hostPath volumes from the controller-manager's
 	# provisioner (under /tmp/hostpath_pv), deleted with their claims.
-	"${k[@]}" apply -f - >/dev/null <<EOF
-apiVersion: storage.k8s.io/v1
-kind: StorageClass
-metadata:
-  name: cove-test
-  annotations: {storageclass.kubernetes.io/is-default-class: "true"}
-provisioner: kubernetes.io/host-path
-reclaimPolicy: Delete
-volumeBindingMode: Immediate
+	api /apis/storage.k8s.io/v1/storageclasses -X POST -H 'Content-Type: application/json' -o /dev/null -d @- <<EOF
+{"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+ "metadata": {"name": "cove-test", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+ "provisioner": "kubernetes.io/host-path", "reclaimPolicy": "Delete", "volumeBindingMode": "Immediate"}
 EOF
 	log "up in $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')s (state $state)"
 	echo "KUBECONFIG=$state/admin.kubeconfig"
