@@ -8,6 +8,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/cove-sh/cove/internal/fdtree"
 	pathrs "github.com/cyphar/filepath-securejoin/pathrs-lite"
 	"golang.org/x/sys/unix"
 )
@@ -42,7 +43,7 @@ func (r *rootfs) copyUp(b Bind) error {
 		return fmt.Errorf("volume %s: %w", b.Source, err)
 	}
 	defer unix.Close(dfd)
-	if names, err := dirNames(dfd); err != nil || len(names) > 0 {
+	if names, err := fdtree.DirNames(dfd); err != nil || len(names) > 0 {
 		return err // not empty: what is in it stays as it is
 	}
 	var st unix.Stat_t
@@ -52,7 +53,7 @@ func (r *rootfs) copyUp(b Bind) error {
 	if err := copyDir(sfd, dfd); err != nil {
 		return fmt.Errorf("volume %s: copy the image's %s: %w", b.Source, b.Target, err)
 	}
-	if err := copyXattrs(sfd, dfd); err != nil {
+	if err := fdtree.CopyXattrs(sfd, dfd); err != nil {
 		return err
 	}
 	return setMeta(dfd, "", &st)
@@ -60,7 +61,7 @@ func (r *rootfs) copyUp(b Bind) error {
 
 // copyDir copies the entries of the directory sfd into dfd.
 func copyDir(sfd, dfd int) error {
-	names, err := dirNames(sfd)
+	names, err := fdtree.DirNames(sfd)
 	if err != nil {
 		return err
 	}
@@ -95,7 +96,7 @@ func copyEntry(sfd, dfd int, n string, st *unix.Stat_t) error {
 		if err := copyDir(cs, cd); err != nil {
 			return err
 		}
-		if err := copyXattrs(cs, cd); err != nil {
+		if err := fdtree.CopyXattrs(cs, cd); err != nil {
 			return err
 		}
 		return setMeta(cd, "", st) // after its entries: its times stay
@@ -143,7 +144,7 @@ func copyFile(sfd, dfd int, n string, st *unix.Stat_t) error {
 	if _, err := io.Copy(out, in); err != nil {
 		return err
 	}
-	if err := copyXattrs(s, d); err != nil {
+	if err := fdtree.CopyXattrs(s, d); err != nil {
 		return err
 	}
 	return setMeta(d, "", st)
@@ -168,46 +169,4 @@ func setMeta(fd int, p string, st *unix.Stat_t) error {
 		return err
 	}
 	return unix.UtimesNanoAt(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), []unix.Timespec{st.Atim, st.Mtim}, 0)
-}
-
-// dirNames lists the directory fd without taking it over.
-func dirNames(fd int) ([]string, error) {
-	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	d := os.NewFile(uintptr(dup), "")
-	defer d.Close()
-	if _, err := d.Seek(0, 0); err != nil {
-		return nil, err
-	}
-	return d.Readdirnames(-1)
-}
-
-// copyXattrs copies what xattrs of src dst may have (those of a
-// namespace we may not set, trusted.*, are left out).
-func copyXattrs(src, dst int) error {
-	size, err := unix.Flistxattr(src, nil)
-	if err != nil || size == 0 {
-		return nil
-	}
-	buf := make([]byte, size)
-	if size, err = unix.Flistxattr(src, buf); err != nil {
-		return nil
-	}
-	for _, name := range strings.Split(strings.TrimRight(string(buf[:size]), "\x00"), "\x00") {
-		vsize, err := unix.Fgetxattr(src, name, nil)
-		if err != nil {
-			continue
-		}
-		val := make([]byte, vsize)
-		if vsize, err = unix.Fgetxattr(src, name, val); err != nil {
-			continue
-		}
-		if err := unix.Fsetxattr(dst, name, val[:vsize], 0); err != nil &&
-			!errors.Is(err, unix.EPERM) && !errors.Is(err, unix.ENOTSUP) && !errors.Is(err, unix.EOPNOTSUPP) {
-			return fmt.Errorf("xattr %s: %w", name, err)
-		}
-	}
-	return nil
 }

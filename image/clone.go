@@ -7,6 +7,7 @@ import (
 	"path"
 	"path/filepath"
 
+	"github.com/cove-sh/cove/internal/fdtree"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"golang.org/x/sys/unix"
 )
@@ -97,7 +98,7 @@ type dirStep func(csfd, cdfd int, crel string, st *unix.Stat_t) error
 // layers to come, before its xattrs (an ACL among them then has the last
 // word, as when it was extracted).
 func (e *extractor) linkTree(sfd, dfd int, rel string, writable bool, step dirStep) error {
-	names, err := readDirNames(sfd)
+	names, err := fdtree.DirNames(sfd)
 	if err != nil {
 		return err
 	}
@@ -144,7 +145,7 @@ func (e *extractor) linkSubdir(sfd, dfd int, n, crel string, st *unix.Stat_t, wr
 			return err
 		}
 	}
-	if err := copyXattrs(csfd, cdfd); err != nil {
+	if err := fdtree.CopyXattrs(csfd, cdfd); err != nil {
 		return fmt.Errorf("xattrs of %s: %w", crel, err)
 	}
 	return step(csfd, cdfd, crel, st)
@@ -159,62 +160,6 @@ func (e *extractor) cloneStep(csfd, cdfd int, crel string, st *unix.Stat_t) erro
 		mtime: timespecTime(st.Mtim),
 	}
 	return e.linkTree(csfd, cdfd, crel, true, e.cloneStep)
-}
-
-// readDirNames lists the directory fd without taking it over: an *os.File
-// made from a borrowed fd would close it when collected.
-func readDirNames(fd int) ([]string, error) {
-	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	d := os.NewFile(uintptr(dup), "")
-	defer d.Close()
-	if _, err := d.Seek(0, 0); err != nil {
-		return nil, err
-	}
-	return d.Readdirnames(-1)
-}
-
-func copyXattrs(src, dst int) error {
-	size, err := unix.Flistxattr(src, nil)
-	if err != nil || size == 0 {
-		return nil // no xattrs, or a file system without them
-	}
-	buf := make([]byte, size)
-	size, err = unix.Flistxattr(src, buf)
-	if err != nil {
-		return nil
-	}
-	for _, name := range splitNull(buf[:size]) {
-		vsize, err := unix.Fgetxattr(src, name, nil)
-		if err != nil {
-			continue
-		}
-		val := make([]byte, vsize)
-		if vsize, err = unix.Fgetxattr(src, name, val); err != nil {
-			continue
-		}
-		if err := unix.Fsetxattr(dst, name, val[:vsize], 0); err != nil &&
-			!errors.Is(err, unix.EPERM) && !errors.Is(err, unix.ENOTSUP) {
-			return err
-		}
-	}
-	return nil
-}
-
-func splitNull(b []byte) []string {
-	var out []string
-	start := 0
-	for i, c := range b {
-		if c == 0 {
-			if i > start {
-				out = append(out, string(b[start:i]))
-			}
-			start = i + 1
-		}
-	}
-	return out
 }
 
 // snapshot makes dst (a new directory) a copy of the extractor's root as

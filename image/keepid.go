@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cove-sh/cove/internal/fdtree"
 	"github.com/cove-sh/cove/internal/userns"
 	"golang.org/x/sys/unix"
 )
@@ -242,5 +243,5 @@ func copyXattrsAt(from, to string) error {
 		return err
 	}
 	defer unix.Close(dst)
-	return copyXattrs(src, dst)
+	return fdtree.CopyXattrs(src, dst)
 }
