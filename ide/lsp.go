@@ -21,6 +21,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/cove-sh/cove/internal/projectfs"
+	"github.com/cove-sh/cove/internal/tailbuf"
 	"github.com/tailscale/hujson"
 )
 
@@ -194,7 +195,7 @@ type lspProcess struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stdout io.Reader
-	stderr *tailBuffer
+	stderr *tailbuf.Buffer
 	exited chan struct{}
 	taken  chan struct{} // closed when another window takes the server over
 	ended  sync.Once
@@ -216,7 +217,7 @@ func (l *languages) start(ctx context.Context, s languageServer) (*lspProcess, e
 	// Its own process group: ending it ends what it started (gopls's go
 	// list, tsserver).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	p := &lspProcess{cmd: cmd, stderr: &tailBuffer{max: 2048}, exited: make(chan struct{}), taken: make(chan struct{})}
+	p := &lspProcess{cmd: cmd, stderr: tailbuf.New(2048), exited: make(chan struct{}), taken: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	var err error
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
@@ -306,7 +307,7 @@ func relayLSP(ctx context.Context, c *websocket.Conn, p *lspProcess, silence tim
 			if s := p.cmd.ProcessState; s != nil {
 				why += " (" + s.String() + ")"
 			}
-			if t := p.stderr.lastLine(); t != "" {
+			if t := p.stderr.LastLine(); t != "" {
 				why += ": " + t
 			}
 		}
@@ -387,30 +388,4 @@ func closeReason(s string) string {
 		s = s[:len(s)-size]
 	}
 	return s
-}
-
-// tailBuffer keeps the last max bytes written to it (a server's stderr,
-// for the reason it exited).
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > t.max {
-		t.b = append([]byte(nil), t.b[len(t.b)-t.max:]...)
-	}
-	return len(p), nil
-}
-
-// lastLine is the last non-empty line written.
-func (t *tailBuffer) lastLine() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	lines := strings.Split(strings.TrimSpace(string(t.b)), "\n")
-	return strings.TrimSpace(lines[len(lines)-1])
 }

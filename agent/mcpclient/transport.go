@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cove-sh/cove/internal/tailbuf"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -85,7 +86,7 @@ func sortedKeys(m map[string]string) []string {
 }
 
 func commandTransport(cmd *exec.Cmd) Transport {
-	tail := &tailBuffer{max: 4 << 10}
+	tail := tailbuf.New(4 << 10)
 	cmd.Stderr = tail
 	return Transport{Transport: &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, Stderr: tail.String}
 }
@@ -162,29 +163,6 @@ func (b *boundedBody) Close() error { return b.rc.Close() }
 
 var errMessageTooLarge = fmt.Errorf("the server sent a message over %d bytes", MaxMessage)
 
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > t.max {
-		t.b = append([]byte(nil), t.b[len(t.b)-t.max:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.b)
-}
-
 // commandConn is a net.Conn over a command's standard input and output:
 // a TCP connection made by a relay in the workspace.
 func commandConn(ctx context.Context, cmd *exec.Cmd, addr string) (net.Conn, error) {
@@ -196,7 +174,7 @@ func commandConn(ctx context.Context, cmd *exec.Cmd, addr string) (net.Conn, err
 	if err != nil {
 		return nil, err
 	}
-	tail := &tailBuffer{max: 1 << 10}
+	tail := tailbuf.New(1 << 10)
 	cmd.Stderr = tail
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("dial %s from the workspace: %w", addr, err)
