@@ -123,6 +123,9 @@ func pruneCommand() *cli.Command {
 				return fmt.Errorf("prune: %w", err)
 			}
 			fmt.Fprintf(c.App.Writer, "removed %d images and %d blobs, freed %s of blobs\n", rep.Images, rep.Blobs, progress.Bytes(rep.Bytes))
+			if rep.Snapshots > 0 {
+				fmt.Fprintf(c.App.Writer, "removed %d layer snapshots no stored image has\n", rep.Snapshots)
+			}
 			// After the images: the steps of an image just removed are
 			// no longer used.
 			crep, err := build.PruneCache(c.Context, filepath.Join(e.layout.Data, "build"), store, c.Bool("build-cache"))
