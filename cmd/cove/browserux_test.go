@@ -29,6 +29,7 @@ import (
 // workspace is stopped with cove stop: every window stays and says so.
 // COVE_SCREENSHOTS=DIR saves the IDE at both sizes there (docs/).
 func TestBrowserIDEWorkbench(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	node := browserTestTools(t)
@@ -49,12 +50,11 @@ func TestBrowserIDEWorkbench(t *testing.T) {
 	llm := llmtest.New(t)
 	llm.Push(llmtest.Response{Events: llmtest.OpenAIChunks("stop",
 		map[string]any{"content": "The **Makefile** builds `app` from `main.c` with `$(CC)`:\n\n- `make build` compiles it\n- `CC` defaults to `cc`\n"})})
-	t.Setenv("COVE_BASE_URL", llm.URL())
-	t.Setenv("COVE_MODEL", "test-model")
+	env := []string{"COVE_BASE_URL=" + llm.URL(), "COVE_MODEL=test-model"}
 	root := t.TempDir()
 
 	// The launcher stopped on purpose (Ctrl-C).
-	up, url := startUp(t, root, ref, project)
+	up, url := startUpEnv(t, root, ref, project, env)
 	runWorkbench(t, node, []string{url, "main", project}, func(what string) {
 		if what == "interrupt" {
 			up.Process.Signal(syscall.SIGINT)
@@ -67,7 +67,7 @@ func TestBrowserIDEWorkbench(t *testing.T) {
 	// A launcher that dies without a word; a project without git.
 	bare := t.TempDir()
 	os.WriteFile(filepath.Join(bare, "hello.txt"), []byte("hi\n"), 0o644)
-	up2, url2 := startUp(t, root, ref, bare)
+	up2, url2 := startUpEnv(t, root, ref, bare, env)
 	runWorkbench(t, node, []string{url2, "killed", bare}, func(what string) {
 		if what == "kill" {
 			up2.Process.Kill()
@@ -77,7 +77,7 @@ func TestBrowserIDEWorkbench(t *testing.T) {
 
 	// The workspace stopped from elsewhere (cove stop): the launcher says
 	// so and ends; its windows stay, app windows too, saying why.
-	up3, url3 := startUp(t, root, ref, bare)
+	up3, url3 := startUpEnv(t, root, ref, bare, env)
 	runWorkbench(t, node, []string{url3, "stopped", bare}, func(what string) {
 		if what == "stop" {
 			if r := runProc(t, root, "", "stop", workspace.Name(bare)); r.code != 0 {

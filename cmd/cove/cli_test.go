@@ -1071,7 +1071,15 @@ func upErr(t *testing.T) string {
 
 func startUp(t *testing.T, root, ref, project string, extra ...string) (*exec.Cmd, string) {
 	t.Helper()
+	return startUpEnv(t, root, ref, project, nil, extra...)
+}
+
+// startUpEnv is startUp with env added to the launcher's environment (a
+// test that sets it so can run beside others; t.Setenv cannot).
+func startUpEnv(t *testing.T, root, ref, project string, env []string, extra ...string) (*exec.Cmd, string) {
+	t.Helper()
 	cmd, _, errb := coveProc(root, append(append([]string{"up", "--no-browser", "--image", ref}, extra...), project)...)
+	cmd.Env = append(cmd.Env, env...)
 	upStderrs.Store(t.Name(), errb)
 	cmd.Stdout = nil
 	stdout, err := cmd.StdoutPipe()
