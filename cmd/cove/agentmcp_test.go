@@ -306,10 +306,11 @@ func TestAgentMCPServersRunInTheWorkspace(t *testing.T) {
 // servers with their state and errors, and allows a server for the
 // conversation from its approval card (scripts in ide/web/test/mcp.mjs).
 func TestBrowserAgentMCP(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	node := browserTestTools(t)
 	ref := nodeImage(t)
-	noModelConfigured(t)
+	_, env := noModelEnv(t)
 	llm := llmtest.New(t)
 	toolCall := func(id, name string, args any) llmtest.Response {
 		b, _ := json.Marshal(args)
@@ -321,16 +322,14 @@ func TestBrowserAgentMCP(t *testing.T) {
 		toolCall("c2", "mcp__fs__list_allowed_directories", map[string]any{}),
 		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "Looked around."})},
 	)
-	t.Setenv("COVE_BASE_URL", llm.URL())
-	t.Setenv("COVE_MODEL", "test-model")
-	t.Setenv("COVE_API_KEY", "sk-test")
+	env = append(env, "COVE_BASE_URL="+llm.URL(), "COVE_MODEL=test-model", "COVE_API_KEY=sk-test")
 	project := t.TempDir()
 	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
 		"fs":     map[string]any{"command": "node", "args": []string{"/opt/mcp/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js", "/srv/only-in-the-workspace"}},
 		"broken": map[string]any{"command": "/no/such/server"},
 	}})
 	os.WriteFile(filepath.Join(project, ".mcp.json"), b, 0o644)
-	_, url := startUp(t, t.TempDir(), ref, project)
+	_, url := startUpEnv(t, t.TempDir(), ref, project, env)
 	shot := filepath.Join(t.TempDir(), "mcp.png")
 	if out, err := exec.Command(node, "../../ide/web/test/mcp.mjs", url, shot).CombinedOutput(); err != nil {
 		t.Fatalf("browser: %v\n%s\nlauncher: %s", err, out, upErr(t))

@@ -194,15 +194,25 @@ func TestAgentPanelConversationOutlivesTheLauncher(t *testing.T) {
 	}
 }
 
+// noModelEnv is noModelConfigured for one launcher's environment (env
+// appended to it), not the test process's: such a test runs beside others.
+func noModelEnv(t *testing.T) (home string, env []string) {
+	for _, k := range []string{"COVE_BASE_URL", "COVE_MODEL", "COVE_API_KEY", "COVE_PROVIDER", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY"} {
+		env = append(env, k+"=")
+	}
+	home = t.TempDir()
+	return home, append(env, "HOME="+home)
+}
+
 // noModelConfigured leaves the cove started by the test without a model:
 // no settings in the environment, and an empty home of its own, which it
 // returns.
 func noModelConfigured(t *testing.T) string {
-	for _, k := range []string{"COVE_BASE_URL", "COVE_MODEL", "COVE_API_KEY", "COVE_PROVIDER", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY"} {
-		t.Setenv(k, "")
+	home, env := noModelEnv(t)
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
 	}
-	home := t.TempDir()
-	t.Setenv("HOME", home)
 	return home
 }
 
