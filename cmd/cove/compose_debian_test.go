@@ -97,6 +97,7 @@ if __name__ == "__main__":
 // file of it. Needs the Debian tree (debianRef) and Debian's mirror, and
 // COVE_TEST_COMPOSE_DEBIAN=1.
 func TestComposeDebianWebApp(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	if testing.Short() || os.Getenv("COVE_TEST_COMPOSE_DEBIAN") == "" {
 		// Three apt builds (PostgreSQL brings LLVM), twice: 20 minutes on

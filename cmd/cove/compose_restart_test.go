@@ -17,6 +17,7 @@ import (
 // cove stop stops the restarted one (its exit is a failure) and nothing
 // starts it again. As root and rootless.
 func TestComposeServiceRestarts(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))

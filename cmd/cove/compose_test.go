@@ -70,6 +70,7 @@ volumes:
 // all (the named volume stays, and the next start finds it), and cove rm
 // leaves no process, cgroup or record. As root and rootless.
 func TestComposeWorkspace(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))
@@ -206,6 +207,7 @@ func composeRoundTrip(t *testing.T, project, root string, cove func(root string,
 // paths through (the user read the file), never what Cove cannot do; a
 // change to the Compose file after the trust is untrusted again.
 func TestComposeHostileHeldBack(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	t.Run("root", func(t *testing.T) {
 		base := t.TempDir()

@@ -20,6 +20,7 @@ import (
 // volume that is not new keeps what it has (nothing copied over it). As
 // root and rootless.
 func TestComposeVolumeStartsWithImageFiles(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	seed := func(e testimage.Entry) testimage.Entry { e.UID, e.GID = 1000, 1001; return e }
