@@ -1149,6 +1149,9 @@ func TestBuildConfined(t *testing.T) {
 // sharing=locked the second RUN waits for the first, and with private it
 // gets a cache of its own: neither sees the other's RUN in progress. With
 // shared (the default) they overlap, which shows the check detects it.
+// Each RUN marks itself busy with a file of its own: with one name for
+// both, the two rm's of an overlap raced (busybox rm -f fails when the
+// file goes between its lstat and its unlink).
 func TestBuildCacheMountSharing(t *testing.T) {
 	t.Parallel()
 	needRoot(t)
@@ -1161,7 +1164,8 @@ func TestBuildCacheMountSharing(t *testing.T) {
 		target := "/c-" + tc.sharing
 		run := "RUN --mount=type=cache,target=" + target + ",sharing=" + tc.sharing + " "
 		dir := buildContext(t, map[string]string{"Dockerfile": "FROM " + base + "\n" + run +
-			"if [ -e " + target + "/busy ]; then touch " + target + "/overlap; fi; touch " + target + "/busy; sleep 2; rm -f " + target + "/busy\n"})
+			"set -- " + target + "/busy.*; if [ -e \"$1\" ]; then touch " + target + "/overlap; fi; " +
+			"b=$(mktemp " + target + "/busy.XXXXXX); sleep 2; rm \"$b\"\n"})
 		var cmds []*exec.Cmd
 		var errs []*bytes.Buffer
 		for i := range 2 {
