@@ -238,6 +238,20 @@ func netModes(t *testing.T, f func(t *testing.T, h *fakeHost, u netUser, ref str
 	h := newFakeHost(t)
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))
+	eachNetUser(t, "cove-net-", func(t *testing.T, u netUser, _ string) {
+		if r := u.cove(t, "", "pull", "-q", ref); r.code != 0 {
+			t.Fatalf("pull: %+v", r)
+		}
+		t.Cleanup(func() { u.cove(t, h.ns, "rm", "-f", "web") }) // what a failing test left running
+		f(t, h, u, ref)
+	})
+}
+
+// eachNetUser runs f as root and as covetest with its subordinate ids
+// (rootless), each with a COVE_ROOT of its own and an empty project
+// directory the user owns (a rootless one under a base directory from
+// pattern, which covetest can reach).
+func eachNetUser(t *testing.T, pattern string, f func(t *testing.T, u netUser, project string)) {
 	for _, rootless := range []bool{false, true} {
 		mode := "root"
 		if rootless {
@@ -245,22 +259,18 @@ func netModes(t *testing.T, f func(t *testing.T, h *fakeHost, u netUser, ref str
 		}
 		t.Run(mode, func(t *testing.T) {
 			u := netUser{rootless: rootless, root: t.TempDir(), home: t.TempDir()}
+			project := t.TempDir()
 			if rootless {
-				tu, uid, gid := testUser(t)
-				u.home = tu.HomeDir
-				base, err := os.MkdirTemp("", "cove-net-")
-				must(t, err)
-				t.Cleanup(func() { os.RemoveAll(base) })
-				os.Chmod(base, 0o755)
-				u.root = filepath.Join(base, "root")
-				must(t, os.Mkdir(u.root, 0o700))
-				must(t, os.Chown(u.root, uid, gid))
+				ru := needRangedUser(t)
+				u.home = ru.u.HomeDir
+				base := rootlessBase(t, pattern)
+				u.root, project = filepath.Join(base, "root"), filepath.Join(base, "project")
+				for _, d := range []string{u.root, project} {
+					must(t, os.Mkdir(d, 0o700))
+					must(t, os.Chown(d, ru.uid, ru.gid))
+				}
 			}
-			if r := u.cove(t, "", "pull", "-q", ref); r.code != 0 {
-				t.Fatalf("pull: %+v", r)
-			}
-			t.Cleanup(func() { u.cove(t, h.ns, "rm", "-f", "web") }) // what a failing test left running
-			f(t, h, u, ref)
+			f(t, u, project)
 		})
 	}
 }
@@ -268,14 +278,20 @@ func netModes(t *testing.T, f func(t *testing.T, h *fakeHost, u netUser, ref str
 // command is cove run by u in the namespace ns ("" is the test's own).
 func (u netUser) command(ns string, args ...string) *exec.Cmd {
 	argv := []string{coveBin}
+	env := append(os.Environ(), "COVE_ROOT="+u.root, "HOME="+u.home)
 	if u.rootless {
-		argv = append([]string{"runuser", "-u", "covetest", "--"}, argv...)
+		// setpriv execs cove as covetest, so a signal the test sends
+		// reaches cove itself (runuser stays the parent and does not
+		// pass SIGINT on: each rootless launcher stopped that way waited
+		// out its 30 s before being killed).
+		argv = append([]string{"setpriv", "--reuid=covetest", "--regid=covetest", "--init-groups", "--"}, argv...)
+		env = append(env, "USER=covetest", "LOGNAME=covetest")
 	}
 	if ns != "" {
 		argv = append([]string{"ip", "netns", "exec", ns}, argv...)
 	}
 	cmd := exec.Command(argv[0], append(argv[1:], args...)...)
-	cmd.Env = append(append(os.Environ(), "COVE_ROOT="+u.root, "HOME="+u.home), u.env...)
+	cmd.Env = append(env, u.env...)
 	// A container left running holds the output pipes: Wait returns anyway.
 	cmd.WaitDelay = 10 * time.Second
 	return cmd

@@ -34,52 +34,34 @@ func TestBrowserPortsView(t *testing.T) {
 	node := browserTestTools(t)
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))
-	for _, rootless := range []bool{false, true} {
-		mode := "root"
-		if rootless {
-			mode = "rootless"
+	eachNetUser(t, "cove-ports-", func(t *testing.T, u netUser, project string) {
+		if r := u.cove(t, "", "pull", "-q", ref); r.code != 0 {
+			t.Fatalf("pull: %+v", r)
 		}
-		t.Run(mode, func(t *testing.T) {
-			u := netUser{rootless: rootless, root: t.TempDir(), home: t.TempDir()}
-			project := t.TempDir()
-			if rootless {
-				tu, uid, gid := testUser(t)
-				u.home = tu.HomeDir
-				base := rootlessBase(t, "cove-ports-")
-				u.root, project = filepath.Join(base, "root"), filepath.Join(base, "project")
-				for _, d := range []string{u.root, project} {
-					must(t, os.Mkdir(d, 0o700))
-					must(t, os.Chown(d, uid, gid))
-				}
-			}
-			if r := u.cove(t, "", "pull", "-q", ref); r.code != 0 {
-				t.Fatalf("pull: %+v", r)
-			}
-			// A port the project declares: listed too, marked as its.
-			declared := freeTCPPort(t)
-			dc := filepath.Join(project, ".devcontainer")
-			must(t, os.Mkdir(dc, 0o755))
-			must(t, os.WriteFile(filepath.Join(dc, "devcontainer.json"), []byte(fmt.Sprintf(`{"forwardPorts": [%d]}`, declared)), 0o644))
-			if rootless {
-				_, uid, gid := testUser(t)
-				must(t, os.Chown(dc, uid, gid))
-				must(t, os.Chown(filepath.Join(dc, "devcontainer.json"), uid, gid))
-			}
-			hostPort := freeTCPPort(t)
-			url, upLog := upAs(t, u, "--image", ref, "-p", fmt.Sprintf("%d:8001", hostPort), project)
-			name := workspace.Name(project)
+		// A port the project declares: listed too, marked as its.
+		declared := freeTCPPort(t)
+		dc := filepath.Join(project, ".devcontainer")
+		must(t, os.Mkdir(dc, 0o755))
+		must(t, os.WriteFile(filepath.Join(dc, "devcontainer.json"), []byte(fmt.Sprintf(`{"forwardPorts": [%d]}`, declared)), 0o644))
+		if u.rootless {
+			_, uid, gid := testUser(t)
+			must(t, os.Chown(dc, uid, gid))
+			must(t, os.Chown(filepath.Join(dc, "devcontainer.json"), uid, gid))
+		}
+		hostPort := freeTCPPort(t)
+		url, upLog := upAs(t, u, "--image", ref, "-p", fmt.Sprintf("%d:8001", hostPort), project)
+		name := workspace.Name(project)
 
-			// cove up -p: a server in the workspace answers on 127.0.0.1:HOST.
-			if r := u.cove(t, "", "exec", name, "sh", "-c", "mkdir -p /tmp/p && echo published-ok > /tmp/p/index.html && httpd -p 8001 -h /tmp/p"); r.code != 0 {
-				t.Fatalf("start a server on 8001: %+v", r)
-			}
-			if got := fetchEventually(t, fmt.Sprintf("http://127.0.0.1:%d/", hostPort)); got != "published-ok\n" {
-				t.Fatalf("127.0.0.1:%d (cove up -p %d:8001) answered %q", hostPort, hostPort, got)
-			}
+		// cove up -p: a server in the workspace answers on 127.0.0.1:HOST.
+		if r := u.cove(t, "", "exec", name, "sh", "-c", "mkdir -p /tmp/p && echo published-ok > /tmp/p/index.html && httpd -p 8001 -h /tmp/p"); r.code != 0 {
+			t.Fatalf("start a server on 8001: %+v", r)
+		}
+		if got := fetchEventually(t, fmt.Sprintf("http://127.0.0.1:%d/", hostPort)); got != "published-ok\n" {
+			t.Fatalf("127.0.0.1:%d (cove up -p %d:8001) answered %q", hostPort, hostPort, got)
+		}
 
-			runPortsPage(t, node, url, fmt.Sprintf("8001=%d", hostPort), fmt.Sprint(declared), upLog)
-		})
-	}
+		runPortsPage(t, node, url, fmt.Sprintf("8001=%d", hostPort), fmt.Sprint(declared), upLog)
+	})
 }
 
 // TestUpPublishThroughTunnel: with --net none pasta publishes nothing,
@@ -275,25 +257,11 @@ func TestBrowserPortsCompose(t *testing.T) {
 	node := browserTestTools(t)
 	addr := testregistry.Addr(t)
 	ref := testregistry.Push(t, addr, layered(t))
-	for _, rootless := range []bool{false, true} {
-		mode := "root"
-		if rootless {
-			mode = "rootless"
-		}
-		t.Run(mode, func(t *testing.T) {
-			u := netUser{rootless: rootless, root: t.TempDir(), home: t.TempDir()}
-			base := t.TempDir()
-			if rootless {
-				tu, _, _ := testUser(t)
-				u.home = tu.HomeDir
-				base = rootlessBase(t, "cove-ports-compose-")
-				u.root = filepath.Join(base, "root")
-			}
-			project := filepath.Join(base, "project")
-			port := freeTCPPort(t)
-			writeFiles(t, project, map[string]string{
-				".devcontainer/devcontainer.json": `{"dockerComposeFile": "docker-compose.yml", "service": "app", "workspaceFolder": "/workspaces/proj"}`,
-				".devcontainer/docker-compose.yml": fmt.Sprintf(`
+	eachNetUser(t, "cove-ports-compose-", func(t *testing.T, u netUser, project string) {
+		port := freeTCPPort(t)
+		writeFiles(t, project, map[string]string{
+			".devcontainer/devcontainer.json": `{"dockerComposeFile": "docker-compose.yml", "service": "app", "workspaceFolder": "/workspaces/proj"}`,
+			".devcontainer/docker-compose.yml": fmt.Sprintf(`
 services:
   app:
     image: %s
@@ -303,33 +271,32 @@ services:
     image: %s
     command: ["sh", "-c", "mkdir -p /www && echo db-page > /www/index.html && exec httpd -f -p %d -h /www"]
 `, ref, ref, port)})
-			if rootless {
-				_, uid, gid := testUser(t)
-				chownTree(t, base, uid, gid)
-			}
-			url, upLog := upAs(t, u, project)
-			cmd := exec.Command(node, "../../ide/web/test/composeports.mjs", url, fmt.Sprint(port))
-			stdin, err := cmd.StdinPipe()
-			must(t, err)
-			out, err := cmd.StdoutPipe()
-			must(t, err)
-			var errb strings.Builder
-			cmd.Stderr = &errb
-			must(t, cmd.Start())
-			var lines []string
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				lines = append(lines, sc.Text())
-				if fwd, ok := strings.CutPrefix(sc.Text(), "cove-test: fetch "); ok {
-					if got := fetchEventually(t, fwd); got != "db-page\n" {
-						t.Errorf("the forwarded db port %s answered %q", fwd, got)
-					}
-					io.WriteString(stdin, "fetched\n")
+		if u.rootless {
+			_, uid, gid := testUser(t)
+			chownTree(t, project, uid, gid)
+		}
+		url, upLog := upAs(t, u, project)
+		cmd := exec.Command(node, "../../ide/web/test/composeports.mjs", url, fmt.Sprint(port))
+		stdin, err := cmd.StdinPipe()
+		must(t, err)
+		out, err := cmd.StdoutPipe()
+		must(t, err)
+		var errb strings.Builder
+		cmd.Stderr = &errb
+		must(t, cmd.Start())
+		var lines []string
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+			if fwd, ok := strings.CutPrefix(sc.Text(), "cove-test: fetch "); ok {
+				if got := fetchEventually(t, fwd); got != "db-page\n" {
+					t.Errorf("the forwarded db port %s answered %q", fwd, got)
 				}
+				io.WriteString(stdin, "fetched\n")
 			}
-			if err := cmd.Wait(); err != nil || len(lines) == 0 || lines[len(lines)-1] != "ok" {
-				t.Fatalf("composeports.mjs: %v\n%s\n%s\nlauncher: %s", err, strings.Join(lines, "\n"), errb.String(), upLog)
-			}
-		})
-	}
+		}
+		if err := cmd.Wait(); err != nil || len(lines) == 0 || lines[len(lines)-1] != "ok" {
+			t.Fatalf("composeports.mjs: %v\n%s\n%s\nlauncher: %s", err, strings.Join(lines, "\n"), errb.String(), upLog)
+		}
+	})
 }

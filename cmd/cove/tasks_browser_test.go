@@ -38,27 +38,9 @@ func TestBrowserTasks(t *testing.T) {
 	needRoot(t)
 	node := browserTestTools(t)
 	ref := testregistry.Push(t, testregistry.Addr(t), hostGitImage(t))
-	for _, rootless := range []bool{false, true} {
-		mode := "root"
-		if rootless {
-			mode = "rootless"
-		}
-		t.Run(mode, func(t *testing.T) {
-			u := netUser{rootless: rootless, root: t.TempDir(), home: t.TempDir()}
-			project := t.TempDir()
-			if rootless {
-				ru := needRangedUser(t)
-				u.home = ru.u.HomeDir
-				base := rootlessBase(t, "cove-tasks-browser-")
-				u.root, project = filepath.Join(base, "root"), filepath.Join(base, "project")
-				for _, d := range []string{u.root, project} {
-					must(t, os.Mkdir(d, 0o700))
-					must(t, os.Chown(d, ru.uid, ru.gid))
-				}
-			}
-			browserTasks(t, node, ref, u, project)
-		})
-	}
+	eachNetUser(t, "cove-tasks-browser-", func(t *testing.T, u netUser, project string) {
+		browserTasks(t, node, ref, u, project)
+	})
 }
 
 // browserTasks is TestBrowserTasks with cove run by u.
