@@ -189,7 +189,12 @@ export COVE_TEST_COMPOSE_CACHE=${COVE_TEST_COMPOSE_CACHE:-/var/cache/cove-test/c
 mkdir -p "$COVE_TEST_COMPOSE_CACHE"
 strict=()
 [ -n "${CI:-}" ] && strict=(-strict)
-go test -json -count=1 -timeout 45m ./... |
+# Most end-to-end tests wait (on containers, a browser, a cluster) more
+# than they compute: four at a time per package instead of go test's
+# default of one per core keep the two cores of the CI machine busy.
+# COVE_TEST_JSON=FILE keeps go test's events for a closer look.
+go test -json -count=1 -timeout 45m -parallel "${COVE_TEST_PARALLEL:-4}" ./... |
+	tee "${COVE_TEST_JSON:-/dev/null}" |
 	"${TMPDIR:-/tmp}/cove-testreport" -expect scripts/expected-skips "${strict[@]}"
 
 if [ -n "${COVE_TEST_KUBECONFIG:-}" ]; then
