@@ -80,6 +80,7 @@ func find(evs []map[string]any, typ string) map[string]any {
 // is the workspace's: a later cove up shows it again, its turns can still
 // be rewound, the model gets it as history, and New starts another.
 func TestAgentPanelConversationOutlivesTheLauncher(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	ref := testregistry.Push(t, testregistry.Addr(t), layered(t))
 	project := t.TempDir()
@@ -92,11 +93,10 @@ func TestAgentPanelConversationOutlivesTheLauncher(t *testing.T) {
 			"index": 0, "id": "w1", "type": "function", "function": map[string]any{"name": "write", "arguments": string(write)}}}})},
 		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "Wrote it."})},
 	)
-	t.Setenv("COVE_BASE_URL", llm.URL())
-	t.Setenv("COVE_MODEL", "test-model")
+	model := []string{"COVE_BASE_URL=" + llm.URL(), "COVE_MODEL=test-model"}
 	root := t.TempDir()
 
-	up, url := startUp(t, root, ref, project)
+	up, url := startUpEnv(t, root, ref, project, model)
 	p := openPanel(t, url, 0)
 	p.until("live")
 	p.send(map[string]any{"type": "prompt", "text": "first prompt"})
@@ -110,7 +110,7 @@ func TestAgentPanelConversationOutlivesTheLauncher(t *testing.T) {
 	up.Wait()
 
 	// A new launcher: the conversation is there, as it was said.
-	_, url = startUp(t, root, ref, project)
+	_, url = startUpEnv(t, root, ref, project, model)
 	again := agentEvents(t, url, 0)
 	var said []string
 	for _, ev := range again {
@@ -194,8 +194,10 @@ func TestAgentPanelConversationOutlivesTheLauncher(t *testing.T) {
 	}
 }
 
-// noModelEnv is noModelConfigured for one launcher's environment (env
-// appended to it), not the test process's: such a test runs beside others.
+// noModelEnv leaves a launcher without a model: env, appended to its
+// environment, empties the model's settings and gives it an empty home of
+// its own, which it returns. The test process's environment is not
+// touched, so such a test runs beside others.
 func noModelEnv(t *testing.T) (home string, env []string) {
 	for _, k := range []string{"COVE_BASE_URL", "COVE_MODEL", "COVE_API_KEY", "COVE_PROVIDER", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY"} {
 		env = append(env, k+"=")
@@ -204,26 +206,15 @@ func noModelEnv(t *testing.T) (home string, env []string) {
 	return home, append(env, "HOME="+home)
 }
 
-// noModelConfigured leaves the cove started by the test without a model:
-// no settings in the environment, and an empty home of its own, which it
-// returns.
-func noModelConfigured(t *testing.T) string {
-	home, env := noModelEnv(t)
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	return home
-}
-
 // TestAgentPanelSetsUpTheModel: with no model configured, the panel offers
 // setup (a saved key never sent back, only kept), lists the server's
 // models, and saves the choice only after the model answered; then the
 // conversation starts.
 func TestAgentPanelSetsUpTheModel(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	ref := testregistry.Push(t, testregistry.Addr(t), layered(t))
-	home := noModelConfigured(t)
+	home, env := noModelEnv(t)
 	llm := llmtest.New(t)
 	llm.Push(
 		llmtest.Response{Body: `{"object":"list","data":[{"id":"test-model","max_model_len":32768},{"id":"other"}]}`},
@@ -235,7 +226,7 @@ func TestAgentPanelSetsUpTheModel(t *testing.T) {
 	os.MkdirAll(filepath.Dir(path), 0o700)
 	os.WriteFile(path, []byte(`{"provider":"openai","base_url":"`+llm.URL()+`","api_key":"sk-saved"}`), 0o600)
 
-	_, url := startUp(t, t.TempDir(), ref, t.TempDir())
+	_, url := startUpEnv(t, t.TempDir(), ref, t.TempDir(), env)
 	p := openPanel(t, url, 0)
 	offer := p.until("setup")[0]
 	cfg, _ := offer["config"].(map[string]any)
@@ -270,17 +261,18 @@ func TestAgentPanelSetsUpTheModel(t *testing.T) {
 
 // TestBrowserAgentSetup fills in the panel's setup form in Chromium.
 func TestBrowserAgentSetup(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	node := browserTestTools(t)
 	ref := testregistry.Push(t, testregistry.Addr(t), layered(t))
-	home := noModelConfigured(t)
+	home, env := noModelEnv(t)
 	llm := llmtest.New(t)
 	llm.Push(
 		llmtest.Response{Body: `{"object":"list","data":[{"id":"test-model"},{"id":"other"}]}`},
 		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "OK"})},
 		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "Hello from the new model."})},
 	)
-	_, url := startUp(t, t.TempDir(), ref, t.TempDir())
+	_, url := startUpEnv(t, t.TempDir(), ref, t.TempDir(), env)
 	if out, err := exec.Command(node, "../../ide/web/test/setup.mjs", url, llm.URL()).CombinedOutput(); err != nil {
 		t.Fatalf("browser: %v\n%s\nlauncher: %s", err, out, upErr(t))
 	}

@@ -918,6 +918,7 @@ func TestUpServesTheWorkspace(t *testing.T) {
 // playwright-core): a terminal runs a command inside the workspace, and a
 // file edited in the editor and saved with Ctrl-S changes on disk.
 func TestBrowserIDE(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	node := browserTestTools(t)
@@ -948,9 +949,7 @@ func TestBrowserIDE(t *testing.T) {
 		// After a rewind: an answer that never ends, stopped from the panel.
 		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "Let me think"})[:1], Hang: true},
 	)
-	t.Setenv("COVE_BASE_URL", llm.URL())
-	t.Setenv("COVE_MODEL", "test-model")
-	_, url := startUp(t, root, ref, project)
+	_, url := startUpEnv(t, root, ref, project, []string{"COVE_BASE_URL=" + llm.URL(), "COVE_MODEL=test-model"})
 	args := []string{"../../ide/web/test/e2e.mjs", url}
 	if shot := os.Getenv("COVE_SCREENSHOT"); shot != "" {
 		args = append(args, shot)

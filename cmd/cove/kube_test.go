@@ -65,6 +65,7 @@ func kubeTest(t *testing.T) (kubeconfig, ref string, k *kube.Cluster) {
 // in the Pod is here as soon, and Ctrl-C brings the last changes home and
 // stops the Pod, keeping its volume.
 func TestUpKube(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	kc := testKubeconfig(t)
 	ref := testregistry.Push(t, testregistry.Addr(t), layered(t))
@@ -83,10 +84,8 @@ func TestUpKube(t *testing.T) {
 			"index": 0, "id": "b1", "type": "function", "function": map[string]any{"name": "bash", "arguments": `{"command":"echo panel-$((6*7)) $(test -f /.cove/ide.pid && echo in-the-pod)"}`}}}})},
 		llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "Ran it."})},
 	)
-	t.Setenv("COVE_BASE_URL", llm.URL())
-	t.Setenv("COVE_MODEL", "test-model")
 	start := time.Now()
-	cmd, url := startUp(t, t.TempDir(), ref, project, "--kube", "--kubeconfig", kc, "--grace", "0", "--memory", "96m")
+	cmd, url := startUpEnv(t, t.TempDir(), ref, project, []string{"COVE_BASE_URL=" + llm.URL(), "COVE_MODEL=test-model"}, "--kube", "--kubeconfig", kc, "--grace", "0", "--memory", "96m")
 	t.Logf("cove up --kube answered in %v", time.Since(start).Round(time.Millisecond))
 	base, token, _ := strings.Cut(url, "/?token=")
 	get := func(path string) (int, string) { return getWithToken(t, base, token, path) }

@@ -336,6 +336,7 @@ func hostToolImage(t *testing.T, bin string, extra ...testimage.Entry) v1.Image 
 // user's editor settings (font size, tab size) apply, and a change to
 // the file applies to the open editor without a reload.
 func TestBrowserSourceControl(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	node := browserTestTools(t)
@@ -358,12 +359,11 @@ func TestBrowserSourceControl(t *testing.T) {
 	}
 	// The user's editor settings, changed while the window is open.
 	config := t.TempDir()
-	t.Setenv("XDG_CONFIG_HOME", config)
 	os.MkdirAll(filepath.Join(config, "cove"), 0o700)
 	settingsFile := filepath.Join(config, "cove", "settings.json")
 	os.WriteFile(settingsFile, []byte(`{"editor": {"fontSize": 19, "tabSize": 3}}`), 0o600)
 	root := t.TempDir()
-	_, url := startUp(t, root, ref, project)
+	_, url := startUpEnv(t, root, ref, project, []string{"XDG_CONFIG_HOME=" + config})
 	cmd := exec.Command(node, "../../ide/web/test/scm.mjs", url)
 	var errb strings.Builder
 	cmd.Stderr = &errb
@@ -412,6 +412,7 @@ func TestBrowserSourceControl(t *testing.T) {
 // goes with its last file; a file renamed in the tree is known to gopls
 // by its new URI (a type error in it is listed under its new name).
 func TestBrowserFormatOutlineSplit(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	gopls := goplsPath(t)
 	addr := testregistry.Addr(t)
@@ -426,7 +427,6 @@ func TestBrowserFormatOutlineSplit(t *testing.T) {
 		os.WriteFile(filepath.Join(project, name), []byte(body), 0o644)
 	}
 	config := t.TempDir()
-	t.Setenv("XDG_CONFIG_HOME", config)
 	os.MkdirAll(filepath.Join(config, "cove"), 0o700)
 	os.WriteFile(filepath.Join(config, "cove", "settings.json"), []byte(`{"editor": {"formatOnSave": true}}`), 0o600)
 	bad := "package main\nimport \"fmt\"\nfunc main(){\np:=Origin()\n      var q Point=p\nfmt.Println( p.X,q.Y )}\n"
@@ -435,7 +435,7 @@ func TestBrowserFormatOutlineSplit(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := t.TempDir()
-	_, url := startUp(t, root, ref, project)
+	_, url := startUpEnv(t, root, ref, project, []string{"XDG_CONFIG_HOME=" + config})
 	out, err := exec.Command(node, "../../ide/web/test/format.mjs", url, bad).CombinedOutput()
 	t.Logf("%s", out)
 	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "ok") {

@@ -443,13 +443,8 @@ func TestNetLauncherKilled(t *testing.T) {
 		if line != "hello from the container\n" {
 			t.Fatalf("the forwarded port before the kill: %q", line)
 		}
-		// The launcher is cove itself (ip netns exec and runuser exec it,
-		// or wait for it): kill whichever cove is the one.
-		launcher := cmd.Process.Pid
-		if out, err := exec.Command("pgrep", "-P", strconv.Itoa(launcher)).Output(); err == nil && u.rootless {
-			launcher, _ = strconv.Atoi(strings.Fields(string(out))[0])
-		}
-		syscall.Kill(launcher, syscall.SIGKILL)
+		// The launcher is cove itself: ip netns exec and setpriv exec it.
+		syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
 		waitExit(cmd, 5*time.Second)
 		if line, err := h.dial(hostPort); err != nil || line != "hello from the container\n" {
 			t.Errorf("the container lost its forwarded port with its launcher: %q %v", line, err)
