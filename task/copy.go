@@ -130,7 +130,11 @@ echo "$b"`
 		run(ctx, tw, nil, 4<<10, "rm", "-rf", "/workspace/.git")
 		return r, fmt.Errorf("task %s: the project's history in its workspace: %w", r.Name, err)
 	}
-	base := strings.TrimSpace(string(out))
+	// The commit is the script's last line: git may warn before it (an
+	// image without git's templates makes git init say so on stderr,
+	// which comes here with stdout).
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	base := strings.TrimSpace(lines[len(lines)-1])
 	if !regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`).MatchString(base) {
 		return r, fmt.Errorf("task %s: the workspace gave %q as HEAD", r.Name, truncate(base))
 	}
@@ -162,7 +166,7 @@ func pipeFrom(r io.Reader) (*os.File, error) {
 // brings the result home, where the user commits it.
 func (m *Manager) Apply(ctx context.Context, main, tw workspace.Workspace, r Record) ([]byte, error) {
 	patch := "/tmp/cove-task-" + r.Name + ".patch"
-	if err := carry(ctx, tw, []string{"git", "-c", "safe.directory=*", "diff", "--binary", "--full-index", r.Base, r.Branch()}, main, writeTo(patch)); err != nil {
+	if err := carryThroughFile(ctx, tw, []string{"git", "-c", "safe.directory=*", "diff", "--binary", "--full-index", r.Base, r.Branch()}, main, writeTo(patch)); err != nil {
 		return nil, fmt.Errorf("task %s: its diff: %w", r.Name, err)
 	}
 	const script = `[ -s "$0" ] || { rm -f "$0"; echo "nothing to apply: the task changed nothing since its base"; exit 0; }

@@ -466,6 +466,41 @@ func carry(ctx context.Context, from workspace.Workspace, argv []string, to work
 	return err
 }
 
+// carryThroughFile is carry one command after the other: what argv
+// wrote is kept here in between in a temporary file (unlinked; the bytes
+// pass, unread). A cluster's task diff goes so: with its two execs at
+// once through a pipe, the second's standard input came empty (a patch
+// of 219 bytes arrived as none; the same two through cove exec and a
+// shell's pipe arrive whole). For what is small (a diff), never for a
+// history (a bundle, objects): those go through carry's pipe.
+func carryThroughFile(ctx context.Context, from workspace.Workspace, argv []string, to workspace.Workspace, toArgv []string) error {
+	f, err := os.CreateTemp("", "cove-carry-")
+	if err != nil {
+		return err
+	}
+	os.Remove(f.Name())
+	defer f.Close()
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		return err
+	}
+	defer null.Close()
+	var errb limitedBuffer
+	code, err := from.Exec(ctx, container.ExecRequest{Args: argv, Cwd: "/workspace"}, [3]*os.File{null, f, errb.file()})
+	errb.close()
+	if err == nil && code != 0 {
+		err = fmt.Errorf("%s exited %d: %s", strings.Join(argv[:min(len(argv), 4)], " "), code, truncate(errb.String()))
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	_, err = run(ctx, to, f, 64<<10, toArgv...)
+	return err
+}
+
 // limitedBuffer is a command's stderr, kept up to 4 KiB.
 type limitedBuffer struct {
 	w    *os.File

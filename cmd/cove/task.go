@@ -59,6 +59,11 @@ func agentTask(c *cli.Context, e *env, dir, name string, cfg agent.Config) error
 	if p := strings.TrimSpace(c.String("prompt")); p != "" {
 		msg += ": " + strings.SplitN(p, "\n", 2)[0]
 	}
+	// The agent's last edits reach a cluster's Pod before the commit
+	// there (its tools write the tree here; the sync carries them).
+	if err := tw.Sync(c.Context); err != nil {
+		fmt.Fprintf(c.App.ErrWriter, "cove: task %s: sync before the commit: %v\n", name, err)
+	}
 	if ok, err := m.Commit(c.Context, tw, r, msg); err != nil {
 		fmt.Fprintf(c.App.ErrWriter, "cove: %v\n", err)
 	} else if ok {
@@ -389,8 +394,9 @@ type taskPanel struct {
 	layout dirs.Layout         // where the tasks' agents keep their sessions
 	root   string              // --root, for the cove up of a task's own IDE
 	// shape is the launcher's flags that shape a workspace (--image…),
-	// for the tasks' workspaces its New task makes.
-	shape []string
+	// for the tasks' workspaces its New task makes; where, those of them
+	// that say where the workspaces are (--kube…), for a task's own IDE.
+	shape, where []string
 
 	mu sync.Mutex // one merge or discard at a time: git in main is one tree
 
@@ -654,7 +660,9 @@ func (p *taskPanel) TaskOpen(ctx context.Context, name string) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, taskMergeWait)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "up", "--detach", "--no-browser", p.m.Tree(name))
+	// The task's workspace is where the launcher's are: on its cluster
+	// with --kube (without, cove up would make a local one of the tree).
+	cmd := exec.CommandContext(ctx, bin, append(append([]string{"up", "--detach", "--no-browser"}, p.where...), p.m.Tree(name))...)
 	cmd.Env = os.Environ()
 	if p.root != "" {
 		cmd.Env = append(cmd.Env, "COVE_ROOT="+p.root)

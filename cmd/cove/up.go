@@ -111,7 +111,7 @@ func serveUp(c *cli.Context, e *env, b workspace.Backend, dir, recPath string, n
 	}
 	panel := &agentPanel{root: c.String("root"), layout: e.layout, target: ws, dir: dir, ctx: c.Context}
 	defer panel.Close()
-	tasks := &taskPanel{m: &task.Manager{Project: dir, Data: e.layout.Data}, b: b, main: ws, layout: e.layout, root: c.String("root"), shape: shapeArgs(c)}
+	tasks := &taskPanel{m: &task.Manager{Project: dir, Data: e.layout.Data}, b: b, main: ws, layout: e.layout, root: c.String("root"), shape: shapeArgs(c), where: backendArgs(c)}
 	proxy, srv, err := serveLauncher(c, ws.DialIDE, dir, panel, tasks)
 	if err != nil {
 		ws.Close()
@@ -268,13 +268,26 @@ func shapeArgs(c *cli.Context) []string {
 	if cfg := c.String("config"); cfg != "" {
 		args = append(args, "--config", cfg)
 	}
-	for _, f := range []string{"memory", "pids", "cpus", "net", "kubeconfig", "context", "namespace"} {
+	for _, f := range []string{"memory", "pids", "cpus", "net"} {
 		if c.IsSet(f) {
 			args = append(args, "--"+f, fmt.Sprint(c.Value(f)))
 		}
 	}
 	for _, opt := range c.StringSlice("security-opt") {
 		args = append(args, "--security-opt", opt)
+	}
+	return append(args, backendArgs(c)...)
+}
+
+// backendArgs are the command's flags that say where its workspaces are
+// (a cluster, its context and namespace): another cove that opens one of
+// them, as a task's own IDE does, finds it there.
+func backendArgs(c *cli.Context) []string {
+	var args []string
+	for _, f := range []string{"kubeconfig", "context", "namespace"} {
+		if c.IsSet(f) {
+			args = append(args, "--"+f, fmt.Sprint(c.Value(f)))
+		}
 	}
 	if c.Bool("kube") {
 		args = append(args, "--kube")
