@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -17,6 +18,9 @@ import (
 	"github.com/cove-sh/cove/internal/testregistry"
 	"github.com/cove-sh/cove/task"
 	"github.com/cove-sh/cove/workspace"
+	"github.com/cove-sh/cove/workspace/kube"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // TestBrowserTasks: real Chromium, the real launcher, two tasks made by
@@ -39,12 +43,66 @@ func TestBrowserTasks(t *testing.T) {
 	node := browserTestTools(t)
 	ref := testregistry.Push(t, testregistry.Addr(t), hostGitImage(t))
 	eachNetUser(t, "cove-tasks-browser-", func(t *testing.T, u netUser, project string) {
-		browserTasks(t, node, ref, u, project)
+		browserTasks(t, node, ref, u, project, nil)
 	})
 }
 
-// browserTasks is TestBrowserTasks with cove run by u.
-func browserTasks(t *testing.T, node, ref string, u netUser, project string) {
+// TestBrowserTasksOnACluster is TestBrowserTasks with the launcher and
+// the tasks on the test cluster (--kube, the user's own flattened
+// kubeconfig), as root and rootless: each task a Pod; the merge applied
+// in the project's Pod comes home; a task's own IDE is its Pod's, not a
+// local workspace made of the task's tree.
+//
+// Not run in CI yet: in one of three runs, as root, the merge from the
+// page left the project's values.sh as it was (the IDE said merged t1);
+// COVE_TEST_KUBE_TASKS_BROWSER=1 runs it (issue 29's note).
+func TestBrowserTasksOnACluster(t *testing.T) {
+	t.Parallel()
+	needRoot(t)
+	if os.Getenv("COVE_TEST_KUBE_TASKS_BROWSER") == "" {
+		t.Skip("the IDE's merge of a cluster's task does not always reach the project yet (COVE_TEST_KUBE_TASKS_BROWSER=1 runs it)")
+	}
+	kc := testKubeconfig(t)
+	node := browserTestTools(t)
+	ref := testregistry.Push(t, testregistry.Addr(t), hostGitImage(t))
+	k, err := kube.Connect(kube.Config{Kubeconfig: kc})
+	must(t, err)
+	eachNetUser(t, "cove-tasks-kube-browser-", func(t *testing.T, u netUser, project string) {
+		cfg, err := clientcmd.LoadFromFile(kc)
+		must(t, err)
+		must(t, clientcmdapi.FlattenConfig(cfg))
+		own := filepath.Join(u.root, "kubeconfig")
+		must(t, clientcmd.WriteToFile(*cfg, own))
+		if fi, err := os.Stat(u.root); err == nil {
+			st := fi.Sys().(*syscall.Stat_t)
+			must(t, os.Chown(own, int(st.Uid), int(st.Gid)))
+		}
+		m := &task.Manager{Project: project, Data: filepath.Join(u.root, "data")}
+		t.Cleanup(func() { // what a failing run left on the cluster
+			for _, d := range []string{project, m.Tree("t1"), m.Tree("t2"), m.Tree("t3")} {
+				k.Remove(context.Background(), workspace.Name(d))
+			}
+		})
+		browserTasks(t, node, ref, u, project, []string{"--kube", "--kubeconfig", own})
+		// t1's own IDE (opened from the page) was its Pod's: its launcher
+		// is listed on the cluster, and no local workspace was made of
+		// its tree.
+		r := u.cove(t, "", "ps", "-a")
+		var row string
+		for _, l := range strings.Split(r.stdout, "\n") {
+			if strings.HasPrefix(l, workspace.Name(m.Tree("t1"))+" ") {
+				row = l
+			}
+		}
+		if !strings.Contains(row, "default on https://") {
+			t.Errorf("t1's own IDE is not its Pod's (cove ps -a):\n%s", r.stdout)
+		}
+	})
+}
+
+// browserTasks is TestBrowserTasks with cove run by u, with the flags
+// where (--kube…) for every command that finds workspaces.
+func browserTasks(t *testing.T, node, ref string, u netUser, project string, where []string) {
 	os.WriteFile(filepath.Join(project, "values.sh"), []byte("# the values\nvalue=wrong\n"), 0o644)
 	os.WriteFile(filepath.Join(project, "test.sh"), []byte(". ./values.sh\n[ \"$value\" != wrong ] || { echo \"value is wrong\"; exit 1; }\n"), 0o644)
 	hostGit(t, project, "init", "-q", "-b", "main")
@@ -76,7 +134,7 @@ func browserTasks(t *testing.T, node, ref string, u netUser, project string) {
 		done)
 	launcher := u
 	launcher.env = model(third)
-	url, upLog := upAs(t, launcher, "--image", ref, project)
+	url, upLog := upAs(t, launcher, append(append([]string{}, where...), "--image", ref, project)...)
 
 	fixes := map[string]string{"t1": "value=right", "t2": "value=other"}
 	var wg sync.WaitGroup
@@ -86,7 +144,7 @@ func browserTasks(t *testing.T, node, ref string, u netUser, project string) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cmd := u.command("", "agent", "--yes", "--image", ref, "--task", name, "-p", "make the value "+fix, project)
+			cmd := u.command("", append(append([]string{"agent", "--yes"}, where...), "--image", ref, "--task", name, "-p", "make the value "+fix, project)...)
 			cmd.Env = append(cmd.Env, model(srv)...)
 			cmd.Stdin = strings.NewReader("")
 			if out, err := cmd.CombinedOutput(); err != nil {
@@ -98,7 +156,7 @@ func browserTasks(t *testing.T, node, ref string, u netUser, project string) {
 	m := &task.Manager{Project: project, Data: filepath.Join(u.root, "data")}
 	t.Cleanup(func() {
 		for _, name := range []string{"t1", "t2", "t3"} {
-			u.cove(t, "", "task", "discard", name, project)
+			u.cove(t, "", append(append([]string{"task", "discard"}, where...), name, project)...)
 		}
 	})
 	if t.Failed() {
@@ -110,7 +168,7 @@ func browserTasks(t *testing.T, node, ref string, u netUser, project string) {
 		Name, Status, Tests string
 		Commits             int
 	}
-	r := u.cove(t, "", "tasks", "--json", project)
+	r := u.cove(t, "", append(append([]string{"tasks", "--json"}, where...), project)...)
 	if json.Unmarshal([]byte(r.stdout), &listed); len(listed) != 2 || listed[0].Status != "running" || listed[1].Commits != 1 || listed[0].Tests != "-" {
 		t.Errorf("cove tasks --json: %+v\n%s", listed, r.stderr)
 	}
@@ -133,7 +191,7 @@ func browserTasks(t *testing.T, node, ref string, u netUser, project string) {
 			t.Log(sc.Text())
 		}
 		if sc.Text() == "cove-test: stop t2" {
-			if r := u.cove(t, "", "stop", workspace.Name(m.Tree("t2"))); r.code != 0 {
+			if r := u.cove(t, "", append(append([]string{"stop"}, where...), workspace.Name(m.Tree("t2")))...); r.code != 0 {
 				t.Errorf("cove stop t2's workspace: %+v", r)
 			}
 		}
@@ -165,7 +223,7 @@ func browserTasks(t *testing.T, node, ref string, u netUser, project string) {
 	if _, err := os.Lstat(pwned); err == nil {
 		t.Errorf("New task's prompt was run by a shell: %s exists", pwned)
 	}
-	r = u.cove(t, "", "tasks", "--json", project)
+	r = u.cove(t, "", append(append([]string{"tasks", "--json"}, where...), project)...)
 	if json.Unmarshal([]byte(r.stdout), &listed); len(listed) != 2 || listed[1].Name != "t3" || listed[1].Tests != "passed" || listed[1].Commits != 1 {
 		t.Errorf("cove tasks --json after the IDE's New task: %+v\n%s", listed, r.stderr)
 	}
