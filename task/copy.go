@@ -166,7 +166,7 @@ func pipeFrom(r io.Reader) (*os.File, error) {
 // brings the result home, where the user commits it.
 func (m *Manager) Apply(ctx context.Context, main, tw workspace.Workspace, r Record) ([]byte, error) {
 	patch := "/tmp/cove-task-" + r.Name + ".patch"
-	if err := carryThroughFile(ctx, tw, []string{"git", "-c", "safe.directory=*", "diff", "--binary", "--full-index", r.Base, r.Branch()}, main, writeTo(patch)); err != nil {
+	if err := carryThroughFile(ctx, tw, []string{"git", "-c", "safe.directory=*", "diff", "--binary", "--full-index", r.Base, r.Branch()}, main, patch); err != nil {
 		return nil, fmt.Errorf("task %s: its diff: %w", r.Name, err)
 	}
 	const script = `[ -s "$0" ] || { rm -f "$0"; echo "nothing to apply: the task changed nothing since its base"; exit 0; }

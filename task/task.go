@@ -26,6 +26,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -466,14 +467,15 @@ func carry(ctx context.Context, from workspace.Workspace, argv []string, to work
 	return err
 }
 
-// carryThroughFile is carry one command after the other: what argv
-// wrote is kept here in between in a temporary file (unlinked; the bytes
-// pass, unread). A cluster's task diff goes so: with its two execs at
-// once through a pipe, the second's standard input came empty (a patch
-// of 219 bytes arrived as none; the same two through cove exec and a
-// shell's pipe arrive whole). For what is small (a diff), never for a
-// history (a bundle, objects): those go through carry's pipe.
-func carryThroughFile(ctx context.Context, from workspace.Workspace, argv []string, to workspace.Workspace, toArgv []string) error {
+// carryThroughFile is carry for a file of path in to: argv's output,
+// kept here in between in a temporary file (unlinked; the bytes pass,
+// unread), then written to path by a second exec, whose size there is
+// checked, and written again (three tries) when it is short. A cluster
+// may drop an exec's standard input (kubernetes/kubernetes#112834): a
+// task's 219-byte diff arrived empty there, and was merged as "nothing
+// to apply". For what is small (a diff): a history (a bundle, objects)
+// goes through carry's pipe.
+func carryThroughFile(ctx context.Context, from workspace.Workspace, argv []string, to workspace.Workspace, path string) error {
 	f, err := os.CreateTemp("", "cove-carry-")
 	if err != nil {
 		return err
@@ -494,11 +496,24 @@ func carryThroughFile(ctx context.Context, from workspace.Workspace, argv []stri
 	if err != nil {
 		return err
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
+	size, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
 		return err
 	}
-	_, err = run(ctx, to, f, 64<<10, toArgv...)
-	return err
+	var got string
+	for range 3 {
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		out, err := run(ctx, to, f, 4<<10, "sh", "-c", `cat > "$1" && wc -c < "$1"`, "sh", path)
+		if err != nil {
+			return err
+		}
+		if got = strings.TrimSpace(string(out)); got == strconv.FormatInt(size, 10) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%d bytes sent to %s in %s arrived as %q, three times: its standard input was lost on the way", size, path, to.Name(), truncate(got))
 }
 
 // limitedBuffer is a command's stderr, kept up to 4 KiB.

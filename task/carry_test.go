@@ -1,0 +1,67 @@
+package task
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cove-sh/cove/container"
+	"github.com/cove-sh/cove/workspace"
+)
+
+// hostShell is a workspace whose commands run here, in dir; the first
+// drops of them get an empty standard input, as a cluster's exec may
+// (kubernetes/kubernetes#112834).
+type hostShell struct {
+	workspace.Workspace // the rest is not called
+	dir                 string
+	drops               int
+}
+
+func (h *hostShell) Name() string { return "host-shell" }
+
+func (h *hostShell) Exec(ctx context.Context, req container.ExecRequest, stdio [3]*os.File) (int, error) {
+	cmd := exec.CommandContext(ctx, req.Args[0], req.Args[1:]...)
+	cmd.Dir = h.dir
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio[0], stdio[1], stdio[2]
+	if h.drops > 0 {
+		h.drops--
+		cmd.Stdin = strings.NewReader("")
+	}
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), nil
+	}
+	return 0, err
+}
+
+// TestCarryThroughFileWritesAgainWhatWasLost: a diff whose first
+// delivery lost its standard input arrives whole on the next; one lost
+// every time is an error that says so, never an empty file taken for
+// "nothing to apply".
+func TestCarryThroughFileWritesAgainWhatWasLost(t *testing.T) {
+	ctx := context.Background()
+	from := &hostShell{dir: t.TempDir()}
+	patch := "diff --git a/v b/v\n-value=wrong\n+value=right\n"
+	argv := []string{"printf", "%s", patch}
+	dest := filepath.Join(t.TempDir(), "task.patch")
+
+	to := &hostShell{dir: t.TempDir(), drops: 1}
+	if err := carryThroughFile(ctx, from, argv, to, dest); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(dest); string(got) != patch {
+		t.Errorf("after one lost delivery %s holds %q, want %q", dest, got, patch)
+	}
+
+	to = &hostShell{dir: t.TempDir(), drops: 3}
+	err := carryThroughFile(ctx, from, argv, to, dest)
+	if err == nil || !strings.Contains(err.Error(), "lost on the way") {
+		t.Errorf("lost three times: %v, want an error saying so", err)
+	}
+}
