@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cove-sh/cove/internal/execfile"
 	"github.com/cove-sh/cove/internal/llmtest"
 )
 
@@ -331,14 +332,14 @@ func TestProjectTools(t *testing.T) {
 	dir := project(t)
 	tools := filepath.Join(dir, ".cove", "tools")
 	os.MkdirAll(tools, 0o755)
-	os.WriteFile(filepath.Join(tools, "shout.sh"), []byte(`#!/bin/sh
+	execfile.Write(filepath.Join(tools, "shout.sh"), []byte(`#!/bin/sh
 if [ "$1" = --schema ]; then
   echo '{"description":"shout a word","schema":{"type":"object","properties":{"word":{"type":"string"}}}}'
   exit 0
 fi
 tr a-z A-Z
 `), 0o755)
-	os.WriteFile(filepath.Join(tools, "broken"), []byte("#!/bin/sh\necho not json\n"), 0o755)
+	execfile.Write(filepath.Join(tools, "broken"), []byte("#!/bin/sh\necho not json\n"), 0o755)
 	os.WriteFile(filepath.Join(tools, "README"), []byte("not executable\n"), 0o644)
 	loaded, broken := LoadProjectTools(context.Background(), dir, LocalRunner(dir))
 	if len(loaded) != 1 || loaded[0].Spec().Name != "shout" || len(broken) != 1 || !strings.HasSuffix(broken[0].Path, "broken") {
@@ -579,7 +580,7 @@ func TestCommandOutputFloodIsBatchedAndCapped(t *testing.T) {
 // symlink to a host directory lists none of the host's programs.
 func TestProjectToolsNotListedFromTheHost(t *testing.T) {
 	dir, host := t.TempDir(), t.TempDir()
-	os.WriteFile(filepath.Join(host, "hostprog"), []byte("#!/bin/sh\necho '{\"schema\":{}}'\n"), 0o755)
+	execfile.Write(filepath.Join(host, "hostprog"), []byte("#!/bin/sh\necho '{\"schema\":{}}'\n"), 0o755)
 	os.Mkdir(filepath.Join(dir, ".cove"), 0o755)
 	os.Symlink(host, filepath.Join(dir, ".cove", "tools"))
 	if loaded, broken := LoadProjectTools(context.Background(), dir, LocalRunner(dir)); len(loaded)+len(broken) > 0 {

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"github.com/cove-sh/cove/internal/execfile"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,8 +68,8 @@ func TestProjectToolOutputIsBounded(t *testing.T) {
 	dir := t.TempDir()
 	tools := filepath.Join(dir, ".cove", "tools")
 	os.MkdirAll(tools, 0o755)
-	os.WriteFile(filepath.Join(tools, "flood"), []byte("#!/bin/sh\nhead -c 314572800 /dev/zero\n"), 0o755)
-	os.WriteFile(filepath.Join(tools, "big"), []byte(`#!/bin/sh
+	execfile.Write(filepath.Join(tools, "flood"), []byte("#!/bin/sh\nhead -c 314572800 /dev/zero\n"), 0o755)
+	execfile.Write(filepath.Join(tools, "big"), []byte(`#!/bin/sh
 if [ "$1" = --schema ]; then
   echo '{"description":"prints a lot","schema":{"type":"object"}}'
   exit 0

@@ -3,6 +3,7 @@ package container
 import (
 	"bytes"
 	"fmt"
+	"github.com/cove-sh/cove/internal/execfile"
 	"github.com/cove-sh/cove/internal/userns"
 	"io"
 	"os"
@@ -87,7 +88,7 @@ func TestRunKeepID(t *testing.T) {
 	bin := filepath.Join(filepath.Dir(coveBin), "container.test")
 	b, err := os.ReadFile(self)
 	must(t, err)
-	must(t, os.WriteFile(bin, b, 0o755))
+	must(t, execfile.Write(bin, b, 0o755))
 	dir, err := os.MkdirTemp("", "cove-keepid-")
 	must(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })

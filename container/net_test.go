@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cove-sh/cove/internal/execfile"
 	"golang.org/x/sys/cpu"
 	"golang.org/x/sys/unix"
 )
@@ -287,7 +288,7 @@ func TestPastaExecutable(t *testing.T) {
 	dir := t.TempDir()
 	passt := filepath.Join(dir, "passt")
 	pasta := filepath.Join(dir, "pasta")
-	if err := os.WriteFile(passt, []byte("#!/bin/sh\n"), 0o755); err != nil {
+	if err := execfile.Write(passt, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink("passt", pasta); err != nil {

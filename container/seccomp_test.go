@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cove-sh/cove/internal/execfile"
 	mobyseccomp "github.com/moby/profiles/seccomp"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
@@ -114,7 +115,7 @@ func TestSeccompRefusesWhatDockerRefuses(t *testing.T) {
 			must(t, os.MkdirAll(s.Upper, 0o755))
 			data, err := os.ReadFile(probe)
 			must(t, err)
-			must(t, os.WriteFile(filepath.Join(s.Upper, "syscallprobe"), data, 0o755))
+			must(t, execfile.Write(filepath.Join(s.Upper, "syscallprobe"), data, 0o755))
 		}, append([]string{"/syscallprobe"}, args...)...).ok(t)
 		got := map[string]unix.Errno{}
 		for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {

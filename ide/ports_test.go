@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/cove-sh/cove/internal/execfile"
 	"io"
 	"net"
 	"net/http"
@@ -103,7 +104,7 @@ func TestListeningPortsFindsAProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(bin, b, 0o755)
+	execfile.Write(bin, b, 0o755)
 	cmd := exec.Command(bin, "-f", "-p", "127.0.0.1:"+strconv.Itoa(port), "-h", t.TempDir())
 	cmd.Args[0] = "httpd"
 	if err := cmd.Start(); err != nil {

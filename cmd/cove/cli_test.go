@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/cove-sh/cove/internal/execfile"
 	"github.com/cove-sh/cove/internal/llmtest"
 	"github.com/cove-sh/cove/internal/testbuf"
 	"github.com/cove-sh/cove/internal/testimage"
@@ -927,7 +928,7 @@ func TestBrowserIDE(t *testing.T) {
 	os.WriteFile(filepath.Join(project, "hello.txt"), []byte("hi\n"), 0o644)
 	// For search: a git repository whose .gitignore hides one of two matches.
 	os.WriteFile(filepath.Join(project, "notes.md"), []byte("line one\nfind needle-77 here\n"), 0o644)
-	os.WriteFile(filepath.Join(project, "tool.sh"), []byte("# a comment\necho \"hi\"\n"), 0o755)
+	execfile.Write(filepath.Join(project, "tool.sh"), []byte("# a comment\necho \"hi\"\n"), 0o755)
 	os.WriteFile(filepath.Join(project, "secret.txt"), []byte("needle-77 (ignored)\n"), 0o644)
 	os.WriteFile(filepath.Join(project, ".gitignore"), []byte("secret.txt\n"), 0o644)
 	if out, err := exec.Command("git", "init", "-q", project).CombinedOutput(); err != nil {
@@ -1291,7 +1292,7 @@ func TestBrowserRunsAsSudoUser(t *testing.T) {
 	os.Chmod(bin, 0o777)
 	report := filepath.Join(bin, "browser.out")
 	script := filepath.Join(bin, "browser")
-	os.WriteFile(script, []byte("#!/bin/sh\n{ id -u; echo \"$HOME\"; echo \"$DISPLAY\"; echo \"$@\"; } > "+report+".tmp && mv "+report+".tmp "+report+"\n"), 0o755)
+	execfile.Write(script, []byte("#!/bin/sh\n{ id -u; echo \"$HOME\"; echo \"$DISPLAY\"; echo \"$@\"; } > "+report+".tmp && mv "+report+".tmp "+report+"\n"), 0o755)
 	project, root := t.TempDir(), t.TempDir()
 	// As under sudo: cove's environment has lost DISPLAY, the one sudo was
 	// started with (its parent's, here a shell's) still has it.
@@ -1525,7 +1526,7 @@ func TestRootlessInitBinaryIsReadOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(own, b, 0o755); err != nil {
+	if err := execfile.Write(own, b, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	os.Chown(own, uid, gid)

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cove-sh/cove/internal/execfile"
 	"github.com/cove-sh/cove/internal/testregistry"
 	"github.com/cove-sh/cove/workspace"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -99,7 +100,7 @@ func TestDevcontainerFeatures(t *testing.T) {
 	local := filepath.Join(project, ".devcontainer", "local-c")
 	os.MkdirAll(local, 0o755)
 	os.WriteFile(filepath.Join(local, "devcontainer-feature.json"), []byte(fmt.Sprintf(`{"id": "local-c", "version": "0.1.0", "installsAfter": ["%s"]}`, auser)), 0o644)
-	os.WriteFile(filepath.Join(local, "install.sh"), []byte("#!/bin/sh\necho \"local-c $(cat note.txt)\" >> /features.log\n"), 0o755)
+	execfile.Write(filepath.Join(local, "install.sh"), []byte("#!/bin/sh\necho \"local-c $(cat note.txt)\" >> /features.log\n"), 0o755)
 	os.WriteFile(filepath.Join(local, "note.txt"), []byte("beside"), 0o644)
 	name := workspace.Name(project)
 
@@ -244,7 +245,7 @@ func TestDevcontainerRootless(t *testing.T) {
 		".devcontainer/feat/devcontainer-feature.json": `{"id": "feat", "version": "1.0.0", "options": {"word": {"type": "string", "default": "x"}}}`,
 		".devcontainer/feat/install.sh":                "#!/bin/sh\necho \"$WORD $(id -u) $_REMOTE_USER $_REMOTE_USER_HOME\" > /feat.log\n",
 	} {
-		os.WriteFile(filepath.Join(project, p), []byte(body), 0o755)
+		execfile.Write(filepath.Join(project, p), []byte(body), 0o755)
 		os.Chown(filepath.Join(project, p), uid, gid)
 	}
 	as := func(args ...string) result {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cove-sh/cove/internal/execfile"
 	"github.com/cove-sh/cove/internal/testimage"
 	"github.com/cove-sh/cove/internal/testregistry"
 	"github.com/cove-sh/cove/internal/userns"
@@ -323,7 +324,7 @@ func TestRootlessSystemReset(t *testing.T) {
 	for p, body := range files {
 		full := filepath.Join(base, p)
 		os.MkdirAll(filepath.Dir(full), 0o755)
-		os.WriteFile(full, []byte(body), 0o755)
+		execfile.Write(full, []byte(body), 0o755)
 	}
 	os.Mkdir(root, 0o700)
 	for _, d := range []string{project, root, bctx} {
