@@ -52,7 +52,7 @@ func TestCarryThroughFileWritesAgainWhatWasLost(t *testing.T) {
 	dest := filepath.Join(t.TempDir(), "task.patch")
 
 	to := &hostShell{dir: t.TempDir(), drops: 1}
-	if err := carryThroughFile(ctx, from, argv, to, dest); err != nil {
+	if err := carryThroughFile(ctx, from, argv, to, dest, 1<<20); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := os.ReadFile(dest); string(got) != patch {
@@ -60,8 +60,15 @@ func TestCarryThroughFileWritesAgainWhatWasLost(t *testing.T) {
 	}
 
 	to = &hostShell{dir: t.TempDir(), drops: 3}
-	err := carryThroughFile(ctx, from, argv, to, dest)
+	err := carryThroughFile(ctx, from, argv, to, dest, 1<<20)
 	if err == nil || !strings.Contains(err.Error(), "lost on the way") {
 		t.Errorf("lost three times: %v, want an error saying so", err)
+	}
+
+	// A workspace that writes without end is cut off at the bound.
+	to = &hostShell{dir: t.TempDir()}
+	err = carryThroughFile(ctx, from, []string{"sh", "-c", "yes diff"}, to, dest, 1<<20)
+	if err == nil || !strings.Contains(err.Error(), "too much to carry") {
+		t.Errorf("an endless diff: %v, want it refused", err)
 	}
 }

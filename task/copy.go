@@ -159,6 +159,10 @@ func pipeFrom(r io.Reader) (*os.File, error) {
 	return pr, nil
 }
 
+// maxPatch bounds a task's diff on its way to the project's workspace
+// (kept on this machine's disk meanwhile; the task's workspace writes it).
+const maxPatch = 256 << 20
+
 // Apply brings the task's work into the project's files in its workspace
 // main, one that works on a copy (no .git there): the task's diff since
 // its base (binary), applied by git apply; hunks that do not apply are
@@ -166,7 +170,7 @@ func pipeFrom(r io.Reader) (*os.File, error) {
 // brings the result home, where the user commits it.
 func (m *Manager) Apply(ctx context.Context, main, tw workspace.Workspace, r Record) ([]byte, error) {
 	patch := "/tmp/cove-task-" + r.Name + ".patch"
-	if err := carryThroughFile(ctx, tw, []string{"git", "-c", "safe.directory=*", "diff", "--binary", "--full-index", r.Base, r.Branch()}, main, patch); err != nil {
+	if err := carryThroughFile(ctx, tw, []string{"git", "-c", "safe.directory=*", "diff", "--binary", "--full-index", r.Base, r.Branch()}, main, patch, maxPatch); err != nil {
 		return nil, fmt.Errorf("task %s: its diff: %w", r.Name, err)
 	}
 	const script = `[ -s "$0" ] || { rm -f "$0"; echo "nothing to apply: the task changed nothing since its base"; exit 0; }

@@ -474,8 +474,10 @@ func carry(ctx context.Context, from workspace.Workspace, argv []string, to work
 // may drop an exec's standard input (kubernetes/kubernetes#112834): a
 // task's 219-byte diff arrived empty there, and was merged as "nothing
 // to apply". For what is small (a diff): a history (a bundle, objects)
-// goes through carry's pipe.
-func carryThroughFile(ctx context.Context, from workspace.Workspace, argv []string, to workspace.Workspace, path string) error {
+// goes through carry's pipe. What argv writes is the workspace's to
+// choose: more than max bytes is refused before it fills this machine's
+// disk.
+func carryThroughFile(ctx context.Context, from workspace.Workspace, argv []string, to workspace.Workspace, path string, max int64) error {
 	f, err := os.CreateTemp("", "cove-carry-")
 	if err != nil {
 		return err
@@ -487,16 +489,31 @@ func carryThroughFile(ctx context.Context, from workspace.Workspace, argv []stri
 		return err
 	}
 	defer null.Close()
-	var errb limitedBuffer
-	code, err := from.Exec(ctx, container.ExecRequest{Args: argv, Cwd: "/workspace"}, [3]*os.File{null, f, errb.file()})
-	errb.close()
-	if err == nil && code != 0 {
-		err = fmt.Errorf("%s exited %d: %s", strings.Join(argv[:min(len(argv), 4)], " "), code, truncate(errb.String()))
-	}
+	r, w, err := os.Pipe()
 	if err != nil {
 		return err
 	}
-	size, err := f.Seek(0, io.SeekEnd)
+	copied := make(chan error, 1)
+	var size int64
+	go func() {
+		n, err := io.Copy(f, io.LimitReader(r, max+1))
+		r.Close() // past max, the writer meets a closed pipe and stops
+		size = n
+		copied <- err
+	}()
+	var errb limitedBuffer
+	code, err := from.Exec(ctx, container.ExecRequest{Args: argv, Cwd: "/workspace"}, [3]*os.File{null, w, errb.file()})
+	w.Close()
+	errb.close()
+	if cerr := <-copied; err == nil {
+		err = cerr
+	}
+	if err == nil && size > max { // (its exit status then says the pipe closed)
+		err = fmt.Errorf("%s wrote more than %d MiB: too much to carry", strings.Join(argv[:min(len(argv), 4)], " "), max>>20)
+	}
+	if err == nil && code != 0 {
+		err = fmt.Errorf("%s exited %d: %s", strings.Join(argv[:min(len(argv), 4)], " "), code, truncate(errb.String()))
+	}
 	if err != nil {
 		return err
 	}
