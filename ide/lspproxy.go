@@ -58,7 +58,9 @@ func (p *Proxy) relayLSP(w http.ResponseWriter, r *http.Request) {
 	go pass(up, page, closeTooLarge)
 	go pass(page, up, websocket.StatusMessageTooBig)
 	e := <-ends
-	cancel()
+	// Closed before the context ends: a Read whose context is cancelled
+	// (the other direction's) drops its connection at once, and the
+	// close frame with the code would not reach the page.
 	page.Close(e.code, closeReason(e.why))
 	up.Close(e.code, closeReason(e.why))
 }
