@@ -98,7 +98,7 @@ func (b *builder) runStep(ctx context.Context, lowers []string, proc container.P
 	if err != nil {
 		return err
 	}
-	if oom {
+	if oom && code == 137 {
 		return fmt.Errorf("killed: out of memory")
 	}
 	if code != 0 {

@@ -240,7 +240,7 @@ func initStage2(spec *Spec, sync *os.File) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	in := &initProc{spec: spec, waiters: map[int]chan int{}, routes: routes}
+	in := &initProc{spec: spec, waiters: map[int]chan int{}, routes: routes, shed: newShedder()}
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, forwarded...)
 	chld := make(chan os.Signal, 1)
@@ -248,6 +248,7 @@ func initStage2(spec *Spec, sync *os.File) (int, error) {
 	// A child's exit is handed over only once its waiter is registered:
 	// spawning and registering happen under the lock the reaper takes.
 	workloadDone := make(chan int, 1)
+	in.shed.shed()
 	in.mu.Lock()
 	go in.reap(chld)
 	proc, master, err := spawn(spec, spec.Process, []*os.File{os.Stdin, os.Stdout, os.Stderr})
@@ -266,6 +267,7 @@ func initStage2(spec *Spec, sync *os.File) (int, error) {
 		}
 		ctl.Close()
 	}
+	in.shed.shed()
 	return in.supervise(proc, sigs, workloadDone)
 }
 
@@ -391,6 +393,7 @@ type initProc struct {
 	mu      sync.Mutex
 	waiters map[int]chan int // pid → where its exit status goes
 	routes  *netlink.Handle  // NetPrivate: the namespace's routes, for ExecRequest.Block
+	shed    *shedder         // keeps init small (see shedder)
 }
 
 // reap waits for every child that the container's processes leave to PID

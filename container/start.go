@@ -426,7 +426,10 @@ func readSyncLine(r *lineReader) (syncMsg, []int, error) {
 }
 
 // Wait waits for the container's init to exit and returns the workload's
-// exit status (128+signal when it was killed). It then removes the cgroup.
+// exit status (128+signal when it was killed), and whether the memory
+// limit killed a process of the container: the workload, or one that it
+// outlived (a shell whose command grew past it). It then removes the
+// cgroup.
 func (c *Container) Wait() (code int, oom bool, err error) {
 	err = c.cmd.Wait()
 	defer c.cgroup.remove()
@@ -439,11 +442,7 @@ func (c *Container) Wait() (code int, oom bool, err error) {
 	}
 	ws := ps.Sys().(syscall.WaitStatus)
 	code = exitCode(unix.WaitStatus(ws))
-	oom = c.cgroup.oomKilled()
-	if oom {
-		code = 137
-	}
-	return code, oom, nil
+	return code, c.cgroup.oomKilled(), nil
 }
 
 // Signal sends sig to the container's init, which passes it on.

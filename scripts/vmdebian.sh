@@ -79,7 +79,7 @@ boot_qemu "$log_file" "$boot_timeout" qemu-system-x86_64 -m 2048 -smp 2 -nograph
 	-drive "file=$base,format=raw,if=none,id=root,snapshot=on" -device nvme,drive=root,serial=root \
 	-drive "file=$work/data.img,format=raw,if=none,id=data,readonly=on" -device nvme,drive=data,serial=data \
 	-kernel "$vmlinuz" \
-	-append "root=/dev/nvme0n1 rw console=ttyS0 quiet loglevel=1 panic=-1 systemd.unified_cgroup_hierarchy=1 systemd.show_status=0"
+	-append "root=/dev/nvme0n1 rw console=ttyS0 quiet loglevel=4 sysctl.kernel.hung_task_timeout_secs=20 panic=-1 systemd.unified_cgroup_hierarchy=1 systemd.show_status=0"
 t_boot=$(since "$t0")
 
 status=0

@@ -425,8 +425,11 @@ func (r *launching) wait(ctx context.Context, ctr *container.Container, st *cont
 // finish says if the container was killed for memory, then removes it
 // (--rm) or records its exit.
 func (r *launching) finish(ctx context.Context, ctr *container.Container, st *container.State, code int, oom bool) {
-	if oom {
+	switch {
+	case oom && code == 137:
 		fmt.Fprintf(r.lo.Stderr, "cove: killed: out of memory (limit %s)\n", progress.Bytes(ctr.MemoryLimit()))
+	case oom:
+		fmt.Fprintf(r.lo.Stderr, "cove: a process of the container was killed: out of memory (limit %s); the workload went on\n", progress.Bytes(ctr.MemoryLimit()))
 	}
 	if st.Remove {
 		if err := r.unclaim(ctx); err != nil {

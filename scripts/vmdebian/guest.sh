@@ -121,6 +121,19 @@ if [ "$rc" = 137 ] && grep -qF 'killed: out of memory (limit 32 MiB)' "$out/mem.
 	fail memory-limit "exit $rc (want 137 and the message), stderr '$(brief "$out/mem.err")'"
 fi
 
+# oom-takes-the-grower: past the limit the kernel kills the process that
+# grew, not cove's init (which sheds what it touched while starting):
+# the shell that ran it goes on and says so. /dev/shm filled first leaves
+# dd's buffer some 14 MB, less than an unshed init's 24-28 MB.
+# shellcheck disable=SC2016 # expanded in the container
+run grower 180 cove run --rm --net none --memory 48m "$busybox" sh -c \
+	'head -c 28m /dev/zero >/dev/shm/fill; dd if=/dev/zero of=/dev/null bs=24M count=4 2>/dev/null; echo "survived $?"'
+if [ "$rc" = 0 ] && [ "$(cat "$out/grower.out")" = "survived 137" ] && grep -qF 'a process of the container was killed: out of memory' "$out/grower.err"; then
+	pass oom-takes-the-grower
+else
+	fail oom-takes-the-grower "exit $rc, stdout '$(brief "$out/grower.out")' (want 0 and 'survived 137'), stderr '$(brief "$out/grower.err")'"
+fi
+
 # net-host-limits: with the host's network (/sys is then the host's,
 # read-only) the container still sees its own limit at /sys/fs/cgroup.
 run nethost 180 cove run --rm --net host --memory 32m "$busybox" cat /sys/fs/cgroup/memory.max

@@ -157,6 +157,24 @@ check_memory() {
 	fi
 }
 
+# oom-takes-the-grower: past the limit the kernel kills the process that
+# grew, not cove's init (which sheds what it touched while starting): the
+# shell that ran it goes on. /dev/shm filled first leaves dd's buffer some
+# 14 MB, less than an unshed init's 24-28 MB.
+check_grower() {
+	name=oom-takes-the-grower
+	# shellcheck disable=SC2016 # expanded by the shell in the container
+	timeout -s KILL 120 cove run --rm --net none --memory 48m "$img" \
+		sh -c 'head -c 28m /dev/zero >/dev/shm/fill; dd if=/dev/zero of=/dev/null bs=24M count=4 2>/dev/null; echo "survived $?"' \
+		>"$out/grower.out" 2>"$out/grower.err"
+	rc=$?
+	if [ "$rc" = 0 ] && [ "$(cat "$out/grower.out")" = "survived 137" ]; then
+		pass $name
+	else
+		fail $name "exit $rc, stdout '$(brief "$out/grower.out")' (want 0 and 'survived 137'), stderr '$(brief "$out/grower.err")'"
+	fi
+}
+
 # cgroup-view: the container sees its own cgroup, read-only, at
 # /sys/fs/cgroup (a cgroup namespace): memory.max is the limit, and
 # /proc/self/cgroup names it as the root.
@@ -405,6 +423,7 @@ check_cgroup_v2
 check_doctor
 check_pull
 check_memory
+check_grower
 check_cgroup_view
 check_pids
 check_stop

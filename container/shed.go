@@ -1,0 +1,120 @@
+package container
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A shedder gives back what init touched while it set the container up
+// and will not need again: the heap it freed, and the pages of cove's own
+// executable it has mapped (most of its resident set: about 20 MB of a
+// 24 MB init). Init stays for the container's life, in the container's
+// memory cgroup, and the kernel's OOM killer picks the task with the most
+// resident pages: without this, a workload that reaches --memory gets
+// init killed, and with it the whole container (every terminal of a
+// workspace), instead of the process that grew.
+//
+// The executable's pages are only unmapped from init: they stay in the
+// page cache (the launcher maps the same file) and come back on a fault
+// if init runs that code again. Only mappings of a file that init cannot
+// write and has not written are dropped (no private copy of a page: a
+// relocated read-only section of a PIE build has them); dropping one
+// that has would lose what init wrote there.
+//
+// Init sheds before the workload starts, once it runs and is reported
+// (the start itself touches pages of its own), and a while after each
+// cove exec (an exec touches some 8 MB of them). smaps is
+// opened once, before the workload exists, and read again through that
+// descriptor: it stays the kernel's file about init, whatever the
+// container mounts on /proc later.
+type shedder struct {
+	smaps   *os.File
+	mu      sync.Mutex
+	pending atomic.Bool
+}
+
+func newShedder() *shedder {
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		return &shedder{} // a smaller init is worth having, not worth failing a start
+	}
+	return &shedder{smaps: f}
+}
+
+// shedSoon sheds in a second, off the way of what asked for it; a burst
+// of execs sheds once.
+func (s *shedder) shedSoon() {
+	if s.pending.CompareAndSwap(false, true) {
+		time.AfterFunc(time.Second, func() {
+			s.pending.Store(false)
+			s.shed()
+		})
+	}
+}
+
+func (s *shedder) shed() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	debug.FreeOSMemory()
+	if s.smaps == nil {
+		return
+	}
+	b, err := io.ReadAll(io.NewSectionReader(s.smaps, 0, 1<<30))
+	if err != nil {
+		return
+	}
+	for _, m := range cleanFileMappings(b) {
+		// Not unix.Madvise: it wants a []byte of memory Go did not allocate.
+		unix.Syscall(unix.SYS_MADVISE, m.start, m.end-m.start, unix.MADV_DONTNEED)
+	}
+}
+
+type mapping struct{ start, end uintptr }
+
+// cleanFileMappings reads /proc/self/smaps (a header "start-end perms
+// offset dev inode path" per mapping, then "Key: N kB" lines) and returns
+// the mappings of a file (an inode) that are readable, not writable, and
+// hold no anonymous (privately copied) page: program text and read-only
+// data as the file has them.
+func cleanFileMappings(smaps []byte) []mapping {
+	var out []mapping
+	var cur mapping
+	candidate, clean := false, false
+	flush := func() {
+		if candidate && clean {
+			out = append(out, cur)
+		}
+		candidate, clean = false, false
+	}
+	sc := bufio.NewScanner(bytes.NewReader(smaps))
+	for sc.Scan() {
+		f := bytes.Fields(sc.Bytes())
+		if len(f) == 0 {
+			continue
+		}
+		if lo, hi, ok := bytes.Cut(f[0], []byte("-")); ok && len(f) >= 5 {
+			flush()
+			start, err1 := strconv.ParseUint(string(lo), 16, 64)
+			end, err2 := strconv.ParseUint(string(hi), 16, 64)
+			perms := f[1]
+			candidate = err1 == nil && err2 == nil && end > start && len(perms) >= 4 &&
+				perms[0] == 'r' && perms[1] == '-' && string(f[4]) != "0"
+			cur = mapping{uintptr(start), uintptr(end)}
+			continue
+		}
+		if string(f[0]) == "Anonymous:" && len(f) >= 2 {
+			clean = string(f[1]) == "0"
+		}
+	}
+	flush()
+	return out
+}

@@ -1,0 +1,61 @@
+package container
+
+import (
+	"os"
+	"reflect"
+	"testing"
+)
+
+func TestCleanFileMappings(t *testing.T) {
+	smaps := `00400000-012c0000 r-xp 00000000 fe:00 10018854                           /usr/local/bin/cove
+Size:              15104 kB
+Rss:                8000 kB
+Anonymous:             0 kB
+VmFlags: rd ex mr mw me
+012c0000-024e9000 r--p 00ec0000 fe:00 10018854                           /usr/local/bin/cove
+Size:              18596 kB
+Anonymous:             0 kB
+VmFlags: rd mr mw me
+024e9000-025a1000 rw-p 020e9000 fe:00 10018854                           /usr/local/bin/cove
+Anonymous:           512 kB
+026a1000-026a2000 r--p 020e9000 fe:00 10018854                           /usr/local/bin/cove
+Anonymous:             4 kB
+025a1000-04814000 rw-p 00000000 00:00 0
+Anonymous:          1024 kB
+7ffd1000-7ffd3000 r--p 00000000 00:00 0                                  [vvar]
+Anonymous:             0 kB
+7ffd3000-7ffd5000 r-xp 00000000 00:00 0                                  [vdso]
+Anonymous:             0 kB
+7ffe0000-7ffe1000 --xp 00000000 fe:00 10018854                           /usr/local/bin/cove
+Anonymous:             0 kB
+7fff0000-7fff1000 r-xp 00000000 fe:00 10018855                           /lib/last
+Anonymous:             0 kB
+`
+	got := cleanFileMappings([]byte(smaps))
+	// The text and read-only data; not the data (writable), not a
+	// read-only mapping with a private copy (a relocated section), not an
+	// anonymous one or the vDSO, not one that cannot be read; the last
+	// mapping counts although nothing follows it.
+	want := []mapping{{0x400000, 0x12c0000}, {0x12c0000, 0x24e9000}, {0x7fff0000, 0x7fff1000}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %x, want %x", got, want)
+	}
+}
+
+// TestShedKeepsWhatItDrops sheds this test process's own executable
+// pages and goes on running code and reading data from them.
+func TestShedKeepsWhatItDrops(t *testing.T) {
+	b, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Skip(err)
+	}
+	if len(cleanFileMappings(b)) == 0 {
+		t.Fatal("no clean mapping of a file in this process's smaps")
+	}
+	s := newShedder()
+	s.shed()
+	s.shed()
+	if got := reflect.TypeOf(s).String(); got != "*container.shedder" {
+		t.Fatalf("after shedding, the type's name reads %q", got)
+	}
+}
