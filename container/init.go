@@ -248,7 +248,6 @@ func initStage2(spec *Spec, sync *os.File) (int, error) {
 	// A child's exit is handed over only once its waiter is registered:
 	// spawning and registering happen under the lock the reaper takes.
 	workloadDone := make(chan int, 1)
-	in.shed.shed()
 	in.mu.Lock()
 	go in.reap(chld)
 	proc, master, err := spawn(spec, spec.Process, []*os.File{os.Stdin, os.Stdout, os.Stderr})
@@ -267,7 +266,8 @@ func initStage2(spec *Spec, sync *os.File) (int, error) {
 		}
 		ctl.Close()
 	}
-	in.shed.shed()
+	// After the start is reported: off its way.
+	go in.shed.shed()
 	return in.supervise(proc, sigs, workloadDone)
 }
 

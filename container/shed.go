@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"io"
 	"os"
-	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -14,31 +13,32 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// A shedder gives back what init touched while it set the container up
-// and will not need again: the heap it freed, and the pages of cove's own
-// executable it has mapped (most of its resident set: about 20 MB of a
-// 24 MB init). Init stays for the container's life, in the container's
-// memory cgroup, and the kernel's OOM killer picks the task with the most
-// resident pages: without this, a workload that reaches --memory gets
-// init killed, and with it the whole container (every terminal of a
-// workspace), instead of the process that grew.
+// A shedder gives back the pages of cove's own executable that init
+// touched while it set the container up (most of its resident set: some
+// 20 MB of a 24 MB init). Init stays for the container's life, in the
+// container's memory cgroup, and the kernel's OOM killer picks the task
+// with the most resident pages: without this, a workload that reaches
+// --memory gets init killed, and with it the whole container (every
+// terminal of a workspace), instead of the process that grew. (Its heap
+// is small: runtime/debug.FreeOSMemory took 10 ms and gave nothing back.)
 //
-// The executable's pages are only unmapped from init: they stay in the
-// page cache (the launcher maps the same file) and come back on a fault
-// if init runs that code again. Only mappings of a file that init cannot
-// write and has not written are dropped (no private copy of a page: a
-// relocated read-only section of a PIE build has them); dropping one
-// that has would lose what init wrote there.
+// The pages are only unmapped from init: they stay in the page cache (the
+// launcher maps the same file) and come back on a fault if init runs that
+// code again. Only mappings of a file that init cannot write and has not
+// written are dropped (no private copy of a page: a relocated read-only
+// section of a PIE build has them); dropping one that has would lose what
+// init wrote there.
 //
-// Init sheds before the workload starts, once it runs and is reported
-// (the start itself touches pages of its own), and a while after each
-// cove exec (an exec touches some 8 MB of them). smaps is
-// opened once, before the workload exists, and read again through that
-// descriptor: it stays the kernel's file about init, whatever the
-// container mounts on /proc later.
+// Init sheds once the workload's start is reported (off its way: 2-5 ms,
+// most of it reading smaps), and a second after each cove exec (an exec
+// touches some 8 MB of them again; the mappings found the first time are
+// dropped again). smaps is opened before the workload exists and read
+// through that descriptor: it is the kernel's file about init, whatever
+// the container mounts on /proc.
 type shedder struct {
 	smaps   *os.File
-	mu      sync.Mutex
+	once    sync.Once
+	clean   []mapping
 	pending atomic.Bool
 }
 
@@ -62,17 +62,16 @@ func (s *shedder) shedSoon() {
 }
 
 func (s *shedder) shed() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	debug.FreeOSMemory()
-	if s.smaps == nil {
-		return
-	}
-	b, err := io.ReadAll(io.NewSectionReader(s.smaps, 0, 1<<30))
-	if err != nil {
-		return
-	}
-	for _, m := range cleanFileMappings(b) {
+	s.once.Do(func() {
+		if s.smaps == nil {
+			return
+		}
+		defer s.smaps.Close()
+		if b, err := io.ReadAll(s.smaps); err == nil {
+			s.clean = cleanFileMappings(b)
+		}
+	})
+	for _, m := range s.clean {
 		// Not unix.Madvise: it wants a []byte of memory Go did not allocate.
 		unix.Syscall(unix.SYS_MADVISE, m.start, m.end-m.start, unix.MADV_DONTNEED)
 	}
