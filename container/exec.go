@@ -158,7 +158,6 @@ func (in *initProc) exec(conn *net.UnixConn) {
 	if master != nil {
 		master.Close()
 	}
-	in.shed.shedSoon()
 	// A client that goes away (killed, or a tool's timeout) takes its
 	// process group with it: nothing it started lingers in the container.
 	gone := make(chan struct{})

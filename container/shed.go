@@ -7,8 +7,6 @@ import (
 	"os"
 	"strconv"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -29,17 +27,17 @@ import (
 // section of a PIE build has them); dropping one that has would lose what
 // init wrote there.
 //
-// Init sheds once the workload's start is reported (off its way: 2-5 ms,
-// most of it reading smaps), and a second after each cove exec (an exec
-// touches some 8 MB of them again; the mappings found the first time are
-// dropped again). smaps is opened before the workload exists and read
-// through that descriptor: it is the kernel's file about init, whatever
-// the container mounts on /proc.
+// Init sheds once, when the workload's start is reported (off its way:
+// 2-5 ms, most of it reading smaps). Not after a cove exec, which touches
+// some 8 MB of them again (init at 13 MB): shedding those made the next
+// exec 1.5× slower (44 → 67 ms, scripts/bench/latency.sh), faulting them
+// back. smaps is opened before the workload exists and read through that
+// descriptor: it is the kernel's file about init, whatever the container
+// mounts on /proc.
 type shedder struct {
-	smaps   *os.File
-	once    sync.Once
-	clean   []mapping
-	pending atomic.Bool
+	smaps *os.File
+	once  sync.Once
+	clean []mapping
 }
 
 func newShedder() *shedder {
@@ -48,17 +46,6 @@ func newShedder() *shedder {
 		return &shedder{} // a smaller init is worth having, not worth failing a start
 	}
 	return &shedder{smaps: f}
-}
-
-// shedSoon sheds in a second, off the way of what asked for it; a burst
-// of execs sheds once.
-func (s *shedder) shedSoon() {
-	if s.pending.CompareAndSwap(false, true) {
-		time.AfterFunc(time.Second, func() {
-			s.pending.Store(false)
-			s.shed()
-		})
-	}
 }
 
 func (s *shedder) shed() {
