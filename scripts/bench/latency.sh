@@ -160,7 +160,7 @@ ratio() { awk -v a="$(med "$1")" -v b="$(med "$2")" 'BEGIN { if (a != "" && b > 
 report() {
 	echo "# Start and exec latency, side by side"
 	echo
-	echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC'); $warmup + $runs rounds, each round every command once in turn (scripts/bench/cmdtime: through \`sh -c 'exec …'\`, wall time from fork to exit)"
+	echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC'); $warmup + $runs rounds, each round every command once, in a new random order (scripts/bench/cmdtime: through \`sh -c 'exec …'\`, wall time from fork to exit)"
 	echo "- Host: $(nproc) CPUs, Linux $(uname -r); load average $load_before before, $load_after after (other jobs were running)"
 	echo "- cove $cove_rev (static)${base:+; base: \`$base\`}; $(runc --version | head -n1); $(podman --version); $(bwrap --version)"
 	echo

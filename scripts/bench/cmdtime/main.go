@@ -1,6 +1,10 @@
 // Command cmdtime times command lines side by side (see scripts/bench/latency.sh):
 // round after round, each command once in turn, so that a machine whose load
-// moves during the run moves every row alike. It prints, per command, a tab-
+// moves during the run moves every row alike. Each round takes the commands
+// in a new random order: in a fixed one, a row always ran just after the
+// same neighbour, and what that one left running (podman's cleanup after
+// podman exec) slowed it: cove exec and cove --help read 1.4× slower than
+// the same binary's rows later in the round. It prints, per command, a tab-
 // separated line: label, runs, failed runs, median and min wall time (ms),
 // median CPU time (user+system of the command and its children, ms) and
 // median peak RSS (KB, of the largest process).
@@ -10,6 +14,7 @@ package main
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"slices"
@@ -48,8 +53,8 @@ func main() {
 		rows = append(rows, &row{label: l, cmd: c})
 	}
 	for i := 0; i < warm+runs; i++ {
-		for _, r := range rows {
-			once(r, i >= warm)
+		for _, j := range rand.Perm(len(rows)) {
+			once(rows[j], i >= warm)
 		}
 	}
 	for _, r := range rows {
