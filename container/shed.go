@@ -29,11 +29,11 @@ import (
 //
 // Init sheds once, when the workload's start is reported (off its way:
 // 2-5 ms, most of it reading smaps). Not after a cove exec, which touches
-// some 8 MB of them again (init at 13 MB): shedding those made the next
-// exec 1.5× slower (44 → 67 ms, scripts/bench/latency.sh), faulting them
-// back. smaps is opened before the workload exists and read through that
-// descriptor: it is the kernel's file about init, whatever the container
-// mounts on /proc.
+// some 8 MB of them again (init at 13 MB): each exec would fault them
+// back. (A run that seemed to show exec 1.5× slower for it was the
+// benchmark's order, see scripts/bench/cmdtime.) smaps is opened before
+// the workload exists and read through that descriptor: it is the
+// kernel's file about init, whatever the container mounts on /proc.
 type shedder struct {
 	smaps *os.File
 	once  sync.Once
