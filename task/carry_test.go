@@ -3,6 +3,7 @@ package task
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,5 +71,44 @@ func TestCarryThroughFileWritesAgainWhatWasLost(t *testing.T) {
 	err = carryThroughFile(ctx, from, []string{"sh", "-c", "yes diff"}, to, dest, 1<<20)
 	if err == nil || !strings.Contains(err.Error(), "too much to carry") {
 		t.Errorf("an endless diff: %v, want it refused", err)
+	}
+}
+
+// TestDeliverMakesAgainWhatWasLost: what is made as it goes (the
+// project's history as a tar) is made again for the next try when a
+// delivery lost it, and an error of its own making stops the tries.
+func TestDeliverMakesAgainWhatWasLost(t *testing.T) {
+	ctx := context.Background()
+	dest := filepath.Join(t.TempDir(), "history.tar")
+	want := strings.Repeat("history ", 100_000) // past a pipe's buffer
+	opened := 0
+	open := func() (io.ReadCloser, error) {
+		opened++
+		pr, pw := io.Pipe()
+		go func() {
+			_, err := io.Copy(pw, strings.NewReader(want))
+			pw.CloseWithError(err)
+		}()
+		return pr, nil
+	}
+	to := &hostShell{dir: t.TempDir(), drops: 2}
+	if err := deliver(ctx, to, dest, open); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(dest); string(got) != want || opened != 3 {
+		t.Errorf("after two lost deliveries: %d bytes there (want %d), made %d times (want 3)", len(got), len(want), opened)
+	}
+
+	broken := func() (io.ReadCloser, error) {
+		pr, pw := io.Pipe()
+		go func() {
+			pw.Write([]byte("half"))
+			pw.CloseWithError(errors.New("the project's .git went away"))
+		}()
+		return pr, nil
+	}
+	err := deliver(ctx, &hostShell{dir: t.TempDir()}, dest, broken)
+	if err == nil || !strings.Contains(err.Error(), "went away") {
+		t.Errorf("a source that fails: %v, want its error", err)
 	}
 }

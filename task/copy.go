@@ -108,26 +108,30 @@ func (m *Manager) CarryHistory(ctx context.Context, tw workspace.Workspace, r Re
 		return r, fmt.Errorf("task %s: the project's history is not all in its .git (objects/info/alternates names another store): a cluster's task cannot carry it", r.Name)
 	}
 	// The object format is the only thing of the config the task's
-	// repository needs; the workspace reads it from its copy.
-	pr, pw := io.Pipe()
-	go func() {
-		pw.CloseWithError(projectTar(d, pw, append(historyPaths, "config"), ".git"))
-	}()
-	in, err := pipeFrom(pr)
+	// repository needs; the workspace reads it from its copy. The tar is
+	// delivered to a file there (a cluster may lose an exec's standard
+	// input, see deliver), made again from the project for each try.
+	history := "/tmp/cove-task-" + r.Name + ".history.tar"
+	err = deliver(ctx, tw, history, func() (io.ReadCloser, error) {
+		pr, pw := io.Pipe()
+		go func() {
+			pw.CloseWithError(projectTar(d, pw, append(historyPaths, "config"), ".git"))
+		}()
+		return pr, nil
+	})
 	if err != nil {
-		return r, err
+		run(ctx, tw, nil, 4<<10, "rm", "-f", history)
+		return r, fmt.Errorf("task %s: the project's history to its workspace: %w", r.Name, err)
 	}
-	const script = `set -e; cd /workspace; rm -rf .git; tar -xo -f -
+	const script = `set -e; cd /workspace; rm -rf .git; tar -xo -f "$1"; rm -f "$1"
 f=$(git config -f .git/config extensions.objectformat || echo sha1)
 rm -f .git/config; git init -q --object-format="$f"
 b=$(git -c safe.directory='*' rev-parse --verify HEAD^{commit})
 git -c safe.directory='*' checkout -q -f -B "$0" "$b"
 echo "$b"`
-	out, err := run(ctx, tw, in, 4<<10, "sh", "-c", script, r.Branch())
-	in.Close()
-	pr.CloseWithError(errors.New("done"))
+	out, err := run(ctx, tw, nil, 4<<10, "sh", "-c", script, r.Branch(), history)
 	if err != nil {
-		run(ctx, tw, nil, 4<<10, "rm", "-rf", "/workspace/.git")
+		run(ctx, tw, nil, 4<<10, "rm", "-rf", "/workspace/.git", history)
 		return r, fmt.Errorf("task %s: the project's history in its workspace: %w", r.Name, err)
 	}
 	// The commit is the script's last line: git may warn before it (an
@@ -144,19 +148,6 @@ echo "$b"`
 	}
 	// The checkout is on this side too before the agent reads it.
 	return r, tw.Sync(ctx)
-}
-
-// pipeFrom is r as a file a workspace's command reads (its stdin).
-func pipeFrom(r io.Reader) (*os.File, error) {
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	go func() {
-		io.Copy(pw, r)
-		pw.Close()
-	}()
-	return pr, nil
 }
 
 // maxPatch bounds a task's diff on its way to the project's workspace

@@ -469,14 +469,9 @@ func carry(ctx context.Context, from workspace.Workspace, argv []string, to work
 
 // carryThroughFile is carry for a file of path in to: argv's output,
 // kept here in between in a temporary file (unlinked; the bytes pass,
-// unread), then written to path by a second exec, whose size there is
-// checked, and written again (three tries) when it is short. A cluster
-// may drop an exec's standard input (kubernetes/kubernetes#112834): a
-// task's 219-byte diff arrived empty there, and was merged as "nothing
-// to apply". For what is small (a diff): a history (a bundle, objects)
-// goes through carry's pipe. What argv writes is the workspace's to
-// choose: more than max bytes is refused before it fills this machine's
-// disk.
+// unread), then delivered to path (see deliver). What argv writes is the
+// workspace's to choose: more than max bytes is refused before it fills
+// this machine's disk.
 func carryThroughFile(ctx context.Context, from workspace.Workspace, argv []string, to workspace.Workspace, path string, max int64) error {
 	f, err := os.CreateTemp("", "cove-carry-")
 	if err != nil {
@@ -517,20 +512,77 @@ func carryThroughFile(ctx context.Context, from workspace.Workspace, argv []stri
 	if err != nil {
 		return err
 	}
+	return deliver(ctx, to, path, func() (io.ReadCloser, error) {
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return nil, err
+		}
+		return io.NopCloser(f), nil
+	})
+}
+
+// deliver writes what open gives to path in to, and checks that all of it
+// arrived: a cluster may drop an exec's standard input
+// (kubernetes/kubernetes#112834; a task's 219-byte diff arrived empty
+// there, and was merged as "nothing to apply"). The size written there is
+// compared with what was read here to its end; short, it is written
+// again, from a new open, three tries in all.
+func deliver(ctx context.Context, to workspace.Workspace, path string, open func() (io.ReadCloser, error)) error {
+	var sent int64
 	var got string
 	for range 3 {
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return err
-		}
-		out, err := run(ctx, to, f, 4<<10, "sh", "-c", `cat > "$1" && wc -c < "$1"`, "sh", path)
+		src, err := open()
 		if err != nil {
 			return err
 		}
-		if got = strings.TrimSpace(string(out)); got == strconv.FormatInt(size, 10) {
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			src.Close()
+			return err
+		}
+		in := &countingReader{r: src}
+		copied := make(chan struct{})
+		go func() {
+			io.Copy(pw, in)
+			pw.Close()
+			close(copied)
+		}()
+		out, err := run(ctx, to, pr, 4<<10, "sh", "-c", `cat > "$1" && wc -c < "$1"`, "sh", path)
+		pr.Close() // a copy still writing to a lost standard input ends
+		<-copied
+		src.Close()
+		if err != nil {
+			return err
+		}
+		if in.err != nil {
+			return fmt.Errorf("what goes to %s: %w", path, in.err)
+		}
+		sent, got = in.n, strings.TrimSpace(string(out))
+		if in.eof && got == strconv.FormatInt(sent, 10) {
 			return nil
 		}
 	}
-	return fmt.Errorf("%d bytes sent to %s in %s arrived as %q, three times: its standard input was lost on the way", size, path, to.Name(), truncate(got))
+	return fmt.Errorf("%d bytes sent to %s in %s arrived as %q, three times: its standard input was lost on the way", sent, path, to.Name(), truncate(got))
+}
+
+// countingReader counts what it reads, and keeps apart an error of its
+// source from one of where the bytes go (a lost standard input).
+type countingReader struct {
+	r   io.Reader
+	n   int64
+	eof bool
+	err error
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	switch {
+	case err == io.EOF:
+		c.eof = true
+	case err != nil:
+		c.err = err
+	}
+	return n, err
 }
 
 // limitedBuffer is a command's stderr, kept up to 4 KiB.
