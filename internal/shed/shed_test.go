@@ -1,4 +1,4 @@
-package container
+package shed
 
 import (
 	"os"
@@ -52,10 +52,10 @@ func TestShedKeepsWhatItDrops(t *testing.T) {
 	if len(cleanFileMappings(b)) == 0 {
 		t.Fatal("no clean mapping of a file in this process's smaps")
 	}
-	s := newShedder()
-	s.shed()
-	s.shed()
-	if got := reflect.TypeOf(s).String(); got != "*container.shedder" {
+	s := Open()
+	s.Shed()
+	s.Shed()
+	if got := reflect.TypeOf(s).String(); got != "*shed.Shedder" {
 		t.Fatalf("after shedding, the type's name reads %q", got)
 	}
 }
