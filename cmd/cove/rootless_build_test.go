@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,8 +22,10 @@ import (
 	"github.com/cove-sh/cove/internal/testregistry"
 	"github.com/cove-sh/cove/internal/userns"
 	"github.com/cove-sh/cove/workspace"
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	v1tarball "github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
@@ -152,11 +155,7 @@ func debianRef(t *testing.T, addr string) string {
 	if _, err := os.Stat(filepath.Join(dir, "usr/bin/apt-get")); err != nil {
 		return ""
 	}
-	l, err := v1tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		pr, pw := io.Pipe()
-		go func() { pw.CloseWithError(tarDir(dir, pw)) }()
-		return pr, nil
-	})
+	l, err := treeLayer(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,6 +164,15 @@ func debianRef(t *testing.T, addr string) string {
 		t.Fatal(err)
 	}
 	return testregistry.Push(t, addr, img)
+}
+
+// treeLayer is the tree at dir as one layer (tarDir).
+func treeLayer(dir string) (v1.Layer, error) {
+	return v1tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		pr, pw := io.Pipe()
+		go func() { pw.CloseWithError(tarDir(dir, pw)) }()
+		return pr, nil
+	})
 }
 
 // tarDir writes the tree at dir as a tar with its owners and modes,
@@ -512,4 +520,25 @@ func writeOwnedTar(t *testing.T, path string) {
 	if err := tw.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// pushTree pushes the tree at dir (tarDir) as a one-layer image to
+// addr/repo and returns its reference.
+func pushTree(dir, addr, repo string) (string, error) {
+	l, err := treeLayer(dir)
+	if err != nil {
+		return "", err
+	}
+	img, err := testimage.Image(runtime.GOARCH, l)
+	if err != nil {
+		return "", err
+	}
+	ref, err := name.ParseReference(addr + "/" + repo)
+	if err != nil {
+		return "", err
+	}
+	if err := remote.Write(ref, img); err != nil {
+		return "", fmt.Errorf("push the tree %s as %s: %w", dir, ref, err)
+	}
+	return ref.String(), nil
 }

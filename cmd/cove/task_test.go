@@ -22,26 +22,39 @@ import (
 	"github.com/cove-sh/cove/workspace"
 )
 
-// gitImages is the Debian image with git, built once per test binary
-// (as root, with cove build) and pushed to the test registry, from which
-// each test's own store pulls it.
+// gitImages is the Debian image with git, made once per test binary and
+// pushed to the test registry, from which each test's own store pulls it.
 var gitImages struct {
 	once sync.Once
 	ref  string
 	err  error
 }
 
-// gitImage is the test registry's Debian image with git; the test
-// skips (fails in CI) without a Debian tree to make it from.
+// gitImage is the test registry's Debian image with git: the Debian tree
+// with git that scripts/test.sh debootstraps and caches
+// (/var/cache/cove-test/debian-bookworm-git, or COVE_TEST_DEBIAN_GIT),
+// else built here from the Debian tree by cove build and apt-get (slow:
+// ~160 s of a loaded CI). It skips (fails in CI) with neither tree.
 func gitImage(t *testing.T) string {
 	t.Helper()
 	addr := testregistry.Addr(t)
+	tree := os.Getenv("COVE_TEST_DEBIAN_GIT")
+	if tree == "" {
+		tree = "/var/cache/cove-test/debian-bookworm-git"
+	}
+	if _, err := os.Stat(filepath.Join(tree, "usr/bin/git")); err == nil {
+		gitImages.once.Do(func() { gitImages.ref, gitImages.err = pushTree(tree, addr, "test/git:1") })
+		if gitImages.err != nil {
+			t.Fatal(gitImages.err)
+		}
+		return gitImages.ref
+	}
 	deb := debianRef(t, addr)
 	if deb == "" {
 		if os.Getenv("CI") != "" {
-			t.Fatal("no Debian tree for the git image (scripts/test.sh debootstraps /var/cache/cove-test/debian-bookworm)")
+			t.Fatal("no Debian tree for the git image (scripts/test.sh debootstraps /var/cache/cove-test/debian-bookworm-git)")
 		}
-		t.Skip("no Debian tree (debootstrap --variant=minbase bookworm /var/cache/cove-test/debian-bookworm)")
+		t.Skip("no Debian tree (debootstrap --variant=minbase --include=git bookworm /var/cache/cove-test/debian-bookworm-git)")
 	}
 	gitImages.once.Do(func() {
 		root, err := os.MkdirTemp("", "cove-gitimage-")
