@@ -76,6 +76,10 @@ trap 'exit 130' INT TERM
 
 cove_rev=$(build_cove "$repo" "$cove") || exit 1
 (cd "$repo" && go build -o "$tmp/cmdtime" ./scripts/bench/cmdtime) || die "building cmdtime failed"
+# The floor of any Go program's start: an empty main, static as cove is.
+mkdir -p "$tmp/empty"
+printf 'package main\n\nfunc main() {}\n' >"$tmp/empty/main.go"
+(cd "$tmp/empty" && CGO_ENABLED=0 go build -o "$tmp/empty-go" main.go) || die "building the empty Go program failed"
 busybox_layer "$rootfs" "$tmp/layer.tar.gz" latency-bench
 reg_env=$(registry start) || die "scripts/registry.sh start failed"
 reg=$(printf '%s\n' "$reg_env" | sed -n 's/^COVE_TEST_REGISTRY=//p')
@@ -117,6 +121,7 @@ cmds=(
 	"floor: unshare + chroot=$(q unshare --pid --fork --mount --uts chroot "$rootfs" /bin/true)"
 	"bwrap=$(q bwrap --unshare-pid --unshare-uts --unshare-ipc --bind "$rootfs" / --proc /proc --dev /dev /bin/true)"
 	"runc run=$(q runc --root "$tmp/state-runc" run --bundle "$tmp/b-true")"'lat-$$'
+	"floor of a Go program: an empty static main=$(q "$tmp/empty-go")"
 )
 variants=("cove=$cove")
 [ -z "$base" ] || variants+=("cove (base)=$base")
@@ -174,6 +179,7 @@ report() {
 		n=${v%%=*}
 		echo "- $n run --rm --net host / bwrap: $(ratio "$n run --rm --net host" bwrap); --net none / bwrap: $(ratio "$n run --rm --net none" bwrap); private net / bwrap: $(ratio "$n run --rm (private net)" bwrap) (target ≤ 2×)"
 		echo "- $n exec / runc exec: $(ratio "$n exec" "runc exec") (target ≤ 1×); / podman exec: $(ratio "$n exec" "podman exec (runc)")"
+		echo "- $n --help / an empty static Go program: $(ratio "$n --help" "floor of a Go program: an empty static main") (what a cove process costs before and around its main; a start has two)"
 	done
 	if [ -n "$base" ]; then
 		echo "- this cove / base: run --net host $(ratio "cove run --rm --net host" "cove (base) run --rm --net host"), --net none $(ratio "cove run --rm --net none" "cove (base) run --rm --net none"), private net $(ratio "cove run --rm (private net)" "cove (base) run --rm (private net)"), exec $(ratio "cove exec" "cove (base) exec"), --help $(ratio "cove --help" "cove (base) --help")"
