@@ -248,7 +248,7 @@ func ideCommand() *cli.Command {
 			},
 			Action: func(c *cli.Context) error {
 				// It lives as long as the workspace, in its memory
-				// cgroup: what its start touched goes back (22 → 9 MB).
+				// cgroup: what its start touched goes back (22 → 4 MB here).
 				time.AfterFunc(2*time.Second, shed.Open().Shed)
 				ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 				defer stop()
