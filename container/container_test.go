@@ -391,14 +391,21 @@ func TestRunMemoryLimit(t *testing.T) {
 		t.Fatalf("past the memory limit: exit %d, oom %v, err %v", r.code, r.oom, r.err)
 	}
 	// The limit kills the process that grew, not init: the shell that
-	// started it goes on. Init, there for the container's life, gives back
-	// the pages it touched while it set up (see shedder): it had 24 MB
-	// resident, and /dev/shm filled first leaves dd's buffer only some
-	// 14 MB, so the kernel chose init and the whole container went.
+	// started it goes on and says so. Init, there for the container's life,
+	// gives back the pages it touched while it set up (internal/shed): it
+	// had 24 MB resident, and /dev/shm filled first leaves dd's buffer only
+	// some 14 MB, so the kernel chose init and the whole container went,
+	// printing nothing. Once in CI the kernel then killed init too, in the
+	// same second, before dd's memory was freed (a second OOM kill in that
+	// window; init was by then the largest left, at 5 MB): the shell's line
+	// is the outcome that tells, its exit status is logged.
 	r = runIn(t, img, cfg, Limits{Memory: 48 << 20}, nil, "sh", "-c",
 		`head -c 28m /dev/zero >/dev/shm/fill; dd if=/dev/zero of=/dev/null bs=24M count=4 2>/dev/null; echo "survived $?"`)
-	if r.code != 0 || r.stdout != "survived 137\n" || !r.oom {
-		t.Fatalf("a process past the memory limit beside its shell: exit %d, stdout %q, oom %v, err %v; want the shell to see it killed and exit 0", r.code, r.stdout, r.oom, r.err)
+	if r.stdout != "survived 137\n" || !r.oom {
+		t.Fatalf("a process past the memory limit beside its shell: exit %d, stdout %q, oom %v, err %v; want the shell to see it killed", r.code, r.stdout, r.oom, r.err)
+	}
+	if r.code != 0 {
+		t.Logf("the shell saw the process killed; the container then exited %d (a second OOM kill)", r.code)
 	}
 	r = runIn(t, img, cfg, Limits{Memory: 32 << 20, PIDs: 16}, nil, "sh", "-c", "echo fine").ok(t)
 	if r.stdout != "fine\n" {

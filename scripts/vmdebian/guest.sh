@@ -128,10 +128,12 @@ fi
 # shellcheck disable=SC2016 # expanded in the container
 run grower 180 cove run --rm --net none --memory 48m "$busybox" sh -c \
 	'head -c 28m /dev/zero >/dev/shm/fill; dd if=/dev/zero of=/dev/null bs=24M count=4 2>/dev/null; echo "survived $?"'
-if [ "$rc" = 0 ] && [ "$(cat "$out/grower.out")" = "survived 137" ] && grep -qF 'a process of the container was killed: out of memory' "$out/grower.err"; then
+# The shell's line is what tells (init killed first prints nothing); the
+# kernel may kill again in the window before dd's memory is freed.
+if [ "$(cat "$out/grower.out")" = "survived 137" ]; then
 	pass oom-takes-the-grower
 else
-	fail oom-takes-the-grower "exit $rc, stdout '$(brief "$out/grower.out")' (want 0 and 'survived 137'), stderr '$(brief "$out/grower.err")'"
+	fail oom-takes-the-grower "exit $rc, stdout '$(brief "$out/grower.out")' (want 'survived 137'), stderr '$(brief "$out/grower.err")'"
 fi
 
 # net-host-limits: with the host's network (/sys is then the host's,

@@ -168,10 +168,12 @@ check_grower() {
 		sh -c 'head -c 28m /dev/zero >/dev/shm/fill; dd if=/dev/zero of=/dev/null bs=24M count=4 2>/dev/null; echo "survived $?"' \
 		>"$out/grower.out" 2>"$out/grower.err"
 	rc=$?
-	if [ "$rc" = 0 ] && [ "$(cat "$out/grower.out")" = "survived 137" ]; then
+	# The shell's line is what tells (init killed first prints nothing);
+	# the kernel may kill again before dd's memory is freed.
+	if [ "$(cat "$out/grower.out")" = "survived 137" ]; then
 		pass $name
 	else
-		fail $name "exit $rc, stdout '$(brief "$out/grower.out")' (want 0 and 'survived 137'), stderr '$(brief "$out/grower.err")'"
+		fail $name "exit $rc, stdout '$(brief "$out/grower.out")' (want 'survived 137'), stderr '$(brief "$out/grower.err")'"
 	fi
 }
 
