@@ -55,7 +55,12 @@ func (g gitAPI) run(ctx context.Context, stdin []byte, args ...string) ([]byte, 
 	// answer it.
 	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "GIT_EDITOR=true", "LC_ALL=C",
 		// A path is a file's name, never pathspec magic (":(top)", "*").
-		"GIT_LITERAL_PATHSPECS=1")
+		"GIT_LITERAL_PATHSPECS=1",
+		// The view's reads come whenever a file changes; a git status
+		// would refresh the index under .git/index.lock, and a commit the
+		// user makes meanwhile (here or in a terminal) would fail on it.
+		// What a command must lock, it still does.
+		"GIT_OPTIONAL_LOCKS=0")
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}

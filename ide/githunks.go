@@ -56,10 +56,14 @@ var hunkHead = sync.OnceValue(func() *regexp.Regexp {
 func (g gitAPI) fileDiff(ctx context.Context, path string, staged bool) (gitFileDiff, error) {
 	// Every option that could make two runs print different hunks, or
 	// hand the diff to a program the project configures, is fixed here.
-	args := []string{"diff", "--no-ext-diff", "--no-textconv", "--no-color", "--no-renames", "--src-prefix=a/", "--dst-prefix=b/", "-U3"}
+	// The working tree's side is diff-files, not diff: git diff refreshes
+	// the index under .git/index.lock (GIT_OPTIONAL_LOCKS or not), and a
+	// commit made meanwhile would fail on it.
+	args := []string{"diff-files", "-p"}
 	if staged {
-		args = append(args, "--cached")
+		args = []string{"diff", "--cached"}
 	}
+	args = append(args, "--no-ext-diff", "--no-textconv", "--no-color", "--no-renames", "--src-prefix=a/", "--dst-prefix=b/", "-U3")
 	out, err := g.run(ctx, nil, append(args, "--", path)...)
 	if err != nil {
 		return gitFileDiff{}, err
