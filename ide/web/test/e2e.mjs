@@ -4,7 +4,7 @@
 import { open } from "./browser.mjs";
 
 const [url, shot] = process.argv.slice(2);
-const { browser, page, fail } = await open("e2e", { viewport: { width: 1280, height: 800 } });
+const { browser, page, fail, shellReady } = await open("e2e", { viewport: { width: 1280, height: 800 } });
 try {
   const errors = [];
   page.on("pageerror", (e) => errors.push(e.message));
@@ -23,7 +23,7 @@ try {
     for (let i = 0; i < b.length; i++) lines.push(b.getLine(i).translateToString(true));
     return lines.join("\n");
   });
-  await page.waitForFunction(() => window.cove.shells[0].shell.id, null, { timeout: 15000 });
+  await shellReady();
   await page.click(".term-pane");
   await page.keyboard.type("echo browser-$((6*7)) in $(hostname)\n");
   await page.waitForFunction(() => {

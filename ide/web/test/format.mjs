@@ -11,7 +11,7 @@ import { open } from "./browser.mjs";
 import { shot } from "./shot.mjs";
 
 const [url, bad] = process.argv.slice(2);
-const { browser, page, fail, wait } = await open("format e2e", { timeout: 20000 });
+const { browser, page, fail, wait, shellReady } = await open("format e2e", { timeout: 20000 });
 const statusText = () => page.textContent("#status");
 const outline = () => page.evaluate(() => [...document.querySelectorAll("#outline:not([hidden]) .outline-item")].map((b) => `${b.dataset.depth}:${b.textContent.slice(1)}`).join(" "));
 
@@ -20,7 +20,7 @@ try {
   page.on("pageerror", (e) => errors.push(e.message));
   page.on("console", (m) => { if (/Content Security Policy|Refused to/.test(m.text())) errors.push(m.text()); });
   await page.goto(url);
-  await page.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 60000 });
+  await shellReady();
 
   // The Outline of types.go, from gopls: the struct with its fields
   // under it, the function.

@@ -6,7 +6,7 @@
 import { open } from "./browser.mjs";
 
 const [url] = process.argv.slice(2);
-const { browser, page, fail, wait } = await open("hostile lsp");
+const { browser, page, fail, wait, shellReady } = await open("hostile lsp");
 const start = Date.now();
 const step = (what) => console.log(`${Date.now() - start} ms: ${what}`);
 const statusText = () => page.textContent("#status");
@@ -22,7 +22,7 @@ try {
   const opened = [];
   page.on("request", (r) => opened.push(r.url()));
   await page.goto(url);
-  await page.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 60000 });
+  await shellReady();
   await page.click('.entry[data-path="a.go"]');
   await wait(() => window.cove.docs.get("a.go")?.doc.lspClient?.client.serverCapabilities, null, async () => `no server: ${await statusText()}`);
 

@@ -6,7 +6,7 @@ import { open } from "./browser.mjs";
 import { shot } from "./shot.mjs";
 
 const [url] = process.argv.slice(2);
-const { browser, page, fail, wait } = await open("lsp e2e", { timeout: 20000 });
+const { browser, page, fail, wait, shellReady } = await open("lsp e2e", { timeout: 20000 });
 const statusText = () => page.textContent("#status");
 // at puts the cursor in path's editor at line (from 1), after the first
 // occurrence of text on it (or at its end), and gives it the keys.
@@ -29,7 +29,7 @@ try {
   page.on("pageerror", (e) => errors.push(e.message));
   page.on("console", (m) => { if (/Content Security Policy|Refused to/.test(m.text())) errors.push(m.text()); });
   await page.goto(url);
-  await page.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 60000 });
+  await shellReady();
   await page.click('.entry[data-path="main.go"]');
   await wait(() => window.cove.docs.get("main.go")?.doc.lspClient?.client.serverCapabilities, null, async () => `gopls never initialized: ${await statusText()}`, 30000);
   // gopls has loaded the package once a hover on a name answers.

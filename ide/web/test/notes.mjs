@@ -11,7 +11,7 @@
 import { open } from "./browser.mjs";
 
 const [url, note, output] = process.argv.slice(2);
-const { browser, page, fail } = await open("notes", { viewport: { width: 1280, height: 800 } });
+const { browser, page, fail, shellReady } = await open("notes", { viewport: { width: 1280, height: 800 } });
 const errors = [];
 page.on("pageerror", (e) => errors.push(e.message));
 page.on("console", (m) => { if (/Content Security Policy|Refused to/.test(m.text())) errors.push(m.text()); });
@@ -52,14 +52,14 @@ async function check(when) {
 }
 
 await page.goto(url);
-await page.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 60000 }).catch(() => fail("the IDE did not load"));
+await shellReady(page, "the IDE did not load");
 await check("at first");
 if (process.env.COVE_SCREENSHOTS) await page.screenshot({ path: `${process.env.COVE_SCREENSHOTS}/ide-workspace-log.png` });
 // A terminal shown again hides the log; the badge opens it again.
 await page.click("#term-tabs .tab:not(#log-tab):not(#ports-tab):not(#problems-tab):not(#new-term)");
 if (!(await page.$eval("#log", (l) => l.hidden))) await fail("a terminal's tab did not hide the log");
 await page.reload();
-await page.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 60000 }).catch(() => fail("the IDE did not load again"));
+await shellReady(page, "the IDE did not load again");
 await check("after a reload");
 if (errors.length) await fail(`page errors: ${errors.join("; ")}`);
 await browser.close();

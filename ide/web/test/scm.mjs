@@ -6,7 +6,7 @@ import { open } from "./browser.mjs";
 import { shot } from "./shot.mjs";
 
 const [url] = process.argv.slice(2);
-const { browser, page, fail, wait } = await open("scm e2e");
+const { browser, page, fail, wait, shellReady } = await open("scm e2e");
 const scmText = () => page.textContent("#scm-box");
 const row = (path, side) => `#scm-box .scm-file[data-path="${path}"][data-side="${side}"]`;
 const has = (path, side) => wait((sel) => document.querySelector(sel), row(path, side), async () => `${path} is not under ${side}: ${await scmText()}; status: ${await page.textContent("#status")}`);
@@ -29,7 +29,7 @@ try {
     return a === undefined ? d.dismiss() : d.accept(typeof a === "string" ? a : undefined);
   });
   await page.goto(url);
-  await page.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 60000 });
+  await shellReady();
   await wait(() => document.querySelector("#scm-box")?.dataset.state === "repo", null, async () => `no repository: ${await scmText()}`);
 
   // Changes made in the terminal.

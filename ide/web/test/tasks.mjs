@@ -11,7 +11,7 @@ import { open } from "./browser.mjs";
 import { shot } from "./shot.mjs";
 
 const [url, newPrompt] = process.argv.slice(2);
-const { browser, page, fail, wait } = await open("tasks e2e", { timeout: 20000 });
+const { browser, page, fail, wait, shellReady } = await open("tasks e2e", { timeout: 20000 });
 const boxText = () => page.textContent("#tasks-box");
 const statusText = () => page.textContent("#status");
 const asked = [];
@@ -52,7 +52,7 @@ try {
   // where values.sh has t1's change.
   const [popup] = await Promise.all([page.context().waitForEvent("page"), page.click('#tasks-box .task[data-name="t1"] .task-open')]);
   await popup.waitForURL(/^http:\/\/127\.0\.0\.1:\d+\/\?token=/, { timeout: 60000 }).catch(async () => fail(`t1's IDE did not open: ${popup.url()}; ${await statusText()}`));
-  await popup.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 60000 }).catch(() => fail("no terminal in t1's IDE"));
+  await shellReady(popup, "no terminal in t1's IDE");
   await popup.click("#terms .term-pane:not([hidden])");
   await popup.keyboard.type("cat values.sh | tr = :\n");
   const screen = () => {

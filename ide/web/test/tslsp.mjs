@@ -6,7 +6,7 @@
 import { open } from "./browser.mjs";
 
 const [url] = process.argv.slice(2);
-const { browser, page, fail, wait } = await open("tslsp e2e", { timeout: 20000 });
+const { browser, page, fail, wait, shellReady } = await open("tslsp e2e", { timeout: 20000 });
 const statusText = () => page.textContent("#status");
 // endOf puts the cursor at the end of line (from 1) of main.ts.
 const endOf = (line) => page.evaluate((line) => {
@@ -26,7 +26,7 @@ try {
   page.on("pageerror", (e) => errors.push(e.message));
   page.on("console", (m) => { if (/Content Security Policy|Refused to/.test(m.text())) errors.push(m.text()); });
   await page.goto(url);
-  await page.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 60000 });
+  await shellReady();
   await page.click('.entry[data-path="main.ts"]');
   await wait(() => window.cove.docs.get("main.ts")?.doc.lspClient?.client.serverCapabilities, null,
     async () => `typescript-language-server never initialized: ${await statusText()}`, 30000);

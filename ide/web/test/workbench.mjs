@@ -13,6 +13,7 @@
 // COVE_FAIL_SHOT=PREFIX saves every page as PREFIX-N.png on a failure.
 // It prints "ok" last when every check passed.
 import { chromium } from "playwright-core";
+import { shellState, traceContext, traced } from "./trace.mjs";
 
 const [url, mode, projectDir] = process.argv.slice(2);
 const shots = process.env.COVE_SCREENSHOTS;
@@ -25,7 +26,7 @@ const browser = await chromium.launch({
 const origin = new URL(url).origin;
 let where = "";
 const fail = async (msg) => {
-  console.error(`workbench ${where}: ${msg}`);
+  console.error(`workbench ${where}: ${msg}\n${traced()}`);
   if (process.env.COVE_FAIL_SHOT) {
     for (const [i, p] of browser.contexts().flatMap((c) => c.pages()).entries()) await p.screenshot({ path: `${process.env.COVE_FAIL_SHOT}-${i}.png` }).catch(() => {});
   }
@@ -35,16 +36,21 @@ const fail = async (msg) => {
 const wait = (page, fn, arg, msg, timeout = 10000) =>
   page.waitForFunction(fn, arg, { timeout }).catch(async () => fail(typeof msg === "function" ? await msg() : msg));
 
+// shellReady waits up to a minute for page's first terminal.
+const shellReady = (page, why = "no terminal") =>
+  page.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 60000 }).catch(async () => fail(`${why}: ${await shellState(page)}`));
+
 // open makes a page in a fresh context (its own localStorage) at size.
 async function open(size) {
   const ctx = await browser.newContext({ viewport: size });
+  traceContext(ctx);
   const page = await ctx.newPage();
   page.errors = [];
   page.on("pageerror", (e) => page.errors.push(e.message));
   // The launcher's Content-Security-Policy: anything it blocks is broken.
   page.on("console", (m) => { if (/Content Security Policy|Refused to/.test(m.text())) page.errors.push(m.text()); });
   await page.goto(url);
-  await page.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 60000 });
+  await shellReady(page);
   return page;
 }
 
@@ -161,7 +167,7 @@ async function workbench(page, size) {
   if (Math.abs(side1 - side0 - 30) > 2) await fail(`dragged 30px, the side bar went from ${side0} to ${side1}`);
   if (Math.abs(bottom1 - bottom0 - 50) > 2) await fail(`dragged 50px, the terminals went from ${bottom0} to ${bottom1}`);
   await page.reload();
-  await page.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 60000 });
+  await shellReady(page);
   const side2 = (await box(page, "#side")).w;
   const bottom2 = (await box(page, "#bottom")).h;
   if (Math.abs(side2 - side1) > 1 || Math.abs(bottom2 - bottom1) > 1) await fail(`after a reload the side bar is ${side2} (was ${side1}), the terminals ${bottom2} (were ${bottom1})`);
@@ -324,7 +330,7 @@ try {
     // script.
     const popup = (page) => Promise.all([page.context().waitForEvent("page"), page.evaluate(() => window.open("/?window=app", "_blank", "popup"))]).then(([p]) => p);
     const app = await popup(wide);
-    await app.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 60000 });
+    await shellReady(app, "no terminal in the app window");
     if (new URL(app.url()).search !== "") await fail("the app window's address keeps its mark: " + app.url());
     const appClosed = new Promise((res) => app.once("close", () => res(true)));
     await edit(narrow, "hello.txt");
@@ -347,7 +353,7 @@ try {
     where = "after Ctrl-C";
     const dirtyApp = await popup(narrow);
     dirtyApp.errors = [];
-    await dirtyApp.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 60000 });
+    await shellReady(dirtyApp, "no terminal in the app window");
     await edit(dirtyApp, "notes.md");
     console.log("cove-test: interrupt");
     if (!(await Promise.race([appClosed, new Promise((res) => setTimeout(() => res(false), 15000))]))) await fail("the app window did not close");
@@ -365,7 +371,7 @@ try {
     where = "after cove stop";
     const app = await Promise.all([pages[1].context().waitForEvent("page"), pages[1].evaluate(() => window.open("/?window=app", "_blank", "popup"))]).then(([p]) => p);
     app.errors = [];
-    await app.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 60000 });
+    await shellReady(app, "no terminal in the app window");
     console.log("cove-test: stop");
     for (const page of [...pages, app]) await stopped(page, "the workspace was stopped", null);
     await app.waitForTimeout(1000);

@@ -1,0 +1,67 @@
+// What the browser tests' pages did on the network, kept for a failure's
+// message: a page that waits for its first shell in vain says nothing
+// else (was the script run? did its WebSockets open, close, fail? did the
+// page find its launcher gone?).
+//   traceContext(ctx): records every page of the browser context ctx,
+//     those opened later (a popup) too;
+//   traced(): the record, a line per event, the token taken out;
+//   shellState(page): what the page says of its terminals, for a message.
+const events = [];
+const start = Date.now();
+const MAX = 400;
+
+const short = (u) => {
+  try {
+    const url = new URL(u);
+    url.searchParams.delete("token");
+    return url.pathname + (url.search || "");
+  } catch {
+    return String(u);
+  }
+};
+
+function note(page, what) {
+  events.push(`${((Date.now() - start) / 1000).toFixed(2)}s ${page.traceName} ${what}`);
+  if (events.length > MAX) events.splice(0, events.length - MAX);
+}
+
+let pages = 0;
+
+function tracePage(page) {
+  if (page.traceName) return;
+  page.traceName = `page${++pages}`;
+  note(page, "opened");
+  page.on("framenavigated", (f) => f === page.mainFrame() && note(page, `at ${short(f.url())}`));
+  page.on("load", () => note(page, "load"));
+  page.on("pageerror", (e) => note(page, `pageerror ${e.message}`));
+  page.on("console", (m) => (m.type() === "error" || m.type() === "warning") && note(page, `console.${m.type()} ${m.text()}`));
+  page.on("requestfailed", (r) => note(page, `request failed ${r.method()} ${short(r.url())}: ${r.failure()?.errorText}`));
+  page.on("response", (r) => r.status() >= 400 && note(page, `${r.status()} ${r.request().method()} ${short(r.url())}`));
+  page.on("websocket", (ws) => {
+    const u = short(ws.url());
+    note(page, `ws ${u} connecting`);
+    let first = true;
+    ws.on("framereceived", () => first && ((first = false), note(page, `ws ${u} first frame`)));
+    ws.on("socketerror", (e) => note(page, `ws ${u} error ${e}`));
+    ws.on("close", () => note(page, `ws ${u} closed`));
+  });
+  page.on("close", () => note(page, "closed"));
+}
+
+export function traceContext(ctx) {
+  ctx.pages().forEach(tracePage);
+  ctx.on("page", tracePage);
+}
+
+export const traced = () => (events.length ? `the pages' events (seconds since the script started):\n  ${events.join("\n  ")}` : "no page events");
+
+export async function shellState(page) {
+  const s = await page.evaluate(() => ({
+    ready: document.readyState,
+    loaded: !!window.cove,
+    stopped: document.querySelector("#stopped")?.textContent ?? null,
+    status: document.querySelector("#status")?.textContent ?? null,
+    shells: window.cove?.shells.map(({ shell: s }) => ({ id: s.id, ws: s.ws?.readyState, retry: s.retry, halted: !!s.halted, exited: s.exited })),
+  })).catch((e) => ({ error: e.message }));
+  return JSON.stringify(s);
+}
