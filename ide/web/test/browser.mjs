@@ -7,7 +7,7 @@
 //   wait(fn, arg, msg, timeout): page.waitForFunction, failing with msg
 //     (a string, or an async function giving one: read only on failure)
 //     when fn is not true in time;
-//   shellReady(p = page, why): waits up to a minute for p's first
+//   shellReady(p = page, why): waits up to firstShellWait for p's first
 //     terminal, failing with what p says of its terminals.
 // A failure's message ends with what the pages did on the network
 // (trace.mjs).
@@ -16,7 +16,7 @@
 // onFail, run before the browser closes on a failure (a readline to
 // close, say).
 import { chromium } from "playwright-core";
-import { shellState, traceContext, traced } from "./trace.mjs";
+import { firstShellWait, shellState, traceContext, traced } from "./trace.mjs";
 
 // flags keep a headless Chromium to itself: no GPU, no sandbox (the
 // tests run as root too), and no traffic of its own besides the page's.
@@ -43,6 +43,6 @@ export async function open(name, { args = [], viewport, timeout = 15000, onFail 
   const wait = (fn, arg, msg, ms = timeout) =>
     page.waitForFunction(fn, arg, { timeout: ms }).catch(async () => fail(typeof msg === "function" ? await msg() : msg));
   const shellReady = (p = page, why = "no terminal") =>
-    p.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 60000 }).catch(async () => fail(`${why}: ${await shellState(p)}`));
+    p.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: firstShellWait }).catch(async () => fail(`${why}: ${await shellState(p)}`));
   return { browser, page, fail, wait, shellReady };
 }

@@ -2,6 +2,7 @@
 // download): a terminal runs a command in the workspace, and a file is
 // opened, edited and saved. Usage: node e2e.mjs URL [SCREENSHOT.png]
 import { open } from "./browser.mjs";
+import { firstShellWait } from "./trace.mjs";
 
 const [url, shot] = process.argv.slice(2);
 const { browser, page, fail, shellReady } = await open("e2e", { viewport: { width: 1280, height: 800 } });
@@ -278,7 +279,7 @@ try {
   // restarted) gets a new one instead of waiting for it forever.
   await page.evaluate(() => sessionStorage.setItem("cove-shells", JSON.stringify(["0123456789ab"])));
   await page.reload();
-  await page.waitForFunction(() => window.cove.shells[0]?.shell.id && window.cove.shells[0].shell.id !== "0123456789ab", null, { timeout: 60000 })
+  await page.waitForFunction(() => window.cove.shells[0]?.shell.id && window.cove.shells[0].shell.id !== "0123456789ab", null, { timeout: firstShellWait })
     .catch(async () => fail("no new shell for a gone one:\n" + (await screen())));
   await page.click(".term-pane");
   await page.keyboard.type("echo again-$((2*21))\n");

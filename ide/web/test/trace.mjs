@@ -5,7 +5,15 @@
 //   traceContext(ctx): records every page of the browser context ctx,
 //     those opened later (a popup) too;
 //   traced(): the record, a line per event, the token taken out;
-//   shellState(page): what the page says of its terminals, for a message.
+//   shellState(page): what the page says of its terminals, for a message;
+//   firstShellWait: how long a page may take to show its first terminal.
+// A page starts in about a second on a quiet machine (3.3 s of Chromium's
+// CPU, its start included); under CI's load (16 runnable on 2 cores) a
+// start's share of the CPU is an eighth, so the wait is two minutes: a
+// page that hangs still fails, and says why.
+export const firstShellWait = 120000;
+import { readFileSync } from "node:fs";
+
 const events = [];
 const start = Date.now();
 const MAX = 400;
@@ -34,7 +42,7 @@ function tracePage(page) {
   page.on("framenavigated", (f) => f === page.mainFrame() && note(page, `at ${short(f.url())}`));
   page.on("load", () => note(page, "load"));
   page.on("pageerror", (e) => note(page, `pageerror ${e.message}`));
-  page.on("console", (m) => (m.type() === "error" || m.type() === "warning") && note(page, `console.${m.type()} ${m.text()}`));
+  page.on("console", (m) => (m.type() === "error" || m.type() === "warning") && !m.text().includes("GL Driver Message") && note(page, `console.${m.type()} ${m.text()}`));
   page.on("requestfailed", (r) => note(page, `request failed ${r.method()} ${short(r.url())}: ${r.failure()?.errorText}`));
   page.on("response", (r) => r.status() >= 400 && note(page, `${r.status()} ${r.request().method()} ${short(r.url())}`));
   page.on("websocket", (ws) => {
@@ -45,6 +53,7 @@ function tracePage(page) {
     ws.on("socketerror", (e) => note(page, `ws ${u} error ${e}`));
     ws.on("close", () => note(page, `ws ${u} closed`));
   });
+  page.on("crash", () => note(page, "CRASHED"));
   page.on("close", () => note(page, "closed"));
 }
 
@@ -53,7 +62,17 @@ export function traceContext(ctx) {
   ctx.on("page", tracePage);
 }
 
-export const traced = () => (events.length ? `the pages' events (seconds since the script started):\n  ${events.join("\n  ")}` : "no page events");
+// The machine's load goes with the record: a page that was slow on a
+// machine running sixteen things at once is not a page that hung.
+const load = () => {
+  try {
+    return `load average ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}`;
+  } catch {
+    return "";
+  }
+};
+
+export const traced = () => `${events.length ? `the pages' events (seconds since the script started):\n  ${events.join("\n  ")}` : "no page events"}\n${load()}`;
 
 export async function shellState(page) {
   const s = await page.evaluate(() => ({

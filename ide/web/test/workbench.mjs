@@ -13,7 +13,7 @@
 // COVE_FAIL_SHOT=PREFIX saves every page as PREFIX-N.png on a failure.
 // It prints "ok" last when every check passed.
 import { chromium } from "playwright-core";
-import { shellState, traceContext, traced } from "./trace.mjs";
+import { firstShellWait, shellState, traceContext, traced } from "./trace.mjs";
 
 const [url, mode, projectDir] = process.argv.slice(2);
 const shots = process.env.COVE_SCREENSHOTS;
@@ -36,9 +36,9 @@ const fail = async (msg) => {
 const wait = (page, fn, arg, msg, timeout = 10000) =>
   page.waitForFunction(fn, arg, { timeout }).catch(async () => fail(typeof msg === "function" ? await msg() : msg));
 
-// shellReady waits up to a minute for page's first terminal.
+// shellReady waits for page's first terminal.
 const shellReady = (page, why = "no terminal") =>
-  page.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: 60000 }).catch(async () => fail(`${why}: ${await shellState(page)}`));
+  page.waitForFunction(() => window.cove?.shells[0]?.shell.id, null, { timeout: firstShellWait }).catch(async () => fail(`${why}: ${await shellState(page)}`));
 
 // open makes a page in a fresh context (its own localStorage) at size.
 async function open(size) {
@@ -344,7 +344,7 @@ try {
     if (!(await narrow.textContent("#stopped")).includes("its launcher is gone")) await fail("offline: " + (await narrow.textContent("#stopped")));
     await narrow.context().setOffline(false);
     await narrow.click("#stopped .reconnect");
-    await narrow.waitForFunction(() => !document.querySelector("#stopped") && window.cove?.shells[0]?.shell.id, null, { timeout: 60000 })
+    await narrow.waitForFunction(() => !document.querySelector("#stopped") && window.cove?.shells[0]?.shell.id, null, { timeout: firstShellWait })
       .catch(() => fail("Reconnect did not reload the page"));
     await wait(narrow, () => document.querySelector('.tab.dirty[title="hello.txt"]') && window.cove.docs.get("hello.txt").doc.text().endsWith("unsaved line"), null,
       "the unsaved change did not come back after the reconnect");
