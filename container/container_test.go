@@ -444,9 +444,9 @@ func TestStatePIDReuse(t *testing.T) {
 	if stranger.Status() != Exited {
 		t.Fatal("an unrelated process with the recorded pid is taken for the container")
 	}
-	start, err := procStartTime(other.Process.Pid)
-	must(t, err)
-	stranger.StartTime = start
+	var theirs State
+	must(t, theirs.Track(other.Process.Pid))
+	stranger.StartTime = theirs.StartTime
 	if stranger.Status() != Exited {
 		t.Fatal("an unrelated process with the recorded pid and start time is taken for the container")
 	}

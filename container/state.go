@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/cove-sh/cove/internal/atomicfile"
-
 	"github.com/cove-sh/cove/internal/procstat"
 	"golang.org/x/sys/unix"
 )
@@ -153,21 +152,18 @@ func (st *State) SetIdentity(c *Container) {
 }
 
 // Track fills in the identity of the process pid: its start time, the
-// boot, and the file it runs.
+// boot, and the file it runs (procstat.Identify, which the other records
+// of a process, a task's agent, use too).
 func (st *State) Track(pid int) error {
-	start, err := procStartTime(pid)
+	id, err := procstat.Identify(pid)
 	if err != nil {
 		return err
 	}
-	boot, err := bootID()
+	start, err := strconv.ParseUint(id.Start, 10, 64)
 	if err != nil {
-		return err
+		return fmt.Errorf("/proc/%d/stat: start time %q: %w", pid, id.Start, err)
 	}
-	var s unix.Stat_t
-	if err := unix.Stat(fmt.Sprintf("/proc/%d/exe", pid), &s); err != nil {
-		return err
-	}
-	st.Pid, st.StartTime, st.BootID, st.ExeDev, st.ExeIno = pid, start, boot, s.Dev, s.Ino
+	st.Pid, st.StartTime, st.BootID, st.ExeDev, st.ExeIno = pid, start, id.Boot, id.ExeDev, id.ExeIno
 	return nil
 }
 
@@ -175,39 +171,11 @@ func (st *State) Track(pid int) error {
 // pid exists, started at the recorded time in this boot, and runs the
 // recorded binary. A pid reused by any other process fails one of these.
 func (st *State) Status() Status {
-	if st.Pid <= 0 {
-		return Exited
+	recorded := procstat.Identity{PID: st.Pid, Start: strconv.FormatUint(st.StartTime, 10), Boot: st.BootID, ExeDev: st.ExeDev, ExeIno: st.ExeIno}
+	if recorded.Alive() {
+		return Running
 	}
-	boot, err := bootID()
-	if err != nil || boot != st.BootID {
-		return Exited
-	}
-	start, err := procStartTime(st.Pid)
-	if err != nil || start != st.StartTime {
-		return Exited
-	}
-	var s unix.Stat_t
-	if err := unix.Stat(fmt.Sprintf("/proc/%d/exe", st.Pid), &s); err != nil || s.Dev != st.ExeDev || s.Ino != st.ExeIno {
-		return Exited
-	}
-	return Running
-}
-
-// procStartTime reads field 22 of /proc/PID/stat.
-func procStartTime(pid int) (uint64, error) {
-	fields, err := procstat.Fields(pid)
-	if err != nil {
-		return 0, err
-	}
-	if len(fields) < 20 {
-		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
-	}
-	return strconv.ParseUint(fields[19], 10, 64)
-}
-
-func bootID() (string, error) {
-	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	return strings.TrimSpace(string(b)), err
+	return Exited
 }
 
 // Stop asks the container to stop: SIGTERM to init (which passes it to the
