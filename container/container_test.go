@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -81,7 +82,7 @@ func testImage(t *testing.T, cfg func(*v1.Config), extra ...testimage.Entry) (*i
 		must(t, err)
 		layers = append(layers, l)
 	}
-	img, err := testimage.Image("amd64", layers...)
+	img, err := testimage.Image(runtime.GOARCH, layers...)
 	must(t, err)
 	if cfg != nil {
 		cf, err := img.ConfigFile()

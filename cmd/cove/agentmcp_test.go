@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -127,7 +128,7 @@ func buildNodeImage(t *testing.T) string {
 	if err != nil {
 		t.Skip(err)
 	}
-	img, err := testimage.Image("amd64", bb, nodeLayer)
+	img, err := testimage.Image(runtime.GOARCH, bb, nodeLayer)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -61,7 +62,7 @@ func goImage(t *testing.T, gopls string) v1.Image {
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := testimage.Image("amd64", base, l)
+	img, err := testimage.Image(runtime.GOARCH, base, l)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +318,7 @@ func hostToolImage(t *testing.T, bin string, extra ...testimage.Entry) v1.Image 
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := testimage.Image("amd64", base, l)
+	img, err := testimage.Image(runtime.GOARCH, base, l)
 	if err != nil {
 		t.Fatal(err)
 	}

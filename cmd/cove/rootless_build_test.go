@@ -127,7 +127,7 @@ func userBase(t *testing.T) v1.Image {
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := testimage.Image("amd64", bb, l)
+	img, err := testimage.Image(runtime.GOARCH, bb, l)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func debianRef(t *testing.T, addr string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := testimage.Image("amd64", l)
+	img, err := testimage.Image(runtime.GOARCH, l)
 	if err != nil {
 		t.Fatal(err)
 	}
