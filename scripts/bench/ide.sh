@@ -30,6 +30,7 @@ keys=${KEYS:-2000}
 out_md=${BENCH_OUT:-$here/results/ide-latest.md}
 reg_state=${COVE_IDE_REGISTRY_STATE:-/tmp/cove-ide-bench-registry}
 target_start_ms=300
+target_api_ms=150 # issue 27: a warm `cove up` to the workspace API answering
 target_mbps=200
 target_echo_us=2000
 
@@ -113,8 +114,12 @@ cat >"$tmp/warmstart/main.go" <<'EOF'
 // --no-browser …) once to create the workspace, WARMUP times untimed,
 // then RUNS times timed; each time from the exec to the first 200 of the
 // IDE page at the URL it prints (token in the URL, as a browser opens
-// it), then Ctrl-C (SIGINT) and the wait for its exit.
-// Prints one line a run: "create|warmup|run MS_URL MS_200 MS_STOP GETS".
+// it), and on to the first answer of the workspace's own server through
+// the proxy (GET /api/tree, as the page's first call), then Ctrl-C
+// (SIGINT) and the wait for its exit. After the last run's answer it
+// waits 3 s (the IDE server sheds its start's pages after 2) and reads
+// the resident set of the workspace's IDE server.
+// Prints one line a run: "create|warmup|run MS_URL MS_200 MS_STOP GETS MS_API RSS_KB".
 package main
 
 import (
@@ -143,7 +148,57 @@ func (s stderrOf) String() string {
 
 func ms(d time.Duration) string { return strconv.FormatFloat(float64(d.Nanoseconds())/1e6, 'f', 2, 64) }
 
-func once(cove string, args []string) (tURL, tOK, tStop time.Duration, gets int, err error) {
+// ideServerRSS is the largest VmRSS (KB) of a process running `cove ide
+// serve` on this machine (the benchmark's one workspace), 0 if none.
+func ideServerRSS() int {
+	rss := 0
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		cmd, err := os.ReadFile("/proc/" + p.Name() + "/cmdline")
+		if err != nil || !strings.Contains(string(cmd), "\x00ide\x00serve\x00") {
+			continue
+		}
+		st, _ := os.ReadFile("/proc/" + p.Name() + "/status")
+		for _, l := range strings.Split(string(st), "\n") {
+			if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+				if n, _ := strconv.Atoi(f[1]); n > rss {
+					rss = n
+				}
+			}
+		}
+	}
+	return rss
+}
+
+// untilOK GETs url (with the token's header) every 1 ms until a 200,
+// and returns the body.
+func untilOK(client *http.Client, url, token string, start time.Time, gets *int) ([]byte, error) {
+	last := "nothing"
+	for {
+		*gets++
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		if token != "" {
+			req.Header.Set("X-Cove-Token", token)
+		}
+		resp, gerr := client.Do(req)
+		if gerr == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return b, nil
+			}
+			last = fmt.Sprintf("%s: %.200q", resp.Status, b)
+		} else {
+			last = gerr.Error()
+		}
+		if time.Since(start) > 30*time.Second {
+			return nil, fmt.Errorf("no 200 from %s within 30 s (%d GETs; last: %s)", url, *gets, last)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func once(cove string, args []string, measureRSS bool) (tURL, tOK, tAPI, tStop time.Duration, gets, rss int, err error) {
 	cmd := exec.Command(cove, args...)
 	// stderr to a file: nothing to copy, nothing for Wait to wait for.
 	errf, err := os.CreateTemp("", "warmstart-stderr")
@@ -185,34 +240,33 @@ func once(cove string, args []string) (tURL, tOK, tStop time.Duration, gets int,
 	go func() { exited <- cmd.Wait() }() // nothing more comes on stdout
 	defer stop()
 	if rerr != nil || !urlLine.MatchString(line) {
-		return tURL, 0, 0, 0, fmt.Errorf("first stdout line %q (%v), want the URL; stderr: %s", line, rerr, stderr.String())
+		return tURL, 0, 0, 0, 0, 0, fmt.Errorf("first stdout line %q (%v), want the URL; stderr: %s", line, rerr, stderr.String())
 	}
 	url := strings.TrimSpace(line)
 	client := &http.Client{Timeout: 5 * time.Second}
 	defer client.CloseIdleConnections()
-	last := "nothing"
-	for {
-		gets++
-		resp, gerr := client.Get(url)
-		if gerr == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				tOK = time.Since(start)
-				if !strings.Contains(string(b), "<title>Cove</title>") {
-					return tURL, tOK, 0, gets, fmt.Errorf("200 from %s, but not the IDE page: %.200q", resp.Request.URL, b)
-				}
-				return tURL, tOK, 0, gets, nil
-			}
-			last = fmt.Sprintf("%s: %.200q", resp.Status, b)
-		} else {
-			last = gerr.Error()
-		}
-		if time.Since(start) > 30*time.Second {
-			return tURL, 0, 0, gets, fmt.Errorf("no 200 from %s within 30 s (%d GETs; last: %s); stderr: %s", url, gets, last, stderr.String())
-		}
-		time.Sleep(time.Millisecond)
+	b, gerr := untilOK(client, url, "", start, &gets)
+	if gerr != nil {
+		return tURL, 0, 0, 0, gets, 0, fmt.Errorf("%v; stderr: %s", gerr, stderr.String())
 	}
+	tOK = time.Since(start)
+	if !strings.Contains(string(b), "<title>Cove</title>") {
+		return tURL, tOK, 0, 0, gets, 0, fmt.Errorf("200 from %s, but not the IDE page: %.200q", url, b)
+	}
+	base, token, _ := strings.Cut(url, "/?token=")
+	b, gerr = untilOK(client, base+"/api/tree?path=.", token, start, &gets)
+	if gerr != nil {
+		return tURL, tOK, 0, 0, gets, 0, fmt.Errorf("the workspace's API: %v; stderr: %s", gerr, stderr.String())
+	}
+	tAPI = time.Since(start)
+	if !strings.Contains(string(b), "README.md") {
+		return tURL, tOK, tAPI, 0, gets, 0, fmt.Errorf("/api/tree answered without the project's README.md: %.200q", b)
+	}
+	if measureRSS {
+		time.Sleep(3 * time.Second)
+		rss = ideServerRSS()
+	}
+	return tURL, tOK, tAPI, 0, gets, rss, nil
 }
 
 func main() {
@@ -227,12 +281,12 @@ func main() {
 		} else if i < warmup {
 			kind = "warmup"
 		}
-		tURL, tOK, tStop, gets, err := once(cove, args)
+		tURL, tOK, tAPI, tStop, gets, rss, err := once(cove, args, i == warmup+runs-1)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "warmstart: %s %d: %v\n", kind, i+1, err)
 			os.Exit(1)
 		}
-		fmt.Println(kind, ms(tURL), ms(tOK), ms(tStop), gets)
+		fmt.Println(kind, ms(tURL), ms(tOK), ms(tStop), gets, ms(tAPI), rss)
 	}
 }
 EOF
@@ -243,14 +297,21 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 log "warm start: cove ${up_args[*]}: 1 run that creates the workspace, $warmup warm-up, $runs timed"
 "$tmp/warmstart.bin" "$cove" "$runs" "$warmup" "${up_args[@]}" >"$tmp/warm.txt" || die "the warm-start runs failed (see above)"
 [ "$(grep -c '^run ' "$tmp/warm.txt")" = "$runs" ] || die "the timer printed $(grep -c '^run ' "$tmp/warm.txt") timed runs, not $runs"
+# The same with --net none, on a project of its own (a workspace keeps
+# the network it was made with): the private network's share.
+mkdir -p "$project-nonet"
+cp "$project/README.md" "$project-nonet/"
+log "warm start: the same with --net none"
+"$tmp/warmstart.bin" "$cove" "$runs" "$warmup" up --no-browser --net none --image "$ref" "$project-nonet" >"$tmp/warm-nonet.txt" || die "the --net none warm-start runs failed (see above)"
 left=$(workspaces | while read -r w; do "$cove" ps --json | grep -q "\"$w\"" && echo "$w"; done || true)
 notes=()
 [ -z "$left" ] || notes+=("**cove up**: after the last SIGINT, \`cove ps\` still lists the workspace as running: $left")
 
-# stats COLUMN: "median p90 min max" of the timed runs' COLUMN (2: URL
-# printed, 3: 200, 4: stop), nearest-rank percentiles.
+# stats COLUMN [FILE]: "median p90 min max" of the timed runs' COLUMN (2:
+# URL printed, 3: 200, 4: stop, 6: the workspace's API), nearest-rank
+# percentiles.
 stats() {
-	awk -v c="$1" '$1 == "run" { print $c }' "$tmp/warm.txt" | sort -g | awk '
+	awk -v c="$1" '$1 == "run" { print $c }' "${2:-$tmp/warm.txt}" | sort -g | awk '
 		{ v[NR] = $1 }
 		END {
 			r50 = int(NR * 0.5); if (r50 < NR * 0.5) r50++
@@ -261,9 +322,13 @@ stats() {
 read -r ok_med ok_p90 ok_min ok_max <<<"$(stats 3)"
 read -r url_med url_p90 url_min url_max <<<"$(stats 2)"
 read -r stop_med stop_p90 stop_min stop_max <<<"$(stats 4)"
+read -r api_med api_p90 api_min api_max <<<"$(stats 6)"
+read -r apin_med apin_p90 apin_min apin_max <<<"$(stats 6 "$tmp/warm-nonet.txt")"
+ide_rss=$(awk '$1 == "run" { r = $7 } END { print r + 0 }' "$tmp/warm.txt")
+[ "$ide_rss" -gt 0 ] || notes+=("**IDE server RSS**: no \`cove ide serve\` process found after the last run's answer")
 create_ms=$(awk '$1 == "create" { print $3 }' "$tmp/warm.txt")
 gets_max=$(awk '$1 == "run" && $5 > m { m = $5 } END { print m + 0 }' "$tmp/warm.txt")
-log "warm start: median $ok_med ms, p90 $ok_p90 ms, min $ok_min ms (URL printed after $url_med ms)"
+log "warm start: median $ok_med ms, p90 $ok_p90 ms, min $ok_min ms (URL printed after $url_med ms); the workspace's API answers at $api_med ms ($apin_med ms with --net none); the IDE server holds $ide_rss KB"
 
 # ------------------------------------------------------------ page load
 
@@ -340,6 +405,9 @@ report() {
 	echo "|---|---:|---:|---:|---|---|"
 	echo "| warm start: exec of \`cove up --no-browser\` → first 200 of the IDE page, median ($runs runs) | $ok_med ms | | | < $target_start_ms ms | $(verdict "$(lt "$ok_med" "$target_start_ms")") |"
 	echo "| warm start, p90 / min / max | $ok_p90 / $ok_min / $ok_max ms | | | | |"
+	echo "| warm start → the workspace's own server answers through the proxy (GET /api/tree), median: private network / \`--net none\` | $api_med / $apin_med ms | | | ≤ $target_api_ms ms | $(verdict "$(lt "$api_med" "$((target_api_ms + 1))")") / $(verdict "$(lt "$apin_med" "$((target_api_ms + 1))")") |"
+	echo "| the same, p90 / min / max: private network; \`--net none\` | $api_p90 / $api_min / $api_max; $apin_p90 / $apin_min / $apin_max ms | | | | |"
+	echo "| the workspace's IDE server (\`cove ide serve\`), resident 3 s after its first answer (VmRSS) | $ide_rss KB | | | | |"
 	echo "| terminal throughput: cat of a 100 MiB file, WebSocket through the proxy, browser-like acks | $term_mbps MB/s | $floor_mbps MB/s | $(ratio "$term_mbps" "$floor_mbps") | ≥ $target_mbps MB/s | $(verdict "$(lt "$target_mbps" "$term_mbps")") |"
 	echo "| keystroke echo round trip, p50 | $term_p50 µs | $floor_p50 µs | $(ratio "$term_p50" "$floor_p50") | < $target_echo_us µs | $(verdict "$(lt "$term_p50" "$target_echo_us")") |"
 	echo "| keystroke echo round trip, p99 | $term_p99 µs | $floor_p99 µs | $(ratio "$term_p99" "$floor_p99") | | |"
@@ -356,7 +424,7 @@ report() {
 	echo
 	echo "How it is measured:"
 	echo
-	echo "- warm start (\`scripts/bench/ide.sh\`, a small Go timer): the image is in cove's store and the workspace was created by a first \`cove up\`, followed by $warmup untimed warm-up run(s); each timed run execs \`cove up --no-browser --image IMAGE DIR\`, reads the URL line from its stdout, GETs it (the token in the URL, as a browser opens it) every 1 ms until a 200 whose page is the IDE's, then sends SIGINT and waits until \`cove up\` has stopped the workspace and exited (exit status 0 checked). The clock runs from the exec to the 200."
+	echo "- warm start (\`scripts/bench/ide.sh\`, a small Go timer): the image is in cove's store and the workspace was created by a first \`cove up\`, followed by $warmup untimed warm-up run(s); each timed run execs \`cove up --no-browser --image IMAGE DIR\`, reads the URL line from its stdout, GETs it (the token in the URL, as a browser opens it) every 1 ms until a 200 whose page is the IDE's, then \`/api/tree?path=.\` with the token's header until a 200 that lists the project's file (the workspace's own server, through the proxy, as the page's first call; the same again on a second project with \`--net none\`), then sends SIGINT and waits until \`cove up\` has stopped the workspace and exited (exit status 0 checked). The clock runs from the exec to the 200."
 	echo "- throughput (\`BenchmarkTerminalThroughput\`, $cat_runs timed cat(s), after one untimed): the terminals WebSocket handler on a Unix socket behind the real Proxy on a loopback port (as a workspace serves it), a new terminal per cat running \`sh -c 'stty -echo && printf R && head -c1 >/dev/null && exec cat FILE'\` (cooked output: each \\n goes out as \\r\\n); the clock runs from the keystroke that starts cat to the exit frame. The client reads frames and acks as ide/web/src/terminal.js does (once 32 KiB beyond its last ack, and 50 ms after the last frame); it fails unless the output arrives in order without gaps and its byte count and CRC-32 are those of the file with \\r\\n line ends. MB/s: 10^6 bytes of the file a second. \`BenchmarkPTYFloor\`: the same program and checks on a bare PTY."
 	echo "- echo (\`BenchmarkTerminalEcho\`, $keys keystrokes): one terminal running \`sh -c 'stty raw -echo && printf R && exec cat'\` (cat writes each byte back, as a line editor in raw mode does; the PTY does not echo); a keystroke is an input frame of one byte, timed until an output frame brings exactly that byte back; p50 and p99 by nearest rank. \`BenchmarkPTYEcho\`: the same on a bare PTY."
 	echo "- rerun: \`sudo RUNS=$runs CAT_RUNS=$cat_runs KEYS=$keys scripts/bench/ide.sh\`; the Go benchmarks alone: \`go test ./ide -run '^\$' -bench 'Throughput|PTYFloor' -benchtime ${cat_runs}x\` and \`go test ./ide -run '^\$' -bench Echo -benchtime ${keys}x\`"
