@@ -87,7 +87,7 @@ func doctorChecks(layout dirs.Layout) []check {
 	unix.Uname(&u)
 	release := unix.ByteSliceToString(u.Release[:])
 	root := os.Geteuid() == 0
-	out := []check{kernelCheck(release), usernsCheck(root), cgroupCheck(root)}
+	out := []check{kernelCheck(release), usernsCheck(root), cgroupCheck(root), cpusCheck(release)}
 	add := func(name, status, detail string) { out = append(out, check{name, status, detail}) }
 
 	// A kernel with seccomp shows a Seccomp line in every process's status.
@@ -131,6 +131,24 @@ func kernelCheck(release string) check {
 		return check{"kernel", "ok", "Linux " + release}
 	}
 	return check{"kernel", "missing", fmt.Sprintf("Linux %s: cove needs %d.%d or later (overlayfs in user namespaces, clone3, pidfds); upgrade the kernel", release, minKernel[0], minKernel[1])}
+}
+
+// throttleKernel is the first Linux that throttles a task over its
+// --cpus quota only on its way back to user space ("sched/fair: Switch to
+// task based throttle model", 2025).
+var throttleKernel = [2]int{6, 18}
+
+// cpusCheck says what --cpus risks on this kernel. Before throttleKernel
+// a container over its quota is stopped wherever it is, in the kernel
+// too, holding what it holds (a percpu rwsem of a fork, the cgroups'
+// lock): under load every fork of the machine can wait behind it. Seen
+// here: a Debian 12 VM (Linux 6.1) silent for minutes at `cove run --cpus
+// 0.5` under emulation.
+func cpusCheck(release string) check {
+	if kernelAtLeast(release, throttleKernel[0], throttleKernel[1]) {
+		return check{"--cpus", "ok", "a container over its quota waits on its way back to user space, holding nothing"}
+	}
+	return check{"--cpus", "note", fmt.Sprintf("Linux %s stops a container over its quota even inside the kernel, holding its locks: on a busy machine a tight limit (--cpus 0.5) can stall other programs' starts for seconds; keep --cpus at 1 or more, or use Linux %d.%d or later", release, throttleKernel[0], throttleKernel[1])}
 }
 
 // usernsCheck says whether this user may make user namespaces.
