@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/cove-sh/cove/internal/testimage"
@@ -335,14 +336,22 @@ func hostToolImage(t *testing.T, bin string, extra ...testimage.Entry) v1.Image 
 // that commit, with the file's change and only the second hunk, the first
 // still in git diff, on the branch, and the discarded file as it was. Along the way: the
 // user's editor settings (font size, tab size) apply, and a change to
-// the file applies to the open editor without a reload.
+// the file applies to the open editor without a reload. As root, and
+// rootless (covetest, with subordinate ids).
 func TestBrowserSourceControl(t *testing.T) {
 	t.Parallel()
 	needRoot(t)
 	addr := testregistry.Addr(t)
 	node := browserTestTools(t)
 	ref := testregistry.Push(t, addr, hostGitImage(t))
-	project := t.TempDir()
+	eachNetUser(t, "cove-scm-browser-", func(t *testing.T, u netUser, project string) {
+		browserSourceControl(t, node, ref, u, project)
+	})
+}
+
+// browserSourceControl is TestBrowserSourceControl with cove run by u
+// (root, or covetest with its subordinate ids), on project.
+func browserSourceControl(t *testing.T, node, ref string, u netUser, project string) {
 	os.WriteFile(filepath.Join(project, "hello.txt"), []byte("hello\n"), 0o644)
 	os.WriteFile(filepath.Join(project, "other.txt"), []byte("other\n"), 0o644)
 	var long strings.Builder
@@ -354,17 +363,23 @@ func TestBrowserSourceControl(t *testing.T) {
 	// workspace starts).
 	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"config", "user.name", "Cove Test"}, {"config", "user.email", "test@cove.invalid"},
 		{"add", "."}, {"commit", "-q", "-m", "first"}} {
-		if out, err := exec.Command("git", append([]string{"-C", project}, args...)...).CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v %s", args, err, out)
-		}
+		hostGit(t, project, args...)
 	}
-	// The user's editor settings, changed while the window is open.
-	config := t.TempDir()
+	// The user's editor settings, changed while the window is open: in a
+	// directory of the user's (covetest's, rootless, as the project is).
+	config := filepath.Join(u.root, "config")
 	os.MkdirAll(filepath.Join(config, "cove"), 0o700)
 	settingsFile := filepath.Join(config, "cove", "settings.json")
 	os.WriteFile(settingsFile, []byte(`{"editor": {"fontSize": 19, "tabSize": 3}}`), 0o600)
-	root := t.TempDir()
-	_, url := startUpEnv(t, root, ref, project, []string{"XDG_CONFIG_HOME=" + config})
+	if fi, err := os.Stat(project); err == nil {
+		st := fi.Sys().(*syscall.Stat_t)
+		for _, dir := range []string{project, config} {
+			filepath.WalkDir(dir, func(p string, _ fs.DirEntry, _ error) error { return os.Lchown(p, int(st.Uid), int(st.Gid)) })
+		}
+	}
+	launcher := u
+	launcher.env = append(launcher.env, "XDG_CONFIG_HOME="+config)
+	url, upLog := upAs(t, launcher, "--image", ref, project)
 	cmd := exec.Command(node, "../../ide/web/test/scm.mjs", url)
 	var errb strings.Builder
 	cmd.Stderr = &errb
@@ -377,22 +392,23 @@ func TestBrowserSourceControl(t *testing.T) {
 	for sc.Scan() {
 		lines = append(lines, sc.Text())
 		if sc.Text() == "cove-test: settings" {
+			// Written in place: the file stays the user's.
 			os.WriteFile(settingsFile, []byte(`{"editor": {"fontSize": 23, "tabSize": 3, "wordWrap": true}}`), 0o600)
 		}
 	}
 	if err := cmd.Wait(); err != nil || len(lines) == 0 || lines[len(lines)-1] != "ok" {
-		t.Fatalf("scm.mjs: %v\n%s\n%s\nlauncher: %s", err, strings.Join(lines, "\n"), errb.String(), upErr(t))
+		t.Fatalf("scm.mjs: %v\n%s\n%s\nlauncher: %s", err, strings.Join(lines, "\n"), errb.String(), upLog)
 	}
 	name := workspace.Name(project)
-	log := runProc(t, root, "", "exec", name, "git", "-C", "/workspace", "log", "-p", "-1")
+	log := u.cove(t, "", "exec", name, "git", "-C", "/workspace", "log", "-p", "-1")
 	if log.code != 0 || !strings.Contains(log.stdout, "Change hello from the IDE") || !strings.Contains(log.stdout, "+changed-in-terminal") ||
 		strings.Contains(log.stdout, "new.txt") || !strings.Contains(log.stdout, "+SECOND CHANGE") || strings.Contains(log.stdout, "FIRST CHANGE") {
 		t.Errorf("git log -p in the workspace: %+v", log)
 	}
-	if d := runProc(t, root, "", "exec", name, "git", "-C", "/workspace", "diff"); !strings.Contains(d.stdout, "+FIRST CHANGE") || strings.Contains(d.stdout, "SECOND") {
+	if d := u.cove(t, "", "exec", name, "git", "-C", "/workspace", "diff"); !strings.Contains(d.stdout, "+FIRST CHANGE") || strings.Contains(d.stdout, "SECOND") {
 		t.Errorf("git diff in the workspace, the hunk not staged: %+v", d)
 	}
-	if b := runProc(t, root, "", "exec", name, "git", "-C", "/workspace", "branch", "--show-current"); strings.TrimSpace(b.stdout) != "feature-x" {
+	if b := u.cove(t, "", "exec", name, "git", "-C", "/workspace", "branch", "--show-current"); strings.TrimSpace(b.stdout) != "feature-x" {
 		t.Errorf("the branch in the workspace: %+v", b)
 	}
 	if b, _ := os.ReadFile(filepath.Join(project, "other.txt")); string(b) != "other\n" {
