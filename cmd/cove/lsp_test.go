@@ -155,37 +155,49 @@ func walkInto(dir, goroot string, add func(name, src string, fi fs.FileInfo) err
 // TestBrowserLanguageServerGo: real Chromium, the real launcher, a real
 // workspace image with gopls and a Go project (ide/web/test/lsp.mjs): a
 // type error typed in the editor shows as a diagnostic, in the editor and
-// the Problems panel, within 2 s, and goes when fixed; completion after
-// "p." offers the struct's fields; F12 opens the other file at the
-// definition's line; F2 renames the type in both files, on disk.
+// the Problems panel, and goes when fixed; completion after "p." offers
+// the struct's fields; F12 opens the other file at the definition's
+// line; F2 renames the type in both files, on disk. As root, and
+// rootless (covetest, with subordinate ids).
 func TestBrowserLanguageServerGo(t *testing.T) {
 	needRoot(t)
 	gopls := goplsPath(t)
 	addr := testregistry.Addr(t)
 	node := browserTestTools(t)
 	ref := testregistry.Push(t, addr, goImage(t, gopls))
-	project := t.TempDir()
-	for name, body := range map[string]string{
-		"go.mod":   "module example.com/shapes\n\ngo 1.22\n",
-		"types.go": "package main\n\n// A place on the plane.\ntype Point struct {\n\tX, Y int\n}\n\n// Origin is where the axes cross.\nfunc Origin() Point { return Point{} }\n",
-		"main.go":  "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tp := Origin()\n\tvar q Point = p\n\tfmt.Println(p.X, q.Y)\n}\n",
-	} {
-		os.WriteFile(filepath.Join(project, name), []byte(body), 0o644)
-	}
-	root := t.TempDir()
-	_, url := startUp(t, root, ref, project)
-	cmd := exec.Command(node, "../../ide/web/test/lsp.mjs", url)
-	out, err := cmd.CombinedOutput()
-	t.Logf("%s", out)
-	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "ok") {
-		t.Fatalf("lsp.mjs: %v\nlauncher: %s", err, upErr(t))
-	}
-	types, _ := os.ReadFile(filepath.Join(project, "types.go"))
-	main, _ := os.ReadFile(filepath.Join(project, "main.go"))
-	if !strings.Contains(string(types), "type Place struct") || !strings.Contains(string(types), "func Origin() Place { return Place{} }") ||
-		!strings.Contains(string(main), "var q Place = p") || strings.Contains(string(types)+string(main), "Point") {
-		t.Errorf("after the rename, on disk:\ntypes.go:\n%s\nmain.go:\n%s", types, main)
-	}
+	eachNetUser(t, "cove-gopls-browser-", func(t *testing.T, u netUser, project string) {
+		for name, body := range map[string]string{
+			"go.mod":   "module example.com/shapes\n\ngo 1.22\n",
+			"types.go": "package main\n\n// A place on the plane.\ntype Point struct {\n\tX, Y int\n}\n\n// Origin is where the axes cross.\nfunc Origin() Point { return Point{} }\n",
+			"main.go":  "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tp := Origin()\n\tvar q Point = p\n\tfmt.Println(p.X, q.Y)\n}\n",
+		} {
+			os.WriteFile(filepath.Join(project, name), []byte(body), 0o644)
+		}
+		// The project is the user's (covetest's, rootless), as its directory is.
+		if fi, err := os.Stat(project); err == nil {
+			st := fi.Sys().(*syscall.Stat_t)
+			filepath.WalkDir(project, func(p string, _ fs.DirEntry, _ error) error { return os.Lchown(p, int(st.Uid), int(st.Gid)) })
+		}
+		url, upLog := upAs(t, u, "--image", ref, project)
+		cmd := exec.Command(node, "../../ide/web/test/lsp.mjs", url)
+		out, err := cmd.CombinedOutput()
+		t.Logf("%s", out)
+		if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "ok") {
+			t.Fatalf("lsp.mjs: %v\nlauncher: %s", err, upLog)
+		}
+		types, _ := os.ReadFile(filepath.Join(project, "types.go"))
+		main, _ := os.ReadFile(filepath.Join(project, "main.go"))
+		if !strings.Contains(string(types), "type Place struct") || !strings.Contains(string(types), "func Origin() Place { return Place{} }") ||
+			!strings.Contains(string(main), "var q Place = p") || strings.Contains(string(types)+string(main), "Point") {
+			t.Errorf("after the rename, on disk:\ntypes.go:\n%s\nmain.go:\n%s", types, main)
+		}
+		// What the rename wrote is the user's, not root's.
+		if fi, err := os.Stat(filepath.Join(project, "types.go")); err == nil {
+			if want, _ := os.Stat(project); fi.Sys().(*syscall.Stat_t).Uid != want.Sys().(*syscall.Stat_t).Uid {
+				t.Errorf("types.go after the rename is owned by %d, the project by %d", fi.Sys().(*syscall.Stat_t).Uid, want.Sys().(*syscall.Stat_t).Uid)
+			}
+		}
+	})
 }
 
 // tslsPath is the directory whose node_modules hold
