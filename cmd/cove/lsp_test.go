@@ -253,29 +253,34 @@ func nodeModulesEntries(t *testing.T, dir string) []testimage.Entry {
 // a workspace image with this machine's node and typescript-language-server
 // and typescript from npm, and a TypeScript project
 // (ide/web/test/tslsp.mjs): a type error typed in the editor shows as a
-// diagnostic, in the editor and the Problems panel, within 2 s, and goes
-// when fixed; completion after "p." offers the interface's fields.
+// diagnostic, in the editor and the Problems panel, and goes when fixed;
+// completion after "p." offers the interface's fields. As root, and
+// rootless (covetest, with subordinate ids).
 func TestBrowserLanguageServerTypeScript(t *testing.T) {
 	needRoot(t)
 	tsls := tslsPath(t)
 	addr := testregistry.Addr(t)
 	node := browserTestTools(t)
 	ref := testregistry.Push(t, addr, hostToolImage(t, node, nodeModulesEntries(t, tsls)...))
-	project := t.TempDir()
-	for name, body := range map[string]string{
-		"tsconfig.json": `{"compilerOptions": {"strict": true, "target": "es2022", "module": "esnext", "moduleResolution": "bundler", "noEmit": true, "lib": ["es2022"], "types": [], "skipLibCheck": true}}` + "\n",
-		"types.ts":      "// A place on the plane.\nexport interface Point {\n  x: number;\n  y: number;\n}\n\n// Where the axes cross.\nexport function origin(): Point {\n  return { x: 0, y: 0 };\n}\n",
-		"main.ts":       "import { origin, type Point } from \"./types\";\n\nconst p: Point = origin();\nexport const sum = p.x + p.y;\n",
-	} {
-		os.WriteFile(filepath.Join(project, name), []byte(body), 0o644)
-	}
-	root := t.TempDir()
-	_, url := startUp(t, root, ref, project)
-	out, err := exec.Command(node, "../../ide/web/test/tslsp.mjs", url).CombinedOutput()
-	t.Logf("%s", out)
-	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "ok") {
-		t.Fatalf("tslsp.mjs: %v\nlauncher: %s", err, upErr(t))
-	}
+	eachNetUser(t, "cove-tsls-browser-", func(t *testing.T, u netUser, project string) {
+		for name, body := range map[string]string{
+			"tsconfig.json": `{"compilerOptions": {"strict": true, "target": "es2022", "module": "esnext", "moduleResolution": "bundler", "noEmit": true, "lib": ["es2022"], "types": [], "skipLibCheck": true}}` + "\n",
+			"types.ts":      "// A place on the plane.\nexport interface Point {\n  x: number;\n  y: number;\n}\n\n// Where the axes cross.\nexport function origin(): Point {\n  return { x: 0, y: 0 };\n}\n",
+			"main.ts":       "import { origin, type Point } from \"./types\";\n\nconst p: Point = origin();\nexport const sum = p.x + p.y;\n",
+		} {
+			os.WriteFile(filepath.Join(project, name), []byte(body), 0o644)
+		}
+		if fi, err := os.Stat(project); err == nil {
+			st := fi.Sys().(*syscall.Stat_t)
+			filepath.WalkDir(project, func(p string, _ fs.DirEntry, _ error) error { return os.Lchown(p, int(st.Uid), int(st.Gid)) })
+		}
+		url, upLog := upAs(t, u, "--image", ref, project)
+		out, err := exec.Command(node, "../../ide/web/test/tslsp.mjs", url).CombinedOutput()
+		t.Logf("%s", out)
+		if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "ok") {
+			t.Fatalf("tslsp.mjs: %v\nlauncher: %s", err, upLog)
+		}
+	})
 }
 
 // hostGitImage is busybox with this machine's git and the libraries it
