@@ -13,6 +13,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cove-sh/cove/internal/atomicfile"
@@ -125,7 +126,7 @@ func (m *Manager) CarryHistory(ctx context.Context, tw workspace.Workspace, r Re
 	}
 	const script = `set -e; cd /workspace; rm -rf .git; tar -xo -f "$1"; rm -f "$1"
 f=$(git config -f .git/config extensions.objectformat || echo sha1)
-rm -f .git/config; git init -q --object-format="$f"
+rm -f .git/config; git init -q --template= --object-format="$f"
 b=$(git -c safe.directory='*' rev-parse --verify HEAD^{commit})
 git -c safe.directory='*' checkout -q -f -B "$0" "$b"
 echo "$b"`
@@ -134,13 +135,13 @@ echo "$b"`
 		run(ctx, tw, nil, 4<<10, "rm", "-rf", "/workspace/.git", history)
 		return r, fmt.Errorf("task %s: the project's history in its workspace: %w", r.Name, err)
 	}
-	// The commit is the script's last line: git may warn before it (an
-	// image without git's templates makes git init say so on stderr,
-	// which comes here with stdout).
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	base := strings.TrimSpace(lines[len(lines)-1])
-	if !regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`).MatchString(base) {
-		return r, fmt.Errorf("task %s: the workspace gave %q as HEAD", r.Name, truncate(base))
+	// The commit is the last line of the script's that is one: git may
+	// warn on stderr, which comes here with stdout, and from a cluster's
+	// exec the two streams come apart, not in the order written (a
+	// warning that git init printed first came last, in CI).
+	base := lastCommitLine(out)
+	if base == "" {
+		return r, fmt.Errorf("task %s: the workspace gave no commit as HEAD: %q", r.Name, truncate(strings.TrimSpace(string(out))))
 	}
 	r.Base = base
 	if err := m.save(r); err != nil {
@@ -241,4 +242,19 @@ type zeros struct{}
 func (zeros) Read(b []byte) (int, error) {
 	clear(b)
 	return len(b), nil
+}
+
+// commitLine is a commit's name, SHA-1 or SHA-256.
+var commitLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`) })
+
+// lastCommitLine is the last line of out that is a commit's name alone,
+// or "".
+func lastCommitLine(out []byte) string {
+	lines := strings.Split(string(out), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); commitLine().MatchString(l) {
+			return l
+		}
+	}
+	return ""
 }

@@ -103,3 +103,23 @@ func keys(m map[string]string) []string {
 	}
 	return out
 }
+
+// TestLastCommitLineOutlastsWarnings: a cluster's exec brings stderr and
+// stdout apart, so git's warning may come after the commit the script
+// printed last (as it did in CI); the commit is still the one read.
+func TestLastCommitLineOutlastsWarnings(t *testing.T) {
+	const c = "0123456789abcdef0123456789abcdef01234567"
+	for out, want := range map[string]string{
+		c + "\n": c,
+		"warning: templates not found in /x\n" + c:   c,
+		c + "\nwarning: templates not found in /x\n": c,
+		"warning: templates not found in /x\n":       "",
+		"":                                           "",
+		"  " + c + "  \r\n":                          c,
+		c + "0\n":                                    "",
+	} {
+		if got := lastCommitLine([]byte(out)); got != want {
+			t.Errorf("lastCommitLine(%q) = %q, want %q", out, got, want)
+		}
+	}
+}

@@ -155,9 +155,9 @@ func (m *Manager) Create(ctx context.Context, main workspace.Workspace, name, pr
 	if err != nil {
 		return Record{}, fmt.Errorf("task %s: the project's HEAD (a task is a branch: the project needs a git repository with a commit): %w", name, err)
 	}
-	base := strings.TrimSpace(string(head))
-	if !regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`).MatchString(base) {
-		return Record{}, fmt.Errorf("task %s: the workspace gave %q as HEAD", name, truncate(base))
+	base := lastCommitLine(head)
+	if base == "" {
+		return Record{}, fmt.Errorf("task %s: the workspace gave %q as HEAD", name, truncate(strings.TrimSpace(string(head))))
 	}
 	config, err := run(ctx, main, nil, 16<<20, "sh", "-c",
 		`set -- $(git -c safe.directory='*' ls-tree --name-only HEAD .devcontainer .devcontainer.json); [ $# -eq 0 ] || exec git -c safe.directory='*' archive --format=tar HEAD -- "$@"`)
@@ -179,7 +179,9 @@ func (m *Manager) Create(ctx context.Context, main workspace.Workspace, name, pr
 // written or indexed again. A project whose objects are not all in its
 // .git (a worktree, alternates, a partial clone) gets a bundle of its HEAD.
 func (m *Manager) Populate(ctx context.Context, main, tw workspace.Workspace, r Record) error {
-	init := "git init -q"
+	// No templates: nothing of them is needed, and an image without them
+	// makes git init warn.
+	init := "git init -q --template="
 	if len(r.Base) == 64 {
 		init += " --object-format=sha256"
 	}
