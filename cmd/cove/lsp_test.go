@@ -174,10 +174,7 @@ func TestBrowserLanguageServerGo(t *testing.T) {
 			os.WriteFile(filepath.Join(project, name), []byte(body), 0o644)
 		}
 		// The project is the user's (covetest's, rootless), as its directory is.
-		if fi, err := os.Stat(project); err == nil {
-			st := fi.Sys().(*syscall.Stat_t)
-			filepath.WalkDir(project, func(p string, _ fs.DirEntry, _ error) error { return os.Lchown(p, int(st.Uid), int(st.Gid)) })
-		}
+		giveToProjectOwner(project)
 		url, upLog := upAs(t, u, "--image", ref, project)
 		cmd := exec.Command(node, "../../ide/web/test/lsp.mjs", url)
 		out, err := cmd.CombinedOutput()
@@ -270,10 +267,7 @@ func TestBrowserLanguageServerTypeScript(t *testing.T) {
 		} {
 			os.WriteFile(filepath.Join(project, name), []byte(body), 0o644)
 		}
-		if fi, err := os.Stat(project); err == nil {
-			st := fi.Sys().(*syscall.Stat_t)
-			filepath.WalkDir(project, func(p string, _ fs.DirEntry, _ error) error { return os.Lchown(p, int(st.Uid), int(st.Gid)) })
-		}
+		giveToProjectOwner(project)
 		url, upLog := upAs(t, u, "--image", ref, project)
 		out, err := exec.Command(node, "../../ide/web/test/tslsp.mjs", url).CombinedOutput()
 		t.Logf("%s", out)
@@ -388,12 +382,7 @@ func browserSourceControl(t *testing.T, node, ref string, u netUser, project str
 	os.MkdirAll(filepath.Join(config, "cove"), 0o700)
 	settingsFile := filepath.Join(config, "cove", "settings.json")
 	os.WriteFile(settingsFile, []byte(`{"editor": {"fontSize": 19, "tabSize": 3}}`), 0o600)
-	if fi, err := os.Stat(project); err == nil {
-		st := fi.Sys().(*syscall.Stat_t)
-		for _, dir := range []string{project, config} {
-			filepath.WalkDir(dir, func(p string, _ fs.DirEntry, _ error) error { return os.Lchown(p, int(st.Uid), int(st.Gid)) })
-		}
-	}
+	giveToProjectOwner(project, config)
 	launcher := u
 	launcher.env = append(launcher.env, "XDG_CONFIG_HOME="+config)
 	url, upLog := upAs(t, launcher, "--image", ref, project)

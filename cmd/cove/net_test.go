@@ -12,6 +12,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -272,6 +273,21 @@ func eachNetUser(t *testing.T, pattern string, f func(t *testing.T, u netUser, p
 			}
 			f(t, u, project)
 		})
+	}
+}
+
+// giveToProjectOwner makes everything under project, and under each of
+// more, the project directory's owner's (covetest's in eachNetUser's
+// rootless run, which made the directory theirs; the test wrote the
+// files as root).
+func giveToProjectOwner(project string, more ...string) {
+	fi, err := os.Stat(project)
+	if err != nil {
+		return
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	for _, dir := range append([]string{project}, more...) {
+		filepath.WalkDir(dir, func(p string, _ fs.DirEntry, _ error) error { return os.Lchown(p, int(st.Uid), int(st.Gid)) })
 	}
 }
 

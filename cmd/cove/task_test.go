@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -169,10 +168,7 @@ func gitProject(t *testing.T, project string, files map[string]string) string {
 	hostGit(t, project, "init", "-q", "-b", "main")
 	hostGit(t, project, "add", "-A")
 	hostGit(t, project, "commit", "-q", "-m", "failing tests")
-	if fi, err := os.Stat(project); err == nil {
-		st := fi.Sys().(*syscall.Stat_t)
-		filepath.WalkDir(project, func(p string, _ fs.DirEntry, _ error) error { return os.Lchown(p, int(st.Uid), int(st.Gid)) })
-	}
+	giveToProjectOwner(project)
 	return strings.TrimSpace(hostGit(t, project, "rev-parse", "HEAD"))
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -104,10 +103,7 @@ func browserTasks(t *testing.T, node, ref string, u netUser, project string, whe
 	hostGit(t, project, "add", "-A")
 	hostGit(t, project, "commit", "-q", "-m", "a wrong value")
 	// The project is the user's (covetest's, rootless), as its directory is.
-	if fi, err := os.Stat(project); err == nil {
-		st := fi.Sys().(*syscall.Stat_t)
-		filepath.WalkDir(project, func(p string, _ fs.DirEntry, _ error) error { return os.Lchown(p, int(st.Uid), int(st.Gid)) })
-	}
+	giveToProjectOwner(project)
 
 	edit := func(fix string) llmtest.Response {
 		b, _ := json.Marshal(map[string]any{"path": "values.sh", "edits": []any{map[string]any{"old": "value=wrong", "new": fix}}})
