@@ -112,3 +112,26 @@ func TestDeliverMakesAgainWhatWasLost(t *testing.T) {
 		t.Errorf("a source that fails: %v, want its error", err)
 	}
 }
+
+// TestRunReadsTheOutputAlone: what a command warns on its standard error,
+// before or after its value (a cluster's exec brings the two streams in
+// no order), is never part of the value run returns; a command that
+// fails says both.
+func TestRunReadsTheOutputAlone(t *testing.T) {
+	ctx := context.Background()
+	ws := &hostShell{dir: t.TempDir()}
+	const c = "0123456789abcdef0123456789abcdef01234567"
+	for _, script := range []string{
+		"echo warning: before >&2; echo " + c,
+		"echo " + c + "; echo warning: after >&2",
+	} {
+		out, err := run(ctx, ws, nil, 1<<10, "sh", "-c", script)
+		if err != nil || string(out) != c+"\n" {
+			t.Errorf("%s: %q, %v; want the commit alone", script, out, err)
+		}
+	}
+	_, err := run(ctx, ws, nil, 1<<10, "sh", "-c", "echo partial; echo fatal: broken >&2; exit 3")
+	if err == nil || !strings.Contains(err.Error(), "partial") || !strings.Contains(err.Error(), "fatal: broken") || !strings.Contains(err.Error(), "exited 3") {
+		t.Errorf("a failed command's error: %v", err)
+	}
+}

@@ -135,10 +135,9 @@ echo "$b"`
 		run(ctx, tw, nil, 4<<10, "rm", "-rf", "/workspace/.git", history)
 		return r, fmt.Errorf("task %s: the project's history in its workspace: %w", r.Name, err)
 	}
-	// The commit is the last line of the script's that is one: git may
-	// warn on stderr, which comes here with stdout, and from a cluster's
-	// exec the two streams come apart, not in the order written (a
-	// warning that git init printed first came last, in CI).
+	// The commit is the last line of the output that is one (run keeps
+	// stderr apart: git init's warning, printed first, once came after
+	// the commit from a cluster's exec and was read as it, in CI).
 	base := lastCommitLine(out)
 	if base == "" {
 		return r, fmt.Errorf("task %s: the workspace gave no commit as HEAD: %q", r.Name, truncate(strings.TrimSpace(string(out))))

@@ -391,7 +391,8 @@ func git(ctx context.Context, ws workspace.Workspace, opts []string, args ...str
 	return run(ctx, ws, nil, 8<<20, argv...)
 }
 
-// exitError is a command that ran and failed: its status and output.
+// exitError is a command that ran and failed: its status, and its output
+// then its standard error.
 type exitError struct {
 	argv []string
 	code int
@@ -402,40 +403,67 @@ func (e *exitError) Error() string {
 	return fmt.Sprintf("%s exited %d: %s", strings.Join(e.argv[:min(len(e.argv), 4)], " "), e.code, truncate(strings.TrimSpace(string(e.out))))
 }
 
-// run runs argv in ws's /workspace with stdin (nil: none) and returns its
-// output (stdout and stderr, at most max bytes: what a workspace says is
-// read only so far).
+// run runs argv in ws's /workspace with stdin (nil: none) and returns what
+// it wrote on its standard output, at most max bytes (what a workspace
+// says is read only so far). Its standard error is kept apart: a value
+// read from the output (a commit, a tar, a diff) never has a warning in
+// it, wherever the warning came (a cluster's exec carries the two streams
+// separately, in no order between them). A command that fails has its
+// standard error, after its output, in its error.
 func run(ctx context.Context, ws workspace.Workspace, stdin *os.File, max int64, argv ...string) ([]byte, error) {
-	r, w, err := os.Pipe()
+	var out, errOut []byte
+	stdout, outDone, err := drain(&out, max)
 	if err != nil {
 		return nil, err
 	}
-	var out []byte
-	done := make(chan struct{})
-	go func() {
-		out, _ = io.ReadAll(io.LimitReader(r, max))
-		io.Copy(io.Discard, r)
-		close(done)
-	}()
+	stderr, errDone, err := drain(&errOut, 64<<10)
+	if err != nil {
+		stdout.Close()
+		outDone()
+		return nil, err
+	}
 	if stdin == nil {
 		null, err := os.Open(os.DevNull)
 		if err != nil {
+			stdout.Close()
+			stderr.Close()
+			outDone()
+			errDone()
 			return nil, err
 		}
 		defer null.Close()
 		stdin = null
 	}
-	code, err := ws.Exec(ctx, container.ExecRequest{Args: argv, Cwd: "/workspace"}, [3]*os.File{stdin, w, w})
-	w.Close()
-	<-done
-	r.Close()
+	code, err := ws.Exec(ctx, container.ExecRequest{Args: argv, Cwd: "/workspace"}, [3]*os.File{stdin, stdout, stderr})
+	stdout.Close()
+	stderr.Close()
+	outDone()
+	errDone()
 	if err != nil {
 		return out, fmt.Errorf("%s: %w", argv[0], err)
 	}
 	if code != 0 {
-		return out, &exitError{argv: argv, code: code, out: out}
+		return out, &exitError{argv: argv, code: code, out: append(append([]byte{}, out...), errOut...)}
 	}
 	return out, nil
+}
+
+// drain returns the write end of a pipe whose bytes go into *into, at
+// most max of them (the rest read and dropped), and a wait that returns,
+// *into complete, once every copy of the write end is closed.
+func drain(into *[]byte, max int64) (*os.File, func(), error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		*into, _ = io.ReadAll(io.LimitReader(r, max))
+		io.Copy(io.Discard, r)
+		r.Close()
+		close(done)
+	}()
+	return w, func() { <-done }, nil
 }
 
 // carry runs argv in from with its standard output the standard input of
