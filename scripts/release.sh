@@ -25,9 +25,8 @@ for arch in amd64 arm64; do
 	work=$(mktemp -d)
 	name=cove-$version-linux-$arch
 	mkdir "$work/$name"
-	CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath -buildvcs=false -tags urfave_cli_no_docs \
-		-ldflags "-s -w -buildid= -X main.version=$version -X main.commit=$commit" \
-		-o "$work/$name/cove" ./cmd/cove
+	GOOS=linux GOARCH=$arch scripts/build.sh "$work/$name/cove" -trimpath -buildvcs=false \
+		-ldflags "-s -w -buildid= -X main.version=$version -X main.commit=$commit"
 	cp README.md "$work/$name/"
 	touch -d "@$epoch" "$work/$name" "$work/$name/cove" "$work/$name/README.md"
 	tar -C "$work" --sort=name --mtime="@$epoch" --owner=0 --group=0 --numeric-owner \

@@ -60,7 +60,7 @@ t_prep=$(since "$t0")
 t0=$(now)
 data=$work/data
 mkdir -p "$data/images"
-CGO_ENABLED=0 go build -trimpath -tags urfave_cli_no_docs -o "$data/cove" ./cmd/cove
+scripts/build.sh "$data/cove" -trimpath
 install -m 0755 scripts/vmdebian/guest.sh "$data/guest.sh"
 images=$cache/images/amd64-busybox-$(dpkg-query -W -f='${Version}' busybox-static | tr ':~+' '___')
 [ -f "$images/multiuser/index.json" ] || { rm -rf "$images" && test_images /bin/busybox "$images" amd64; }

@@ -130,7 +130,7 @@ t_prep=$(since "$t0")
 # builds it and install.sh unpacks it.
 t0=$(now)
 if [ "$arch" = amd64 ]; then
-	CGO_ENABLED=0 go build -trimpath -tags urfave_cli_no_docs -o "$work/cove" ./cmd/cove
+	scripts/build.sh "$work/cove" -trimpath
 else
 	DIST=$work/dist scripts/release.sh 0.0.0-vmtest
 	tar -xzf "$work/dist/cove-0.0.0-vmtest-linux-$arch.tar.gz" -C "$work" --strip-components=1 "cove-0.0.0-vmtest-linux-$arch/cove"

@@ -373,7 +373,7 @@ func (r *launching) start(ctx context.Context, spec *container.Spec, stdio *runS
 	if err != nil {
 		if spec.UserNS && deniedByAppArmor(err, "/proc") {
 			// A bare "operation not permitted" would not say why.
-			return nil, fmt.Errorf("%w: %s", err, apparmor.Advice(r.lo.Binary))
+			return nil, fmt.Errorf("%w: %s", err, apparmor.Advice(apparmor.Executable()))
 		}
 		return nil, err
 	}

@@ -2,31 +2,11 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 
 	"github.com/cove-sh/cove/agent/mcpclient"
-	"github.com/urfave/cli/v2"
 )
-
-// mcpRelayCommand is the workspace's side of a project's HTTP MCP server:
-// run inside the workspace (from /.cove/cove) by cove exec, it connects
-// its standard input and output to ADDR as the workspace's network sees it.
-func mcpRelayCommand() *cli.Command {
-	return &cli.Command{
-		Name:      "mcp-relay",
-		Usage:     "connect standard input and output to ADDR (inside a workspace, for its MCP servers)",
-		ArgsUsage: "HOST:PORT",
-		Hidden:    true,
-		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return fmt.Errorf("mcp-relay: say HOST:PORT")
-			}
-			return mcpclient.Relay(c.Context, c.Args().First(), os.Stdin, os.Stdout)
-		},
-	}
-}
 
 // startMCP starts the MCP servers of the user's config, the --mcp-config
 // files, and the project's (those run in the workspace st names, through

@@ -65,10 +65,6 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			agentCommand(),
 			tasksCommand(),
 			taskCommand(),
-			idleCommand(),
-			mcpRelayCommand(),
-			syncServeCommand(),
-			ideCommand(),
 			logsCommand(),
 			stopCommand(),
 			rmCommand(),
@@ -192,7 +188,7 @@ func noSubIDsNote(w io.Writer, layout dirs.Layout) {
 // local is this machine's workspace backend, speaking to c's streams
 // (nil: stderr only).
 func (e *env) local(c *cli.Context) *workspace.Local {
-	bin, _ := coveBinary()
+	bin, _ := e.insideBinary()
 	lo := &workspace.Local{Layout: e.layout, Binary: bin, Stdout: os.Stdout, Stderr: os.Stderr, Settings: e.settings}
 	if c != nil {
 		lo.Stdout, lo.Stderr = c.App.Writer, c.App.ErrWriter

@@ -62,6 +62,9 @@ times the epoch and its digest reproducible.`,
 				return err
 			}
 			o.CacheDir = filepath.Join(e.layout.Data, "build")
+			if o.Binary, err = e.insideBinary(); err != nil {
+				return err
+			}
 			res, err := build.Build(c.Context, store, o)
 			if err != nil {
 				return err
@@ -82,13 +85,9 @@ times the epoch and its digest reproducible.`,
 }
 
 // buildOptions are cove build's flags as build.Options (all but the
-// cache directory). With --iidfile it removes the file: as docker buildx,
+// cache directory and the binary). With --iidfile it removes the file: as docker buildx,
 // a failed build leaves no ID of an earlier one behind.
 func buildOptions(c *cli.Context) (build.Options, error) {
-	bin, err := coveBinary()
-	if err != nil {
-		return build.Options{}, err
-	}
 	args, err := buildArgs(c.StringSlice("build-arg"), os.Getenv)
 	if err != nil {
 		return build.Options{}, err
@@ -121,7 +120,7 @@ func buildOptions(c *cli.Context) (build.Options, error) {
 	return build.Options{
 		Context: c.Args().First(), Dockerfile: c.String("file"), Tag: c.String("tag"),
 		BuildArgs: args, Target: c.String("target"), NoCache: c.Bool("no-cache"),
-		Binary: bin, Output: progress, Pull: pull,
+		Output: progress, Pull: pull,
 		Secrets: secrets, Platform: c.String("platform"), Exports: exports, Confined: c.Bool("confined"),
 		Labels: buildLabels(c.StringSlice("label")), Contexts: contexts,
 	}, nil

@@ -52,11 +52,10 @@ func TestMain(m *testing.M) {
 	}
 	os.Chmod(dir, 0o755) // TestRootlessPull runs it as another user
 	coveBin = filepath.Join(dir, "cove")
-	build := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", coveBin, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0") // containers need a static init
-	out, err := build.CombinedOutput()
+	// As it is released: with its inside program (a container's init).
+	out, err := exec.Command("../../scripts/build.sh", coveBin).CombinedOutput()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		fmt.Fprintf(os.Stderr, "scripts/build.sh: %v\n%s", err, out)
 		os.Exit(1)
 	}
 	code := m.Run()

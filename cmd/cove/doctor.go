@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/cove-sh/cove/image"
 	"github.com/cove-sh/cove/internal/apparmor"
 	"github.com/cove-sh/cove/internal/dirs"
+	"github.com/cove-sh/cove/internal/insideexe"
 	"github.com/cove-sh/cove/internal/userns"
 	"github.com/cove-sh/cove/internal/userscope"
 	"github.com/cove-sh/cove/launcher"
@@ -38,7 +40,7 @@ func doctorCommand() *cli.Command {
 		},
 		Action: func(c *cli.Context) error {
 			if c.Bool("apparmor-profile") {
-				fmt.Fprint(c.App.Writer, apparmor.Profile(coveExecutable()))
+				fmt.Fprint(c.App.Writer, apparmor.Profile(apparmor.Executable()))
 				return nil
 			}
 			layout, err := dirs.Resolve(dirs.FromOS(c.String("root")))
@@ -122,7 +124,21 @@ func doctorChecks(layout dirs.Layout) []check {
 	} else {
 		add("settings", "ok", settingsLine(set))
 	}
-	return append(out, stateCheck(layout))
+	return append(out, insideCheck(insideProgram, layout), stateCheck(layout))
+}
+
+// insideCheck says what a container runs as its init: cove-inside from
+// the data directory, or (a build without it, or a data directory it
+// cannot be written to or run from) cove itself.
+func insideCheck(p insideexe.Program, layout dirs.Layout) check {
+	path, err := p.Path(filepath.Join(layout.Data, "bin"))
+	switch {
+	case errors.Is(err, insideexe.ErrNone):
+		return check{"init", "note", "this cove was built without cove-inside (plain go build): containers run cove itself as their init, slower to start; scripts/build.sh builds it in"}
+	case err != nil:
+		return check{"init", "note", fmt.Sprintf("%v: containers run cove itself as their init, slower to start", err)}
+	}
+	return check{"init", "ok", "containers run cove-inside (" + path + ")"}
 }
 
 // kernelCheck says whether the kernel is recent enough.
@@ -161,7 +177,7 @@ func usernsCheck(root bool) check {
 		}
 		return check{"user namespaces", st, "off: sudo sysctl -w user.max_user_namespaces=15000 kernel.unprivileged_userns_clone=1 (needed unless cove runs as root)"}
 	case !root && apparmor.Restricted("/proc"):
-		return check{"user namespaces", "missing", apparmor.Advice(coveExecutable())}
+		return check{"user namespaces", "missing", apparmor.Advice(apparmor.Executable())}
 	default:
 		return check{"user namespaces", "ok", "available"}
 	}
@@ -259,19 +275,6 @@ func settingsLine(set settings.Settings) string {
 		where = "none in " + set.Path
 	}
 	return where + ": " + img + ", " + mirrors
-}
-
-// coveExecutable is the path of this cove binary, as an AppArmor profile
-// names it (symlinks resolved).
-func coveExecutable() string {
-	p, err := os.Executable()
-	if err != nil {
-		return "/usr/local/bin/cove"
-	}
-	if r, err := filepath.EvalSymlinks(p); err == nil {
-		p = r
-	}
-	return p
 }
 
 func fileExists(p string) bool {

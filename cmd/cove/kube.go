@@ -23,7 +23,7 @@ func kubeFlags() []cli.Flag {
 // trusted devcontainer.json chose, if anything), as kubectl reads the
 // kubeconfig.
 func kubeBackend(c *cli.Context, e *env, chosen *kube.Config) *workspace.Kube {
-	bin, _ := coveBinary()
+	bin, _ := e.insideBinary()
 	cfg := kube.Config{Kubeconfig: c.String("kubeconfig"), Context: c.String("context"), Namespace: c.String("namespace")}
 	if chosen != nil {
 		cfg.Context = cmp.Or(cfg.Context, chosen.Context)

@@ -9,8 +9,8 @@ import (
 	"syscall"
 
 	"github.com/cove-sh/cove/build"
-	"github.com/cove-sh/cove/container"
 	"github.com/cove-sh/cove/image"
+	"github.com/cove-sh/cove/inside"
 	"github.com/cove-sh/cove/internal/termtext"
 	"github.com/cove-sh/cove/internal/userns"
 	"github.com/sirupsen/logrus"
@@ -18,11 +18,10 @@ import (
 )
 
 func main() {
-	// A container's init is this binary re-executed; it must not touch the
-	// CLI (or anything else) first.
-	if len(os.Args) > 1 && os.Args[1] == container.InitArg {
-		container.Init(os.Args[2:])
-	}
+	// What runs inside a container (its init, the IDE server, …) is
+	// cove-inside's (package inside), which this binary answers too when
+	// it was built without it: before the CLI (or anything else).
+	inside.Main(os.Args)
 	if len(os.Args) > 1 && os.Args[1] == userns.HelperArg {
 		userns.Main(os.Args[2:], helperTasks())
 	}

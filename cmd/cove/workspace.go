@@ -5,18 +5,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
-	"time"
 
 	"golang.org/x/term"
 
 	"github.com/cove-sh/cove/container"
-	"github.com/cove-sh/cove/ide"
-	"github.com/cove-sh/cove/internal/shed"
 	"github.com/cove-sh/cove/workspace"
 	"github.com/urfave/cli/v2"
 )
@@ -230,54 +225,6 @@ func commandFlag(c *cli.Context, name string) cli.Flag {
 		}
 	}
 	return nil
-}
-
-// ideCommand runs the in-container IDE server (the workspace's workload).
-func ideCommand() *cli.Command {
-	return &cli.Command{
-		Name:   "ide",
-		Usage:  "the IDE server inside a workspace",
-		Hidden: true,
-		Subcommands: []*cli.Command{{
-			Name:  "serve",
-			Usage: "serve the project's files and terminals on a Unix socket",
-			Flags: []cli.Flag{
-				&cli.StringFlag{Name: "socket", Usage: "listen on `PATH`"},
-				&cli.StringFlag{Name: "tcp", Usage: "listen on `ADDR` instead (a Pod's loopback, for port-forward)"},
-				&cli.StringFlag{Name: "dir", Value: "/workspace", Usage: "the project `DIR`"},
-			},
-			Action: func(c *cli.Context) error {
-				// It lives as long as the workspace, in its memory
-				// cgroup: what its start touched goes back (22 → 4 MB here).
-				time.AfterFunc(2*time.Second, shed.Open().Shed)
-				ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-				defer stop()
-				if addr := c.String("tcp"); addr != "" {
-					return ide.ServeOn(ctx, "tcp", addr, c.String("dir"))
-				}
-				if c.String("socket") == "" {
-					return errors.New("give --socket or --tcp")
-				}
-				return ide.Serve(ctx, c.String("socket"), c.String("dir"))
-			},
-		}},
-	}
-}
-
-// idleCommand is a workspace's workload until its IDE server takes that
-// place: it waits for the stop signal.
-func idleCommand() *cli.Command {
-	return &cli.Command{
-		Name:   "idle",
-		Usage:  "wait for the stop signal (a workspace's workload)",
-		Hidden: true,
-		Action: func(c *cli.Context) error {
-			sigs := make(chan os.Signal, 1)
-			signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-			<-sigs
-			return nil
-		},
-	}
 }
 
 // keptRunningNote says, when a command that is not the workspace's

@@ -50,6 +50,20 @@ profile %[2]s %[1]s flags=(unconfined) {
 `, path, ProfileName)
 }
 
+// Executable is the path of the running cove, as a profile names it
+// (symlinks resolved): the launcher, which makes a container's user
+// namespace (cove-inside, which then runs as its init, needs no profile).
+func Executable() string {
+	p, err := os.Executable()
+	if err != nil {
+		return "/usr/local/bin/cove"
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		p = r
+	}
+	return p
+}
+
 // Advice says what to do on a host where Restricted is true, for the cove
 // binary at path.
 func Advice(path string) string {

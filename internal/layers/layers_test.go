@@ -15,10 +15,10 @@ var layer = map[string]int{
 	"container": 1, "image": 1, "agent": 1, "workspace/filesync": 1, "workspace/compose": 1,
 	"build": 2, "image/progress": 2, "settings": 2, "agent/mcpclient": 2, "agent/setup": 2,
 	"devcontainer": 2, "workspace/kube": 2, "ide": 2,
-	"agent/terminal": 3, "devcontainer/devimage": 3,
+	"agent/terminal": 3, "devcontainer/devimage": 3, "inside": 3,
 	"workspace": 4,
 	"launcher":  5, "task": 5,
-	"cmd/cove": 6,
+	"cmd/cove": 6, "cmd/cove-inside": 6,
 }
 
 // leaf says whether p is of layer 0: it may import no other package of

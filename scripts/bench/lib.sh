@@ -23,7 +23,7 @@ find_crane() {
 build_cove() {
 	local rev
 	log "building a static cove"
-	(cd "$1" && CGO_ENABLED=0 go build -tags urfave_cli_no_docs -o "$2" ./cmd/cove) >&2 || die "CGO_ENABLED=0 go build ./cmd/cove failed"
+	"$1/scripts/build.sh" "$2" >&2 || die "scripts/build.sh (cove) failed"
 	rev=$(cd "$1" && git rev-parse --short HEAD 2>/dev/null || echo unknown)
 	if [ -n "$(cd "$1" && git status --porcelain --untracked-files=no -- . ':!scripts' 2>/dev/null)" ]; then
 		rev="$rev (+ uncommitted changes)"

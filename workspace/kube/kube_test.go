@@ -140,10 +140,8 @@ func TestWorkspacePod(t *testing.T) {
 
 	// cove brings itself in.
 	bin := filepath.Join(t.TempDir(), "cove")
-	build := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", bin, "../../cmd/cove")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if out, err := buildInside(bin); err != nil {
+		t.Fatalf("go build cove-inside: %v\n%s", err, out)
 	}
 	start = time.Now()
 	if err := p.Bring(ctx, bin); err != nil {

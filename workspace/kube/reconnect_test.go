@@ -54,14 +54,19 @@ func reconnectCluster(t *testing.T) (through, direct *Cluster, cut *netcut.Relay
 	return through, direct, cut
 }
 
-// buildCove builds cove's static binary, to bring into a Pod.
+// buildInside builds what cove brings into a Pod: cove-inside, static.
+func buildInside(bin string) ([]byte, error) {
+	build := exec.Command("go", "build", "-o", bin, "../../cmd/cove-inside")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	return build.CombinedOutput()
+}
+
+// buildCove builds what cove brings into a Pod.
 func buildCove(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "cove")
-	build := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", bin, "../../cmd/cove")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if out, err := buildInside(bin); err != nil {
+		t.Fatalf("go build cove-inside: %v\n%s", err, out)
 	}
 	return bin
 }

@@ -1,0 +1,224 @@
+package insideexe
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+	"golang.org/x/sys/unix"
+)
+
+// program packs b as scripts/packinside does.
+func program(t *testing.T, b []byte) Program {
+	t.Helper()
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Parse(enc.EncodeAll(b, nil), fmt.Sprintf("%x %d\n", sha256.Sum256(b), len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func exe(n int) []byte {
+	return bytes.Repeat([]byte("\x7fELF cove-inside "), n)
+}
+
+func inode(t *testing.T, p string) uint64 {
+	t.Helper()
+	fi, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Sys().(*syscall.Stat_t).Ino
+}
+
+func TestPathWritesOnceThenReuses(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "bin")
+	want := exe(40000)
+	p := program(t, want)
+	name, err := p.Path(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(name)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("the program written is %d bytes (%v), want %d", len(got), err, len(want))
+	}
+	fi, _ := os.Stat(name)
+	if fi.Mode().Perm() != 0o555 {
+		t.Errorf("mode %v, want r-xr-xr-x (nobody writes it, not even its owner by mistake)", fi.Mode())
+	}
+	ino := inode(t, name)
+	again, err := p.Path(dir)
+	if err != nil || again != name || inode(t, again) != ino {
+		t.Errorf("a second Path gave %q (%v), inode %d, want the same file %d", again, err, inode(t, again), ino)
+	}
+	// Another build's program is another file.
+	other, err := program(t, exe(3)).Path(dir)
+	if err != nil || other == name {
+		t.Errorf("another build's program: %q %v", other, err)
+	}
+}
+
+// A file at the program's name that Path could not have written is not
+// run: it is written again.
+func TestPathRewritesWhatItCannotTrust(t *testing.T) {
+	want := exe(1000)
+	for _, tc := range []struct {
+		name  string
+		spoil func(t *testing.T, path string)
+	}{
+		{"writable by others", func(t *testing.T, path string) { os.Chmod(path, 0o777) }},
+		{"another size", func(t *testing.T, path string) {
+			os.Remove(path)
+			os.WriteFile(path, []byte("#!/bin/sh\necho planted\n"), 0o555)
+		}},
+		{"a symbolic link", func(t *testing.T, path string) {
+			real := filepath.Join(t.TempDir(), "real")
+			os.WriteFile(real, want, 0o555)
+			os.Remove(path)
+			os.Symlink(real, path)
+		}},
+		{"not executable", func(t *testing.T, path string) { os.Chmod(path, 0o444) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := program(t, want)
+			name, err := p.Path(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.spoil(t, name)
+			again, err := p.Path(dir)
+			if err != nil || again != name {
+				t.Fatalf("Path after the file was spoilt: %q %v", again, err)
+			}
+			fi, err := os.Lstat(name)
+			if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o555 {
+				t.Fatalf("the file is %v (%v), want a regular r-xr-xr-x file", fi.Mode(), err)
+			}
+			if got, _ := os.ReadFile(name); !bytes.Equal(got, want) {
+				t.Errorf("the file holds %d bytes, not the program's %d", len(got), len(want))
+			}
+		})
+	}
+}
+
+func TestPathRefusesADamagedProgram(t *testing.T) {
+	dir := t.TempDir()
+	p := program(t, exe(500))
+	p.Sum = fmt.Sprintf("%x", sha256.Sum256([]byte("another program")))
+	_, err := p.Path(dir)
+	if err == nil || !strings.Contains(err.Error(), "damaged") {
+		t.Fatalf("a program whose bytes are not its sum's: %v", err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("a damaged program left %d files in the directory (%s…)", len(left), left[0].Name())
+	}
+	p = program(t, exe(500))
+	p.Zst = p.Zst[:len(p.Zst)/2]
+	if _, err := p.Path(dir); err == nil {
+		t.Error("a program cut short was written")
+	}
+}
+
+func TestPathRefusesADirectoryOthersMayWrite(t *testing.T) {
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777)
+	if _, err := program(t, exe(5)).Path(dir); err == nil || !strings.Contains(err.Error(), "only it may write") {
+		t.Fatalf("a directory anyone may write: %v", err)
+	}
+}
+
+func TestPathWithoutAProgram(t *testing.T) {
+	if _, err := (Program{}).Path(t.TempDir()); !errors.Is(err, ErrNone) {
+		t.Fatalf("Path of no program: %v, want ErrNone", err)
+	}
+	for _, sum := range []string{"", "abc 12", strings.Repeat("a", 64) + " -1", strings.Repeat("a", 64)} {
+		if _, err := Parse([]byte{1}, sum); err == nil {
+			t.Errorf("Parse of the sum file %q: no error", sum)
+		}
+	}
+}
+
+// A directory mounted noexec is found out when the program is written,
+// not when a container's start fails on it.
+func TestPathRefusesANoexecMount(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a noexec tmpfs")
+	}
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOEXEC, "size=4m,mode=755"); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Unmount(dir, unix.MNT_DETACH)
+	_, err := program(t, exe(5)).Path(dir)
+	if err == nil || !strings.Contains(err.Error(), "noexec") {
+		t.Fatalf("a program on a noexec mount: %v", err)
+	}
+}
+
+func TestPathAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	want := exe(200000) // 3.4 MB: the writes overlap
+	p := program(t, want)
+	var wg sync.WaitGroup
+	names := make([]string, 6)
+	errs := make([]error, 6)
+	for i := range names {
+		wg.Go(func() { names[i], errs[i] = p.Path(dir) })
+	}
+	wg.Wait()
+	for i := range names {
+		if errs[i] != nil || names[i] != names[0] {
+			t.Fatalf("Path %d: %q %v (the first: %q)", i, names[i], errs[i], names[0])
+		}
+	}
+	if got, _ := os.ReadFile(names[0]); !bytes.Equal(got, want) {
+		t.Errorf("after six writers the file holds %d bytes, want %d", len(got), len(want))
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 1 {
+		t.Errorf("%d files in the directory, want the program alone", len(left))
+	}
+}
+
+// Writing a new build's program removes other builds' once they are an
+// hour old (and a killed write's leftovers), nothing else.
+func TestPathSweepsOldBuilds(t *testing.T) {
+	dir := t.TempDir()
+	old := time.Now().Add(-2 * time.Hour)
+	files := map[string]time.Time{
+		"cove-inside-0123456789abcdef0123": old,
+		".cove-inside-4242":                old,
+		"cove-inside-fedcba9876543210fedc": time.Now(),
+		"notes.txt":                        old,
+	}
+	for n, mt := range files {
+		os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o555)
+		os.Chtimes(filepath.Join(dir, n), mt, mt)
+	}
+	name, err := program(t, exe(7)).Path(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, gone := range map[string]bool{
+		"cove-inside-0123456789abcdef0123": true, ".cove-inside-4242": true,
+		"cove-inside-fedcba9876543210fedc": false, "notes.txt": false, filepath.Base(name): false,
+	} {
+		if _, err := os.Lstat(filepath.Join(dir, n)); (err != nil) != gone {
+			t.Errorf("%s: removed %v, want %v", n, err != nil, gone)
+		}
+	}
+}
