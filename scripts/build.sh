@@ -1,7 +1,7 @@
 #!/bin/sh
 # Builds cove as it is released and tested: a static binary with its
 # inside program (cmd/cove-inside: what runs in containers, see package
-# inside) built in. Plain `go build ./cmd/cove` makes a cove that works
+# inside) appended. Plain `go build ./cmd/cove` makes a cove that works
 # without it, each container's init then being cove itself, slower to
 # start.
 #
@@ -9,9 +9,8 @@
 #
 # GOOS/GOARCH in the environment choose the target, for both programs.
 # The inside program is built reproducibly (-trimpath, no build id or VCS
-# stamp, stripped) whatever the flags given for cove; it goes to
-# cmd/cove/inside.zst and inside.sum (not committed), embedded by
-# -tags cove_inside.
+# stamp, stripped) whatever the flags given for cove, and appended to OUT
+# compressed (scripts/appendinside; internal/insideexe reads it).
 set -eu
 [ $# -ge 1 ] || { echo "usage: scripts/build.sh OUT [go build flags...]" >&2; exit 2; }
 out=$1
@@ -20,10 +19,9 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export CGO_ENABLED=0 # a container's init must be static
+case $out in /*) ;; *) out=$PWD/$out ;; esac
 cd "$repo"
 go build -trimpath -buildvcs=false -ldflags "-s -w -buildid=" -o "$tmp/inside" ./cmd/cove-inside
-go run ./scripts/packinside "$tmp/inside" "$tmp/inside.zst" "$tmp/inside.sum"
-# Renamed into place: a build running beside this one reads a whole file.
-mv -f "$tmp/inside.zst" cmd/cove/inside.zst
-mv -f "$tmp/inside.sum" cmd/cove/inside.sum
-go build -tags urfave_cli_no_docs,cove_inside "$@" -o "$out" ./cmd/cove
+go build -tags urfave_cli_no_docs "$@" -o "$tmp/cove" ./cmd/cove
+GOOS= GOARCH= go run ./scripts/appendinside "$tmp/inside" "$tmp/cove"
+mv -f "$tmp/cove" "$out"

@@ -124,17 +124,21 @@ func doctorChecks(layout dirs.Layout) []check {
 	} else {
 		add("settings", "ok", settingsLine(set))
 	}
-	return append(out, insideCheck(insideProgram, layout), stateCheck(layout))
+	return append(out, insideCheck(layout), stateCheck(layout))
 }
 
 // insideCheck says what a container runs as its init: cove-inside from
 // the data directory, or (a build without it, or a data directory it
 // cannot be written to or run from) cove itself.
-func insideCheck(p insideexe.Program, layout dirs.Layout) check {
-	path, err := p.Path(filepath.Join(layout.Data, "bin"))
+func insideCheck(layout dirs.Layout) check {
+	p, err := insideProgram()
+	path := ""
+	if err == nil {
+		path, err = p.Path(filepath.Join(layout.Data, "bin"))
+	}
 	switch {
 	case errors.Is(err, insideexe.ErrNone):
-		return check{"init", "note", "this cove was built without cove-inside (plain go build): containers run cove itself as their init, slower to start; scripts/build.sh builds it in"}
+		return check{"init", "note", insideexe.ErrNone.Error() + ": containers run cove itself as their init, slower to start"}
 	case err != nil:
 		return check{"init", "note", fmt.Sprintf("%v: containers run cove itself as their init, slower to start", err)}
 	}

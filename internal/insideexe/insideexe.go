@@ -1,16 +1,19 @@
 // Package insideexe gives the program cove runs inside containers
-// (cmd/cove-inside, built into cove compressed) a file to run it from:
-// written out once per build, to cove's own data directory, which no
-// workspace reaches, and taken from there on every start.
+// (cmd/cove-inside) a file to run it from. The build appends it to cove's
+// executable, compressed (Append); cove writes it out once per build to
+// its own data directory, which no workspace reaches, and takes it from
+// there on every start (Path).
 //
 // A program of its own, not cove re-executed, because a container's init
 // and a workspace's IDE server are started on every start: cove's package
 // initialisers (the Kubernetes client, the builder, the MCP SDK) cost
 // ~16 ms and ~750 page faults in each of them, the inside program's 3 ms.
+// Appended rather than embedded (go:embed) so that each build has its
+// own: an embedded file is one path in the source tree, which two builds
+// at once (two architectures, a test's and a release's) would share.
 package insideexe
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -26,32 +29,88 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// A Program is the inside program as the build embedded it.
+// The end of an executable with the program appended:
+//
+//	… ELF … | zstd of the program | SUM SIZE ZSTLEN\n | magic
+//
+// SUM is the program's SHA-256 in hex, SIZE its length and ZSTLEN the
+// compressed length, each 16 hex digits.
+const (
+	magic      = "\ncove-inside-v1\n"
+	trailerLen = 64 + 1 + 16 + 1 + 16 + 1 + int64(len(magic))
+)
+
+// A Program is the inside program as the build appended it to an
+// executable.
 type Program struct {
-	Zst  []byte // zstd of the executable (scripts/packinside)
-	Sum  string // hex SHA-256 of the executable
-	Size int64  // its size
+	exe      string // the executable it is appended to
+	off, zst int64  // where its compressed bytes are, and how many
+	Sum      string // hex SHA-256 of the program
+	Size     int64  // its size
 }
 
-// Parse makes a Program of the build's two files: the compressed
-// executable, and its sum file ("SHA256 SIZE").
-func Parse(zst []byte, sum string) (Program, error) {
-	f := strings.Fields(sum)
-	if len(f) != 2 || len(f[0]) != 64 {
-		return Program{}, fmt.Errorf("the inside program's sum file says %q, not SHA256 SIZE", sum)
-	}
-	size, err := strconv.ParseInt(f[1], 10, 64)
-	if err != nil || size <= 0 || size > maxSize {
-		return Program{}, fmt.Errorf("the inside program's sum file gives the size %q", f[1])
-	}
-	return Program{Zst: zst, Sum: f[0], Size: size}, nil
-}
-
-// ErrNone is Path's error for a cove built without the inside program.
-var ErrNone = errors.New("this cove was built without its inside program (scripts/build.sh builds it in)")
+// ErrNone is Open's error for a cove built without the inside program.
+var ErrNone = errors.New("this cove was built without cove-inside (plain go build; scripts/build.sh builds it in)")
 
 // maxSize bounds the program's size: it is ~10 MB.
 const maxSize = 256 << 20
+
+// Append compresses program (zstd at its best ratio, one encoder
+// goroutine, so that one input always gives the same bytes) and appends
+// it to the executable exe, with the trailer that Open reads.
+func Append(exe string, program []byte) error {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedBestCompression), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		return err
+	}
+	z := enc.EncodeAll(program, nil)
+	f, err := os.OpenFile(exe, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	trailer := fmt.Sprintf("%x %016x %016x\n%s", sha256.Sum256(program), len(program), len(z), magic)
+	if _, err := f.Write(append(z, trailer...)); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// Open finds the program appended to the executable at exe
+// ("/proc/self/exe": the one running, whatever replaced its path since).
+// It reads the trailer only.
+func Open(exe string) (Program, error) {
+	f, err := os.Open(exe)
+	if err != nil {
+		return Program{}, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return Program{}, err
+	}
+	if fi.Size() < trailerLen {
+		return Program{}, ErrNone
+	}
+	t := make([]byte, trailerLen)
+	if _, err := f.ReadAt(t, fi.Size()-trailerLen); err != nil {
+		return Program{}, err
+	}
+	if string(t[trailerLen-int64(len(magic)):]) != magic {
+		return Program{}, ErrNone
+	}
+	fields := strings.Fields(string(t[:trailerLen-int64(len(magic))]))
+	if len(fields) != 3 || len(fields[0]) != 64 {
+		return Program{}, fmt.Errorf("%s: cove-inside's trailer is damaged", exe)
+	}
+	size, err1 := strconv.ParseInt(fields[1], 16, 64)
+	zst, err2 := strconv.ParseInt(fields[2], 16, 64)
+	off := fi.Size() - trailerLen - zst
+	if err1 != nil || err2 != nil || size <= 0 || size > maxSize || zst <= 0 || off < 0 {
+		return Program{}, fmt.Errorf("%s: cove-inside's trailer is damaged", exe)
+	}
+	return Program{exe: exe, off: off, zst: zst, Sum: fields[0], Size: size}, nil
+}
 
 // Path returns the path of the program in dir, writing it there first
 // when no file of this build is there yet. A file found there is taken
@@ -62,7 +121,7 @@ const maxSize = 256 << 20
 // each start (that is 10 ms): whoever could change the file afterwards
 // is this user, who can change cove itself too.
 func (p Program) Path(dir string) (string, error) {
-	if len(p.Zst) == 0 || len(p.Sum) != 64 {
+	if p.exe == "" {
 		return "", ErrNone
 	}
 	size := p.Size
@@ -155,7 +214,12 @@ func (p Program) write(dir, name string) error {
 	tmp := f.Name()
 	defer os.Remove(tmp) // a no-op once renamed
 	defer f.Close()
-	zr, err := zstd.NewReader(bytes.NewReader(p.Zst), zstd.WithDecoderConcurrency(1))
+	exe, err := os.Open(p.exe)
+	if err != nil {
+		return err
+	}
+	defer exe.Close()
+	zr, err := zstd.NewReader(io.NewSectionReader(exe, p.off, p.zst), zstd.WithDecoderConcurrency(1))
 	if err != nil {
 		return err
 	}
