@@ -23,5 +23,5 @@ case $out in /*) ;; *) out=$PWD/$out ;; esac
 cd "$repo"
 go build -trimpath -buildvcs=false -ldflags "-s -w -buildid=" -o "$tmp/inside" ./cmd/cove-inside
 go build -tags urfave_cli_no_docs "$@" -o "$tmp/cove" ./cmd/cove
-GOOS= GOARCH= go run ./scripts/appendinside "$tmp/inside" "$tmp/cove"
+GOOS='' GOARCH='' go run ./scripts/appendinside "$tmp/inside" "$tmp/cove"
 mv -f "$tmp/cove" "$out"

@@ -3,7 +3,8 @@
 # /bin/true in a cached busybox image with unshare+chroot (the floor),
 # bwrap, runc and cove (three networks); exec into a running container with
 # runc, podman (--runtime runc) and cove; `cove --help`; the idle init's
-# RSS. With COVE_BASE (a second cove binary, e.g. one built from main) each
+# RSS; and rootless, as covetest with its subordinate ids, cove run --net
+# none against bwrap --unshare-user. With COVE_BASE (a second cove binary, e.g. one built from main) each
 # cove row is run for both binaries in the same rounds. See
 # scripts/bench/README.md.
 #
@@ -39,6 +40,7 @@ need bwrap bubblewrap
 need runc runc
 need podman podman
 need unshare util-linux
+need setpriv util-linux
 need pasta passt
 need python3 python3
 need htpasswd apache2-utils
@@ -48,7 +50,11 @@ need curl curl
 need go "golang (or a Go toolchain in PATH) to build cove"
 crane=$(find_crane) || exit 1
 
+user=covetest # the rootless rows' user (made if missing, as scripts/test.sh does)
+id "$user" >/dev/null 2>&1 || useradd -m "$user"
+grep -q "^$user:" /etc/subuid || usermod --add-subuids 200000-265535 --add-subgids 200000-265535 "$user"
 tmp=$(mktemp -d /tmp/cove-bench-latency.XXXXXX)
+chmod 755 "$tmp" # the rootless rows read the rootfs and run cove from here
 cove=$tmp/cove
 rootfs=$tmp/rootfs
 export COVE_ROOT=$tmp/coveroot
@@ -86,6 +92,13 @@ reg=$(printf '%s\n' "$reg_env" | sed -n 's/^COVE_TEST_REGISTRY=//p')
 ref=$reg/bench/busybox:latest
 push_layer "$crane" "$tmp/layer.tar.gz" "$ref"
 "$cove" pull -q "$ref" >/dev/null || die "cove pull $ref failed"
+# as_user DIR CMD...: CMD as the rootless user, with DIR its COVE_ROOT and
+# HOME; setpriv, not runuser: no PAM session in what is timed.
+as_user() {
+	local d=$1
+	shift
+	q setpriv --reuid="$user" --regid="$user" --init-groups env HOME="$d" COVE_ROOT="$d/root" XDG_RUNTIME_DIR= "$@"
+}
 "${podman_base[@]}" pull -q --tls-verify=false "$ref" >/dev/null 2>"$tmp/err" || die "podman pull failed: $(cat "$tmp/err")"
 
 # A runc bundle of the rootfs; ARGS the process, no network namespace.
@@ -117,11 +130,22 @@ podman_id=$("${podman_base[@]}" run -d --pull=never --network host \
 "$cove" run -d --name lat-exec "$ref" sleep 3600 >/dev/null || die "cove run -d failed"
 
 q() { printf '%q ' "$@"; }
+# Rootless: each cove its own store, the user's.
+declare -A user_dir
+for v in "cove=$cove" ${base:+"cove (base)=$base"}; do
+	name=${v%%=*} bin=${v#*=}
+	d=$tmp/user-${#user_dir[@]}
+	mkdir -p "$d/root" && chown -R "$user:" "$d"
+	user_dir[$name]=$d
+	eval "$(as_user "$d" "$bin" pull -q "$ref")" >/dev/null || die "$name pull as $user failed"
+done
+
 cmds=(
 	"floor: unshare + chroot=$(q unshare --pid --fork --mount --uts chroot "$rootfs" /bin/true)"
 	"bwrap=$(q bwrap --unshare-pid --unshare-uts --unshare-ipc --bind "$rootfs" / --proc /proc --dev /dev /bin/true)"
 	"runc run=$(q runc --root "$tmp/state-runc" run --bundle "$tmp/b-true")"'lat-$$'
 	"floor of a Go program: an empty static main=$(q "$tmp/empty-go")"
+	"bwrap, rootless=$(as_user "$tmp" bwrap --unshare-user --unshare-pid --unshare-uts --unshare-ipc --ro-bind "$rootfs" / --proc /proc --dev /dev /bin/true)"
 )
 variants=("cove=$cove")
 [ -z "$base" ] || variants+=("cove (base)=$base")
@@ -131,6 +155,7 @@ for v in "${variants[@]}"; do
 		"$name run --rm --net host=$(q "$bin" run --rm --net host "$ref" /bin/true)"
 		"$name run --rm --net none=$(q "$bin" run --rm --net none "$ref" /bin/true)"
 		"$name run --rm (private net)=$(q "$bin" run --rm "$ref" /bin/true)"
+		"$name run --rm --net none, rootless=$(as_user "${user_dir[$name]}" "$bin" run --rm --net none "$ref" /bin/true)"
 	)
 done
 cmds+=(
@@ -178,11 +203,12 @@ report() {
 	for v in "${variants[@]}"; do
 		n=${v%%=*}
 		echo "- $n run --rm --net host / bwrap: $(ratio "$n run --rm --net host" bwrap); --net none / bwrap: $(ratio "$n run --rm --net none" bwrap); private net / bwrap: $(ratio "$n run --rm (private net)" bwrap) (target ≤ 2×)"
+		echo "- $n run --rm --net none, rootless / bwrap, rootless (both as $user through setpriv): $(ratio "$n run --rm --net none, rootless" "bwrap, rootless") (target ≤ 2×)"
 		echo "- $n exec / runc exec: $(ratio "$n exec" "runc exec") (target ≤ 1×); / podman exec: $(ratio "$n exec" "podman exec (runc)")"
 		echo "- $n --help / an empty static Go program: $(ratio "$n --help" "floor of a Go program: an empty static main") (what a cove process costs before and around its main; a start has two)"
 	done
 	if [ -n "$base" ]; then
-		echo "- this cove / base: run --net host $(ratio "cove run --rm --net host" "cove (base) run --rm --net host"), --net none $(ratio "cove run --rm --net none" "cove (base) run --rm --net none"), private net $(ratio "cove run --rm (private net)" "cove (base) run --rm (private net)"), exec $(ratio "cove exec" "cove (base) exec"), --help $(ratio "cove --help" "cove (base) --help")"
+		echo "- this cove / base: run --net host $(ratio "cove run --rm --net host" "cove (base) run --rm --net host"), --net none $(ratio "cove run --rm --net none" "cove (base) run --rm --net none"), rootless --net none $(ratio "cove run --rm --net none, rootless" "cove (base) run --rm --net none, rootless"), private net $(ratio "cove run --rm (private net)" "cove (base) run --rm (private net)"), exec $(ratio "cove exec" "cove (base) exec"), --help $(ratio "cove --help" "cove (base) --help")"
 	fi
 	echo
 	echo "Idle init (\`cove run -d IMAGE sleep 60\`, /proc/PID/status of PID 1 after 1 s):"
