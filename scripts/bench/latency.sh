@@ -131,10 +131,11 @@ podman_id=$("${podman_base[@]}" run -d --pull=never --network host \
 
 q() { printf '%q ' "$@"; }
 # Rootless: each cove its own store, the user's.
-declare -A user_dir
+declare -A user_dir=()
+i=0
 for v in "cove=$cove" ${base:+"cove (base)=$base"}; do
 	name=${v%%=*} bin=${v#*=}
-	d=$tmp/user-${#user_dir[@]}
+	d=$tmp/user-$((i++))
 	mkdir -p "$d/root" && chown -R "$user:" "$d"
 	user_dir[$name]=$d
 	eval "$(as_user "$d" "$bin" pull -q "$ref")" >/dev/null || die "$name pull as $user failed"
