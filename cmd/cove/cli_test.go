@@ -1509,10 +1509,12 @@ func TestAgentChatMarkdownInTerminal(t *testing.T) {
 }
 
 // TestRootlessInitBinaryIsReadOnly: a rootless container cannot write the
-// binary its init runs, through /proc/1/exe, whether cove is installed
-// root's (init is executed once: the container maps no id that can write
-// it) or the user's (~/.local/bin: init re-executes from its read-only
-// bind, as its own owner is root inside).
+// binary its init runs, through /proc/1/exe. That is cove-inside, written
+// to the user's data directory, so the user's: init re-executes from its
+// read-only bind (its owner is root inside). Where cove-inside cannot be
+// written, init is cove itself: executed once when cove is root's (the
+// container maps no id that can write it), re-executed from the bind when
+// it is the user's (~/.local/bin).
 func TestRootlessInitBinaryIsReadOnly(t *testing.T) {
 	t.Parallel()
 	needRoot(t)
@@ -1529,19 +1531,37 @@ func TestRootlessInitBinaryIsReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Chown(own, uid, gid)
-	os.Mkdir(filepath.Join(base, "root"), 0o755)
-	os.Chown(filepath.Join(base, "root"), uid, gid)
+	// Two stores: one where cove-inside goes, one where its directory is a
+	// file.
+	for _, d := range []string{"root", "blocked", "blocked/data"} {
+		os.Mkdir(filepath.Join(base, d), 0o755)
+		os.Chown(filepath.Join(base, d), uid, gid)
+	}
+	must(t, os.WriteFile(filepath.Join(base, "blocked", "data", "bin"), nil, 0o644))
 	script := `tr '\0' ' ' < /proc/1/cmdline; if (: >> /proc/1/exe) 2>/dev/null; then echo wrote; else echo refused; fi`
-	for bin, stage2 := range map[string]bool{coveBin: false, own: true} {
-		cmd, out, errb := coveProc(filepath.Join(base, "root"), "run", "--rm", ref, "sh", "-c", script)
-		cmd.Path = bin
+	for _, c := range []struct {
+		bin, root string
+		stage2    bool
+	}{
+		{coveBin, "root", true}, {own, "root", true},
+		{coveBin, "blocked", false}, {own, "blocked", true},
+	} {
+		cmd, out, errb := coveProc(filepath.Join(base, c.root), "run", "--rm", ref, "sh", "-c", script)
+		cmd.Path = c.bin
 		asTestUser(cmd, u, uid, gid)
 		if err := cmd.Run(); err != nil {
-			t.Fatalf("rootless run with %s: %v\n%s", bin, err, errb)
+			t.Fatalf("rootless run with %s (%s): %v\n%s", c.bin, c.root, err, errb)
 		}
-		if !strings.HasSuffix(out.String(), " refused\n") || strings.Contains(out.String(), "--stage2") != stage2 {
-			t.Errorf("rootless run with %s: %q, want the write refused and --stage2 %v\n%s", bin, out, stage2, errb)
+		if !strings.HasSuffix(out.String(), " refused\n") || strings.Contains(out.String(), "--stage2") != c.stage2 {
+			t.Errorf("rootless run with %s (%s): %q, want the write refused and --stage2 %v\n%s", c.bin, c.root, out, c.stage2, errb)
 		}
+	}
+	progs, _ := filepath.Glob(filepath.Join(base, "root", "data", "bin", "cove-inside-*"))
+	if len(progs) != 1 {
+		t.Fatalf("cove-inside in the store: %q", progs)
+	}
+	if fi, err := os.Stat(progs[0]); err != nil || fi.Sys().(*syscall.Stat_t).Uid != uint32(uid) {
+		t.Errorf("cove-inside is not the user's: %v", err)
 	}
 	if after, err := os.ReadFile(own); err != nil || !bytes.Equal(after, b) {
 		t.Errorf("the user's cove binary changed (%v)", err)
