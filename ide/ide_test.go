@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"io"
-	"io/fs"
 	"log"
 	"net"
 	"net/http"
@@ -22,7 +21,6 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/cove-sh/cove/ide/web"
 	"github.com/cove-sh/cove/internal/projectfs"
 )
 
@@ -510,8 +508,20 @@ func TestProxyServesTheUIItself(t *testing.T) {
 		t.Fatal(err)
 	}
 	unzipped, _ := io.ReadAll(zr)
-	if want, _ := fs.ReadFile(web.Dist(), "app.js"); !bytes.Equal(unzipped, want) {
+	if want, _ := os.ReadFile("web/dist/app.js"); len(want) == 0 || !bytes.Equal(unzipped, want) {
 		t.Fatal("the gzipped app.js is not app.js")
+	}
+	// A client that does not take gzip gets the same bytes, unzipped.
+	req, _ = http.NewRequest("GET", base+"/app.js", nil)
+	req.Header.Set("Accept-Encoding", "identity")
+	resp, err = c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.Header.Get("Content-Encoding") != "" || !bytes.Equal(plain, unzipped) || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/javascript") {
+		t.Errorf("app.js without gzip: %q, %d bytes (want %d), %s", resp.Header.Get("Content-Encoding"), len(plain), len(unzipped), resp.Header.Get("Content-Type"))
 	}
 	chunks := regexp.MustCompile(`"\./chunks/([^"]+\.js)"`).FindAllStringSubmatch(string(unzipped), -1)
 	if len(chunks) < 5 {

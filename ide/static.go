@@ -1,6 +1,9 @@
 package ide
 
 import (
+	"bytes"
+	"compress/gzip"
+	"io"
 	"io/fs"
 	"mime"
 	"net/http"
@@ -10,9 +13,9 @@ import (
 	"github.com/cove-sh/cove/ide/web"
 )
 
-// static serves the embedded UI, gzipped for browsers that take it: the
-// build gzips every file beside it (NAME.gz), so nothing is compressed
-// here.
+// static serves the embedded UI. The build gzips every file (NAME.gz) and
+// only those are embedded: a browser gets them as they are, a client that
+// does not take gzip gets them unzipped here.
 type static struct{ files fs.FS }
 
 func newStatic() *static { return &static{files: web.Dist()} }
@@ -26,22 +29,25 @@ func (s *static) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	gz, err := fs.ReadFile(s.files, name+".gz")
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
 	if ct := mime.TypeByExtension(path.Ext(name)); ct != "" {
 		w.Header().Set("Content-Type", ct)
 	}
 	w.Header().Set("Cache-Control", "no-cache") // a new cove may bring a new UI
 	w.Header().Add("Vary", "Accept-Encoding")
 	if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
-		if gz, err := fs.ReadFile(s.files, name+".gz"); err == nil {
-			w.Header().Set("Content-Encoding", "gzip")
-			w.Write(gz)
-			return
-		}
-	}
-	body, err := fs.ReadFile(s.files, name)
-	if err != nil {
-		http.NotFound(w, r)
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Write(gz)
 		return
 	}
-	w.Write(body)
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		http.Error(w, "the embedded UI is damaged", http.StatusInternalServerError)
+		return
+	}
+	io.Copy(w, zr)
 }
