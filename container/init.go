@@ -32,7 +32,9 @@ import (
 //	             when setup fails (mount /proc: permission denied), or
 //	             {"pid": N} once the workload runs, with the master of its
 //	             terminal attached (SCM_RIGHTS) when it has one; then init
-//	             closes it.
+//	             closes it. Launcher → init, one byte each: init is in its
+//	             cgroups (start the workload); with Spec.NetLate, after
+//	             the pid line, pasta is up (serve cove exec).
 //
 // Init runs in two stages. Stage 1 (the launcher's binary, PID 1 of the new
 // namespaces) builds the root and pivots into it. Stage 2 is PID 1 for the
@@ -258,15 +260,27 @@ func initStage2(spec *Spec, sync *os.File) (int, error) {
 	}
 	in.waiters[proc.Pid] = workloadDone
 	in.mu.Unlock()
-	if err := reportStarted(proc, master, sync); err != nil {
+	if err := reportStarted(proc, master); err != nil {
 		return 0, err
 	}
+	var l net.Listener
 	if ctl := os.NewFile(ctlFd, "control"); ctl != nil {
-		if l, err := net.FileListener(ctl); err == nil {
-			go in.serveExec(l)
-		}
+		l, _ = net.FileListener(ctl)
 		ctl.Close()
 	}
+	go func() {
+		if spec.NetLate && spec.Net == NetPrivate {
+			// cove exec waits (in the listener's backlog) until the
+			// launcher says pasta is up; its end closing without a word
+			// (the launcher gone) lets them through all the same.
+			var up [1]byte
+			sync.Read(up[:])
+		}
+		sync.Close()
+		if l != nil {
+			in.serveExec(l)
+		}
+	}()
 	// Once the start is reported, off its way (2-5 ms, most of it reading
 	// smaps): init stays for the container's life, small (24 MB → 6 MB).
 	// Not after each cove exec, which touches some 8 MB of its pages
@@ -372,8 +386,8 @@ func restrictInit(spec *Spec) (*netlink.Handle, error) {
 
 // reportStarted tells the launcher the workload runs, handing it the
 // terminal's master if there is one, and closes init's copies of the
-// sync socket, the master and stdin.
-func reportStarted(proc *os.Process, master, sync *os.File) error {
+// master and stdin (the sync socket is closed by its caller).
+func reportStarted(proc *os.Process, master *os.File) error {
 	b, _ := json.Marshal(syncMsg{PID: proc.Pid})
 	var rights []byte
 	if master != nil {
@@ -386,7 +400,6 @@ func reportStarted(proc *os.Process, master, sync *os.File) error {
 	if master != nil {
 		master.Close()
 	}
-	sync.Close()
 	os.Stdin.Close()
 	return nil
 }

@@ -195,6 +195,10 @@ func runNetHelper() {
 	go func() { exited <- cmd.Wait() }()
 	if strings.TrimSpace(pidLine) == "" {
 		<-exited
+		// No network: the container does not run on without it, even
+		// when it started before pasta (Spec.NetLate) and its launcher
+		// is gone.
+		unix.PidfdSendSignal(int(pidfd.Fd()), unix.SIGKILL, nil, 0)
 		fail(fmt.Errorf("pasta: %s (%v)", pastaErrors(stderr.String()), cmd.ProcessState))
 	}
 	fmt.Fprintln(report, "ok")

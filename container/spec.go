@@ -54,6 +54,14 @@ type Spec struct {
 	// (and, with UserNS, user) namespace the container joins; the
 	// caller checks it is the container it means (State.Status).
 	JoinPid int `json:"-"`
+	// NetLate, with NetPrivate, starts the workload (and returns from
+	// Start) without waiting for pasta, which spends some 80 ms of CPU
+	// setting up its own tables: for a workspace's IDE server, which
+	// serves a Unix socket and starts shells only when asked. cove exec
+	// waits for the network (init serves it once the launcher says pasta
+	// is up); should pasta fail, the launcher stops the container and
+	// says why.
+	NetLate bool `json:"netLate,omitempty"`
 	// Ports are forwarded from the host into the container (NetPrivate).
 	Ports []Port `json:"ports,omitempty"`
 	// Blocked are the host's own addresses (NetPrivate), unreachable from

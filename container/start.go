@@ -42,6 +42,8 @@ type Container struct {
 	cmd       *exec.Cmd
 	netHelper *exec.Cmd
 	cgroup    *cgroup
+	warn      func(string)
+	netUp     chan struct{} // NetLate: closed once pasta is up or failed
 }
 
 // StartError is a failure before the workload ran. Code is the exit
@@ -104,7 +106,7 @@ func Start(spec *Spec, stdio Stdio, limits Limits, warn func(string)) (c *Contai
 	if err := startInit(cmd); err != nil {
 		return nil, fmt.Errorf("start init: %w", err)
 	}
-	c = &Container{Spec: spec, Pid: cmd.Process.Pid, cmd: cmd, cgroup: cg}
+	c = &Container{Spec: spec, Pid: cmd.Process.Pid, cmd: cmd, cgroup: cg, warn: warn}
 	p.specR.Close()
 	p.syncW.Close()
 	if err := c.setUp(p, ranged, useRanges, keeper); err != nil {
@@ -331,7 +333,15 @@ func (c *Container) setUp(p *initPipes, ranged subIDMapping, useRanges, keeper b
 	if err := c.cgroup.join(c.Pid); err != nil {
 		return err
 	}
-	if helper != nil {
+	late := helper != nil && spec.NetLate
+	if late {
+		defer func() {
+			if c.netUp == nil { // failed before lateNet took it
+				helper.report.Close()
+			}
+		}()
+	}
+	if helper != nil && !late {
 		if err := helper.wait(); err != nil {
 			c.netHelper, c.NetHelper = nil, nil
 			return err
@@ -343,6 +353,15 @@ func (c *Container) setUp(p *initPipes, ranged subIDMapping, useRanges, keeper b
 	msg, fds, err := readSyncLine(sync)
 	if err != nil {
 		c.cmd.Wait()
+		if late {
+			// The helper stops init when pasta fails: its reason is
+			// the one to give.
+			c.netUp = make(chan struct{}) // the report is read here
+			close(c.netUp)
+			if nerr := helper.wait(); nerr != nil {
+				return nerr
+			}
+		}
 		return fmt.Errorf("init died during setup (%v): %s", c.cmd.ProcessState, err)
 	}
 	if msg.Error != "" {
@@ -355,7 +374,39 @@ func (c *Container) setUp(p *initPipes, ranged subIDMapping, useRanges, keeper b
 		}
 		c.Console = os.NewFile(uintptr(fds[0]), "console")
 	}
+	if late {
+		// The sync socket stays open for one more byte: pasta is up.
+		c.lateNet(helper, p.syncR)
+		p.syncR = nil
+	}
 	return nil
+}
+
+// lateNet waits, in the background, for pasta under a NetLate start: once
+// it is up, init is told (it serves cove exec from then on); should it
+// fail, the container is stopped (by the helper too, see runNetHelper)
+// and the warning says why.
+func (c *Container) lateNet(helper *netHelperStart, sync *os.File) {
+	c.netUp = make(chan struct{})
+	go func() {
+		defer close(c.netUp)
+		defer sync.Close()
+		if err := helper.wait(); err != nil {
+			if c.warn != nil {
+				c.warn(fmt.Sprintf("the container's network did not come up, so it was stopped: %v", err))
+			}
+			c.Kill()
+			return
+		}
+		sync.Write([]byte{1})
+	}()
+}
+
+// waitNet waits until a NetLate start's network is up, or failed.
+func (c *Container) waitNet() {
+	if c.netUp != nil {
+		<-c.netUp
+	}
 }
 
 // followKeeper reads the keep-id keeper's line: from here on, init is the
@@ -432,6 +483,7 @@ func readSyncLine(r *lineReader) (syncMsg, []int, error) {
 // cgroup.
 func (c *Container) Wait() (code int, oom bool, err error) {
 	err = c.cmd.Wait()
+	c.waitNet()
 	defer c.cgroup.remove()
 	// The forwarded ports close with the container: the helper kills
 	// pasta as soon as init is gone.
@@ -454,7 +506,10 @@ func (c *Container) Kill() {
 	c.cmd.Process.Kill() // PID 1 gone takes its namespace's processes with it
 }
 
-// Release lets the container run on without this process (detach).
+// Release lets the container run on without this process (detach). A
+// NetLate network still coming is the network helper's then: it stops the
+// container should pasta fail, and init serves cove exec once this
+// process is gone, if it did not say pasta was up before.
 func (c *Container) Release() error {
 	if c.netHelper != nil {
 		c.netHelper.Process.Release()

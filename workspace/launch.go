@@ -42,6 +42,7 @@ type Launch struct {
 	Net         string
 	JoinPid     int              // Net join: the init whose network it shares (a workspace's, for its Compose services)
 	Ports       []container.Port // forwarded from the host (Net private)
+	NetLate     bool             // Net private: the workload starts before pasta is up (container.Spec.NetLate)
 	NoSeccomp   bool
 	Remove      bool // --rm
 	Detach      bool
@@ -317,7 +318,7 @@ func (r *launching) makeSpec(ctx context.Context, proc container.Process) (*cont
 		ID: r.id, Name: name, Hostname: hostname,
 		Lower: r.img.RootFS, Upper: filepath.Join(r.dir, "upper"), Work: filepath.Join(r.dir, "work"), Merged: filepath.Join(r.dir, "merged"),
 		Binary: r.lo.Binary, ResolvConf: resolv, Hosts: hosts, HostnameFile: filepath.Join(filepath.Dir(hosts), "hostname"),
-		Binds: l.Binds, Net: l.Net, JoinPid: l.JoinPid, Ports: l.Ports, NoSeccomp: l.NoSeccomp, UserNS: os.Geteuid() != 0, Process: proc, Restart: l.Restart,
+		Binds: l.Binds, Net: l.Net, NetLate: l.NetLate, JoinPid: l.JoinPid, Ports: l.Ports, NoSeccomp: l.NoSeccomp, UserNS: os.Geteuid() != 0, Process: proc, Restart: l.Restart,
 		CapAdd: l.CapAdd, CapDrop: l.CapDrop, NoNewPrivileges: l.NoNewPrivileges,
 		ShmSize: l.ShmSize, Ulimits: r.lo.ulimits(l.Ulimits), Devices: l.Devices, Tmpfs: l.Tmpfs,
 		Control: filepath.Join(r.states.Dir(name), "ctl.sock"),

@@ -489,6 +489,10 @@ func (lo *Local) workspaceLaunch(w *start, ports []container.Port) (Launch, erro
 		Workdir: folder,
 		Binds:   binds,
 		Limits:  w.limits, Net: w.conf.Net, Ports: ports, NoSeccomp: w.conf.NoSeccomp, Detach: true, Quiet: true,
+		// The IDE server needs no network to answer the page (its shells
+		// start when the page asks, well after); every cove exec, the
+		// lifecycle commands' included, waits for pasta (Spec.NetLate).
+		NetLate:  true,
 		Dir:      w.layerDir,
 		Hostname: w.rt.Hostname,
 		ShmSize:  shaped.ShmSize, Ulimits: shaped.Ulimits, ExtraHosts: shaped.ExtraHosts, Devices: shaped.Devices, Tmpfs: tmpfs,

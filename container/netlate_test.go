@@ -1,0 +1,123 @@
+package container
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// lateSpec is a detached container of the test image on the private
+// network with NetLate, its control socket in dir.
+func lateSpec(t *testing.T, dir string) *Spec {
+	t.Helper()
+	img, cfg := testImage(t, nil)
+	proc, err := ProcessFromImage(cfg, []string{"sleep", "30"}, nil, "", "")
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(dir, "hosts"), []byte("127.0.0.1 localhost\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "resolv.conf"), []byte("nameserver 127.0.0.1\n"), 0o644))
+	return &Spec{
+		ID: fmt.Sprintf("test%d", time.Now().UnixNano()), Name: "late", Hostname: "late",
+		Lower: img.RootFS, Upper: filepath.Join(dir, "upper"), Work: filepath.Join(dir, "work"), Merged: filepath.Join(dir, "merged"),
+		Binary: coveBin, ResolvConf: filepath.Join(dir, "resolv.conf"), Hosts: filepath.Join(dir, "hosts"),
+		Control: filepath.Join(dir, "ctl.sock"),
+		Net:     NetPrivate, NetLate: true, Process: proc,
+	}
+}
+
+// TestRunPrivateNetLate: with NetLate, Start returns before pasta is up
+// (it takes ~80 ms of CPU here), and an exec made at once waits for it:
+// it finds the route pasta configures. Without the wait, the exec would
+// run within milliseconds of the start, before pasta.
+func TestRunPrivateNetLate(t *testing.T) {
+	needRoot(t)
+	needPasta(t)
+	spec := lateSpec(t, t.TempDir())
+	start := time.Now()
+	c, err := Start(spec, Stdio{Stdout: io.Discard, Stderr: io.Discard}, Limits{}, func(w string) { t.Logf("warning: %s", w) })
+	must(t, err)
+	returned := time.Since(start)
+	defer func() { c.Kill(); c.Wait() }()
+	// Read from the host, right away: pasta may or may not be done (on a
+	// fast machine it is); logged, not asserted.
+	early, _ := os.ReadFile(fmt.Sprintf("/proc/%d/net/route", c.Pid))
+	r, w, err := os.Pipe()
+	must(t, err)
+	null, err := os.Open(os.DevNull)
+	must(t, err)
+	defer null.Close()
+	code, err := Exec(spec.Control, ExecRequest{Args: []string{"cat", "/proc/net/route"}}, [3]*os.File{null, w, w}, nil)
+	w.Close()
+	out, _ := io.ReadAll(r)
+	t.Logf("Start returned after %v; the default route seen from the host then: %v; the exec ran after %v",
+		returned, hasDefaultRoute(string(early)), time.Since(start))
+	if err != nil || code != 0 {
+		t.Fatalf("exec: %d %v: %s", code, err, out)
+	}
+	if !hasDefaultRoute(string(out)) {
+		t.Fatalf("an exec made at once ran before pasta set the network up (no default route):\n%s", out)
+	}
+}
+
+// hasDefaultRoute says whether /proc/net/route lists a route to 0.0.0.0/0.
+func hasDefaultRoute(table string) bool {
+	for _, line := range strings.Split(table, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 7 && f[1] == "00000000" && f[7] == "00000000" {
+			return true
+		}
+	}
+	return false
+}
+
+// TestRunPrivateNetLateFails: pasta failing under a NetLate start stops
+// the container and says why: as a warning once the workload runs, or as
+// Start's error when pasta failed before it did (an at once failing pasta
+// usually does; a start that wins the race is stopped all the same).
+func TestRunPrivateNetLateFails(t *testing.T) {
+	needRoot(t)
+	for _, tc := range []struct {
+		name, delay string
+		started     bool
+	}{{"after the start", "0.5", true}, {"before the start", "0", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			fake := filepath.Join(dir, "bin")
+			must(t, os.Mkdir(fake, 0o755))
+			script := "#!/bin/sh\nsleep " + tc.delay + "\necho 'Failed to open tap device: made up for the test' >&2\nexit 1\n"
+			must(t, os.WriteFile(filepath.Join(fake, "pasta"), []byte(script), 0o755))
+			t.Setenv("PATH", fake+":"+os.Getenv("PATH"))
+			spec := lateSpec(t, dir)
+			var mu sync.Mutex
+			var warned []string
+			c, err := Start(spec, Stdio{Stdout: io.Discard, Stderr: io.Discard}, Limits{}, func(w string) {
+				mu.Lock()
+				defer mu.Unlock()
+				warned = append(warned, w)
+			})
+			if err != nil {
+				if tc.started || !strings.Contains(err.Error(), "made up for the test") {
+					t.Fatalf("Start: %v", err)
+				}
+				return
+			}
+			done := make(chan struct{})
+			go func() { c.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				c.Kill()
+				t.Fatal("the container runs on without its network")
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(warned) != 1 || !strings.Contains(warned[0], "did not come up, so it was stopped") || !strings.Contains(warned[0], "made up for the test") {
+				t.Errorf("warnings: %q", warned)
+			}
+		})
+	}
+}
