@@ -28,6 +28,11 @@ type Local struct {
 	// Binary is cove's static binary, bound into each container as its
 	// init (and its IDE server).
 	Binary string
+	// Inside, when set, gives that binary anew at each start (Binary is
+	// then only its fallback): cove-inside, written out again if another
+	// cove's cleanup removed it while this process ran (a launcher serves
+	// for days; see internal/insideexe).
+	Inside func() (string, error)
 	// Stdout and Stderr are where the user is: cove run's output; a
 	// start's notes, progress and lifecycle commands' output.
 	Stdout, Stderr io.Writer
@@ -51,6 +56,11 @@ func (lo *Local) store() (*image.Store, error) {
 }
 
 func (lo *Local) binary() (string, error) {
+	if lo.Inside != nil {
+		if bin, err := lo.Inside(); err == nil {
+			return bin, nil
+		}
+	}
 	if lo.Binary == "" {
 		return "", errors.New("cove's own binary is not known")
 	}

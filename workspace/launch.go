@@ -314,10 +314,14 @@ func (r *launching) makeSpec(ctx context.Context, proc container.Process) (*cont
 		return nil, err
 	}
 	os.RemoveAll(filepath.Join(r.dir, "work")) // overlay's scratch space, stale after a crash
+	bin, err := r.lo.binary()
+	if err != nil {
+		return nil, err
+	}
 	spec := &container.Spec{
 		ID: r.id, Name: name, Hostname: hostname,
 		Lower: r.img.RootFS, Upper: filepath.Join(r.dir, "upper"), Work: filepath.Join(r.dir, "work"), Merged: filepath.Join(r.dir, "merged"),
-		Binary: r.lo.Binary, ResolvConf: resolv, Hosts: hosts, HostnameFile: filepath.Join(filepath.Dir(hosts), "hostname"),
+		Binary: bin, ResolvConf: resolv, Hosts: hosts, HostnameFile: filepath.Join(filepath.Dir(hosts), "hostname"),
 		Binds: l.Binds, Net: l.Net, NetLate: l.NetLate, JoinPid: l.JoinPid, Ports: l.Ports, NoSeccomp: l.NoSeccomp, UserNS: os.Geteuid() != 0, Process: proc, Restart: l.Restart,
 		CapAdd: l.CapAdd, CapDrop: l.CapDrop, NoNewPrivileges: l.NoNewPrivileges,
 		ShmSize: l.ShmSize, Ulimits: r.lo.ulimits(l.Ulimits), Devices: l.Devices, Tmpfs: l.Tmpfs,
@@ -348,7 +352,11 @@ func (r *launching) detachOutput(stdio *runStdio) (io.Closer, error) {
 	// Through a pipe and a helper of ours, never the file itself: a
 	// host file's descriptor in the workload could be reopened
 	// through /proc/PID/fd and changed (see container.StartLogHelper).
-	log, err := container.StartLogHelper(r.lo.Binary, filepath.Join(r.dir, "log"))
+	bin, err := r.lo.binary()
+	if err != nil {
+		return nil, err
+	}
+	log, err := container.StartLogHelper(bin, filepath.Join(r.dir, "log"))
 	if err != nil {
 		return nil, err
 	}

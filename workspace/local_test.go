@@ -148,3 +148,25 @@ func TestCommandOutputIsAttributed(t *testing.T) {
 		t.Errorf("got %q, want %q", b.String(), want)
 	}
 }
+
+// TestBinaryAskedAtEachStart: a Local with Inside asks it for the binary
+// at each start (cove-inside written out again if it went meanwhile),
+// falling back to Binary when it cannot give one.
+func TestBinaryAskedAtEachStart(t *testing.T) {
+	calls := 0
+	lo := &Local{Binary: "/usr/local/bin/cove", Inside: func() (string, error) {
+		calls++
+		if calls == 2 {
+			return "", errors.New("no room")
+		}
+		return fmt.Sprintf("/var/lib/cove/bin/cove-inside-%d", calls), nil
+	}}
+	for i, want := range []string{"/var/lib/cove/bin/cove-inside-1", "/usr/local/bin/cove", "/var/lib/cove/bin/cove-inside-3"} {
+		if got, err := lo.binary(); err != nil || got != want {
+			t.Errorf("start %d: %q %v, want %q", i+1, got, err, want)
+		}
+	}
+	if _, err := (&Local{}).binary(); err == nil {
+		t.Error("no binary at all: no error")
+	}
+}

@@ -189,7 +189,7 @@ func noSubIDsNote(w io.Writer, layout dirs.Layout) {
 // (nil: stderr only).
 func (e *env) local(c *cli.Context) *workspace.Local {
 	bin, _ := e.insideBinary()
-	lo := &workspace.Local{Layout: e.layout, Binary: bin, Stdout: os.Stdout, Stderr: os.Stderr, Settings: e.settings}
+	lo := &workspace.Local{Layout: e.layout, Binary: bin, Inside: e.insideBinary, Stdout: os.Stdout, Stderr: os.Stderr, Settings: e.settings}
 	if c != nil {
 		lo.Stdout, lo.Stderr = c.App.Writer, c.App.ErrWriter
 	}
