@@ -70,15 +70,6 @@ func Main(args []string) {
 	os.Exit(0)
 }
 
-// Is says whether args is one of the command lines Main runs.
-func Is(args []string) bool {
-	if len(args) < 2 {
-		return false
-	}
-	_, ok := commands[args[1]]
-	return ok || args[1] == container.InitArg
-}
-
 // ideServe runs the workspace's IDE server (its workload).
 func ideServe(ctx context.Context, args []string) error {
 	if len(args) == 0 || args[0] != "serve" {

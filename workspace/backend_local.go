@@ -28,8 +28,8 @@ type Local struct {
 	// Binary is cove's static binary, bound into each container as its
 	// init (and its IDE server).
 	Binary string
-	// Inside, when set, gives that binary anew at each start (Binary is
-	// then only its fallback): cove-inside, written out again if another
+	// Inside, when set, gives the binary at each start (Binary is then
+	// only the fallback, cove itself): cove-inside, written out again if another
 	// cove's cleanup removed it while this process ran (a launcher serves
 	// for days; see internal/insideexe).
 	Inside func() (string, error)
