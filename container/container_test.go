@@ -230,7 +230,7 @@ func TestRunHostBinaryIsReadOnly(t *testing.T) {
 	before, err := os.ReadFile(coveBin)
 	must(t, err)
 	r := runIn(t, img, cfg, Limits{}, nil, "sh", "-c", `
-		for f in /proc/1/exe /.cove/cove /proc/self/exe; do
+		for f in /proc/1/exe /.cove/init /.cove/cove /proc/self/exe; do
 			if (echo pwned >> $f) 2>/dev/null; then echo "wrote $f"; else echo "refused $f"; fi
 		done`)
 	after, err := os.ReadFile(coveBin)
@@ -238,10 +238,10 @@ func TestRunHostBinaryIsReadOnly(t *testing.T) {
 	if sha256.Sum256(before) != sha256.Sum256(after) {
 		t.Fatal("the host's cove binary changed")
 	}
-	if strings.Contains(r.stdout, "wrote /proc/1/exe") || strings.Contains(r.stdout, "wrote /.cove/cove") {
+	if strings.Contains(r.stdout, "wrote /proc/1/exe") || strings.Contains(r.stdout, "wrote /.cove/") {
 		t.Fatalf("a write reached cove's binary:\n%s", r.stdout)
 	}
-	if !strings.Contains(r.stdout, "refused /proc/1/exe") {
+	if !strings.Contains(r.stdout, "refused /proc/1/exe") || !strings.Contains(r.stdout, "refused /.cove/init") {
 		t.Fatalf("output %q", r.stdout)
 	}
 }

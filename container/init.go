@@ -43,7 +43,7 @@ import (
 // the container cannot write (the launcher, as root, bound it read-only
 // before init started; or a rootless container maps no id that can write
 // it), stage 2 is the same process: one exec per start. Else stage 1 execs
-// stage 2 from the read-only bind /.cove/cove, handing the spec on through
+// stage 2 from the read-only bind /.cove/init, handing the spec on through
 // a new pipe on fd 3.
 const (
 	specFd = 3
@@ -159,11 +159,11 @@ func initStage1(spec *Spec, again bool) error {
 	if err := passSpec(spec); err != nil {
 		return err
 	}
-	err := unix.Exec("/.cove/cove", []string{"cove", InitArg, "--stage2"}, env)
+	err := unix.Exec("/.cove/init", []string{"cove", InitArg, "--stage2"}, env)
 	if errors.Is(err, unix.ENOENT) {
-		return fmt.Errorf("exec /.cove/cove: %w (cove must be a static binary: build it with CGO_ENABLED=0)", err)
+		return fmt.Errorf("exec /.cove/init: %w (cove must be a static binary: build it with CGO_ENABLED=0)", err)
 	}
-	return fmt.Errorf("exec /.cove/cove: %w", err)
+	return fmt.Errorf("exec /.cove/init: %w", err)
 }
 
 // passSpec puts the spec on fd 3 again, in a fresh pipe, for the program
@@ -219,16 +219,6 @@ var forwarded = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT
 func initStage2(spec *Spec, sync *os.File) (int, error) {
 	unix.CloseOnExec(syncFd)
 	unix.CloseOnExec(ctlFd)
-	// The bounding set goes first, while the launcher joins init to its
-	// cgroups and pasta sets the network up: on every thread, one
-	// stop-the-world per capability, it is init's costliest step, and
-	// it limits only what an exec may gain. This process execs no cove
-	// again (stage 2 is its last image), so nothing of its own needs the
-	// capabilities dropped here; init keeps its effective ones for its
-	// mounts below.
-	if err := dropBoundingCaps(spec.blocksRaw(), spec.CapAdd, spec.CapDrop, allThreadsPrctl); err != nil {
-		return 0, err
-	}
 	// The launcher says when init is in its cgroups (see Start): the
 	// workload starts inside them or not at all, and the cgroup namespace
 	// is rooted there.
@@ -339,9 +329,9 @@ func (in *initProc) supervise(proc *os.Process, sigs chan os.Signal, done chan i
 }
 
 // restrictInit takes from init what neither it nor anything it starts may
-// have (the bounding capabilities are gone already, see initStage2): new
-// privileges, the system calls seccomp refuses; and raises the open files
-// limit. Under NetPrivate it returns the route socket the network helper's
+// have: new privileges, the system calls seccomp refuses; and raises the
+// open files limit. (The bounding set is dropped where a process is
+// started: spawn's thread, see restrictThread.) Under NetPrivate it returns the route socket the network helper's
 // later blocks go through.
 func restrictInit(spec *Spec) (*netlink.Handle, error) {
 	if spec.NoNewPrivileges {

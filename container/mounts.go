@@ -158,17 +158,23 @@ func (r *rootfs) remountReadOnly(rel string) error {
 
 func fdPath(f *os.File) string { return fmt.Sprintf("/proc/self/fd/%d", f.Fd()) }
 
-// mountCove binds the cove binary read-only at /.cove/cove, on a tmpfs of
-// its own, so that init and the servers run from a file the container
-// cannot write (runc's CVE-2019-5736).
+// mountCove binds init's program (Spec.Binary) read-only at /.cove/init
+// and the workload's (Spec.Tools) at /.cove/cove, on a tmpfs of their own,
+// so that init and the servers run from a file the container cannot
+// write (runc's CVE-2019-5736).
 func (r *rootfs) mountCove() error {
 	if err := r.mountAt(".cove", false, "tmpfs", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=755,size=1m"); err != nil {
 		return err
 	}
-	if err := r.mountAt(".cove/cove", true, r.spec.Binary, "", unix.MS_BIND, ""); err != nil {
-		return err
+	for _, b := range [][2]string{{".cove/init", r.spec.Binary}, {".cove/cove", r.spec.tools()}} {
+		if err := r.mountAt(b[0], true, b[1], "", unix.MS_BIND, ""); err != nil {
+			return err
+		}
+		if err := r.remountReadOnly(b[0]); err != nil {
+			return err
+		}
 	}
-	return r.remountReadOnly(".cove/cove")
+	return nil
 }
 
 func (r *rootfs) mountProc() error {

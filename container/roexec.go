@@ -15,7 +15,7 @@ import (
 // cmd.Path is bound read-only over itself, and init's new mount namespace
 // is a copy of that one. The container then cannot write the host's
 // binary through /proc/1/exe (runc's CVE-2019-5736) without init's second
-// exec from /.cove/cove, which init skips when it finds its own binary
+// exec from /.cove/init, which init skips when it finds its own binary
 // protected (see exeProtected). This is runc's "clone the binary before
 // the container sees it", with a bind instead of a copy, and one exec.
 //

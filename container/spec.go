@@ -37,7 +37,14 @@ type Spec struct {
 	// milliseconds on every run --rm. Never for a container that is kept.
 	Volatile bool `json:"volatile,omitempty"`
 
-	Binary     string `json:"binary"`      // host path of the static cove binary, bound read-only at /.cove/cove
+	// Binary is the host path of the static program that runs as init
+	// (and the host-side helpers): cove-init, or cove itself. It is bound
+	// read-only at /.cove/init.
+	Binary string `json:"binary"`
+	// Tools is the host path of the static program bound read-only at
+	// /.cove/cove, for the workload's use: cove-inside, a workspace's IDE
+	// server and MCP relay. "" is Binary.
+	Tools      string `json:"tools,omitempty"`
 	ResolvConf string `json:"resolv_conf"` // host path of the container's resolv.conf
 	Hosts      string `json:"hosts"`       // host path of the container's hosts file
 	// HostnameFile is the host path of the container's /etc/hostname
@@ -145,6 +152,14 @@ type Bind struct {
 	// no symlink the workspace put on the way, now or in a race with
 	// the start, gives the container a host path outside it.
 	Beneath string `json:"beneath,omitempty"`
+}
+
+// tools is the program bound at /.cove/cove (Tools, else Binary).
+func (s *Spec) tools() string {
+	if s.Tools != "" {
+		return s.Tools
+	}
+	return s.Binary
 }
 
 // Restart is what init does when the workload exits (a Compose

@@ -118,8 +118,13 @@ func Start(spec *Spec, stdio Stdio, limits Limits, warn func(string)) (c *Contai
 // prepareStart makes the container's directories (and a copy of the image
 // where there is no overlayfs) and checks what the start needs.
 func prepareStart(spec *Spec, warn func(string)) (err error) {
-	if err := checkStatic(spec.Binary); err != nil {
-		return err
+	for _, bin := range []string{spec.Binary, spec.Tools} {
+		if bin == "" {
+			continue
+		}
+		if err := checkStatic(bin); err != nil {
+			return err
+		}
 	}
 	for _, d := range []string{spec.Upper, spec.Work, spec.Merged} {
 		if err := os.MkdirAll(d, 0o755); err != nil {

@@ -7,9 +7,11 @@
 // are kept apart from the rest of cove: cmd/cove-inside is a program of
 // this package alone, a quarter of cove's size, whose start costs a third
 // of cove's (none of the package initialisers of the Kubernetes client,
-// the builder, the MCP SDK or the markdown renderer run in it). The build
-// puts that program inside cove (see internal/insideexe); cove answers the
-// same command lines itself when it was built without it.
+// the builder, the MCP SDK or the markdown renderer run in it). A
+// container's init is smaller still, cmd/cove-init (package container
+// alone); cove-inside answers its command line too. The build puts both
+// programs inside cove (see internal/insideexe); cove answers the same
+// command lines itself when it was built without them.
 package inside
 
 import (

@@ -25,14 +25,15 @@ import (
 // package container, found again through their state files.
 type Local struct {
 	Layout dirs.Layout
-	// Binary is cove's static binary, bound into each container as its
-	// init (and its IDE server).
+	// Binary is cove's static binary, run as each container's init (and
+	// bound in it for its IDE server) when Init and Inside give none.
 	Binary string
-	// Inside, when set, gives the binary at each start (Binary is then
-	// only the fallback, cove itself): cove-inside, written out again if another
+	// Init and Inside, when set, give at each start the programs a
+	// container runs: cove-init as its init, cove-inside at /.cove/cove
+	// (a workspace's IDE server), each written out again if another
 	// cove's cleanup removed it while this process ran (a launcher serves
 	// for days; see internal/insideexe).
-	Inside func() (string, error)
+	Init, Inside func() (string, error)
 	// Stdout and Stderr are where the user is: cove run's output; a
 	// start's notes, progress and lifecycle commands' output.
 	Stdout, Stderr io.Writer
@@ -55,9 +56,25 @@ func (lo *Local) store() (*image.Store, error) {
 	return s, err
 }
 
+// binary is the program a container runs as its init: cove-init, else
+// cove-inside, else cove (each answers init's command line).
 func (lo *Local) binary() (string, error) {
-	if lo.Inside != nil {
-		if bin, err := lo.Inside(); err == nil {
+	return lo.program(lo.Init, lo.Inside)
+}
+
+// tools is the program bound at a container's /.cove/cove: cove-inside,
+// else cove.
+func (lo *Local) tools() (string, error) {
+	return lo.program(lo.Inside)
+}
+
+// program is the first of the programs that gives one, else Binary.
+func (lo *Local) program(programs ...func() (string, error)) (string, error) {
+	for _, p := range programs {
+		if p == nil {
+			continue
+		}
+		if bin, err := p(); err == nil {
 			return bin, nil
 		}
 	}

@@ -318,10 +318,14 @@ func (r *launching) makeSpec(ctx context.Context, proc container.Process) (*cont
 	if err != nil {
 		return nil, err
 	}
+	tools, err := r.lo.tools()
+	if err != nil {
+		return nil, err
+	}
 	spec := &container.Spec{
 		ID: r.id, Name: name, Hostname: hostname,
 		Lower: r.img.RootFS, Upper: filepath.Join(r.dir, "upper"), Work: filepath.Join(r.dir, "work"), Merged: filepath.Join(r.dir, "merged"),
-		Binary: bin, ResolvConf: resolv, Hosts: hosts, HostnameFile: filepath.Join(filepath.Dir(hosts), "hostname"),
+		Binary: bin, Tools: tools, ResolvConf: resolv, Hosts: hosts, HostnameFile: filepath.Join(filepath.Dir(hosts), "hostname"),
 		Binds: l.Binds, Net: l.Net, NetLate: l.NetLate, JoinPid: l.JoinPid, Ports: l.Ports, NoSeccomp: l.NoSeccomp, UserNS: os.Geteuid() != 0, Process: proc, Restart: l.Restart,
 		CapAdd: l.CapAdd, CapDrop: l.CapDrop, NoNewPrivileges: l.NoNewPrivileges,
 		ShmSize: l.ShmSize, Ulimits: r.lo.ulimits(l.Ulimits), Devices: l.Devices, Tmpfs: l.Tmpfs,

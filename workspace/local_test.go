@@ -149,22 +149,35 @@ func TestCommandOutputIsAttributed(t *testing.T) {
 	}
 }
 
-// TestBinaryAskedAtEachStart: a Local with Inside asks it for the binary
-// at each start (cove-inside written out again if it went meanwhile),
-// falling back to Binary when it cannot give one.
+// TestBinaryAskedAtEachStart: a Local with Init and Inside asks them for
+// the programs at each start (each written out again if it went
+// meanwhile): the init is cove-init, else cove-inside, else Binary; what
+// is bound at /.cove/cove is cove-inside, else Binary.
 func TestBinaryAskedAtEachStart(t *testing.T) {
-	calls := 0
-	lo := &Local{Binary: "/usr/local/bin/cove", Inside: func() (string, error) {
-		calls++
-		if calls == 2 {
+	initCalls, insideCalls := 0, 0
+	lo := &Local{Binary: "/usr/local/bin/cove", Init: func() (string, error) {
+		initCalls++
+		if initCalls == 2 {
 			return "", errors.New("no room")
 		}
-		return fmt.Sprintf("/var/lib/cove/bin/cove-inside-%d", calls), nil
-	}}
-	for i, want := range []string{"/var/lib/cove/bin/cove-inside-1", "/usr/local/bin/cove", "/var/lib/cove/bin/cove-inside-3"} {
-		if got, err := lo.binary(); err != nil || got != want {
-			t.Errorf("start %d: %q %v, want %q", i+1, got, err, want)
+		return fmt.Sprintf("/var/lib/cove/bin/cove-init-%d", initCalls), nil
+	}, Inside: func() (string, error) {
+		insideCalls++
+		if insideCalls >= 2 {
+			return "", errors.New("no room")
 		}
+		return fmt.Sprintf("/var/lib/cove/bin/cove-inside-%d", insideCalls), nil
+	}}
+	for i, want := range []string{"/var/lib/cove/bin/cove-init-1", "/var/lib/cove/bin/cove-inside-1", "/var/lib/cove/bin/cove-init-3", "/usr/local/bin/cove"} {
+		if i == 3 {
+			lo.Init = nil
+		}
+		if got, err := lo.binary(); err != nil || got != want {
+			t.Errorf("start %d: init %q %v, want %q", i+1, got, err, want)
+		}
+	}
+	if got, err := lo.tools(); err != nil || got != "/usr/local/bin/cove" {
+		t.Errorf("tools with no cove-inside to be had: %q %v, want cove", got, err)
 	}
 	if _, err := (&Local{}).binary(); err == nil {
 		t.Error("no binary at all: no error")

@@ -188,10 +188,10 @@ func noSubIDsNote(w io.Writer, layout dirs.Layout) {
 // local is this machine's workspace backend, speaking to c's streams
 // (nil: stderr only).
 func (e *env) local(c *cli.Context) *workspace.Local {
-	// cove-inside is asked for at each start (Inside); cove itself is
-	// the fallback.
+	// cove-init and cove-inside are asked for at each start (Init,
+	// Inside); cove itself is the fallback.
 	bin, _ := coveBinary()
-	lo := &workspace.Local{Layout: e.layout, Binary: bin, Inside: e.insideBinary, Stdout: os.Stdout, Stderr: os.Stderr, Settings: e.settings}
+	lo := &workspace.Local{Layout: e.layout, Binary: bin, Init: e.initBinary, Inside: e.insideBinary, Stdout: os.Stdout, Stderr: os.Stderr, Settings: e.settings}
 	if c != nil {
 		lo.Stdout, lo.Stderr = c.App.Writer, c.App.ErrWriter
 	}

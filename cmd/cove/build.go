@@ -62,7 +62,7 @@ times the epoch and its digest reproducible.`,
 				return err
 			}
 			o.CacheDir = filepath.Join(e.layout.Data, "build")
-			if o.Binary, err = e.insideBinary(); err != nil {
+			if o.Binary, err = e.initBinary(); err != nil {
 				return err
 			}
 			res, err := build.Build(c.Context, store, o)

@@ -1509,9 +1509,9 @@ func TestAgentChatMarkdownInTerminal(t *testing.T) {
 }
 
 // TestRootlessInitBinaryIsReadOnly: a rootless container cannot write the
-// binary its init runs, through /proc/1/exe. That is cove-inside, written
+// binary its init runs, through /proc/1/exe. That is cove-init, written
 // to the user's data directory, so the user's: init re-executes from its
-// read-only bind (its owner is root inside). Where cove-inside cannot be
+// read-only bind (its owner is root inside). Where cove-init cannot be
 // written, init is cove itself: executed once when cove is root's (the
 // container maps no id that can write it), re-executed from the bind when
 // it is the user's (~/.local/bin).
@@ -1531,7 +1531,7 @@ func TestRootlessInitBinaryIsReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Chown(own, uid, gid)
-	// Two stores: one where cove-inside goes, one where its directory is a
+	// Two stores: one where cove-init goes, one where its directory is a
 	// file.
 	for _, d := range []string{"root", "blocked", "blocked/data"} {
 		os.Mkdir(filepath.Join(base, d), 0o755)
@@ -1556,12 +1556,12 @@ func TestRootlessInitBinaryIsReadOnly(t *testing.T) {
 			t.Errorf("rootless run with %s (%s): %q, want the write refused and --stage2 %v\n%s", c.bin, c.root, out, c.stage2, errb)
 		}
 	}
-	progs, _ := filepath.Glob(filepath.Join(base, "root", "data", "bin", "cove-inside-*"))
+	progs, _ := filepath.Glob(filepath.Join(base, "root", "data", "bin", "cove-init-*"))
 	if len(progs) != 1 {
-		t.Fatalf("cove-inside in the store: %q", progs)
+		t.Fatalf("cove-init in the store: %q", progs)
 	}
 	if fi, err := os.Stat(progs[0]); err != nil || fi.Sys().(*syscall.Stat_t).Uid != uint32(uid) {
-		t.Errorf("cove-inside is not the user's: %v", err)
+		t.Errorf("cove-init is not the user's: %v", err)
 	}
 	if after, err := os.ReadFile(own); err != nil || !bytes.Equal(after, b) {
 		t.Errorf("the user's cove binary changed (%v)", err)

@@ -127,22 +127,27 @@ func doctorChecks(layout dirs.Layout) []check {
 	return append(out, insideCheck(layout), stateCheck(layout))
 }
 
-// insideCheck says what a container runs as its init: cove-inside from
-// the data directory, or (a build without it, or a data directory it
-// cannot be written to or run from) cove itself.
+// insideCheck says what a container runs as its init (cove-init) and a
+// workspace its IDE server with (cove-inside), from the data directory,
+// or (a build without them, or a data directory they cannot be written
+// to or run from) cove itself.
 func insideCheck(layout dirs.Layout) check {
-	p, err := insideProgram()
-	path := ""
-	if err == nil {
-		path, err = p.Path(filepath.Join(layout.Data, "bin"))
+	var paths []string
+	for _, name := range []string{insideexe.Init, insideexe.Inside} {
+		p, err := insideProgram(name)
+		path := ""
+		if err == nil {
+			path, err = p.Path(filepath.Join(layout.Data, "bin"))
+		}
+		switch {
+		case errors.Is(err, insideexe.ErrNone):
+			return check{"init", "note", insideexe.ErrNone.Error() + ": containers run cove itself as their init, slower to start"}
+		case err != nil:
+			return check{"init", "note", fmt.Sprintf("%s: %v: containers run cove itself instead, slower to start", name, err)}
+		}
+		paths = append(paths, path)
 	}
-	switch {
-	case errors.Is(err, insideexe.ErrNone):
-		return check{"init", "note", insideexe.ErrNone.Error() + ": containers run cove itself as their init, slower to start"}
-	case err != nil:
-		return check{"init", "note", fmt.Sprintf("%v: containers run cove itself as their init, slower to start", err)}
-	}
-	return check{"init", "ok", "containers run cove-inside (" + path + ")"}
+	return check{"init", "ok", "containers run cove-init (" + paths[0] + "), workspaces' servers cove-inside (" + paths[1] + ")"}
 }
 
 // kernelCheck says whether the kernel is recent enough.

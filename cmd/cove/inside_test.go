@@ -11,10 +11,12 @@ import (
 	"github.com/cove-sh/cove/internal/testregistry"
 )
 
-// TestContainersRunCoveInside: a container's init is cove-inside (the
-// small program scripts/build.sh puts in cove), written once to the data
-// directory and shared by every container, as root and rootless; where it
-// cannot be written, containers run cove itself, and cove doctor says why.
+// TestContainersRunCoveInside: a container's init is cove-init (the
+// smallest of the programs scripts/build.sh puts in cove), written once to
+// the data directory and shared by every container, as root and rootless,
+// and /.cove/cove in it is cove-inside (a workspace's IDE server); where
+// they cannot be written, containers run cove itself, and cove doctor says
+// why.
 func TestContainersRunCoveInside(t *testing.T) {
 	t.Parallel()
 	needRoot(t)
@@ -48,22 +50,33 @@ func TestContainersRunCoveInside(t *testing.T) {
 		}
 		bin := filepath.Join(u.root, "data", "bin")
 		a, b := initOf("a"), initOf("b")
-		progs, _ := filepath.Glob(filepath.Join(bin, "cove-inside-*"))
-		if len(progs) != 1 {
-			t.Fatalf("programs in the data directory: %q, want one cove-inside", progs)
+		progs, _ := filepath.Glob(filepath.Join(bin, "cove-init-*"))
+		insides, _ := filepath.Glob(filepath.Join(bin, "cove-inside-*"))
+		if len(progs) != 1 || len(insides) != 1 {
+			t.Fatalf("programs in the data directory: %q and %q, want one cove-init and one cove-inside", progs, insides)
 		}
 		prog, err := os.Stat(progs[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		inside, err := os.Stat(insides[0])
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !os.SameFile(a, prog) || !os.SameFile(b, prog) {
 			t.Errorf("the containers' inits run %v and %v, not %s (%v)", a.Sys(), b.Sys(), progs[0], prog.Sys())
 		}
-		if cove, _ := os.Stat(coveBin); prog.Size() >= cove.Size()/2 {
-			t.Errorf("cove-inside is %d bytes against cove's %d: not the small program", prog.Size(), cove.Size())
+		if cove, _ := os.Stat(coveBin); inside.Size() >= cove.Size()/2 || prog.Size() >= inside.Size()/2 {
+			t.Errorf("cove-init is %d bytes, cove-inside %d, cove %d: each should be less than half of the next", prog.Size(), inside.Size(), cove.Size())
 		}
-		if r := u.cove(t, "", "doctor"); !strings.Contains(r.stdout, "containers run cove-inside ("+progs[0]+")") {
-			t.Errorf("cove doctor does not name the program containers run:\n%s", r.stdout)
+		// What a container sees: the init at /.cove/init, cove-inside at
+		// /.cove/cove (what a workspace's IDE server runs).
+		r := u.cove(t, "", "run", "--rm", "--net", "none", ref, "sh", "-c", "wc -c < /.cove/init; wc -c < /.cove/cove")
+		if want := strconv.FormatInt(prog.Size(), 10) + "\n" + strconv.FormatInt(inside.Size(), 10) + "\n"; r.code != 0 || strings.ReplaceAll(r.stdout, " ", "") != want {
+			t.Errorf("/.cove/init and /.cove/cove in a container: %+v, want sizes %q", r, want)
+		}
+		if r := u.cove(t, "", "doctor"); !strings.Contains(r.stdout, "containers run cove-init ("+progs[0]+"), workspaces' servers cove-inside ("+insides[0]+")") {
+			t.Errorf("cove doctor does not name the programs containers run:\n%s", r.stdout)
 		}
 		u.cove(t, "", "rm", "-f", "a", "b")
 
@@ -75,9 +88,9 @@ func TestContainersRunCoveInside(t *testing.T) {
 			t.Fatal(err)
 		}
 		if c := initOf("c"); !os.SameFile(c, self) {
-			t.Errorf("with no cove-inside to be had, the init runs %v, not cove (%v)", c.Sys(), self.Sys())
+			t.Errorf("with no cove-init to be had, the init runs %v, not cove (%v)", c.Sys(), self.Sys())
 		}
-		if r := u.cove(t, "", "doctor"); !strings.Contains(r.stdout, "containers run cove itself as their init") {
+		if r := u.cove(t, "", "doctor"); !strings.Contains(r.stdout, "containers run cove itself instead") {
 			t.Errorf("cove doctor does not say containers run cove itself:\n%s", r.stdout)
 		}
 	})

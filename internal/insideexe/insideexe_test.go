@@ -22,8 +22,8 @@ func program(t *testing.T, b []byte) Program {
 	t.Helper()
 	exe := filepath.Join(t.TempDir(), "cove")
 	must(t, os.WriteFile(exe, []byte("\x7fELF cove itself"), 0o755))
-	must(t, Append(exe, b))
-	p, err := Open(exe)
+	must(t, Append(exe, Inside, b))
+	p, err := Open(exe, Inside)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestOpen(t *testing.T) {
 	dir := t.TempDir()
 	plain := filepath.Join(dir, "plain")
 	must(t, os.WriteFile(plain, bytes.Repeat([]byte("go build"), 100), 0o755))
-	if _, err := Open(plain); !errors.Is(err, ErrNone) {
+	if _, err := Open(plain, Inside); !errors.Is(err, ErrNone) {
 		t.Errorf("an executable with nothing appended: %v, want ErrNone", err)
 	}
 	want := exe(300)
@@ -163,7 +163,7 @@ func TestOpen(t *testing.T) {
 	copy(tr[64+1+16+1:], "7fffffffffffffff")
 	bad := filepath.Join(dir, "bad")
 	must(t, os.WriteFile(bad, b, 0o755))
-	if _, err := Open(bad); err == nil || !strings.Contains(err.Error(), "damaged") {
+	if _, err := Open(bad, Inside); err == nil || !strings.Contains(err.Error(), "damaged") {
 		t.Errorf("a trailer that points before the file: %v", err)
 	}
 }
@@ -249,5 +249,81 @@ func TestPathSweepsOldBuilds(t *testing.T) {
 		if _, err := os.Lstat(filepath.Join(dir, n)); (err != nil) != gone {
 			t.Errorf("%s: removed %v, want %v", n, err != nil, gone)
 		}
+	}
+}
+
+// Both programs appended, as scripts/build.sh does: each is found by its
+// name, written to a file of its own, and writing one never sweeps the
+// other's.
+func TestTwoPrograms(t *testing.T) {
+	exePath := filepath.Join(t.TempDir(), "cove")
+	must(t, os.WriteFile(exePath, []byte("\x7fELF cove itself"), 0o755))
+	initProg, inside := bytes.Repeat([]byte("init "), 3000), exe(5000)
+	must(t, Append(exePath, Inside, inside))
+	must(t, Append(exePath, Init, initProg))
+	if err := Append(exePath, "a name far too long", initProg); err == nil {
+		t.Error("a name longer than the trailer's field was taken")
+	}
+	dir := t.TempDir()
+	// Another build's cove-inside, old: writing cove-init leaves it.
+	old := filepath.Join(dir, "cove-inside-0123456789abcdef0123")
+	must(t, os.WriteFile(old, []byte("x"), 0o555))
+	hour := time.Now().Add(-2 * time.Hour)
+	os.Chtimes(old, hour, hour)
+	for _, c := range []struct {
+		name string
+		want []byte
+	}{{Init, initProg}, {Inside, inside}} {
+		p, err := Open(exePath, c.name)
+		if err != nil {
+			t.Fatalf("Open %s: %v", c.name, err)
+		}
+		path, err := p.Path(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(filepath.Base(path), c.name+"-") {
+			t.Errorf("%s written as %s", c.name, path)
+		}
+		if got, _ := os.ReadFile(path); !bytes.Equal(got, c.want) {
+			t.Errorf("%s: %d bytes written, want %d", c.name, len(got), len(c.want))
+		}
+		if _, err := os.Lstat(old); (err == nil) != (c.name == Init) {
+			t.Errorf("after writing %s, the old cove-inside is there: %v", c.name, err == nil)
+		}
+	}
+	if _, err := Open(exePath, "cove-other"); !errors.Is(err, ErrNone) {
+		t.Errorf("a program not appended: %v, want ErrNone", err)
+	}
+}
+
+// The executable is each program's dictionary: a cove whose own bytes
+// changed after the build (a damaged copy) writes no program from them.
+func TestPathRefusesAChangedExecutable(t *testing.T) {
+	exePath := filepath.Join(t.TempDir(), "cove")
+	own := bytes.Repeat([]byte("\x7fELF cove-inside shares this code "), 2000)
+	must(t, os.WriteFile(exePath, own, 0o755))
+	want := append(bytes.Repeat([]byte("cove-inside shares this code "), 3000), exe(50)...)
+	must(t, Append(exePath, Inside, want))
+	b, err := os.ReadFile(exePath)
+	must(t, err)
+	if len(b) > len(own)+len(want)/10 {
+		t.Errorf("the program took %d bytes appended: the executable was not its dictionary", len(b)-len(own))
+	}
+	p, err := Open(exePath, Inside)
+	must(t, err)
+	if path, err := p.Path(t.TempDir()); err != nil {
+		t.Fatal(err)
+	} else if got, _ := os.ReadFile(path); !bytes.Equal(got, want) {
+		t.Fatalf("wrote %d bytes, want %d", len(got), len(want))
+	}
+	copy(b, bytes.Repeat([]byte("x"), len(own)))
+	must(t, os.WriteFile(exePath, b, 0o755))
+	dir := t.TempDir()
+	if _, err := p.Path(dir); err == nil || !strings.Contains(err.Error(), "damaged") {
+		t.Errorf("a program from a changed executable: %v", err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("%d files left behind", len(left))
 	}
 }

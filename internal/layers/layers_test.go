@@ -18,7 +18,7 @@ var layer = map[string]int{
 	"agent/terminal": 3, "devcontainer/devimage": 3, "inside": 3,
 	"workspace": 4,
 	"launcher":  5, "task": 5,
-	"cmd/cove": 6, "cmd/cove-inside": 6,
+	"cmd/cove": 6, "cmd/cove-inside": 6, "cmd/cove-init": 6,
 }
 
 // leaf says whether p is of layer 0: it may import no other package of

@@ -130,9 +130,11 @@ podman_id=$("${podman_base[@]}" run -d --pull=never --network host \
 "$cove" run -d --name lat-exec "$ref" sleep 3600 >/dev/null || die "cove run -d failed"
 
 q() { printf '%q ' "$@"; }
-# What the containers run as init (written out by the start above).
+# What the containers run as init, and a workspace's IDE server with
+# (written out by the start above).
+init=$(find "$COVE_ROOT/data/bin" -name 'cove-init-*' -type f | head -n1)
 inside=$(find "$COVE_ROOT/data/bin" -name 'cove-inside-*' -type f | head -n1)
-[ -n "$inside" ] || die "no cove-inside in $COVE_ROOT/data/bin: was cove built by scripts/build.sh?"
+{ [ -n "$init" ] && [ -n "$inside" ]; } || die "no cove-init or cove-inside in $COVE_ROOT/data/bin: was cove built by scripts/build.sh?"
 # Rootless: each cove its own store, the user's.
 declare -A user_dir=()
 i=0
@@ -151,6 +153,7 @@ cmds=(
 	"floor of a Go program: an empty static main=$(q "$tmp/empty-go")"
 	"cove's own start: init --hold-userns, stdin empty=$(q "$cove" init --hold-userns) </dev/null"
 	"cove-inside's start: the same=$(q "$inside" init --hold-userns) </dev/null"
+	"cove-init's start: the same=$(q "$init" init --hold-userns) </dev/null"
 	"bwrap, rootless=$(as_user "$tmp" bwrap --unshare-user --unshare-pid --unshare-uts --unshare-ipc --ro-bind "$rootfs" / --proc /proc --dev /dev /bin/true)"
 )
 variants=("cove=$cove")
@@ -213,7 +216,7 @@ report() {
 		echo "- $n exec / runc exec: $(ratio "$n exec" "runc exec") (target ≤ 1×); / podman exec: $(ratio "$n exec" "podman exec (runc)")"
 		echo "- $n --help / an empty static Go program: $(ratio "$n --help" "floor of a Go program: an empty static main") (what a cove process costs before and around its main; a start has two)"
 	done
-	echo "- cove-inside's start / cove's, the same command line (what a container's init costs before its work): $(ratio "cove-inside's start: the same" "cove's own start: init --hold-userns, stdin empty")"
+	echo "- cove-init's start / cove's, the same command line (what a container's init costs before its work, up to three times per start): $(ratio "cove-init's start: the same" "cove's own start: init --hold-userns, stdin empty"); cove-inside's (the IDE server's program, the init before cove-init): $(ratio "cove-inside's start: the same" "cove's own start: init --hold-userns, stdin empty")"
 	if [ -n "$base" ]; then
 		echo "- this cove / base: run --net host $(ratio "cove run --rm --net host" "cove (base) run --rm --net host"), --net none $(ratio "cove run --rm --net none" "cove (base) run --rm --net none"), rootless --net none $(ratio "cove run --rm --net none, rootless" "cove (base) run --rm --net none, rootless"), private net $(ratio "cove run --rm (private net)" "cove (base) run --rm (private net)"), exec $(ratio "cove exec" "cove (base) exec"), --help $(ratio "cove --help" "cove (base) --help")"
 	fi
