@@ -123,6 +123,14 @@ EOF
 	mv -f "$dir/.cove.new.$$" "$dir/cove" || die "cannot install into $dir"
 	say "installed $installed in $dir/cove"
 	apparmor_profile "$dir/cove"
+	# As root: cove's inside programs beside it, root's, for every user
+	# (rootless containers then run an init they cannot write: one exec
+	# fewer per start). A cove installed where root alone may not write
+	# says why and goes on without them.
+	if [ "$(id -u)" = 0 ]; then
+		"$dir/cove" system write-programs >/dev/null 2>"$tmp/programs" ||
+			say "note: cove system write-programs: $(cat "$tmp/programs") (each user's cove writes its own copies instead)"
+	fi
 
 	case ":$PATH:" in
 	*":$dir:"*) ;;

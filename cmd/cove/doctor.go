@@ -137,7 +137,12 @@ func insideCheck(layout dirs.Layout) check {
 		p, err := insideProgram(name)
 		path := ""
 		if err == nil {
-			path, err = p.Path(filepath.Join(layout.Data, "bin"))
+			if dir, derr := systemPrograms(); derr == nil {
+				path, err = p.Installed(dir)
+			}
+			if path == "" {
+				path, err = p.Path(filepath.Join(layout.Data, "bin"))
+			}
 		}
 		switch {
 		case errors.Is(err, insideexe.ErrNone):
@@ -147,7 +152,11 @@ func insideCheck(layout dirs.Layout) check {
 		}
 		paths = append(paths, path)
 	}
-	return check{"init", "ok", "containers run cove-init (" + paths[0] + "), workspaces' servers cove-inside (" + paths[1] + ")"}
+	line := "containers run cove-init (" + paths[0] + "), workspaces' servers cove-inside (" + paths[1] + ")"
+	if dir, err := systemPrograms(); err == nil && os.Geteuid() != 0 && filepath.Dir(paths[0]) != dir {
+		line += "; sudo cove system write-programs would give every user root's copies, which rootless containers run in one exec fewer"
+	}
+	return check{"init", "ok", line}
 }
 
 // kernelCheck says whether the kernel is recent enough.

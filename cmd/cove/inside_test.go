@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cove-sh/cove/internal/execfile"
 	"github.com/cove-sh/cove/internal/testregistry"
 )
 
@@ -94,4 +95,78 @@ func TestContainersRunCoveInside(t *testing.T) {
 			t.Errorf("cove doctor does not say containers run cove itself:\n%s", r.stdout)
 		}
 	})
+}
+
+// TestRootWritesProgramsForEveryUser: cove installed by root
+// (PREFIX/bin/cove, root's alone) and `cove system write-programs` run as
+// root (install.sh does) give every user root's copies of cove-init and
+// cove-inside in PREFIX/lib/cove. A rootless container then runs its init
+// from a file it cannot write, without re-executing it (one exec fewer),
+// and the user's data directory gets no copy of its own; copies that
+// someone else could have changed are not taken.
+func TestRootWritesProgramsForEveryUser(t *testing.T) {
+	t.Parallel()
+	needRoot(t)
+	u, uid, gid := testUser(t)
+	addr := testregistry.Addr(t)
+	ref := testregistry.Push(t, addr, layered(t))
+	prefix, err := os.MkdirTemp("/var/lib", "cove-prefix-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(prefix) })
+	must(t, os.Chmod(prefix, 0o755))
+	must(t, os.Mkdir(filepath.Join(prefix, "bin"), 0o755))
+	bin := filepath.Join(prefix, "bin", "cove")
+	b, err := os.ReadFile(coveBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, execfile.Write(bin, b, 0o755))
+
+	// As a user: only root writes them.
+	asUser := func(root string, args ...string) (string, string, error) {
+		cmd, out, errb := coveProc(root, args...)
+		cmd.Path = bin
+		asTestUser(cmd, u, uid, gid)
+		err := cmd.Run()
+		return out.String(), errb.String(), err
+	}
+	if _, errs, err := asUser(t.TempDir(), "system", "write-programs"); err == nil || !strings.Contains(errs, "run it as root") {
+		t.Fatalf("write-programs as a user: %v %s", err, errs)
+	}
+	cmd, out, errb := coveProc(t.TempDir(), "system", "write-programs")
+	cmd.Path = bin
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("write-programs as root: %v\n%s", err, errb)
+	}
+	written := strings.Fields(out.String())
+	lib := filepath.Join(prefix, "lib", "cove")
+	if len(written) != 2 || filepath.Dir(written[0]) != lib || !strings.HasPrefix(filepath.Base(written[0]), "cove-init-") {
+		t.Fatalf("write-programs wrote %q, want cove-init and cove-inside in %s", written, lib)
+	}
+
+	base := rootlessBase(t, "cove-rootless-sys-")
+	must(t, os.Chown(base, uid, gid))
+	script := `tr '\0' ' ' < /proc/1/cmdline; if (: >> /proc/1/exe) 2>/dev/null; then echo wrote; else echo refused; fi`
+	run := func(want2 bool) {
+		t.Helper()
+		out, errs, err := asUser(base, "run", "--rm", "--net", "none", ref, "sh", "-c", script)
+		if err != nil || !strings.HasSuffix(out, " refused\n") || strings.Contains(out, "--stage2") != want2 {
+			t.Fatalf("rootless run: %v %q, want the write refused and --stage2 %v\n%s", err, out, want2, errs)
+		}
+	}
+	run(false)
+	if own, _ := filepath.Glob(filepath.Join(base, "data", "bin", "cove-init-*")); len(own) != 0 {
+		t.Errorf("the user's data directory got its own cove-init: %q", own)
+	}
+	if out, _, _ := asUser(base, "doctor"); !strings.Contains(out, "containers run cove-init ("+written[0]+")") {
+		t.Errorf("cove doctor does not name root's copy:\n%s", out)
+	}
+	// A directory others may write: root's copies are not taken.
+	must(t, os.Chmod(lib, 0o777))
+	run(true)
+	if own, _ := filepath.Glob(filepath.Join(base, "data", "bin", "cove-init-*")); len(own) != 1 {
+		t.Errorf("with root's copies not to be trusted, the user's data directory has %q, want its own cove-init", own)
+	}
 }

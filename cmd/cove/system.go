@@ -29,7 +29,7 @@ func systemCommand() *cli.Command {
 				&cli.BoolFlag{Name: "force", Aliases: []string{"f"}, Usage: "stop running workspaces and containers first"},
 			},
 			Action: systemReset,
-		}},
+		}, writeProgramsCommand()},
 	}
 }
 

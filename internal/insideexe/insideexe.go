@@ -220,6 +220,59 @@ func (p Program) Path(dir string) (string, error) {
 	return name, nil
 }
 
+// Installed returns the path of the program in dir, a directory of
+// root's where root wrote it for every user (cove system write-programs,
+// which install.sh runs): taken only as root's, no one else's to write,
+// in directories only root may write up to /, of the program's size and
+// executable. A rootless container maps no id that may write it, so its
+// init runs it in one exec fewer (container.exeProtected), and what the
+// host runs of it (the network and log helpers) is nothing a workspace
+// could have changed.
+func (p Program) Installed(dir string) (string, error) {
+	if p.exe == "" {
+		return "", ErrNone
+	}
+	if err := RootOnly(dir); err != nil {
+		return "", err
+	}
+	name := filepath.Join(dir, p.Name+"-"+p.Sum[:20])
+	var st unix.Stat_t
+	if err := unix.Lstat(name, &st); err != nil {
+		return "", err
+	}
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFREG || st.Uid != 0 || st.Mode&0o022 != 0:
+		return "", fmt.Errorf("%s: not a file of root's that only root may write", name)
+	case st.Size != p.Size:
+		return "", fmt.Errorf("%s: %d bytes, not this build's", name, st.Size)
+	}
+	if err := unix.Access(name, unix.X_OK); err != nil {
+		return "", fmt.Errorf("%s cannot be executed: %w", name, err)
+	}
+	return name, nil
+}
+
+// RootOnly says why dir, or a directory above it, could be written by
+// someone other than root (a file in it replaced): each must be a
+// directory of root's that no group or other may write.
+func RootOnly(dir string) error {
+	if !filepath.IsAbs(dir) {
+		return fmt.Errorf("%s: not an absolute path", dir)
+	}
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		var st unix.Stat_t
+		if err := unix.Lstat(d, &st); err != nil {
+			return err
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Uid != 0 || st.Mode&0o022 != 0 {
+			return fmt.Errorf("%s: not a directory only root may write", d)
+		}
+		if d == "/" {
+			return nil
+		}
+	}
+}
+
 // staleAfter is how long another build's program is kept once this one
 // is written. A running container needs no file (its mounts and its init
 // hold what they run); a cove of that build still in use writes its own

@@ -327,3 +327,54 @@ func TestPathRefusesAChangedExecutable(t *testing.T) {
 		t.Errorf("%d files left behind", len(left))
 	}
 }
+
+// Installed takes a program root wrote for every user only where no one
+// else could have changed it: the file root's and only root's to write,
+// in directories only root may write, up to /.
+func TestInstalled(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: files of root's and of another user")
+	}
+	base, err := os.MkdirTemp("/var/lib", "cove-installed-test-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(base) })
+	must(t, os.Chmod(base, 0o755))
+	dir := filepath.Join(base, "lib", "cove")
+	p := program(t, exe(300))
+	if _, err := p.Installed(dir); err == nil {
+		t.Fatal("a program not written there yet was taken")
+	}
+	name, err := p.Path(dir)
+	must(t, err)
+	if got, err := p.Installed(dir); err != nil || got != name {
+		t.Fatalf("root's program: %q %v, want %q", got, err, name)
+	}
+	// Someone else's file; a directory others may write; one above it.
+	must(t, os.Chown(name, 1001, 1001))
+	if _, err := p.Installed(dir); err == nil {
+		t.Error("a file of uid 1001's was taken")
+	}
+	must(t, os.Chown(name, 0, 0))
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		must(t, os.Chmod(d, 0o777))
+		if _, err := p.Installed(dir); err == nil || !strings.Contains(err.Error(), "only root may write") {
+			t.Errorf("%s writable by anyone: %v", d, err)
+		}
+		must(t, os.Chmod(d, 0o755))
+	}
+	if _, err := p.Installed(dir); err != nil {
+		t.Fatal(err)
+	}
+	// Under /tmp (anyone may write it): never.
+	tmp := t.TempDir()
+	must(t, os.Chmod(tmp, 0o755))
+	if _, err := p.Path(tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := RootOnly(tmp); err == nil {
+		t.Errorf("%s is under /tmp, which anyone may write", tmp)
+	}
+	if _, err := p.Installed(tmp); err == nil {
+		t.Error("a program under /tmp was taken")
+	}
+}
