@@ -448,11 +448,13 @@ func TestNetLauncherKilled(t *testing.T) {
 	t.Parallel()
 	netModes(t, func(t *testing.T, h *fakeHost, u netUser, ref string) {
 		port := 20000 + rand.IntN(20000)
-		cmd := u.command(h.ns, "run", "--rm", "--pull", "never", "-p", fmt.Sprintf("%d:8080", port), ref, "sh", "-c", "("+serverScript+") & sleep 4")
+		// The container lives 8 s: its start (on a loaded machine, seconds)
+		// and the checks below fit in it, and it ends on its own.
+		cmd := u.command(h.ns, "run", "--rm", "--pull", "never", "-p", fmt.Sprintf("%d:8080", port), ref, "sh", "-c", "("+serverScript+") & sleep 8")
 		must(t, cmd.Start())
 		hostPort := fmt.Sprintf("127.0.0.1:%d", port)
 		var line string
-		for i := 0; i < 50 && line == ""; i++ {
+		for up := time.Now().Add(6 * time.Second); line == "" && time.Now().Before(up); {
 			line, _ = h.dial(hostPort)
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -465,7 +467,7 @@ func TestNetLauncherKilled(t *testing.T) {
 		if line, err := h.dial(hostPort); err != nil || line != "hello from the container\n" {
 			t.Errorf("the container lost its forwarded port with its launcher: %q %v", line, err)
 		}
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(15 * time.Second)
 		for len(helperPids(t, h.ns)) > 0 && time.Now().Before(deadline) {
 			time.Sleep(100 * time.Millisecond)
 		}
