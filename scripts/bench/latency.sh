@@ -69,6 +69,7 @@ cleanup() {
 	runc --root "$tmp/state-runc" delete -f lat-exec >/dev/null 2>&1 || true
 	"${podman_base[@]}" rm -a -f --time 0 >/dev/null 2>&1 || true
 	registry stop >/dev/null 2>&1 || true
+	[ -z "${sys:-}" ] || rm -rf "$sys"
 	# podman's cleanup process (after conmon) may mount its storage again
 	# just after we unmounted it: a few tries.
 	for _ in 1 2 3; do
@@ -135,10 +136,16 @@ q() { printf '%q ' "$@"; }
 init=$(find "$COVE_ROOT/data/bin" -name 'cove-init-*' -type f | head -n1)
 inside=$(find "$COVE_ROOT/data/bin" -name 'cove-inside-*' -type f | head -n1)
 { [ -n "$init" ] && [ -n "$inside" ]; } || die "no cove-init or cove-inside in $COVE_ROOT/data/bin: was cove built by scripts/build.sh?"
+# This cove as root installs it (install.sh runs cove system
+# write-programs): root's copies of its inside programs, which rootless
+# containers run without re-executing their init.
+sys=$(mktemp -d /var/lib/cove-bench-latency-sys.XXXXXX)
+{ chmod 755 "$sys" && mkdir "$sys/bin" && cp "$cove" "$sys/bin/cove"; } || die "cannot install cove in $sys"
+"$sys/bin/cove" system write-programs >/dev/null || die "cove system write-programs failed"
 # Rootless: each cove its own store, the user's.
 declare -A user_dir=()
 i=0
-for v in "cove=$cove" ${base:+"cove (base)=$base"}; do
+for v in "cove=$cove" ${base:+"cove (base)=$base"} "cove installed by root=$sys/bin/cove"; do
 	name=${v%%=*} bin=${v#*=}
 	d=$tmp/user-$((i++))
 	mkdir -p "$d/root" && chown -R "$user:" "$d"
@@ -168,6 +175,7 @@ for v in "${variants[@]}"; do
 	)
 done
 cmds+=(
+	"cove installed by root run --rm --net none, rootless=$(as_user "${user_dir[cove installed by root]}" "$sys/bin/cove" run --rm --net none "$ref" /bin/true)"
 	"runc exec=$(q runc --root "$tmp/state-runc" exec lat-exec /bin/true)"
 	"podman exec (runc)=$(q "${podman_base[@]}" exec "$podman_id" /bin/true)"
 )
@@ -216,6 +224,7 @@ report() {
 		echo "- $n exec / runc exec: $(ratio "$n exec" "runc exec") (target ≤ 1×); / podman exec: $(ratio "$n exec" "podman exec (runc)")"
 		echo "- $n --help / an empty static Go program: $(ratio "$n --help" "floor of a Go program: an empty static main") (what a cove process costs before and around its main; a start has two)"
 	done
+	echo "- cove installed by root (its inside programs root's: install.sh as root), rootless --net none / bwrap, rootless: $(ratio "cove installed by root run --rm --net none, rootless" "bwrap, rootless"); / cove's own: $(ratio "cove installed by root run --rm --net none, rootless" "cove run --rm --net none, rootless")"
 	echo "- cove-init's start / cove's, the same command line (what a container's init costs before its work, up to three times per start): $(ratio "cove-init's start: the same" "cove's own start: init --hold-userns, stdin empty"); cove-inside's (the IDE server's program, the init before cove-init): $(ratio "cove-inside's start: the same" "cove's own start: init --hold-userns, stdin empty")"
 	if [ -n "$base" ]; then
 		echo "- this cove / base: run --net host $(ratio "cove run --rm --net host" "cove (base) run --rm --net host"), --net none $(ratio "cove run --rm --net none" "cove (base) run --rm --net none"), rootless --net none $(ratio "cove run --rm --net none, rootless" "cove (base) run --rm --net none, rootless"), private net $(ratio "cove run --rm (private net)" "cove (base) run --rm (private net)"), exec $(ratio "cove exec" "cove (base) exec"), --help $(ratio "cove --help" "cove (base) --help")"
