@@ -128,22 +128,13 @@ func doctorChecks(layout dirs.Layout) []check {
 }
 
 // insideCheck says what a container runs as its init (cove-init) and a
-// workspace its IDE server with (cove-inside), from the data directory,
-// or (a build without them, or a data directory they cannot be written
-// to or run from) cove itself.
+// workspace its IDE server with (cove-inside), root's copies or the data
+// directory's (programFile), or (a build without them, or a data
+// directory they cannot be written to or run from) cove itself.
 func insideCheck(layout dirs.Layout) check {
 	var paths []string
 	for _, name := range []string{insideexe.Init, insideexe.Inside} {
-		p, err := insideProgram(name)
-		path := ""
-		if err == nil {
-			if dir, derr := systemPrograms(); derr == nil {
-				path, err = p.Installed(dir)
-			}
-			if path == "" {
-				path, err = p.Path(filepath.Join(layout.Data, "bin"))
-			}
-		}
+		path, err := programFile(layout, name)
 		switch {
 		case errors.Is(err, insideexe.ErrNone):
 			return check{"init", "note", insideexe.ErrNone.Error() + ": containers run cove itself as their init, slower to start"}

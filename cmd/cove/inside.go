@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/cove-sh/cove/internal/dirs"
 	"github.com/cove-sh/cove/internal/insideexe"
 	"github.com/urfave/cli/v2"
 )
@@ -18,21 +19,28 @@ func insideProgram(name string) (insideexe.Program, error) {
 	return insideexe.Open("/proc/self/exe", name)
 }
 
-// programPath is the program name as root wrote it for every user beside
-// a cove installed by root (systemPrograms), else written out to the data
-// directory (once per build), else this binary itself, which answers the
-// same command lines (slower to start: its package initialisers). cove
-// doctor says which, and why.
-func (e *env) programPath(name string) (string, error) {
-	if p, err := insideProgram(name); err == nil {
-		if dir, err := systemPrograms(); err == nil {
-			if path, err := p.Installed(dir); err == nil {
-				return path, nil
-			}
-		}
-		if path, err := p.Path(filepath.Join(e.layout.Data, "bin")); err == nil {
+// programFile is the file of the program name: as root wrote it for
+// every user beside a cove installed by root (systemPrograms), else
+// written out to the data directory (once per build). cove doctor says
+// which, or why neither.
+func programFile(layout dirs.Layout, name string) (string, error) {
+	p, err := insideProgram(name)
+	if err != nil {
+		return "", err
+	}
+	if dir, err := systemPrograms(); err == nil {
+		if path, err := p.Installed(dir); err == nil {
 			return path, nil
 		}
+	}
+	return p.Path(filepath.Join(layout.Data, "bin"))
+}
+
+// programPath is programFile, else this binary itself, which answers the
+// same command lines (slower to start: its package initialisers).
+func (e *env) programPath(name string) (string, error) {
+	if path, err := programFile(e.layout, name); err == nil {
+		return path, nil
 	}
 	return coveBinary()
 }

@@ -89,7 +89,15 @@ func Append(exe, name string, program []byte) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	if err := appendTo(f, name, program); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// appendTo appends program to the executable open in f (see Append).
+func appendTo(f *os.File, name string, program []byte) error {
 	_, base, err := find(f, "")
 	if err != nil {
 		return err
@@ -105,10 +113,8 @@ func Append(exe, name string, program []byte) error {
 	}
 	z := enc.EncodeAll(program, nil)
 	trailer := fmt.Sprintf("%x %016x %016x %-*s\n%s", sha256.Sum256(program), len(program), len(z), nameLen, name, magic)
-	if _, err := f.Write(append(z, trailer...)); err != nil {
-		return err
-	}
-	return f.Close()
+	_, err = f.Write(append(z, trailer...))
+	return err
 }
 
 // window is the zstd window that lets a program of size bytes refer to
