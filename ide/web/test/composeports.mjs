@@ -12,16 +12,16 @@ import { createInterface } from "node:readline";
 const [url, port] = process.argv.slice(2);
 const rl = createInterface({ input: process.stdin });
 const lines = rl[Symbol.asyncIterator]();
-const { browser, page, fail, wait } = await open("composeports", { viewport: { width: 1280, height: 800 }, onFail: () => rl.close() });
+const { browser, page, fail, wait, shellReady } = await open("composeports", { viewport: { width: 1280, height: 800 }, onFail: () => rl.close() });
 const view = () => page.$eval("#ports", (p) => p.innerText).catch(() => "");
 
 await page.goto(url);
-await wait(() => window.cove?.shells?.length > 0, null, "no terminal");
+await shellReady();
 await page.click("#ports-tab");
 await wait((p) => document.querySelector(`#ports .ports-row[data-port="${p}"]`), port,
-  async () => `the db service's port ${port} is not listed: ${await view()}`);
+  async () => `the db service's port ${port} is not listed: ${await view()}`, 60000);
 await page.click(`#ports .ports-row[data-port="${port}"] button.forward`);
-await wait((p) => document.querySelector(`#ports .ports-row[data-port="${p}"] a.open-link`), port, async () => `Forward did nothing: ${await view()}`, 10000);
+await wait((p) => document.querySelector(`#ports .ports-row[data-port="${p}"] a.open-link`), port, async () => `Forward did nothing: ${await view()}`, 30000);
 const href = await page.$eval(`#ports .ports-row[data-port="${port}"] a.open-link`, (a) => a.href);
 console.log(`cove-test: fetch ${href}`);
 await lines.next();

@@ -18,7 +18,7 @@ const [url, port, body, published, declared] = process.argv.slice(2);
 const [pubCtr, pubHost] = published.split("=");
 const rl = createInterface({ input: process.stdin });
 const lines = rl[Symbol.asyncIterator]();
-const { browser, page, fail, wait } = await open("ports", { viewport: { width: 1280, height: 800 }, onFail: () => rl.close() });
+const { browser, page, fail, wait, shellReady } = await open("ports", { viewport: { width: 1280, height: 800 }, onFail: () => rl.close() });
 const ctx = page.context();
 const errors = [];
 page.on("pageerror", (e) => errors.push(e.message));
@@ -26,7 +26,7 @@ page.on("console", (m) => { if (/Content Security Policy|Refused to/.test(m.text
 const view = () => page.$eval("#ports", (p) => p.innerText).catch(() => "");
 
 await page.goto(url);
-await wait(() => window.cove?.shells?.length > 0, null, "no terminal");
+await shellReady();
 
 // The -p port: listed, marked, with where it is.
 await page.click("#ports-tab");
@@ -57,7 +57,7 @@ await wait(() => {
 
 // It shows in the view on its own (the view polls), with its name.
 await page.click("#ports-tab");
-await wait((p) => document.querySelector(`#ports .ports-row[data-port="${p}"]`), port, async () => `port ${port} not listed: ${await view()}`, 10000);
+await wait((p) => document.querySelector(`#ports .ports-row[data-port="${p}"]`), port, async () => `port ${port} not listed: ${await view()}`, 30000);
 const row = await page.$eval(`#ports .ports-row[data-port="${port}"]`, (r) => ({
   process: r.querySelector(".process").textContent,
   elements: r.querySelectorAll(".process *").length + document.querySelectorAll("#ports i").length,
@@ -69,7 +69,7 @@ if (!row.forward) await fail("no Forward button on a port that is not forwarded"
 
 // Forward; Open opens it in a window of its own.
 await page.click(`#ports .ports-row[data-port="${port}"] button.forward`);
-await wait((p) => document.querySelector(`#ports .ports-row[data-port="${p}"] a.open-link`), port, async () => `Forward did nothing: ${await view()}`, 10000);
+await wait((p) => document.querySelector(`#ports .ports-row[data-port="${p}"] a.open-link`), port, async () => `Forward did nothing: ${await view()}`, 30000);
 const fwd = await page.$eval(`#ports .ports-row[data-port="${port}"]`, (r) => ({
   href: r.querySelector("a.open-link").href, source: r.querySelector(".source")?.textContent, rel: r.querySelector("a.open-link").rel,
 }));
