@@ -997,3 +997,81 @@ func TestProxyKeepsTheTokenFromTheWorkspace(t *testing.T) {
 	default:
 	}
 }
+
+// TestWatchReportsRepositoryChanges: git run beside the page (a
+// terminal's) staging, committing and switching branches reaches the
+// client as a "repo" change of .git, which the Source Control view and
+// the branch wait for instead of asking every few seconds; the objects
+// it writes are not reported as the project's files.
+func TestWatchReportsRepositoryChanges(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git on this machine")
+	}
+	project := t.TempDir()
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", project, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q", "-b", "main")
+	os.WriteFile(filepath.Join(project, "a.txt"), []byte("a"), 0o644)
+	p, base := stack(t, project)
+	c := termConn(t, p, base, "/api/watch")
+	msgs := make(chan string, 100)
+	go func() {
+		for {
+			_, b, err := c.Read(context.Background())
+			if err != nil {
+				close(msgs)
+				return
+			}
+			msgs <- string(b)
+		}
+	}()
+	// until collects what comes until want, failing after 5 s.
+	until := func(want string) []string {
+		t.Helper()
+		var got []string
+		deadline := time.After(5 * time.Second)
+		for {
+			select {
+			case m := <-msgs:
+				got = append(got, m)
+				if m == want {
+					return got
+				}
+			case <-deadline:
+				t.Fatalf("no %s in %q", want, got)
+			}
+		}
+	}
+	const repo = `{"path":".git","op":"repo"}`
+	time.Sleep(100 * time.Millisecond)
+	git("add", "a.txt")
+	until(repo)
+	git("commit", "-q", "-m", "one")
+	until(repo)
+	git("checkout", "-q", "-b", "other")
+	for _, m := range until(repo) {
+		if strings.Contains(m, ".git/") {
+			t.Errorf("git's own files were reported as the project's: %s", m)
+		}
+	}
+	// Nothing changed: nothing comes.
+	select {
+	case m := <-msgs:
+		if m == repo {
+			// the tail of the checkout's burst
+			select {
+			case m := <-msgs:
+				t.Errorf("an idle repository reported %s", m)
+			case <-time.After(500 * time.Millisecond):
+			}
+		} else {
+			t.Errorf("an idle repository reported %s", m)
+		}
+	case <-time.After(500 * time.Millisecond):
+	}
+}

@@ -22,8 +22,17 @@ var skipDirs = map[string]bool{".git": true, "node_modules": true, ".cove": true
 // another editor), so that open editors reload and the tree refreshes.
 type change struct {
 	Path string `json:"path"`
-	Op   string `json:"op"` // write, create, remove
+	Op   string `json:"op"` // write, create, remove; repo: git's own files
 }
+
+// repoFiles are the files of a repository's .git (its top and refs/heads)
+// whose change is a change of what the Source Control view and the
+// branch show: a commit, a checkout, a stage, a fetch, a merge, made
+// anywhere (a terminal's git). Their changes go out as one "repo" change
+// of ".git", so that the page looks again when it happens rather than
+// every few seconds.
+var repoFiles = map[string]bool{"HEAD": true, "index": true, "packed-refs": true, "ORIG_HEAD": true,
+	"FETCH_HEAD": true, "MERGE_HEAD": true, "CHERRY_PICK_HEAD": true, "REVERT_HEAD": true, "COMMIT_EDITMSG": true}
 
 // watch serves GET /api/watch as a WebSocket of changes.
 func (f files) watch(w http.ResponseWriter, r *http.Request) {
@@ -55,10 +64,23 @@ func (f files) watch(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	addTree(root)
-	// Editors save by rename and tools write in bursts: coalesce a little.
+	// The repository's own files, not its objects: a .git directory of
+	// the project's (a worktree's .git file points elsewhere; the page
+	// looks now and then for that).
+	gitDir, heads := filepath.Join(root, ".git"), filepath.Join(root, ".git", "refs", "heads")
+	if fi, err := os.Lstat(gitDir); err == nil && fi.IsDir() {
+		wt.Add(gitDir)
+		if fi, err := os.Lstat(heads); err == nil && fi.IsDir() {
+			wt.Add(heads)
+		}
+	}
+	// Editors save by rename and tools write in bursts: coalesce a little,
+	// with a timer set by the first change (no ticker: an idle watch
+	// wakes nothing).
 	pending := map[string]string{}
-	flush := time.NewTicker(100 * time.Millisecond)
-	defer flush.Stop()
+	flush := time.NewTimer(time.Hour)
+	flush.Stop()
+	armed := false
 	send := func() error {
 		for p, op := range pending {
 			b, _ := json.Marshal(change{Path: p, Op: op})
@@ -84,6 +106,19 @@ func (f files) watch(w http.ResponseWriter, r *http.Request) {
 			if err != nil || strings.HasPrefix(rel, "..") || strings.Contains(rel, ".cove-") {
 				continue // our own temporary files
 			}
+			if dir := filepath.Dir(ev.Name); dir == gitDir && repoFiles[filepath.Base(ev.Name)] || dir == heads && !strings.HasSuffix(ev.Name, ".lock") {
+				pending[".git"] = "repo"
+				if !armed {
+					flush.Reset(100 * time.Millisecond)
+					armed = true
+				}
+				continue
+			}
+			if ev.Name == gitDir && ev.Has(fsnotify.Create) {
+				if fi, err := os.Lstat(gitDir); err == nil && fi.IsDir() {
+					wt.Add(gitDir) // git init in a terminal
+				}
+			}
 			if skipDirs[strings.SplitN(rel, string(filepath.Separator), 2)[0]] {
 				continue
 			}
@@ -102,8 +137,13 @@ func (f files) watch(w http.ResponseWriter, r *http.Request) {
 			if pending[rel] != "create" {
 				pending[rel] = op
 			}
+			if !armed {
+				flush.Reset(100 * time.Millisecond)
+				armed = true
+			}
 		case <-wt.Errors:
 		case <-flush.C:
+			armed = false
 			if err := send(); err != nil {
 				return
 			}

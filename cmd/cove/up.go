@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log"
@@ -182,7 +181,8 @@ func serveLauncher(c *cli.Context, dial func(context.Context) (net.Conn, error),
 	proxy.Handle("/api/ignored", routes.Ignored())
 	proxy.Handle("/api/files", routes.Files())
 	proxy.Handle("/api/replace", routes.Replace())
-	proxy.Handle("/api/settings", http.HandlerFunc(serveEditorSettings))
+	home, _ := os.UserHomeDir()
+	proxy.Handle("/api/settings", settings.EditorHandler(settings.Path(home), time.Second, 50*time.Second))
 	ide.Tasks{Backend: tasks}.Handle(proxy)
 	srv := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
 	go srv.Serve(l)
@@ -311,20 +311,4 @@ func detachedNote(c *cli.Context, ws workspace.Workspace) {
 func hostWalkOptions() *projectwalk.Options {
 	home, _ := os.UserHomeDir()
 	return &projectwalk.Options{ExcludesFile: projectwalk.UserExcludesFile(home, os.Getenv("XDG_CONFIG_HOME"))}
-}
-
-// serveEditorSettings gives the IDE the editor's settings from the
-// user's settings file (~/.config/cove/settings.json), read anew each
-// time: the windows ask now and then, and a change applies live. A file
-// cove cannot take is said, and the defaults hold.
-func serveEditorSettings(w http.ResponseWriter, r *http.Request) {
-	home, _ := os.UserHomeDir()
-	s, err := settings.Load(settings.Path(home))
-	res := map[string]any{"editor": s.Editor, "path": s.Path}
-	if err != nil {
-		res = map[string]any{"editor": settings.Editor{}, "path": s.Path, "error": err.Error()}
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	json.NewEncoder(w).Encode(res)
 }

@@ -510,8 +510,15 @@ function hidePorts() {
 }
 
 // The terminals outlive the page: remember their ids for a reload.
+// saveShells keeps the open terminals' ids for a reload; called on
+// each change and every 2 s (an id comes when its terminal connects),
+// it writes only what changed.
+let savedShells = null;
 function saveShells() {
-  setTimeout(() => sessionStorage.setItem("cove-shells", JSON.stringify(shells.map((s) => s.shell.id).filter(Boolean))), 500);
+  setTimeout(() => {
+    const ids = JSON.stringify(shells.map((s) => s.shell.id).filter(Boolean));
+    if (ids !== savedShells) sessionStorage.setItem("cove-shells", (savedShells = ids));
+  }, 500);
 }
 
 function status(text) {
@@ -626,6 +633,13 @@ function watchFiles(retry = 0) {
   ws.onopen = () => (retry = 0);
   ws.onmessage = async (ev) => {
     const { path, op } = JSON.parse(ev.data);
+    if (op === "repo") {
+      // git's own files changed (a commit, a checkout, a stage in a
+      // terminal): the views of the repository look again.
+      scm.changed();
+      statusBar.refreshBranch();
+      return;
+    }
     languages.changed(path, op);
     scm.changed();
     const open = docs.get(path);

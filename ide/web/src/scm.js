@@ -142,10 +142,14 @@ export function startSCM({ box, status, openFile, dark }) {
     return StateField.define({ create: (state) => build(state.doc), update: (v) => v, provide: (f) => EditorView.decorations.from(f) });
   }
 
-  // Another tool changes the repository too (a terminal's git): look
-  // again when the window comes back and now and then while it is shown.
+  // Another tool changes the repository too (a terminal's git): the
+  // server's watch says so (a "repo" change: .git's HEAD, index or refs;
+  // main.js calls changed), and the view looks again when the window
+  // comes back and, in case a change went unseen (a .git elsewhere, a
+  // worktree's), every 30 s while it is shown. Every 3 s, as it was, an
+  // idle window ran git status 20 times a minute.
   addEventListener("focus", () => refresh());
-  setInterval(() => document.visibilityState === "visible" && !document.body.classList.contains("stopped") && refresh(), 3000);
+  setInterval(() => document.visibilityState === "visible" && !document.body.classList.contains("stopped") && refresh(), 30000);
   let timer = null;
   refresh();
   return {

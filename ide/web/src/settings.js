@@ -1,8 +1,9 @@
 // The user's editor settings, from ~/.config/cove/settings.json on the
 // launcher's side (GET /api/settings: {"editor": {"fontSize": N,
-// "tabSize": N, "wordWrap": BOOL}}), asked for again now and then and
-// when the window comes back, so that a change applies to open editors
-// live.
+// "tabSize": N, "wordWrap": BOOL}, "version": V}), so that a change
+// applies to open editors live: the page asks again with ?wait=V, which
+// the launcher answers once the settings are no longer V (or after a
+// while, unchanged), and when the window comes back.
 import { EditorView } from "@codemirror/view";
 import { EditorState } from "@codemirror/state";
 
@@ -21,19 +22,31 @@ export function extensionOf(s = {}) {
 export function startSettings({ apply, status }) {
   let last = null;
   let current = {};
-  async function load() {
-    const r = await fetch("/api/settings").catch(() => null);
-    if (!r || !r.ok) return;
-    const { editor = {}, error, path } = await r.json();
+  let version = "";
+  async function load(wait = "") {
+    const r = await fetch(`/api/settings${wait ? `?wait=${encodeURIComponent(wait)}` : ""}`).catch(() => null);
+    if (!r || !r.ok) return false;
+    const { editor = {}, error, path, version: v = "" } = await r.json();
+    version = v;
     const key = JSON.stringify([editor, error]);
-    if (key === last) return;
+    if (key === last) return true;
     last = key;
     if (error) status(`settings: ${String(error).slice(0, 300)}`);
     current = editor || {};
     apply(current, path);
+    return true;
   }
-  load();
-  addEventListener("focus", load);
-  setInterval(() => document.visibilityState === "visible" && !document.body.classList.contains("stopped") && load(), 2000);
-  return { get: () => current, load };
+  // follow asks again as soon as each answer comes (the launcher holds
+  // it until the settings change); a launcher before ?wait (no version),
+  // gone or refusing is asked again after a pause.
+  async function follow() {
+    for (;;) {
+      if (document.body.classList.contains("stopped")) return;
+      const ok = await load(version || "-");
+      if (!ok || !version) await new Promise((res) => setTimeout(res, 5000));
+    }
+  }
+  load().then(follow);
+  addEventListener("focus", () => load());
+  return { get: () => current, load: () => load() };
 }

@@ -50,10 +50,12 @@ export function startStatusBar() {
     branch.textContent = b.detached ? `⎇ ${b.name} (detached)` : `⎇ ${b.name}`;
     branch.title = b.detached ? `HEAD is at ${b.name}, no branch` : `on branch ${b.name}`;
   }
-  // A checkout in a terminal changes it: look again now and then, and
-  // when the window comes back to the front.
+  // A checkout in a terminal changes it: the server's watch says so (a
+  // "repo" change; main.js calls refreshBranch), and the bar looks again
+  // when the window comes back to the front and every 30 s in case a
+  // change went unseen.
   refreshBranch();
-  setInterval(() => document.visibilityState === "visible" && !document.body.classList.contains("stopped") && refreshBranch(), 5000);
+  setInterval(() => document.visibilityState === "visible" && !document.body.classList.contains("stopped") && refreshBranch(), 30000);
   addEventListener("focus", refreshBranch);
 
   return {

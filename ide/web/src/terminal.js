@@ -21,7 +21,10 @@ export class Shell {
     this.term = new Terminal({
       fontFamily: '"JetBrains Mono", "Fira Code", ui-monospace, Menlo, Consolas, monospace',
       fontSize: 13,
-      cursorBlink: true,
+      // A steady cursor, as VS Code's terminal has by default: a blinking
+      // one is drawn again twice a second for as long as the window is
+      // open (an idle page's largest cost after the polls were gone).
+      cursorBlink: false,
       allowProposedApi: true,
       scrollback: 10000,
       theme,
