@@ -41,6 +41,13 @@ const keepaliveHeader = "Cove-Keepalive"
 // bytes each way, and a drop noticed within keepaliveMissed of them.
 const keepaliveEvery = 2 * time.Second
 
+// noKeepalive is the server's pinging on a Unix socket: none. Its one
+// client is the launcher on the same machine, whose connection cannot go
+// silent without a close; pings every 2 s on each WebSocket would only
+// wake the server, the launcher and the page's network stack of an idle
+// window.
+const noKeepalive time.Duration = -1
+
 // keepaliveMissed is how many pings' time the proxy waits for a byte of
 // a watched connection: 8 s with the server's 2 s, so the page is back
 // within about 10 s of a drop, and a ping delayed behind a burst of
@@ -58,6 +65,9 @@ const pongWait = 30 * time.Second
 // announceKeepalive says in the upgrade's answer that the server will
 // ping every every: call it before websocket.Accept.
 func announceKeepalive(w http.ResponseWriter, every time.Duration) {
+	if every == noKeepalive {
+		return
+	}
 	every = pingEvery(every)
 	w.Header().Set(keepaliveHeader, strconv.FormatFloat(every.Seconds(), 'f', -1, 64))
 }
@@ -67,6 +77,9 @@ func announceKeepalive(w http.ResponseWriter, every time.Duration) {
 // Something must be reading c meanwhile (CloseRead, or the handler's
 // reads): that is where pongs are seen.
 func keepalive(ctx context.Context, c *websocket.Conn, every time.Duration) {
+	if every == noKeepalive {
+		return
+	}
 	t := time.NewTicker(pingEvery(every))
 	defer t.Stop()
 	for {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -163,4 +164,85 @@ func TestProxyClosesASilentWebSocket(t *testing.T) {
 	if !strings.Contains(g.out.String(), "42") || !strings.Contains(g.out.String(), "48") {
 		t.Fatalf("the terminal reattached after the drop: %q", g.out.String())
 	}
+}
+
+// TestServeKeepsAliveOverTCPOnly: the server on a Unix socket (a
+// workspace on this machine, whose launcher cannot lose it silently)
+// neither announces nor sends pings, so an idle window wakes nothing;
+// on TCP (a Pod's, reached by port-forward) it announces them every
+// keepaliveEvery and sends them: bytes arrive on an idle watch.
+func TestServeKeepsAliveOverTCPOnly(t *testing.T) {
+	t.Parallel()
+	project := t.TempDir()
+	for _, network := range []string{"unix", "tcp"} {
+		t.Run(network, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+			if network == "unix" {
+				addr = filepath.Join(t.TempDir(), "ide.sock")
+			}
+			go ServeOn(ctx, network, addr, project)
+			var read atomic.Int64
+			client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var d net.Dialer
+				c, err := d.DialContext(ctx, network, addr)
+				if err != nil {
+					return nil, err
+				}
+				return &countingConn{Conn: c, read: &read}, nil
+			}}}
+			var c *websocket.Conn
+			var resp *http.Response
+			var err error
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				if c, resp, err = websocket.Dial(ctx, "ws://ide/api/watch", &websocket.DialOptions{HTTPClient: client}); err == nil {
+					break
+				}
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.CloseNow()
+			c.CloseRead(ctx) // answers pings
+			upgraded := read.Load()
+			time.Sleep(keepaliveEvery + 500*time.Millisecond)
+			idle := read.Load() - upgraded
+			got := resp.Header.Get(keepaliveHeader)
+			switch network {
+			case "unix":
+				if got != "" || idle != 0 {
+					t.Errorf("a Unix socket's server announces pings every %q s and sent %d bytes to an idle watch", got, idle)
+				}
+			case "tcp":
+				if got != strconv.Itoa(int(keepaliveEvery.Seconds())) || idle == 0 {
+					t.Errorf("a TCP server announces %q, want every %v, and sent %d bytes (no ping)", got, keepaliveEvery, idle)
+				}
+			}
+		})
+	}
+}
+
+// countingConn counts the bytes read from its connection.
+type countingConn struct {
+	net.Conn
+	read *atomic.Int64
+}
+
+func (c *countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.read.Add(int64(n))
+	return n, err
+}
+
+// freePort is a TCP port free on 127.0.0.1 a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }

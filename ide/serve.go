@@ -53,7 +53,11 @@ func ServeOn(ctx context.Context, network, addr, dir string) error {
 		os.Chmod(addr, mode)
 	}
 	// Only the API: the UI is the launcher's to serve, from its own binary.
-	srv := &http.Server{Handler: NewHandler(d, shell), ReadHeaderTimeout: 10 * time.Second}
+	every := keepaliveEvery
+	if network == "unix" {
+		every = noKeepalive
+	}
+	srv := &http.Server{Handler: newHandler(d, shell, every), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
