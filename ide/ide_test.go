@@ -602,17 +602,7 @@ func TestWatchReportsChangesOnDisk(t *testing.T) {
 	os.WriteFile(filepath.Join(project, "a.txt"), []byte("a"), 0o644)
 	p, base := stack(t, project)
 	c := termConn(t, p, base, "/api/watch")
-	msgs := make(chan string, 100)
-	go func() {
-		for {
-			_, b, err := c.Read(context.Background())
-			if err != nil {
-				close(msgs)
-				return
-			}
-			msgs <- string(b)
-		}
-	}()
+	msgs := messages(c)
 	expect := func(want string) {
 		t.Helper()
 		deadline := time.After(5 * time.Second)
@@ -998,6 +988,22 @@ func TestProxyKeepsTheTokenFromTheWorkspace(t *testing.T) {
 	}
 }
 
+// messages are c's text messages as they come, closed when c ends.
+func messages(c *websocket.Conn) <-chan string {
+	msgs := make(chan string, 100)
+	go func() {
+		for {
+			_, b, err := c.Read(context.Background())
+			if err != nil {
+				close(msgs)
+				return
+			}
+			msgs <- string(b)
+		}
+	}()
+	return msgs
+}
+
 // TestWatchReportsRepositoryChanges: git run beside the page (a
 // terminal's) staging, committing and switching branches reaches the
 // client as a "repo" change of .git, which the Source Control view and
@@ -1019,17 +1025,7 @@ func TestWatchReportsRepositoryChanges(t *testing.T) {
 	os.WriteFile(filepath.Join(project, "a.txt"), []byte("a"), 0o644)
 	p, base := stack(t, project)
 	c := termConn(t, p, base, "/api/watch")
-	msgs := make(chan string, 100)
-	go func() {
-		for {
-			_, b, err := c.Read(context.Background())
-			if err != nil {
-				close(msgs)
-				return
-			}
-			msgs <- string(b)
-		}
-	}()
+	msgs := messages(c)
 	// until collects what comes until want, failing after 5 s.
 	until := func(want string) []string {
 		t.Helper()
