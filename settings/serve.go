@@ -16,13 +16,22 @@ import (
 // asks again as soon as it has its answer, and a change to the file
 // reaches it within poll, with no request from an idle window in
 // between (it used to ask every 2 s). A file cove cannot take is said,
-// and the defaults hold.
-func EditorHandler(path string, poll, hold time.Duration) http.Handler {
+// and the defaults hold. Once stop is done (the launcher's server shutting
+// down, which waits for the requests it serves), held requests are
+// answered at once.
+func EditorHandler(stop context.Context, path string, poll, hold time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, version := editorAnswer(path)
 		if wait := r.URL.Query().Get("wait"); wait != "" {
 			ctx, cancel := context.WithTimeout(r.Context(), hold)
 			defer cancel()
+			go func() {
+				select {
+				case <-stop.Done():
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
 			t := time.NewTicker(poll)
 			defer t.Stop()
 			for version == wait {

@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -18,7 +19,7 @@ func TestEditorHandlerWaitsForAChange(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"editor": {"fontSize": 19}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(EditorHandler(path, 20*time.Millisecond, 2*time.Second))
+	srv := httptest.NewServer(EditorHandler(context.Background(), path, 20*time.Millisecond, 2*time.Second))
 	defer srv.Close()
 	type answer struct {
 		Editor  Editor `json:"editor"`
@@ -45,7 +46,7 @@ func TestEditorHandlerWaitsForAChange(t *testing.T) {
 	}
 	go func() {
 		time.Sleep(300 * time.Millisecond)
-		os.WriteFile(path, []byte(`{"editor": {"fontSize": 23}}`), 0o600)
+		replace(t, path, `{"editor": {"fontSize": 23}}`)
 	}()
 	changed, took := get(first.Version)
 	if changed.Editor.FontSize != 23 || changed.Version == first.Version {
@@ -61,10 +62,61 @@ func TestEditorHandlerWaitsForAChange(t *testing.T) {
 	// A file cove cannot take is a change too, and is said.
 	go func() {
 		time.Sleep(100 * time.Millisecond)
-		os.WriteFile(path, []byte(`{"editor": {"fontSize": 99}}`), 0o600)
+		replace(t, path, `{"editor": {"fontSize": 99}}`)
 	}()
 	bad, _ := get(same.Version)
 	if bad.Error == "" || bad.Editor.FontSize != 0 {
 		t.Errorf("a bad file: %+v", bad)
+	}
+}
+
+// replace writes path anew by a rename, as editors save: written in
+// place, a poll could read it empty, half-way.
+func replace(t *testing.T, path, content string) {
+	if err := os.WriteFile(path+".new", []byte(content), 0o600); err != nil {
+		t.Error(err)
+	}
+	if err := os.Rename(path+".new", path); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestEditorHandlerEndsWithItsServer: a held request is answered at
+// once when the launcher's server shuts down, which waits for the
+// requests it serves (up to 2 s, on each cove up's stop).
+func TestEditorHandlerEndsWithItsServer(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "settings.json")
+	stop, stopped := context.WithCancel(context.Background())
+	srv := httptest.NewUnstartedServer(EditorHandler(stop, path, 20*time.Millisecond, time.Minute))
+	srv.Config.RegisterOnShutdown(stopped)
+	srv.Start()
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/api/settings")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first struct{ Version string }
+	json.NewDecoder(resp.Body).Decode(&first)
+	resp.Body.Close()
+	held := make(chan error, 1)
+	go func() {
+		resp, err := http.Get(srv.URL + "/api/settings?wait=" + first.Version)
+		if err == nil {
+			resp.Body.Close()
+		}
+		held <- err
+	}()
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Config.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("the server took %v to shut down with a held request", took)
+	}
+	if err := <-held; err != nil {
+		t.Errorf("the held request: %v", err)
 	}
 }

@@ -181,10 +181,14 @@ func serveLauncher(c *cli.Context, dial func(context.Context) (net.Conn, error),
 	proxy.Handle("/api/ignored", routes.Ignored())
 	proxy.Handle("/api/files", routes.Files())
 	proxy.Handle("/api/replace", routes.Replace())
-	home, _ := os.UserHomeDir()
-	proxy.Handle("/api/settings", settings.EditorHandler(settings.Path(home), time.Second, 50*time.Second))
 	ide.Tasks{Backend: tasks}.Handle(proxy)
 	srv := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
+	// The settings' held requests end when the server shuts down, which
+	// would otherwise wait out its grace for them.
+	stop, stopped := context.WithCancel(context.Background())
+	srv.RegisterOnShutdown(stopped)
+	home, _ := os.UserHomeDir()
+	proxy.Handle("/api/settings", settings.EditorHandler(stop, settings.Path(home), time.Second, 50*time.Second))
 	go srv.Serve(l)
 	return proxy, srv, nil
 }
