@@ -6,7 +6,9 @@
 // regular expression matched against the whole name): with -strict (CI),
 // a skip not on the list fails the run, so a test that quietly stopped
 // running is seen, as bubblewrap's visible skips are. The slowest tests
-// (top-level, passed or failed) close it: where a run's time goes.
+// (top-level, passed or failed) come next: where a run's time goes. Last,
+// before the count, each failed test's own message, a few lines of it:
+// a reader (or a tool) that keeps only a run's tail still sees why.
 package main
 
 import (
@@ -82,6 +84,7 @@ type result struct {
 	events, passed, failed, skipped, pkgFailed int
 	unexpected                                 []string
 	slowest                                    []timing
+	causes                                     []string // "PACKAGE TEST: message", a failed test's first lines
 }
 
 // timing is a top-level test's time.
@@ -147,6 +150,9 @@ func report(in io.Reader, out io.Writer, expected []expectation) result {
 			case "fail":
 				r.failed++
 				fmt.Fprint(out, text)
+				if c := failureMessage(text); c != "" {
+					r.causes = append(r.causes, fmt.Sprintf("%s %s: %s", e.Package[strings.LastIndex(e.Package, "/")+1:], e.Test, c))
+				}
 			case "skip":
 				r.skipped++
 				skips = append(skips, skip{e.Package, e.Test, skipReason(text)})
@@ -185,9 +191,55 @@ func report(in io.Reader, out io.Writer, expected []expectation) result {
 		}
 		fmt.Fprintln(out)
 	}
+	if len(r.causes) > 0 {
+		fmt.Fprintf(out, "\nwhy they failed (the first lines of each; the whole output is above):\n")
+		for i, c := range r.causes {
+			if i == causesShown {
+				fmt.Fprintf(out, "  … and %d more\n", len(r.causes)-i)
+				break
+			}
+			fmt.Fprintf(out, "  %s\n", c)
+		}
+	}
 	fmt.Fprintf(out, "\n%d passed, %d failed, %d skipped\n", r.passed, r.failed, r.skipped)
 	return r
 }
+
+// causesShown is how many failed tests' messages the closing part names.
+const causesShown = 6
+
+// failureMessage is the start of what a failed test reported: its first
+// "file_test.go:LINE: " line and the few after it, cut to a length a
+// summary can carry. A parent failing only because a subtest did says
+// nothing of its own and gives "".
+func failureMessage(output string) string {
+	lines := strings.Split(output, "\n")
+	for i, line := range lines {
+		if !testMessage.MatchString(line) {
+			continue
+		}
+		var kept []string
+		for _, l := range lines[i:min(len(lines), i+messageLines)] {
+			if l = strings.TrimSpace(l); l != "" {
+				kept = append(kept, l)
+			}
+		}
+		msg := strings.Join(kept, "\n    ")
+		if len(msg) > messageBytes {
+			msg = msg[:messageBytes] + "…"
+		}
+		return msg
+	}
+	return ""
+}
+
+// testMessage is how testing prints t.Error's and t.Fatal's first line.
+var testMessage = regexp.MustCompile(`^\s+\w+\.go:\d+: `)
+
+const (
+	messageLines = 8
+	messageBytes = 900
+)
 
 // skipReason is the line a skipped test logged last before "--- SKIP".
 func skipReason(output string) string {

@@ -17,7 +17,9 @@ func TestReportCountsAndFlagsSkips(t *testing.T) {
 		`{"Action":"skip","Package":"p","Test":"TestB"}`,
 		`{"Action":"output","Package":"p","Test":"TestC","Output":"    c_test.go:9: the kernel is too old\n"}`,
 		`{"Action":"skip","Package":"p","Test":"TestC"}`,
+		`{"Action":"output","Package":"p","Test":"TestD","Output":"=== CONT  TestD\n"}`,
 		`{"Action":"output","Package":"p","Test":"TestD","Output":"    d_test.go:1: got 2, want 3\n"}`,
+		`{"Action":"output","Package":"p","Test":"TestD","Output":"        the page said: no terminal\n"}`,
 		`{"Action":"fail","Package":"p","Test":"TestD","Elapsed":7}`,
 		`{"Action":"output","Package":"p","Output":"FAIL\tp\t0.1s\n"}`,
 		`{"Action":"fail","Package":"p"}`,
@@ -29,6 +31,11 @@ func TestReportCountsAndFlagsSkips(t *testing.T) {
 	}
 	if len(r.unexpected) != 1 || r.unexpected[0] != "p TestC" {
 		t.Errorf("unexpected skips %v", r.unexpected)
+	}
+	// The cause comes again after the slowest tests, where a run's last
+	// lines (all some readers keep) show it.
+	if tail := out.String()[strings.Index(out.String(), "slowest tests"):]; !strings.Contains(tail, "p TestD: d_test.go:1: got 2, want 3\n    the page said: no terminal\n") {
+		t.Errorf("the run's tail does not say why TestD failed:\n%s", tail)
 	}
 	for _, want := range []string{"got 2, want 3", "p TestB: b_test.go:3: no chromium here [expected: browser]", "p TestC: c_test.go:9: the kernel is too old [unexpected]", "2 passed, 1 failed, 2 skipped\n", "slowest tests: p TestD 7s; p TestA 3s;\n", "FAIL\tp\t0.1s"} {
 		if !strings.Contains(out.String(), want) {
