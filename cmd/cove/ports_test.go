@@ -296,7 +296,7 @@ services:
 			}
 		}
 		if err := cmd.Wait(); err != nil || len(lines) == 0 || lines[len(lines)-1] != "ok" {
-			t.Fatalf("composeports.mjs: %v\n%s\n%s\nlauncher: %s", err, strings.Join(lines, "\n"), errb.String(), upLog)
+			t.Fatalf("composeports.mjs: %v: %s\n%s\nlauncher: %s", err, errb.String(), strings.Join(lines, "\n"), upLog)
 		}
 	})
 }

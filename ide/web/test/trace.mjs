@@ -35,6 +35,13 @@ function note(page, what) {
 
 let pages = 0;
 
+// sockets is each WebSocket's last state, by page and path, for the one
+// line a failure's message starts its record with: a run's log may keep
+// only the first lines of a message (scripts/testreport), and which
+// socket never got a frame says where a page waits.
+const sockets = new Map();
+const socketState = (page, u, state) => sockets.set(`${page.traceName} ${u}`, `${state} at ${((Date.now() - start) / 1000).toFixed(1)}s`);
+
 function tracePage(page) {
   if (page.traceName) return;
   page.traceName = `page${++pages}`;
@@ -48,10 +55,11 @@ function tracePage(page) {
   page.on("websocket", (ws) => {
     const u = short(ws.url());
     note(page, `ws ${u} connecting`);
+    socketState(page, u, "connecting");
     let first = true;
-    ws.on("framereceived", () => first && ((first = false), note(page, `ws ${u} first frame`)));
-    ws.on("socketerror", (e) => note(page, `ws ${u} error ${e}`));
-    ws.on("close", () => note(page, `ws ${u} closed`));
+    ws.on("framereceived", () => first && ((first = false), note(page, `ws ${u} first frame`), socketState(page, u, "first frame")));
+    ws.on("socketerror", (e) => (note(page, `ws ${u} error ${e}`), socketState(page, u, `error ${e}`)));
+    ws.on("close", () => (note(page, `ws ${u} closed`), socketState(page, u, "closed")));
   });
   page.on("crash", () => note(page, "CRASHED"));
   page.on("close", () => note(page, "closed"));
@@ -72,7 +80,10 @@ const load = () => {
   }
 };
 
-export const traced = () => `${events.length ? `the pages' events (seconds since the script started):\n  ${events.join("\n  ")}` : "no page events"}\n${load()}`;
+export const traced = () => [
+  `${load()}; at ${((Date.now() - start) / 1000).toFixed(1)}s the WebSockets: ${[...sockets].map(([k, v]) => `${k} ${v}`).join("; ") || "none"}`,
+  events.length ? `the pages' events (seconds since the script started):\n  ${events.join("\n  ")}` : "no page events",
+].join("\n");
 
 export async function shellState(page) {
   const s = await page.evaluate(() => ({
