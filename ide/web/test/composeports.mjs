@@ -13,16 +13,21 @@ const [url, port] = process.argv.slice(2);
 const rl = createInterface({ input: process.stdin });
 const lines = rl[Symbol.asyncIterator]();
 const { browser, page, fail, wait, shellReady } = await open("composeports", { viewport: { width: 1280, height: 800 }, onFail: () => rl.close() });
-const view = () => page.$eval("#ports", (p) => p.innerText).catch(() => "");
+// The view as one line: the first lines of a failure are what a run keeps.
+const view = () => page.$eval("#ports", (p) => p.innerText.split("\n").filter(Boolean).join(" | ")).catch(() => "");
 
 await page.goto(url);
-await shellReady();
+// The Ports view first, then the first terminal: a failure of either says
+// which part of the workspace the page could not reach (stop 36's CI
+// waited in vain for the terminal, and said nothing of the rest).
+await wait(() => window.cove, null, "the page did not start", 60000);
 await page.click("#ports-tab");
 await wait((p) => document.querySelector(`#ports .ports-row[data-port="${p}"]`), port,
   async () => `the db service's port ${port} is not listed: ${await view()}`, 60000);
 await page.click(`#ports .ports-row[data-port="${port}"] button.forward`);
 await wait((p) => document.querySelector(`#ports .ports-row[data-port="${p}"] a.open-link`), port, async () => `Forward did nothing: ${await view()}`, 30000);
 const href = await page.$eval(`#ports .ports-row[data-port="${port}"] a.open-link`, (a) => a.href);
+await shellReady(page, "the Ports view works, but no terminal");
 console.log(`cove-test: fetch ${href}`);
 await lines.next();
 await browser.close();

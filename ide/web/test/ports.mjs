@@ -23,7 +23,8 @@ const ctx = page.context();
 const errors = [];
 page.on("pageerror", (e) => errors.push(e.message));
 page.on("console", (m) => { if (/Content Security Policy|Refused to/.test(m.text())) errors.push(m.text()); });
-const view = () => page.$eval("#ports", (p) => p.innerText).catch(() => "");
+// The view as one line: the first lines of a failure are what a run keeps.
+const view = () => page.$eval("#ports", (p) => p.innerText.split("\n").filter(Boolean).join(" | ")).catch(() => "");
 
 await page.goto(url);
 await shellReady();
