@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 )
@@ -67,6 +69,54 @@ func TestEditorHandlerWaitsForAChange(t *testing.T) {
 	bad, _ := get(same.Version)
 	if bad.Error == "" || bad.Editor.FontSize != 0 {
 		t.Errorf("a bad file: %+v", bad)
+	}
+}
+
+// TestEditorHandlerWaitsOutAHalfWrittenFile: a read that fails is
+// answered to a held request only when the next read, a poll later,
+// fails alike: a file saved in place is empty or half-written for a
+// moment, and the window would have reset its editors and said so.
+func TestEditorHandlerWaitsOutAHalfWrittenFile(t *testing.T) {
+	answer := func(editor, failure string) ([]byte, string) {
+		b, _ := json.Marshal(map[string]any{"editor": json.RawMessage(editor), "error": failure, "version": editor + failure})
+		return b, editor + failure
+	}
+	for _, c := range []struct {
+		name  string
+		reads [][2]string // editor, error: the first is the window's version
+		want  string      // the answer's editor and error
+	}{
+		{"saved in place", [][2]string{{`{"fontSize":19}`, ""}, {`{}`, "unexpected end of JSON input"}, {`{"fontSize":21}`, ""}}, `{"fontSize":21}`},
+		{"saved in place while held", [][2]string{{`{"fontSize":19}`, ""}, {`{"fontSize":19}`, ""}, {`{}`, "unexpected end of JSON input"}, {`{"fontSize":21}`, ""}}, `{"fontSize":21}`},
+		{"broken for good", [][2]string{{`{"fontSize":19}`, ""}, {`{}`, "invalid character"}, {`{}`, "invalid character"}, {`{"fontSize":21}`, ""}}, `{}invalid character`},
+		{"broken, then otherwise", [][2]string{{`{"fontSize":19}`, ""}, {`{}`, "unexpected end"}, {`{}`, "invalid character"}, {`{}`, "invalid character"}}, `{}invalid character`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var mu sync.Mutex
+			n := 0
+			read := func() ([]byte, string) {
+				mu.Lock()
+				defer mu.Unlock()
+				r := c.reads[min(n, len(c.reads)-1)]
+				n++
+				return answer(r[0], r[1])
+			}
+			_, first := read()
+			srv := httptest.NewServer(editorHandler(context.Background(), read, 10*time.Millisecond, 5*time.Second))
+			defer srv.Close()
+			resp, err := http.Get(srv.URL + "/api/settings?wait=" + url.QueryEscape(first))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var got struct{ Version string }
+			if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Version != c.want {
+				t.Errorf("answered %q, want %q", got.Version, c.want)
+			}
+		})
 	}
 }
 
