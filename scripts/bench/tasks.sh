@@ -134,10 +134,20 @@ rows=()
 for ((i = 1; i <= tasks; i++)); do
 	before=$(kib)
 	t0=$(now)
-	answer=$("$cove" agent --yes --image "$img" --task "t$i" -p "task $i" "$tmp/project" </dev/null 2>"$tmp/agent$i.log") ||
+	# The task has started once cove says its branch is checked out in its
+	# workspace (before the agent runs): that line's time is noted as it
+	# comes. The whole run adds the agent's first answer and the commit.
+	answer=$("$cove" agent --yes --image "$img" --task "t$i" -p "task $i" "$tmp/project" </dev/null \
+		2> >(while IFS= read -r line; do
+			case $line in *"task t$i: branch cove/task/t$i from"*) now >"$tmp/started$i" ;; esac
+			printf '%s\n' "$line"
+		done >"$tmp/agent$i.log")) ||
 		die "cove agent --task t$i failed: $(tail -5 "$tmp/agent$i.log")"
 	[ "$answer" = done. ] || die "cove agent --task t$i answered '$answer'"
 	task_s=$(secs "$t0" "$(now)")
+	for _ in $(seq 100); do [ -s "$tmp/started$i" ] && break; sleep 0.01; done
+	[ -s "$tmp/started$i" ] || die "cove agent --task t$i did not say its branch was made: $(tail -5 "$tmp/agent$i.log")"
+	started_s=$(secs "$t0" "$(cat "$tmp/started$i")")
 	task_kib=$(($(kib) - before))
 
 	before=$(kib)
@@ -150,18 +160,20 @@ for ((i = 1; i <= tasks; i++)); do
 	"$cove" up --detach --no-browser --image "$img" "$tmp/copy$i" >/dev/null 2>&1 || die "cove up of copy $i failed"
 	up_s=$(secs "$t0" "$(now)")
 	up_kib=$(($(kib) - before))
-	rows+=("| $i | $task_s | $task_kib | $copy_s | $copy_kib | $up_s | $up_kib | $(python3 -c "print('%.2f' % ($copy_s + $up_s))") | $((copy_kib + up_kib)) |")
-	log "task $i: ${task_s}s ${task_kib} KiB; copy ${copy_s}s ${copy_kib} KiB + fresh workspace ${up_s}s ${up_kib} KiB"
+	rows+=("| $i | $started_s | $task_s | $task_kib | $copy_s | $copy_kib | $up_s | $up_kib | $(python3 -c "print('%.2f' % ($copy_s + $up_s))") | $((copy_kib + up_kib)) |")
+	log "task $i: started ${started_s}s, with the answer and commit ${task_s}s, ${task_kib} KiB; copy ${copy_s}s ${copy_kib} KiB + fresh workspace ${up_s}s ${up_kib} KiB"
 done
 
 {
 	echo "# Tasks: start time and disk per task (cove $cove_rev, $(date -u +%Y-%m-%d), $(nproc) cores)"
 	echo
 	echo "Project: a clone of $(basename "$project_src") ($project_files files, $project_kib KiB with .git); image: Debian bookworm minbase + git."
-	echo "The project's own workspace started in ${main_up}s. Each row starts task N (\`cove agent --task tN -p\`, a scripted model answering at once),"
-	echo "then, to compare, a full copy of the project (\`cp -a\`) and a fresh workspace on it (\`cove up --detach\`). Disk: what \`du\` finds added."
+	echo "The project's own workspace started in ${main_up}s. Each row starts task N (\`cove agent --task tN -p\`, a scripted model answering at once):"
+	echo "started is until cove says the task's branch is checked out in its workspace, its agent about to run; the whole run adds the agent's"
+	echo "first answer and the commit. Then, to compare, a full copy of the project (\`cp -a\`) and a fresh workspace on it (\`cove up --detach\`)."
+	echo "Disk: what \`du\` finds added."
 	echo
-	echo "| N | task (s) | task (KiB) | cp -a (s) | cp -a (KiB) | fresh workspace (s) | fresh workspace (KiB) | copy + workspace (s) | copy + workspace (KiB) |"
-	echo "|---|---|---|---|---|---|---|---|---|"
+	echo "| N | task started (s) | task, whole run (s) | task (KiB) | cp -a (s) | cp -a (KiB) | fresh workspace (s) | fresh workspace (KiB) | copy + workspace (s) | copy + workspace (KiB) |"
+	echo "|---|---|---|---|---|---|---|---|---|---|"
 	printf '%s\n' "${rows[@]}"
 } | tee "$out_md"
