@@ -226,7 +226,7 @@ func failureMessage(output string) string {
 		}
 		msg := strings.Join(kept, "\n    ")
 		if len(msg) > messageBytes {
-			msg = msg[:messageBytes] + "…"
+			msg = strings.ToValidUTF8(msg[:messageBytes], "") + "…" // not half a character
 		}
 		return msg
 	}

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestReportCountsAndFlagsSkips(t *testing.T) {
@@ -44,5 +45,14 @@ func TestReportCountsAndFlagsSkips(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "=== RUN") {
 		t.Errorf("a passing test's output was shown:\n%s", out.String())
+	}
+}
+
+// TestFailureMessageIsCutWhole: a long message is cut to messageBytes
+// and never inside a character (a page's text in another script).
+func TestFailureMessageIsCutWhole(t *testing.T) {
+	msg := failureMessage("    x_test.go:1: " + strings.Repeat("é", messageBytes) + "\n")
+	if !utf8.ValidString(msg) || !strings.HasSuffix(msg, "…") || len(msg) > messageBytes+len("…") {
+		t.Errorf("cut to %d bytes, valid UTF-8 %v: %q…", len(msg), utf8.ValidString(msg), msg[:40])
 	}
 }
