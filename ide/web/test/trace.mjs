@@ -5,7 +5,8 @@
 //   traceContext(ctx): records every page of the browser context ctx,
 //     those opened later (a popup) too;
 //   traced(): the record, a line per event, the token taken out;
-//   shellState(page): what the page says of its terminals, for a message;
+//   shellState(page): what the page says of its terminals, and whether
+//     the launcher and the workspace's server answer it now, for a message;
 //   firstShellWait: how long a page may take to show its first terminal.
 // A page starts in about a second on a quiet machine (3.3 s of Chromium's
 // CPU, its start included); under CI's load (16 runnable on 2 cores) a
@@ -93,5 +94,29 @@ export async function shellState(page) {
     status: document.querySelector("#status")?.textContent ?? null,
     shells: window.cove?.shells.map(({ shell: s }) => ({ id: s.id, ws: s.ws?.readyState, retry: s.retry, halted: !!s.halted, exited: s.exited })),
   })).catch((e) => ({ error: e.message }));
-  return JSON.stringify(s);
+  return `${JSON.stringify(s)}; asked now: ${await probe(page)}`;
+}
+
+// probe asks, from the page as it would (its fetch, its token), the
+// launcher for a file of its own, the launcher for the settings it serves
+// itself, and the workspace's server through the launcher's proxy, each
+// for up to 5 s: which of them answers says where a page that waits
+// waits.
+async function probe(page) {
+  return page.evaluate(async () => {
+    const ask = async (name, path, method = "GET") => {
+      const t0 = performance.now();
+      try {
+        const r = await fetch(path, { method, cache: "no-store", signal: AbortSignal.timeout(5000) });
+        return `${name} ${r.status} in ${Math.round(performance.now() - t0)} ms`;
+      } catch (e) {
+        return `${name} ${e.name === "TimeoutError" ? "no answer" : e.message} after ${Math.round(performance.now() - t0)} ms`;
+      }
+    };
+    return (await Promise.all([
+      ask("the launcher", "/favicon.svg", "HEAD"),
+      ask("its settings", "/api/settings"),
+      ask("the workspace's server", "/api/ports/listening"),
+    ])).join(", ");
+  }).catch((e) => `(the page did not run it: ${e.message})`);
 }
