@@ -151,34 +151,56 @@ func (m *Manager) Create(ctx context.Context, main workspace.Workspace, name, pr
 	if _, err := m.Get(name); err == nil {
 		return Record{}, fmt.Errorf("task %s exists (cove tasks lists them; cove task discard %s removes it)", name, name)
 	}
-	head, err := git(ctx, main, nil, "rev-parse", "--verify", "HEAD")
+	// One exec: HEAD's commit on the first line, then a tar of what HEAD
+	// holds of .devcontainer (nothing when it holds none).
+	out, err := run(ctx, main, nil, 16<<20, "sh", "-c", `g() { git -c safe.directory='*' "$@"; }
+g rev-parse --verify HEAD || exit 4
+set -- $(g ls-tree --name-only HEAD .devcontainer .devcontainer.json); [ $# -eq 0 ] || exec git -c safe.directory='*' archive --format=tar HEAD -- "$@"`)
+	var ee *exitError
+	if errors.As(err, &ee) && ee.code == 4 {
+		return Record{}, fmt.Errorf("task %s: the project's HEAD (a task is a branch: the project needs a git repository with a commit): %s", name, truncate(strings.TrimSpace(string(ee.out))))
+	}
+	head, config, _ := bytes.Cut(out, []byte("\n"))
 	if err != nil {
-		return Record{}, fmt.Errorf("task %s: the project's HEAD (a task is a branch: the project needs a git repository with a commit): %w", name, err)
+		return Record{}, fmt.Errorf("task %s: the project's .devcontainer: %w", name, err)
 	}
 	base := lastCommitLine(head)
 	if base == "" {
 		return Record{}, fmt.Errorf("task %s: the workspace gave %q as HEAD", name, truncate(strings.TrimSpace(string(head))))
 	}
-	config, err := run(ctx, main, nil, 16<<20, "sh", "-c",
-		`set -- $(git -c safe.directory='*' ls-tree --name-only HEAD .devcontainer .devcontainer.json); [ $# -eq 0 ] || exec git -c safe.directory='*' archive --format=tar HEAD -- "$@"`)
-	if err != nil {
-		return Record{}, fmt.Errorf("task %s: the project's .devcontainer: %w", name, err)
-	}
 	r := Record{Name: name, Project: m.Project, Base: base, Prompt: prompt, Created: time.Now().UTC()}
 	return r, m.make(r, config)
 }
 
+// Shared is what Share found of the project's history for a task: its
+// shallow list, once a ref in the project keeps the task's base, or why
+// the history cannot be shared.
+type Shared struct {
+	shallow []byte
+	err     error
+}
+
+// Share readies the project, in its workspace main, to lend its history
+// to task r's tree: when every object is in its own .git, a ref
+// (refs/cove/tasks/NAME) keeps the base from its gc until the task is
+// discarded. It needs nothing of the task's workspace: a launcher runs it
+// while that workspace starts, and hands the result to Populate.
+func (m *Manager) Share(ctx context.Context, main workspace.Workspace, r Record) Shared {
+	keep := ownObjects + `; g update-ref "refs/cove/tasks/$1" "$2"; [ ! -f shallow ] || cat shallow`
+	shallow, err := run(ctx, main, nil, 16<<20, "sh", "-c", keep, "sh", r.Name, r.Base)
+	return Shared{shallow: shallow, err: err}
+}
+
 // Populate makes the task's tree a checkout of the project's HEAD on the
 // task's branch, in the task's workspace tw. Where tw shares the project's
-// object store (workspace.Spec.Origin: a workspace on this machine), the
-// task's repository reads the project's history there (alternates): none
-// of it is copied, and a ref in the project (refs/cove/tasks/NAME) keeps
-// the base from its gc until the task is discarded. Else the project's
-// objects are carried as they are (a tar of .git/objects from the
-// project's workspace, as bytes through a pipe here, unread): no pack is
-// written or indexed again. A project whose objects are not all in its
+// object store (workspace.Spec.Origin: a workspace on this machine) and
+// Share found the history shareable, the task's repository reads the
+// project's history there (alternates): none of it is copied. Else the
+// project's objects are carried as they are (a tar of .git/objects from
+// the project's workspace, as bytes through a pipe here, unread): no pack
+// is written or indexed again. A project whose objects are not all in its
 // .git (a worktree, alternates, a partial clone) gets a bundle of its HEAD.
-func (m *Manager) Populate(ctx context.Context, main, tw workspace.Workspace, r Record) error {
+func (m *Manager) Populate(ctx context.Context, main, tw workspace.Workspace, r Record, shared Shared) error {
 	// No templates: nothing of them is needed, and an image without them
 	// makes git init warn.
 	init := "git init -q --template="
@@ -186,11 +208,10 @@ func (m *Manager) Populate(ctx context.Context, main, tw workspace.Workspace, r 
 		init += " --object-format=sha256"
 	}
 	checkout := `git checkout -q -f -B "$2" "$1"`
-	keep := ownObjects + `; g update-ref "refs/cove/tasks/$1" "$2"; [ ! -f shallow ] || cat shallow`
-	if shallow, err := run(ctx, main, nil, 16<<20, "sh", "-c", keep, "sh", r.Name, r.Base); err == nil {
+	if shared.err == nil {
 		script := `set -e; cd /workspace; [ -d "$3" ]; ` + init + `; echo "$3" > .git/objects/info/alternates; cat > .git/shallow; [ -s .git/shallow ] || rm .git/shallow; ` + checkout
-		in := bytesFile(shallow)
-		_, err = run(ctx, tw, in, 64<<10, "sh", "-c", script, "sh", r.Base, r.Branch(), workspace.OriginObjects)
+		in := bytesFile(shared.shallow)
+		_, err := run(ctx, tw, in, 64<<10, "sh", "-c", script, "sh", r.Base, r.Branch(), workspace.OriginObjects)
 		if in != nil {
 			in.Close()
 		}

@@ -91,12 +91,18 @@ func taskHere(c *cli.Context, m *task.Manager, b workspace.Backend, name string)
 	if err != nil {
 		return nil, false, err
 	}
+	// The project readies its history for the task while the task's
+	// workspace starts: neither waits on the other.
+	shared := make(chan task.Shared, 1)
+	if created {
+		go func() { shared <- m.Share(c.Context, main, r) }()
+	}
 	tw, started, err = ensureOrigin(c, b, m.Tree(name), m.Project)
 	if err != nil {
 		return nil, false, fmt.Errorf("task %s: its workspace: %w", name, err)
 	}
 	if created {
-		if err := m.Populate(c.Context, main, tw, r); err != nil {
+		if err := m.Populate(c.Context, main, tw, r, <-shared); err != nil {
 			keptRunningNote(c, tw, started)
 			return nil, false, err
 		}
