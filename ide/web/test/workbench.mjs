@@ -369,7 +369,11 @@ try {
       pages.push(await open(size));
     }
     where = "after cove stop";
-    const app = await Promise.all([pages[1].context().waitForEvent("page"), pages[1].evaluate(() => window.open("/?window=app", "_blank", "popup"))]).then(([p]) => p);
+    // An app window as the launcher opens one: its address holds the
+    // token (a popup's copy of its opener's sessionStorage came too late
+    // once under CI's load: the page had no token, every request a 401).
+    const app = await Promise.all([pages[1].context().waitForEvent("page"),
+      pages[1].evaluate(() => window.open(`/?token=${encodeURIComponent(sessionStorage.getItem("cove-token"))}&window=app`, "_blank", "popup"))]).then(([p]) => p);
     app.errors = [];
     await shellReady(app, "no terminal in the app window");
     console.log("cove-test: stop");
