@@ -12,7 +12,7 @@ PATH="$PATH:$(go env GOPATH)/bin"
 log() { printf '\n== [%ds] %s\n' "$SECONDS" "$*" >&2; }
 
 install_deps() {
-	local pkgs=(docker-registry apache2-utils busybox-static curl python3 tar shellcheck dash chromium uidmap passt podman podman-compose runc debootstrap)
+	local pkgs=(docker-registry apache2-utils busybox-static curl python3 tar shellcheck dash chromium uidmap passt podman podman-compose runc debootstrap xfsprogs)
 	local missing=()
 	for p in "${pkgs[@]}"; do
 		dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -47,6 +47,10 @@ type Record struct {
 	// last done: what cove tasks shows while the workspace is stopped (a
 	// cluster's Pod stops with its cove).
 	Last *Stat `json:"last,omitempty"`
+	// Pending is set from Create until Populate has made the task's
+	// branch: a task whose first start stopped on the way (its workspace
+	// failed to start, cove was killed) is made on the next.
+	Pending bool `json:"pending,omitempty"`
 }
 
 // Branch is the task's branch, in its tree and, once merged, the project.
@@ -168,7 +172,7 @@ set -- $(g ls-tree --name-only HEAD .devcontainer .devcontainer.json); [ $# -eq 
 	if base == "" {
 		return Record{}, fmt.Errorf("task %s: the workspace gave %q as HEAD", name, truncate(strings.TrimSpace(string(head))))
 	}
-	r := Record{Name: name, Project: m.Project, Base: base, Prompt: prompt, Created: time.Now().UTC()}
+	r := Record{Name: name, Project: m.Project, Base: base, Prompt: prompt, Created: time.Now().UTC(), Pending: true}
 	return r, m.make(r, config)
 }
 
@@ -192,15 +196,26 @@ func (m *Manager) Share(ctx context.Context, main workspace.Workspace, r Record)
 }
 
 // Populate makes the task's tree a checkout of the project's HEAD on the
-// task's branch, in the task's workspace tw. Where tw shares the project's
-// object store (workspace.Spec.Origin: a workspace on this machine) and
-// Share found the history shareable, the task's repository reads the
-// project's history there (alternates): none of it is copied. Else the
-// project's objects are carried as they are (a tar of .git/objects from
-// the project's workspace, as bytes through a pipe here, unread): no pack
-// is written or indexed again. A project whose objects are not all in its
+// task's branch, in the task's workspace tw, and clears the record's
+// Pending. Where CopyBase put the base's files in the tree (copied), git
+// only sets the branch and the index on them (no file is written); else
+// it checks them out. Where tw shares the project's object store
+// (workspace.Spec.Origin: a workspace on this machine) and Share found
+// the history shareable, the task's repository reads the project's
+// history there (alternates): none of it is copied. Else the project's
+// objects are carried as they are (a tar of .git/objects from the
+// project's workspace, as bytes through a pipe here, unread): no pack is
+// written or indexed again. A project whose objects are not all in its
 // .git (a worktree, alternates, a partial clone) gets a bundle of its HEAD.
-func (m *Manager) Populate(ctx context.Context, main, tw workspace.Workspace, r Record, shared Shared) error {
+func (m *Manager) Populate(ctx context.Context, main, tw workspace.Workspace, r Record, shared Shared, copied bool) error {
+	if err := m.populate(ctx, main, tw, r, shared, copied); err != nil {
+		return err
+	}
+	r.Pending = false
+	return m.save(r)
+}
+
+func (m *Manager) populate(ctx context.Context, main, tw workspace.Workspace, r Record, shared Shared, copied bool) error {
 	// No templates: nothing of them is needed, and an image without them
 	// makes git init warn.
 	init := "git init -q --template="
@@ -208,6 +223,12 @@ func (m *Manager) Populate(ctx context.Context, main, tw workspace.Workspace, r 
 		init += " --object-format=sha256"
 	}
 	checkout := `git checkout -q -f -B "$2" "$1"`
+	if copied {
+		// The index gets each file's stat the first time git looks (git
+		// status, the commit's refresh): the files' times are the
+		// commit's, so none is "racily clean" and hashed again after.
+		checkout = `git update-ref "refs/heads/$2" "$1" && git symbolic-ref HEAD "refs/heads/$2" && git read-tree "$1"`
+	}
 	if shared.err == nil {
 		script := `set -e; cd /workspace; [ -d "$3" ]; ` + init + `; echo "$3" > .git/objects/info/alternates; cat > .git/shallow; [ -s .git/shallow ] || rm .git/shallow; ` + checkout
 		in := bytesFile(shared.shallow)
@@ -391,6 +412,9 @@ func (m *Manager) Discard(ctx context.Context, b workspace.Backend, main, tw wor
 	}
 	if err := os.Remove(m.recordPath(r.Name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
+	}
+	if err := m.releaseBase(r.Base); err != nil {
+		return fmt.Errorf("task %s: the checkout of its base: %w", r.Name, err)
 	}
 	return nil
 }

@@ -91,22 +91,34 @@ func taskHere(c *cli.Context, m *task.Manager, b workspace.Backend, name string)
 	if err != nil {
 		return nil, false, err
 	}
-	// The project readies its history for the task while the task's
-	// workspace starts: neither waits on the other.
+	// The project readies its history for the task while its files are
+	// copied here, before the task's workspace starts: its lifecycle
+	// commands find them. A task whose first start stopped on the way
+	// (Pending) is made now.
+	populate := created || r.Pending
 	shared := make(chan task.Shared, 1)
-	if created {
+	copied, files := false, "checked out"
+	if populate {
 		go func() { shared <- m.Share(c.Context, main, r) }()
+		if s, err := m.CopyBase(c.Context, main, r); err == nil {
+			copied, files = true, "copied from the base's checkout"
+			if s.Shared > 0 {
+				files = fmt.Sprintf("%s, %d of %d sharing its data", files, s.Shared, s.Files)
+			}
+		} else if !errors.Is(err, task.ErrNoBase) {
+			fmt.Fprintf(c.App.ErrWriter, "cove: task %s: its files are checked out in its workspace: %v\n", name, err)
+		}
 	}
 	tw, started, err = ensureOrigin(c, b, m.Tree(name), m.Project)
 	if err != nil {
 		return nil, false, fmt.Errorf("task %s: its workspace: %w", name, err)
 	}
-	if created {
-		if err := m.Populate(c.Context, main, tw, r, <-shared); err != nil {
+	if populate {
+		if err := m.Populate(c.Context, main, tw, r, <-shared, copied); err != nil {
 			keptRunningNote(c, tw, started)
 			return nil, false, err
 		}
-		fmt.Fprintf(c.App.ErrWriter, "cove: task %s: branch %s from %s, in the workspace %s\n", name, r.Branch(), r.Base[:12], tw.Name())
+		fmt.Fprintf(c.App.ErrWriter, "cove: task %s: branch %s from %s, in the workspace %s (its files %s)\n", name, r.Branch(), r.Base[:12], tw.Name(), files)
 	}
 	return tw, started, nil
 }

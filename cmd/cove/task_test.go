@@ -190,6 +190,13 @@ func tasksScenario(t *testing.T, root, project string, cove func(args ...string)
 		files[fmt.Sprintf("test%d.sh", i)] = failingTest(i)
 	}
 	files["values.sh"] = values
+	// What a checkout has besides files: a directory, a symlink, an
+	// executable; each task's tree has them as git does (its status is
+	// clean), made from the base's checkout kept once.
+	os.MkdirAll(filepath.Join(project, "lib", "deep"), 0o755)
+	files["lib/deep/notes.txt"] = "deep\n"
+	os.Symlink("lib/deep/notes.txt", filepath.Join(project, "notes"))
+	os.WriteFile(filepath.Join(project, "run.sh"), []byte("#!/bin/sh\necho run\n"), 0o755)
 	base := gitProject(t, project, files)
 	if r := run("up", "--detach", "--no-browser", "--image", img, project); r.code != 0 {
 		t.Fatalf("cove up: %d\n%s", r.code, r.stderr)
@@ -224,6 +231,9 @@ func tasksScenario(t *testing.T, root, project string, cove func(args ...string)
 				return
 			}
 			took[i] = time.Since(start)
+			if !strings.Contains(errb.String(), "(its files copied from the base's checkout") {
+				t.Errorf("task t%d: its files were not copied from the base's checkout: %q", i, errb.String())
+			}
 			if rs := srv.Requests(); len(rs) != len(script)+1 || !strings.Contains(strings.Join(rs[2].ToolResults(t), "\n"), fmt.Sprintf("ok %d", i)) {
 				t.Errorf("task t%d: its test did not pass in its workspace: %d requests\n%s", i, len(rs), errb.String())
 			}
@@ -249,6 +259,15 @@ func tasksScenario(t *testing.T, root, project string, cove func(args ...string)
 		if du, err := exec.Command("du", "-sk", tree).Output(); err == nil {
 			t.Logf("task t%d's tree: %s KiB", i, strings.Fields(string(du))[0])
 		}
+		if r := run("exec", name, "sh", "-c", "cd /workspace && git -c safe.directory='*' status --porcelain && readlink notes && ./run.sh && cat lib/deep/notes.txt"); r.code != 0 || r.stdout != "lib/deep/notes.txt\nrun\ndeep\n" {
+			t.Errorf("task t%d's tree after its commit (git status, the symlink, the executable, the nested file): %d %q %s", i, r.code, r.stdout, r.stderr)
+		}
+	}
+	// Their files came from one checkout of the base, kept while a task
+	// is on it.
+	baseDir := m.BaseDir(base)
+	if b, err := os.ReadFile(filepath.Join(baseDir, "values.sh")); err != nil || string(b) != values {
+		t.Errorf("the base's checkout %s: values.sh %q, %v", baseDir, b, err)
 	}
 	// The tasks share the project's history, not a copy of it: their
 	// repositories read the project's objects (alternates), and a ref in
@@ -348,8 +367,16 @@ func tasksScenario(t *testing.T, root, project string, cove func(args ...string)
 			t.Errorf("task %s's agent sessions are left: %v", n, err)
 		}
 	}
+	if _, err := os.Stat(baseDir); err != nil {
+		t.Errorf("the base's checkout, with t1 and t3 still on it: %v", err)
+	}
 	for _, n := range []string{"t1", "t3"} {
-		run("task", "discard", n, project)
+		if r := run("task", "discard", n, project); r.code != 0 {
+			t.Errorf("cove task discard %s: %d\n%s", n, r.code, r.stderr)
+		}
+	}
+	if _, err := os.Stat(baseDir); !os.IsNotExist(err) {
+		t.Errorf("the base's checkout, its last task discarded: %v", err)
 	}
 }
 
