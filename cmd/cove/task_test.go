@@ -567,3 +567,44 @@ func TestTaskPanelListsNewTasksAgents(t *testing.T) {
 		t.Errorf("after its Discard: %+v", rows)
 	}
 }
+
+// TestTaskLifecycleSeesTheProject: a task's workspace runs the
+// project's postCreateCommand on the project's files (its base's, copied
+// into its tree before the workspace starts), as the project's own
+// workspace does; it ran on an empty tree when each task checked its
+// files out after its start. As root and rootless.
+func TestTaskLifecycleSeesTheProject(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git here to make the test's project")
+	}
+	bothWays(t, func(t *testing.T, root, project string, cove func(args ...string) *exec.Cmd) {
+		run := runner(t, cove)
+		img := gitImage(t)
+		os.MkdirAll(filepath.Join(project, ".devcontainer"), 0o755)
+		gitProject(t, project, map[string]string{
+			"values.sh":                       "value1=wrong\n",
+			".devcontainer/devcontainer.json": fmt.Sprintf(`{"image": %q, "postCreateCommand": "cat values.sh > /tmp/seen-at-create"}`, img),
+		})
+		if r := run("up", "--detach", "--no-browser", project); r.code != 0 {
+			t.Fatalf("cove up: %d\n%s", r.code, r.stderr)
+		}
+		t.Cleanup(func() { run("task", "discard", "t1", project); run("rm", "-f", project) })
+		srv := llmtest.New(t)
+		srv.Push(
+			toolCall("b", "bash", map[string]any{"command": "cat /tmp/seen-at-create"}),
+			llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "Seen."})},
+		)
+		cmd := cove("agent", "--yes", "--task", "t1", "-p", "what did the create command see?", project)
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		cmd.Env = append(cmd.Env, "COVE_BASE_URL="+srv.URL(), "COVE_MODEL=test-model", "COVE_API_KEY=sk-test")
+		cmd.Stdin = strings.NewReader("")
+		if err := cmd.Run(); err != nil || out.String() != "Seen.\n" {
+			t.Fatalf("cove agent --task t1: %v, %q\n%s", err, out.String(), errb.String())
+		}
+		if rs := srv.Requests(); len(rs) != 2 || !strings.Contains(strings.Join(rs[1].ToolResults(t), "\n"), "value1=wrong") {
+			t.Errorf("the task's postCreateCommand did not see the project's files: %d requests\n%s", len(rs), errb.String())
+		}
+	})
+}
