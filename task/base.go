@@ -18,20 +18,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// A task's tree starts as a copy of its base's files, made here before
-// its workspace starts (its lifecycle commands find the project's files)
-// rather than written by git checkout in the workspace, file by file, for
-// every task. The copy comes from a checkout of the base kept once per
-// base commit beside the project's tasks (.base/COMMIT): made here from
-// a tar of the commit the project's workspace writes (git archive, with
-// the project's export attributes set aside, so that it holds what a
-// checkout holds), extracted as an image layer is (every entry resolved
-// inside, no link followed, only directories, files and symlinks kept),
-// never bound into any workspace, and removed with the last task on that
-// commit. On a file system that shares extents (XFS, btrfs: FICLONE) a
-// task's copy writes no file's data again and takes no space until the
-// task changes a file; elsewhere the kernel copies the data
-// (copy_file_range).
+// A task's tree gets its base's files here, before its workspace starts
+// (its lifecycle commands find the project's files), rather than from a
+// git checkout in the workspace once it has started. They come from a tar
+// of the commit the project's workspace writes (git archive, the
+// project's export attributes set aside, so that it holds what a checkout
+// holds), extracted as an image layer is (every entry resolved inside, no
+// link followed, only directories, files and symlinks kept).
+//
+// Where the tasks' file system shares extents (XFS, btrfs: FICLONE), the
+// tar is extracted once per base commit into a checkout kept beside the
+// project's tasks (.base/COMMIT; never bound into any workspace, removed
+// with the last task on that commit), and each task's tree is a clone of
+// it: no file's data is written again, and a task takes no space for a
+// file until it changes it. Elsewhere a kept checkout would only be
+// copied again for every task: each tree gets the tar itself.
 
 // ErrNoBase says the project's base cannot be kept as a checkout here:
 // the task's workspace checks its files out itself.
@@ -55,26 +56,64 @@ func (m *Manager) lockBases() (unlock func(), err error) {
 	return func() { f.Close() }, nil
 }
 
-// CloneStats says what CopyBase wrote: files and their bytes, and how many
-// files share their data with the base's (FICLONE) rather than copy it.
+// CloneStats says what CopyBase wrote: regular files and their bytes; whether
+// from the base's checkout kept here (Kept), and then how many files
+// share their data with it (FICLONE) rather than copy it.
 type CloneStats struct {
 	Files, Shared int
 	Bytes         int64
+	Kept          bool
 }
 
 // CopyBase makes the task's tree hold the files of its base, as a
-// checkout would (for Populate to set the branch and index on): copied
-// from the base's checkout kept here, made first if this is the first
-// task on that commit. What the tree has already (its .devcontainer) is
-// kept. An error wrapping ErrNoBase means the base cannot be kept (the
-// project's objects are not all there to read, a name a layer would take
-// for a whiteout): the tree is left for a checkout in the workspace.
+// checkout would (for Populate to set the branch and index on): cloned
+// from the base's checkout kept here (made first if this is the first
+// task on that commit) where the file system shares extents, else
+// extracted from the project's archive of the commit. What the tree has
+// already (its .devcontainer) is kept, or written again alike. An error
+// wrapping ErrNoBase means the tar cannot be had or taken (the project's
+// objects are not all there to read, a name a layer would take for a
+// whiteout): the tree is left for a checkout in the workspace.
 func (m *Manager) CopyBase(ctx context.Context, main workspace.Workspace, r Record) (CloneStats, error) {
+	tree := m.Tree(r.Name)
+	if !validCommit(r.Base) {
+		return CloneStats{}, fmt.Errorf("%w: %q is not a commit's name", ErrNoBase, r.Base)
+	}
+	if !sharesExtents(filepath.Dir(tree)) {
+		st, err := archiveInto(ctx, main, r.Base, tree)
+		if err != nil {
+			return CloneStats{}, fmt.Errorf("the base %s: %w", r.Base[:12], err)
+		}
+		return CloneStats{Files: st.Files, Bytes: st.Bytes}, nil
+	}
 	dir, err := m.base(ctx, main, r.Base)
 	if err != nil {
 		return CloneStats{}, err
 	}
-	return cloneTree(dir, m.Tree(r.Name))
+	st, err := cloneTree(dir, tree)
+	st.Kept = true
+	return st, err
+}
+
+// sharesExtents says whether files in dir can share their data (FICLONE
+// between two files made there to find out).
+func sharesExtents(dir string) bool {
+	a, err := os.CreateTemp(dir, ".clone-probe-")
+	if err != nil {
+		return false
+	}
+	defer os.Remove(a.Name())
+	defer a.Close()
+	b, err := os.CreateTemp(dir, ".clone-probe-")
+	if err != nil {
+		return false
+	}
+	defer os.Remove(b.Name())
+	defer b.Close()
+	if _, err := a.Write([]byte{1}); err != nil {
+		return false
+	}
+	return unix.IoctlFileClone(int(b.Fd()), int(a.Fd())) == nil
 }
 
 // base returns the checkout of commit kept here, made now from the
@@ -106,7 +145,7 @@ func (m *Manager) base(ctx context.Context, main workspace.Workspace, commit str
 		os.RemoveAll(tmp)
 		return "", err
 	}
-	if err := archiveInto(ctx, main, commit, tmp); err != nil {
+	if _, err := archiveInto(ctx, main, commit, tmp); err != nil {
 		os.RemoveAll(tmp)
 		return "", fmt.Errorf("the base %s: %w", commit[:12], err)
 	}
@@ -168,18 +207,20 @@ git --git-dir="$d" -c tar.umask=022 archive --format=tar "$1"`
 
 // archiveInto extracts commit, as the project's workspace main archives
 // it, into dir.
-func archiveInto(ctx context.Context, main workspace.Workspace, commit, dir string) error {
+func archiveInto(ctx context.Context, main workspace.Workspace, commit, dir string) (image.Stats, error) {
 	format := ""
 	if len(commit) == 64 {
 		format = "--object-format=sha256"
 	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
-		return err
+		return image.Stats{}, err
 	}
+	var st image.Stats
 	unpacked := make(chan error, 1)
 	go func() {
-		err := unpackCheckout(pr, dir)
+		var err error
+		st, err = unpackCheckout(pr, dir)
 		pr.Close() // a writer still writing meets a closed pipe and stops
 		unpacked <- err
 	}()
@@ -187,7 +228,7 @@ func archiveInto(ctx context.Context, main workspace.Workspace, commit, dir stri
 	if err != nil {
 		pw.Close()
 		<-unpacked
-		return err
+		return st, err
 	}
 	defer null.Close()
 	var errb limitedBuffer
@@ -198,22 +239,22 @@ func archiveInto(ctx context.Context, main workspace.Workspace, commit, dir stri
 	uerr := <-unpacked
 	switch {
 	case uerr != nil && (err != nil || code != 0):
-		return uerr // what stopped the archive: its reader is gone
+		return st, uerr // what stopped the archive: its reader is gone
 	case err != nil:
-		return fmt.Errorf("git archive: %w", err)
+		return st, fmt.Errorf("git archive: %w", err)
 	case code == 5:
-		return fmt.Errorf("%w: the project's objects are not all in its repository (%s)", ErrNoBase, truncate(errb.String()))
+		return st, fmt.Errorf("%w: the project's objects are not all in its repository (%s)", ErrNoBase, truncate(errb.String()))
 	case code != 0:
-		return fmt.Errorf("git archive exited %d: %s", code, truncate(errb.String()))
+		return st, fmt.Errorf("git archive exited %d: %s", code, truncate(errb.String()))
 	}
-	return uerr
+	return st, uerr
 }
 
 // unpackCheckout extracts the tar r (git archive's) into dir, refusing
 // what a checkout never has: only directories, regular files and
 // symlinks pass, and no name a layer's extraction would take for a
 // whiteout (such a project keeps its checkout in the workspace).
-func unpackCheckout(r io.Reader, dir string) error {
+func unpackCheckout(r io.Reader, dir string) (image.Stats, error) {
 	pr, pw := io.Pipe()
 	checked := make(chan error, 1)
 	go func() {
@@ -221,15 +262,15 @@ func unpackCheckout(r io.Reader, dir string) error {
 		pw.CloseWithError(err)
 		checked <- err
 	}()
-	_, err := image.Unpack(pr, dir, 0)
+	st, err := image.Unpack(pr, dir, 0)
 	if err == nil {
 		io.Copy(io.Discard, pr) // the end of the tar, which Unpack need not read
 	}
 	pr.CloseWithError(errors.New("unpack stopped"))
 	if cerr := <-checked; cerr != nil {
-		return cerr
+		return st, cerr
 	}
-	return err
+	return st, err
 }
 
 // checkCheckout copies the tar r to w, entry by entry, failing at the
@@ -383,7 +424,6 @@ func cloneEntry(sfd, dfd int, name, rel string, s *CloneStats) error {
 		} else if err != nil {
 			return fmt.Errorf("%s: %w", rel, err)
 		}
-		s.Files++
 		return unix.UtimesNanoAt(dfd, name, times, unix.AT_SYMLINK_NOFOLLOW)
 	}
 	return nil // a base holds nothing else

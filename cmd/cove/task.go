@@ -101,9 +101,9 @@ func taskHere(c *cli.Context, m *task.Manager, b workspace.Backend, name string)
 	if populate {
 		go func() { shared <- m.Share(c.Context, main, r) }()
 		if s, err := m.CopyBase(c.Context, main, r); err == nil {
-			copied, files = true, "copied from the base's checkout"
-			if s.Shared > 0 {
-				files = fmt.Sprintf("%s, %d of %d sharing its data", files, s.Shared, s.Files)
+			copied, files = true, "written from the base's archive"
+			if s.Kept {
+				files = fmt.Sprintf("cloned from the base's checkout, %d of %d sharing their data", s.Shared, s.Files)
 			}
 		} else if !errors.Is(err, task.ErrNoBase) {
 			fmt.Fprintf(c.App.ErrWriter, "cove: task %s: its files are checked out in its workspace: %v\n", name, err)

@@ -99,12 +99,84 @@ func hostGit(t *testing.T, dir string, args ...string) string {
 // tree is untouched, merging two leaves exactly their changes in the
 // project, and discarding two leaves no workspace, tree or branch of
 // them. As root, and rootless (covetest, with subordinate ids).
+//
+// cove's root is on XFS (a loop device): the tasks' files are clones of
+// one checkout of their base, kept while a task is on it. The other task
+// tests run on this machine's ext4, where each tree gets the base's
+// archive.
 func TestTasksWorkApartAndMerge(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git here to make the test's project")
 	}
-	bothWays(t, tasksScenario)
+	bothWaysOnXFS(t, tasksScenario)
+}
+
+// xfsMount mounts a new XFS file system (reflink on, 2 GiB sparse, on a loop
+// device) at dir, unmounted when the test is done.
+func xfsMount(t *testing.T, dir string) {
+	t.Helper()
+	mkfs, err := exec.LookPath("mkfs.xfs")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("no mkfs.xfs: scripts/test.sh installs xfsprogs")
+		}
+		t.Skip("no mkfs.xfs (Debian's xfsprogs) here")
+	}
+	img := filepath.Join(t.TempDir(), "xfs.img")
+	if err := os.WriteFile(img, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(img, 2<<30); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(mkfs, "-q", "-m", "reflink=1", img).CombinedOutput(); err != nil {
+		t.Fatalf("mkfs.xfs: %v %s", err, out)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-o", "loop", img, dir).CombinedOutput(); err != nil {
+		t.Fatalf("mount %s: %v %s", dir, err, out)
+	}
+	t.Cleanup(func() {
+		if exec.Command("umount", dir).Run() != nil {
+			exec.Command("umount", "-l", dir).Run()
+		}
+	})
+}
+
+// bothWaysOnXFS is bothWays with cove's root and the project on an XFS
+// file system of their own.
+func bothWaysOnXFS(t *testing.T, scenario func(t *testing.T, root, project string, cove func(args ...string) *exec.Cmd)) {
+	t.Run("root", func(t *testing.T) {
+		fs := filepath.Join(rootlessBase(t, "cove-tasks-xfs-"), "xfs")
+		xfsMount(t, fs)
+		root, project := filepath.Join(fs, "root"), filepath.Join(fs, "project")
+		for _, d := range []string{root, project} {
+			os.Mkdir(d, 0o700)
+		}
+		scenario(t, root, project, func(args ...string) *exec.Cmd {
+			cmd, _, _ := coveProc(root, args...)
+			return cmd
+		})
+	})
+	t.Run("rootless", func(t *testing.T) {
+		ru := needRangedUser(t)
+		fs := filepath.Join(rootlessBase(t, "cove-tasks-xfs-"), "xfs")
+		xfsMount(t, fs)
+		os.Chmod(fs, 0o755)
+		root, project := filepath.Join(fs, "root"), filepath.Join(fs, "project")
+		for _, d := range []string{root, project} {
+			os.Mkdir(d, 0o700)
+			os.Chown(d, ru.uid, ru.gid)
+		}
+		scenario(t, root, project, func(args ...string) *exec.Cmd {
+			cmd, _, _ := coveProc(root, args...)
+			asTestUser(cmd, ru.u, ru.uid, ru.gid)
+			return cmd
+		})
+	})
 }
 
 // failingTest is test i of the tasks' project: it passes once values.sh
@@ -231,8 +303,9 @@ func tasksScenario(t *testing.T, root, project string, cove func(args ...string)
 				return
 			}
 			took[i] = time.Since(start)
-			if !strings.Contains(errb.String(), "(its files copied from the base's checkout") {
-				t.Errorf("task t%d: its files were not copied from the base's checkout: %q", i, errb.String())
+			// 7 files: test1-4.sh, values.sh, run.sh, lib/deep/notes.txt.
+			if !strings.Contains(errb.String(), "(its files cloned from the base's checkout, 7 of 7 sharing their data)") {
+				t.Errorf("task t%d: its files were not cloned from the base's checkout: %q", i, errb.String())
 			}
 			if rs := srv.Requests(); len(rs) != len(script)+1 || !strings.Contains(strings.Join(rs[2].ToolResults(t), "\n"), fmt.Sprintf("ok %d", i)) {
 				t.Errorf("task t%d: its test did not pass in its workspace: %d requests\n%s", i, len(rs), errb.String())
@@ -605,6 +678,15 @@ func TestTaskLifecycleSeesTheProject(t *testing.T) {
 		}
 		if rs := srv.Requests(); len(rs) != 2 || !strings.Contains(strings.Join(rs[1].ToolResults(t), "\n"), "value1=wrong") {
 			t.Errorf("the task's postCreateCommand did not see the project's files: %d requests\n%s", len(rs), errb.String())
+		}
+		// On ext4, no file's data can be shared: the tree got the
+		// base's archive, and no checkout of the base is kept.
+		if !strings.Contains(errb.String(), "(its files written from the base's archive)") {
+			t.Errorf("cove agent --task t1 on ext4 says: %q", errb.String())
+		}
+		m := &task.Manager{Project: project, Data: filepath.Join(root, "data")}
+		if _, err := os.Stat(filepath.Dir(m.BaseDir(strings.Repeat("0", 40)))); !os.IsNotExist(err) {
+			t.Errorf("a checkout of the base kept on ext4: %v", err)
 		}
 	})
 }
