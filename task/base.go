@@ -18,21 +18,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// A task's tree gets its base's files here, before its workspace starts
-// (its lifecycle commands find the project's files), rather than from a
-// git checkout in the workspace once it has started. They come from a tar
-// of the commit the project's workspace writes (git archive, the
-// project's export attributes set aside, so that it holds what a checkout
-// holds), extracted as an image layer is (every entry resolved inside, no
-// link followed, only directories, files and symlinks kept).
-//
-// Where the tasks' file system shares extents (XFS, btrfs: FICLONE), the
-// tar is extracted once per base commit into a checkout kept beside the
-// project's tasks (.base/COMMIT; never bound into any workspace, removed
-// with the last task on that commit), and each task's tree is a clone of
-// it: no file's data is written again, and a task takes no space for a
-// file until it changes it. Elsewhere a kept checkout would only be
-// copied again for every task: each tree gets the tar itself.
+// Where the tasks' file system shares extents (XFS, btrfs: FICLONE), a
+// task's tree gets its base's files here, before its workspace starts: a
+// clone of a checkout of the base kept once per base commit beside the
+// project's tasks (.base/COMMIT), so that no file's data is written again
+// and a task takes no space for a file until it changes it; git then
+// only sets the task's branch and index on them. The kept checkout is
+// made here from a tar of the commit the project's workspace writes (git
+// archive, the project's export attributes set aside, so that it holds
+// what a checkout holds), extracted as an image layer is (every entry
+// resolved inside, no link followed, only directories, files and
+// symlinks kept); it is never bound into any workspace, and goes with the
+// last task on its commit. Elsewhere (ext4) a kept checkout would only be
+// copied again for every task, and writing the files here is slower than
+// git checkout in the task's workspace: that checks them out, before its
+// lifecycle commands run (workspace.Spec.Prepare).
 
 // ErrNoBase says the project's base cannot be kept as a checkout here:
 // the task's workspace checks its files out itself.
@@ -56,43 +56,35 @@ func (m *Manager) lockBases() (unlock func(), err error) {
 	return func() { f.Close() }, nil
 }
 
-// CloneStats says what CopyBase wrote: regular files and their bytes; whether
-// from the base's checkout kept here (Kept), and then how many files
-// share their data with it (FICLONE) rather than copy it.
+// CloneStats says what CopyBase wrote: regular files and their bytes,
+// and how many files share their data with the base's (FICLONE) rather
+// than copy it.
 type CloneStats struct {
 	Files, Shared int
 	Bytes         int64
-	Kept          bool
 }
 
 // CopyBase makes the task's tree hold the files of its base, as a
 // checkout would (for Populate to set the branch and index on): cloned
-// from the base's checkout kept here (made first if this is the first
-// task on that commit) where the file system shares extents, else
-// extracted from the project's archive of the commit. What the tree has
-// already (its .devcontainer) is kept, or written again alike. An error
-// wrapping ErrNoBase means the tar cannot be had or taken (the project's
-// objects are not all there to read, a name a layer would take for a
-// whiteout): the tree is left for a checkout in the workspace.
+// from the base's checkout kept here, made first if this is the first
+// task on that commit. What the tree has already (its .devcontainer) is
+// kept. An error wrapping ErrNoBase means the files are better checked
+// out in the workspace: they cannot share their data here, or the base
+// cannot be had as a tar (the project's objects are not all there to
+// read, a name a layer would take for a whiteout).
 func (m *Manager) CopyBase(ctx context.Context, main workspace.Workspace, r Record) (CloneStats, error) {
-	tree := m.Tree(r.Name)
 	if !validCommit(r.Base) {
 		return CloneStats{}, fmt.Errorf("%w: %q is not a commit's name", ErrNoBase, r.Base)
 	}
+	tree := m.Tree(r.Name)
 	if !sharesExtents(filepath.Dir(tree)) {
-		st, err := archiveInto(ctx, main, r.Base, tree)
-		if err != nil {
-			return CloneStats{}, fmt.Errorf("the base %s: %w", r.Base[:12], err)
-		}
-		return CloneStats{Files: st.Files, Bytes: st.Bytes}, nil
+		return CloneStats{}, fmt.Errorf("%w: files cannot share their data in %s", ErrNoBase, filepath.Dir(tree))
 	}
 	dir, err := m.base(ctx, main, r.Base)
 	if err != nil {
 		return CloneStats{}, err
 	}
-	st, err := cloneTree(dir, tree)
-	st.Kept = true
-	return st, err
+	return cloneTree(dir, tree)
 }
 
 // sharesExtents says whether files in dir can share their data (FICLONE

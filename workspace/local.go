@@ -230,6 +230,9 @@ func (lo *Local) startWorkspace(ctx context.Context, w *start) (*container.State
 		note.step("the entrypoint (and the service's command)")
 		err = lo.startEntrypoints(ctx, st, w.dc, w.imageCfg)
 	}
+	if err == nil && w.s.Prepare != nil {
+		err = w.s.Prepare(ctx, &LocalWorkspace{lo: lo, State: st})
+	}
 	note.step("the lifecycle commands (onCreate, postCreate, postStart)")
 	if err == nil {
 		err = lo.lifecycle(ctx, st, w.dc, w.layerDir, w.wsEnv, true, w.s.Attach)

@@ -114,6 +114,14 @@ type Spec struct {
 	// share it (a cluster's) leaves it out: the task copies the history.
 	// Kept with the workspace: a later start shares it again.
 	Origin string
+	// Prepare, when set, runs on a start that makes the workspace run
+	// (not when it runs already), once its container and IDE server are
+	// up and before its lifecycle commands: a task's checkout, which
+	// onCreateCommand and postCreateCommand then find, as they find the
+	// project's files in its own workspace. Its error stops the start as
+	// a lifecycle command's does. A backend that cannot (a cluster's)
+	// leaves it to the caller.
+	Prepare func(ctx context.Context, ws Workspace) error `json:"-"`
 }
 
 // OriginObjects is where a task's workspace sees its project's git

@@ -92,31 +92,38 @@ func taskHere(c *cli.Context, m *task.Manager, b workspace.Backend, name string)
 		return nil, false, err
 	}
 	// The project readies its history for the task while its files are
-	// copied here, before the task's workspace starts: its lifecycle
-	// commands find them. A task whose first start stopped on the way
-	// (Pending) is made now.
+	// cloned here (where they can share their data) and its workspace
+	// starts; the branch and its files are made in the workspace before
+	// its lifecycle commands run, which find them as in the project's. A
+	// task whose first start stopped on the way (Pending) is made now.
 	populate := created || r.Pending
-	shared := make(chan task.Shared, 1)
-	copied, files := false, "checked out"
+	var prepare func(ctx context.Context, ws workspace.Workspace) error
+	prepared := false
+	files := "checked out"
 	if populate {
+		shared := make(chan task.Shared, 1)
 		go func() { shared <- m.Share(c.Context, main, r) }()
+		copied := false
 		if s, err := m.CopyBase(c.Context, main, r); err == nil {
-			copied, files = true, "written from the base's archive"
-			if s.Kept {
-				files = fmt.Sprintf("cloned from the base's checkout, %d of %d sharing their data", s.Shared, s.Files)
-			}
+			copied, files = true, fmt.Sprintf("cloned from the base's checkout, %d of %d sharing their data", s.Shared, s.Files)
 		} else if !errors.Is(err, task.ErrNoBase) {
 			fmt.Fprintf(c.App.ErrWriter, "cove: task %s: its files are checked out in its workspace: %v\n", name, err)
 		}
+		prepare = func(ctx context.Context, ws workspace.Workspace) error {
+			prepared = true
+			return m.Populate(ctx, main, ws, r, <-shared, copied)
+		}
 	}
-	tw, started, err = ensureOrigin(c, b, m.Tree(name), m.Project)
+	tw, started, err = ensureOrigin(c, b, m.Tree(name), m.Project, prepare)
 	if err != nil {
 		return nil, false, fmt.Errorf("task %s: its workspace: %w", name, err)
 	}
 	if populate {
-		if err := m.Populate(c.Context, main, tw, r, <-shared, copied); err != nil {
-			keptRunningNote(c, tw, started)
-			return nil, false, err
+		if !prepared { // its workspace ran already
+			if err := prepare(c.Context, tw); err != nil {
+				keptRunningNote(c, tw, started)
+				return nil, false, err
+			}
 		}
 		fmt.Fprintf(c.App.ErrWriter, "cove: task %s: branch %s from %s, in the workspace %s (its files %s)\n", name, r.Branch(), r.Base[:12], tw.Name(), files)
 	}

@@ -642,10 +642,11 @@ func TestTaskPanelListsNewTasksAgents(t *testing.T) {
 }
 
 // TestTaskLifecycleSeesTheProject: a task's workspace runs the
-// project's postCreateCommand on the project's files (its base's, copied
-// into its tree before the workspace starts), as the project's own
-// workspace does; it ran on an empty tree when each task checked its
-// files out after its start. As root and rootless.
+// project's postCreateCommand on the project's files and the task's
+// branch (checked out before its lifecycle commands), as the project's
+// own workspace does; it ran on an empty tree when each task checked its
+// files out after its start. As root and rootless, on ext4 (no file's
+// data shared: the files are checked out, no checkout of the base kept).
 func TestTaskLifecycleSeesTheProject(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
@@ -657,7 +658,7 @@ func TestTaskLifecycleSeesTheProject(t *testing.T) {
 		os.MkdirAll(filepath.Join(project, ".devcontainer"), 0o755)
 		gitProject(t, project, map[string]string{
 			"values.sh":                       "value1=wrong\n",
-			".devcontainer/devcontainer.json": fmt.Sprintf(`{"image": %q, "postCreateCommand": "cat values.sh > /tmp/seen-at-create"}`, img),
+			".devcontainer/devcontainer.json": fmt.Sprintf(`{"image": %q, "postCreateCommand": "cat values.sh > /tmp/seen-at-create && git -c safe.directory='*' branch --show-current >> /tmp/seen-at-create"}`, img),
 		})
 		if r := run("up", "--detach", "--no-browser", project); r.code != 0 {
 			t.Fatalf("cove up: %d\n%s", r.code, r.stderr)
@@ -676,12 +677,10 @@ func TestTaskLifecycleSeesTheProject(t *testing.T) {
 		if err := cmd.Run(); err != nil || out.String() != "Seen.\n" {
 			t.Fatalf("cove agent --task t1: %v, %q\n%s", err, out.String(), errb.String())
 		}
-		if rs := srv.Requests(); len(rs) != 2 || !strings.Contains(strings.Join(rs[1].ToolResults(t), "\n"), "value1=wrong") {
+		if rs := srv.Requests(); len(rs) != 2 || !strings.Contains(strings.Join(rs[1].ToolResults(t), "\n"), "value1=wrong\ncove/task/t1") {
 			t.Errorf("the task's postCreateCommand did not see the project's files: %d requests\n%s", len(rs), errb.String())
 		}
-		// On ext4, no file's data can be shared: the tree got the
-		// base's archive, and no checkout of the base is kept.
-		if !strings.Contains(errb.String(), "(its files written from the base's archive)") {
+		if !strings.Contains(errb.String(), "(its files checked out)") {
 			t.Errorf("cove agent --task t1 on ext4 says: %q", errb.String())
 		}
 		m := &task.Manager{Project: project, Data: filepath.Join(root, "data")}

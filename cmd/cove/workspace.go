@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -159,12 +160,14 @@ func workspaceSpec(c *cli.Context, dir string) (workspace.Spec, error) {
 // running; started says it was not (on a cluster: always, the Pod's sync
 // was not running).
 func ensure(c *cli.Context, b workspace.Backend, dir string) (ws workspace.Workspace, started bool, err error) {
-	return ensureOrigin(c, b, dir, "")
+	return ensureOrigin(c, b, dir, "", nil)
 }
 
 // ensureOrigin is ensure for a task's tree: its workspace shares the git
-// objects of the project origin (workspace.Spec.Origin).
-func ensureOrigin(c *cli.Context, b workspace.Backend, dir, origin string) (ws workspace.Workspace, started bool, err error) {
+// objects of the project origin (workspace.Spec.Origin), and prepare
+// (nil: nothing) runs before its lifecycle commands on a start
+// (workspace.Spec.Prepare).
+func ensureOrigin(c *cli.Context, b workspace.Backend, dir, origin string, prepare func(context.Context, workspace.Workspace) error) (ws workspace.Workspace, started bool, err error) {
 	made, err := remember(c, b, dir)
 	if err != nil {
 		return nil, false, err
@@ -173,7 +176,7 @@ func ensureOrigin(c *cli.Context, b workspace.Backend, dir, origin string) (ws w
 	if err != nil {
 		return nil, false, err
 	}
-	s.Made, s.Origin = made, origin
+	s.Made, s.Origin, s.Prepare = made, origin, prepare
 	started = !b.Running(dir)
 	ws, err = b.Ensure(c.Context, s)
 	return ws, started, err

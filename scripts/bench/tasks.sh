@@ -92,12 +92,14 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 fs_note="$(stat -f -c %T "$tmp") (the machine's own)"
+disk_note="what \`du\` finds added"
 if [ "${FS:-}" = xfs ]; then
 	truncate -s 4G "$tmp.xfs.img"
 	mkfs.xfs -q -m reflink=1 "$tmp.xfs.img" || die "mkfs.xfs failed"
 	mount -o loop "$tmp.xfs.img" "$tmp" || die "mount of the XFS image failed"
 	rm -f "$tmp.xfs.img" # the loop device holds it
 	fs_note="xfs (reflink, a loop device)"
+	disk_note="what the file system says it uses more (\`df\`: data two files share counted once)"
 fi
 
 cove_rev=$(build_cove "$repo" "$cove") || exit 1
@@ -155,7 +157,12 @@ log "project: $project_src at $(git -C "$tmp/project" rev-parse --short HEAD), $
 "$cove" pull -q "$img" >/dev/null
 secs() { python3 -c "import sys; print('%.2f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$1" "$2"; }
 now() { date +%s.%N; }
+# Disk used: what du finds (ext4), or on XFS what the file system says it
+# uses (df), which counts data two files share once (du counts it twice).
 kib() { { du -sk "$COVE_ROOT" "$tmp"/copy* 2>/dev/null || true; } | awk '{s += $1} END {print s + 0}'; }
+if [ "${FS:-}" = xfs ]; then
+	kib() { sync -f "$tmp"; df -k --output=used "$tmp" | tail -1 | tr -d ' '; }
+fi
 
 t0=$(now)
 "$cove" up --detach --no-browser --image "$img" "$tmp/project" >/dev/null 2>&1 || die "cove up of the project failed"
@@ -167,15 +174,18 @@ if [ -x "$base_cove" ]; then
 		die "cove up of the project by the base build failed"
 fi
 
+# used ROOT: the disk used under ROOT (du), or on XFS by the file system.
+used() { if [ "${FS:-}" = xfs ]; then kib; else du -sk "$1" | cut -f1; fi; }
+
 # run_task COVE ROOT PROJECT I: task tI of PROJECT by COVE with its
 # COVE_ROOT; sets started_s (until cove says the task's branch is made in
 # its workspace, the agent about to run: that line's time is noted as it
 # comes), task_s (the whole run: the agent's first answer and the commit)
-# and task_kib (what du finds added under ROOT).
+# and task_kib (the disk it added: used).
 run_task() {
 	local c=$1 root=$2 project=$3 i=$4 before answer out mark
 	out=$tmp/agent-${root##*/}-$i.log mark=$tmp/started-${root##*/}-$i
-	before=$(du -sk "$root" | cut -f1)
+	before=$(used "$root")
 	t0=$(now)
 	answer=$(COVE_ROOT=$root "$c" agent --yes --image "$img" --task "t$i" -p "task $i" "$project" </dev/null \
 		2> >(while IFS= read -r line; do
@@ -188,7 +198,7 @@ run_task() {
 	for _ in $(seq 100); do [ -s "$mark" ] && break; sleep 0.01; done
 	[ -s "$mark" ] || die "cove agent --task t$i ($c) did not say its branch was made: $(tail -5 "$out")"
 	started_s=$(secs "$t0" "$(cat "$mark")")
-	task_kib=$(($(du -sk "$root" | cut -f1) - before))
+	task_kib=$(($(used "$root") - before))
 }
 
 rows=()
@@ -222,7 +232,7 @@ done
 	echo "The project's own workspace started in ${main_up}s. Each row starts task N (\`cove agent --task tN -p\`, a scripted model answering at once):"
 	echo "started is until cove says the task's branch is checked out in its workspace, its agent about to run; the whole run adds the agent's"
 	echo "first answer and the commit. The base build ($base_rev) makes the same tasks on a clone of its own, just before. Then, to compare, a full copy"
-	echo "of the project (\`cp -a\`) and a fresh workspace on it (\`cove up --detach\`). Disk: what \`du\` finds added."
+	echo "of the project (\`cp -a\`) and a fresh workspace on it (\`cove up --detach\`). Disk: $disk_note."
 	echo
 	echo "| N | task started (s) | task, whole run (s) | task (KiB) | base: started (s) | base: whole run (s) | base: task (KiB) | cp -a (s) | cp -a (KiB) | fresh workspace (s) | fresh workspace (KiB) | copy + workspace (s) | copy + workspace (KiB) |"
 	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
