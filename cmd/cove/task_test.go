@@ -149,34 +149,12 @@ func xfsMount(t *testing.T, dir string) {
 // bothWaysOnXFS is bothWays with cove's root and the project on an XFS
 // file system of their own.
 func bothWaysOnXFS(t *testing.T, scenario func(t *testing.T, root, project string, cove func(args ...string) *exec.Cmd)) {
-	t.Run("root", func(t *testing.T) {
-		fs := filepath.Join(rootlessBase(t, "cove-tasks-xfs-"), "xfs")
-		xfsMount(t, fs)
-		root, project := filepath.Join(fs, "root"), filepath.Join(fs, "project")
-		for _, d := range []string{root, project} {
-			os.Mkdir(d, 0o700)
-		}
-		scenario(t, root, project, func(args ...string) *exec.Cmd {
-			cmd, _, _ := coveProc(root, args...)
-			return cmd
-		})
-	})
-	t.Run("rootless", func(t *testing.T) {
-		ru := needRangedUser(t)
+	bothWaysIn(t, func(t *testing.T) string {
 		fs := filepath.Join(rootlessBase(t, "cove-tasks-xfs-"), "xfs")
 		xfsMount(t, fs)
 		os.Chmod(fs, 0o755)
-		root, project := filepath.Join(fs, "root"), filepath.Join(fs, "project")
-		for _, d := range []string{root, project} {
-			os.Mkdir(d, 0o700)
-			os.Chown(d, ru.uid, ru.gid)
-		}
-		scenario(t, root, project, func(args ...string) *exec.Cmd {
-			cmd, _, _ := coveProc(root, args...)
-			asTestUser(cmd, ru.u, ru.uid, ru.gid)
-			return cmd
-		})
-	})
+		return fs
+	}, scenario)
 }
 
 // failingTest is test i of the tasks' project: it passes once values.sh
@@ -208,27 +186,35 @@ func runner(t *testing.T, cove func(args ...string) *exec.Cmd) func(args ...stri
 // bothWays runs scenario as root and rootless (covetest, with
 // subordinate ids), each with its own cove root and project.
 func bothWays(t *testing.T, scenario func(t *testing.T, root, project string, cove func(args ...string) *exec.Cmd)) {
-	t.Run("root", func(t *testing.T) {
-		root := t.TempDir()
-		scenario(t, root, t.TempDir(), func(args ...string) *exec.Cmd {
-			cmd, _, _ := coveProc(root, args...)
-			return cmd
+	bothWaysIn(t, func(t *testing.T) string { return rootlessBase(t, "cove-tasks-") }, scenario)
+}
+
+// bothWaysIn is bothWays with cove's root and the project in the
+// directory dir makes (for the test, removed after it).
+func bothWaysIn(t *testing.T, dir func(t *testing.T) string, scenario func(t *testing.T, root, project string, cove func(args ...string) *exec.Cmd)) {
+	for _, rootless := range []bool{false, true} {
+		t.Run(map[bool]string{false: "root", true: "rootless"}[rootless], func(t *testing.T) {
+			var ru rootlessUser
+			if rootless {
+				ru = needRangedUser(t)
+			}
+			base := dir(t)
+			root, project := filepath.Join(base, "root"), filepath.Join(base, "project")
+			for _, d := range []string{root, project} {
+				os.Mkdir(d, 0o700)
+				if rootless {
+					os.Chown(d, ru.uid, ru.gid)
+				}
+			}
+			scenario(t, root, project, func(args ...string) *exec.Cmd {
+				cmd, _, _ := coveProc(root, args...)
+				if rootless {
+					asTestUser(cmd, ru.u, ru.uid, ru.gid)
+				}
+				return cmd
+			})
 		})
-	})
-	t.Run("rootless", func(t *testing.T) {
-		ru := needRangedUser(t)
-		base := rootlessBase(t, "cove-tasks-")
-		root, project := filepath.Join(base, "root"), filepath.Join(base, "project")
-		for _, d := range []string{root, project} {
-			os.Mkdir(d, 0o700)
-			os.Chown(d, ru.uid, ru.gid)
-		}
-		scenario(t, root, project, func(args ...string) *exec.Cmd {
-			cmd, _, _ := coveProc(root, args...)
-			asTestUser(cmd, ru.u, ru.uid, ru.gid)
-			return cmd
-		})
-	})
+	}
 }
 
 // gitProject makes project a git repository of files (names to
