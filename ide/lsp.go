@@ -186,8 +186,7 @@ func (l *languages) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	defer l.stop(name, p)
 	go keepalive(ctx, c, l.keepalive)
-	code, why := relayLSP(ctx, c, p, cmp.Or(l.silence, lspSilence))
-	c.Close(code, closeReason(why))
+	relayLSP(ctx, c, p, cmp.Or(l.silence, lspSilence))
 }
 
 // lspProcess is a running language server.
@@ -266,7 +265,8 @@ func (p *lspProcess) endOnce() {
 }
 
 // relayLSP passes messages between the page's WebSocket c and the server
-// p until either ends, and says how it ended (a close code and reason).
+// p until either ends, closes c with how it ended (a close code and
+// reason), and says that.
 func relayLSP(ctx context.Context, c *websocket.Conn, p *lspProcess, silence time.Duration) (websocket.StatusCode, string) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -313,12 +313,18 @@ func relayLSP(ctx context.Context, c *websocket.Conn, p *lspProcess, silence tim
 		}
 		done <- lspEnd{code, why}
 	}()
+	var end lspEnd
 	select {
-	case d := <-done:
-		return d.code, d.why
+	case end = <-done:
 	case <-p.taken:
-		return closeTaken, "another window took the language server over"
+		end = lspEnd{closeTaken, "another window took the language server over"}
 	}
+	// Closed here, before the reads' context ends: a Read whose context
+	// is cancelled drops the connection at once, and the close frame
+	// with the code (the one that has the page start the server again)
+	// would not reach the page; under load it did not.
+	c.Close(end.code, closeReason(end.why))
+	return end.code, end.why
 }
 
 // lspEnd is how a relay ended: the close code and reason the page gets.
