@@ -32,7 +32,9 @@ import (
 // last task on its commit. Elsewhere (ext4) a kept checkout would only be
 // copied again for every task, and writing the files here is slower than
 // git checkout in the task's workspace: that checks them out, before its
-// lifecycle commands run (workspace.Spec.Prepare).
+// lifecycle commands run (workspace.Spec.Prepare), unless the workspace
+// needs them to start (its image built from the project, an
+// initializeCommand): then its tree gets the tar itself, here.
 
 // ErrNoBase says the project's base cannot be kept as a checkout here:
 // the task's workspace checks its files out itself.
@@ -56,35 +58,49 @@ func (m *Manager) lockBases() (unlock func(), err error) {
 	return func() { f.Close() }, nil
 }
 
-// CloneStats says what CopyBase wrote: regular files and their bytes,
-// and how many files share their data with the base's (FICLONE) rather
-// than copy it.
+// CloneStats says what CopyBase wrote: files and their bytes; whether
+// they are clones of the base's checkout kept here (Kept), and then how
+// many regular files share their data with it (FICLONE) rather than copy
+// it.
 type CloneStats struct {
 	Files, Shared int
 	Bytes         int64
+	Kept          bool
 }
 
 // CopyBase makes the task's tree hold the files of its base, as a
-// checkout would (for Populate to set the branch and index on): cloned
-// from the base's checkout kept here, made first if this is the first
-// task on that commit. What the tree has already (its .devcontainer) is
-// kept. An error wrapping ErrNoBase means the files are better checked
-// out in the workspace: they cannot share their data here, or the base
-// cannot be had as a tar (the project's objects are not all there to
-// read, a name a layer would take for a whiteout).
-func (m *Manager) CopyBase(ctx context.Context, main workspace.Workspace, r Record) (CloneStats, error) {
+// checkout would (for Populate to set the branch and index on), before
+// its workspace starts: cloned from the base's checkout kept here (made
+// first if this is the first task on that commit) where files share
+// their data; else, when the workspace needs them to start (early: see
+// workspace.FilesBeforeStart), extracted from the project's archive of
+// the commit. What the tree has already (its .devcontainer) is kept, or
+// written again alike. An error wrapping ErrNoBase means the files are
+// better checked out in the workspace: nothing is gained here, or the
+// base cannot be had as a tar (the project's objects are not all there
+// to read, a name a layer would take for a whiteout).
+func (m *Manager) CopyBase(ctx context.Context, main workspace.Workspace, r Record, early bool) (CloneStats, error) {
 	if !validCommit(r.Base) {
 		return CloneStats{}, fmt.Errorf("%w: %q is not a commit's name", ErrNoBase, r.Base)
 	}
 	tree := m.Tree(r.Name)
 	if !sharesExtents(filepath.Dir(tree)) {
-		return CloneStats{}, fmt.Errorf("%w: files cannot share their data in %s", ErrNoBase, filepath.Dir(tree))
+		if !early {
+			return CloneStats{}, fmt.Errorf("%w: files cannot share their data in %s", ErrNoBase, filepath.Dir(tree))
+		}
+		st, err := archiveInto(ctx, main, r.Base, tree)
+		if err != nil {
+			return CloneStats{}, fmt.Errorf("the base %s: %w", r.Base[:12], err)
+		}
+		return CloneStats{Files: st.Files, Bytes: st.Bytes}, nil
 	}
 	dir, err := m.base(ctx, main, r.Base)
 	if err != nil {
 		return CloneStats{}, err
 	}
-	return cloneTree(dir, tree)
+	st, err := cloneTree(dir, tree)
+	st.Kept = true
+	return st, err
 }
 
 // sharesExtents says whether files in dir can share their data (FICLONE

@@ -36,6 +36,26 @@ func devcontainerOptions(s Spec) devcontainer.Options {
 	return devcontainer.Options{ConfigPath: s.Config, Home: home, Getenv: os.Getenv}
 }
 
+// FilesBeforeStart says whether s.Dir's workspace reads the project's
+// files before its container runs: its initializeCommand (run in the
+// project, on this machine), an image built with the project as its
+// context (build, Compose), or bind mounts that may name paths inside it
+// (the last two only once the user trusts the file). A devcontainer.json
+// that cannot be read says yes: the start will say why.
+func FilesBeforeStart(s Spec) bool {
+	dc, err := devcontainer.Load(s.Dir, devcontainerOptions(s))
+	if err != nil {
+		return true
+	}
+	if dc == nil {
+		return false
+	}
+	if dc.InitializeCommand != nil || dc.Build != nil || dc.DockerComposeFile != nil {
+		return true
+	}
+	return slices.ContainsFunc(dc.Mounts, func(m devcontainer.Mount) bool { return m.Type == "bind" })
+}
+
 // trust records that the user trusts the project's devcontainer.json as
 // it is now, and shows what that lets take effect (when: now, or at the
 // next start of a workspace that runs), each host path as it is bound.

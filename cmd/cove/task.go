@@ -104,8 +104,12 @@ func taskHere(c *cli.Context, m *task.Manager, b workspace.Backend, name string)
 		shared := make(chan task.Shared, 1)
 		go func() { shared <- m.Share(c.Context, main, r) }()
 		copied := false
-		if s, err := m.CopyBase(c.Context, main, r); err == nil {
-			copied, files = true, fmt.Sprintf("cloned from the base's checkout, %d of %d sharing their data", s.Shared, s.Files)
+		early := workspace.FilesBeforeStart(workspace.Spec{Dir: m.Tree(name), Config: c.String("config")})
+		if s, err := m.CopyBase(c.Context, main, r, early); err == nil {
+			copied, files = true, "written from the base's archive: its workspace needs them to start"
+			if s.Kept {
+				files = fmt.Sprintf("cloned from the base's checkout, %d of %d sharing their data", s.Shared, s.Files)
+			}
 		} else if !errors.Is(err, task.ErrNoBase) {
 			fmt.Fprintf(c.App.ErrWriter, "cove: task %s: its files are checked out in its workspace: %v\n", name, err)
 		}

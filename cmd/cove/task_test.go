@@ -675,3 +675,49 @@ func TestTaskLifecycleSeesTheProject(t *testing.T) {
 		}
 	})
 }
+
+// TestTaskBuildsFromTheProject: a task's workspace whose image is built
+// from a Dockerfile with the project as its context (COPY values.sh)
+// starts: on ext4 its tree gets the base's files from the project's
+// archive before the build, where a checkout in the workspace would come
+// after it; its branch and index are set on them (git status is clean).
+// As root and rootless.
+func TestTaskBuildsFromTheProject(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git here to make the test's project")
+	}
+	bothWays(t, func(t *testing.T, root, project string, cove func(args ...string) *exec.Cmd) {
+		run := runner(t, cove)
+		img := gitImage(t)
+		os.MkdirAll(filepath.Join(project, ".devcontainer"), 0o755)
+		gitProject(t, project, map[string]string{
+			"values.sh":                       "value1=wrong\n",
+			".devcontainer/Dockerfile":        "FROM " + img + "\nCOPY values.sh /opt/values.sh\n",
+			".devcontainer/devcontainer.json": `{"build": {"dockerfile": "Dockerfile", "context": ".."}}`,
+		})
+		if r := run("up", "--detach", "--no-browser", project); r.code != 0 {
+			t.Fatalf("cove up: %d\n%s", r.code, r.stderr)
+		}
+		t.Cleanup(func() { run("task", "discard", "t1", project); run("rm", "-f", project) })
+		srv := llmtest.New(t)
+		srv.Push(
+			toolCall("b", "bash", map[string]any{"command": "cat /opt/values.sh && git -c safe.directory='*' status --porcelain && git -c safe.directory='*' branch --show-current"}),
+			llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "Built."})},
+		)
+		cmd := cove("agent", "--yes", "--task", "t1", "-p", "what did the build copy?", project)
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		cmd.Env = append(cmd.Env, "COVE_BASE_URL="+srv.URL(), "COVE_MODEL=test-model", "COVE_API_KEY=sk-test")
+		cmd.Stdin = strings.NewReader("")
+		if err := cmd.Run(); err != nil || out.String() != "Built.\n" {
+			t.Fatalf("cove agent --task t1: %v, %q\n%s", err, out.String(), errb.String())
+		}
+		if rs := srv.Requests(); len(rs) != 2 || !strings.Contains(strings.Join(rs[1].ToolResults(t), "\n"), "value1=wrong\ncove/task/t1") {
+			t.Errorf("the task's image or tree (the build's copy of values.sh, a clean status, the branch): %d requests\n%s", len(rs), errb.String())
+		}
+		if !strings.Contains(errb.String(), "(its files written from the base's archive: its workspace needs them to start)") {
+			t.Errorf("cove agent --task t1 on ext4 with a build from the project says: %q", errb.String())
+		}
+	})
+}
