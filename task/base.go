@@ -139,12 +139,7 @@ func (m *Manager) base(ctx context.Context, main workspace.Workspace, commit str
 	if fi, err := os.Lstat(dir); err == nil && fi.IsDir() {
 		return dir, nil
 	}
-	// What a killed cove left half made.
-	if old, _ := filepath.Glob(filepath.Join(m.dir(), ".base", "*.new-*")); len(old) > 0 {
-		for _, o := range old {
-			os.RemoveAll(o)
-		}
-	}
+	m.dropUnusedBases()
 	tmp, err := os.MkdirTemp(filepath.Join(m.dir(), ".base"), commit[:12]+".new-")
 	if err != nil {
 		return "", err
@@ -162,6 +157,29 @@ func (m *Manager) base(ctx context.Context, main workspace.Workspace, commit str
 		return "", err
 	}
 	return dir, nil
+}
+
+// dropUnusedBases removes, with the bases locked, what a killed cove left
+// half made (*.new-*) and the checkouts no task is on any more (a discard
+// that failed after its record was gone), so that none is kept for ever.
+func (m *Manager) dropUnusedBases() {
+	ents, err := os.ReadDir(filepath.Join(m.dir(), ".base"))
+	if err != nil {
+		return
+	}
+	rs, err := m.List()
+	if err != nil {
+		return // a record cove cannot read may name any of them
+	}
+	used := map[string]bool{}
+	for _, r := range rs {
+		used[r.Base] = true
+	}
+	for _, e := range ents {
+		if n := e.Name(); e.IsDir() && (strings.Contains(n, ".new-") || validCommit(n) && !used[n]) {
+			os.RemoveAll(filepath.Join(m.dir(), ".base", n))
+		}
+	}
 }
 
 // releaseBase removes the checkout of commit once no task is on it.

@@ -227,3 +227,24 @@ func TestUnpackCheckoutReadsThePadding(t *testing.T) {
 		t.Errorf("the archive's writer: %v", err)
 	}
 }
+
+// The checkouts of bases no task is on, and what a killed cove left half
+// made, go when a base is next made; the one a task is on stays.
+func TestDropUnusedBases(t *testing.T) {
+	m := &Manager{Project: "/p", Data: t.TempDir()}
+	on, off := strings.Repeat("a", 40), strings.Repeat("b", 40)
+	for _, d := range []string{on, off, on[:12] + ".new-123", "lock-not-a-dir"} {
+		if err := os.MkdirAll(filepath.Join(m.BaseDir(on), "..", d, "f"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.save(Record{Name: "t1", Project: "/p", Base: on}); err != nil {
+		t.Fatal(err)
+	}
+	m.dropUnusedBases()
+	for d, want := range map[string]bool{on: true, off: false, on[:12] + ".new-123": false, "lock-not-a-dir": true} {
+		if _, err := os.Stat(filepath.Join(m.BaseDir(on), "..", d)); (err == nil) != want {
+			t.Errorf("%s: kept %v, want %v", d, err == nil, want)
+		}
+	}
+}
