@@ -231,6 +231,7 @@ func (lo *Local) startWorkspace(ctx context.Context, w *start) (*container.State
 		err = lo.startEntrypoints(ctx, st, w.dc, w.imageCfg)
 	}
 	if err == nil && w.s.Prepare != nil {
+		note.step("the project's files in the workspace (a task's branch and checkout)")
 		err = w.s.Prepare(ctx, &LocalWorkspace{lo: lo, State: st})
 	}
 	note.step("the lifecycle commands (onCreate, postCreate, postStart)")
