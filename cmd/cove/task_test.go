@@ -627,61 +627,15 @@ func TestTaskPanelListsNewTasksAgents(t *testing.T) {
 	}
 }
 
-// TestTaskLifecycleSeesTheProject: a task's workspace runs the
-// project's postCreateCommand on the project's files and the task's
-// branch (checked out before its lifecycle commands), as the project's
-// own workspace does; it ran on an empty tree when each task checked its
-// files out after its start. As root and rootless, on ext4 (no file's
-// data shared: the files are checked out, no checkout of the base kept).
-func TestTaskLifecycleSeesTheProject(t *testing.T) {
-	t.Parallel()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git here to make the test's project")
-	}
-	bothWays(t, func(t *testing.T, root, project string, cove func(args ...string) *exec.Cmd) {
-		run := runner(t, cove)
-		img := gitImage(t)
-		os.MkdirAll(filepath.Join(project, ".devcontainer"), 0o755)
-		gitProject(t, project, map[string]string{
-			"values.sh":                       "value1=wrong\n",
-			".devcontainer/devcontainer.json": fmt.Sprintf(`{"image": %q, "postCreateCommand": "cat values.sh > /tmp/seen-at-create && git -c safe.directory='*' branch --show-current >> /tmp/seen-at-create"}`, img),
-		})
-		if r := run("up", "--detach", "--no-browser", project); r.code != 0 {
-			t.Fatalf("cove up: %d\n%s", r.code, r.stderr)
-		}
-		t.Cleanup(func() { run("task", "discard", "t1", project); run("rm", "-f", project) })
-		srv := llmtest.New(t)
-		srv.Push(
-			toolCall("b", "bash", map[string]any{"command": "cat /tmp/seen-at-create"}),
-			llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "Seen."})},
-		)
-		cmd := cove("agent", "--yes", "--task", "t1", "-p", "what did the create command see?", project)
-		var out, errb strings.Builder
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		cmd.Env = append(cmd.Env, "COVE_BASE_URL="+srv.URL(), "COVE_MODEL=test-model", "COVE_API_KEY=sk-test")
-		cmd.Stdin = strings.NewReader("")
-		if err := cmd.Run(); err != nil || out.String() != "Seen.\n" {
-			t.Fatalf("cove agent --task t1: %v, %q\n%s", err, out.String(), errb.String())
-		}
-		if rs := srv.Requests(); len(rs) != 2 || !strings.Contains(strings.Join(rs[1].ToolResults(t), "\n"), "value1=wrong\ncove/task/t1") {
-			t.Errorf("the task's postCreateCommand did not see the project's files: %d requests\n%s", len(rs), errb.String())
-		}
-		if !strings.Contains(errb.String(), "(its files checked out)") {
-			t.Errorf("cove agent --task t1 on ext4 says: %q", errb.String())
-		}
-		m := &task.Manager{Project: project, Data: filepath.Join(root, "data")}
-		if _, err := os.Stat(filepath.Dir(m.BaseDir(strings.Repeat("0", 40)))); !os.IsNotExist(err) {
-			t.Errorf("a checkout of the base kept on ext4: %v", err)
-		}
-	})
-}
-
 // TestTaskBuildsFromTheProject: a task's workspace whose image is built
 // from a Dockerfile with the project as its context (COPY values.sh)
 // starts: on ext4 its tree gets the base's files from the project's
 // archive before the build, where a checkout in the workspace would come
-// after it; its branch and index are set on them (git status is clean).
-// As root and rootless.
+// after it. Its postCreateCommand finds the project's files and the
+// task's branch (made before the lifecycle commands, as the project's own
+// workspace has them); before, it ran on an empty tree, and a task could
+// not start. Its index is set on the files (git status is clean). As
+// root and rootless.
 func TestTaskBuildsFromTheProject(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
@@ -692,9 +646,10 @@ func TestTaskBuildsFromTheProject(t *testing.T) {
 		img := gitImage(t)
 		os.MkdirAll(filepath.Join(project, ".devcontainer"), 0o755)
 		gitProject(t, project, map[string]string{
-			"values.sh":                       "value1=wrong\n",
-			".devcontainer/Dockerfile":        "FROM " + img + "\nCOPY values.sh /opt/values.sh\n",
-			".devcontainer/devcontainer.json": `{"build": {"dockerfile": "Dockerfile", "context": ".."}}`,
+			"values.sh":                "value1=wrong\n",
+			".devcontainer/Dockerfile": "FROM " + img + "\nCOPY values.sh /opt/values.sh\n",
+			".devcontainer/devcontainer.json": `{"build": {"dockerfile": "Dockerfile", "context": ".."},
+				"postCreateCommand": "cat values.sh > /tmp/seen-at-create && git -c safe.directory='*' branch --show-current >> /tmp/seen-at-create"}`,
 		})
 		if r := run("up", "--detach", "--no-browser", project); r.code != 0 {
 			t.Fatalf("cove up: %d\n%s", r.code, r.stderr)
@@ -702,7 +657,7 @@ func TestTaskBuildsFromTheProject(t *testing.T) {
 		t.Cleanup(func() { run("task", "discard", "t1", project); run("rm", "-f", project) })
 		srv := llmtest.New(t)
 		srv.Push(
-			toolCall("b", "bash", map[string]any{"command": "cat /opt/values.sh && git -c safe.directory='*' status --porcelain && git -c safe.directory='*' branch --show-current"}),
+			toolCall("b", "bash", map[string]any{"command": "cat /opt/values.sh /tmp/seen-at-create && git -c safe.directory='*' status --porcelain && git -c safe.directory='*' branch --show-current"}),
 			llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "Built."})},
 		)
 		cmd := cove("agent", "--yes", "--task", "t1", "-p", "what did the build copy?", project)
@@ -713,8 +668,8 @@ func TestTaskBuildsFromTheProject(t *testing.T) {
 		if err := cmd.Run(); err != nil || out.String() != "Built.\n" {
 			t.Fatalf("cove agent --task t1: %v, %q\n%s", err, out.String(), errb.String())
 		}
-		if rs := srv.Requests(); len(rs) != 2 || !strings.Contains(strings.Join(rs[1].ToolResults(t), "\n"), "value1=wrong\ncove/task/t1") {
-			t.Errorf("the task's image or tree (the build's copy of values.sh, a clean status, the branch): %d requests\n%s", len(rs), errb.String())
+		if rs := srv.Requests(); len(rs) != 2 || !strings.Contains(strings.Join(rs[1].ToolResults(t), "\n"), "value1=wrong\nvalue1=wrong\ncove/task/t1\ncove/task/t1") {
+			t.Errorf("the task's image, its postCreateCommand's view, its tree (the build's copy of values.sh, what postCreate saw, a clean status, the branch): %d requests\n%s", len(rs), errb.String())
 		}
 		if !strings.Contains(errb.String(), "(its files written from the base's archive: its workspace needs them to start)") {
 			t.Errorf("cove agent --task t1 on ext4 with a build from the project says: %q", errb.String())
