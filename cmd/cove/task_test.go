@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -673,6 +674,51 @@ func TestTaskBuildsFromTheProject(t *testing.T) {
 		}
 		if !strings.Contains(errb.String(), "(its files written from the base's archive: its workspace needs them to start)") {
 			t.Errorf("cove agent --task t1 on ext4 with a build from the project says: %q", errb.String())
+		}
+	})
+}
+
+// TestTaskMadeAfterAFailedStart: a task whose workspace failed to start
+// (its image could not be pulled) is made when cove agent --task runs
+// again: its branch and files are there (Record.Pending); before, the
+// second run found the task's record and ran the agent in a tree holding
+// only .devcontainer. As root and rootless.
+func TestTaskMadeAfterAFailedStart(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git here to make the test's project")
+	}
+	bothWays(t, func(t *testing.T, root, project string, cove func(args ...string) *exec.Cmd) {
+		run := runner(t, cove)
+		img := gitImage(t)
+		gitProject(t, project, map[string]string{"values.sh": "value1=wrong\n"})
+		if r := run("up", "--detach", "--no-browser", "--image", img, project); r.code != 0 {
+			t.Fatalf("cove up: %d\n%s", r.code, r.stderr)
+		}
+		t.Cleanup(func() { run("task", "discard", "t1", project); run("rm", "-f", project) })
+		srv := llmtest.New(t)
+		missing := testregistry.Addr(t) + "/test/no-such-image:1"
+		first := cove("agent", "--yes", "--image", missing, "--task", "t1", "-p", "first", project)
+		first.Env = append(first.Env, "COVE_BASE_URL="+srv.URL(), "COVE_MODEL=test-model", "COVE_API_KEY=sk-test")
+		var firstErr strings.Builder
+		first.Stdin, first.Stdout, first.Stderr = strings.NewReader(""), io.Discard, &firstErr
+		if err := first.Run(); err == nil || !strings.Contains(firstErr.String(), "no-such-image") {
+			t.Fatalf("cove agent --task t1 with an image that is not there: %v\n%s", err, firstErr.String())
+		}
+		srv.Push(
+			toolCall("b", "bash", map[string]any{"command": "cat values.sh && git -c safe.directory='*' branch --show-current"}),
+			llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "Done."})},
+		)
+		cmd := cove("agent", "--yes", "--image", img, "--task", "t1", "-p", "again", project)
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		cmd.Env = append(cmd.Env, "COVE_BASE_URL="+srv.URL(), "COVE_MODEL=test-model", "COVE_API_KEY=sk-test")
+		cmd.Stdin = strings.NewReader("")
+		if err := cmd.Run(); err != nil || out.String() != "Done.\n" {
+			t.Fatalf("cove agent --task t1 again: %v, %q\n%s", err, out.String(), errb.String())
+		}
+		if rs := srv.Requests(); len(rs) != 2 || !strings.Contains(strings.Join(rs[1].ToolResults(t), "\n"), "value1=wrong\ncove/task/t1") {
+			t.Errorf("the task after its failed first start (its files, its branch): %d requests\n%s", len(rs), errb.String())
 		}
 	})
 }
