@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -36,8 +37,9 @@ import (
 // needs them to start (its image built from the project, an
 // initializeCommand): then its tree gets the tar itself, here.
 
-// ErrNoBase says the project's base cannot be kept as a checkout here:
-// the task's workspace checks its files out itself.
+// ErrNoBase says a task's files are better checked out in its workspace
+// (Populate) than written here: nothing is gained here, or the base
+// cannot be had as a tar.
 var ErrNoBase = errors.New("no shared checkout of the base")
 
 // lockBases holds the project's bases while a base is made or removed:
@@ -186,6 +188,9 @@ func (m *Manager) dropUnusedBases() {
 func (m *Manager) releaseBase(commit string) error {
 	if !validCommit(commit) {
 		return nil
+	}
+	if _, err := os.Lstat(m.BaseDir(commit)); errors.Is(err, fs.ErrNotExist) {
+		return nil // none kept (ext4): nothing to lock for
 	}
 	unlock, err := m.lockBases()
 	if err != nil {
