@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -236,6 +235,17 @@ func toolCall(id, name string, args any) llmtest.Response {
 	b, _ := json.Marshal(args)
 	return llmtest.Response{Events: llmtest.OpenAIChunks("tool_calls", map[string]any{"tool_calls": []any{map[string]any{
 		"index": 0, "id": id, "type": "function", "function": map[string]any{"name": name, "arguments": string(b)}}}})}
+}
+
+// agentWith runs cove agent ARGS, cove made by cove, with the scripted
+// model srv and no input, and returns what it printed and said.
+func agentWith(cove func(args ...string) *exec.Cmd, srv *llmtest.Server, args ...string) (out, said string, err error) {
+	cmd := cove(append([]string{"agent"}, args...)...)
+	var o, e strings.Builder
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(""), &o, &e
+	cmd.Env = append(cmd.Env, "COVE_BASE_URL="+srv.URL(), "COVE_MODEL=test-model", "COVE_API_KEY=sk-test")
+	err = cmd.Run()
+	return o.String(), e.String(), err
 }
 
 // tasksScenario is TestTasksWorkApartAndMerge with cove run by cove.
@@ -661,19 +671,15 @@ func TestTaskBuildsFromTheProject(t *testing.T) {
 			toolCall("b", "bash", map[string]any{"command": "cat /opt/values.sh /tmp/seen-at-create && git -c safe.directory='*' status --porcelain && git -c safe.directory='*' branch --show-current"}),
 			llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "Built."})},
 		)
-		cmd := cove("agent", "--yes", "--task", "t1", "-p", "what did the build copy?", project)
-		var out, errb strings.Builder
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		cmd.Env = append(cmd.Env, "COVE_BASE_URL="+srv.URL(), "COVE_MODEL=test-model", "COVE_API_KEY=sk-test")
-		cmd.Stdin = strings.NewReader("")
-		if err := cmd.Run(); err != nil || out.String() != "Built.\n" {
-			t.Fatalf("cove agent --task t1: %v, %q\n%s", err, out.String(), errb.String())
+		out, said, err := agentWith(cove, srv, "--yes", "--task", "t1", "-p", "what did the build copy?", project)
+		if err != nil || out != "Built.\n" {
+			t.Fatalf("cove agent --task t1: %v, %q\n%s", err, out, said)
 		}
 		if rs := srv.Requests(); len(rs) != 2 || !strings.Contains(strings.Join(rs[1].ToolResults(t), "\n"), "value1=wrong\nvalue1=wrong\ncove/task/t1\ncove/task/t1") {
-			t.Errorf("the task's image, its postCreateCommand's view, its tree (the build's copy of values.sh, what postCreate saw, a clean status, the branch): %d requests\n%s", len(rs), errb.String())
+			t.Errorf("the task's image, its postCreateCommand's view, its tree (the build's copy of values.sh, what postCreate saw, a clean status, the branch): %d requests\n%s", len(rs), said)
 		}
-		if !strings.Contains(errb.String(), "(its files written from the base's archive: its workspace needs them to start)") {
-			t.Errorf("cove agent --task t1 on ext4 with a build from the project says: %q", errb.String())
+		if !strings.Contains(said, "(its files written from the base's archive: its workspace needs them to start)") {
+			t.Errorf("cove agent --task t1 on ext4 with a build from the project says: %q", said)
 		}
 	})
 }
@@ -698,27 +704,19 @@ func TestTaskMadeAfterAFailedStart(t *testing.T) {
 		t.Cleanup(func() { run("task", "discard", "t1", project); run("rm", "-f", project) })
 		srv := llmtest.New(t)
 		missing := testregistry.Addr(t) + "/test/no-such-image:1"
-		first := cove("agent", "--yes", "--image", missing, "--task", "t1", "-p", "first", project)
-		first.Env = append(first.Env, "COVE_BASE_URL="+srv.URL(), "COVE_MODEL=test-model", "COVE_API_KEY=sk-test")
-		var firstErr strings.Builder
-		first.Stdin, first.Stdout, first.Stderr = strings.NewReader(""), io.Discard, &firstErr
-		if err := first.Run(); err == nil || !strings.Contains(firstErr.String(), "no-such-image") {
-			t.Fatalf("cove agent --task t1 with an image that is not there: %v\n%s", err, firstErr.String())
+		if _, said, err := agentWith(cove, srv, "--yes", "--image", missing, "--task", "t1", "-p", "first", project); err == nil || !strings.Contains(said, "no-such-image") {
+			t.Fatalf("cove agent --task t1 with an image that is not there: %v\n%s", err, said)
 		}
 		srv.Push(
 			toolCall("b", "bash", map[string]any{"command": "cat values.sh && git -c safe.directory='*' branch --show-current"}),
 			llmtest.Response{Events: llmtest.OpenAIChunks("stop", map[string]any{"content": "Done."})},
 		)
-		cmd := cove("agent", "--yes", "--image", img, "--task", "t1", "-p", "again", project)
-		var out, errb strings.Builder
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		cmd.Env = append(cmd.Env, "COVE_BASE_URL="+srv.URL(), "COVE_MODEL=test-model", "COVE_API_KEY=sk-test")
-		cmd.Stdin = strings.NewReader("")
-		if err := cmd.Run(); err != nil || out.String() != "Done.\n" {
-			t.Fatalf("cove agent --task t1 again: %v, %q\n%s", err, out.String(), errb.String())
+		out, said, err := agentWith(cove, srv, "--yes", "--image", img, "--task", "t1", "-p", "again", project)
+		if err != nil || out != "Done.\n" {
+			t.Fatalf("cove agent --task t1 again: %v, %q\n%s", err, out, said)
 		}
 		if rs := srv.Requests(); len(rs) != 2 || !strings.Contains(strings.Join(rs[1].ToolResults(t), "\n"), "value1=wrong\ncove/task/t1") {
-			t.Errorf("the task after its failed first start (its files, its branch): %d requests\n%s", len(rs), errb.String())
+			t.Errorf("the task after its failed first start (its files, its branch): %d requests\n%s", len(rs), said)
 		}
 	})
 }
