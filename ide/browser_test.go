@@ -16,8 +16,9 @@ import (
 // launcher's URL (ide/web/test/token.mjs), then opens pages on another
 // port of 127.0.0.1 from it and in the same browser: that server, as a
 // workspace's forwarded dev server could, records everything it is sent,
-// and the token is in none of it. A page loaded without the token says
-// to open the URL cove printed.
+// and the token is in none of it. A page whose first chunk the network
+// drops (ERR_NETWORK_CHANGED) loads again by itself (boot.js). A page
+// loaded without the token says to open the URL cove printed.
 func TestBrowserTokenStaysOnItsPort(t *testing.T) {
 	node := browserTools(t)
 	project := t.TempDir()

@@ -11,5 +11,5 @@ cd "$(dirname "$0")/../ide/web"
 npm ci --no-audit --no-fund --loglevel=error
 rm -rf dist
 npm run --silent build
-cp index.html favicon.svg dist/
+cp index.html boot.js favicon.svg dist/
 find dist -type f \( -name '*.js' -o -name '*.css' -o -name '*.html' -o -name '*.svg' \) -exec gzip -9nk {} +
