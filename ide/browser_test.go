@@ -17,7 +17,9 @@ import (
 // port of 127.0.0.1 from it and in the same browser: that server, as a
 // workspace's forwarded dev server could, records everything it is sent,
 // and the token is in none of it. A page whose first chunk the network
-// drops (ERR_NETWORK_CHANGED) loads again by itself (boot.js). A page
+// drops (ERR_NETWORK_CHANGED) loads again by itself (boot.js); a read
+// of the running app the network drops is asked again, a write is not
+// (token.js). A page
 // loaded without the token says to open the URL cove printed.
 func TestBrowserTokenStaysOnItsPort(t *testing.T) {
 	node := browserTools(t)

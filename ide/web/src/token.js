@@ -29,14 +29,30 @@ const own = (url) => {
   }
 };
 
+// Chromium fails every request in flight when this machine's network
+// changes (ERR_NETWORK_CHANGED: a laptop joining another Wi-Fi, a VPN
+// coming up, a program adding an interface), to 127.0.0.1 too. A read
+// that failed so is asked again, twice at most; a write is not (it may
+// have been done), its caller says that it failed.
+const readAgain = [250, 1000];
+
 if (token) {
   const realFetch = window.fetch.bind(window);
-  window.fetch = (input, init = {}) => {
+  window.fetch = async (input, init = {}) => {
     const url = input instanceof Request ? input.url : String(input);
     if (!own(url)) return realFetch(input, init);
     const headers = new Headers(init.headers || (input instanceof Request ? input.headers : undefined));
     headers.set("X-Cove-Token", token);
-    return realFetch(input, { ...init, headers });
+    const method = (init.method || (input instanceof Request ? input.method : "GET")).toUpperCase();
+    for (let i = 0; ; i++) {
+      try {
+        return await realFetch(input, { ...init, headers });
+      } catch (e) {
+        // A TypeError is the network's failure; an abort is the caller's.
+        if ((method !== "GET" && method !== "HEAD") || i >= readAgain.length || !(e instanceof TypeError) || init.signal?.aborted) throw e;
+        await new Promise((r) => setTimeout(r, readAgain[i]));
+      }
+    }
   };
   const RealWebSocket = window.WebSocket;
   window.WebSocket = class extends RealWebSocket {

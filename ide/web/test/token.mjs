@@ -37,6 +37,18 @@ try {
   await flaky.waitForSelector("#tree .entry", { timeout: 20000 }).catch(async () =>
     fail(`a page whose first chunk the network dropped did not load (${chunks} chunk requests): ${await flaky.textContent("#status").catch(() => "?")}`));
   if (flaky.url().includes("token")) await fail("after the reload the token stayed in the address bar: " + flaky.url());
+  // A request of the running app the network drops (the file tree's)
+  // is asked again: the tree is there, and a write is not repeated.
+  const reads = await (await browser.newContext()).newPage();
+  let trees = 0;
+  await reads.route("**/api/tree?*", (route) => (trees++ === 0 ? route.abort("internetdisconnected") : route.continue()));
+  await reads.goto(url);
+  await reads.waitForSelector("#tree .entry", { timeout: 15000 }).catch(() =>
+    fail(`a page whose first request for its file tree the network dropped shows no files (${trees} tree requests)`));
+  let puts = 0;
+  await reads.route("**/api/file?*", (route) => (route.request().method() === "PUT" ? (puts++, route.abort("internetdisconnected")) : route.continue()));
+  const put = await reads.evaluate(() => fetch("/api/file?path=b.txt", { method: "PUT", body: "b" }).then(() => "done", (e) => e.name));
+  if (put !== "TypeError" || puts !== 1) await fail(`a write the network dropped: ${put}, sent ${puts} times (once, and failed, is right)`);
   // Without its token the page says what to do.
   const bare = await (await browser.newContext()).newPage();
   await bare.goto(new URL("/", url).href);
