@@ -18,8 +18,6 @@ import (
 	"github.com/cove-sh/cove/internal/testimage"
 	"github.com/cove-sh/cove/internal/testregistry"
 	"github.com/cove-sh/cove/workspace/filesync"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // testCluster connects to the cluster scripts/kube/cluster.sh started
@@ -86,7 +84,7 @@ func TestWorkspacePod(t *testing.T) {
 	}
 
 	// Locked down, as the API server has it.
-	got, err := k.pods().Get(ctx, p.Name, metav1.GetOptions{})
+	got, err := k.pods().Get(ctx, p.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +92,7 @@ func TestWorkspacePod(t *testing.T) {
 	if ps.AutomountServiceAccountToken == nil || *ps.AutomountServiceAccountToken || ps.HostNetwork || ps.HostPID || ps.HostIPC ||
 		c.SecurityContext.Privileged == nil || *c.SecurityContext.Privileged ||
 		c.SecurityContext.SeccompProfile == nil || c.SecurityContext.SeccompProfile.Type != "RuntimeDefault" ||
-		!slices.Equal(c.SecurityContext.Capabilities.Drop, []corev1.Capability{"ALL"}) || slices.Contains(c.SecurityContext.Capabilities.Add, "NET_RAW") {
+		!slices.Equal(c.SecurityContext.Capabilities.Drop, []string{"ALL"}) || slices.Contains(c.SecurityContext.Capabilities.Add, "NET_RAW") {
 		t.Errorf("the Pod is not locked down: %+v / %+v", ps.SecurityContext, c.SecurityContext)
 	}
 	if out, _, code := run(t, p, "sh", "-c", "ls /var/run/secrets/kubernetes.io/serviceaccount 2>&1; grep CapBnd /proc/self/status; hostname; echo $COVE_TEST"); code != 0 ||
@@ -110,7 +108,8 @@ func TestWorkspacePod(t *testing.T) {
 	if strings.TrimSpace(out) != "67108864" {
 		t.Errorf("the memory limit inside is %q, want 67108864", out)
 	}
-	if r := c.Resources.Limits; r.Memory().Value() != 64<<20 || r.Cpu().MilliValue() != 500 {
+	// As the API server keeps them (what cove sent, which it parsed).
+	if r := c.Resources.Limits; r["memory"] != "67108864" || r["cpu"] != "500m" {
 		t.Errorf("the Pod's limits: %v", r)
 	}
 
@@ -266,11 +265,11 @@ func TestWorkspacePod(t *testing.T) {
 	if err := k.Remove(ctx, name); err != nil {
 		t.Fatal(err)
 	}
-	sel := metav1.ListOptions{LabelSelector: LabelWorkspace + "=" + name}
-	pods, _ := k.pods().List(ctx, sel)
-	pvcs, _ := k.claims().List(ctx, sel)
-	if len(pods.Items)+len(pvcs.Items) != 0 {
-		t.Errorf("after rm: %d Pods, %d claims", len(pods.Items), len(pvcs.Items))
+	sel := LabelWorkspace + "=" + name
+	pods, err1 := k.pods().List(ctx, sel)
+	pvcs, err2 := k.claims().List(ctx, sel)
+	if len(pods)+len(pvcs) != 0 || err1 != nil || err2 != nil {
+		t.Errorf("after rm: %d Pods, %d claims (%v, %v)", len(pods), len(pvcs), err1, err2)
 	}
 }
 
@@ -283,13 +282,13 @@ func TestEnsureRefusesAnotherPod(t *testing.T) {
 	defer cancel()
 	name := fmt.Sprintf("o%d", time.Now().UnixNano()%1e9)
 	other := pod(Spec{Name: name, Image: ref}, k.Namespace)
-	other.Labels = map[string]string{"app": "someone-else"}
-	if _, err := k.pods().Create(ctx, other, metav1.CreateOptions{}); err != nil {
+	other.Metadata.Labels = map[string]string{"app": "someone-else"}
+	if _, err := k.pods().Create(ctx, other); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		k.pods().Delete(context.Background(), other.Name, metav1.DeleteOptions{})
-		k.claims().Delete(context.Background(), other.Name, metav1.DeleteOptions{})
+		k.pods().Delete(context.Background(), other.Metadata.Name)
+		k.claims().Delete(context.Background(), other.Metadata.Name)
 	})
 	if _, err := k.Ensure(ctx, Spec{Name: name, Image: ref}); err == nil || !strings.Contains(err.Error(), "not this workspace's") {
 		t.Fatalf("Ensure over another's Pod: %v", err)

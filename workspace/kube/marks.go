@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"github.com/cove-sh/cove/internal/kubeclient"
 )
 
 // markPrefix is where cove's marks on a workspace's volume claim are: in
@@ -17,11 +15,11 @@ const markPrefix = "cove.sh/"
 // Marked says whether the workspace's volume carries the mark key (its
 // create commands ran on it, for one).
 func (k *Cluster) Marked(ctx context.Context, workspace, key string) (bool, error) {
-	c, err := k.claims().Get(ctx, objectName(workspace), metav1.GetOptions{})
+	c, err := k.claims().Get(ctx, objectName(workspace))
 	if err != nil {
 		return false, fmt.Errorf("read the volume claim of %s: %w", workspace, err)
 	}
-	_, ok := c.Annotations[markPrefix+key]
+	_, ok := c.Metadata.Annotations[markPrefix+key]
 	return ok, nil
 }
 
@@ -29,9 +27,7 @@ func (k *Cluster) Marked(ctx context.Context, workspace, key string) (bool, erro
 // It goes with the volume (cove rm --kube).
 func (k *Cluster) Mark(ctx context.Context, workspace, key, value string) error {
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{markPrefix + key: value}}})
-	err := k.rc.Patch(types.MergePatchType).Namespace(k.Namespace).Resource("persistentvolumeclaims").
-		Name(objectName(workspace)).Body(patch).Do(ctx).Error()
-	if err != nil {
+	if err := k.claims().Patch(ctx, objectName(workspace), patch); err != nil {
 		return fmt.Errorf("mark the volume claim of %s: %w", workspace, err)
 	}
 	return nil
@@ -40,12 +36,12 @@ func (k *Cluster) Mark(ctx context.Context, workspace, key, value string) error 
 // Gone says whether the workspace's Pod is gone or going (deleted: cove
 // stop --kube, or by hand). An error is an API server that did not say.
 func (k *Cluster) Gone(ctx context.Context, workspace string) (bool, error) {
-	p, err := k.pods().Get(ctx, objectName(workspace), metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
+	p, err := k.pods().Get(ctx, objectName(workspace))
+	if kubeclient.IsNotFound(err) {
 		return true, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	return p.DeletionTimestamp != nil || p.Labels[LabelWorkspace] != workspace, nil
+	return p.Metadata.DeletionTimestamp != nil || p.Metadata.Labels[LabelWorkspace] != workspace, nil
 }

@@ -2,18 +2,15 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cove-sh/cove/container"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/watch"
+	"github.com/cove-sh/cove/internal/kubeclient"
 )
 
 // Labels on everything cove makes in a cluster.
@@ -54,57 +51,53 @@ type Spec struct {
 func objectName(workspace string) string { return "cove-" + workspace }
 
 // pod is the locked-down Pod for s.
-func pod(s Spec, ns string) *corev1.Pod {
+func pod(s Spec, ns string) *podObject {
 	no := false
 	keepalive := "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"
-	c := corev1.Container{
+	runtimeDefault := &seccompProfile{Type: "RuntimeDefault"}
+	c := containerSpec{
 		Name:            "workspace",
 		Image:           s.Image,
 		Command:         []string{"/bin/sh", "-c", keepalive},
 		WorkingDir:      WorkspaceDir,
-		ImagePullPolicy: corev1.PullIfNotPresent,
-		SecurityContext: &corev1.SecurityContext{
-			Privileged: &no,
-			Capabilities: &corev1.Capabilities{
-				Drop: []corev1.Capability{"ALL"},
-				Add:  capabilities(),
-			},
-			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		ImagePullPolicy: "IfNotPresent",
+		SecurityContext: &securityContext{
+			Privileged:     &no,
+			Capabilities:   &capabilities{Drop: []string{"ALL"}, Add: container.Capabilities()},
+			SeccompProfile: runtimeDefault,
 		},
-		VolumeMounts: []corev1.VolumeMount{
+		VolumeMounts: []volumeMount{
 			{Name: "workspace", MountPath: WorkspaceDir},
 			{Name: "cove", MountPath: coveDir},
 		},
-		Stdin: false,
-		TTY:   false,
 	}
 	for _, kv := range s.Env {
 		k, v, _ := strings.Cut(kv, "=")
-		c.Env = append(c.Env, corev1.EnvVar{Name: k, Value: v})
+		c.Env = append(c.Env, envVar{Name: k, Value: v})
 	}
-	limits := corev1.ResourceList{}
+	limits := map[string]string{}
 	if s.Limits.Memory > 0 {
-		limits[corev1.ResourceMemory] = *resource.NewQuantity(s.Limits.Memory, resource.BinarySI)
+		limits["memory"] = strconv.FormatInt(s.Limits.Memory, 10)
 	}
 	if s.Limits.CPUs > 0 {
-		limits[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(s.Limits.CPUs*1000), resource.DecimalSI)
+		limits["cpu"] = strconv.FormatInt(int64(s.Limits.CPUs*1000), 10) + "m"
 	}
 	if len(limits) > 0 {
 		// Requests as the limits: the scheduler places the Pod where they
 		// fit, and the Pod is not the first evicted.
-		c.Resources = corev1.ResourceRequirements{Limits: limits, Requests: limits}
+		c.Resources = &resources{Limits: limits, Requests: limits}
 	}
-	volumes := []corev1.Volume{
-		{Name: "workspace", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: objectName(s.Name)}}},
-		{Name: "cove", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	volumes := []volume{
+		{Name: "workspace", PersistentVolumeClaim: &claimSource{ClaimName: objectName(s.Name)}},
+		{Name: "cove", EmptyDir: &emptyDir{}},
 	}
 	inMemory := func(name, at string, size int64, ro bool) {
-		v := &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}
+		v := &emptyDir{Medium: "Memory"}
 		if size > 0 {
-			v.SizeLimit = resource.NewQuantity(size, resource.BinarySI)
+			v.SizeLimit = strconv.FormatInt(size, 10)
 		}
-		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: v}})
-		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: name, MountPath: at, ReadOnly: ro})
+		volumes = append(volumes, volume{Name: name, EmptyDir: v})
+		c.VolumeMounts = append(c.VolumeMounts, volumeMount{Name: name, MountPath: at, ReadOnly: ro})
 	}
 	if s.ShmSize > 0 {
 		inMemory("shm", "/dev/shm", s.ShmSize, false)
@@ -112,47 +105,36 @@ func pod(s Spec, ns string) *corev1.Pod {
 	for i, t := range s.Tmpfs {
 		inMemory(fmt.Sprintf("tmpfs-%d", i), t.Target, t.Size, t.ReadOnly)
 	}
-	var aliases []corev1.HostAlias
+	var aliases []hostAlias
 	for _, h := range s.HostAliases {
-		i := slices.IndexFunc(aliases, func(a corev1.HostAlias) bool { return a.IP == h[1] })
+		i := slices.IndexFunc(aliases, func(a hostAlias) bool { return a.IP == h[1] })
 		if i < 0 {
-			aliases = append(aliases, corev1.HostAlias{IP: h[1]})
+			aliases = append(aliases, hostAlias{IP: h[1]})
 			i = len(aliases) - 1
 		}
 		aliases[i].Hostnames = append(aliases[i].Hostnames, h[0])
 	}
 	grace := int64(5)
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
+	return &podObject{
+		APIVersion: "v1",
+		Kind:       "Pod",
+		Metadata: objectMeta{
 			Name:      objectName(s.Name),
 			Namespace: ns,
 			Labels:    labels(s.Name),
 		},
-		Spec: corev1.PodSpec{
+		Spec: podSpec{
 			Hostname:                      hostname(s.Name),
 			AutomountServiceAccountToken:  &no,
 			EnableServiceLinks:            &no,
-			HostNetwork:                   false,
-			HostPID:                       false,
-			HostIPC:                       false,
-			RestartPolicy:                 corev1.RestartPolicyAlways,
+			RestartPolicy:                 "Always",
 			TerminationGracePeriodSeconds: &grace,
-			SecurityContext: &corev1.PodSecurityContext{
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
-			Containers:  []corev1.Container{c},
-			Volumes:     volumes,
-			HostAliases: aliases,
+			SecurityContext:               &podSecurityContext{SeccompProfile: runtimeDefault},
+			Containers:                    []containerSpec{c},
+			Volumes:                       volumes,
+			HostAliases:                   aliases,
 		},
 	}
-}
-
-func capabilities() []corev1.Capability {
-	var caps []corev1.Capability
-	for _, c := range container.Capabilities() {
-		caps = append(caps, corev1.Capability(c))
-	}
-	return caps
 }
 
 func labels(workspace string) map[string]string {
@@ -168,18 +150,18 @@ func hostname(name string) string {
 	return strings.Trim(h, "-.")
 }
 
-func claim(s Spec, ns string) *corev1.PersistentVolumeClaim {
+func claim(s Spec, ns string) *claimObject {
 	size := s.Volume
 	if size <= 0 {
 		size = 10 << 30
 	}
-	return &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: objectName(s.Name), Namespace: ns, Labels: labels(s.Name)},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources: corev1.VolumeResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceStorage: *resource.NewQuantity(size, resource.BinarySI)},
-			},
+	return &claimObject{
+		APIVersion: "v1",
+		Kind:       "PersistentVolumeClaim",
+		Metadata:   objectMeta{Name: objectName(s.Name), Namespace: ns, Labels: labels(s.Name)},
+		Spec: claimSpec{
+			AccessModes: []string{"ReadWriteOnce"},
+			Resources:   resources{Requests: map[string]string{"storage": strconv.FormatInt(size, 10)}},
 		},
 	}
 }
@@ -199,23 +181,23 @@ type Pod struct {
 func (k *Cluster) Ensure(ctx context.Context, s Spec) (*Pod, error) {
 	name := objectName(s.Name)
 	pvcs := k.claims()
-	if _, err := pvcs.Create(ctx, claim(s, k.Namespace), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := pvcs.Create(ctx, claim(s, k.Namespace)); err != nil && !kubeclient.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("create the volume claim %s/%s: %w", k.Namespace, name, err)
 	}
 	pods := k.pods()
 	created := false
-	p, err := pods.Get(ctx, name, metav1.GetOptions{})
+	p, err := pods.Get(ctx, name)
 	switch {
-	case apierrors.IsNotFound(err):
-		if p, err = pods.Create(ctx, pod(s, k.Namespace), metav1.CreateOptions{}); err != nil {
+	case kubeclient.IsNotFound(err):
+		if p, err = pods.Create(ctx, pod(s, k.Namespace)); err != nil {
 			return nil, fmt.Errorf("create the Pod %s/%s: %w", k.Namespace, name, err)
 		}
 		created = true
 	case err != nil:
 		return nil, fmt.Errorf("get the Pod %s/%s: %w", k.Namespace, name, err)
-	case p.Labels[LabelManagedBy] != "cove" || p.Labels[LabelWorkspace] != s.Name:
+	case p.Metadata.Labels[LabelManagedBy] != "cove" || p.Metadata.Labels[LabelWorkspace] != s.Name:
 		return nil, fmt.Errorf("the Pod %s/%s exists and is not this workspace's (choose another name)", k.Namespace, name)
-	case p.DeletionTimestamp != nil:
+	case p.Metadata.DeletionTimestamp != nil:
 		// A stop still under way: wait for it, then start afresh.
 		if err := k.waitGone(ctx, name); err != nil {
 			return nil, err
@@ -231,20 +213,18 @@ func (k *Cluster) Ensure(ctx context.Context, s Spec) (*Pod, error) {
 // waitRunning waits until the Pod's container runs, or says why it
 // cannot (an image that cannot be pulled, a claim that is not bound, a
 // Pod that does not fit).
-func (k *Cluster) waitRunning(ctx context.Context, p *corev1.Pod) error {
-	pods := k.pods()
-	w, err := pods.Watch(ctx, metav1.ListOptions{
-		FieldSelector:   fields.OneTermEqualSelector("metadata.name", p.Name).String(),
-		ResourceVersion: p.ResourceVersion,
-	})
+func (k *Cluster) waitRunning(ctx context.Context, p *podObject) error {
+	name := p.Metadata.Name
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	events, errs, err := k.pods().Watch(wctx, name, p.Metadata.ResourceVersion)
 	if err != nil {
-		return fmt.Errorf("watch the Pod %s: %w", p.Name, err)
+		return fmt.Errorf("watch the Pod %s: %w", name, err)
 	}
-	defer w.Stop()
 	lastWhy := ""
 	for {
 		if ok, why, err := podReady(p); err != nil {
-			return fmt.Errorf("the Pod %s/%s: %w", k.Namespace, p.Name, err)
+			return fmt.Errorf("the Pod %s/%s: %w", k.Namespace, name, err)
 		} else if ok {
 			return nil
 		} else if why != "" {
@@ -253,22 +233,31 @@ func (k *Cluster) waitRunning(ctx context.Context, p *corev1.Pod) error {
 		select {
 		case <-ctx.Done():
 			if lastWhy != "" {
-				return fmt.Errorf("the Pod %s/%s did not start: %s", k.Namespace, p.Name, lastWhy)
+				return fmt.Errorf("the Pod %s/%s did not start: %s", k.Namespace, name, lastWhy)
 			}
-			return fmt.Errorf("the Pod %s/%s did not start: %w", k.Namespace, p.Name, ctx.Err())
-		case ev, open := <-w.ResultChan():
+			return fmt.Errorf("the Pod %s/%s did not start: %w", k.Namespace, name, ctx.Err())
+		case ev, open := <-events:
 			if !open {
+				select {
+				case err := <-errs:
+					if !kubeclient.IsGone(err) {
+						return fmt.Errorf("watch the Pod %s: %w", name, err)
+					}
+					// Too old to watch from: read the Pod again.
+					if p, err = k.pods().Get(ctx, name); err != nil {
+						return fmt.Errorf("get the Pod %s/%s: %w", k.Namespace, name, err)
+					}
+				default:
+				}
 				// Watches end; start another from where this one was.
 				return k.waitRunning(ctx, p)
 			}
-			switch ev.Type {
-			case watch.Deleted:
-				return fmt.Errorf("the Pod %s/%s was deleted while it started", k.Namespace, p.Name)
-			case watch.Error:
-				return fmt.Errorf("watch the Pod %s: %v", p.Name, apierrors.FromObject(ev.Object))
+			if ev.Type == "DELETED" {
+				return fmt.Errorf("the Pod %s/%s was deleted while it started", k.Namespace, name)
 			}
-			if np, ok := ev.Object.(*corev1.Pod); ok {
-				p = np
+			var np podObject
+			if json.Unmarshal(ev.Object, &np) == nil && np.Metadata.Name == name {
+				p = &np
 			}
 		}
 	}
@@ -276,9 +265,9 @@ func (k *Cluster) waitRunning(ctx context.Context, p *corev1.Pod) error {
 
 // podReady says whether p's container runs; if not, why (for the user),
 // or an error when it never will.
-func podReady(p *corev1.Pod) (bool, string, error) {
+func podReady(p *podObject) (bool, string, error) {
 	switch p.Status.Phase {
-	case corev1.PodFailed, corev1.PodSucceeded:
+	case "Failed", "Succeeded":
 		return false, "", fmt.Errorf("it ended (%s): %s", p.Status.Phase, p.Status.Message)
 	}
 	for _, cs := range p.Status.ContainerStatuses {
@@ -294,7 +283,7 @@ func podReady(p *corev1.Pod) (bool, string, error) {
 		}
 	}
 	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+		if c.Type == "PodScheduled" && c.Status == "False" {
 			return false, "not scheduled: " + c.Message, nil
 		}
 	}
@@ -305,8 +294,8 @@ func podReady(p *corev1.Pod) (bool, string, error) {
 func (k *Cluster) waitGone(ctx context.Context, name string) error {
 	pods := k.pods()
 	for {
-		_, err := pods.Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
+		_, err := pods.Get(ctx, name)
+		if kubeclient.IsNotFound(err) {
 			return nil
 		}
 		if err != nil {
@@ -324,8 +313,8 @@ func (k *Cluster) waitGone(ctx context.Context, name string) error {
 // stays for the next start.
 func (k *Cluster) Stop(ctx context.Context, workspace string) error {
 	name := objectName(workspace)
-	err := k.pods().Delete(ctx, name, metav1.DeleteOptions{})
-	if apierrors.IsNotFound(err) {
+	err := k.pods().Delete(ctx, name)
+	if kubeclient.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
@@ -341,8 +330,8 @@ func (k *Cluster) Remove(ctx context.Context, workspace string) error {
 	}
 	name := objectName(workspace)
 	claims := k.claims()
-	err := claims.Delete(ctx, name, metav1.DeleteOptions{})
-	if apierrors.IsNotFound(err) {
+	err := claims.Delete(ctx, name)
+	if kubeclient.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
@@ -351,7 +340,7 @@ func (k *Cluster) Remove(ctx context.Context, workspace string) error {
 	// A claim goes once nothing uses it (its protection finalizer): wait,
 	// so that rm means gone.
 	for {
-		if _, err := claims.Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		if _, err := claims.Get(ctx, name); kubeclient.IsNotFound(err) {
 			return nil
 		} else if err != nil {
 			return fmt.Errorf("get the volume claim %s/%s: %w", k.Namespace, name, err)
@@ -375,7 +364,7 @@ type Workspace struct {
 // List returns cove's workspaces in the namespace: those with a Pod, and
 // those stopped, with only their volume left.
 func (k *Cluster) List(ctx context.Context) ([]Workspace, error) {
-	sel := metav1.ListOptions{LabelSelector: LabelManagedBy + "=cove"}
+	sel := LabelManagedBy + "=cove"
 	pods, err := k.pods().List(ctx, sel)
 	if err != nil {
 		return nil, fmt.Errorf("list Pods in %s: %w", k.Namespace, err)
@@ -386,19 +375,19 @@ func (k *Cluster) List(ctx context.Context) ([]Workspace, error) {
 	}
 	var out []Workspace
 	seen := map[string]bool{}
-	for _, p := range pods.Items {
-		w := Workspace{Name: p.Labels[LabelWorkspace], Phase: string(p.Status.Phase)}
+	for _, p := range pods {
+		w := Workspace{Name: p.Metadata.Labels[LabelWorkspace], Phase: p.Status.Phase}
 		if len(p.Spec.Containers) > 0 {
 			w.Image = p.Spec.Containers[0].Image
 		}
 		if p.Status.StartTime != nil {
-			w.Started = p.Status.StartTime.Time
+			w.Started = *p.Status.StartTime
 		}
 		seen[w.Name] = true
 		out = append(out, w)
 	}
-	for _, c := range claims.Items {
-		if n := c.Labels[LabelWorkspace]; !seen[n] {
+	for _, c := range claims {
+		if n := c.Metadata.Labels[LabelWorkspace]; !seen[n] {
 			out = append(out, Workspace{Name: n, Phase: "stopped"})
 		}
 	}
@@ -409,14 +398,14 @@ func (k *Cluster) List(ctx context.Context) ([]Workspace, error) {
 // not running (or not cove's).
 func (k *Cluster) Pod(ctx context.Context, workspace string) (*Pod, error) {
 	name := objectName(workspace)
-	p, err := k.pods().Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
+	p, err := k.pods().Get(ctx, name)
+	if kubeclient.IsNotFound(err) {
 		return nil, fmt.Errorf("the workspace %s is not running in %s (cove up --kube starts it)", workspace, k.Namespace)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get the Pod %s/%s: %w", k.Namespace, name, err)
 	}
-	if p.Labels[LabelManagedBy] != "cove" || p.Labels[LabelWorkspace] != workspace {
+	if p.Metadata.Labels[LabelManagedBy] != "cove" || p.Metadata.Labels[LabelWorkspace] != workspace {
 		return nil, fmt.Errorf("the Pod %s/%s is not a cove workspace", k.Namespace, name)
 	}
 	if ok, why, err := podReady(p); !ok {

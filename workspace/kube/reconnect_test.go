@@ -19,11 +19,9 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/cove-sh/cove/internal/kubeclient"
 	"github.com/cove-sh/cove/internal/netcut"
 	"github.com/cove-sh/cove/workspace/filesync"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // testNamespace is where these tests run their Pods: apart from the other
@@ -41,8 +39,8 @@ func reconnectCluster(t *testing.T) (through, direct *Cluster, cut *netcut.Relay
 	proxied := cut.Kubeconfig(t, kc)
 	var err error
 	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNamespace}}
-	if err := direct.rc.Post().Resource("namespaces").Body(ns).Do(ctx).Error(); err != nil && !apierrors.IsAlreadyExists(err) {
+	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]string{"name": testNamespace}}
+	if err := direct.api.Do(ctx, http.MethodPost, "/api/v1/namespaces", nil, ns, nil); err != nil && !kubeclient.IsAlreadyExists(err) {
 		t.Fatalf("the test namespace: %v", err)
 	}
 	if direct, err = Connect(Config{Kubeconfig: kc, Namespace: testNamespace}); err != nil {

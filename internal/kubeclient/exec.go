@@ -1,0 +1,204 @@
+package kubeclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/coder/websocket"
+)
+
+// The exec protocol over WebSocket, version 5 (Kubernetes 1.30; on by
+// default from 1.31): each message's first byte is its stream, and the
+// client closes its standard input with a message of its own.
+const (
+	execProtocol = "v5.channel.k8s.io"
+
+	streamStdin  = 0
+	streamStdout = 1
+	streamStderr = 2
+	streamError  = 3 // the command's Status, once it has ended
+	streamResize = 4
+	streamClose  = 255 // v5: the stream in the next byte ends
+)
+
+// TermSize is a terminal's size.
+type TermSize struct {
+	Width, Height uint16
+}
+
+// ExecOptions are a command's streams. With TTY, Stderr is unused (the
+// terminal carries both) and Resize, if set, sends its sizes.
+type ExecOptions struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	TTY            bool
+	Resize         <-chan TermSize
+}
+
+// ExecError is the API server's or the runtime's refusal to run the
+// command (not the command's own failure, which is its exit status).
+type ExecError struct{ Message string }
+
+func (e *ExecError) Error() string { return e.Message }
+
+// Exec runs argv in container of the Pod at podPath (e.g.
+// /api/v1/namespaces/NS/pods/NAME) and returns its exit status.
+func (c *Client) Exec(ctx context.Context, podPath, container string, argv []string, o ExecOptions) (int, error) {
+	q := url.Values{"container": {container}, "command": argv}
+	q.Set("stdin", strconv.FormatBool(o.Stdin != nil))
+	q.Set("stdout", strconv.FormatBool(o.Stdout != nil))
+	q.Set("stderr", strconv.FormatBool(o.Stderr != nil && !o.TTY))
+	q.Set("tty", strconv.FormatBool(o.TTY))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	conn, err := c.dialWebSocket(ctx, podPath+"/exec", q, execProtocol)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.CloseNow()
+	// The kubelet sends up to 32 KiB of output a message, and a byte.
+	conn.SetReadLimit(1 << 20)
+
+	var wmu sync.Mutex // one message at a time, whole
+	send := func(b []byte) error {
+		wmu.Lock()
+		defer wmu.Unlock()
+		return conn.Write(ctx, websocket.MessageBinary, b)
+	}
+	if o.Stdin != nil {
+		go func() {
+			buf := make([]byte, 32<<10+1)
+			buf[0] = streamStdin
+			for {
+				n, err := o.Stdin.Read(buf[1:])
+				if n > 0 && send(buf[:1+n]) != nil {
+					return
+				}
+				if err != nil {
+					send([]byte{streamClose, streamStdin})
+					return
+				}
+			}
+		}()
+	}
+	if o.TTY && o.Resize != nil {
+		go func() {
+			for {
+				select {
+				case s, ok := <-o.Resize:
+					if !ok {
+						return
+					}
+					b, _ := json.Marshal(s)
+					if send(append([]byte{streamResize}, b...)) != nil {
+						return
+					}
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	var statusJSON []byte
+	for {
+		_, msg, err := conn.Read(ctx)
+		if err != nil {
+			if statusJSON != nil {
+				return exitStatus(statusJSON)
+			}
+			if ctx.Err() != nil {
+				return 0, ctx.Err()
+			}
+			if websocket.CloseStatus(err) == websocket.StatusNormalClosure {
+				err = errors.New("the stream ended without the command's status")
+			}
+			return 0, fmt.Errorf("exec: %w", err)
+		}
+		if len(msg) < 2 {
+			continue // a stream opened, nothing in it
+		}
+		var w io.Writer
+		switch msg[0] {
+		case streamStdout:
+			w = o.Stdout
+		case streamStderr:
+			w = o.Stderr
+		case streamError:
+			statusJSON = append(statusJSON, msg[1:]...)
+			continue
+		}
+		if w != nil {
+			if _, err := w.Write(msg[1:]); err != nil {
+				return 0, fmt.Errorf("exec: write the command's output: %w", err)
+			}
+		}
+	}
+}
+
+// exitStatus reads the command's Status: Success, or a failure with an
+// exit code, or the reason it could not run.
+func exitStatus(b []byte) (int, error) {
+	var s status
+	if err := json.Unmarshal(b, &s); err != nil {
+		return 0, fmt.Errorf("exec: the command's status: %w", err)
+	}
+	if s.Status == "Success" {
+		return 0, nil
+	}
+	if s.Reason == "NonZeroExitCode" {
+		for _, c := range s.Details.Causes {
+			if c.Reason == "ExitCode" {
+				if n, err := strconv.Atoi(c.Message); err == nil {
+					return n, nil
+				}
+			}
+		}
+	}
+	return 0, &ExecError{Message: s.Message}
+}
+
+// dialWebSocket upgrades a request to path to a WebSocket speaking
+// protocol, with the user's credentials.
+func (c *Client) dialWebSocket(ctx context.Context, path string, q url.Values, protocol string) (*websocket.Conn, error) {
+	for try := 0; ; try++ {
+		h, err := c.creds.headers(ctx)
+		if err != nil {
+			return nil, err
+		}
+		conn, resp, err := websocket.Dial(ctx, c.URL(path, q), &websocket.DialOptions{
+			HTTPClient:      c.http1,
+			HTTPHeader:      h,
+			Subprotocols:    []string{protocol},
+			CompressionMode: websocket.CompressionDisabled,
+		})
+		if err == nil {
+			if conn.Subprotocol() != protocol {
+				conn.CloseNow()
+				return nil, fmt.Errorf("%s: the API server does not speak %s (cove needs Kubernetes 1.31 or later)", path, protocol)
+			}
+			return conn, nil
+		}
+		if resp != nil && resp.StatusCode == http.StatusUnauthorized && try == 0 && c.creds.expire() {
+			continue
+		}
+		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
+			b := []byte(nil)
+			if resp.Body != nil {
+				b, _ = io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+			}
+			if len(b) > 0 || resp.StatusCode != http.StatusBadRequest {
+				return nil, fmt.Errorf("%s: %w", path, answerError(resp.StatusCode, b))
+			}
+			return nil, fmt.Errorf("%s: the API server refused the upgrade to %s (cove needs Kubernetes 1.31 or later): %w", path, protocol, err)
+		}
+		return nil, fmt.Errorf("%s: %w", strings.TrimPrefix(path, "/api/v1/"), err)
+	}
+}
