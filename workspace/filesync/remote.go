@@ -130,7 +130,7 @@ type RemoteOptions struct {
 	// without a byte in either direction, while a call waits on it,
 	// before it counts as gone (a laptop on another Wi-Fi, a NAT entry
 	// lost, a VPN down and up: the old connection goes silent, with no
-	// reset, and client-go's own heartbeat notices only after a minute).
+	// reset, and the transport's own pings notice only after most of a minute).
 	// Slow work is not silence: an answer still arriving counts, a
 	// request still being sent counts, and after a quarter of it without
 	// a byte the Remote asks the server a Ping beside the slow call,
