@@ -194,10 +194,10 @@ func (c *Client) dialWebSocket(ctx context.Context, path string, q url.Values, p
 			if resp.Body != nil {
 				b, _ = io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 			}
-			if len(b) > 0 || resp.StatusCode != http.StatusBadRequest {
-				return nil, fmt.Errorf("%s: %w", path, answerError(resp.StatusCode, b))
+			if resp.StatusCode == http.StatusBadRequest {
+				return nil, fmt.Errorf("%s: the API server refused the upgrade to %s (cove needs Kubernetes 1.31 or later): %w", path, protocol, answerError(resp.StatusCode, b))
 			}
-			return nil, fmt.Errorf("%s: the API server refused the upgrade to %s (cove needs Kubernetes 1.31 or later): %w", path, protocol, err)
+			return nil, fmt.Errorf("%s: %w", path, answerError(resp.StatusCode, b))
 		}
 		return nil, fmt.Errorf("%s: %w", strings.TrimPrefix(path, "/api/v1/"), err)
 	}

@@ -36,7 +36,7 @@ func (c *Client) Forward(ctx context.Context, podPath string, port int) (net.Con
 	nc := websocket.NetConn(context.Background(), ws, websocket.MessageBinary)
 	sc, err := spdystream.NewConnection(nc, false)
 	if err != nil {
-		nc.Close()
+		ws.CloseNow()
 		return nil, fmt.Errorf("port-forward: %w", err)
 	}
 	go sc.Serve(spdystream.NoOpStreamHandler)
@@ -53,17 +53,17 @@ func (c *Client) Forward(ctx context.Context, podPath string, port int) (net.Con
 	}
 	errStream, err := stream("error")
 	if err != nil {
-		nc.Close()
+		ws.CloseNow()
 		return nil, fmt.Errorf("port-forward: %w", err)
 	}
 	errStream.Close() // nothing to say on it
 	data, err := stream("data")
 	if err != nil {
 		errStream.Reset()
-		nc.Close()
+		ws.CloseNow()
 		return nil, fmt.Errorf("port-forward: %w", err)
 	}
-	fc := &forwardConn{data: data, errStream: errStream, spdy: sc, ws: nc, errDone: make(chan struct{}), closed: make(chan struct{})}
+	fc := &forwardConn{data: data, errStream: errStream, spdy: sc, ws: ws, errDone: make(chan struct{}), closed: make(chan struct{})}
 	go func() {
 		// The kubelet writes here when it cannot reach the port, and
 		// closes it when the request ends.
@@ -81,7 +81,7 @@ func (c *Client) Forward(ctx context.Context, podPath string, port int) (net.Con
 type forwardConn struct {
 	data, errStream *spdystream.Stream
 	spdy            *spdystream.Connection
-	ws              net.Conn
+	ws              *websocket.Conn
 	errDone         chan struct{} // closed once err is known
 	err             error
 	closed          chan struct{} // closed by Close
@@ -116,7 +116,10 @@ func (c *forwardConn) Close() error {
 		c.data.Reset()
 		c.errStream.Reset()
 		c.spdy.Close()
-		c.ws.Close() // the stream's own upgraded connection
+		// The stream's own upgraded connection, at once: a close
+		// handshake would wait for an answer a dropped network never
+		// brings.
+		c.ws.CloseNow()
 	})
 	return nil
 }
