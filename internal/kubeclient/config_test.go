@@ -3,8 +3,19 @@ package kubeclient
 import (
 	"cmp"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"io"
+	"math/big"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +23,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -242,13 +254,99 @@ current-context: c
 
 func pemOf(t *testing.T, srv *httptest.Server) []byte {
 	t.Helper()
-	var b strings.Builder
-	b.WriteString("-----BEGIN CERTIFICATE-----\n")
-	s := base64.StdEncoding.EncodeToString(srv.Certificate().Raw)
-	for len(s) > 64 {
-		b.WriteString(s[:64] + "\n")
-		s = s[64:]
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+}
+
+// TestPluginCertificateAndImpersonation: a client certificate an exec
+// plugin gives is the one the TLS handshake presents (the server asks for
+// one), and the kubeconfig's impersonation goes as headers; requests go
+// through the cluster's proxy-url.
+func TestPluginCertificateAndImpersonation(t *testing.T) {
+	certPEM, keyPEM := selfSigned(t, "plugin-user")
+	var got atomic.Value
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cn := ""
+		if len(r.TLS.PeerCertificates) > 0 {
+			cn = r.TLS.PeerCertificates[0].Subject.CommonName
+		}
+		got.Store(fmt.Sprintf("cn=%s auth=%q user=%s groups=%v", cn, r.Header.Get("Authorization"), r.Header.Get("Impersonate-User"), r.Header.Values("Impersonate-Group")))
+		fmt.Fprint(w, `{}`)
+	}))
+	srv.TLS = &tls.Config{ClientAuth: tls.RequireAnyClientCert}
+	srv.StartTLS()
+	defer srv.Close()
+	var tunnels atomic.Int32
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodConnect {
+			http.Error(w, "CONNECT only", http.StatusMethodNotAllowed)
+			return
+		}
+		tunnels.Add(1)
+		up, err := net.Dial("tcp", r.Host)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+		down, _, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			up.Close()
+			return
+		}
+		go func() { io.Copy(up, down); up.Close() }()
+		io.Copy(down, up)
+		down.Close()
+	}))
+	defer proxy.Close()
+	dir := t.TempDir()
+	cred, _ := json.Marshal(map[string]any{"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential",
+		"status": map[string]string{"clientCertificateData": string(certPEM), "clientKeyData": string(keyPEM)}})
+	write(t, dir, "cred.json", string(cred))
+	plugin := write(t, dir, "plugin.sh", "#!/bin/sh\ncat "+filepath.Join(dir, "cred.json")+"\n")
+	os.Chmod(plugin, 0o755)
+	kc := write(t, dir, "config", fmt.Sprintf(`clusters:
+- {name: k, cluster: {server: %s, certificate-authority-data: %s, proxy-url: %s}}
+users:
+- name: u
+  user:
+    as: someone
+    as-groups: [a, b]
+    exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: %s}
+contexts:
+- {name: c, context: {cluster: k, user: u}}
+current-context: c
+`, srv.URL, base64.StdEncoding.EncodeToString(pemOf(t, srv)), proxy.URL, plugin))
+	c, err := New(Options{Kubeconfig: kc})
+	if err != nil {
+		t.Fatal(err)
 	}
-	b.WriteString(s + "\n-----END CERTIFICATE-----\n")
-	return []byte(b.String())
+	if err := c.Do(context.Background(), http.MethodGet, "/api", nil, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if want := `cn=plugin-user auth="" user=someone groups=[a b]`; got.Load() != want {
+		t.Errorf("the server saw %v, want %s", got.Load(), want)
+	}
+	if tunnels.Load() == 0 {
+		t.Error("the request did not go through the proxy-url")
+	}
+}
+
+// selfSigned makes a client certificate and its key, PEM.
+func selfSigned(t *testing.T, cn string) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
 }
