@@ -103,18 +103,37 @@ func taskHere(c *cli.Context, m *task.Manager, b workspace.Backend, name string)
 	if populate {
 		shared := make(chan task.Shared, 1)
 		go func() { shared <- m.Share(c.Context, main, r) }()
-		copied := false
+		type copyResult struct {
+			s   task.CloneStats
+			err error
+		}
+		base := make(chan copyResult, 1)
 		early := workspace.FilesBeforeStart(workspace.Spec{Dir: m.Tree(name), Config: c.String("config")})
-		if s, err := m.CopyBase(c.Context, main, r, early); err == nil {
-			copied, files = true, "written from the base's archive: its workspace needs them to start"
-			if s.Kept {
-				files = fmt.Sprintf("cloned from the base's checkout, %d of %d sharing their data", s.Shared, s.Files)
-			}
-		} else if !errors.Is(err, task.ErrNoBase) {
-			fmt.Fprintf(c.App.ErrWriter, "cove: task %s: its files are checked out in its workspace: %v\n", name, err)
+		copyBase := func() {
+			s, err := m.CopyBase(c.Context, main, r, early)
+			base <- copyResult{s, err}
+		}
+		if early {
+			copyBase()
+		} else {
+			// Nothing of the workspace's start reads the project's
+			// files: they are cloned meanwhile (on a file system that
+			// keeps a checkout of the base; elsewhere the workspace
+			// checks them out).
+			go copyBase()
 		}
 		prepare = func(ctx context.Context, ws workspace.Workspace) error {
 			prepared = true
+			res := <-base
+			copied := res.err == nil
+			switch {
+			case res.s.Kept && copied:
+				files = fmt.Sprintf("cloned from the base's checkout, %d of %d sharing their data", res.s.Shared, res.s.Files)
+			case copied:
+				files = "written from the base's archive: its workspace needs them to start"
+			case !errors.Is(res.err, task.ErrNoBase):
+				fmt.Fprintf(c.App.ErrWriter, "cove: task %s: its files are checked out in its workspace: %v\n", name, res.err)
+			}
 			return m.Populate(ctx, main, ws, r, <-shared, copied)
 		}
 	}
