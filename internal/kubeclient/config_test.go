@@ -287,13 +287,14 @@ func TestPluginCertificateAndImpersonation(t *testing.T) {
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
 		}
-		w.WriteHeader(http.StatusOK)
-		down, _, err := w.(http.Hijacker).Hijack()
+		down, rw, err := w.(http.Hijacker).Hijack()
 		if err != nil {
 			up.Close()
 			return
 		}
-		go func() { io.Copy(up, down); up.Close() }()
+		down.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n"))
+		// What the client sent after its CONNECT may be in rw's buffer.
+		go func() { io.Copy(up, rw); up.Close() }()
 		io.Copy(down, up)
 		down.Close()
 	}))
