@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/coder/websocket"
 )
@@ -27,6 +28,13 @@ const (
 	streamError  = 3 // the command's Status, once it has ended
 	streamResize = 4
 	streamClose  = 255 // v5: the stream in the next byte ends
+)
+
+// A command's connection is pinged this often, and given up when a ping
+// goes unanswered this long.
+const (
+	pingPeriod  = 5 * time.Second
+	pingTimeout = 20 * time.Second
 )
 
 // TermSize is a terminal's size.
@@ -67,6 +75,30 @@ func (c *Client) Exec(ctx context.Context, podPath, container string, argv []str
 	// The kubelet sends up to 32 KiB of output a message, and a byte.
 	conn.SetReadLimit(1 << 20)
 
+	// As client-go: a connection that goes silent (a laptop on another
+	// network, a NAT entry lost) ends the command's stream with an error
+	// rather than holding it forever; the pings are answered by the API
+	// server, however long the command is quiet.
+	silent := make(chan struct{})
+	go func() {
+		t := time.NewTicker(pingPeriod)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				pctx, done := context.WithTimeout(ctx, pingTimeout)
+				err := conn.Ping(pctx)
+				done()
+				if err != nil && ctx.Err() == nil {
+					close(silent)
+					cancel()
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 	var wmu sync.Mutex // one message at a time, whole
 	send := func(b []byte) error {
 		wmu.Lock()
@@ -113,6 +145,11 @@ func (c *Client) Exec(ctx context.Context, podPath, container string, argv []str
 		if err != nil {
 			if statusJSON != nil {
 				return exitStatus(statusJSON)
+			}
+			select {
+			case <-silent:
+				return 0, fmt.Errorf("exec: the connection to the API server went silent (no answer to a ping in %v)", pingTimeout)
+			default:
 			}
 			if ctx.Err() != nil {
 				return 0, ctx.Err()

@@ -432,3 +432,46 @@ func restartAPIServer(t *testing.T) time.Time {
 	cmd.Process.Release()
 	return time.Now()
 }
+
+// TestExecGivesUpOnASilentConnection: a command's exec stream whose
+// connection to the API server goes silent (every packet dropped, no
+// reset: a laptop on another network) ends with an error that says so
+// within half a minute, rather than holding the caller until the command
+// ends or forever.
+func TestExecGivesUpOnASilentConnection(t *testing.T) {
+	through, direct, cut := reconnectCluster(t)
+	ref := busybox(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	name := fmt.Sprintf("s%d", time.Now().UnixNano()%1e9)
+	t.Cleanup(func() { direct.Remove(context.Background(), name) })
+	if _, err := direct.Ensure(ctx, Spec{Name: name, Image: ref, Volume: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := through.Pod(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	ended := make(chan error, 1)
+	go func() {
+		_, err := p.Exec(ctx, []string{"sh", "-c", "echo started; sleep 150"}, ExecOptions{Stdout: &out})
+		ended <- err
+	}()
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(out.String(), "started"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the command did not start")
+		}
+	}
+	cut.Drop()
+	dropped := time.Now()
+	select {
+	case err := <-ended:
+		if err == nil || !strings.Contains(err.Error(), "went silent") {
+			t.Errorf("the exec ended with %v, want it to say the connection went silent", err)
+		}
+		t.Logf("given up %v after the drop", time.Since(dropped).Round(100*time.Millisecond))
+	case <-time.After(40 * time.Second):
+		t.Fatal("the exec still waits 40 s after its connection went silent")
+	}
+}
