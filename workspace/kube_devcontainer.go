@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -185,21 +186,41 @@ func podEnv(ctx context.Context, pod *kube.Pod, dc *devcontainer.Config) ([]stri
 		return nil, fmt.Errorf("read the Pod's environment: %w", err)
 	}
 	base, script := envScript(dc, out.String())
-	// With no output stream the exec could end before its input was read
-	// (seen: an empty file, one run in five): it answers when done.
-	var done bytes.Buffer
-	code, err = pod.Exec(ctx, []string{"/bin/sh", "-c", "cat >" + kube.EnvFile + " && echo written"},
-		kube.ExecOptions{Stdin: strings.NewReader(script), Stdout: kube.Capped(&done, 64)})
-	if err == nil && code == 0 && done.String() != "written\n" {
-		err = fmt.Errorf("the Pod did not say it was written")
-	}
-	if err == nil && code != 0 {
-		err = fmt.Errorf("exit status %d", code)
-	}
-	if err != nil {
+	if err := writeEnvFile(ctx, pod, script); err != nil {
 		return nil, fmt.Errorf("write the workspace's environment in the Pod: %w", err)
 	}
 	return workspaceEnv(dc, base), nil
+}
+
+// writeEnvFile writes script to the Pod's EnvFile. With no output stream
+// the exec could end before its input was read (seen: an empty file, one
+// run in five): it answers when done. One exec stalled with no answer at
+// all (once in CI, for the four minutes left of its start): each try has
+// 30 s, and a stalled one, given up, cannot put a part of the file in
+// place (each writes its own, and renames it only whole).
+func writeEnvFile(ctx context.Context, pod *kube.Pod, script string) error {
+	tmp := kube.EnvFile + ".$$"
+	sh := "cat >" + tmp + " && [ $(($(wc -c <" + tmp + "))) -eq " + strconv.Itoa(len(script)) + " ] && mv -f " + tmp + " " + kube.EnvFile +
+		" && echo written || { rm -f " + tmp + "; exit 1; }"
+	var err error
+	for try := 1; try <= 3 && ctx.Err() == nil; try++ {
+		tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		var done bytes.Buffer
+		var code int
+		code, err = pod.Exec(tctx, []string{"/bin/sh", "-c", sh},
+			kube.ExecOptions{Stdin: strings.NewReader(script), Stdout: kube.Capped(&done, 64)})
+		cancel()
+		if err == nil && code == 0 && done.String() != "written\n" {
+			err = fmt.Errorf("the Pod did not say it was written")
+		}
+		if err == nil && code != 0 {
+			return fmt.Errorf("exit status %d", code)
+		}
+		if err == nil {
+			return nil
+		}
+	}
+	return err
 }
 
 // envScript is the EnvFile for dc on a Pod whose image's environment is
