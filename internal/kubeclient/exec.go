@@ -89,10 +89,13 @@ func (c *Client) Exec(ctx context.Context, podPath, container string, argv []str
 				pctx, done := context.WithTimeout(ctx, pingTimeout)
 				err := conn.Ping(pctx)
 				done()
-				if err != nil && ctx.Err() == nil {
+				if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 					close(silent)
 					cancel()
 					return
+				}
+				if err != nil {
+					return // closed: the command's end, or the caller's
 				}
 			case <-ctx.Done():
 				return
