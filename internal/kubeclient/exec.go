@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -108,21 +109,39 @@ func (c *Client) Exec(ctx context.Context, podPath, container string, argv []str
 		defer wmu.Unlock()
 		return conn.Write(ctx, websocket.MessageBinary, b)
 	}
+	// What went each way, for the error of a stream that ends with no
+	// status (where it stopped says which side to look at).
+	var sentIn atomic.Int64
+	var sentEnd atomic.Bool
+	var gotOut int64
 	if o.Stdin != nil {
 		go func() {
 			buf := make([]byte, 32<<10+1)
 			buf[0] = streamStdin
 			for {
 				n, err := o.Stdin.Read(buf[1:])
-				if n > 0 && send(buf[:1+n]) != nil {
-					return
+				if n > 0 {
+					if send(buf[:1+n]) != nil {
+						return
+					}
+					sentIn.Add(int64(n))
 				}
 				if err != nil {
-					send([]byte{streamClose, streamStdin})
+					sentEnd.Store(send([]byte{streamClose, streamStdin}) == nil)
 					return
 				}
 			}
 		}()
+	}
+	progress := func() string {
+		in := "no input"
+		if o.Stdin != nil {
+			in = fmt.Sprintf("%d bytes of input sent", sentIn.Load())
+			if sentEnd.Load() {
+				in += " and its end"
+			}
+		}
+		return fmt.Sprintf("%s, %d bytes of output received, no status", in, gotOut)
 	}
 	if o.TTY && o.Resize != nil {
 		go func() {
@@ -155,12 +174,12 @@ func (c *Client) Exec(ctx context.Context, podPath, container string, argv []str
 			default:
 			}
 			if ctx.Err() != nil {
-				return 0, ctx.Err()
+				return 0, fmt.Errorf("exec: %w (%s)", ctx.Err(), progress())
 			}
 			if websocket.CloseStatus(err) == websocket.StatusNormalClosure {
 				err = errors.New("the stream ended without the command's status")
 			}
-			return 0, fmt.Errorf("exec: %w", err)
+			return 0, fmt.Errorf("exec: %w (%s)", err, progress())
 		}
 		if len(msg) < 2 {
 			continue // a stream opened, nothing in it
@@ -175,6 +194,7 @@ func (c *Client) Exec(ctx context.Context, podPath, container string, argv []str
 			statusJSON = append(statusJSON, msg[1:]...)
 			continue
 		}
+		gotOut += int64(len(msg) - 1)
 		if w != nil {
 			if _, err := w.Write(msg[1:]); err != nil {
 				return 0, fmt.Errorf("exec: write the command's output: %w", err)

@@ -113,6 +113,18 @@ func TestWorkspacePod(t *testing.T) {
 		t.Errorf("the Pod's limits: %v", r)
 	}
 
+	// A command its caller stops waiting for: the error says how far
+	// the stream went.
+	func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		var out bytes.Buffer
+		_, err := p.Exec(ctx, []string{"sh", "-c", "echo hi; sleep 30"}, ExecOptions{Stdout: &out})
+		if err == nil || !strings.Contains(err.Error(), "context deadline exceeded (no input, 3 bytes of output received, no status)") {
+			t.Errorf("an exec given up: %v (output %q)", err, out.String())
+		}
+	}()
+
 	// Exec: streams apart, the exit status, stdin, a terminal with its size.
 	if out, errs, code := run(t, p, "sh", "-c", "echo out; echo err >&2; exit 3"); out != "out\n" || errs != "err\n" || code != 3 {
 		t.Errorf("exec: %q %q %d", out, errs, code)
