@@ -33,8 +33,9 @@ import (
 //	             {"pid": N} once the workload runs, with the master of its
 //	             terminal attached (SCM_RIGHTS) when it has one; then init
 //	             closes it. Launcher → init, one byte each: init is in its
-//	             cgroups (start the workload); with Spec.NetLate, after
-//	             the pid line, pasta is up (serve cove exec).
+//	             cgroups (start the workload). Under NetPrivate, a
+//	             first line {"tap": true} hands the launcher the
+//	             container's interface, for pasta (see Tap).
 //
 // Init runs in two stages. Stage 1 (the launcher's binary, PID 1 of the new
 // namespaces) builds the root and pivots into it. Stage 2 is PID 1 for the
@@ -57,6 +58,7 @@ const InitArg = "init"
 
 // syncMsg is one line on the sync pipe.
 type syncMsg struct {
+	Tap   bool   `json:"tap,omitempty"` // the container's interface is attached, for pasta
 	Error string `json:"error,omitempty"`
 	Code  int    `json:"code,omitempty"` // with Error: see StartError.Code
 	PID   int    `json:"pid,omitempty"`
@@ -143,6 +145,9 @@ func initStage1(spec *Spec, again bool) error {
 		}
 	case NetPrivate:
 		if err := setupPrivateNet(spec.Blocked); err != nil {
+			return err
+		}
+		if err := handOverTap(spec.Tap); err != nil {
 			return err
 		}
 	}
@@ -259,13 +264,6 @@ func initStage2(spec *Spec, sync *os.File) (int, error) {
 		ctl.Close()
 	}
 	go func() {
-		if spec.NetLate && spec.Net == NetPrivate {
-			// cove exec waits (in the listener's backlog) until the
-			// launcher says pasta is up; its end closing without a word
-			// (the launcher gone) lets them through all the same.
-			var up [1]byte
-			sync.Read(up[:])
-		}
 		sync.Close()
 		if l != nil {
 			in.serveExec(l)
@@ -372,6 +370,24 @@ func restrictInit(spec *Spec) (*netlink.Handle, error) {
 		unix.Setrlimit(unix.RLIMIT_NOFILE, &nofile)
 	}
 	return routes, setUlimits(spec.Ulimits)
+}
+
+// handOverTap makes the container's interface and sends it to the
+// launcher, for pasta; init keeps no descriptor of it.
+func handOverTap(t *Tap) error {
+	if t == nil {
+		return errors.New("the spec has no network interface for the container")
+	}
+	f, err := makeTap(t)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	b, _ := json.Marshal(syncMsg{Tap: true})
+	if err := unix.Sendmsg(syncFd, append(b, '\n'), unix.UnixRights(int(f.Fd())), nil, 0); err != nil {
+		return fmt.Errorf("hand the network interface to the launcher: %w", err)
+	}
+	return nil
 }
 
 // reportStarted tells the launcher the workload runs, handing it the

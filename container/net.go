@@ -2,6 +2,7 @@ package container
 
 import (
 	"bytes"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net"
@@ -210,9 +211,17 @@ func ResolvConf(host []byte) []byte {
 
 // pastaArgs are pasta's options for a container's namespace. The helper
 // hands pasta the namespaces as its fds 3 (network) and 4 (user, when the
-// container has one), and a pipe on fd 5 where pasta writes its pid once
-// it is set up.
+// container has one), a pipe on fd 5 where pasta writes its pid once it
+// is set up, and the container's tap interface on fd 6.
 //
+//   - --fd 6: the interface is init's, made and configured before the
+//     workload starts (see Tap), so nothing waits for pasta, which takes
+//     some 70 ms of its own to start: what the workload sends before pasta
+//     reads it waits in the interface's queue. Hence no --config-net, and
+//     the addresses pasta assumes given as init set them (-a -n -g), its
+//     own MAC (-M) one of ours (the host's interface may have none, see
+//     -i lo), and the container's (--ns-mac-addr) known to it before its
+//     first frame.
 //   - -T none -U none: nothing in the namespace is forwarded to the host
 //     (pasta's default, auto, makes the host's loopback ports reachable
 //     from the container's loopback).
@@ -231,10 +240,19 @@ func ResolvConf(host []byte) []byte {
 //   - --runas 0: as root pasta would become nobody before it opens the
 //     namespace it is given; it keeps only the capabilities it needs and
 //     runs under its own seccomp filter.
-func pastaArgs(ports []Port, userns, root bool) []string {
-	args := []string{"--foreground", "--quiet", "--config-net", "--no-map-gw", "--ipv4-only", "--no-netns-quit",
+//   - -i lo, with a host offline (Tap.Offline): pasta (as Debian 12 ships
+//     it) refuses to start without a default route; given the loopback as
+//     its interface it starts, and connects out once the host is back.
+func pastaArgs(ports []Port, userns, root bool, tap *Tap) []string {
+	addr, _ := netip.ParsePrefix(tap.Addr)
+	args := []string{"--foreground", "--quiet", "--no-map-gw", "--ipv4-only", "--no-netns-quit",
 		"-T", "none", "-U", "none", "--dns-forward", DNSForward,
-		"--netns", "/proc/self/fd/3", "--pid", "/proc/self/fd/5"}
+		"--netns", "/proc/self/fd/3", "--pid", "/proc/self/fd/5", "--fd", "6",
+		"-a", addr.Addr().String(), "-n", strconv.Itoa(addr.Bits()), "-g", tap.Gateway,
+		"-M", tap.PastaMAC, "--ns-mac-addr", tap.MAC}
+	if tap.Offline {
+		args = append(args, "-i", "lo")
+	}
 	if userns {
 		args = append(args, "--userns", "/proc/self/fd/4")
 	}
@@ -254,6 +272,145 @@ func pastaArgs(ports []Port, userns, root bool) []string {
 		}
 	}
 	return args
+}
+
+// Tap is the container's network interface under NetPrivate, as the
+// launcher chooses it and init makes it: what pasta's --config-net would
+// set up, which is the host's outward interface copied (its name, its
+// address, its gateway), so that the container sees the network the
+// host is on.
+type Tap struct {
+	Name     string `json:"name"`
+	MAC      string `json:"mac"`      // the container's end
+	PastaMAC string `json:"pastaMAC"` // pasta's, the gateway's
+	Addr     string `json:"addr"`     // the container's address and prefix, 192.0.2.2/24
+	Gateway  string `json:"gateway"`
+	// Offline: the host has no default route (a laptop with no network);
+	// the addresses are link-local ones of ours, and pasta forwards what
+	// it can once the host is back.
+	Offline bool `json:"offline,omitempty"`
+}
+
+// tapMTU is pasta's: the largest frame it reads and writes.
+const tapMTU = 65520
+
+// The addresses of a container started while the host is offline.
+const (
+	offlineAddr    = "169.254.2.1/24"
+	offlineGateway = "169.254.2.2"
+)
+
+// HostTap is the interface a container gets under NetPrivate, taken from
+// the host's default IPv4 route (the one the kernel uses: the lowest
+// metric) as pasta takes it: that route's interface's name, its first
+// address, the prefix widened until the gateway is inside it, and the
+// gateway; with no default route, Offline.
+func HostTap() (*Tap, error) {
+	tap := &Tap{Name: "eth0", MAC: randomMAC(), PastaMAC: randomMAC()}
+	routes, err := netlink.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Table: unix.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
+	if err != nil {
+		return nil, fmt.Errorf("read the host's routes: %w", err)
+	}
+	var def *netlink.Route
+	for i, r := range routes {
+		if isDefault(r) && r.Gw.To4() != nil && (def == nil || r.Priority < def.Priority) {
+			def = &routes[i]
+		}
+	}
+	var link netlink.Link
+	var addrs []netlink.Addr
+	if def != nil {
+		if link, err = netlink.LinkByIndex(def.LinkIndex); err == nil {
+			addrs, err = netlink.AddrList(link, netlink.FAMILY_V4)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read the host's interface for its default route: %w", err)
+		}
+	}
+	if len(addrs) == 0 {
+		tap.Addr, tap.Gateway, tap.Offline = offlineAddr, offlineGateway, true
+		return tap, nil
+	}
+	ip, _ := netip.AddrFromSlice(addrs[0].IP.To4())
+	gw, _ := netip.AddrFromSlice(def.Gw.To4())
+	bits, _ := addrs[0].Mask.Size()
+	for bits > 0 && !netip.PrefixFrom(ip, bits).Masked().Contains(gw) {
+		bits--
+	}
+	tap.Name = link.Attrs().Name
+	tap.Addr = netip.PrefixFrom(ip, bits).String()
+	tap.Gateway = gw.String()
+	return tap, nil
+}
+
+// isDefault says whether r is a default route.
+func isDefault(r netlink.Route) bool {
+	if r.Dst == nil {
+		return true
+	}
+	ones, _ := r.Dst.Mask.Size()
+	return ones == 0
+}
+
+// randomMAC is a random locally administered unicast address.
+func randomMAC() string {
+	var b [6]byte
+	rand.Read(b[:])
+	b[0] = b[0]&^1 | 2
+	return net.HardwareAddr(b[:]).String()
+}
+
+// makeTap makes the container's interface (in init, in the container's
+// network namespace) as t says and returns its descriptor: the device
+// lives as long as a descriptor of it does, and pasta gets this one.
+//
+// What the workload sends before pasta is up waits: its ARP requests for
+// the gateway in the interface's queue, its packets in the kernel's
+// neighbour queue until pasta answers them. Not a permanent neighbour
+// entry for the gateway instead: then a SYN and its retransmission would
+// both wait in the interface's queue, and pasta (as Debian 12 ships it)
+// loops forever on two SYNs of one connection read at once. ARP is asked
+// for up to 20 s, not the kernel's 3, for a pasta slow to start on a busy
+// machine.
+func makeTap(t *Tap) (*os.File, error) {
+	fail := func(err error) (*os.File, error) {
+		return nil, fmt.Errorf("make the container's network interface %s: %w", t.Name, err)
+	}
+	mac, err := net.ParseMAC(t.MAC)
+	if err != nil {
+		return fail(err)
+	}
+	addr, err := netlink.ParseAddr(t.Addr)
+	if err != nil {
+		return fail(err)
+	}
+	gw := net.ParseIP(t.Gateway)
+	if gw == nil {
+		return fail(fmt.Errorf("bad gateway %q", t.Gateway))
+	}
+	tap := &netlink.Tuntap{LinkAttrs: netlink.LinkAttrs{Name: t.Name}, Mode: netlink.TUNTAP_MODE_TAP,
+		Flags: netlink.TUNTAP_NO_PI, Queues: 1, NonPersist: true}
+	if err := netlink.LinkAdd(tap); err != nil {
+		return fail(err)
+	}
+	f := tap.Fds[0]
+	steps := []func() error{
+		func() error { return netlink.LinkSetHardwareAddr(tap, mac) },
+		func() error { return netlink.LinkSetMTU(tap, tapMTU) },
+		func() error { return netlink.AddrAdd(tap, addr) },
+		func() error { return netlink.LinkSetUp(tap) },
+		func() error {
+			return os.WriteFile("/proc/sys/net/ipv4/neigh/"+t.Name+"/mcast_solicit", []byte("20"), 0)
+		},
+		func() error { return netlink.RouteAdd(&netlink.Route{LinkIndex: tap.Index, Gw: gw}) },
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			f.Close()
+			return fail(err)
+		}
+	}
+	return f, nil
 }
 
 // setupPrivateNet runs in init's stage 1, in the container's namespaces,

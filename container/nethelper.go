@@ -36,6 +36,7 @@ import (
 //	fd 5  a pidfd of the container's init
 //	fd 6  the container's network namespace
 //	fd 7  its user namespace (rootless), else /dev/null
+//	fd 8  the container's interface, made by init (see Tap)
 //
 // The namespaces go to pasta as descriptors (its --netns /proc/self/fd/N):
 // a pasta started by root keeps few capabilities and may not open another
@@ -50,21 +51,24 @@ type netHelperConfig struct {
 	// block the addresses the host gains ("": none to ask, see
 	// watchHostAddresses).
 	Control string `json:"control,omitempty"`
+	// Ports: pasta holds ports of the host, so its end is waited for
+	// before the helper's (a start that follows binds them again); else
+	// the helper leaves the dying pasta to the kernel.
+	Ports bool `json:"ports,omitempty"`
 }
 
 // netHelperTimeout bounds pasta's setup.
 const netHelperTimeout = 10 * time.Second
 
-// startNetHelper starts the helper for the container whose init is pid;
-// its wait says when pasta has set the network up. Started as soon as
-// init's namespaces exist, the helper's and pasta's start overlap init's
-// setup instead of following it.
-func startNetHelper(spec *Spec, pid int) (*netHelperStart, error) {
+// startNetHelper starts the helper for the container whose init is pid,
+// with its interface; its wait says when pasta has set the network up.
+func startNetHelper(spec *Spec, pid int, tap *os.File) (*netHelperStart, error) {
 	pasta, err := PastaPath()
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := json.Marshal(netHelperConfig{Pasta: pastaExecutable(pasta), Args: pastaArgs(spec.Ports, spec.UserNS, os.Geteuid() == 0), Control: spec.Control})
+	cfg, err := json.Marshal(netHelperConfig{Pasta: pastaExecutable(pasta), Args: pastaArgs(spec.Ports, spec.UserNS, os.Geteuid() == 0, spec.Tap),
+		Control: spec.Control, Ports: len(spec.Ports) > 0})
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +113,7 @@ func startNetHelper(spec *Spec, pid int) (*netHelperStart, error) {
 		Path:        spec.Binary,
 		Args:        []string{"cove", InitArg, netHelperArg},
 		Env:         []string{},
-		ExtraFiles:  []*os.File{cfgR, repW, pidfd, netns, userns},
+		ExtraFiles:  []*os.File{cfgR, repW, pidfd, netns, userns, tap},
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 	}
 	if err := cmd.Start(); err != nil {
@@ -144,7 +148,7 @@ func (h *netHelperStart) wait() error {
 	case <-time.After(netHelperTimeout):
 		msg = fmt.Sprintf("pasta did not set the network up within %s", netHelperTimeout)
 	}
-	if msg != "ok" {
+	if msg != "ok" && msg != netHelperGone {
 		h.cmd.Process.Kill()
 		h.cmd.Wait()
 		if msg == "" {
@@ -167,6 +171,9 @@ func runNetHelper() {
 		fail(fmt.Errorf("read the network helper's config: %w", err))
 	}
 	pidfd := os.NewFile(5, "pidfd")
+	// pasta reads the interface until EAGAIN: it must stay non-blocking
+	// (an os.File made of a non-blocking descriptor leaves it so).
+	unix.SetNonblock(8, true)
 	readyR, readyW, err := os.Pipe()
 	if err != nil {
 		fail(err)
@@ -176,7 +183,7 @@ func runNetHelper() {
 	cmd.Args[0] = "pasta" // passt's mode, whichever binary runs it (see pastaExecutable)
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
 	cmd.Stderr = &limitedBuffer{buf: &stderr, max: 4096}
-	cmd.ExtraFiles = []*os.File{os.NewFile(6, "netns"), os.NewFile(7, "userns"), readyW}
+	cmd.ExtraFiles = []*os.File{os.NewFile(6, "netns"), os.NewFile(7, "userns"), readyW, os.NewFile(8, "tap")}
 	// The calling thread is locked (Init locks it) and lives as long as
 	// the helper, so the parent-death signal fires only when we are gone.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: unix.SIGKILL}
@@ -184,28 +191,11 @@ func runNetHelper() {
 		fail(fmt.Errorf("start pasta: %w", err))
 	}
 	readyW.Close()
-	for _, fd := range []uintptr{6, 7} {
-		unix.Close(int(fd))
+	for _, fd := range []int{6, 7, 8} {
+		unix.Close(fd)
 	}
-	// pasta writes its pid (--pid) once the namespace is set up; EOF
-	// without it means it exited.
-	pidLine, _ := bufio.NewReader(readyR).ReadString('\n')
-	readyR.Close()
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	if strings.TrimSpace(pidLine) == "" {
-		<-exited
-		// No network: the container does not run on without it, even
-		// when it started before pasta (Spec.NetLate) and its launcher
-		// is gone.
-		unix.PidfdSendSignal(int(pidfd.Fd()), unix.SIGKILL, nil, 0)
-		fail(fmt.Errorf("pasta: %s (%v)", pastaErrors(stderr.String()), cmd.ProcessState))
-	}
-	fmt.Fprintln(report, "ok")
-	report.Close()
-	if cfg.Control != "" {
-		go watchHostAddresses(cfg.Control)
-	}
 	initGone := make(chan struct{})
 	go func() {
 		fds := []unix.PollFd{{Fd: int32(pidfd.Fd()), Events: unix.POLLIN}}
@@ -216,16 +206,51 @@ func runNetHelper() {
 			}
 		}
 	}()
+	end := func() {
+		cmd.Process.Kill()
+		if cfg.Ports {
+			<-exited
+		}
+		os.Exit(0)
+	}
+	// pasta writes its pid (--pid) once the namespace is set up; EOF
+	// without it means it exited.
+	ready := make(chan bool, 1)
+	go func() {
+		pidLine, _ := bufio.NewReader(readyR).ReadString('\n')
+		ready <- strings.TrimSpace(pidLine) != ""
+	}()
 	select {
 	case <-initGone:
-		cmd.Process.Kill()
-		<-exited
-		os.Exit(0)
+		// A workload done before pasta was: nothing is left to serve.
+		fmt.Fprintln(report, netHelperGone)
+		end()
+	case ok := <-ready:
+		if !ok {
+			<-exited
+			// No network: the container does not run on without it, even
+			// when it started before pasta and its launcher is gone.
+			unix.PidfdSendSignal(int(pidfd.Fd()), unix.SIGKILL, nil, 0)
+			fail(fmt.Errorf("pasta: %s (%v)", pastaErrors(stderr.String()), cmd.ProcessState))
+		}
+	}
+	fmt.Fprintln(report, "ok")
+	report.Close()
+	if cfg.Control != "" {
+		go watchHostAddresses(cfg.Control)
+	}
+	select {
+	case <-initGone:
+		end()
 	case <-exited:
 		// pasta died under a running container: it has no network now.
 		os.Exit(1)
 	}
 }
+
+// netHelperGone is the helper's report when init ended before pasta was
+// up.
+const netHelperGone = "init gone"
 
 // limitedBuffer keeps the first max bytes written to it.
 type limitedBuffer struct {

@@ -61,20 +61,21 @@ type Spec struct {
 	// (and, with UserNS, user) namespace the container joins; the
 	// caller checks it is the container it means (State.Status).
 	JoinPid int `json:"-"`
-	// NetLate, with NetPrivate, starts the workload (and returns from
-	// Start) without waiting for pasta, which spends some 80 ms of CPU
-	// setting up its own tables: for a workspace's IDE server, which
-	// serves a Unix socket and starts shells only when asked. cove exec
-	// waits for the network (init serves it once the launcher says pasta
-	// is up); should pasta fail, the launcher stops the container and
-	// says why.
+	// NetLate, with NetPrivate and Ports, starts the workload (and
+	// returns from Start) without waiting for pasta, as a start without
+	// ports always does (see Tap): for a workspace's IDE server, which
+	// serves a Unix socket and starts shells only when asked. Should pasta
+	// fail (a port it cannot bind), the launcher stops the container and
+	// says why; without NetLate the start fails.
 	NetLate bool `json:"netLate,omitempty"`
 	// Ports are forwarded from the host into the container (NetPrivate).
 	Ports []Port `json:"ports,omitempty"`
 	// Blocked are the host's own addresses (NetPrivate), unreachable from
 	// inside: Start fills them in.
 	Blocked []string `json:"blocked,omitempty"`
-	UserNS  bool     `json:"userns,omitempty"`
+	// Tap is the container's interface (NetPrivate): Start fills it in.
+	Tap    *Tap `json:"tap,omitempty"`
+	UserNS bool `json:"userns,omitempty"`
 	// KeepID, with UserNS, makes the launching user's own uid and gid
 	// KeepID's inside instead of root's (podman's --userns=keep-id): the
 	// user's files (the image as a rootless store holds it, a project

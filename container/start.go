@@ -43,7 +43,7 @@ type Container struct {
 	netHelper *exec.Cmd
 	cgroup    *cgroup
 	warn      func(string)
-	netUp     chan struct{} // NetLate: closed once pasta is up or failed
+	netUp     chan struct{} // a start not waiting for pasta: closed once it is up or failed
 }
 
 // StartError is a failure before the workload ran. Code is the exit
@@ -146,6 +146,9 @@ func prepareStart(spec *Spec, warn func(string)) (err error) {
 			return err
 		}
 		if spec.Blocked, err = HostAddresses(); err != nil {
+			return err
+		}
+		if spec.Tap, err = HostTap(); err != nil {
 			return err
 		}
 	}
@@ -272,6 +275,13 @@ func joinThrough(cmd *exec.Cmd, spec *Spec) error {
 	return nil
 }
 
+// closeFds closes descriptors received that have no use.
+func closeFds(fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+}
+
 func closeFiles(fs []*os.File) {
 	for _, f := range fs {
 		f.Close()
@@ -304,16 +314,6 @@ func (c *Container) setUp(p *initPipes, ranged subIDMapping, useRanges, keeper b
 			return fmt.Errorf("map the user namespace: %w", err)
 		}
 	}
-	// The helper (and pasta) start now, with init's namespaces made and
-	// mapped, and run while init builds its root; the keeper's init is
-	// its child, known only below.
-	var helper *netHelperStart
-	if spec.Net == NetPrivate && !keeper {
-		var err error
-		if helper, err = c.startNetHelper(); err != nil {
-			return err
-		}
-	}
 	// The spec starts init's setup (the mounts), which runs while it is
 	// put in its cgroups: on v1 a migration waits for the kernel's RCU and
 	// can take milliseconds. A byte on the sync socket then tells init it
@@ -328,17 +328,23 @@ func (c *Container) setUp(p *initPipes, ranged subIDMapping, useRanges, keeper b
 		if err := c.followKeeper(sync); err != nil {
 			return err
 		}
-		if spec.Net == NetPrivate {
-			var err error
-			if helper, err = c.startNetHelper(); err != nil {
-				return err
-			}
-		}
 	}
 	if err := c.cgroup.join(c.Pid); err != nil {
 		return err
 	}
-	late := helper != nil && spec.NetLate
+	// Init's interface comes first (its setup begins with the network):
+	// pasta starts with it, while init builds its root.
+	var helper *netHelperStart
+	if spec.Net == NetPrivate {
+		var err error
+		if helper, err = c.startNetHelperWith(sync); err != nil {
+			return err
+		}
+	}
+	// The workload waits for pasta only when it publishes ports, so that
+	// one pasta cannot bind fails the start; else it starts now, and what
+	// it sends waits for pasta in its interface's queue (see Tap).
+	late := helper != nil && (spec.NetLate || len(spec.Ports) == 0)
 	if late {
 		defer func() {
 			if c.netUp == nil { // failed before lateNet took it
@@ -380,30 +386,24 @@ func (c *Container) setUp(p *initPipes, ranged subIDMapping, useRanges, keeper b
 		c.Console = os.NewFile(uintptr(fds[0]), "console")
 	}
 	if late {
-		// The sync socket stays open for one more byte: pasta is up.
-		c.lateNet(helper, p.syncR)
-		p.syncR = nil
+		c.lateNet(helper)
 	}
 	return nil
 }
 
-// lateNet waits, in the background, for pasta under a NetLate start: once
-// it is up, init is told (it serves cove exec from then on); should it
-// fail, the container is stopped (by the helper too, see runNetHelper)
-// and the warning says why.
-func (c *Container) lateNet(helper *netHelperStart, sync *os.File) {
+// lateNet waits, in the background, for pasta under a start that did not
+// wait for it: should it fail, the container is stopped (by the helper
+// too, see runNetHelper) and the warning says why.
+func (c *Container) lateNet(helper *netHelperStart) {
 	c.netUp = make(chan struct{})
 	go func() {
 		defer close(c.netUp)
-		defer sync.Close()
 		if err := helper.wait(); err != nil {
 			if c.warn != nil {
 				c.warn(fmt.Sprintf("the container's network did not come up, so it was stopped: %v", err))
 			}
 			c.Kill()
-			return
 		}
-		sync.Write([]byte{1})
 	}()
 }
 
@@ -435,10 +435,28 @@ func (c *Container) followKeeper(sync *lineReader) error {
 	return nil
 }
 
-// startNetHelper starts the process that keeps pasta for init's network
-// namespace and tracks it.
-func (c *Container) startNetHelper() (*netHelperStart, error) {
-	h, err := startNetHelper(c.Spec, c.Pid)
+// startNetHelperWith reads init's line with its network interface and
+// starts, with it, the process that keeps pasta for init's network
+// namespace, and tracks it.
+func (c *Container) startNetHelperWith(sync *lineReader) (*netHelperStart, error) {
+	msg, fds, err := readSyncLine(sync)
+	var tap *os.File
+	if len(fds) > 0 {
+		tap = os.NewFile(uintptr(fds[0]), "tap")
+		defer tap.Close()
+		closeFds(fds[1:])
+	}
+	switch {
+	case err != nil:
+		c.cmd.Wait()
+		return nil, fmt.Errorf("init died during setup (%v): %s", c.cmd.ProcessState, err)
+	case msg.Error != "":
+		c.cmd.Wait()
+		return nil, &StartError{Err: errors.New(msg.Error), Code: msg.Code}
+	case !msg.Tap || tap == nil:
+		return nil, errors.New("init sent no network interface")
+	}
+	h, err := startNetHelper(c.Spec, c.Pid, tap)
 	if err != nil {
 		return nil, err
 	}

@@ -494,8 +494,9 @@ func (lo *Local) workspaceLaunch(w *start, ports []container.Port) (Launch, erro
 		Binds:   binds,
 		Limits:  w.limits, Net: w.conf.Net, Ports: ports, NoSeccomp: w.conf.NoSeccomp, Detach: true, Quiet: true,
 		// The IDE server needs no network to answer the page (its shells
-		// start when the page asks, well after); every cove exec, the
-		// lifecycle commands' included, waits for pasta (Spec.NetLate).
+		// start when the page asks, well after), and what the lifecycle
+		// commands send before pasta is up waits for it in the
+		// interface's queue (Spec.NetLate, container.Tap).
 		NetLate:  true,
 		Dir:      w.layerDir,
 		Hostname: w.rt.Hostname,

@@ -441,6 +441,91 @@ func TestNetPublish(t *testing.T) {
 	})
 }
 
+// TestNetOffline: on a host with no route out (a laptop with no
+// network), a container on the default network starts all the same, and
+// reaches the internet once the host is back, without a restart. Before,
+// pasta (as Debian 12 ships it) refused to start with no default route
+// ("External interface not usable"), and the container with it.
+func TestNetOffline(t *testing.T) {
+	t.Parallel()
+	netModes(t, func(t *testing.T, h *fakeHost, u netUser, ref string) {
+		ipCmd(t, "-n", h.ns, "route", "del", "default")
+		back := false
+		defer func() {
+			if !back {
+				ipCmd(t, "-n", h.ns, "route", "add", "default", "via", "198.18.0.2")
+			}
+		}()
+		script := "ip -4 addr show scope global | grep -q inet && echo up || echo 'no address'; for i in $(seq 100); do " +
+			"ip=$(nslookup inet.test 2>/dev/null | awk '/^Address/ {a=$NF} END {print a}'); " +
+			"if out=$( (echo; sleep 1) | timeout 5 nc -w 2 $ip 80 2>&1) && [ -n \"$out\" ]; then echo \"reached: $out\"; exit 0; fi; sleep 0.2; done; echo never reached"
+		cmd := u.command(h.ns, "run", "--rm", "--pull", "never", ref, "sh", "-c", script)
+		out, err := cmd.StdoutPipe()
+		must(t, err)
+		var errb strings.Builder
+		cmd.Stderr = &errb
+		must(t, cmd.Start())
+		lines := bufio.NewScanner(out)
+		if !lines.Scan() || lines.Text() != "up" {
+			cmd.Wait()
+			t.Fatalf("offline, the container did not start with its address: %q; stderr: %s", lines.Text(), errb.String())
+		}
+		ipCmd(t, "-n", h.ns, "route", "add", "default", "via", "198.18.0.2")
+		back = true
+		var rest strings.Builder
+		for lines.Scan() {
+			rest.WriteString(lines.Text() + "\n")
+		}
+		if code, ok := waitExit(cmd, 2*time.Minute); !ok || code != 0 || !strings.Contains(rest.String(), "reached: hello from the internet") {
+			t.Fatalf("once the host was back (exit %d, %v): %s%s", code, ok, rest.String(), errb.String())
+		}
+	})
+}
+
+// TestNetBeforePasta: the workload does not wait for pasta (some 70 ms
+// of its own to start): its interface is init's, and what it sends before
+// pasta is up waits for it. With a pasta held back 2 s, the container's
+// first line comes before pasta runs, and its connection to the internet,
+// made at once, succeeds once pasta is there.
+func TestNetBeforePasta(t *testing.T) {
+	t.Parallel()
+	bin, err := os.MkdirTemp("", "cove-slow-pasta-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(bin) })
+	must(t, os.Chmod(bin, 0o777))
+	real, err := container.PastaPath()
+	must(t, err)
+	up := filepath.Join(bin, "up")
+	must(t, os.WriteFile(filepath.Join(bin, "pasta"), []byte("#!/bin/sh\nsleep 2\ntouch "+up+"\nexec "+real+" \"$@\"\n"), 0o755))
+	netModes(t, func(t *testing.T, h *fakeHost, u netUser, ref string) {
+		os.Remove(up)
+		u.env = append(u.env, "PATH="+bin+":"+os.Getenv("PATH"))
+		// The client's side stays open past pasta's start (see reachScript).
+		script := "echo started; if out=$( (echo; sleep 6) | timeout 30 nc -w 20 " + inetAddr + " 80 2>&1) && [ -n \"$out\" ]; then echo \"reached: $out\"; else echo unreachable; fi"
+		cmd := u.command(h.ns, "run", "--rm", "--pull", "never", ref, "sh", "-c", script)
+		out, err := cmd.StdoutPipe()
+		must(t, err)
+		var errb strings.Builder
+		cmd.Stderr = &errb
+		must(t, cmd.Start())
+		lines := bufio.NewScanner(out)
+		if !lines.Scan() || lines.Text() != "started" {
+			cmd.Wait()
+			t.Fatalf("no start: %q; stderr: %s", lines.Text(), errb.String())
+		}
+		if _, err := os.Stat(up); err == nil {
+			t.Errorf("the workload started after pasta (held back 2 s): it waited for it")
+		}
+		var rest strings.Builder
+		for lines.Scan() {
+			rest.WriteString(lines.Text() + "\n")
+		}
+		if code, ok := waitExit(cmd, 2*time.Minute); !ok || code != 0 || !strings.Contains(rest.String(), "reached: hello from the internet") {
+			t.Fatalf("a connection made before pasta was up (exit %d, %v): %s%s", code, ok, rest.String(), errb.String())
+		}
+	})
+}
+
 // TestNetLauncherKilled: with its launcher killed (kill -9), a container
 // keeps its network while it runs, and pasta goes with it when it ends by
 // itself, with nobody left to clean up.
