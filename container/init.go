@@ -378,13 +378,13 @@ func handOverTap(t *Tap) error {
 	if t == nil {
 		return errors.New("the spec has no network interface for the container")
 	}
-	f, err := makeTap(t)
+	fd, err := makeTap(t)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer unix.Close(fd)
 	b, _ := json.Marshal(syncMsg{Tap: true})
-	if err := unix.Sendmsg(syncFd, append(b, '\n'), unix.UnixRights(int(f.Fd())), nil, 0); err != nil {
+	if err := unix.Sendmsg(syncFd, append(b, '\n'), unix.UnixRights(fd), nil, 0); err != nil {
 		return fmt.Errorf("hand the network interface to the launcher: %w", err)
 	}
 	return nil

@@ -55,6 +55,9 @@ type netHelperConfig struct {
 	// before the helper's (a start that follows binds them again); else
 	// the helper leaves the dying pasta to the kernel.
 	Ports bool `json:"ports,omitempty"`
+	// Blocked: what init blocked at the start (Spec.Blocked), not asked
+	// again.
+	Blocked []string `json:"blocked,omitempty"`
 }
 
 // netHelperTimeout bounds pasta's setup.
@@ -68,7 +71,7 @@ func startNetHelper(spec *Spec, pid int, tap *os.File) (*netHelperStart, error) 
 		return nil, err
 	}
 	cfg, err := json.Marshal(netHelperConfig{Pasta: pastaExecutable(pasta), Args: pastaArgs(spec.Ports, spec.UserNS, os.Geteuid() == 0, spec.Tap),
-		Control: spec.Control, Ports: len(spec.Ports) > 0})
+		Control: spec.Control, Ports: len(spec.Ports) > 0, Blocked: spec.Blocked})
 	if err != nil {
 		return nil, err
 	}
@@ -237,7 +240,7 @@ func runNetHelper() {
 	fmt.Fprintln(report, "ok")
 	report.Close()
 	if cfg.Control != "" {
-		go watchHostAddresses(cfg.Control)
+		go watchHostAddresses(cfg.Control, cfg.Blocked)
 	}
 	select {
 	case <-initGone:
@@ -286,7 +289,11 @@ func pastaErrors(s string) string {
 // after an overflow), so none added in between is missed. Between an
 // address appearing and its route there is the time of one netlink
 // message and one request to init.
-func watchHostAddresses(ctl string) {
+func watchHostAddresses(ctl string, blocked []string) {
+	seen := map[string]bool{}
+	for _, p := range blocked {
+		seen[p] = true
+	}
 	for {
 		updates := make(chan netlink.AddrUpdate, 256)
 		done := make(chan struct{})
@@ -305,11 +312,10 @@ func watchHostAddresses(ctl string) {
 		if err != nil {
 			return // no netlink: the start's list stands
 		}
-		seen := map[string]bool{}
 		pending := []string{}
 		if addrs, err := netlink.AddrList(nil, netlink.FAMILY_ALL); err == nil {
 			for _, a := range addrs {
-				if p, ok := hostPrefix(a.IP); ok {
+				if p, ok := hostPrefix(a.IP); ok && !seen[p] {
 					pending = append(pending, p)
 				}
 			}

@@ -29,10 +29,10 @@ func lateSpec(t *testing.T, dir string) *Spec {
 	}
 }
 
-// TestRunPrivateNetLate: with NetLate, Start returns before pasta is up
-// (it takes ~80 ms of CPU here), and an exec made at once waits for it:
-// it finds the route pasta configures. Without the wait, the exec would
-// run within milliseconds of the start, before pasta.
+// TestRunPrivateNetLate: Start returns before pasta is up (it takes some
+// 70 ms of its own here), and an exec made at once finds the container's
+// interface and its default route, which init made (see Tap), pasta or
+// not.
 func TestRunPrivateNetLate(t *testing.T) {
 	needRoot(t)
 	needPasta(t)

@@ -407,7 +407,8 @@ func (c *Container) lateNet(helper *netHelperStart) {
 	}()
 }
 
-// waitNet waits until a NetLate start's network is up, or failed.
+// waitNet waits until the network of a start that did not wait for pasta
+// is up, or failed.
 func (c *Container) waitNet() {
 	if c.netUp != nil {
 		<-c.netUp
@@ -530,9 +531,8 @@ func (c *Container) Kill() {
 }
 
 // Release lets the container run on without this process (detach). A
-// NetLate network still coming is the network helper's then: it stops the
-// container should pasta fail, and init serves cove exec once this
-// process is gone, if it did not say pasta was up before.
+// network still coming (a start that did not wait for pasta) is the
+// network helper's then: it stops the container should pasta fail.
 func (c *Container) Release() error {
 	if c.netHelper != nil {
 		c.netHelper.Process.Release()

@@ -42,7 +42,7 @@ type Launch struct {
 	Net         string
 	JoinPid     int              // Net join: the init whose network it shares (a workspace's, for its Compose services)
 	Ports       []container.Port // forwarded from the host (Net private)
-	NetLate     bool             // Net private: the workload starts before pasta is up (container.Spec.NetLate)
+	NetLate     bool             // Net private with Ports: the workload starts before pasta is up (container.Spec.NetLate)
 	NoSeccomp   bool
 	Remove      bool // --rm
 	Detach      bool
