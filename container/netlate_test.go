@@ -5,10 +5,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // lateSpec is a detached container of the test image on the private
@@ -120,4 +123,71 @@ func TestRunPrivateNetLateFails(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRunPrivateNetHelperLeavesTheInterface: the network helper hands the
+// container's interface to pasta and keeps nothing of it: no descriptor,
+// and no entry in its Go poller's epoll set. A descriptor closed under
+// the poller stays in that set for as long as pasta holds the interface,
+// and every packet woke the helper: bulk downloads lost a third of their
+// speed to it.
+func TestRunPrivateNetHelperLeavesTheInterface(t *testing.T) {
+	needRoot(t)
+	needPasta(t)
+	spec := lateSpec(t, t.TempDir())
+	c, err := Start(spec, Stdio{Stdout: io.Discard, Stderr: io.Discard}, Limits{}, func(w string) { t.Logf("warning: %s", w) })
+	must(t, err)
+	defer func() { c.Kill(); c.Wait() }()
+	c.waitNet()
+	helper := c.netHelper.Process.Pid
+	children, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", helper, helper))
+	must(t, err)
+	var tun uint64
+	for _, p := range strings.Fields(string(children)) {
+		for _, fd := range tunFds(t, p) {
+			var st unix.Stat_t
+			must(t, unix.Stat(fd, &st))
+			tun = st.Ino
+		}
+	}
+	if tun == 0 {
+		t.Fatalf("pasta (a child of the helper %d: %q) holds no /dev/net/tun", helper, children)
+	}
+	if fds := tunFds(t, strconv.Itoa(helper)); len(fds) > 0 {
+		t.Errorf("the helper keeps the interface: %v", fds)
+	}
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fdinfo", helper))
+	must(t, err)
+	for _, e := range ents {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%s", helper, e.Name()))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			f := strings.Fields(line)
+			if len(f) > 0 && f[0] == "tfd:" {
+				for _, kv := range f {
+					if v, ok := strings.CutPrefix(kv, "ino:"); ok && v == strconv.FormatUint(tun, 16) {
+						t.Errorf("the helper's epoll set %s watches the interface: %s", e.Name(), line)
+					}
+				}
+			}
+		}
+	}
+}
+
+// tunFds are the /proc/PID/fd paths of pid's descriptors of /dev/net/tun.
+func tunFds(t *testing.T, pid string) []string {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/" + pid + "/fd")
+	must(t, err)
+	var out []string
+	for _, e := range ents {
+		p := "/proc/" + pid + "/fd/" + e.Name()
+		// pasta's own root is elsewhere: it reads /net/tun.
+		if target, _ := os.Readlink(p); strings.HasSuffix(target, "/net/tun") {
+			out = append(out, p)
+		}
+	}
+	return out
 }
