@@ -459,25 +459,15 @@ func TestNetOffline(t *testing.T) {
 		script := "ip -4 addr show scope global | grep -q inet && echo up || echo 'no address'; for i in $(seq 100); do " +
 			"ip=$(nslookup inet.test 2>/dev/null | awk '/^Address/ {a=$NF} END {print a}'); " +
 			"if out=$( (echo; sleep 1) | timeout 5 nc -w 2 $ip 80 2>&1) && [ -n \"$out\" ]; then echo \"reached: $out\"; exit 0; fi; sleep 0.2; done; echo never reached"
-		cmd := u.command(h.ns, "run", "--rm", "--pull", "never", ref, "sh", "-c", script)
-		out, err := cmd.StdoutPipe()
-		must(t, err)
-		var errb strings.Builder
-		cmd.Stderr = &errb
-		must(t, cmd.Start())
-		lines := bufio.NewScanner(out)
-		if !lines.Scan() || lines.Text() != "up" {
-			cmd.Wait()
-			t.Fatalf("offline, the container did not start with its address: %q; stderr: %s", lines.Text(), errb.String())
+		r, first := startLines(t, u.command(h.ns, "run", "--rm", "--pull", "never", ref, "sh", "-c", script))
+		if first != "up" {
+			r.finish()
+			t.Fatalf("offline, the container did not start with its address: %q; stderr: %s", first, r.errb.String())
 		}
 		ipCmd(t, "-n", h.ns, "route", "add", "default", "via", "198.18.0.2")
 		back = true
-		var rest strings.Builder
-		for lines.Scan() {
-			rest.WriteString(lines.Text() + "\n")
-		}
-		if code, ok := waitExit(cmd, 2*time.Minute); !ok || code != 0 || !strings.Contains(rest.String(), "reached: hello from the internet") {
-			t.Fatalf("once the host was back (exit %d, %v): %s%s", code, ok, rest.String(), errb.String())
+		if rest, code, ok := r.finish(); !ok || code != 0 || !strings.Contains(rest, "reached: hello from the internet") {
+			t.Fatalf("once the host was back (exit %d, %v): %s%s", code, ok, rest, r.errb.String())
 		}
 	})
 }
@@ -502,28 +492,49 @@ func TestNetBeforePasta(t *testing.T) {
 		u.env = append(u.env, "PATH="+bin+":"+os.Getenv("PATH"))
 		// The client's side stays open past pasta's start (see reachScript).
 		script := "echo started; if out=$( (echo; sleep 6) | timeout 30 nc -w 20 " + inetAddr + " 80 2>&1) && [ -n \"$out\" ]; then echo \"reached: $out\"; else echo unreachable; fi"
-		cmd := u.command(h.ns, "run", "--rm", "--pull", "never", ref, "sh", "-c", script)
-		out, err := cmd.StdoutPipe()
-		must(t, err)
-		var errb strings.Builder
-		cmd.Stderr = &errb
-		must(t, cmd.Start())
-		lines := bufio.NewScanner(out)
-		if !lines.Scan() || lines.Text() != "started" {
-			cmd.Wait()
-			t.Fatalf("no start: %q; stderr: %s", lines.Text(), errb.String())
+		r, first := startLines(t, u.command(h.ns, "run", "--rm", "--pull", "never", ref, "sh", "-c", script))
+		if first != "started" {
+			r.finish()
+			t.Fatalf("no start: %q; stderr: %s", first, r.errb.String())
 		}
 		if _, err := os.Stat(up); err == nil {
 			t.Errorf("the workload started after pasta (held back 2 s): it waited for it")
 		}
-		var rest strings.Builder
-		for lines.Scan() {
-			rest.WriteString(lines.Text() + "\n")
-		}
-		if code, ok := waitExit(cmd, 2*time.Minute); !ok || code != 0 || !strings.Contains(rest.String(), "reached: hello from the internet") {
-			t.Fatalf("a connection made before pasta was up (exit %d, %v): %s%s", code, ok, rest.String(), errb.String())
+		if rest, code, ok := r.finish(); !ok || code != 0 || !strings.Contains(rest, "reached: hello from the internet") {
+			t.Fatalf("a connection made before pasta was up (exit %d, %v): %s%s", code, ok, rest, r.errb.String())
 		}
 	})
+}
+
+// lineRun is a command whose output is read a line at a time while it
+// runs.
+type lineRun struct {
+	cmd   *exec.Cmd
+	lines *bufio.Scanner
+	errb  strings.Builder
+}
+
+// startLines starts cmd and returns once its first line is read.
+func startLines(t *testing.T, cmd *exec.Cmd) (*lineRun, string) {
+	t.Helper()
+	r := &lineRun{cmd: cmd}
+	out, err := cmd.StdoutPipe()
+	must(t, err)
+	cmd.Stderr = &r.errb
+	must(t, cmd.Start())
+	r.lines = bufio.NewScanner(out)
+	r.lines.Scan()
+	return r, r.lines.Text()
+}
+
+// finish reads the rest of the output and waits for the command to exit.
+func (r *lineRun) finish() (rest string, code int, ok bool) {
+	var b strings.Builder
+	for r.lines.Scan() {
+		b.WriteString(r.lines.Text() + "\n")
+	}
+	code, ok = waitExit(r.cmd, 2*time.Minute)
+	return b.String(), code, ok
 }
 
 // TestNetLauncherKilled: with its launcher killed (kill -9), a container
