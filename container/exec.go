@@ -198,6 +198,13 @@ func fileRecvmsg(f *os.File) recvmsg {
 type lineReader struct {
 	recv    recvmsg
 	pending []byte
+	// fds came with the line that ends at fdsEnd in pending (-1: the one
+	// not yet whole). A read that brings descriptors ends with the
+	// message that carried them, but may begin with lines before it (the
+	// keep-id keeper's, then init's with its interface): they are not
+	// that line's.
+	fds    []int
+	fdsEnd int
 }
 
 // recvLine reads one line from a socket that carries a single one.
@@ -205,36 +212,54 @@ func recvLine(recv recvmsg) ([]byte, []int, error) {
 	return (&lineReader{recv: recv}).next()
 }
 
-// next returns the next line and the descriptors that came with the reads
-// that made it up.
+// next returns the next line and the descriptors that came with it.
 func (r *lineReader) next() ([]byte, []int, error) {
-	var fds []int
 	buf := make([]byte, 4096)
 	oob := make([]byte, unix.CmsgSpace(4*4))
 	for bytes.IndexByte(r.pending, '\n') < 0 {
 		n, oobn, _, _, err := r.recv(buf, oob)
 		if err != nil {
-			return nil, fds, err
+			return nil, r.takeFds(), err
 		}
+		var got []int
 		if cmsgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
 			for _, cm := range cmsgs {
 				if rights, err := unix.ParseUnixRights(&cm); err == nil {
-					fds = append(fds, rights...)
+					got = append(got, rights...)
 				}
 			}
 		}
-		if n == 0 {
-			return nil, fds, io.ErrUnexpectedEOF
-		}
 		r.pending = append(r.pending, buf[:n]...)
+		if len(got) > 0 {
+			r.fds = append(r.fds, got...)
+			r.fdsEnd = bytes.LastIndexByte(r.pending, '\n')
+		}
+		if n == 0 {
+			return nil, r.takeFds(), io.ErrUnexpectedEOF
+		}
 		if len(r.pending) > 1<<20 {
-			return nil, fds, errors.New("message too long")
+			return nil, r.takeFds(), errors.New("message too long")
 		}
 	}
 	i := bytes.IndexByte(r.pending, '\n')
 	line := r.pending[:i:i]
 	r.pending = r.pending[i+1:]
+	var fds []int
+	if len(r.fds) > 0 {
+		if r.fdsEnd <= i {
+			fds = r.takeFds()
+		} else {
+			r.fdsEnd -= i + 1
+		}
+	}
 	return line, fds, nil
+}
+
+// takeFds hands over the descriptors held.
+func (r *lineReader) takeFds() []int {
+	fds := r.fds
+	r.fds = nil
+	return fds
 }
 
 // Exec runs a process in the running container whose control socket is

@@ -36,3 +36,41 @@ func TestLineReaderKeepsTheSecondLine(t *testing.T) {
 		t.Fatal("no error at the end of the stream")
 	}
 }
+
+// TestLineReaderGivesDescriptorsToTheirLine: a line without descriptors
+// and one with (the keep-id keeper's pid, then init's interface) that
+// arrive in one read: the descriptor is the second line's. It used to go
+// with the first, which threw it away, and the second had none.
+func TestLineReaderGivesDescriptorsToTheirLine(t *testing.T) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := os.NewFile(uintptr(fds[0]), "a"), os.NewFile(uintptr(fds[1]), "b")
+	defer a.Close()
+	defer b.Close()
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	if err := unix.Sendmsg(fds[0], []byte(`{"pid":7}`+"\n"), nil, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Sendmsg(fds[0], []byte(`{"tap":true}`+"\n"), unix.UnixRights(int(null.Fd())), nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	r := &lineReader{recv: fileRecvmsg(b)}
+	for _, want := range []struct {
+		line string
+		fds  int
+	}{{`{"pid":7}`, 0}, {`{"tap":true}`, 1}} {
+		line, got, err := r.next()
+		for _, fd := range got {
+			unix.Close(fd)
+		}
+		if err != nil || string(line) != want.line || len(got) != want.fds {
+			t.Fatalf("line %q with %d descriptors, %v; want %q with %d", line, len(got), err, want.line, want.fds)
+		}
+	}
+}
