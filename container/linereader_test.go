@@ -11,13 +11,7 @@ import (
 // (a PID and, for a quick process, its exit) are two lines; the second
 // used to be dropped, which lost exec exits.
 func TestLineReaderKeepsTheSecondLine(t *testing.T) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, b := os.NewFile(uintptr(fds[0]), "a"), os.NewFile(uintptr(fds[1]), "b")
-	defer a.Close()
-	defer b.Close()
+	a, b := socketPair(t)
 	a.Write([]byte(`{"pid":7}` + "\n"))
 	a.Write([]byte(`{"exit":0}` + "\n" + `{"exit":`))
 	r := &lineReader{recv: fileRecvmsg(b)}
@@ -42,22 +36,16 @@ func TestLineReaderKeepsTheSecondLine(t *testing.T) {
 // arrive in one read: the descriptor is the second line's. It used to go
 // with the first, which threw it away, and the second had none.
 func TestLineReaderGivesDescriptorsToTheirLine(t *testing.T) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, b := os.NewFile(uintptr(fds[0]), "a"), os.NewFile(uintptr(fds[1]), "b")
-	defer a.Close()
-	defer b.Close()
+	a, b := socketPair(t)
 	null, err := os.Open(os.DevNull)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer null.Close()
-	if err := unix.Sendmsg(fds[0], []byte(`{"pid":7}`+"\n"), nil, nil, 0); err != nil {
+	if err := unix.Sendmsg(int(a.Fd()), []byte(`{"pid":7}`+"\n"), nil, nil, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := unix.Sendmsg(fds[0], []byte(`{"tap":true}`+"\n"), unix.UnixRights(int(null.Fd())), nil, 0); err != nil {
+	if err := unix.Sendmsg(int(a.Fd()), []byte(`{"tap":true}`+"\n"), unix.UnixRights(int(null.Fd())), nil, 0); err != nil {
 		t.Fatal(err)
 	}
 	r := &lineReader{recv: fileRecvmsg(b)}
@@ -73,4 +61,16 @@ func TestLineReaderGivesDescriptorsToTheirLine(t *testing.T) {
 			t.Fatalf("line %q with %d descriptors, %v; want %q with %d", line, len(got), err, want.line, want.fds)
 		}
 	}
+}
+
+// socketPair is a connected pair of stream sockets, closed with the test.
+func socketPair(t *testing.T) (a, b *os.File) {
+	t.Helper()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b = os.NewFile(uintptr(fds[0]), "a"), os.NewFile(uintptr(fds[1]), "b")
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return a, b
 }
