@@ -217,7 +217,7 @@ func ResolvConf(host []byte) []byte {
 //   - --fd 6: the interface is init's, made and configured before the
 //     workload starts (see Tap), so nothing waits for pasta, which takes
 //     some 70 ms of its own to start: what the workload sends before pasta
-//     reads it waits in the interface's queue. Hence no --config-net, and
+//     reads it waits for it (see makeTap). Hence no --config-net, and
 //     the addresses pasta assumes given as init set them (-a -n -g), its
 //     own MAC (-M) one of ours (the host's interface may have none, see
 //     -i lo), and the container's (--ns-mac-addr) known to it before its
