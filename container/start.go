@@ -306,7 +306,7 @@ func (c *Container) setUp(p *initPipes, ranged subIDMapping, useRanges, keeper b
 	spec := c.Spec
 	// Init waits for the spec, so it is alive now; its exe is the same file
 	// before and after it re-executes from the read-only bind.
-	if err := c.Identity.Track(c.Pid); err != nil {
+	if err := c.Identity.TrackStarted(c.Pid, c.cmd.Path); err != nil {
 		return fmt.Errorf("track init: %w", err)
 	}
 	if spec.UserNS && useRanges && spec.Net != NetJoin { // joined: mapped already
@@ -426,7 +426,7 @@ func (c *Container) followKeeper(sync *lineReader) error {
 		return errors.New(msg.Error)
 	}
 	c.Pid = msg.PID
-	if err := c.Identity.Track(c.Pid); err != nil {
+	if err := c.Identity.TrackStarted(c.Pid, c.Spec.Binary); err != nil {
 		// Gone already: its own line says why, if it could.
 		if msg, _, rerr := readSyncLine(sync); rerr == nil && msg.Error != "" {
 			return &StartError{Err: errors.New(msg.Error), Code: msg.Code}
@@ -462,7 +462,7 @@ func (c *Container) startNetHelperWith(sync *lineReader) (*netHelperStart, error
 		return nil, err
 	}
 	c.netHelper, c.NetHelper = h.cmd, &State{}
-	if err := c.NetHelper.Track(h.cmd.Process.Pid); err != nil {
+	if err := c.NetHelper.TrackStarted(h.cmd.Process.Pid, h.cmd.Path); err != nil {
 		h.cmd.Process.Kill()
 		h.cmd.Wait()
 		h.report.Close()

@@ -159,6 +159,20 @@ func (st *State) Track(pid int) error {
 	if err != nil {
 		return err
 	}
+	return st.set(pid, id)
+}
+
+// TrackStarted is Track for a process this one has just started running
+// program (procstat.IdentifyStarted).
+func (st *State) TrackStarted(pid int, program string) error {
+	id, err := procstat.IdentifyStarted(pid, program)
+	if err != nil {
+		return err
+	}
+	return st.set(pid, id)
+}
+
+func (st *State) set(pid int, id procstat.Identity) error {
 	start, err := strconv.ParseUint(id.Start, 10, 64)
 	if err != nil {
 		return fmt.Errorf("/proc/%d/stat: start time %q: %w", pid, id.Start, err)
@@ -171,11 +185,16 @@ func (st *State) Track(pid int) error {
 // pid exists, started at the recorded time in this boot, and runs the
 // recorded binary. A pid reused by any other process fails one of these.
 func (st *State) Status() Status {
-	recorded := procstat.Identity{PID: st.Pid, Start: strconv.FormatUint(st.StartTime, 10), Boot: st.BootID, ExeDev: st.ExeDev, ExeIno: st.ExeIno}
-	if recorded.Alive() {
+	if st.Gone() == nil {
 		return Running
 	}
 	return Exited
+}
+
+// Gone says why the container's init does not run now (nil: it does).
+func (st *State) Gone() error {
+	recorded := procstat.Identity{PID: st.Pid, Start: strconv.FormatUint(st.StartTime, 10), Boot: st.BootID, ExeDev: st.ExeDev, ExeIno: st.ExeIno}
+	return recorded.Gone()
 }
 
 // Stop asks the container to stop: SIGTERM to init (which passes it to the

@@ -1,10 +1,16 @@
 package procstat
 
 import (
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestFieldsOfThisProcess(t *testing.T) {
@@ -44,9 +50,80 @@ func TestIdentityTellsAReusedPID(t *testing.T) {
 	if reused.Alive() || self.Start == id.Start && self.ExeIno == id.ExeIno {
 		t.Errorf("a record of sleep with this test's PID is alive: %+v", reused)
 	}
+	// Why says which: the test started before sleep did.
+	if err := reused.Gone(); err == nil || !strings.Contains(err.Error(), "another process, started at tick "+self.Start) {
+		t.Errorf("a reused pid: %v", err)
+	}
+	other := id
+	other.ExeIno++
+	if err := other.Gone(); err == nil || !strings.Contains(err.Error(), "runs another program now") {
+		t.Errorf("a pid that runs another program: %v", err)
+	}
 	cmd.Process.Kill()
 	cmd.Wait()
 	if id.Alive() {
 		t.Errorf("%+v alive after it ended", id)
 	}
+	if err := id.Gone(); err == nil || err.Error() != fmt.Sprintf("pid %d has exited", id.PID) {
+		t.Errorf("a pid that is free: %v", err)
+	}
+}
+
+// TestIdentifyStartedNamesTheProgram: a process just started is known by
+// the program it execs, not by its parent's (which /proc/PID/exe shows
+// until the exec is through); one that runs this program is taken at
+// once, and one that never shows the program it was said to run is an
+// error, not an identity of the wrong program.
+func TestIdentifyStartedNamesTheProgram(t *testing.T) {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip(err)
+	}
+	cmd := exec.Command(sleep, "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	id, err := IdentifyStarted(cmd.Process.Pid, sleep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want unix.Stat_t
+	if err := unix.Stat(sleep, &want); err != nil {
+		t.Fatal(err)
+	}
+	if id.ExeDev != uint64(want.Dev) || id.ExeIno != want.Ino {
+		t.Errorf("identity %+v, want the inode of %s (%d)", id, sleep, want.Ino)
+	}
+
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := exec.Command(self, "-test.run=^$")
+	again.Env = append(os.Environ(), "PROCSTAT_TEST_HOLD=1")
+	stdin, err := again.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := again.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); again.Wait() }()
+	t0 := time.Now()
+	if _, err := identifyStarted(again.Process.Pid, self, 2*time.Second); err != nil || time.Since(t0) > time.Second {
+		t.Errorf("this test's own program: %v after %s", err, time.Since(t0))
+	}
+	// Said to run sleep, it runs this program: not taken for sleep.
+	if _, err := identifyStarted(again.Process.Pid, sleep, 50*time.Millisecond); err == nil || !strings.Contains(err.Error(), "still runs this program") {
+		t.Errorf("a process that never showed its program: %v", err)
+	}
+}
+
+func TestMain(m *testing.M) {
+	if os.Getenv("PROCSTAT_TEST_HOLD") != "" {
+		io.Copy(io.Discard, os.Stdin) // held until the test closes stdin
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
 }
