@@ -120,8 +120,11 @@ func (lo *Local) Open(ctx context.Context, name string) (Workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st.Status() != container.Running {
-		return nil, fmt.Errorf("container %s is not running (cove ps --all)", name)
+	if err := st.Gone(); err != nil {
+		if st.Pid == 0 { // its exit was recorded
+			return nil, fmt.Errorf("container %s is not running (cove ps --all)", name)
+		}
+		return nil, fmt.Errorf("container %s is not running: its init %v (cove ps --all)", name, err)
 	}
 	return &LocalWorkspace{lo: lo, State: st}, nil
 }

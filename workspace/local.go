@@ -612,9 +612,14 @@ func (lo *Local) waitServer(ctx context.Context, st *container.State, layerDir s
 			return nil
 		}
 		waited := time.Since(start)
-		if waited > 10*time.Second || st.Status() != container.Running {
+		gone := st.Gone()
+		if waited > 10*time.Second || gone != nil {
+			why := fmt.Sprintf("no answer on %s after %s", sock, waited.Round(time.Millisecond))
+			if gone != nil {
+				why = fmt.Sprintf("the workspace's init %v", gone)
+			}
 			log, _ := os.ReadFile(filepath.Join(layerDir, "log"))
-			return fmt.Errorf("the workspace's IDE server did not start: %s", strings.TrimSpace(string(log)))
+			return fmt.Errorf("the workspace's IDE server did not start (%s): %s", why, strings.TrimSpace(string(log)))
 		}
 		if waited < 500*time.Millisecond {
 			time.Sleep(2 * time.Millisecond)

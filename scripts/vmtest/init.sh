@@ -75,6 +75,21 @@ show() {
 	done
 	return 0
 }
+# show_records: each container's record beside what its pid is now (start
+# time, executable's device and inode): for a start cove then took for
+# gone ("is not running").
+show_records() {
+	for f in "$COVE_ROOT"/run/containers/*/state.json; do
+		[ -f "$f" ] || continue
+		pid=$(sed -n 's/^  "pid": \([0-9]*\),*$/\1/p' "$f")
+		echo "    | $(tr -d ' \n' <"$f" | cut -c 1-400)"
+		if [ -n "$pid" ] && [ -d "/proc/$pid" ]; then
+			echo "    | pid $pid now: $(cut -d ' ' -f 2,3,22 "/proc/$pid/stat") exe $(stat -L -c '%d %i' "/proc/$pid/exe" 2>&1) $(readlink "/proc/$pid/exe")"
+		else
+			echo "    | pid $pid: gone"
+		fi
+	done
+}
 # brief FILE: the first lines of FILE on one line, for a FAIL detail.
 brief() {
 	head -n 3 "$1" | tr '\n' ' ' | cut -c 1-200
@@ -351,6 +366,7 @@ check_exec() {
 	else
 		fail $name "exit $rc (want 7), stdout '$(brief "$out/exec.out")' (want e1), stderr '$(brief "$out/exec.err")'"
 		show "$out/exec-run.err"
+		show_records
 	fi
 	timeout -s KILL 30 cove rm -f e1 >/dev/null 2>&1
 }
@@ -415,7 +431,8 @@ check_up() {
 	refused=$(head -n 1 "$out/notoken" | tr -d '\r')
 	case "$got/$page/$refused" in
 	"HTTP/1."?" 200 "*/"HTTP/1."?" 200 "*/"HTTP/1."?" "4??" "*) pass $name ;;
-	*) fail $name "URL '$url' answered '$got', its API with the token '$page', without it '$refused' (want 200, 200, then 4xx); stderr '$(brief "$out/up.err")'" ;;
+	*) fail $name "URL '$url' answered '$got', its API with the token '$page', without it '$refused' (want 200, 200, then 4xx); stderr '$(brief "$out/up.err")'"
+		show_records ;;
 	esac
 	kill -INT $up 2>/dev/null
 	wait $up
