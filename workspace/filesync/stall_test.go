@@ -161,7 +161,9 @@ func TestRemoteNoticesASilentStream(t *testing.T) {
 			case !errors.Is(err, ErrAway):
 				t.Fatalf("the round after the drop: %v", err)
 			}
-			if took < testStall || took > testStall*3 {
+			// Not before the timeout, and far from client-go's minute;
+			// a loaded machine (two cores, a VM beside) took 4.2 s.
+			if took < testStall || took > testStall*10 {
 				t.Errorf("the silence was noticed after %v, want about %v", took, testStall)
 			}
 			if err != nil {
