@@ -25,7 +25,7 @@ func (p *Proxy) relayLSP(w http.ResponseWriter, r *http.Request) {
 		Subprotocols: []string{wsProtocol},
 	})
 	if err != nil {
-		http.Error(w, "cove: the workspace's server does not answer (has the workspace stopped?)", http.StatusBadGateway)
+		http.Error(w, noAnswer(err), http.StatusBadGateway)
 		return
 	}
 	defer up.CloseNow()

@@ -118,9 +118,15 @@ func NewProxyDial(dial func(context.Context) (net.Conn, error), port int) *Proxy
 		if ne, ok := err.(net.Error); ok && ne.Timeout() {
 			p.transport.CloseIdleConnections()
 		}
-		http.Error(w, "cove: the workspace's server does not answer (has the workspace stopped?)", http.StatusBadGateway)
+		http.Error(w, noAnswer(err), http.StatusBadGateway)
 	}
 	return p
+}
+
+// noAnswer is the 502's text: what the dial or the wait said, for the
+// one who reads it (the user's page, never the workspace).
+func noAnswer(err error) string {
+	return fmt.Sprintf("cove: the workspace's server does not answer (has the workspace stopped?): %v", err)
 }
 
 // answerWait bounds how long the proxy waits for the beginning of the
