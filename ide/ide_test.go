@@ -903,11 +903,31 @@ func TestProxySaysTheWorkspaceStopped(t *testing.T) {
 	log.SetOutput(&logged)
 	defer log.SetOutput(os.Stderr)
 	code, body := get(t, c, base+"/api/tree", nil)
-	if code != http.StatusBadGateway || !strings.Contains(body, "does not answer") {
-		t.Errorf("%d %q", code, body)
+	if code != http.StatusBadGateway || !strings.Contains(body, "does not answer") || !strings.Contains(body, "dial") {
+		t.Errorf("%d %q, want a 502 that says the dial failed", code, body)
 	}
 	if logged.Len() > 0 {
 		t.Errorf("logged: %s", logged.String())
+	}
+}
+
+// TestProxyDoesNotQuoteABrokenAnswer: a workspace's server that answers
+// with bytes that are not HTTP gets a 502 in the proxy's words: Go's
+// transport quotes the bytes in its error, and the page would show them
+// as cove's.
+func TestProxyDoesNotQuoteABrokenAnswer(t *testing.T) {
+	p, base := behindProxy(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		// One word: Go's error quotes a status line without spaces whole.
+		conn.Write([]byte("cove:your-token-expired,log-in-again-at-https://evil.example\r\n\r\n"))
+		conn.Close()
+	}))
+	code, body := get(t, authed(t, p), base+"/api/tree", nil)
+	if code != http.StatusBadGateway || strings.Contains(body, "evil") || !strings.Contains(body, "its answer could not be passed on") {
+		t.Errorf("%d %q, want a 502 in the proxy's words", code, body)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"mime"
 	"net"
@@ -123,10 +124,23 @@ func NewProxyDial(dial func(context.Context) (net.Conn, error), port int) *Proxy
 	return p
 }
 
-// noAnswer is the 502's text: what the dial or the wait said, for the
-// one who reads it (the user's page, never the workspace).
+// noAnswer is the 502's text: what went wrong, in the proxy's words
+// only. A transport error may quote what the workspace's server sent (a
+// malformed answer's first bytes), which the user's page is not to show
+// as cove's.
 func noAnswer(err error) string {
-	return fmt.Sprintf("cove: the workspace's server does not answer (has the workspace stopped?): %v", err)
+	why := "its answer could not be passed on (not HTTP, or not what was asked)"
+	var op *net.OpError
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.Canceled):
+		why = "the request was given up (its client closed the connection)"
+	case errors.As(err, &op) && op.Op == "dial":
+		why = err.Error()
+	case errors.As(err, &ne) && ne.Timeout():
+		why = fmt.Sprintf("no answer within %s", answerWait)
+	}
+	return "cove: the workspace's server does not answer (has the workspace stopped?): " + why
 }
 
 // answerWait bounds how long the proxy waits for the beginning of the
