@@ -906,6 +906,11 @@ func TestProxySaysTheWorkspaceStopped(t *testing.T) {
 	if code != http.StatusBadGateway || !strings.Contains(body, "does not answer") || !strings.Contains(body, "dial") {
 		t.Errorf("%d %q, want a 502 that says the dial failed", code, body)
 	}
+	// A file where the socket was: the dial's own reason, not a broken answer.
+	os.WriteFile(p.socket, nil, 0o600)
+	if code, body := get(t, c, base+"/api/tree", nil); code != http.StatusBadGateway || !strings.Contains(body, "the workspace replaced it") {
+		t.Errorf("%d %q, want a 502 that says the socket was replaced", code, body)
+	}
 	if logged.Len() > 0 {
 		t.Errorf("logged: %s", logged.String())
 	}

@@ -99,7 +99,7 @@ func NewProxyDial(dial func(context.Context) (net.Conn, error), port int) *Proxy
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			c, err := dial(ctx)
 			if err != nil {
-				return nil, err
+				return nil, &dialError{err}
 			}
 			return newLiveConn(c), nil
 		},
@@ -127,21 +127,28 @@ func NewProxyDial(dial func(context.Context) (net.Conn, error), port int) *Proxy
 // noAnswer is the 502's text: what went wrong, in the proxy's words
 // only. A transport error may quote what the workspace's server sent (a
 // malformed answer's first bytes), which the user's page is not to show
-// as cove's.
+// as cove's; the dial's own errors (DialSocket's, a port-forward's) are
+// cove's and say what the user can do.
 func noAnswer(err error) string {
 	why := "its answer could not be passed on (not HTTP, or not what was asked)"
-	var op *net.OpError
+	var de *dialError
 	var ne net.Error
 	switch {
 	case errors.Is(err, context.Canceled):
 		why = "the request was given up (its client closed the connection)"
-	case errors.As(err, &op) && op.Op == "dial":
-		why = err.Error()
+	case errors.As(err, &de):
+		why = de.Error()
 	case errors.As(err, &ne) && ne.Timeout():
 		why = fmt.Sprintf("no answer within %s", answerWait)
 	}
 	return "cove: the workspace's server does not answer (has the workspace stopped?): " + why
 }
+
+// dialError marks an error of the proxy's dial, not of the answer.
+type dialError struct{ err error }
+
+func (e *dialError) Error() string { return e.err.Error() }
+func (e *dialError) Unwrap() error { return e.err }
 
 // answerWait bounds how long the proxy waits for the beginning of the
 // server's answer once a request is sent: the server's answers (a file,
