@@ -428,7 +428,41 @@ func (s *Store) Use(ctx context.Context, h v1.Hash, holder string) error {
 		return err
 	}
 	defer ul.Unlock()
-	return atomicfile.WriteFile(s.usePath(holder), b)
+	if outlivesReboot(holder) {
+		return atomicfile.WriteFile(s.usePath(holder), b)
+	}
+	// Its holder is gone after a restart, and its record with it: no
+	// sync (two of them on every start otherwise). A crash may leave
+	// the record empty; used takes such a one for dead.
+	return atomicfile.WriteVolatile(s.usePath(holder), b)
+}
+
+// outlivesReboot says whether holder could still be there after the
+// machine restarts: not a process's descriptor under /proc (a launch's pin
+// on its image), not a directory on a file system in memory (a
+// container's state directory under /run). When in doubt, yes.
+func outlivesReboot(holder string) bool {
+	var fs unix.Statfs_t
+	if err := unix.Statfs(holder, &fs); err != nil {
+		return true
+	}
+	switch fs.Type {
+	case unix.PROC_SUPER_MAGIC, unix.TMPFS_MAGIC, unix.RAMFS_MAGIC:
+		return false
+	}
+	return true
+}
+
+// torn says whether a use record is one a crash cut short: written without
+// a sync (outlivesReboot) and found empty or zeroed after the restart. A
+// synced record is whole; a record is renamed into place only once written.
+func torn(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // Release ends holder's use (Use); the image stays until Prune, or until
@@ -464,6 +498,10 @@ func (s *Store) used() (map[string]bool, error) {
 		if err != nil {
 			return nil, err
 		}
+		if torn(b) {
+			dead = append(dead, e.Name()) // its holder went with the crash
+			continue
+		}
 		var u use
 		if err := json.Unmarshal(b, &u); err != nil {
 			return nil, fmt.Errorf("%s: broken use record: %w", filepath.Join(dir, e.Name()), err)
@@ -496,6 +534,10 @@ func (s *Store) dropDead(dir string, names []string) {
 	for _, n := range names {
 		b, err := os.ReadFile(filepath.Join(dir, n))
 		if err != nil {
+			continue
+		}
+		if torn(b) {
+			os.Remove(filepath.Join(dir, n))
 			continue
 		}
 		var u use

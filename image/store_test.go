@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"golang.org/x/sys/unix"
 )
 
 // checkStore asserts the store's invariants: every name points at an
@@ -150,4 +152,86 @@ func TestRemoveKeepsWhatIsReferenced(t *testing.T) {
 	if err := s.Use(ctx, digest, holder); err == nil {
 		t.Fatal("Use of a removed image succeeded")
 	}
+}
+
+// A use whose holder cannot outlive a restart (a launch's pin, a
+// container's state directory under /run) is written without a sync; a
+// crash may leave its record empty or zeroed, which then holds nothing:
+// prune goes on and takes the image, where a broken record of another
+// kind still stops it.
+func TestUseInMemoryAndTornRecords(t *testing.T) {
+	t.Parallel()
+	mem := t.TempDir()
+	if os.Geteuid() == 0 {
+		must(t, unix.Mount("tmpfs", mem, "tmpfs", 0, "size=1m"))
+		t.Cleanup(func() { unix.Unmount(mem, unix.MNT_DETACH) })
+	} else if mem = "/dev/shm"; !isTmpfs(mem) {
+		t.Skip("no tmpfs to try (not root, and /dev/shm is not one)")
+	}
+	disk := t.TempDir()
+	if isTmpfs(disk) {
+		t.Skip("the test's temporary directory is in memory too (TMPDIR on a tmpfs)")
+	}
+	f, err := os.Open(os.DevNull)
+	must(t, err)
+	defer f.Close()
+	for _, c := range []struct {
+		holder  string
+		durable bool
+	}{
+		{fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), f.Fd()), false},
+		{mem, false},
+		{disk, true},
+		{filepath.Join(disk, "not-yet"), true}, // when in doubt, synced
+	} {
+		if got := outlivesReboot(c.holder); got != c.durable {
+			t.Errorf("outlivesReboot(%s) = %v, want %v", c.holder, got, c.durable)
+		}
+	}
+
+	s := openStore(t)
+	ctx := context.Background()
+	_, err = s.Import(ctx, busybox(t), "torn:1")
+	must(t, err)
+	img, err := s.Get("torn:1")
+	must(t, err)
+	holder, err := os.MkdirTemp(mem, "ctr-")
+	must(t, err)
+	defer os.Remove(holder)
+	must(t, s.Use(ctx, img.Digest, holder))
+	_, err = s.Remove(ctx, "torn:1")
+	must(t, err)
+	if _, err := s.byDigest(img.Digest); err != nil {
+		t.Fatalf("rmi removed an image a holder in memory uses: %v", err)
+	}
+	// The crash: the record cut short, its holder gone with /run.
+	rec := s.usePath(holder)
+	must(t, os.WriteFile(rec, nil, 0o600))
+	must(t, os.WriteFile(filepath.Join(filepath.Dir(rec), "zeroed"), make([]byte, 90), 0o600))
+	must(t, os.Remove(holder))
+	rep, err := s.Prune(ctx)
+	if err != nil {
+		t.Fatalf("prune after a crash stopped at a torn use record: %v", err)
+	}
+	if rep.Images != 1 {
+		t.Fatalf("prune removed %d images, want the one only torn records named", rep.Images)
+	}
+	left, err := os.ReadDir(filepath.Dir(rec))
+	must(t, err)
+	if len(left) != 0 {
+		t.Fatalf("torn use records were kept: %v", left)
+	}
+	// A record that is neither whole nor torn is no crash's: an error that names it.
+	must(t, os.WriteFile(rec, []byte(`{"digest":`), 0o600))
+	_, err = s.Import(ctx, busybox(t), "torn:1")
+	must(t, err)
+	_, err = s.Remove(ctx, "torn:1")
+	if err == nil || !strings.Contains(err.Error(), "broken use record") {
+		t.Fatalf("rmi with a broken use record: %v, want an error naming it", err)
+	}
+}
+
+func isTmpfs(dir string) bool {
+	var fs unix.Statfs_t
+	return unix.Statfs(dir, &fs) == nil && fs.Type == unix.TMPFS_MAGIC
 }

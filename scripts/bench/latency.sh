@@ -81,6 +81,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# The containers' states in memory, as a user's are (/run/cove for root,
+# /run/user/UID otherwise): what is written there is not synced to a disk.
+in_memory() { mkdir -p "$1" && mount -t tmpfs -o "size=64m,mode=700,uid=$2,gid=$3" cove-bench-run "$1"; }
+in_memory "$COVE_ROOT/run" 0 0 || die "cannot mount a tmpfs at $COVE_ROOT/run"
 cove_rev=$(build_cove "$repo" "$cove") || exit 1
 (cd "$repo" && go build -o "$tmp/cmdtime" ./scripts/bench/cmdtime) || die "building cmdtime failed"
 # The floor of any Go program's start: an empty main, static as cove is.
@@ -149,6 +153,7 @@ for v in "cove=$cove" ${base:+"cove (base)=$base"} "cove installed by root=$sys/
 	name=${v%%=*} bin=${v#*=}
 	d=$tmp/user-$((i++))
 	mkdir -p "$d/root" && chown -R "$user:" "$d"
+	in_memory "$d/root/run" "$(id -u "$user")" "$(id -g "$user")" || die "cannot mount a tmpfs at $d/root/run"
 	user_dir[$name]=$d
 	eval "$(as_user "$d" "$bin" pull -q "$ref")" >/dev/null || die "$name pull as $user failed"
 done
