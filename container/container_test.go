@@ -324,17 +324,32 @@ func TestRunSymlinkedMountTargets(t *testing.T) {
 	outside := t.TempDir()
 	canary := filepath.Join(t.TempDir(), "resolv.conf")
 	must(t, os.WriteFile(canary, []byte("canary\n"), 0o644))
+	// /dev and /.cove are tmpfs mounts init fills relative to their own
+	// root (freshFS): the tmpfs lands inside the root, where the image's
+	// symlink leads there, and what goes in it too.
+	// (/dev's target not under /tmp, which init mounts over afterwards.)
+	outsideDev, err := os.MkdirTemp("/var/tmp", "cove-test-dev-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(outsideDev) })
+	outsideCove := t.TempDir()
 	img, cfg := testImage(t, nil,
 		testimage.Symlink("etc/resolv.conf", canary),
 		testimage.Symlink("data", outside),
+		testimage.Symlink("dev", outsideDev),
+		testimage.Symlink(".cove", outsideCove),
 	)
 	hostDir := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(hostDir, "hello"), []byte("from the host\n"), 0o644))
 	r := runIn(t, img, cfg, Limits{}, func(s *Spec) {
 		s.Binds = []Bind{{Source: hostDir, Target: "/data", ReadOnly: true}}
-	}, "sh", "-c", `cat /etc/resolv.conf; cat /data/hello; (echo x > /data/new) 2>/dev/null || echo read-only`).ok(t)
-	if r.stdout != "nameserver 127.0.0.1\nfrom the host\nread-only\n" {
+	}, "sh", "-c", `cat /etc/resolv.conf; cat /data/hello; (echo x > /data/new) 2>/dev/null || echo read-only; head -c 3 /dev/zero | wc -c; test -c `+outsideDev+`/null && echo dev`).ok(t)
+	if r.stdout != "nameserver 127.0.0.1\nfrom the host\nread-only\n3\ndev\n" {
 		t.Errorf("inside: %q (stderr %q)", r.stdout, r.stderr)
+	}
+	for _, d := range []string{outsideDev, outsideCove} {
+		if entries, _ := os.ReadDir(d); len(entries) != 0 {
+			t.Errorf("the host dir %s behind the image's symlink got %d entries", d, len(entries))
+		}
 	}
 	if b, _ := os.ReadFile(canary); string(b) != "canary\n" {
 		t.Errorf("the host file behind the symlink changed: %q", b)

@@ -163,18 +163,99 @@ func fdPath(f *os.File) string { return fmt.Sprintf("/proc/self/fd/%d", f.Fd()) 
 // so that init and the servers run from a file the container cannot
 // write (runc's CVE-2019-5736).
 func (r *rootfs) mountCove() error {
-	if err := r.mountAt(".cove", false, "tmpfs", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=755,size=1m"); err != nil {
+	cove, err := r.mountFresh(".cove", unix.MS_NOSUID|unix.MS_NODEV, "mode=755,size=1m")
+	if err != nil {
 		return err
 	}
-	for _, b := range [][2]string{{".cove/init", r.spec.Binary}, {".cove/cove", r.spec.tools()}} {
-		if err := r.mountAt(b[0], true, b[1], "", unix.MS_BIND, ""); err != nil {
+	defer cove.close()
+	for _, b := range [][2]string{{"init", r.spec.Binary}, {"cove", r.spec.tools()}} {
+		if err := cove.mountAt(b[0], true, b[1], "", unix.MS_BIND, ""); err != nil {
 			return err
 		}
-		if err := r.remountReadOnly(b[0]); err != nil {
+		t, err := cove.open(b[0])
+		if err != nil {
 			return err
+		}
+		attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+		err = unix.MountSetattr(int(t.Fd()), "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, attr)
+		t.Close()
+		if err != nil {
+			return fmt.Errorf("remount /.cove/%s read-only: %w", b[0], err)
 		}
 	}
 	return nil
+}
+
+// freshFS is a file system init has just mounted inside the root (the
+// tmpfs at /dev or at /.cove): nothing in it comes from the image, and no
+// other process reaches it (init's mount namespace is its own, the workload
+// not started), so its paths are made and opened relative to its root and
+// beneath it, a few system calls each, where a path through the image
+// takes some fifty (pathrs-lite's lookup and its checks through /proc).
+type freshFS struct {
+	root *os.File // O_PATH handle on the new mount's root
+	rel  string   // where it is, for errors
+}
+
+// mountFresh mounts a tmpfs at rel inside the root and opens it.
+func (r *rootfs) mountFresh(rel string, flags uintptr, data string) (*freshFS, error) {
+	if err := r.mountAt(rel, false, "tmpfs", "tmpfs", flags, data); err != nil {
+		return nil, err
+	}
+	root, err := pathrs.OpenatInRoot(r.root, rel)
+	if err != nil {
+		return nil, fmt.Errorf("mount /%s: %w", rel, err)
+	}
+	return &freshFS{root: root, rel: rel}, nil
+}
+
+func (f *freshFS) close() { f.root.Close() }
+
+// open opens name, a path beneath f's root, as an O_PATH handle,
+// following no symlink.
+func (f *freshFS) open(name string) (*os.File, error) {
+	t, err := openIn(f.root, name)
+	if err != nil {
+		return nil, fmt.Errorf("open /%s/%s: %w", f.rel, name, err)
+	}
+	return t, nil
+}
+
+// mountAt makes name in f (a directory, or an empty file when file is set)
+// and mounts onto it.
+func (f *freshFS) mountAt(name string, file bool, source, fstype string, flags uintptr, data string) error {
+	dir := int(f.root.Fd())
+	var err error
+	if file {
+		var fd int
+		if fd, err = unix.Openat(dir, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644); err == nil {
+			unix.Close(fd)
+		}
+	} else {
+		err = unix.Mkdirat(dir, name, 0o755)
+	}
+	if err != nil {
+		return fmt.Errorf("mount /%s/%s: %w", f.rel, name, err)
+	}
+	t, err := f.open(name)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	if err := unix.Mount(source, fdPath(t), fstype, flags, data); err != nil {
+		return fmt.Errorf("mount /%s/%s: %w", f.rel, name, err)
+	}
+	return nil
+}
+
+// openIn opens rel beneath dir as an O_PATH handle, following no symlink.
+func openIn(dir *os.File, rel string) (*os.File, error) {
+	how := &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS}
+	fd, err := unix.Openat2(int(dir.Fd()), rel, how)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), rel), nil
 }
 
 func (r *rootfs) mountProc() error {
@@ -184,44 +265,42 @@ func (r *rootfs) mountProc() error {
 var devices = []string{"null", "zero", "full", "random", "urandom", "tty"}
 
 func (r *rootfs) mountDev() error {
-	if err := r.mountAt("dev", false, "tmpfs", "tmpfs", unix.MS_NOSUID|unix.MS_STRICTATIME, "mode=755,size=65536k"); err != nil {
+	dev, err := r.mountFresh("dev", unix.MS_NOSUID|unix.MS_STRICTATIME, "mode=755,size=65536k")
+	if err != nil {
 		return err
 	}
+	defer dev.close()
 	for _, d := range devices {
-		if err := r.mountAt("dev/"+d, true, "/dev/"+d, "", unix.MS_BIND, ""); err != nil {
+		if err := dev.mountAt(d, true, "/dev/"+d, "", unix.MS_BIND, ""); err != nil {
 			return err
 		}
 	}
 	for _, d := range r.spec.Devices {
+		// Anywhere the user says (/dev/fuse, or a path of the image's).
 		if err := r.mountAt(d.Target, true, d.Source, "", unix.MS_BIND, ""); err != nil {
 			return err
 		}
 	}
-	if err := r.mountAt("dev/pts", false, "devpts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"); err != nil {
+	if err := dev.mountAt("pts", false, "devpts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"); err != nil {
 		return err
 	}
 	shm := r.spec.ShmSize
 	if shm <= 0 {
 		shm = 64 << 20
 	}
-	if err := r.mountAt("dev/shm", false, "shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("mode=1777,size=%dk", (shm+1023)>>10)); err != nil {
+	if err := dev.mountAt("shm", false, "shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("mode=1777,size=%dk", (shm+1023)>>10)); err != nil {
 		return err
 	}
 	// POSIX message queues, of the container's own IPC namespace, where
 	// podman and Docker put them; a kernel without them goes without.
-	if err := r.mountAt("dev/mqueue", false, "mqueue", "mqueue", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil &&
+	if err := dev.mountAt("mqueue", false, "mqueue", "mqueue", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil &&
 		!errors.Is(err, unix.ENODEV) {
 		return err
 	}
-	dev, err := pathrs.OpenatInRoot(r.root, "dev")
-	if err != nil {
-		return err
-	}
-	defer dev.Close()
 	links := [][2]string{{"pts/ptmx", "ptmx"}, {"/proc/self/fd", "fd"}, {"/proc/self/fd/0", "stdin"},
 		{"/proc/self/fd/1", "stdout"}, {"/proc/self/fd/2", "stderr"}}
 	for _, l := range links {
-		if err := unix.Symlinkat(l[0], int(dev.Fd()), l[1]); err != nil {
+		if err := unix.Symlinkat(l[0], int(dev.root.Fd()), l[1]); err != nil {
 			return fmt.Errorf("symlink /dev/%s: %w", l[1], err)
 		}
 	}
