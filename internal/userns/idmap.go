@@ -37,8 +37,14 @@ type IDMap struct {
 
 // Current returns the mapping for this process's user: Ranged where
 // newuidmap, newgidmap and ranges in /etc/subuid and /etc/subgid exist.
+// Root's is root's own, whatever those files say: it owns every id, and
+// nothing it does maps them (so it skips the path search and the reads,
+// which every start of a container made).
 func Current() IDMap {
 	m := IDMap{UID: os.Geteuid(), GID: os.Getegid()}
+	if m.UID == 0 {
+		return m
+	}
 	if _, err := exec.LookPath("newuidmap"); err != nil {
 		return m
 	}
