@@ -136,12 +136,8 @@ func initStage1(spec *Spec, again bool) error {
 	}
 	switch spec.Net {
 	case NetNone:
-		lo, err := netlink.LinkByName("lo")
-		if err == nil {
-			err = netlink.LinkSetUp(lo)
-		}
-		if err != nil {
-			return fmt.Errorf("bring up loopback: %w", err)
+		if err := loopbackUp(); err != nil {
+			return err
 		}
 	case NetPrivate:
 		if err := setupPrivateNet(spec.Blocked); err != nil {

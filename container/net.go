@@ -427,6 +427,29 @@ func makeTap(t *Tap) (int, error) {
 	return fd, nil
 }
 
+// loopbackUp brings up the new network namespace's loopback, as ifconfig
+// does: two ioctls on a socket, where netlink's lookup and change took two
+// requests through Go's poller (~1 ms of every start, more under load).
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("bring up loopback: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err == nil {
+		err = unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr)
+	}
+	if err == nil {
+		ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+		err = unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
+	}
+	if err != nil {
+		return fmt.Errorf("bring up loopback: %w", err)
+	}
+	return nil
+}
+
 // setupPrivateNet runs in init's stage 1, in the container's namespaces,
 // before pasta may have configured the interface: the loopback comes up,
 // each host address gets a prohibit route (the workload has neither
@@ -435,12 +458,8 @@ func makeTap(t *Tap) (int, error) {
 // echo sockets are allowed to every group, so that ping works without
 // CAP_NET_RAW.
 func setupPrivateNet(blocked []string) error {
-	lo, err := netlink.LinkByName("lo")
-	if err == nil {
-		err = netlink.LinkSetUp(lo)
-	}
-	if err != nil {
-		return fmt.Errorf("bring up loopback: %w", err)
+	if err := loopbackUp(); err != nil {
+		return err
 	}
 	if err := blockAddresses(netlink.RouteAdd, blocked); err != nil {
 		return err
