@@ -18,6 +18,9 @@
 #   COVE_LATENCY_REGISTRY_STATE
 #                 state dir of scripts/registry.sh (default
 #                 /tmp/cove-latency-bench-registry); stopped at the end
+#   BUSY_DISK=1   time the rounds while a writer of ours syncs 64 MB to
+#                 the disk under the stores, over and over (a laptop's
+#                 disk while a build or a browser writes)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -189,10 +192,20 @@ for v in "${variants[@]}"; do
 	cmds+=("$name exec=$(q "$bin" exec lat-exec /bin/true)" "$name --help=$(q "$bin" --help)")
 done
 
+busy_pid=''
+if [ -n "${BUSY_DISK:-}" ]; then
+	(while :; do dd if=/dev/zero of="$tmp/busy" bs=1M count=64 conv=fsync status=none; done) &
+	busy_pid=$!
+fi
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 log "timing ${#cmds[@]} commands: $warmup + $runs rounds"
 "$tmp/cmdtime" "$runs" "$warmup" "${cmds[@]}" >"$tmp/times" || die "cmdtime failed"
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+if [ -n "$busy_pid" ]; then
+	kill "$busy_pid"
+	wait "$busy_pid" 2>/dev/null || true # once its dd ends
+	rm -f "$tmp/busy"
+fi
 
 # Idle init: RSS of the container's PID 1 (host view) a second after start.
 idle=()
@@ -213,7 +226,7 @@ report() {
 	echo "# Start and exec latency, side by side"
 	echo
 	echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC'); $warmup + $runs rounds, each round every command once, in a new random order (scripts/bench/cmdtime: through \`sh -c 'exec …'\`, wall time from fork to exit)"
-	echo "- Host: $(nproc) CPUs, Linux $(uname -r); load average $load_before before, $load_after after (other jobs were running)"
+	echo "- Host: $(nproc) CPUs, Linux $(uname -r); load average $load_before before, $load_after after (other jobs were running)${busy_pid:+; the disk busy: a writer syncing 64 MB over and over beside every round (BUSY_DISK)}"
 	echo "- cove $cove_rev (static)${base:+; base: \`$base\`}; $(runc --version | head -n1); $(podman --version); $(bwrap --version)"
 	echo
 	echo "| command | median ms | min ms | CPU ms (median) | max RSS KB | failed |"
