@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/cove-sh/cove/agent"
 )
@@ -186,11 +187,15 @@ func splitCommand(s string) (segs [][]string, ops []string) {
 	return segs, ops
 }
 
+// Compiled on first use, as cove's other patterns: a package-level
+// regexp is compiled by every cove process before its main, a start's too.
 var (
-	assignment = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+	assignment = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`) })
 	// testScript is a project's own test script: test.sh, run-tests.sh…
-	testScript = regexp.MustCompile(`^(run[-_]?)?(unit[-_]?)?tests?([-_][a-z0-9]+|[0-9]+)*(\.sh)?$`)
-	python     = regexp.MustCompile(`^python[0-9.]*$`)
+	testScript = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(run[-_]?)?(unit[-_]?)?tests?([-_][a-z0-9]+|[0-9]+)*(\.sh)?$`)
+	})
+	python = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^python[0-9.]*$`) })
 )
 
 // wrappers run the command after them (and their own flags).
@@ -203,7 +208,7 @@ func testCommand(words []string) bool {
 	for len(words) > 0 {
 		w := words[0]
 		switch {
-		case assignment.MatchString(w), strings.HasPrefix(w, "-") && len(words) > 1:
+		case assignment().MatchString(w), strings.HasPrefix(w, "-") && len(words) > 1:
 			words = words[1:]
 		case slices.Contains(wrappers, w):
 			words = words[1:]
@@ -255,9 +260,9 @@ done:
 		for len(args) > 0 && strings.HasPrefix(args[0], "-") && args[0] != "-c" {
 			args = args[1:]
 		}
-		return len(args) > 0 && testScript.MatchString(path.Base(args[0])) && path.Base(args[0]) != "test"
+		return len(args) > 0 && testScript().MatchString(path.Base(args[0])) && path.Base(args[0]) != "test"
 	}
-	if python.MatchString(cmd) {
+	if python().MatchString(cmd) {
 		for i, a := range args {
 			if a == "-m" && i+1 < len(args) {
 				return slices.Contains([]string{"pytest", "unittest", "nose", "nose2", "tox", "nox"}, args[i+1])
@@ -265,5 +270,5 @@ done:
 		}
 		return len(args) > 0 && (path.Base(args[0]) == "runtests.py" || strings.HasPrefix(path.Base(args[0]), "test") && strings.HasSuffix(args[0], ".py"))
 	}
-	return testScript.MatchString(cmd) && cmd != "test" // test(1) is [ ]
+	return testScript().MatchString(cmd) && cmd != "test" // test(1) is [ ]
 }
