@@ -442,6 +442,9 @@ func (s *Store) Use(ctx context.Context, h v1.Hash, holder string) error {
 // on its image), not a directory on a file system in memory (a
 // container's state directory under /run). When in doubt, yes.
 func outlivesReboot(holder string) bool {
+	if strings.HasPrefix(holder, "/proc/") {
+		return false // statfs would follow the descriptor to its file
+	}
 	var fs unix.Statfs_t
 	if err := unix.Statfs(holder, &fs); err != nil {
 		return true

@@ -172,7 +172,9 @@ func TestUseInMemoryAndTornRecords(t *testing.T) {
 	if isTmpfs(disk) {
 		t.Skip("the test's temporary directory is in memory too (TMPDIR on a tmpfs)")
 	}
-	f, err := os.Open(os.DevNull)
+	// A launch's pin: its descriptor, here of a file on the disk, which
+	// statfs would follow.
+	f, err := os.Create(filepath.Join(disk, "pinned"))
 	must(t, err)
 	defer f.Close()
 	for _, c := range []struct {
