@@ -419,15 +419,14 @@ func (k *kernelFS) open(rel string) (*os.File, error) {
 	if s, ok := strings.CutPrefix(rel, "sys/"); ok {
 		dir, sub = k.sys, s
 	}
-	how := &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS}
-	fd, err := unix.Openat2(int(dir.Fd()), sub, how)
+	t, err := openIn(dir, sub)
 	if errors.Is(err, unix.ENOENT) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open /%s: %w", rel, err)
 	}
-	return os.NewFile(uintptr(fd), "/"+rel), nil
+	return t, nil
 }
 
 // rebind mounts a copy of the mount at rel (and those below it) over rel,
