@@ -220,11 +220,12 @@ fi
 if [ "$(id -u)" -eq 0 ] && id covetest >/dev/null 2>&1; then
 	# The pulls that keep layer snapshots, too: with subordinate ids they
 	# extract in the user namespace helper (the test binary re-executed).
-	log "extractor and snapshot tests as the unprivileged user covetest"
+	# And the store's use records as a user's are (/dev/shm its memory).
+	log "extractor, snapshot and use-record tests as the unprivileged user covetest"
 	tmp=$(mktemp -d)
 	chmod 755 "$tmp"
 	go test -c -o "$tmp/image.test" ./image
-	(cd "$tmp" && runuser -u covetest -- ./image.test -test.run 'TestExtract|TestClone|FuzzExtract|TestPullSibling|TestPullFailedAfterASnapshot|TestPlanSnapshots' -test.count=1)
+	(cd "$tmp" && runuser -u covetest -- ./image.test -test.run 'TestExtract|TestClone|FuzzExtract|TestPullSibling|TestPullFailedAfterASnapshot|TestPlanSnapshots|TestUseInMemoryAndTornRecords' -test.count=1)
 	rm -rf "$tmp"
 fi
 
