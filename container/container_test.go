@@ -430,16 +430,24 @@ func TestRunMemoryLimit(t *testing.T) {
 	}
 }
 
-func TestStatePIDReuse(t *testing.T) {
-	needRoot(t)
+// startSleeping starts a container whose workload sleeps for 100 s; the
+// caller ends it.
+func startSleeping(t *testing.T, id string) *Container {
+	t.Helper()
 	img, cfg := testImage(t, nil)
 	proc, err := ProcessFromImage(cfg, []string{"sleep", "100"}, nil, "", "")
 	must(t, err)
 	dir := t.TempDir()
-	spec := &Spec{ID: "reuse", Hostname: "box", Lower: img.RootFS, Upper: dir + "/u", Work: dir + "/w", Merged: dir + "/m",
+	spec := &Spec{ID: id, Hostname: "box", Lower: img.RootFS, Upper: dir + "/u", Work: dir + "/w", Merged: dir + "/m",
 		Binary: coveBin, Net: "host", Process: proc}
 	c, err := Start(spec, Stdio{}, Limits{}, func(string) {})
 	must(t, err)
+	return c
+}
+
+func TestStatePIDReuse(t *testing.T) {
+	needRoot(t)
+	c := startSleeping(t, "reuse")
 	st := &State{Name: "reuse"}
 	st.SetIdentity(c)
 	if st.Status() != Running {
@@ -629,14 +637,7 @@ func TestRunSeccompFilter(t *testing.T) {
 // (the runtime's sysmon stays awake while a timer is that close).
 func TestIdleInitSleeps(t *testing.T) {
 	needRoot(t)
-	img, cfg := testImage(t, nil)
-	proc, err := ProcessFromImage(cfg, []string{"sleep", "100"}, nil, "", "")
-	must(t, err)
-	dir := t.TempDir()
-	spec := &Spec{ID: "idle", Hostname: "box", Lower: img.RootFS, Upper: dir + "/u", Work: dir + "/w", Merged: dir + "/m",
-		Binary: coveBin, Net: "host", Process: proc}
-	c, err := Start(spec, Stdio{}, Limits{}, func(string) {})
-	must(t, err)
+	c := startSleeping(t, "idle")
 	defer func() {
 		c.Kill()
 		c.Wait()

@@ -19,7 +19,8 @@ func WriteFile(path string, b []byte) error {
 // it or none; a crash may leave it empty (or zeroed, on some file systems),
 // which its readers must take for a record the crash cut short. The sync
 // is the dear part of a small write (a journal commit and a flush of the
-// disk's cache: 1–20 ms on a laptop's disk), and a start makes two.
+// disk's cache: 1–64 ms apiece in strace -T on this project's machine with
+// its disk busy; latency.sh's BUSY_DISK rows show what it cost a start).
 func WriteVolatile(path string, b []byte) error {
 	return write(path, b, false)
 }
