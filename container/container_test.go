@@ -10,12 +10,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cove-sh/cove/image"
+	"github.com/cove-sh/cove/internal/procstat"
 	"github.com/cove-sh/cove/internal/testimage"
 	"github.com/cove-sh/cove/internal/userns"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -643,24 +643,9 @@ func TestIdleInitSleeps(t *testing.T) {
 		c.Wait()
 	}()
 	pid := c.cmd.Process.Pid
-	// Voluntary context switches of all of init's threads: each is a
-	// sleep it woke from.
 	switches := func() int {
-		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		n, err := procstat.Wakes(pid)
 		must(t, err)
-		n := 0
-		for _, task := range tasks {
-			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, task.Name()))
-			if err != nil {
-				continue // a thread gone meanwhile
-			}
-			for _, line := range strings.Split(string(b), "\n") {
-				if v, ok := strings.CutPrefix(line, "voluntary_ctxt_switches:"); ok {
-					k, _ := strconv.Atoi(strings.TrimSpace(v))
-					n += k
-				}
-			}
-		}
 		return n
 	}
 	time.Sleep(time.Second) // its start's work done

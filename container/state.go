@@ -1,6 +1,7 @@
 package container
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -193,8 +194,19 @@ func (st *State) Status() Status {
 
 // Gone says why the container's init does not run now (nil: it does).
 func (st *State) Gone() error {
-	recorded := procstat.Identity{PID: st.Pid, Start: strconv.FormatUint(st.StartTime, 10), Boot: st.BootID, ExeDev: st.ExeDev, ExeIno: st.ExeIno}
-	return recorded.Gone()
+	return st.identity().Gone()
+}
+
+// Exited returns a channel closed once the container's init exits (its
+// workload ended, cove stop, a kill): the kernel's word, with no polling
+// until then. An error: it does not run now.
+func (st *State) Exited(ctx context.Context) (<-chan struct{}, error) {
+	return st.identity().Exited(ctx)
+}
+
+// identity is what tells its init from a later process with its PID.
+func (st *State) identity() procstat.Identity {
+	return procstat.Identity{PID: st.Pid, Start: strconv.FormatUint(st.StartTime, 10), Boot: st.BootID, ExeDev: st.ExeDev, ExeIno: st.ExeIno}
 }
 
 // Stop asks the container to stop: SIGTERM to init (which passes it to the

@@ -24,35 +24,39 @@ type WaitOptions struct {
 	// count), it ends; 0, or Detached: never.
 	Grace    time.Duration
 	Detached bool
-	// Every is how often it looks (default a second).
+	// Every is how often it looks at its windows (default a second).
 	Every time.Duration
 	// Stderr hears why it ends, when it ends on its own.
 	Stderr io.Writer
 }
 
 // Wait serves until ctx ends (Ctrl-C, SIGTERM), the last window is gone
-// for o.Grace, or the workspace stopped under it (cove stop; stopped is
-// asked each o.Every), and says whether it was the last.
-func Wait(ctx context.Context, windows Windows, stopped func() bool, o WaitOptions) bool {
-	every := o.Every
-	if every <= 0 {
-		every = time.Second
+// for o.Grace, or the workspace stopped under it (cove stop: stopped is
+// closed), and says whether it was the last. A detached launcher has no
+// timer: idle, it sleeps until one of them happens.
+func Wait(ctx context.Context, windows Windows, stopped <-chan struct{}, o WaitOptions) bool {
+	var look <-chan time.Time
+	if o.Grace > 0 && !o.Detached {
+		every := o.Every
+		if every <= 0 {
+			every = time.Second
+		}
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		look = tick.C
 	}
-	tick := time.NewTicker(every)
-	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return false
-		case <-tick.C:
-			if o.Grace > 0 && !o.Detached && windows.Unattended() > o.Grace {
+		case <-stopped:
+			return true
+		case <-look:
+			if windows.Unattended() > o.Grace {
 				if o.Stderr != nil {
 					fmt.Fprintln(o.Stderr, "cove: the last window closed")
 				}
 				return false
-			}
-			if stopped() {
-				return true
 			}
 		}
 	}

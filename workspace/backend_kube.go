@@ -355,6 +355,25 @@ func (w *KubeWorkspace) Running() bool {
 	return !w.gone
 }
 
+// Stopped is closed once Running says the Pod is gone, asked every few
+// seconds.
+func (w *KubeWorkspace) Stopped(ctx context.Context) <-chan struct{} {
+	gone := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(3 * time.Second)
+		defer tick.Stop()
+		for w.Running() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+		close(gone)
+	}()
+	return gone
+}
+
 // Published is none: a Pod's ports reach this machine only through the
 // launcher's tunnels (the IDE server's, by port-forward).
 func (w *KubeWorkspace) Published() []container.Port { return nil }

@@ -281,6 +281,18 @@ func (w *LocalWorkspace) Sync(context.Context) error { return nil }
 // Running says whether it still runs (a recycled pid is not it).
 func (w *LocalWorkspace) Running() bool { return w.State.Status() == container.Running }
 
+// Stopped is the kernel's word that its init exited (a pidfd): an idle
+// launcher waiting on it makes no system call.
+func (w *LocalWorkspace) Stopped(ctx context.Context) <-chan struct{} {
+	exited, err := w.State.Exited(ctx)
+	if err != nil { // it does not run now
+		gone := make(chan struct{})
+		close(gone)
+		return gone
+	}
+	return exited
+}
+
 // ExecFlags are none: cove exec NAME finds it here.
 func (w *LocalWorkspace) ExecFlags() []string { return nil }
 

@@ -74,6 +74,9 @@ type Workspace interface {
 	Sync(ctx context.Context) error
 	// Running says whether it still runs.
 	Running() bool
+	// Stopped is closed once it stops under its launcher (cove stop, its
+	// init killed), or when it does not run now; never after ctx ends.
+	Stopped(ctx context.Context) <-chan struct{}
 	// ExecFlags are cove exec's flags that reach it from another process
 	// (the agent's commands run as cove exec NAME …).
 	ExecFlags() []string

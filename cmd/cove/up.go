@@ -133,7 +133,7 @@ func serveUp(c *cli.Context, e *env, b workspace.Backend, dir, recPath string, n
 	}
 	s := &launcher.Serving{Proxy: proxy, Server: srv, Workspace: ws, Stderr: c.App.ErrWriter}
 	wait := launcher.WaitOptions{Grace: c.Duration("grace"), Detached: c.Bool("detach"), Stderr: c.App.ErrWriter}
-	if launcher.Wait(c.Context, proxy, func() bool { return !ws.Running() }, wait) {
+	if launcher.Wait(c.Context, proxy, ws.Stopped(c.Context), wait) {
 		s.Stopped()
 		fmt.Fprintf(c.App.ErrWriter, "cove: the workspace %s stopped\n", ws.Name())
 		return nil

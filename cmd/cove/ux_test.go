@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cove-sh/cove/internal/procstat"
 	"github.com/cove-sh/cove/internal/testimage"
 	"github.com/cove-sh/cove/internal/testregistry"
+	"github.com/cove-sh/cove/launcher"
 	"github.com/cove-sh/cove/workspace"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -253,6 +255,56 @@ func TestDetachKeepsNoDescriptorOfTheCaller(t *testing.T) {
 		r := w.must("ps", "--json")
 		if json.Unmarshal([]byte(r.stdout), &list); len(list) != 1 || list[0].Name != name || list[0].Status != "running" {
 			t.Errorf("the workspace does not run on: %s", r.stdout)
+		}
+	})
+}
+
+// TestDetachedLauncherSleeps: a workspace's launcher in the background,
+// idle, does not wake (it asked every second whether its workspace still
+// ran: ~5 wakes a second and some 40 system calls, for every workspace
+// a user or their agents keep running), and still ends within seconds of
+// a cove stop from elsewhere, its record gone.
+func TestDetachedLauncherSleeps(t *testing.T) {
+	t.Parallel()
+	addr := testregistry.Addr(t)
+	ref := testregistry.Push(t, addr, layered(t))
+	asEach(t, func(t *testing.T, w *who) {
+		name := workspace.Name(w.project)
+		t.Cleanup(func() { w.run("rm", "-f", name) })
+		w.must("up", "--detach", "--net", "none", "--image", ref, w.project)
+		recPath := filepath.Join(w.root, "run", "workspaces", name, "launcher.json")
+		rec, ok := launcher.Read(recPath)
+		if !ok || rec.Launcher.Pid <= 0 {
+			t.Fatalf("no launcher record at %s", recPath)
+		}
+		pid := rec.Launcher.Pid
+		time.Sleep(time.Second) // its start's work done
+		before, err := procstat.Wakes(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const idle = 4 * time.Second
+		time.Sleep(idle)
+		after, err := procstat.Wakes(pid)
+		if err != nil {
+			t.Fatalf("the launcher is gone while idle: %v", err)
+		}
+		if woke := after - before; woke > 4 {
+			t.Errorf("an idle detached launcher woke %d times in %s, want none or a stray one", woke, idle)
+		} else {
+			t.Logf("an idle detached launcher woke %d times in %s", woke, idle)
+		}
+		stopped := time.Now()
+		w.must("stop", "--time", "2", name)
+		for syscall.Kill(pid, 0) == nil {
+			if time.Since(stopped) > 15*time.Second {
+				t.Fatalf("the launcher (pid %d) still runs 15 s after cove stop", pid)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Logf("the launcher ended %v after cove stop began", time.Since(stopped).Round(time.Millisecond))
+		if _, err := os.Stat(recPath); !os.IsNotExist(err) {
+			t.Errorf("the launcher's record is left: %v", err)
 		}
 	})
 }

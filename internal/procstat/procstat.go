@@ -3,9 +3,11 @@
 package procstat
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -123,4 +125,97 @@ func (id Identity) Gone() error {
 		return fmt.Errorf("pid %d runs another program now (device %d inode %d, not %d %d)", id.PID, now.ExeDev, now.ExeIno, id.ExeDev, id.ExeIno)
 	}
 	return nil
+}
+
+// Exited returns a channel closed once the process id names exits, and
+// an error when it does not run now (Gone's) or cannot be watched. It
+// asks the kernel through a pidfd, taken before the identity is checked
+// so that it names this process and never a later one with its PID, and
+// waits on it in the runtime's poller: until the exit, the wait makes no
+// system call at all (a launcher that asked every second whether its
+// workspace still ran read /proc some 40 times a second, idle). When ctx
+// ends the watch ends, the channel left open.
+func (id Identity) Exited(ctx context.Context) (<-chan struct{}, error) {
+	if id.PID <= 0 {
+		return nil, errors.New("no process recorded")
+	}
+	fd, err := unix.PidfdOpen(id.PID, 0)
+	if err != nil {
+		if errors.Is(err, unix.ESRCH) {
+			return nil, fmt.Errorf("pid %d has exited", id.PID)
+		}
+		return nil, fmt.Errorf("watch pid %d: %w", id.PID, err)
+	}
+	if err := id.Gone(); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	// Non-blocking, os.NewFile hands it to the poller (PIDFD_NONBLOCK
+	// would, from Linux 5.10 on).
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("watch pid %d: %w", id.PID, err)
+	}
+	f := os.NewFile(uintptr(fd), fmt.Sprintf("pidfd %d", id.PID))
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("watch pid %d: %w", id.PID, err)
+	}
+	exited := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() { f.Close() })
+	go func() {
+		defer f.Close()
+		defer stop()
+		// A pidfd is readable once its process has exited.
+		exit := false
+		err := rc.Read(func(fd uintptr) bool { exit = readable(int(fd), 0); return exit })
+		if err != nil && ctx.Err() == nil {
+			// The poller would not take it: wait in a thread instead.
+			err = rc.Control(func(fd uintptr) { exit = readable(int(fd), -1) })
+		}
+		if err == nil && exit && ctx.Err() == nil {
+			close(exited)
+		}
+	}()
+	return exited, nil
+}
+
+// readable polls fd for input for up to timeout ms (-1: no bound).
+func readable(fd, timeout int) bool {
+	for {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, timeout)
+		if err == unix.EINTR {
+			continue
+		}
+		return err == nil && n > 0 && fds[0].Revents&unix.POLLIN != 0
+	}
+}
+
+// Wakes counts the times pid's threads went to sleep and woke again
+// (their voluntary context switches, /proc/PID/task/*/status): what an
+// idle process should not add to.
+func Wakes(pid int) (int, error) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, task := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, task.Name()))
+		if err != nil {
+			continue // a thread gone meanwhile
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "voluntary_ctxt_switches:"); ok {
+				k, err := strconv.Atoi(strings.TrimSpace(v))
+				if err != nil {
+					return 0, fmt.Errorf("/proc/%d/task/%s/status: %q", pid, task.Name(), line)
+				}
+				n += k
+			}
+		}
+	}
+	return n, nil
 }

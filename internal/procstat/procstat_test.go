@@ -1,6 +1,7 @@
 package procstat
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -126,4 +127,55 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
+}
+
+// TestExitedIsTheKernelsWord: the channel closes once the process exits,
+// not before; a process that is not the recorded one (its PID reused)
+// cannot be watched; a watch whose context ended never says it exited.
+func TestExitedIsTheKernelsWord(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	id, err := Identify(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exited, err := id.Exited(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	abandoned, err := id.Exited(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	select {
+	case <-exited:
+		t.Fatal("it says a running process exited")
+	case <-time.After(300 * time.Millisecond):
+	}
+	other := id
+	other.Start = "1"
+	if _, err := other.Exited(context.Background()); err == nil || !strings.Contains(err.Error(), "another process") {
+		t.Errorf("watching a reused PID: %v", err)
+	}
+	// Exited only: not reaped yet, the PID still taken.
+	cmd.Process.Signal(unix.SIGKILL)
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the process was killed 5 s ago and the channel is open")
+	}
+	select {
+	case <-abandoned:
+		t.Error("a watch whose context ended says the process exited")
+	case <-time.After(100 * time.Millisecond):
+	}
+	cmd.Wait()
+	if _, err := id.Exited(context.Background()); err == nil || !strings.Contains(err.Error(), "exited") {
+		t.Errorf("watching a process gone: %v", err)
+	}
 }
