@@ -5,6 +5,8 @@
 # tree's cove and BASE's side by side, alternating, ROUNDS times each.
 # The project is this repository (a clone: a real tree and history for
 # git status), the image Debian with git (test.sh's debootstrap tree).
+# Then the same workspace in the background with no window (cove up
+# --detach): how often its launcher wakes, and its CPU, over IDLE s.
 #
 # Usage: sudo scripts/bench/idle.sh
 #
@@ -125,6 +127,33 @@ for round in $(seq "$rounds"); do
 	done
 done
 
+# wakes PID: the voluntary context switches of PID's threads (each a
+# sleep it woke from).
+wakes() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/^voluntary_ctxt_switches:/ { s += $2 } END { print s + 0 }'; }
+
+# A workspace in the background with no window (cove up --detach: what a
+# user, or their agents, keep running): its launcher's wakes and CPU over
+# IDLE seconds, once per build.
+detached=()
+for b in "${builds[@]}"; do
+	export COVE_ROOT=$tmp/root-$b
+	(cd "$tmp/project" && exec "$tmp/$b" up --detach --no-browser .) >/dev/null 2>"$tmp/up.err" ||
+		die "$b: cove up --detach failed: $(tail -3 "$tmp/up.err")"
+	rec=$(find "$COVE_ROOT/run/workspaces" -name launcher.json | head -n1)
+	[ -n "$rec" ] || die "$b: no launcher record under $COVE_ROOT/run/workspaces"
+	pid=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["launcher"]["pid"])' "$rec")
+	sleep 2 # its start's work done
+	read -r _ l0 < <(ticks "$pid")
+	w0=$(wakes "$pid")
+	sleep "$idle"
+	read -r _ l1 < <(ticks "$pid")
+	w1=$(wakes "$pid")
+	d=$(awk -v a="$l0" -v b="$l1" -v w="$((w1 - w0))" 'BEGIN { printf "%d %.2f", w, (b - a) / 100 }')
+	log "detached, $b: launcher woke ${d% *} times, ${d#* } s of CPU"
+	detached+=("$b $d")
+	"$tmp/$b" stop "$(basename "$(dirname "$rec")")" >/dev/null 2>&1 || die "$b: cove stop failed"
+done
+
 # row BUILD: the medians of its rounds.
 row() {
 	printf '%s\n' "${results[@]}" | awk -v b="$1" '$1 == b { c[++n] = $2; l[n] = $3; w[n] = $4 }
@@ -146,4 +175,15 @@ row() {
 	done
 	echo
 	echo "Each round: $(printf '%s; ' "${results[@]}")"
+	echo
+	echo "A workspace in the background with no window (\`cove up --detach\`), its launcher over $idle s:"
+	echo
+	echo "| build | launcher's wakes | launcher's CPU s |"
+	echo "|---|---:|---:|"
+	for i in "${!builds[@]}"; do
+		for d in "${detached[@]}"; do
+			read -r db dw dc <<<"$d"
+			[ "$db" = "${builds[$i]}" ] && echo "| ${builds[$i]} (${revs[$i]}) | $dw | $dc |"
+		done
+	done
 } | tee "$out_md"
