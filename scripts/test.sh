@@ -116,6 +116,19 @@ install_debian_git_tree() {
 	mv "$DEBIAN_GIT_TREE.tmp" "$DEBIAN_GIT_TREE"
 }
 
+# On a machine without them, the Kubernetes binaries build (CPU, for
+# most of 15 minutes) while the installs below wait on the network.
+kube_build_pid='' kube_build_log=''
+if [ "$(id -u)" -eq 0 ] && ! scripts/kube/build.sh --check; then
+	kube_build_log=$(mktemp "${TMPDIR:-/tmp}/cove-kube-build.XXXXXX")
+	log "Kubernetes binaries: building meanwhile (log $kube_build_log)"
+	set -m # its own process group, for an early exit to stop whole
+	COVE_KUBE_BINARIES_ONLY=1 scripts/kube/build.sh >"$kube_build_log" 2>&1 &
+	kube_build_pid=$!
+	set +m
+	trap 'kill -- "-$kube_build_pid" 2>/dev/null || true' EXIT
+fi
+
 if [ "$(id -u)" -eq 0 ]; then
 	install_deps
 else
@@ -146,8 +159,10 @@ eval "$(scripts/registry.sh start | sed 's/^/export /')"
 # What the run started goes when it ends, however it ends.
 kube_up='' vm_pid=''
 cleanup() {
-	# The VM checks are a process group of their own (set -m below).
+	# The VM checks and the Kubernetes build are process groups of their
+	# own (set -m).
 	[ -z "$vm_pid" ] || kill -- "-$vm_pid" 2>/dev/null || true
+	[ -z "$kube_build_pid" ] || kill -- "-$kube_build_pid" 2>/dev/null || true
 	[ -z "$kube_up" ] || scripts/kube/cluster.sh down
 	scripts/registry.sh stop
 }
@@ -156,6 +171,16 @@ trap cleanup EXIT
 if [ "$(id -u)" -eq 0 ]; then
 	# A real single-node cluster for the --kube tests; its binaries are
 	# built once (about 20 minutes cold on 2 cores) and cached.
+	if [ -n "$kube_build_pid" ]; then
+		log "Kubernetes binaries: waiting for their build"
+		if ! wait "$kube_build_pid"; then
+			cat "$kube_build_log" >&2
+			echo "scripts/test.sh: building the Kubernetes binaries failed (log above)" >&2
+			exit 1
+		fi
+		rm -f "$kube_build_log"
+		kube_build_pid=''
+	fi
 	log "Kubernetes test cluster (scripts/kube/cluster.sh)"
 	kube_up=1
 	COVE_TEST_KUBECONFIG=$(scripts/kube/cluster.sh up | sed -n 's/^KUBECONFIG=//p')

@@ -11,6 +11,10 @@
 # ./staging paths, so `go install …@version` is refused; a small wrapper
 # module requires it and points each staging module at its published
 # v0.X.Y instead.
+#
+# COVE_KUBE_BINARIES_ONLY=1 builds the binaries and installs nothing
+# (scripts/test.sh builds them while its own apt-get runs); with --check
+# it only says whether they are built (exit 0) or not (1).
 set -euo pipefail
 
 version=${COVE_KUBE_VERSION:-v1.34.4}
@@ -18,7 +22,14 @@ cache=${COVE_KUBE_CACHE:-/var/cache/cove-test/kube}
 bin=$cache/$version/bin
 cmds=(kube-apiserver kube-controller-manager kube-scheduler kubelet)
 
-if [ "$(id -u)" = 0 ]; then
+done_all=1
+for c in "${cmds[@]}"; do [ -x "$bin/$c" ] || done_all=0; done
+if [ "${1:-}" = --check ]; then
+	[ "$done_all" = 1 ]
+	exit
+fi
+
+if [ "$(id -u)" = 0 ] && [ "${COVE_KUBE_BINARIES_ONLY:-}" != 1 ]; then
 	need=()
 	for p in containerd runc containernetworking-plugins etcd-server conntrack socat ebtables ethtool openssl iptables curl; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || need+=("$p")
@@ -30,8 +41,6 @@ if [ "$(id -u)" = 0 ]; then
 	fi
 fi
 
-done_all=1
-for c in "${cmds[@]}"; do [ -x "$bin/$c" ] || done_all=0; done
 if [ "$done_all" = 1 ]; then
 	echo "$bin"
 	exit 0
