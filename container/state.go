@@ -217,18 +217,12 @@ func (st *State) Stop(timeout time.Duration) error {
 	cg := st.cgroup()
 	if st.Status() == Running {
 		unix.Kill(st.Pid, unix.SIGTERM)
-		deadline := time.Now().Add(timeout)
-		for st.Status() == Running && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
+		st.exitWithin(timeout)
 	}
 	if st.Status() == Running {
 		cg.kill()
 		unix.Kill(st.Pid, unix.SIGKILL)
-		for i := 0; i < 500 && st.Status() == Running; i++ {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if st.Status() == Running {
+		if !st.exitWithin(5 * time.Second) {
 			return fmt.Errorf("container %s (pid %d) did not die", st.Name, st.Pid)
 		}
 	}
@@ -239,18 +233,29 @@ func (st *State) Stop(timeout time.Duration) error {
 	return nil
 }
 
+// exitWithin waits up to d for the process st records to exit, and says
+// whether it has (or was gone already): as soon as it does, where a
+// poll every 10-20 ms answered up to that much later.
+func (st *State) exitWithin(d time.Duration) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	exited, err := st.Exited(ctx)
+	if err != nil {
+		return st.Status() != Running
+	}
+	select {
+	case <-exited:
+		return true
+	case <-ctx.Done():
+		return st.Status() != Running
+	}
+}
+
 // stopNetHelper makes sure the network helper (and so pasta, and the
 // forwarded ports) is gone once init is: it leaves by itself when init
 // does, and is killed if it has not within two seconds.
 func (st *State) stopNetHelper() {
-	h := st.NetHelper
-	if h == nil {
-		return
-	}
-	for i := 0; i < 200 && h.Status() == Running; i++ {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if h.Status() == Running {
+	if h := st.NetHelper; h != nil && !h.exitWithin(2*time.Second) {
 		unix.Kill(h.Pid, unix.SIGKILL)
 	}
 }

@@ -140,11 +140,14 @@ func (id Identity) Exited(ctx context.Context) (<-chan struct{}, error) {
 		return nil, errors.New("no process recorded")
 	}
 	fd, err := unix.PidfdOpen(id.PID, 0)
-	if err != nil {
-		if errors.Is(err, unix.ESRCH) {
-			return nil, fmt.Errorf("pid %d has exited", id.PID)
+	if errors.Is(err, unix.ESRCH) {
+		return nil, fmt.Errorf("pid %d has exited", id.PID)
+	} else if err != nil {
+		// No pidfds (Linux before 5.3, a seccomp filter): ask /proc.
+		if err := id.Gone(); err != nil {
+			return nil, err
 		}
-		return nil, fmt.Errorf("watch pid %d: %w", id.PID, err)
+		return id.polled(ctx), nil
 	}
 	if err := id.Gone(); err != nil {
 		unix.Close(fd)
@@ -179,6 +182,25 @@ func (id Identity) Exited(ctx context.Context) (<-chan struct{}, error) {
 		}
 	}()
 	return exited, nil
+}
+
+// polled is Exited's channel for a process that has no pidfd: closed
+// once Gone says it has gone, asked every second.
+func (id Identity) polled(ctx context.Context) <-chan struct{} {
+	exited := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for id.Gone() == nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+		close(exited)
+	}()
+	return exited
 }
 
 // readable polls fd for input for up to timeout ms (-1: no bound).

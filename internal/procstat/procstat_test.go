@@ -179,3 +179,30 @@ func TestExitedIsTheKernelsWord(t *testing.T) {
 		t.Errorf("watching a process gone: %v", err)
 	}
 }
+
+// TestPolledWithoutAPidfd: where there are no pidfds, Exited's channel
+// still closes once the process exits, from /proc.
+func TestPolledWithoutAPidfd(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	id, err := Identify(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exited := id.polled(context.Background())
+	select {
+	case <-exited:
+		t.Fatal("it says a running process exited")
+	case <-time.After(1500 * time.Millisecond):
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the process was killed 5 s ago and the channel is open")
+	}
+}
