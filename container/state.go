@@ -215,15 +215,20 @@ func (st *State) identity() procstat.Identity {
 // gone. Stopping a stopped container does nothing.
 func (st *State) Stop(timeout time.Duration) error {
 	cg := st.cgroup()
-	if st.Status() == Running {
-		unix.Kill(st.Pid, unix.SIGTERM)
-		st.exitWithin(timeout)
-	}
-	if st.Status() == Running {
-		cg.kill()
-		unix.Kill(st.Pid, unix.SIGKILL)
-		if !st.exitWithin(5 * time.Second) {
-			return fmt.Errorf("container %s (pid %d) did not die", st.Name, st.Pid)
+	// Signals go through a pidfd of init, taken before its identity is
+	// checked: never to a later process that got its PID.
+	if p, err := st.identity().Open(); err == nil {
+		defer p.Close()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		exited := p.Exited(ctx)
+		p.Signal(unix.SIGTERM)
+		if !within(exited, timeout) {
+			cg.kill()
+			p.Signal(unix.SIGKILL)
+			if !within(exited, 5*time.Second) {
+				return fmt.Errorf("container %s (pid %d) did not die", st.Name, st.Pid)
+			}
 		}
 	}
 	// Whoever started it may be gone (-d): the cgroup is ours to remove.
@@ -233,21 +238,16 @@ func (st *State) Stop(timeout time.Duration) error {
 	return nil
 }
 
-// exitWithin waits up to d for the process st records to exit, and says
-// whether it has (or was gone already): as soon as it does, where a
+// within says whether done is closed within d: as soon as it is, where a
 // poll every 10-20 ms answered up to that much later.
-func (st *State) exitWithin(d time.Duration) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	exited, err := st.Exited(ctx)
-	if err != nil {
-		return st.Status() != Running
-	}
+func within(done <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
 	select {
-	case <-exited:
+	case <-done:
 		return true
-	case <-ctx.Done():
-		return st.Status() != Running
+	case <-t.C:
+		return false
 	}
 }
 
@@ -255,8 +255,19 @@ func (st *State) exitWithin(d time.Duration) bool {
 // forwarded ports) is gone once init is: it leaves by itself when init
 // does, and is killed if it has not within two seconds.
 func (st *State) stopNetHelper() {
-	if h := st.NetHelper; h != nil && !h.exitWithin(2*time.Second) {
-		unix.Kill(h.Pid, unix.SIGKILL)
+	h := st.NetHelper
+	if h == nil {
+		return
+	}
+	p, err := h.identity().Open()
+	if err != nil {
+		return // gone
+	}
+	defer p.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if !within(p.Exited(ctx), 2*time.Second) {
+		p.Signal(unix.SIGKILL)
 	}
 }
 

@@ -127,61 +127,127 @@ func (id Identity) Gone() error {
 	return nil
 }
 
-// Exited returns a channel closed once the process id names exits, and
-// an error when it does not run now (Gone's) or cannot be watched. It
-// asks the kernel through a pidfd, taken before the identity is checked
-// so that it names this process and never a later one with its PID, and
-// waits on it in the runtime's poller: until the exit, the wait makes no
-// system call at all (a launcher that asked every second whether its
-// workspace still ran read /proc some 40 times a second, idle). When ctx
-// ends the watch ends, the channel left open.
-func (id Identity) Exited(ctx context.Context) (<-chan struct{}, error) {
+// A Process is a running process held by a pidfd taken before its
+// Identity was checked: its signals and its exit are that process's,
+// never a later one's that got its PID. Where there are no pidfds (Linux
+// before 5.3, a seccomp filter without pidfd_open) it falls back on the
+// Identity, checked before each signal and every second for the exit.
+type Process struct {
+	id Identity
+	f  *os.File // the pidfd, non-blocking (nil: none)
+}
+
+// Open holds the process id names; an error when it does not run now
+// (Gone's).
+func (id Identity) Open() (*Process, error) {
 	if id.PID <= 0 {
 		return nil, errors.New("no process recorded")
 	}
 	fd, err := unix.PidfdOpen(id.PID, 0)
 	if errors.Is(err, unix.ESRCH) {
 		return nil, fmt.Errorf("pid %d has exited", id.PID)
-	} else if err != nil {
-		// No pidfds (Linux before 5.3, a seccomp filter): ask /proc.
-		if err := id.Gone(); err != nil {
-			return nil, err
-		}
-		return id.polled(ctx), nil
 	}
 	if err := id.Gone(); err != nil {
-		unix.Close(fd)
+		if fd >= 0 {
+			unix.Close(fd)
+		}
 		return nil, err
 	}
+	p := &Process{id: id}
 	// Non-blocking, os.NewFile hands it to the poller (PIDFD_NONBLOCK
 	// would, from Linux 5.10 on).
-	if err := unix.SetNonblock(fd, true); err != nil {
+	if err == nil && unix.SetNonblock(fd, true) == nil {
+		p.f = os.NewFile(uintptr(fd), fmt.Sprintf("pidfd %d", id.PID))
+	} else if err == nil {
 		unix.Close(fd)
-		return nil, fmt.Errorf("watch pid %d: %w", id.PID, err)
 	}
-	f := os.NewFile(uintptr(fd), fmt.Sprintf("pidfd %d", id.PID))
-	rc, err := f.SyscallConn()
+	return p, nil
+}
+
+// Close lets go of the process (its pidfd).
+func (p *Process) Close() error {
+	if p.f == nil {
+		return nil
+	}
+	return p.f.Close()
+}
+
+// Signal sends sig to the process; an error once it has exited.
+func (p *Process) Signal(sig unix.Signal) error {
+	if p.f == nil {
+		if err := p.id.Gone(); err != nil {
+			return err
+		}
+		return unix.Kill(p.id.PID, sig)
+	}
+	rc, err := p.f.SyscallConn()
 	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("watch pid %d: %w", id.PID, err)
+		return err
+	}
+	if cerr := rc.Control(func(fd uintptr) { err = unix.PidfdSendSignal(int(fd), sig, nil, 0) }); cerr != nil {
+		return cerr
+	}
+	if errors.Is(err, unix.ESRCH) {
+		return fmt.Errorf("pid %d has exited", p.id.PID)
+	}
+	return err
+}
+
+// Exited returns a channel closed once the process exits. With a pidfd
+// it waits in the runtime's poller: until the exit it makes no system
+// call at all (a launcher that asked every second whether its workspace
+// still ran read /proc some 40 times a second, idle). When ctx ends, or
+// the Process is closed, the wait ends and the channel stays open. One
+// wait at a time.
+func (p *Process) Exited(ctx context.Context) <-chan struct{} {
+	if p.f == nil {
+		return p.id.polled(ctx)
 	}
 	exited := make(chan struct{})
-	stop := context.AfterFunc(ctx, func() { f.Close() })
+	p.f.SetReadDeadline(time.Time{}) // an earlier wait's end
+	rc, err := p.f.SyscallConn()
+	if err != nil {
+		return p.id.polled(ctx)
+	}
+	// A pidfd is readable once its process has exited. A wait in the
+	// poller ends when the file is closed; one in a thread (the poller
+	// would not take it) when the process exits.
+	wake := context.AfterFunc(ctx, func() { p.f.SetReadDeadline(time.Now()) })
 	go func() {
-		defer f.Close()
-		defer stop()
-		// A pidfd is readable once its process has exited.
+		defer wake()
 		exit := false
 		err := rc.Read(func(fd uintptr) bool { exit = readable(int(fd), 0); return exit })
-		if err != nil && ctx.Err() == nil {
-			// The poller would not take it: wait in a thread instead.
+		if err != nil && ctx.Err() == nil && !errors.Is(err, os.ErrClosed) && !errors.Is(err, os.ErrDeadlineExceeded) {
 			err = rc.Control(func(fd uintptr) { exit = readable(int(fd), -1) })
 		}
 		if err == nil && exit && ctx.Err() == nil {
 			close(exited)
 		}
 	}()
-	return exited, nil
+	return exited
+}
+
+// Exited returns a channel closed once the process id names exits, and
+// an error when it does not run now (Gone's): Open's Exited, let go of
+// when it has exited or ctx ends.
+func (id Identity) Exited(ctx context.Context) (<-chan struct{}, error) {
+	p, err := id.Open()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	exited := p.Exited(ctx)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-exited:
+			close(done)
+		case <-ctx.Done():
+		}
+		cancel()
+		p.Close()
+	}()
+	return done, nil
 }
 
 // polled is Exited's channel for a process that has no pidfd: closed

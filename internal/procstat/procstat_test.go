@@ -206,3 +206,49 @@ func TestPolledWithoutAPidfd(t *testing.T) {
 		t.Fatal("the process was killed 5 s ago and the channel is open")
 	}
 }
+
+// TestProcessSignalsOnlyItsProcess: a Process's signal reaches the
+// process it was opened on, and once that has exited (reaped, its PID
+// free for another) a signal is an error, never sent to a PID; a second
+// wait on it works after the first one's context ended.
+func TestProcessSignalsOnlyItsProcess(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	id, err := Identify(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := id.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if p.f == nil {
+		t.Fatal("no pidfd on this kernel")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	select {
+	case <-p.Exited(ctx):
+		t.Fatal("it says a running process exited")
+	case <-ctx.Done():
+	}
+	exited := p.Exited(context.Background())
+	if err := p.Signal(unix.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("signalled 5 s ago, the channel is open: the second wait does not work")
+	}
+	if err := cmd.Wait(); err == nil || !strings.Contains(err.Error(), "terminated") {
+		t.Errorf("the process ended with %v, want SIGTERM's", err)
+	}
+	if err := p.Signal(unix.SIGKILL); err == nil || !strings.Contains(err.Error(), "has exited") {
+		t.Errorf("a signal to a process reaped: %v", err)
+	}
+}
