@@ -129,19 +129,27 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// TestExitedIsTheKernelsWord: the channel closes once the process exits,
-// not before; a process that is not the recorded one (its PID reused)
-// cannot be watched; a watch whose context ended never says it exited.
-func TestExitedIsTheKernelsWord(t *testing.T) {
+// sleeping starts a sleep of a minute, killed when the test ends, and
+// returns it with its Identity.
+func sleeping(t *testing.T) (*exec.Cmd, Identity) {
+	t.Helper()
 	cmd := exec.Command("sleep", "60")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Process.Kill()
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	id, err := Identify(cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cmd, id
+}
+
+// TestExitedIsTheKernelsWord: the channel closes once the process exits,
+// not before; a process that is not the recorded one (its PID reused)
+// cannot be watched; a watch whose context ended never says it exited.
+func TestExitedIsTheKernelsWord(t *testing.T) {
+	cmd, id := sleeping(t)
 	exited, err := id.Exited(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -183,15 +191,7 @@ func TestExitedIsTheKernelsWord(t *testing.T) {
 // TestPolledWithoutAPidfd: where there are no pidfds, Exited's channel
 // still closes once the process exits, from /proc.
 func TestPolledWithoutAPidfd(t *testing.T) {
-	cmd := exec.Command("sleep", "60")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	id, err := Identify(cmd.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cmd, id := sleeping(t)
 	exited := id.polled(context.Background())
 	select {
 	case <-exited:
@@ -212,15 +212,7 @@ func TestPolledWithoutAPidfd(t *testing.T) {
 // free for another) a signal is an error, never sent to a PID; a second
 // wait on it works after the first one's context ended.
 func TestProcessSignalsOnlyItsProcess(t *testing.T) {
-	cmd := exec.Command("sleep", "60")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	id, err := Identify(cmd.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cmd, id := sleeping(t)
 	p, err := id.Open()
 	if err != nil {
 		t.Fatal(err)
