@@ -2,7 +2,9 @@
 # Start and exec latency, and cove's own start, side by side in one run:
 # /bin/true in a cached busybox image with unshare+chroot (the floor),
 # bwrap, runc and cove (three networks); exec into a running container with
-# runc, podman (--runtime runc) and cove; `cove --help`; the idle init's
+# runc, podman (--runtime runc) and cove; `cove stop` of a running sleep
+# (--net none and the private network, each container made untimed
+# before its run); `cove --help`; the idle init's
 # RSS; and rootless, as covetest with its subordinate ids, cove run --net
 # none against bwrap --unshare-user. With COVE_BASE (a second cove binary, e.g. one built from main) each
 # cove row is run for both binaries in the same rounds. See
@@ -66,7 +68,7 @@ registry() { COVE_REGISTRY_STATE=$reg_state "$repo/scripts/registry.sh" "$@"; }
 cleanup() {
 	for b in "$cove" ${base:+"$base"}; do
 		[ -x "$b" ] || continue
-		"$b" rm -f lat-exec lat-idle >/dev/null 2>&1 || true
+		"$b" rm -f lat-exec lat-idle lat-stop-0 lat-stop-1 lat-stop-2 lat-stop-3 >/dev/null 2>&1 || true
 	done
 	runc --root "$tmp/state-runc" kill lat-exec KILL >/dev/null 2>&1 || true
 	runc --root "$tmp/state-runc" delete -f lat-exec >/dev/null 2>&1 || true
@@ -187,9 +189,16 @@ cmds+=(
 	"runc exec=$(q runc --root "$tmp/state-runc" exec lat-exec /bin/true)"
 	"podman exec (runc)=$(q "${podman_base[@]}" exec "$podman_id" /bin/true)"
 )
+n=0
 for v in "${variants[@]}"; do
 	name=${v%%=*} bin=${v#*=}
 	cmds+=("$name exec=$(q "$bin" exec lat-exec /bin/true)" "$name --help=$(q "$bin" --help)")
+	# cove stop of a sleep (init passes SIGTERM on: it ends at once), a
+	# container made untimed before each run (cmdtime's PREPARE ::: ).
+	for net in none private; do
+		c=lat-stop-$((n++))
+		cmds+=("$name stop, --net $net=$(q "$bin" rm -f "$c") >/dev/null 2>&1; $(q "$bin" run -d --net "$net" --name "$c" "$ref" sleep 3600) >/dev/null ::: $(q "$bin" stop "$c")")
+	done
 done
 
 busy_pid=''
@@ -245,7 +254,7 @@ report() {
 	echo "- cove installed by root (its inside programs root's: install.sh as root), rootless --net none / bwrap, rootless: $(ratio "cove installed by root run --rm --net none, rootless" "bwrap, rootless"); / cove's own: $(ratio "cove installed by root run --rm --net none, rootless" "cove run --rm --net none, rootless")"
 	echo "- cove-init's start / cove's, the same command line (what a container's init costs before its work, up to three times per start): $(ratio "cove-init's start: the same" "cove's own start: init --hold-userns, stdin empty"); cove-inside's (the IDE server's program, the init before cove-init): $(ratio "cove-inside's start: the same" "cove's own start: init --hold-userns, stdin empty")"
 	if [ -n "$base" ]; then
-		echo "- this cove / base: run --net host $(ratio "cove run --rm --net host" "cove (base) run --rm --net host"), --net none $(ratio "cove run --rm --net none" "cove (base) run --rm --net none"), rootless --net none $(ratio "cove run --rm --net none, rootless" "cove (base) run --rm --net none, rootless"), private net $(ratio "cove run --rm (private net)" "cove (base) run --rm (private net)"), exec $(ratio "cove exec" "cove (base) exec"), --help $(ratio "cove --help" "cove (base) --help")"
+		echo "- this cove / base: run --net host $(ratio "cove run --rm --net host" "cove (base) run --rm --net host"), --net none $(ratio "cove run --rm --net none" "cove (base) run --rm --net none"), rootless --net none $(ratio "cove run --rm --net none, rootless" "cove (base) run --rm --net none, rootless"), private net $(ratio "cove run --rm (private net)" "cove (base) run --rm (private net)"), exec $(ratio "cove exec" "cove (base) exec"), --help $(ratio "cove --help" "cove (base) --help"), stop --net none $(ratio "cove stop, --net none" "cove (base) stop, --net none"), stop private net $(ratio "cove stop, --net private" "cove (base) stop, --net private")"
 	fi
 	echo
 	echo "Idle init (\`cove run -d IMAGE sleep 60\`, /proc/PID/status of PID 1 after 1 s):"

@@ -9,7 +9,11 @@
 // median CPU time (user+system of the command and its children, ms) and
 // median peak RSS (KB, of the largest process).
 //
-//	cmdtime RUNS WARMUP LABEL=COMMAND... (COMMAND goes through sh -c)
+//	cmdtime RUNS WARMUP LABEL=[PREPARE ::: ]COMMAND... (each through sh -c)
+//
+// PREPARE, when given, runs untimed just before each run of COMMAND (the
+// container a `cove stop` row stops); a run whose PREPARE fails counts as
+// failed.
 package main
 
 import (
@@ -25,11 +29,11 @@ import (
 )
 
 type row struct {
-	label, cmd string
-	wall, cpu  []float64
-	rss        []float64
-	failed     int
-	firstErr   string
+	label, prep, cmd string
+	wall, cpu        []float64
+	rss              []float64
+	failed           int
+	firstErr         string
 }
 
 func main() {
@@ -50,7 +54,11 @@ func main() {
 			fmt.Fprintf(os.Stderr, "cmdtime: %q is not LABEL=COMMAND\n", a)
 			os.Exit(2)
 		}
-		rows = append(rows, &row{label: l, cmd: c})
+		r := &row{label: l, cmd: c}
+		if p, c, ok := strings.Cut(c, " ::: "); ok {
+			r.prep, r.cmd = p, c
+		}
+		rows = append(rows, r)
 	}
 	for i := 0; i < warm+runs; i++ {
 		for _, j := range rand.Perm(len(rows)) {
@@ -66,6 +74,17 @@ func main() {
 // once runs r's command; the shell's own exec is in the time, as it is
 // for every row.
 func once(r *row, timed bool) {
+	if r.prep != "" {
+		if out, err := exec.Command("/bin/sh", "-c", r.prep).CombinedOutput(); err != nil {
+			if timed {
+				r.failed++
+				if r.firstErr == "" {
+					r.firstErr = strings.ReplaceAll(strings.TrimSpace("prepare: "+err.Error()+": "+string(out)), "\n", " ")
+				}
+			}
+			return
+		}
+	}
 	cmd := exec.Command("/bin/sh", "-c", "exec "+r.cmd)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
